@@ -1,0 +1,1 @@
+int qpx_core_placeholder;
