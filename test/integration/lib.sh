@@ -1,0 +1,28 @@
+# Shared helpers for integration test scripts (sourced).
+# Each test prints one line per case and ends with "N passed, N failed";
+# it exits 0 when all passed, 1 when any failed, 77 when it could not run.
+
+QPX_PASS=0
+QPX_FAIL=0
+
+qpx_pass() { QPX_PASS=$((QPX_PASS + 1)); echo "PASS: $*"; }
+qpx_fail() { QPX_FAIL=$((QPX_FAIL + 1)); echo "FAIL: $*"; }
+
+# qpx_check NAME CMD...: run CMD, pass if it exits 0
+qpx_check() {
+    name=$1; shift
+    if "$@"; then qpx_pass "$name"; else qpx_fail "$name (exit $?)"; fi
+}
+
+qpx_skip_all() { echo "SKIP: $*"; exit 77; }
+
+qpx_finish() {
+    echo "$QPX_PASS passed, $QPX_FAIL failed"
+    [ "$QPX_FAIL" -eq 0 ] && [ "$QPX_PASS" -gt 0 ] && exit 0
+    exit 1
+}
+
+# A free TCP port on loopback for client/server tests
+qpx_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
