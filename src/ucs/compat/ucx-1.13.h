@@ -1,0 +1,414 @@
+/*
+ * Declarations of the UCX 1.13.x internal types qpx needs, written from
+ * UCX 1.13.1's field order (its own headers under uct/base/ and
+ * ucs/datastruct/arbiter.h are not installed by distributions).
+ *
+ * Every type whose size `ucx_info -y` prints is checked below; the others are
+ * checked against the offsets measured in docs/architecture.md. A layout that
+ * does not match fails the build instead of corrupting memory at run time.
+ *
+ * Include only through src/ucs/ucx_compat.h.
+ */
+#ifndef QPX_UCX_COMPAT_1_13_H_
+#define QPX_UCX_COMPAT_1_13_H_
+
+#include <uct/api/uct.h>
+#include <uct/api/tl.h>
+#include <ucs/config/parser.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/type/class.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define QPX_UCX_COMPAT_MAJOR 1
+#define QPX_UCX_COMPAT_MINOR 13
+
+/* ------------------------------------------------------------------------
+ * ucs: arbiter (src/ucs/datastruct/arbiter.h), assertions enabled in
+ * Debian's build (ENABLE_ASSERT=1) add a guard and an arbiter pointer.
+ */
+typedef struct ucs_arbiter       ucs_arbiter_t;
+typedef struct ucs_arbiter_group ucs_arbiter_group_t;
+typedef struct ucs_arbiter_elem  ucs_arbiter_elem_t;
+
+typedef enum {
+    UCS_ARBITER_CB_RESULT_REMOVE_ELEM,
+    UCS_ARBITER_CB_RESULT_NEXT_GROUP,
+    UCS_ARBITER_CB_RESULT_DESCHED_GROUP,
+    UCS_ARBITER_CB_RESULT_RESCHED_GROUP,
+    UCS_ARBITER_CB_RESULT_STOP
+} ucs_arbiter_cb_result_t;
+
+typedef ucs_arbiter_cb_result_t (*ucs_arbiter_callback_t)(
+        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+        ucs_arbiter_elem_t *elem, void *arg);
+
+struct ucs_arbiter {
+    ucs_list_link_t list;
+};
+
+struct ucs_arbiter_group {
+    ucs_arbiter_elem_t *tail;
+    int                guard;   /* present when UCX is built with assertions */
+    ucs_arbiter_t      *arbiter;
+};
+
+struct ucs_arbiter_elem {
+    ucs_list_link_t     list;
+    ucs_arbiter_elem_t  *next;
+    ucs_arbiter_group_t *group;
+};
+
+void ucs_arbiter_init(ucs_arbiter_t *arbiter);
+void ucs_arbiter_cleanup(ucs_arbiter_t *arbiter);
+void ucs_arbiter_group_init(ucs_arbiter_group_t *group);
+void ucs_arbiter_group_cleanup(ucs_arbiter_group_t *group);
+int ucs_arbiter_group_is_scheduled(ucs_arbiter_group_t *group);
+void ucs_arbiter_group_push_elem_always(ucs_arbiter_group_t *group,
+                                        ucs_arbiter_elem_t *elem);
+void ucs_arbiter_group_push_head_elem_always(ucs_arbiter_group_t *group,
+                                             ucs_arbiter_elem_t *elem);
+void ucs_arbiter_group_purge(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                             ucs_arbiter_callback_t cb, void *cb_arg);
+size_t ucs_arbiter_group_num_elems(ucs_arbiter_group_t *group);
+void ucs_arbiter_group_schedule_nonempty(ucs_arbiter_t *arbiter,
+                                         ucs_arbiter_group_t *group);
+void ucs_arbiter_group_desched_nonempty(ucs_arbiter_t *arbiter,
+                                        ucs_arbiter_group_t *group);
+void ucs_arbiter_dispatch_nonempty(ucs_arbiter_t *arbiter, unsigned per_group,
+                                   ucs_arbiter_callback_t cb, void *cb_arg);
+
+
+/* Inline parts of arbiter.h (the exported functions above do the work) */
+static inline void ucs_arbiter_elem_init(ucs_arbiter_elem_t *elem)
+{
+    elem->group = NULL;
+}
+
+static inline int ucs_arbiter_is_empty(ucs_arbiter_t *arbiter)
+{
+    return ucs_list_is_empty(&arbiter->list);
+}
+
+static inline int ucs_arbiter_group_is_empty(ucs_arbiter_group_t *group)
+{
+    return group->tail == NULL;
+}
+
+static inline int ucs_arbiter_elem_is_scheduled(ucs_arbiter_elem_t *elem)
+{
+    return elem->group != NULL;
+}
+
+static inline void ucs_arbiter_group_schedule(ucs_arbiter_t *arbiter,
+                                              ucs_arbiter_group_t *group)
+{
+    if (!ucs_arbiter_group_is_empty(group)) {
+        ucs_arbiter_group_schedule_nonempty(arbiter, group);
+    }
+}
+
+static inline void ucs_arbiter_group_desched(ucs_arbiter_t *arbiter,
+                                             ucs_arbiter_group_t *group)
+{
+    if (!ucs_arbiter_group_is_empty(group)) {
+        ucs_arbiter_group_desched_nonempty(arbiter, group);
+    }
+}
+
+static inline void ucs_arbiter_group_push_elem(ucs_arbiter_group_t *group,
+                                               ucs_arbiter_elem_t *elem)
+{
+    if (!ucs_arbiter_elem_is_scheduled(elem)) {
+        ucs_arbiter_group_push_elem_always(group, elem);
+    }
+}
+
+static inline void ucs_arbiter_group_push_head_elem(ucs_arbiter_group_t *group,
+                                                    ucs_arbiter_elem_t *elem)
+{
+    if (!ucs_arbiter_elem_is_scheduled(elem)) {
+        ucs_arbiter_group_push_head_elem_always(group, elem);
+    }
+}
+
+static inline void ucs_arbiter_dispatch(ucs_arbiter_t *arbiter,
+                                        unsigned per_group,
+                                        ucs_arbiter_callback_t cb, void *cb_arg)
+{
+    if (!ucs_arbiter_is_empty(arbiter)) {
+        ucs_arbiter_dispatch_nonempty(arbiter, per_group, cb, cb_arg);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * uct: memory domain (src/uct/base/uct_md.h, uct/api/v2/uct_v2.h)
+ */
+typedef struct uct_component uct_component_t;
+typedef struct uct_perf_attr uct_perf_attr_t; /* opaque here */
+typedef struct uct_ep_attr   uct_ep_attr_t;   /* opaque here */
+
+enum {
+    UCT_MD_MEM_DEREG_FIELD_MEMH       = UCS_BIT(0),
+    UCT_MD_MEM_DEREG_FIELD_FLAGS      = UCS_BIT(1),
+    UCT_MD_MEM_DEREG_FIELD_COMPLETION = UCS_BIT(2)
+};
+
+enum {
+    UCT_MD_MEM_DEREG_FLAG_INVALIDATE = UCS_BIT(0)
+};
+
+enum {
+    UCT_MD_MKEY_PACK_FIELD_FLAGS = UCS_BIT(0)
+};
+
+typedef struct uct_md_mem_dereg_params {
+    uint64_t         field_mask;
+    unsigned         flags;
+    uct_mem_h        memh;
+    uct_completion_t *comp;
+} uct_md_mem_dereg_params_t;
+
+typedef struct uct_md_mkey_pack_params {
+    uint64_t field_mask;
+    unsigned flags;
+} uct_md_mkey_pack_params_t;
+
+struct uct_md_config {
+    char __dummy; /* C forbids empty structures */
+};
+
+typedef struct uct_md_ops {
+    void         (*close)(uct_md_h md);
+    ucs_status_t (*query)(uct_md_h md, uct_md_attr_t *md_attr);
+    ucs_status_t (*mem_alloc)(uct_md_h md, size_t *length_p, void **address_p,
+                              ucs_memory_type_t mem_type, unsigned flags,
+                              const char *alloc_name, uct_mem_h *memh_p);
+    ucs_status_t (*mem_free)(uct_md_h md, uct_mem_h memh);
+    ucs_status_t (*mem_advise)(uct_md_h md, uct_mem_h memh, void *addr,
+                               size_t length, unsigned advice);
+    ucs_status_t (*mem_reg)(uct_md_h md, void *address, size_t length,
+                            unsigned flags, uct_mem_h *memh_p);
+    ucs_status_t (*mem_dereg)(uct_md_h md,
+                              const uct_md_mem_dereg_params_t *params);
+    ucs_status_t (*mem_query)(uct_md_h md, const void *address, size_t length,
+                              uct_md_mem_attr_t *mem_attr);
+    ucs_status_t (*mkey_pack)(uct_md_h md, uct_mem_h memh,
+                              const uct_md_mkey_pack_params_t *params,
+                              void *rkey_buffer);
+    int          (*is_sockaddr_accessible)(uct_md_h md,
+                                           const ucs_sock_addr_t *sockaddr,
+                                           uct_sockaddr_accessibility_t mode);
+    ucs_status_t (*detect_memory_type)(uct_md_h md, const void *addr,
+                                       size_t length,
+                                       ucs_memory_type_t *mem_type_p);
+} uct_md_ops_t;
+
+struct uct_md {
+    uct_md_ops_t    *ops;
+    uct_component_t *component;
+};
+
+/* ------------------------------------------------------------------------
+ * uct: component (src/uct/base/uct_component.h)
+ */
+struct uct_component {
+    const char   name[UCT_COMPONENT_NAME_MAX];
+    ucs_status_t (*query_md_resources)(uct_component_t *component,
+                                       uct_md_resource_desc_t **resources_p,
+                                       unsigned *num_resources_p);
+    ucs_status_t (*md_open)(uct_component_t *component, const char *md_name,
+                            const uct_md_config_t *config, uct_md_h *md_p);
+    ucs_status_t (*cm_open)(uct_component_t *component, uct_worker_h worker,
+                            const uct_cm_config_t *config, uct_cm_h *cm_p);
+    ucs_status_t (*rkey_unpack)(uct_component_t *component,
+                                const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                void **handle_p);
+    ucs_status_t (*rkey_ptr)(uct_component_t *component, uct_rkey_t rkey,
+                             void *handle, uint64_t remote_addr,
+                             void **local_addr_p);
+    ucs_status_t (*rkey_release)(uct_component_t *component, uct_rkey_t rkey,
+                                 void *handle);
+    ucs_config_global_list_entry_t md_config;
+    ucs_config_global_list_entry_t cm_config;
+    ucs_list_link_t                tl_list;
+    ucs_list_link_t                list;
+    uint64_t                       flags;
+    void                           (*md_vfs_init)(uct_md_h md);
+};
+
+void uct_component_register(uct_component_t *component);
+
+ucs_status_t uct_md_query_single_md_resource(uct_component_t *component,
+                                             uct_md_resource_desc_t **resources_p,
+                                             unsigned *num_resources_p);
+ucs_status_t uct_md_query_empty_md_resource(uct_md_resource_desc_t **resources_p,
+                                            unsigned *num_resources_p);
+ucs_status_t uct_md_stub_rkey_unpack(uct_component_t *component,
+                                     const void *rkey_buffer,
+                                     uct_rkey_t *rkey_p, void **handle_p);
+
+extern ucs_config_field_t uct_md_config_table[];
+extern ucs_config_field_t uct_iface_config_table[];
+
+/* ------------------------------------------------------------------------
+ * uct: transports and interfaces (src/uct/base/uct_iface.h)
+ */
+typedef struct uct_priv_worker uct_priv_worker_t; /* opaque here */
+
+typedef struct uct_am_handler {
+    uct_am_callback_t cb;
+    void              *arg;
+    uint32_t          flags;
+} uct_am_handler_t;
+
+typedef struct uct_iface_internal_ops {
+    ucs_status_t (*iface_estimate_perf)(uct_iface_h iface,
+                                        uct_perf_attr_t *perf_attr);
+    void         (*iface_vfs_refresh)(uct_iface_h iface);
+    ucs_status_t (*ep_query)(uct_ep_h ep, uct_ep_attr_t *ep_attr);
+    ucs_status_t (*ep_invalidate)(uct_ep_h ep, unsigned flags);
+} uct_iface_internal_ops_t;
+
+typedef struct uct_worker_progress {
+    uct_worker_cb_id_t id;
+    uint32_t           refcount;
+} uct_worker_progress_t;
+
+struct uct_iface_config {
+    struct {
+        uct_alloc_method_t *methods;
+        unsigned           count;
+    } alloc_methods;
+    int    failure;
+    size_t max_num_eps;
+};
+
+typedef struct uct_iface_mpool_config {
+    unsigned max_bufs;
+    unsigned bufs_grow;
+} uct_iface_mpool_config_t;
+
+typedef struct uct_base_iface {
+    uct_iface_t              super;
+    uct_iface_internal_ops_t *internal_ops;
+    uct_md_h                 md;
+    uct_priv_worker_t        *worker;
+    uct_am_handler_t         am[UCT_AM_ID_MAX];
+    uct_am_tracer_t          am_tracer;
+    void                     *am_tracer_arg;
+    uct_error_handler_t      err_handler;
+    void                     *err_handler_arg;
+    uint32_t                 err_handler_flags;
+    uct_worker_progress_t    prog;
+    unsigned                 progress_flags;
+    struct {
+        unsigned           num_alloc_methods;
+        uct_alloc_method_t alloc_methods[UCT_ALLOC_METHOD_LAST];
+        ucs_log_level_t    failure_level;
+        size_t             max_num_eps;
+    } config;
+} uct_base_iface_t;
+
+UCS_CLASS_DECLARE(uct_base_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
+                  uct_md_h, uct_worker_h, const uct_iface_params_t*,
+                  const uct_iface_config_t*);
+
+typedef struct uct_base_ep {
+    uct_ep_t super;
+} uct_base_ep_t;
+
+UCS_CLASS_DECLARE(uct_base_ep_t, uct_base_iface_t*);
+
+typedef struct uct_tl_device_resource {
+    char              name[UCT_DEVICE_NAME_MAX];
+    uct_device_type_t type;
+    ucs_sys_device_t  sys_device;
+} uct_tl_device_resource_t;
+
+typedef struct uct_tl {
+    char                           name[UCT_TL_NAME_MAX];
+    ucs_status_t                   (*query_devices)(uct_md_h md,
+                                        uct_tl_device_resource_t **tl_devices_p,
+                                        unsigned *num_tl_devices_p);
+    ucs_status_t                   (*iface_open)(uct_md_h md, uct_worker_h worker,
+                                        const uct_iface_params_t *params,
+                                        const uct_iface_config_t *config,
+                                        uct_iface_h *iface_p);
+    ucs_config_global_list_entry_t config;
+    ucs_list_link_t                list;
+} uct_tl_t;
+
+extern uct_iface_internal_ops_t uct_base_iface_internal_ops;
+
+void uct_tl_register(uct_component_t *component, uct_tl_t *tl);
+void uct_base_iface_query(uct_base_iface_t *iface, uct_iface_attr_t *iface_attr);
+ucs_status_t uct_single_device_resource(uct_md_h md, const char *dev_name,
+                                        uct_device_type_t dev_type,
+                                        ucs_sys_device_t sys_device,
+                                        uct_tl_device_resource_t **tl_devices_p,
+                                        unsigned *num_tl_devices_p);
+ucs_status_t uct_base_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                  uct_completion_t *comp);
+ucs_status_t uct_base_iface_fence(uct_iface_h tl_iface, unsigned flags);
+void uct_base_iface_progress_enable(uct_iface_h tl_iface, unsigned flags);
+void uct_base_iface_progress_enable_cb(uct_base_iface_t *iface,
+                                       ucs_callback_t cb, unsigned flags);
+void uct_base_iface_progress_disable(uct_iface_h tl_iface, unsigned flags);
+ucs_status_t uct_base_iface_estimate_perf(uct_iface_h iface,
+                                          uct_perf_attr_t *perf_attr);
+ucs_status_t uct_base_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                               uct_completion_t *comp);
+ucs_status_t uct_base_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_base_ep_am_short_iov(uct_ep_h ep, uint8_t id,
+                                      const uct_iov_t *iov, size_t iovcnt);
+ucs_status_t uct_iface_handle_ep_err(uct_iface_h iface, uct_ep_h ep,
+                                     ucs_status_t status);
+ucs_status_t uct_iface_mpool_init(uct_base_iface_t *iface, ucs_mpool_t *mp,
+                                  size_t elem_size, size_t align_offset,
+                                  size_t alignment,
+                                  const uct_iface_mpool_config_t *config,
+                                  unsigned grow,
+                                  void (*init_obj_cb)(uct_iface_h iface,
+                                                      void *obj,
+                                                      uct_mem_h memh),
+                                  const char *name);
+void uct_ep_set_iface(uct_ep_h ep, uct_iface_t *iface);
+
+/* ------------------------------------------------------------------------
+ * Layout checks: sizes printed by `ucx_info -y` (1.13.1, x86_64) and the
+ * offsets recorded in ../shared/notes and docs/architecture.md.
+ */
+#if defined(__x86_64__)
+_Static_assert(sizeof(ucs_arbiter_t) == 16, "ucs_arbiter_t layout");
+_Static_assert(sizeof(ucs_arbiter_group_t) == 24, "ucs_arbiter_group_t layout");
+_Static_assert(sizeof(ucs_arbiter_elem_t) == 32, "ucs_arbiter_elem_t layout");
+_Static_assert(sizeof(uct_md_ops_t) == 88, "uct_md_ops_t layout");
+_Static_assert(sizeof(struct uct_md) == 16, "uct_md_t layout");
+_Static_assert(sizeof(uct_md_config_t) == 1, "uct_md_config_t layout");
+_Static_assert(sizeof(uct_component_t) == 208, "uct_component_t layout");
+_Static_assert(offsetof(uct_component_t, md_config) == 64, "component md_config");
+_Static_assert(offsetof(uct_component_t, cm_config) == 112, "component cm_config");
+_Static_assert(offsetof(uct_component_t, tl_list) == 160, "component tl_list");
+_Static_assert(offsetof(uct_component_t, flags) == 192, "component flags");
+_Static_assert(offsetof(uct_component_t, md_vfs_init) == 200, "component md_vfs_init");
+_Static_assert(sizeof(uct_am_handler_t) == 24, "uct_am_handler_t layout");
+_Static_assert(sizeof(uct_iface_config_t) == 32, "uct_iface_config_t layout");
+_Static_assert(sizeof(uct_iface_internal_ops_t) == 32, "internal ops layout");
+_Static_assert(sizeof(uct_base_iface_t) == 1280, "uct_base_iface_t layout");
+_Static_assert(offsetof(uct_base_iface_t, internal_ops) == 400, "iface internal_ops");
+_Static_assert(offsetof(uct_base_iface_t, am) == 424, "iface am[]");
+_Static_assert(offsetof(uct_base_iface_t, err_handler) == 1208, "iface err_handler");
+_Static_assert(offsetof(uct_base_iface_t, prog) == 1228, "iface prog");
+_Static_assert(offsetof(uct_base_iface_t, config.max_num_eps) == 1272,
+               "iface config.max_num_eps");
+_Static_assert(sizeof(uct_tl_t) == 96, "uct_tl_t layout");
+_Static_assert(offsetof(uct_tl_t, query_devices) == 16, "tl query_devices");
+_Static_assert(offsetof(uct_tl_t, config) == 32, "tl config");
+_Static_assert(offsetof(uct_tl_t, list) == 80, "tl list");
+_Static_assert(sizeof(uct_tl_device_resource_t) == 40, "tl device resource");
+_Static_assert(sizeof(uct_base_ep_t) == 8, "uct_base_ep_t layout");
+#endif
+
+#endif

@@ -1,1 +1,0 @@
-int qpx_core_placeholder;

@@ -1,0 +1,66 @@
+/*
+ * The one place that knows which UCX qpx is built against.
+ *
+ * UCX installs only its public API; the internal types a transport needs
+ * (component, md, tl, base iface, arbiter) come either from UCX's own source
+ * tree (configure --with-ucx-src) or from one declaration file per supported
+ * UCX version under src/ucs/compat/. Supporting another UCX version means
+ * adding one file there and one line below.
+ */
+#ifndef QPX_UCX_COMPAT_H_
+#define QPX_UCX_COMPAT_H_
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#if defined(QPX_UCX_INTERNAL_HEADERS)
+#  include <uct/base/uct_component.h>
+#  include <uct/base/uct_md.h>
+#  include <uct/base/uct_iface.h>
+#  include <ucs/datastruct/arbiter.h>
+#elif (QPX_UCX_BUILD_MAJOR == 1) && (QPX_UCX_BUILD_MINOR == 13)
+#  include "compat/ucx-1.13.h"
+#else
+#  error "no declarations of UCX internals for this UCX version: see configure --help"
+#endif
+
+#include <ucs/debug/log_def.h>
+#include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/stubs.h>
+#include <uct/api/version.h>
+
+/*
+ * Deliver an active message to the handler UCP installed. Mirrors UCX's
+ * inline uct_iface_invoke_am, which is not part of the installed API.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_iface_invoke_am(uct_base_iface_t *iface, uint8_t id, void *data,
+                    unsigned length, unsigned flags)
+{
+    uct_am_handler_t *handler = &iface->am[id];
+
+    return handler->cb(handler->arg, data, length, flags);
+}
+
+/* Complete one of the operations a uct_completion_t counts */
+static UCS_F_ALWAYS_INLINE void
+qpx_invoke_completion(uct_completion_t *comp, ucs_status_t status)
+{
+    if (ucs_unlikely(status != UCS_OK) && (comp->status == UCS_OK)) {
+        comp->status = status;
+    }
+    if (--comp->count == 0) {
+        comp->func(comp);
+    }
+}
+
+/* Version of UCX this library was built against, as "major.minor" */
+#define QPX_UCX_BUILD_VERSION_STRING \
+    UCS_PP_MAKE_STRING(QPX_UCX_BUILD_MAJOR) "." \
+    UCS_PP_MAKE_STRING(QPX_UCX_BUILD_MINOR) "." \
+    UCS_PP_MAKE_STRING(QPX_UCX_BUILD_PATCH)
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * qpx device: open, query ports, estimates and addresses.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_device.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* Lanes of an IBTA active_width code (ibv_port_attr.active_width) */
+static unsigned qpx_device_width_lanes(uint8_t active_width)
+{
+    switch (active_width) {
+    case 1:  return 1;
+    case 2:  return 4;
+    case 4:  return 8;
+    case 8:  return 12;
+    case 16: return 2;
+    default: return 0;
+    }
+}
+
+
+/*
+ * Data rate of one lane, bits/second after line encoding, for an IBTA
+ * active_speed code: 8b/10b up to QDR, 64b/66b from FDR10 on.
+ */
+static double qpx_device_lane_rate(uint8_t active_speed)
+{
+    switch (active_speed) {
+    case 1:   return 2.5e9 * 8 / 10;         /* SDR */
+    case 2:   return 5.0e9 * 8 / 10;         /* DDR */
+    case 4:   return 10.0e9 * 8 / 10;        /* QDR */
+    case 8:   return 10.3125e9 * 64 / 66;    /* FDR10 */
+    case 16:  return 14.0625e9 * 64 / 66;    /* FDR */
+    case 32:  return 25.78125e9 * 64 / 66;   /* EDR */
+    case 64:  return 53.125e9 * 64 / 66;     /* HDR */
+    case 128: return 106.25e9 * 64 / 66;     /* NDR */
+    default:  return 0;
+    }
+}
+
+
+size_t qpx_device_mtu_bytes(enum ibv_mtu mtu)
+{
+    return (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) ? (128ul << mtu) : 0;
+}
+
+
+static void qpx_device_port_estimate(qpx_device_port_t *port)
+{
+    struct ibv_port_attr *attr = &port->attr;
+    size_t mtu                 = qpx_device_mtu_bytes(attr->active_mtu);
+    double wire_bw;
+
+    wire_bw = qpx_device_width_lanes(attr->active_width) *
+              qpx_device_lane_rate(attr->active_speed) / 8;
+    /* Transport headers per MTU-sized packet: LRH+BTH+ICRC+VCRC (26 bytes),
+     * and GRH on RoCE (40) */
+    if (mtu > 0) {
+        wire_bw *= (double)mtu / (mtu + 26 + (port->is_eth ? 40 : 0));
+    }
+
+    port->bandwidth = wire_bw;
+    /* Fabric and HCA latency of a small message, a typical figure for one
+     * switch hop; transports add their own software overhead */
+    port->latency   = port->is_eth ? 900e-9 : 600e-9;
+}
+
+
+ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
+{
+    const char *name = ibv_get_device_name(ibdev);
+    qpx_device_port_t *port;
+    uint8_t port_num;
+    int ret;
+
+    memset(dev, 0, sizeof(*dev));
+    ucs_strncpy_zero(dev->name, name, sizeof(dev->name));
+
+    dev->ctx = ibv_open_device(ibdev);
+    if (dev->ctx == NULL) {
+        ucs_error("ibv_open_device(%s) failed: %m", name);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ret = ibv_query_device(dev->ctx, &dev->attr);
+    if (ret != 0) {
+        ucs_error("ibv_query_device(%s) failed: %s", name, strerror(ret));
+        goto err_close;
+    }
+
+    dev->first_port = 1;
+    dev->num_ports  = ucs_min(dev->attr.phys_port_cnt, QPX_DEVICE_MAX_PORTS);
+    for (port_num = 1; port_num <= dev->num_ports; ++port_num) {
+        port = &dev->ports[port_num - 1];
+        ret  = ibv_query_port(dev->ctx, port_num, &port->attr);
+        if (ret != 0) {
+            ucs_error("ibv_query_port(%s:%d) failed: %s", name, port_num,
+                      strerror(ret));
+            goto err_close;
+        }
+
+        port->is_eth = (port->attr.link_layer == IBV_LINK_LAYER_ETHERNET);
+        if ((port->attr.gid_tbl_len > 0) &&
+            (ibv_query_gid(dev->ctx, port_num, 0, &port->gid) != 0)) {
+            ucs_debug("ibv_query_gid(%s:%d) failed: %m", name, port_num);
+        }
+
+        qpx_device_port_estimate(port);
+        ucs_debug("%s:%d state %d lid %d mtu %zu bw %.0f MB/s", name, port_num,
+                  port->attr.state, port->attr.lid,
+                  qpx_device_mtu_bytes(port->attr.active_mtu),
+                  port->bandwidth / 1e6);
+    }
+
+    return UCS_OK;
+
+err_close:
+    ibv_close_device(dev->ctx);
+    dev->ctx = NULL;
+    return UCS_ERR_IO_ERROR;
+}
+
+
+void qpx_device_close(qpx_device_t *dev)
+{
+    if (dev->ctx != NULL) {
+        ibv_close_device(dev->ctx);
+        dev->ctx = NULL;
+    }
+}
+
+
+qpx_device_port_t *qpx_device_port(qpx_device_t *dev, uint8_t port_num)
+{
+    if ((port_num < dev->first_port) || (port_num > dev->num_ports)) {
+        return NULL;
+    }
+
+    return &dev->ports[port_num - dev->first_port];
+}
+
+
+static int qpx_device_port_is_usable(const qpx_device_port_t *port)
+{
+    return (port->attr.state == IBV_PORT_ACTIVE) &&
+           (port->attr.link_layer != IBV_LINK_LAYER_UNSPECIFIED ||
+            port->attr.lid != 0);
+}
+
+
+ucs_status_t qpx_device_parse_port(qpx_device_t *dev, const char *dev_name,
+                                   uint8_t *port_num_p)
+{
+    size_t len       = strlen(dev->name);
+    const char *sep  = dev_name + len;
+    char *end;
+    unsigned long port_num;
+    qpx_device_port_t *port;
+
+    if (strncmp(dev_name, dev->name, len) || (*sep != ':')) {
+        ucs_error("device '%s' is not a port of %s", dev_name, dev->name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    port_num = strtoul(sep + 1, &end, 10);
+    port     = (port_num <= UINT8_MAX) ? qpx_device_port(dev, port_num) : NULL;
+    if ((*end != '\0') || (port == NULL)) {
+        ucs_error("%s has no port '%s'", dev->name, sep + 1);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    if (!qpx_device_port_is_usable(port)) {
+        ucs_error("%s:%lu is not active (state %d)", dev->name, port_num,
+                  port->attr.state);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    *port_num_p = port_num;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_device_query_tl_resources(qpx_device_t *dev,
+                                           uct_tl_device_resource_t **tl_devices_p,
+                                           unsigned *num_tl_devices_p)
+{
+    uct_tl_device_resource_t *resources;
+    unsigned num_resources = 0;
+    uint8_t port_num;
+
+    /* libuct releases the array with ucs_free(), i.e. free() */
+    resources = calloc(dev->num_ports, sizeof(*resources));
+    if (resources == NULL) {
+        ucs_error("failed to allocate %u tl device resources", dev->num_ports);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (port_num = dev->first_port; port_num <= dev->num_ports; ++port_num) {
+        if (!qpx_device_port_is_usable(qpx_device_port(dev, port_num))) {
+            continue;
+        }
+
+        /* dev->name has room for the port suffix: UCT_DEVICE_NAME_MAX is
+         * also the size of the md name it came from */
+        ucs_snprintf_zero(resources[num_resources].name,
+                          sizeof(resources[num_resources].name), "%.*s:%d",
+                          (int)sizeof(dev->name) - 5, dev->name, port_num);
+        resources[num_resources].type       = UCT_DEVICE_TYPE_NET;
+        resources[num_resources].sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+        ++num_resources;
+    }
+
+    *tl_devices_p     = resources;
+    *num_tl_devices_p = num_resources;
+    return UCS_OK;
+}
+
+
+size_t qpx_device_addr_size(const qpx_device_port_t *port)
+{
+    /* IB: the LID routes inside the subnet; RoCE: the GID is the address */
+    return port->is_eth ? sizeof(qpx_device_addr_t) :
+                          offsetof(qpx_device_addr_t, gid);
+}
+
+
+void qpx_device_addr_pack(const qpx_device_port_t *port,
+                          qpx_device_addr_t *addr)
+{
+    addr->flags = 0;
+    addr->lid   = port->attr.lid;
+    if (port->is_eth) {
+        addr->flags |= QPX_DEVICE_ADDR_FLAG_GID | QPX_DEVICE_ADDR_FLAG_ETH;
+        memcpy(addr->gid, port->gid.raw, sizeof(addr->gid));
+    }
+}
+
+
+int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
+                                 const qpx_device_addr_t *addr)
+{
+    int peer_is_eth = !!(addr->flags & QPX_DEVICE_ADDR_FLAG_ETH);
+
+    return (peer_is_eth == port->is_eth) && (peer_is_eth || (addr->lid != 0));
+}
+
+
+void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
+                        struct ibv_ah_attr *ah_attr)
+{
+    memset(ah_attr, 0, sizeof(*ah_attr));
+    ah_attr->dlid     = addr->lid;
+    ah_attr->port_num = port_num;
+    if (addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        ah_attr->is_global      = 1;
+        ah_attr->grh.hop_limit  = 64;
+        ah_attr->grh.sgid_index = 0;
+        memcpy(ah_attr->grh.dgid.raw, addr->gid, sizeof(addr->gid));
+    }
+}

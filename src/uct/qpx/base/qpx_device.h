@@ -1,0 +1,82 @@
+/*
+ * qpx device: a verbs device context and what qpx reads from it once, at md
+ * open: device limits and, for every port, its attributes, address and the
+ * bandwidth and latency estimates the transports report to UCX.
+ */
+#ifndef QPX_DEVICE_H_
+#define QPX_DEVICE_H_
+
+#include <ucs/ucx_compat.h>
+#include <infiniband/verbs.h>
+
+
+#define QPX_DEVICE_MAX_PORTS 4
+
+
+/* One port of the device */
+typedef struct qpx_device_port {
+    struct ibv_port_attr attr;
+    union ibv_gid        gid;       /* GID at index 0 */
+    int                  is_eth;    /* RoCE: link layer Ethernet */
+    double               bandwidth; /* bytes/second, from width and speed */
+    double               latency;   /* seconds, one-way estimate */
+} qpx_device_port_t;
+
+
+typedef struct qpx_device {
+    struct ibv_context      *ctx;
+    struct ibv_device_attr  attr;
+    char                    name[UCT_DEVICE_NAME_MAX];
+    uint8_t                 first_port;
+    uint8_t                 num_ports;
+    qpx_device_port_t       ports[QPX_DEVICE_MAX_PORTS];
+} qpx_device_t;
+
+
+/* Device address: how a peer reaches a port (LID on IB, GID on RoCE) */
+typedef struct qpx_device_addr {
+    uint8_t  flags;         /* QPX_DEVICE_ADDR_FLAG_* */
+    uint16_t lid;
+    uint8_t  gid[16];       /* valid with QPX_DEVICE_ADDR_FLAG_GID */
+} UCS_S_PACKED qpx_device_addr_t;
+
+enum {
+    QPX_DEVICE_ADDR_FLAG_GID = UCS_BIT(0),
+    QPX_DEVICE_ADDR_FLAG_ETH = UCS_BIT(1)
+};
+
+
+ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev);
+
+void qpx_device_close(qpx_device_t *dev);
+
+/* Port by number (1-based), or NULL if the device has no such port */
+qpx_device_port_t *qpx_device_port(qpx_device_t *dev, uint8_t port_num);
+
+/* Parse "<dev>:<port>" and check it names an active port of dev */
+ucs_status_t qpx_device_parse_port(qpx_device_t *dev, const char *dev_name,
+                                   uint8_t *port_num_p);
+
+/* One resource "<dev>:<port>" per active port, for tl query_devices */
+ucs_status_t qpx_device_query_tl_resources(qpx_device_t *dev,
+                                           uct_tl_device_resource_t **tl_devices_p,
+                                           unsigned *num_tl_devices_p);
+
+void qpx_device_addr_pack(const qpx_device_port_t *port,
+                          qpx_device_addr_t *addr);
+
+/* Bytes of a device address of this port */
+size_t qpx_device_addr_size(const qpx_device_port_t *port);
+
+/* Is the device address reachable from this port (same fabric) */
+int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
+                                 const qpx_device_addr_t *addr);
+
+/* Fill the address vector to reach a peer from port_num */
+void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
+                        struct ibv_ah_attr *ah_attr);
+
+/* Path MTU in bytes */
+size_t qpx_device_mtu_bytes(enum ibv_mtu mtu);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * qpx memory domain: device discovery, memory registration, remote keys.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_md.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+ucs_config_field_t qpx_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(qpx_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"REG_OVERHEAD", "16us",
+     "Estimated fixed cost of one memory registration.",
+     ucs_offsetof(qpx_md_config_t, reg_overhead), UCS_CONFIG_TYPE_TIME},
+
+    {"REG_GROWTH", "0.06ns",
+     "Estimated cost of registering one byte of memory.",
+     ucs_offsetof(qpx_md_config_t, reg_growth), UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+
+int qpx_md_access_flags(unsigned uct_flags)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE;
+
+    /* Without an explicit access request, UCT memory is accessible to every
+     * remote operation the transports offer */
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_PUT)) {
+        access |= IBV_ACCESS_REMOTE_WRITE;
+    }
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_GET)) {
+        access |= IBV_ACCESS_REMOTE_READ;
+    }
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)) {
+        access |= IBV_ACCESS_REMOTE_ATOMIC;
+    }
+
+    return access;
+}
+
+
+static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+{
+    qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+
+    memset(md_attr, 0, sizeof(*md_attr));
+    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                    UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.max_alloc        = 0;
+    md_attr->cap.max_reg          = md->dev.attr.max_mr_size;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->cap.detect_mem_types = 0;
+    md_attr->cap.alloc_mem_types  = 0;
+    md_attr->reg_cost             = md->reg_cost;
+    md_attr->rkey_packed_size     = sizeof(qpx_packed_rkey_t);
+    ucs_strncpy_zero(md_attr->component_name, QPX_COMPONENT_NAME,
+                     sizeof(md_attr->component_name));
+    CPU_ZERO(&md_attr->local_cpus);
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
+                                   size_t length, unsigned flags,
+                                   uct_mem_h *memh_p)
+{
+    qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+    ucs_log_level_t level;
+    struct ibv_mr *mr;
+    qpx_mem_t *mem;
+
+    mem = malloc(sizeof(*mem));
+    if (mem == NULL) {
+        ucs_error("failed to allocate memory handle");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    mr = ibv_reg_mr(md->pd, address, length, qpx_md_access_flags(flags));
+    if (mr == NULL) {
+        level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
+                                                        UCS_LOG_LEVEL_ERROR;
+        ucs_log(level, "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
+                md->dev.name, address, length);
+        free(mem);
+        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+    }
+
+    ucs_trace("%s: registered %p..%p lkey 0x%x rkey 0x%x", md->dev.name,
+              address, UCS_PTR_BYTE_OFFSET(address, length), mr->lkey,
+              mr->rkey);
+    mem->mr = mr;
+    *memh_p = mem;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
+                                     const uct_md_mem_dereg_params_t *params)
+{
+    qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+    qpx_mem_t *mem;
+    int ret;
+
+    if (!(params->field_mask & UCT_MD_MEM_DEREG_FIELD_MEMH) ||
+        (params->memh == UCT_MEM_HANDLE_NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((params->field_mask & UCT_MD_MEM_DEREG_FIELD_FLAGS) &&
+        (params->flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE)) {
+        /* the md does not advertise UCT_MD_FLAG_INVALIDATE */
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    mem = params->memh;
+    ret = ibv_dereg_mr(mem->mr);
+    if (ret != 0) {
+        ucs_error("%s: ibv_dereg_mr(lkey 0x%x) failed: %s", md->dev.name,
+                  mem->mr->lkey, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    free(mem);
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
+                                     const uct_md_mkey_pack_params_t *params,
+                                     void *rkey_buffer)
+{
+    qpx_mem_t *mem          = memh;
+    qpx_packed_rkey_t *pkey = rkey_buffer;
+
+    pkey->rkey = mem->mr->rkey;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_md_rkey_unpack(uct_component_t *component,
+                                const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                void **handle_p)
+{
+    const qpx_packed_rkey_t *pkey = rkey_buffer;
+
+    *rkey_p   = pkey->rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                 void *handle)
+{
+    return UCS_OK;
+}
+
+
+static int qpx_md_is_sockaddr_accessible(uct_md_h md,
+                                         const ucs_sock_addr_t *sockaddr,
+                                         uct_sockaddr_accessibility_t mode)
+{
+    return 0;
+}
+
+
+static ucs_status_t qpx_md_detect_memory_type(uct_md_h md, const void *addr,
+                                              size_t length,
+                                              ucs_memory_type_t *mem_type_p)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static void qpx_md_close(uct_md_h uct_md)
+{
+    qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+    int ret;
+
+    ret = ibv_dealloc_pd(md->pd);
+    if (ret != 0) {
+        ucs_warn("%s: ibv_dealloc_pd() failed: %s (objects still use it)",
+                 md->dev.name, strerror(ret));
+    }
+
+    qpx_device_close(&md->dev);
+    free(md);
+}
+
+
+static uct_md_ops_t qpx_md_ops = {
+    .close                  = qpx_md_close,
+    .query                  = qpx_md_query,
+    .mem_alloc              = (void*)ucs_empty_function_return_unsupported,
+    .mem_free               = (void*)ucs_empty_function_return_unsupported,
+    .mem_advise             = (void*)ucs_empty_function_return_unsupported,
+    .mem_reg                = qpx_md_mem_reg,
+    .mem_dereg              = qpx_md_mem_dereg,
+    .mem_query              = (void*)ucs_empty_function_return_unsupported,
+    .mkey_pack              = qpx_md_mkey_pack,
+    .is_sockaddr_accessible = qpx_md_is_sockaddr_accessible,
+    .detect_memory_type     = qpx_md_detect_memory_type
+};
+
+
+ucs_status_t qpx_md_query_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources;
+    struct ibv_device **devices;
+    int i, num_devices;
+
+    devices = ibv_get_device_list(&num_devices);
+    if ((devices == NULL) || (num_devices == 0)) {
+        /* No RDMA device is not an error: the component offers nothing */
+        ucs_debug("no verbs devices found");
+        if (devices != NULL) {
+            ibv_free_device_list(devices);
+        }
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+
+    /* libuct releases the array with ucs_free(), i.e. free() */
+    resources = calloc(num_devices, sizeof(*resources));
+    if (resources == NULL) {
+        ucs_error("failed to allocate %d md resources", num_devices);
+        ibv_free_device_list(devices);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < num_devices; ++i) {
+        ucs_strncpy_zero(resources[i].md_name, ibv_get_device_name(devices[i]),
+                         sizeof(resources[i].md_name));
+    }
+
+    ibv_free_device_list(devices);
+    *resources_p     = resources;
+    *num_resources_p = num_devices;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
+                         const uct_md_config_t *uct_md_config, uct_md_h *md_p)
+{
+    const qpx_md_config_t *config = ucs_derived_of(uct_md_config,
+                                                   qpx_md_config_t);
+    struct ibv_device **devices, *ibdev = NULL;
+    ucs_status_t status;
+    int i, num_devices;
+    qpx_md_t *md;
+
+    devices = ibv_get_device_list(&num_devices);
+    if (devices == NULL) {
+        ucs_debug("ibv_get_device_list() failed: %m");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    for (i = 0; i < num_devices; ++i) {
+        if (!strcmp(ibv_get_device_name(devices[i]), md_name)) {
+            ibdev = devices[i];
+            break;
+        }
+    }
+
+    if (ibdev == NULL) {
+        ucs_debug("verbs device '%s' not found", md_name);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_free_list;
+    }
+
+    md = calloc(1, sizeof(*md));
+    if (md == NULL) {
+        ucs_error("failed to allocate memory domain %s", md_name);
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free_list;
+    }
+
+    status = qpx_device_open(&md->dev, ibdev);
+    if (status != UCS_OK) {
+        goto err_free_md;
+    }
+
+    md->pd = ibv_alloc_pd(md->dev.ctx);
+    if (md->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", md_name);
+        status = UCS_ERR_NO_MEMORY;
+        goto err_close_device;
+    }
+
+    md->super.ops       = &qpx_md_ops;
+    md->super.component = &qpx_component;
+    md->reg_cost.c      = config->reg_overhead;
+    md->reg_cost.m      = config->reg_growth;
+    ibv_free_device_list(devices);
+
+    *md_p = &md->super;
+    return UCS_OK;
+
+err_close_device:
+    qpx_device_close(&md->dev);
+err_free_md:
+    free(md);
+err_free_list:
+    ibv_free_device_list(devices);
+    return status;
+}

@@ -1,0 +1,67 @@
+/*
+ * qpx memory domain: one per verbs device. Owns the device context and the
+ * protection domain every interface of the device uses, registers memory
+ * with ibv_reg_mr and carries the rkey to the peer.
+ */
+#ifndef QPX_MD_H_
+#define QPX_MD_H_
+
+#include "qpx_device.h"
+
+#include <ucs/ucx_compat.h>
+#include <infiniband/verbs.h>
+
+
+#define QPX_COMPONENT_NAME "qpx"
+
+
+/* Memory domain configuration (UCX_QPX_*) */
+typedef struct qpx_md_config {
+    uct_md_config_t super;
+    double          reg_overhead; /* registration cost, seconds */
+    double          reg_growth;   /* registration cost, seconds per byte */
+} qpx_md_config_t;
+
+
+/* Registered memory */
+typedef struct qpx_mem {
+    struct ibv_mr *mr;
+} qpx_mem_t;
+
+
+/* Packed remote key: what mkey_pack writes and rkey_unpack reads */
+typedef struct qpx_packed_rkey {
+    uint32_t rkey;
+} UCS_S_PACKED qpx_packed_rkey_t;
+
+
+typedef struct qpx_md {
+    uct_md_t          super;
+    qpx_device_t      dev;
+    struct ibv_pd     *pd;
+    ucs_linear_func_t reg_cost;
+} qpx_md_t;
+
+
+extern uct_component_t qpx_component;
+extern ucs_config_field_t qpx_md_config_table[];
+
+
+ucs_status_t qpx_md_query_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p);
+
+ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
+                         const uct_md_config_t *uct_md_config, uct_md_h *md_p);
+
+ucs_status_t qpx_md_rkey_unpack(uct_component_t *component,
+                                const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                void **handle_p);
+
+ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                 void *handle);
+
+/* ibv access flags for a registration with the given UCT flags */
+int qpx_md_access_flags(unsigned uct_flags);
+
+#endif
