@@ -7,7 +7,10 @@
 
 #include "qpx_component.h"
 
+extern uct_tl_t qpx_ud_tl;
+
 
 uct_tl_t *const qpx_transports[] = {
+    &qpx_ud_tl,
     NULL
 };
