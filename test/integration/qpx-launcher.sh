@@ -1,0 +1,52 @@
+#!/bin/bash
+#
+# qpxrun and the component inside UCX: configuration visible, memory domains
+# listed over softverbs, export lines for batch scripts, clear errors.
+#
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$QPXRUN" ] || qpx_skip_all "qpxrun not built at $QPXRUN"
+command -v ucx_info >/dev/null || qpx_skip_all "ucx_info not installed (ucx-utils)"
+
+out=$("$QPXRUN" --quiet --hw ucx_info -c -f 2>&1)
+if grep -q '^UCX_QPX_REG_OVERHEAD=' <<<"$out"; then
+    qpx_pass "UCX_QPX_* variables in ucx_info -c -f"
+else
+    qpx_fail "UCX_QPX_* variables missing from ucx_info -c -f"
+fi
+
+out=$(env -u QPX_MODULE "$QPXRUN" --quiet --hw ucx_info -c -f 2>&1)
+if grep -q '^UCX_QPX_' <<<"$out"; then
+    qpx_fail "no qpx without the preload"
+else
+    qpx_pass "no qpx without the preload"
+fi
+
+out=$("$QPXRUN" --soft --env)
+if grep -q "^export LD_PRELOAD='$QPX_MODULE" <<<"$out" &&
+   grep -q "^export LD_LIBRARY_PATH='$SOFTVERBS_LIBDIR" <<<"$out"; then
+    qpx_pass "qpxrun --soft --env prints the exports"
+else
+    qpx_fail "qpxrun --soft --env: $out"
+fi
+
+if QPX_MODULE=/nonexistent/libuct_qpx.so "$QPXRUN" true 2>/dev/null; then
+    qpx_fail "qpxrun with a missing module must fail"
+else
+    qpx_pass "qpxrun with a missing module fails"
+fi
+
+if [ ! -r "$SOFTVERBS_LIBDIR/libibverbs.so.1" ]; then
+    qpx_fail "softverbs not built in $SOFTVERBS_LIBDIR"
+else
+    out=$("$QPXRUN" --quiet --soft ucx_info -d 2>&1)
+    if grep -q 'Component: qpx' <<<"$out" &&
+       grep -q 'Memory domain: softverbs0' <<<"$out"; then
+        qpx_pass "qpxrun --soft ucx_info -d: component qpx, md softverbs0"
+    else
+        qpx_fail "ucx_info -d over softverbs shows no qpx md"
+        echo "$out" | grep -i -B2 -A8 'qpx\|softverbs' | head -40
+    fi
+fi
+
+qpx_finish

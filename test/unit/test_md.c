@@ -1,0 +1,395 @@
+/*
+ * Unit tests of the qpx component and memory domain, with the verbs calls
+ * they make wrapped (-Wl,--wrap) so that every failure can be injected.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <uct/qpx/base/qpx_component.h>
+#include <uct/qpx/base/qpx_md.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* A fake device: the wrapped calls hand out these addresses, never touch them */
+static struct ibv_device  *fake_devices[2] = {(struct ibv_device*)0x1000, NULL};
+static struct ibv_context fake_ctx;
+static struct ibv_pd      fake_pd;
+static struct ibv_mr      fake_mr;
+static int                num_devices;
+static int                fail_open_errno;
+static int                fail_reg_errno;
+static int                fail_pd;
+static int                fail_dereg;
+static int                mr_live;
+static int                ctx_live;
+static int                pd_live;
+static unsigned           runtime_major, runtime_minor;
+static int                runtime_version_fails;
+static int                component_registrations;
+static int                last_reg_access;
+
+
+struct ibv_device **__wrap_ibv_get_device_list(int *num)
+{
+    *num = num_devices;
+    return fake_devices;
+}
+
+void __wrap_ibv_free_device_list(struct ibv_device **list)
+{
+    assert_ptr_equal(list, fake_devices);
+}
+
+const char *__wrap_ibv_get_device_name(struct ibv_device *device)
+{
+    assert_ptr_equal(device, fake_devices[0]);
+    return "fake0";
+}
+
+struct ibv_context *__wrap_ibv_open_device(struct ibv_device *device)
+{
+    if (fail_open_errno) {
+        errno = fail_open_errno;
+        return NULL;
+    }
+    ++ctx_live;
+    return &fake_ctx;
+}
+
+int __wrap_ibv_close_device(struct ibv_context *ctx)
+{
+    assert_ptr_equal(ctx, &fake_ctx);
+    --ctx_live;
+    return 0;
+}
+
+int __wrap_ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->phys_port_cnt = 1;
+    attr->max_mr_size   = 1ul << 40;
+    return 0;
+}
+
+int __wrap_ibv_query_port(struct ibv_context *ctx, uint8_t port,
+                          struct ibv_port_attr *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->state        = IBV_PORT_ACTIVE;
+    attr->lid          = 7;
+    attr->link_layer   = IBV_LINK_LAYER_INFINIBAND;
+    attr->active_mtu   = IBV_MTU_4096;
+    attr->active_width = 2;  /* 4x */
+    attr->active_speed = 32; /* EDR */
+    attr->gid_tbl_len  = 1;
+    return 0;
+}
+
+int __wrap_ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
+                         union ibv_gid *gid)
+{
+    memset(gid, 0xab, sizeof(*gid));
+    return 0;
+}
+
+struct ibv_pd *__wrap_ibv_alloc_pd(struct ibv_context *ctx)
+{
+    if (fail_pd) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ++pd_live;
+    return &fake_pd;
+}
+
+int __wrap_ibv_dealloc_pd(struct ibv_pd *pd)
+{
+    --pd_live;
+    return 0;
+}
+
+struct ibv_mr *__wrap_ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+                                       size_t length, uint64_t iova,
+                                       unsigned int access)
+{
+    last_reg_access = access;
+    if (fail_reg_errno) {
+        errno = fail_reg_errno;
+        return NULL;
+    }
+    fake_mr.addr   = addr;
+    fake_mr.length = length;
+    fake_mr.lkey   = 0x1234;
+    fake_mr.rkey   = 0xbeef;
+    ++mr_live;
+    return &fake_mr;
+}
+
+int __wrap_ibv_dereg_mr(struct ibv_mr *mr)
+{
+    if (fail_dereg) {
+        return EBUSY;
+    }
+    --mr_live;
+    return 0;
+}
+
+ucs_status_t __wrap_qpx_ucx_runtime_version(unsigned *major, unsigned *minor,
+                                            unsigned *patch)
+{
+    if (runtime_version_fails) {
+        return UCS_ERR_NO_ELEM;
+    }
+    *major = runtime_major;
+    *minor = runtime_minor;
+    *patch = 0;
+    return UCS_OK;
+}
+
+void __wrap_uct_component_register(uct_component_t *component)
+{
+    assert_ptr_equal(component, &qpx_component);
+    ++component_registrations;
+}
+
+void __wrap_uct_tl_register(uct_component_t *component, uct_tl_t *tl)
+{
+    assert_ptr_equal(component, &qpx_component);
+}
+
+
+static int test_setup(void **state)
+{
+    num_devices     = 1;
+    fail_open_errno = 0;
+    fail_reg_errno  = 0;
+    fail_pd         = 0;
+    fail_dereg      = 0;
+    mr_live = ctx_live = pd_live = 0;
+    return 0;
+}
+
+static uct_md_h open_md(void)
+{
+    qpx_md_config_t config = {.reg_overhead = 1e-6, .reg_growth = 1e-9};
+    uct_md_h md            = NULL;
+
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_OK);
+    assert_non_null(md);
+    return md;
+}
+
+
+static void test_query_resources_no_device(void **state)
+{
+    uct_md_resource_desc_t *resources = (void*)0x1;
+    unsigned num                      = 99;
+
+    num_devices = 0;
+    assert_int_equal(qpx_md_query_resources(&qpx_component, &resources, &num),
+                     UCS_OK);
+    assert_int_equal(num, 0);
+    free(resources);
+}
+
+static void test_query_resources_one_device(void **state)
+{
+    uct_md_resource_desc_t *resources = NULL;
+    unsigned num                      = 0;
+
+    assert_int_equal(qpx_md_query_resources(&qpx_component, &resources, &num),
+                     UCS_OK);
+    assert_int_equal(num, 1);
+    assert_string_equal(resources[0].md_name, "fake0");
+    free(resources);
+}
+
+static void test_md_open_unknown_device(void **state)
+{
+    qpx_md_config_t config = {};
+    uct_md_h md            = (void*)0x1;
+
+    assert_int_equal(qpx_md_open(&qpx_component, "nosuch0", &config.super, &md),
+                     UCS_ERR_NO_DEVICE);
+    assert_ptr_equal(md, (void*)0x1); /* output untouched on failure */
+}
+
+static void test_md_open_device_fails(void **state)
+{
+    qpx_md_config_t config = {};
+    uct_md_h md            = (void*)0x1;
+
+    fail_open_errno = ENODEV;
+    assert_int_not_equal(qpx_md_open(&qpx_component, "fake0", &config.super,
+                                     &md), UCS_OK);
+    assert_ptr_equal(md, (void*)0x1);
+    assert_int_equal(ctx_live, 0);
+}
+
+static void test_md_open_pd_fails(void **state)
+{
+    qpx_md_config_t config = {};
+    uct_md_h md            = (void*)0x1;
+
+    fail_pd = 1;
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_ERR_NO_MEMORY);
+    assert_ptr_equal(md, (void*)0x1);
+    assert_int_equal(ctx_live, 0); /* the device was closed again */
+}
+
+static void test_md_query(void **state)
+{
+    uct_md_h md = open_md();
+    uct_md_attr_t attr;
+
+    assert_int_equal(md->ops->query(md, &attr), UCS_OK);
+    assert_true(attr.cap.flags & UCT_MD_FLAG_REG);
+    assert_true(attr.cap.reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
+    assert_true(attr.cap.access_mem_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
+    assert_int_equal(attr.cap.max_reg, 1ul << 40);
+    assert_int_equal(attr.rkey_packed_size, sizeof(uint32_t));
+    assert_string_equal(attr.component_name, "qpx");
+    assert_true(attr.reg_cost.c == 1e-6);
+
+    md->ops->close(md);
+    assert_int_equal(ctx_live, 0);
+    assert_int_equal(pd_live, 0);
+}
+
+static void test_mem_reg_enomem(void **state)
+{
+    uct_md_h md     = open_md();
+    uct_mem_h memh  = (void*)0x1;
+    char buf[64];
+
+    fail_reg_errno = ENOMEM;
+    assert_int_equal(md->ops->mem_reg(md, buf, sizeof(buf), 0, &memh),
+                     UCS_ERR_NO_MEMORY);
+    assert_ptr_equal(memh, (void*)0x1);
+
+    fail_reg_errno = EFAULT;
+    assert_int_equal(md->ops->mem_reg(md, buf, sizeof(buf),
+                                      UCT_MD_MEM_FLAG_HIDE_ERRORS, &memh),
+                     UCS_ERR_IO_ERROR);
+    assert_ptr_equal(memh, (void*)0x1);
+    md->ops->close(md);
+}
+
+static void test_mem_reg_rkey_roundtrip(void **state)
+{
+    uct_md_h md                      = open_md();
+    uct_md_mkey_pack_params_t pparam = {0};
+    uct_md_mem_dereg_params_t dparam;
+    uct_mem_h memh;
+    uint8_t packed[sizeof(qpx_packed_rkey_t)];
+    uct_rkey_t rkey;
+    void *handle;
+    char buf[64];
+
+    assert_int_equal(md->ops->mem_reg(md, buf, sizeof(buf), 0, &memh), UCS_OK);
+    assert_int_equal(mr_live, 1);
+    assert_true(last_reg_access & IBV_ACCESS_REMOTE_WRITE);
+    assert_true(last_reg_access & IBV_ACCESS_REMOTE_READ);
+    assert_true(last_reg_access & IBV_ACCESS_REMOTE_ATOMIC);
+
+    assert_int_equal(md->ops->mkey_pack(md, memh, &pparam, packed), UCS_OK);
+    assert_int_equal(qpx_md_rkey_unpack(&qpx_component, packed, &rkey, &handle),
+                     UCS_OK);
+    assert_int_equal(rkey, 0xbeef);
+
+    /* a failing dereg keeps the handle valid, a later one releases it */
+    dparam.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH;
+    dparam.memh       = memh;
+    fail_dereg        = 1;
+    assert_int_equal(md->ops->mem_dereg(md, &dparam), UCS_ERR_IO_ERROR);
+    fail_dereg        = 0;
+    assert_int_equal(md->ops->mem_dereg(md, &dparam), UCS_OK);
+    assert_int_equal(mr_live, 0);
+    md->ops->close(md);
+}
+
+static void test_access_flags(void **state)
+{
+    int access = qpx_md_access_flags(UCT_MD_MEM_ACCESS_REMOTE_GET);
+
+    assert_true(access & IBV_ACCESS_LOCAL_WRITE);
+    assert_true(access & IBV_ACCESS_REMOTE_READ);
+    assert_false(access & IBV_ACCESS_REMOTE_WRITE);
+    assert_false(access & IBV_ACCESS_REMOTE_ATOMIC);
+}
+
+static void test_device_parse_port(void **state)
+{
+    qpx_md_t *md = ucs_derived_of(open_md(), qpx_md_t);
+    uint8_t port = 0;
+
+    assert_int_equal(qpx_device_parse_port(&md->dev, "fake0:1", &port), UCS_OK);
+    assert_int_equal(port, 1);
+    port = 0;
+    assert_int_equal(qpx_device_parse_port(&md->dev, "fake0:2", &port),
+                     UCS_ERR_NO_DEVICE);
+    assert_int_equal(qpx_device_parse_port(&md->dev, "fake0:x", &port),
+                     UCS_ERR_NO_DEVICE);
+    assert_int_equal(qpx_device_parse_port(&md->dev, "other0:1", &port),
+                     UCS_ERR_NO_DEVICE);
+    assert_int_equal(port, 0);
+    /* 4x EDR: 4 lanes * 25.78125 Gb/s * 64/66, less headers */
+    assert_true(md->dev.ports[0].bandwidth > 11e9);
+    assert_true(md->dev.ports[0].bandwidth < 12.5e9);
+    md->super.ops->close(&md->super);
+}
+
+static void test_version_mismatch(void **state)
+{
+    runtime_version_fails   = 0;
+    runtime_major           = 1;
+    runtime_minor           = QPX_UCX_BUILD_MINOR + 3;
+    component_registrations = 0;
+    assert_int_equal(qpx_component_register(), UCS_ERR_UNSUPPORTED);
+    assert_int_equal(component_registrations, 0);
+
+    runtime_version_fails = 1;
+    assert_int_equal(qpx_component_register(), UCS_ERR_UNSUPPORTED);
+    assert_int_equal(component_registrations, 0);
+}
+
+static void test_version_match_registers_once(void **state)
+{
+    runtime_version_fails   = 0;
+    runtime_major           = QPX_UCX_BUILD_MAJOR;
+    runtime_minor           = QPX_UCX_BUILD_MINOR;
+    component_registrations = 0;
+    assert_int_equal(qpx_component_register(), UCS_OK);
+    assert_int_equal(qpx_component_register(), UCS_OK);
+    assert_int_equal(component_registrations, 1);
+}
+
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_query_resources_no_device, test_setup),
+        cmocka_unit_test_setup(test_query_resources_one_device, test_setup),
+        cmocka_unit_test_setup(test_md_open_unknown_device, test_setup),
+        cmocka_unit_test_setup(test_md_open_device_fails, test_setup),
+        cmocka_unit_test_setup(test_md_open_pd_fails, test_setup),
+        cmocka_unit_test_setup(test_md_query, test_setup),
+        cmocka_unit_test_setup(test_mem_reg_enomem, test_setup),
+        cmocka_unit_test_setup(test_mem_reg_rkey_roundtrip, test_setup),
+        cmocka_unit_test_setup(test_access_flags, test_setup),
+        cmocka_unit_test_setup(test_device_parse_port, test_setup),
+        cmocka_unit_test_setup(test_version_mismatch, test_setup),
+        /* last: registration is once per process */
+        cmocka_unit_test_setup(test_version_match_registers_once, test_setup),
+    };
+
+    return cmocka_run_group_tests_name("qpx md and component", tests, NULL,
+                                       NULL);
+}
