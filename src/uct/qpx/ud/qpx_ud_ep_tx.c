@@ -120,6 +120,10 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
 
     desc->comp = comp;
+    if (comp != NULL) {
+        /* Someone waits for this ack: do not let the peer delay it */
+        hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
+    }
     qpx_ud_ep_send_desc(iface, ep, desc);
     (void)flags;
     return UCS_INPROGRESS;
