@@ -1,0 +1,14 @@
+#!/bin/sh
+# qpx_ud peer failure: a peer killed mid-traffic fails its ep within
+# UCX_QPX_UD_TIMEOUT; the interface keeps serving other eps.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ud-common.sh"
+
+out=$(ud_run env UCX_QPX_UD_TIMEOUT=2s timeout 120 "$UD_TEST" peer-failure 2 2>&1); rc=$?
+echo "$out" | grep -E "peer-failure|error handler" | head -5 | sed 's/^/  /'
+[ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
+qpx_check "error handler within the timeout, other ep unaffected" [ $rc -eq 0 ]
+
+# Without an error handler the failure is logged clearly: covered by the
+# log message "peer considered failed (no error handler)" in qpx_ud_ep.c
+qpx_finish
