@@ -324,7 +324,7 @@ static void qpx_ud_ep_set_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     ++iface->stats.eps_failed;
     ep->flags |= QPX_UD_EP_FLAG_FAILED;
     ep->flags &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ |
-                   QPX_UD_EP_FLAG_NAK);
+                   QPX_UD_EP_FLAG_ACK_IDLE | QPX_UD_EP_FLAG_NAK);
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_ENDPOINT_TIMEOUT);
     if (ep->flags & QPX_UD_EP_FLAG_ON_CTL) {
         ep->flags &= ~QPX_UD_EP_FLAG_ON_CTL;
@@ -421,6 +421,11 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 /* Send owed control packets; stays on the control list if the SQ is full */
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
+    /* Nothing more arrived: acknowledge now instead of at the next tick */
+    if ((ep->flags & QPX_UD_EP_FLAG_ACK_IDLE) && iface->rx_idle) {
+        ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
+    }
+
     if ((ep->flags & QPX_UD_EP_FLAG_ACK_REQ) && (iface->tx.available > 0)) {
         ep->flags &= ~QPX_UD_EP_FLAG_ACK_REQ;
         qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_ACK_REQ, 0);
@@ -434,7 +439,8 @@ void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         qpx_ud_ep_resend(iface, ep);
     }
 
-    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ)) &&
+    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ |
+                       QPX_UD_EP_FLAG_ACK_IDLE)) &&
         !ep->tx.resending && (ep->flags & QPX_UD_EP_FLAG_ON_CTL)) {
         ep->flags &= ~QPX_UD_EP_FLAG_ON_CTL;
         ucs_list_del(&ep->ctl_list);
@@ -610,6 +616,7 @@ ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
         (qpx_ud_rel_rx_unacked(&ep->rx) >= iface->rx.ack_thresh)) {
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
     } else {
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_IDLE);
         qpx_ud_ep_activate(iface, ep);
     }
 

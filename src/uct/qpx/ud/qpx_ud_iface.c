@@ -225,13 +225,28 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
     }
 }
 
-void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data)
+/*
+ * Receive buffer layout (after qpx_ud_recv_desc_t):
+ *   [ hdr_room: max(rx_headroom, GRH + header) ][ payload (mtu - header) ]
+ * The device writes GRH and header at the end of hdr_room; once they are
+ * parsed, the AM handler may put its own descriptor (UCP's rx headroom) in
+ * the rx_headroom bytes before the payload, and UCT's release pointer sits
+ * right before that, where uct_iface_release_desc() looks for it.
+ */
+static UCS_F_ALWAYS_INLINE char *
+qpx_ud_iface_rx_payload(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
 {
+    return (char*)(rdesc + 1) + iface->rx.hdr_room;
+}
+
+void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    qpx_ud_iface_t *iface = ucs_container_of(self, qpx_ud_iface_t,
+                                             rx.release);
     qpx_ud_recv_desc_t *rdesc;
 
-    (void)self;
-    rdesc = (qpx_ud_recv_desc_t*)((char*)data - QPX_UD_GRH_LEN -
-                                  sizeof(qpx_ud_hdr_t)) - 1;
+    rdesc = (qpx_ud_recv_desc_t*)((char*)desc + iface->rx.headroom -
+                                  iface->rx.hdr_room) - 1;
     ucs_mpool_put(rdesc);
 }
 
@@ -250,7 +265,8 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
             if (rdesc == NULL) {
                 break;
             }
-            sges[i].addr   = (uintptr_t)(rdesc + 1);
+            sges[i].addr   = (uintptr_t)(qpx_ud_iface_rx_payload(iface, rdesc) -
+                                         sizeof(qpx_ud_hdr_t) - QPX_UD_GRH_LEN);
             sges[i].length = iface->rx.buf_len;
             sges[i].lkey   = rdesc->lkey;
             wrs[i].wr_id   = (uintptr_t)rdesc;
@@ -302,12 +318,13 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
             continue;
         }
 
-        hdr    = (qpx_ud_hdr_t*)((char*)(rdesc + 1) + QPX_UD_GRH_LEN);
+        hdr    = (qpx_ud_hdr_t*)qpx_ud_iface_rx_payload(iface, rdesc) - 1;
         status = qpx_ud_ep_rx(iface, hdr, wc[i].byte_len - QPX_UD_GRH_LEN);
         if (status == UCS_INPROGRESS) {
-            /* The AM handler keeps the data: it releases it through the
-             * descriptor pointer UCT expects right before the data */
-            *((uct_recv_desc_t**)(hdr + 1) - 1) = &iface->rx.release;
+            /* The AM handler keeps the data and releases it later through
+             * the pointer UCT expects before the rx headroom */
+            *(uct_recv_desc_t**)((char*)(hdr + 1) - iface->rx.headroom -
+                                 sizeof(void*)) = &iface->rx.release;
         } else {
             ucs_mpool_put(rdesc);
         }
@@ -360,8 +377,9 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
     unsigned count;
 
     iface->now = qpx_ud_time_ns();
-    count      = qpx_ud_iface_poll_rx(iface);
-    count     += qpx_ud_iface_poll_tx(iface);
+    count          = qpx_ud_iface_poll_rx(iface);
+    iface->rx_idle = (count == 0);
+    count         += qpx_ud_iface_poll_tx(iface);
     qpx_ud_iface_post_recv(iface);
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {

@@ -115,7 +115,8 @@ enum {
     QPX_UD_EP_FLAG_NAK        = UCS_BIT(5), /* ... with the NAK flag */
     QPX_UD_EP_FLAG_ACK_REQ    = UCS_BIT(6), /* send an ACK_REQ packet */
     QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
-    QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8)  /* in iface->ctl_eps */
+    QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
+    QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9)  /* explicit ack once rx is idle */
 };
 
 
@@ -156,7 +157,8 @@ typedef struct qpx_ud_send_desc {
 /* Receive descriptor: GRH, header and payload follow it */
 typedef struct qpx_ud_recv_desc {
     uint32_t lkey;
-    uint32_t reserved; /* keeps the payload 8-byte aligned */
+    uint32_t reserved;
+    void     *release;  /* may hold the release pointer: see hdr_room */
 } qpx_ud_recv_desc_t;
 
 
@@ -205,6 +207,8 @@ typedef struct qpx_ud_iface {
         unsigned          queue_len;
         unsigned          available;   /* RQ slots to refill */
         size_t            buf_len;     /* GRH + mtu */
+        size_t            headroom;    /* rx_headroom the user asked for */
+        size_t            hdr_room;    /* max(headroom, GRH + header) */
         unsigned          ack_thresh;  /* delivered: send explicit ack */
         uct_recv_desc_t   release;     /* for descs kept by AM handlers */
     } rx;
@@ -224,7 +228,7 @@ typedef struct qpx_ud_iface {
     uint64_t              tick;
     uint64_t              now;
     qpx_ud_iface_stats_t  stats;
-    int                   in_progress;
+    int                   rx_idle;      /* last poll found no packet */
 } qpx_ud_iface_t;
 
 

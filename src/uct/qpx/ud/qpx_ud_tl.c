@@ -298,6 +298,12 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     iface->rx.ack_thresh  = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);
     iface->rx.buf_len     = QPX_UD_GRH_LEN + mtu;
+    iface->rx.headroom    = (params->field_mask &
+                             UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+                            params->rx_headroom : 0;
+    iface->rx.hdr_room    = ucs_align_up(ucs_max(iface->rx.headroom,
+                                                 QPX_UD_GRH_LEN +
+                                                 sizeof(qpx_ud_hdr_t)), 8);
     iface->rx.queue_len   = config->rx_queue_len;
     iface->rx.release.cb  = qpx_ud_iface_release_desc;
     iface->now            = qpx_ud_time_ns();
@@ -344,7 +350,7 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     mp_config.bufs_grow = 256;
     status = uct_iface_mpool_init(&iface->super, &iface->rx.mp,
                                   sizeof(qpx_ud_recv_desc_t) +
-                                  iface->rx.buf_len, 0,
+                                  iface->rx.hdr_room + mtu, 0,
                                   64, &mp_config,
                                   config->rx_queue_len,
                                   qpx_ud_iface_recv_desc_init, "qpx_ud_rx");
