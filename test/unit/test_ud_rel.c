@@ -214,6 +214,7 @@ static void test_nak(void **state)
     test_desc_t descs[2];
 
     (void)state;
+    memset(descs, 0, sizeof(descs));
     qpx_ud_rel_tx_init(&tx, &test_config, 0);
     assert_int_equal(qpx_ud_rel_tx_nak(&tx, 100 * MS), 0); /* empty */
     qpx_ud_rel_tx_add(&tx, &descs[0].rel, 100 * MS);
@@ -225,6 +226,19 @@ static void test_nak(void **state)
     assert_null(qpx_ud_rel_tx_resend_next(&tx));
     assert_int_equal(qpx_ud_rel_tx_nak(&tx, 101 * MS), 0); /* holdoff */
     assert_int_equal(qpx_ud_rel_tx_nak(&tx, 106 * MS), 1);
+    qpx_ud_rel_tx_resend_done(&tx);
+    qpx_ud_rel_tx_resend_done(&tx);
+
+    /* A new gap (the cumulative ack moved) is resent without holdoff */
+    {
+        unsigned count = 0;
+        test_desc_t more;
+        qpx_ud_rel_tx_add(&tx, &more.rel, 106 * MS);
+        assert_int_equal(qpx_ud_rel_tx_ack(&tx, 0, 107 * MS, test_ack_cb,
+                                           &count), 1);
+        assert_int_equal(qpx_ud_rel_tx_nak(&tx, 107 * MS), 1);
+        assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[1].rel);
+    }
 }
 
 /* Receive side: deliver, duplicate, gap, stale, across the wrap */

@@ -51,6 +51,7 @@ void qpx_ud_rel_tx_init(qpx_ud_rel_tx_t *tx, const qpx_ud_rel_config_t *config,
     tx->deadline      = 0;
     tx->progress_time = 0;
     tx->last_nak_time = 0;
+    tx->nak_acked_psn = tx->acked_psn - 1;
     tx->num_timeouts  = 0;
     tx->num_resent    = 0;
 }
@@ -107,12 +108,19 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
 
 int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now)
 {
-    if (ucs_list_is_empty(&tx->window) || tx->resending ||
+    if (ucs_list_is_empty(&tx->window) || tx->resending) {
+        return 0;
+    }
+
+    /* The same gap reported again (its resend may still be on the way):
+     * wait a little; a gap further on is new and resent at once */
+    if ((tx->acked_psn == tx->nak_acked_psn) &&
         ((now - tx->last_nak_time) < tx->config->nak_holdoff)) {
         return 0;
     }
 
     tx->last_nak_time = now;
+    tx->nak_acked_psn = tx->acked_psn;
     qpx_ud_rel_tx_resend_from_oldest(tx);
     return 1;
 }

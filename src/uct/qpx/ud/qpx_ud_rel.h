@@ -72,6 +72,7 @@ typedef struct qpx_ud_rel_tx {
     uint64_t                  deadline;    /* retransmit at, when unacked */
     uint64_t                  progress_time; /* last ack progress / start */
     uint64_t                  last_nak_time;
+    qpx_ud_psn_t              nak_acked_psn; /* acked_psn at the last NAK */
     uint64_t                  num_timeouts;  /* statistics */
     uint64_t                  num_resent;
 } qpx_ud_rel_tx_t;
@@ -100,7 +101,11 @@ void qpx_ud_rel_rx_start(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t first_psn);
 qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
                                               uint64_t now);
 
-/* Peer reports a gap after ack_psn: resend from there unless done recently */
+/*
+ * Peer reports a gap after the acked PSN: resend from the oldest packet,
+ * unless the same gap was resent less than nak_holdoff ago. Returns 1 when
+ * a resend starts.
+ */
 int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now);
 
 /* Remove every descriptor from the window (peer failed or ep destroyed) */
