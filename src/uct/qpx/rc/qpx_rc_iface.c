@@ -75,6 +75,7 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
     qpx_desc_t *desc;
     ucs_status_t status;
     qpx_rc_ep_t *ep;
+    uint8_t am_id;
     int i, n;
 
     n = ibv_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
@@ -98,10 +99,11 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
             continue;
         }
 
-        hdr    = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
+        /* The release pointer may overlap the header: read the id first */
+        hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
+        am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
         (void)qpx_iface_rx_user_desc(&iface->super, desc);
-        status = qpx_iface_invoke_am(&iface->super.super,
-                                     hdr->am_id & (UCT_AM_ID_MAX - 1),
+        status = qpx_iface_invoke_am(&iface->super.super, am_id,
                                      hdr + 1, wc[i].byte_len - sizeof(*hdr),
                                      UCT_CB_PARAM_FLAG_DESC);
         if (status == UCS_INPROGRESS) {
