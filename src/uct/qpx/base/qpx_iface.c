@@ -91,7 +91,8 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
     qpx_desc_t *desc   = UCS_PTR_BYTE_OFFSET(user_desc,
                                    -(ptrdiff_t)iface->config.rx_headroom_offset);
 
-    qpx_iface_rx_release(iface, desc);
+    /* The SRQ slot of a kept buffer was refilled when it was kept */
+    ucs_mpool_put(desc);
 }
 
 
