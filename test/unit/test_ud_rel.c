@@ -216,16 +216,16 @@ static void test_nak(void **state)
     (void)state;
     memset(descs, 0, sizeof(descs));
     qpx_ud_rel_tx_init(&tx, &test_config, 0);
-    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 100 * MS), 0); /* empty */
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 100 * MS, QPX_UD_REL_MAX_WINDOW), 0); /* empty */
     qpx_ud_rel_tx_add(&tx, &descs[0].rel, 100 * MS);
     qpx_ud_rel_tx_add(&tx, &descs[1].rel, 100 * MS);
-    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 100 * MS), 1);
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 100 * MS, QPX_UD_REL_MAX_WINDOW), 1);
     assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[0].rel);
     qpx_ud_rel_tx_resend_done(&tx);
     qpx_ud_rel_tx_resend_done(&tx);
     assert_null(qpx_ud_rel_tx_resend_next(&tx));
-    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 101 * MS), 0); /* holdoff */
-    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 106 * MS), 1);
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 101 * MS, QPX_UD_REL_MAX_WINDOW), 0); /* holdoff */
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 106 * MS, QPX_UD_REL_MAX_WINDOW), 1);
     qpx_ud_rel_tx_resend_done(&tx);
     qpx_ud_rel_tx_resend_done(&tx);
 
@@ -236,7 +236,7 @@ static void test_nak(void **state)
         qpx_ud_rel_tx_add(&tx, &more.rel, 106 * MS);
         assert_int_equal(qpx_ud_rel_tx_ack(&tx, 0, 107 * MS, test_ack_cb,
                                            &count), 1);
-        assert_int_equal(qpx_ud_rel_tx_nak(&tx, 107 * MS), 1);
+        assert_int_equal(qpx_ud_rel_tx_nak(&tx, 107 * MS, QPX_UD_REL_MAX_WINDOW), 1);
         assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[1].rel);
     }
 }
@@ -265,6 +265,85 @@ static void test_rx_check(void **state)
     assert_int_equal(rx.num_ahead, 1);
     assert_int_equal(rx.num_stale, 1);
     assert_int_equal(rx.expected_psn, 1);
+}
+
+/* Receive reorder buffer: kept packets come out in PSN order, once */
+static void test_rx_ooo(void **state)
+{
+    qpx_ud_rel_rx_t rx;
+    void *slots[8] = {NULL};
+    int items[20];
+
+    (void)state;
+    qpx_ud_rel_rx_init(&rx);
+    qpx_ud_rel_rx_start(&rx, 0xfffe);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0x0000, &items[2]), 0);
+    qpx_ud_rel_rx_ooo_init(&rx, slots, 8);
+
+    /* 0xfffe lost; 0xffff, 0x0001, 0x0000 arrive (across the wrap) */
+    assert_int_equal(qpx_ud_rel_rx_check(&rx, 0xffff), QPX_UD_REL_RX_AHEAD);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0xffff, &items[1]), 1);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0x0001, &items[3]), 1);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0x0001, &items[3]), 0);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0x0000, &items[2]), 1);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0x0006, &items[8]), 0);
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 0xfffe, &items[0]), 0);
+    assert_null(qpx_ud_rel_rx_ooo_pull(&rx));  /* gap still there */
+    assert_int_equal(rx.ooo_count, 3);
+
+    /* The gap is filled: the kept ones follow in order */
+    assert_int_equal(qpx_ud_rel_rx_check(&rx, 0xfffe), QPX_UD_REL_RX_DELIVER);
+    assert_ptr_equal(qpx_ud_rel_rx_ooo_pull(&rx), &items[1]);
+    assert_ptr_equal(qpx_ud_rel_rx_ooo_pull(&rx), &items[2]);
+    assert_ptr_equal(qpx_ud_rel_rx_ooo_pull(&rx), &items[3]);
+    assert_null(qpx_ud_rel_rx_ooo_pull(&rx));
+    assert_int_equal(rx.expected_psn, 2);
+    assert_int_equal(qpx_ud_rel_rx_ack_psn(&rx), 1);
+    assert_int_equal(qpx_ud_rel_rx_check(&rx, 0x0001), QPX_UD_REL_RX_DUPLICATE);
+
+    /* Cleanup returns what is still kept */
+    assert_int_equal(qpx_ud_rel_rx_ooo_put(&rx, 4, &items[4]), 1);
+    assert_ptr_equal(qpx_ud_rel_rx_ooo_purge_one(&rx), &items[4]);
+    assert_null(qpx_ud_rel_rx_ooo_purge_one(&rx));
+}
+
+/* Tail loss probe: ask for an ack before the timeout; a partial reply
+ * resends the rest; a NAK with a count resends just that many */
+static void test_probe_and_nak_count(void **state)
+{
+    qpx_ud_rel_config_t config = test_config;
+    qpx_ud_rel_tx_t tx;
+    test_desc_t descs[4];
+    unsigned i, count = 0;
+
+    (void)state;
+    memset(descs, 0, sizeof(descs));
+    config.probe_time = 3 * MS;
+    qpx_ud_rel_tx_init(&tx, &config, 10);
+    for (i = 0; i < 4; ++i) {
+        qpx_ud_rel_tx_add(&tx, &descs[i].rel, 0);
+    }
+    assert_int_equal(qpx_ud_rel_tx_probe_reply(&tx), 0); /* no probe yet */
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, 2 * MS), QPX_UD_REL_TIMER_IDLE);
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, 3 * MS), QPX_UD_REL_TIMER_PROBE);
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, 4 * MS), QPX_UD_REL_TIMER_IDLE);
+
+    /* The reply acks 10, 11: 12 and 13 were lost at the tail */
+    qpx_ud_rel_tx_ack(&tx, 11, 5 * MS, test_ack_cb, &count);
+    assert_int_equal(qpx_ud_rel_tx_probe_reply(&tx), 0); /* progress */
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, 8 * MS), QPX_UD_REL_TIMER_PROBE);
+    assert_int_equal(qpx_ud_rel_tx_probe_reply(&tx), 1);
+    assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[2].rel);
+    qpx_ud_rel_tx_resend_done(&tx);
+    assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[3].rel);
+    qpx_ud_rel_tx_resend_done(&tx);
+    assert_null(qpx_ud_rel_tx_resend_next(&tx));
+
+    /* NAK from a receiver that keeps later packets: resend one only */
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, 20 * MS, 1), 1);
+    assert_ptr_equal(qpx_ud_rel_tx_resend_next(&tx), &descs[2].rel);
+    qpx_ud_rel_tx_resend_done(&tx);
+    assert_null(qpx_ud_rel_tx_resend_next(&tx));
 }
 
 /*
@@ -303,17 +382,17 @@ static void sim_free_cb(qpx_ud_rel_desc_t *desc, void *arg)
     free(ucs_container_of(desc, test_desc_t, rel));
 }
 
-static void test_lossy_channel(void **state)
+static void lossy_channel(int keep_ahead)
 {
+    void *slots[64] = {NULL};
     qpx_ud_rel_config_t config = test_config;
     qpx_ud_rel_tx_t tx;
     qpx_ud_rel_rx_t rx;
     qpx_ud_rel_desc_t *d;
     test_desc_t *desc;
-    unsigned step, i, next_seq = 0, delivered = 0;
+    unsigned step, i, next_seq = 0, delivered = 0, *kept;
     uint64_t now;
 
-    (void)state;
     srand(12345);
     config.window      = 32;
     config.rto_init    = 8;  /* time unit: one step */
@@ -323,6 +402,9 @@ static void test_lossy_channel(void **state)
     qpx_ud_rel_tx_init(&tx, &config, 0xff00);
     qpx_ud_rel_rx_init(&rx);
     qpx_ud_rel_rx_start(&rx, 0xff00);
+    if (keep_ahead) {
+        qpx_ud_rel_rx_ooo_init(&rx, slots, 64);
+    }
 
     for (step = 1; (delivered < SIM_MSGS) && (step < 100 * SIM_MSGS); ++step) {
         now = step;
@@ -352,7 +434,8 @@ static void test_lossy_channel(void **state)
             if (pkt.is_ack) {
                 qpx_ud_rel_tx_ack(&tx, pkt.psn, now, sim_free_cb, NULL);
                 if (pkt.seq) { /* NAK */
-                    qpx_ud_rel_tx_nak(&tx, now);
+                    qpx_ud_rel_tx_nak(&tx, now, keep_ahead ? 1 :
+                                      QPX_UD_REL_MAX_WINDOW);
                 }
                 continue;
             }
@@ -360,8 +443,18 @@ static void test_lossy_channel(void **state)
             case QPX_UD_REL_RX_DELIVER:
                 assert_int_equal(pkt.seq, delivered);
                 ++delivered;
+                while ((kept = qpx_ud_rel_rx_ooo_pull(&rx)) != NULL) {
+                    assert_int_equal(*kept, delivered);
+                    free(kept);
+                    ++delivered;
+                }
                 break;
             case QPX_UD_REL_RX_AHEAD:
+                kept  = malloc(sizeof(*kept));
+                *kept = pkt.seq;
+                if (!qpx_ud_rel_rx_ooo_put(&rx, pkt.psn, kept)) {
+                    free(kept);
+                }
                 sim_send(step, 1, qpx_ud_rel_rx_ack_psn(&rx), 1);
                 break;
             case QPX_UD_REL_RX_DUPLICATE:
@@ -387,6 +480,22 @@ static void test_lossy_channel(void **state)
     while ((d = qpx_ud_rel_tx_purge_one(&tx)) != NULL) {
         free(ucs_container_of(d, test_desc_t, rel));
     }
+    while ((kept = qpx_ud_rel_rx_ooo_purge_one(&rx)) != NULL) {
+        free(kept);
+    }
+}
+
+static void test_lossy_channel(void **state)
+{
+    (void)state;
+    lossy_channel(0);
+}
+
+/* Same, with the receiver keeping packets ahead of a gap */
+static void test_lossy_channel_keep_ahead(void **state)
+{
+    (void)state;
+    lossy_channel(1);
 }
 
 int main(void)
@@ -399,7 +508,10 @@ int main(void)
         cmocka_unit_test(test_peer_failure),
         cmocka_unit_test(test_nak),
         cmocka_unit_test(test_rx_check),
-        cmocka_unit_test(test_lossy_channel)
+        cmocka_unit_test(test_rx_ooo),
+        cmocka_unit_test(test_probe_and_nak_count),
+        cmocka_unit_test(test_lossy_channel),
+        cmocka_unit_test(test_lossy_channel_keep_ahead)
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

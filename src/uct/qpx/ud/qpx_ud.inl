@@ -56,9 +56,11 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
     hdr->am_id    = am_id;
     hdr->reserved = 0;
     if (ep->rx.initialized) {
-        hdr->flags   = QPX_UD_PKT_FLAG_ACK |
-                       ((ep->flags & QPX_UD_EP_FLAG_NAK) ?
-                        QPX_UD_PKT_FLAG_NAK : 0);
+        hdr->flags   = QPX_UD_PKT_FLAG_ACK;
+        if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_NAK)) {
+            hdr->flags |= QPX_UD_PKT_FLAG_NAK |
+                          ((ep->rx.ooo != NULL) ? QPX_UD_PKT_FLAG_OOO : 0);
+        }
         hdr->ack_psn = qpx_ud_rel_rx_ack_psn(&ep->rx);
         qpx_ud_rel_rx_acked(&ep->rx);
         ep->flags   &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_NAK |
@@ -143,6 +145,41 @@ qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     }
     qpx_ud_iface_post_desc(iface, ep->peer, desc);
     qpx_ud_ep_activate(iface, ep);
+}
+
+
+/*
+ * Receive buffer layout (after qpx_ud_recv_desc_t):
+ *   [ hdr_room: max(rx_headroom, GRH + header) ][ payload (mtu - header) ]
+ * The device writes GRH and header at the end of hdr_room; once they are
+ * parsed, the AM handler may put its own descriptor (UCP's rx headroom) in
+ * the rx_headroom bytes before the payload, and UCT's release pointer sits
+ * right before that, where uct_iface_release_desc() looks for it.
+ */
+static UCS_F_ALWAYS_INLINE qpx_ud_hdr_t *
+qpx_ud_iface_rx_hdr(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
+{
+    return (qpx_ud_hdr_t*)((char*)(rdesc + 1) + iface->rx.hdr_room) - 1;
+}
+
+/* Hand an AM to its handler; returns 1 when the handler kept the buffer */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                        qpx_ud_hdr_t *hdr, size_t length)
+{
+    ucs_status_t status;
+
+    (void)rdesc;
+    status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
+                                 length - sizeof(*hdr),
+                                 UCT_CB_PARAM_FLAG_DESC);
+    if (status != UCS_INPROGRESS) {
+        return 0;
+    }
+
+    *(uct_recv_desc_t**)((char*)(hdr + 1) - iface->rx.headroom -
+                         sizeof(void*)) = &iface->rx.release;
+    return 1;
 }
 
 #endif

@@ -132,6 +132,7 @@ err_free:
 static void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
+    qpx_ud_ep_rx_ooo_cleanup(ep);
     ucs_arbiter_group_desched(&iface->tx.pending, &ep->pending);
     ucs_arbiter_group_cleanup(&ep->pending);
     if (ep->flags & QPX_UD_EP_FLAG_ON_ACTIVE) {
@@ -457,6 +458,9 @@ void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         ++iface->stats.tx_timeouts;
         qpx_ud_ep_resend(iface, ep);
         break;
+    case QPX_UD_REL_TIMER_PROBE:
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_REQ);
+        break;
     default:
         break;
     }
@@ -517,49 +521,110 @@ static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         ucs_arbiter_group_schedule(&iface->tx.pending, &ep->pending);
     }
 
+    /* A peer that keeps packets ahead of the gap needs just the missing one */
     if ((hdr->flags & QPX_UD_PKT_FLAG_NAK) &&
-        qpx_ud_rel_tx_nak(&ep->tx, iface->now)) {
+        qpx_ud_rel_tx_nak(&ep->tx, iface->now,
+                          (hdr->flags & QPX_UD_PKT_FLAG_OOO) ?
+                          1 : QPX_UD_REL_MAX_WINDOW)) {
         qpx_ud_ep_resend(iface, ep);
     }
 }
 
-ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
-                          size_t length)
+/* Keep a packet that arrived ahead of a gap until the gap is filled */
+static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                             qpx_ud_recv_desc_t *rdesc, qpx_ud_hdr_t *hdr,
+                             size_t length)
+{
+    void **slots;
+
+    if ((ep->rx.ooo == NULL) && (iface->rx.ooo_capacity > 0)) {
+        slots = calloc(iface->rx.ooo_capacity, sizeof(*slots));
+        if (slots == NULL) {
+            return 0; /* go-back-N resends it */
+        }
+        qpx_ud_rel_rx_ooo_init(&ep->rx, slots, iface->rx.ooo_capacity);
+    }
+
+    if ((hdr->type != QPX_UD_PKT_AM) && (hdr->type != QPX_UD_PKT_NOP)) {
+        return 0;
+    }
+
+    rdesc->length = length;
+    return qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc);
+}
+
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
+{
+    void *rdesc;
+
+    if (ep->rx.ooo == NULL) {
+        return;
+    }
+    while ((rdesc = qpx_ud_rel_rx_ooo_purge_one(&ep->rx)) != NULL) {
+        ucs_mpool_put(rdesc);
+    }
+    free(ep->rx.ooo);
+    ep->rx.ooo = NULL;
+}
+
+/* Deliver the packets kept after the one just delivered, in order */
+static void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    qpx_ud_recv_desc_t *rdesc;
+    qpx_ud_hdr_t *hdr;
+
+    while ((rdesc = qpx_ud_rel_rx_ooo_pull(&ep->rx)) != NULL) {
+        hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
+        if ((hdr->type != QPX_UD_PKT_AM) ||
+            !qpx_ud_iface_rx_deliver(iface, rdesc, hdr, rdesc->length)) {
+            ucs_mpool_put(rdesc);
+        }
+    }
+
+    if (ep->rx.ooo_count > 0) {
+        /* Another gap: report it now rather than wait for more packets */
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
+                                          QPX_UD_EP_FLAG_NAK);
+    }
+}
+
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length)
 {
     qpx_ud_ep_t *ep;
-    ucs_status_t status;
     uint8_t type = hdr->type;
     unsigned idx;
+    int kept;
 
     if ((type == QPX_UD_PKT_CONN) && (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
         ep = qpx_ud_ep_rx_conn_lookup(iface, hdr, length);
         if (ep == NULL) {
-            return UCS_OK;
+            return 0;
         }
     } else {
         idx = hdr->dest_id & QPX_UD_EP_IDX_MASK;
         ep  = (idx < iface->eps.capacity) ? iface->eps.table[idx] : NULL;
         if ((ep == NULL) || (ep->id != hdr->dest_id)) {
             ++iface->stats.rx_unknown_ep;
-            return UCS_OK;
+            return 0;
         }
     }
 
     if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
         ++iface->stats.rx_stale;
-        return UCS_OK;
+        return 0;
     }
 
     if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED)) {
         if ((type != QPX_UD_PKT_CONN) || (ep->peer == NULL)) {
             ++iface->stats.rx_stale;
-            return UCS_OK;
+            return 0;
         }
         qpx_ud_ep_set_connected(iface, ep, hdr->src_id);
     } else if (ucs_unlikely(hdr->src_id != ep->dest_id)) {
         /* From an earlier endpoint of the same peer */
         ++iface->stats.rx_stale;
-        return UCS_OK;
+        return 0;
     }
 
     if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
@@ -568,12 +633,19 @@ ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
 
     switch (type) {
     case QPX_UD_PKT_ACK:
-        return UCS_OK;
+        /* The answer to a probe: what it does not cover was lost */
+        if (qpx_ud_rel_tx_probe_reply(&ep->tx)) {
+            ++iface->stats.tx_probe_resends;
+            qpx_ud_ep_resend(iface, ep);
+        }
+        return 0;
     case QPX_UD_PKT_ACK_REQ:
         if (ep->rx.initialized) {
-            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
+                                   ((ep->rx.ooo_count > 0) ?
+                                    QPX_UD_EP_FLAG_NAK : 0));
         }
-        return UCS_OK;
+        return 0;
     case QPX_UD_PKT_CONN:
         if (!ep->rx.initialized) {
             qpx_ud_rel_rx_start(&ep->rx, hdr->psn);
@@ -583,12 +655,12 @@ ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
     case QPX_UD_PKT_NOP:
         if (!ep->rx.initialized) {
             ++iface->stats.rx_ahead; /* its CONN was lost: wait for it */
-            return UCS_OK;
+            return 0;
         }
         break;
     default:
         ++iface->stats.rx_bad_type;
-        return UCS_OK;
+        return 0;
     }
 
     switch (qpx_ud_rel_rx_check(&ep->rx, hdr->psn)) {
@@ -597,18 +669,27 @@ ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
     case QPX_UD_REL_RX_DUPLICATE:
         ++iface->stats.rx_dup;
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
-        return UCS_OK;
+        return 0;
     case QPX_UD_REL_RX_AHEAD:
         ++iface->stats.rx_ahead;
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
                                           QPX_UD_EP_FLAG_NAK);
-        return UCS_OK;
+        return qpx_ud_ep_rx_keep(iface, ep, rdesc, hdr, length);
     default:
         ++iface->stats.rx_stale;
-        return UCS_OK;
+        return 0;
     }
 
-    /* Delivered in order: acknowledge now, soon, or with the next send */
+    /* Deliver first (and what was kept behind it), then decide the ack */
+    kept = 0;
+    if (type == QPX_UD_PKT_AM) {
+        kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
+    }
+    if (ep->rx.ooo_count > 0) {
+        qpx_ud_ep_rx_pull(iface, ep);
+    }
+
+    /* Acknowledge now, soon, or with the next send */
     if (qpx_ud_rel_rx_unacked(&ep->rx) == 1) {
         ep->ack_time = iface->now;
     }
@@ -620,17 +701,8 @@ ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
         qpx_ud_ep_activate(iface, ep);
     }
 
-    if (type == QPX_UD_PKT_CONN) {
-        if (!(ep->flags & QPX_UD_EP_FLAG_CONN_SENT)) {
-            qpx_ud_ep_send_conn(iface, ep); /* reply: our id and first PSN */
-        }
-        return UCS_OK;
-    } else if (type == QPX_UD_PKT_NOP) {
-        return UCS_OK;
+    if ((type == QPX_UD_PKT_CONN) && !(ep->flags & QPX_UD_EP_FLAG_CONN_SENT)) {
+        qpx_ud_ep_send_conn(iface, ep); /* reply: our id and first PSN */
     }
-
-    status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
-                                 length - sizeof(*hdr),
-                                 UCT_CB_PARAM_FLAG_DESC);
-    return status;
+    return kept;
 }

@@ -53,6 +53,12 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"MAX_TX_BUFS", "65536", "Most send descriptors an interface allocates.",
      ucs_offsetof(qpx_ud_iface_config_t, max_tx_bufs), UCS_CONFIG_TYPE_UINT},
 
+    {"RX_REORDER", "256",
+     "Packets an endpoint keeps when they arrive after a gap (rounded up to\n"
+     "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
+     "The buffer is allocated on the first gap an endpoint sees.",
+     ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 
@@ -225,18 +231,10 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
     }
 }
 
-/*
- * Receive buffer layout (after qpx_ud_recv_desc_t):
- *   [ hdr_room: max(rx_headroom, GRH + header) ][ payload (mtu - header) ]
- * The device writes GRH and header at the end of hdr_room; once they are
- * parsed, the AM handler may put its own descriptor (UCP's rx headroom) in
- * the rx_headroom bytes before the payload, and UCT's release pointer sits
- * right before that, where uct_iface_release_desc() looks for it.
- */
 static UCS_F_ALWAYS_INLINE char *
 qpx_ud_iface_rx_payload(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
 {
-    return (char*)(rdesc + 1) + iface->rx.hdr_room;
+    return (char*)(qpx_ud_iface_rx_hdr(iface, rdesc) + 1);
 }
 
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
@@ -295,7 +293,6 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     struct ibv_wc wc[QPX_UD_RX_BATCH];
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
-    ucs_status_t status;
     int i, n;
 
     n = ibv_poll_cq(iface->recv_cq, QPX_UD_RX_BATCH, wc);
@@ -318,16 +315,11 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
             continue;
         }
 
-        hdr    = (qpx_ud_hdr_t*)qpx_ud_iface_rx_payload(iface, rdesc) - 1;
-        status = qpx_ud_ep_rx(iface, hdr, wc[i].byte_len - QPX_UD_GRH_LEN);
-        if (status == UCS_INPROGRESS) {
-            /* The AM handler keeps the data and releases it later through
-             * the pointer UCT expects before the rx headroom */
-            *(uct_recv_desc_t**)((char*)(hdr + 1) - iface->rx.headroom -
-                                 sizeof(void*)) = &iface->rx.release;
-        } else {
+        hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
+        if (!qpx_ud_ep_rx(iface, rdesc, hdr,
+                          wc[i].byte_len - QPX_UD_GRH_LEN)) {
             ucs_mpool_put(rdesc);
-        }
+        } /* else kept by the AM handler or ahead of a gap */
     }
 
     return n;

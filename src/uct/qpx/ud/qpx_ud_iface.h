@@ -34,7 +34,9 @@ enum {
 enum {
     QPX_UD_PKT_FLAG_ACK     = UCS_BIT(0), /* ack_psn is valid */
     QPX_UD_PKT_FLAG_ACK_REQ = UCS_BIT(1), /* receiver: ack now */
-    QPX_UD_PKT_FLAG_NAK     = UCS_BIT(2)  /* gap after ack_psn: resend */
+    QPX_UD_PKT_FLAG_NAK     = UCS_BIT(2), /* gap after ack_psn: resend */
+    QPX_UD_PKT_FLAG_OOO     = UCS_BIT(3)  /* with NAK: packets after the
+                                             gap are kept, resend one */
 };
 
 
@@ -102,6 +104,7 @@ typedef struct qpx_ud_iface_config {
     double             timer_tick;
     unsigned           ack_thresh;
     unsigned           max_tx_bufs;
+    unsigned           rx_reorder;
 } qpx_ud_iface_config_t;
 
 
@@ -157,7 +160,7 @@ typedef struct qpx_ud_send_desc {
 /* Receive descriptor: GRH, header and payload follow it */
 typedef struct qpx_ud_recv_desc {
     uint32_t lkey;
-    uint32_t reserved;
+    uint32_t length;    /* kept ahead of a gap: packet length */
     void     *release;  /* may hold the release pointer: see hdr_room */
 } qpx_ud_recv_desc_t;
 
@@ -179,6 +182,7 @@ typedef struct qpx_ud_iface_stats {
     uint64_t rx_bad_status;
     uint64_t tx_resent;
     uint64_t tx_timeouts;
+    uint64_t tx_probe_resends; /* tail losses found by a probe */
     uint64_t eps_failed;
 } qpx_ud_iface_stats_t;
 
@@ -210,6 +214,7 @@ typedef struct qpx_ud_iface {
         size_t            headroom;    /* rx_headroom the user asked for */
         size_t            hdr_room;    /* max(headroom, GRH + header) */
         unsigned          ack_thresh;  /* delivered: send explicit ack */
+        unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
         uct_recv_desc_t   release;     /* for descs kept by AM handlers */
     } rx;
     struct {
@@ -260,8 +265,9 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 unsigned header_length, const uct_iov_t *iov,
                                 size_t iovcnt, unsigned flags,
                                 uct_completion_t *comp);
-ucs_status_t qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_hdr_t *hdr,
-                          size_t length);
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length);
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);

@@ -44,7 +44,9 @@ void qpx_ud_rel_tx_init(qpx_ud_rel_tx_t *tx, const qpx_ud_rel_config_t *config,
     tx->next_psn      = initial_psn;
     tx->acked_psn     = initial_psn - 1;
     tx->resend_psn    = initial_psn;
+    tx->resend_end    = initial_psn;
     tx->resending     = 0;
+    tx->probed        = 0;
     ucs_list_head_init(&tx->window);
     tx->resend_pos    = &tx->window;
     tx->rto           = config->rto_init;
@@ -58,6 +60,9 @@ void qpx_ud_rel_tx_init(qpx_ud_rel_tx_t *tx, const qpx_ud_rel_config_t *config,
 
 void qpx_ud_rel_rx_init(qpx_ud_rel_rx_t *rx)
 {
+    rx->ooo          = NULL;
+    rx->ooo_mask     = 0;
+    rx->ooo_count    = 0;
     rx->expected_psn = 0;
     rx->acked_psn    = (qpx_ud_psn_t)-1;
     rx->initialized  = 0;
@@ -73,11 +78,58 @@ void qpx_ud_rel_rx_start(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t first_psn)
     rx->initialized  = 1;
 }
 
-static void qpx_ud_rel_tx_resend_from_oldest(qpx_ud_rel_tx_t *tx)
+/* Retransmit count packets from the oldest unacknowledged one */
+static void qpx_ud_rel_tx_resend_from_oldest(qpx_ud_rel_tx_t *tx,
+                                             unsigned count)
 {
     tx->resending  = 1;
     tx->resend_psn = tx->acked_psn + 1;
+    tx->resend_end = tx->resend_psn +
+                     ucs_min(count, qpx_ud_rel_tx_inflight(tx));
     tx->resend_pos = tx->window.next;
+}
+
+void qpx_ud_rel_rx_ooo_init(qpx_ud_rel_rx_t *rx, void **slots,
+                            unsigned capacity)
+{
+    rx->ooo       = slots;
+    rx->ooo_mask  = capacity - 1;
+    rx->ooo_count = 0;
+}
+
+int qpx_ud_rel_rx_ooo_put(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t psn, void *item)
+{
+    void **slot;
+    int diff = qpx_ud_psn_diff(psn, rx->expected_psn);
+
+    if ((rx->ooo == NULL) || (diff <= 0) || ((unsigned)diff > rx->ooo_mask)) {
+        return 0;
+    }
+
+    slot = &rx->ooo[psn & rx->ooo_mask];
+    if (*slot != NULL) {
+        return 0; /* a duplicate of a packet already kept */
+    }
+
+    *slot = item;
+    ++rx->ooo_count;
+    return 1;
+}
+
+void *qpx_ud_rel_rx_ooo_purge_one(qpx_ud_rel_rx_t *rx)
+{
+    unsigned i;
+    void *item;
+
+    for (i = 0; (rx->ooo_count > 0) && (i <= rx->ooo_mask); ++i) {
+        if (rx->ooo[i] != NULL) {
+            item       = rx->ooo[i];
+            rx->ooo[i] = NULL;
+            --rx->ooo_count;
+            return item;
+        }
+    }
+    return NULL;
 }
 
 qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
@@ -94,19 +146,24 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
     }
 
     if ((int64_t)(now - tx->deadline) < 0) {
+        if (!tx->probed && (tx->config->probe_time > 0) &&
+            ((now - tx->progress_time) >= tx->config->probe_time)) {
+            tx->probed = 1;
+            return QPX_UD_REL_TIMER_PROBE;
+        }
         return QPX_UD_REL_TIMER_IDLE;
     }
 
     /* Timed out: go back to the oldest packet and back off */
     ++tx->num_timeouts;
-    qpx_ud_rel_tx_resend_from_oldest(tx);
+    qpx_ud_rel_tx_resend_from_oldest(tx, QPX_UD_REL_MAX_WINDOW);
     rto          = (uint64_t)(tx->rto * tx->config->backoff);
     tx->rto      = ucs_min(rto, tx->config->rto_max);
     tx->deadline = now + tx->rto;
     return QPX_UD_REL_TIMER_RESEND;
 }
 
-int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now)
+int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now, unsigned count)
 {
     if (ucs_list_is_empty(&tx->window) || tx->resending) {
         return 0;
@@ -121,7 +178,18 @@ int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now)
 
     tx->last_nak_time = now;
     tx->nak_acked_psn = tx->acked_psn;
-    qpx_ud_rel_tx_resend_from_oldest(tx);
+    qpx_ud_rel_tx_resend_from_oldest(tx, count);
+    return 1;
+}
+
+int qpx_ud_rel_tx_probe_reply(qpx_ud_rel_tx_t *tx)
+{
+    if (!tx->probed || tx->resending || ucs_list_is_empty(&tx->window)) {
+        return 0;
+    }
+
+    tx->probed = 0;
+    qpx_ud_rel_tx_resend_from_oldest(tx, QPX_UD_REL_MAX_WINDOW);
     return 1;
 }
 

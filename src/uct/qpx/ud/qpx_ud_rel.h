@@ -35,6 +35,8 @@ typedef struct qpx_ud_rel_config {
     double   backoff;      /* rto multiplier after each timeout, >= 1 */
     uint64_t peer_timeout; /* no ack progress for this long: peer failed, ns */
     uint64_t nak_holdoff;  /* min time between NAK-driven resends, ns */
+    uint64_t probe_time;   /* no ack progress this long: ask for an ack
+                              (tail loss probe), ns; 0: never */
 } qpx_ud_rel_config_t;
 
 
@@ -48,6 +50,7 @@ typedef struct qpx_ud_rel_desc {
 typedef enum {
     QPX_UD_REL_TIMER_IDLE,     /* nothing to do */
     QPX_UD_REL_TIMER_RESEND,   /* retransmit from the oldest packet */
+    QPX_UD_REL_TIMER_PROBE,    /* ask the peer for an ack */
     QPX_UD_REL_TIMER_FAILED    /* peer did not ack within peer_timeout */
 } qpx_ud_rel_timer_result_t;
 
@@ -65,7 +68,9 @@ typedef struct qpx_ud_rel_tx {
     qpx_ud_psn_t              next_psn;    /* PSN of the next new packet */
     qpx_ud_psn_t              acked_psn;   /* all PSNs up to this are acked */
     qpx_ud_psn_t              resend_psn;  /* next PSN to retransmit */
+    qpx_ud_psn_t              resend_end;  /* stop before this PSN */
     uint8_t                   resending;   /* resend_psn is valid */
+    uint8_t                   probed;      /* probe sent, no progress yet */
     ucs_list_link_t           window;      /* unacked descriptors */
     ucs_list_link_t           *resend_pos; /* cursor: desc with resend_psn */
     uint64_t                  rto;         /* current timeout, ns */
@@ -79,6 +84,9 @@ typedef struct qpx_ud_rel_tx {
 
 
 typedef struct qpx_ud_rel_rx {
+    void         **ooo;         /* packets ahead of a gap, by PSN; or NULL */
+    unsigned     ooo_mask;      /* capacity - 1 (capacity: a power of 2) */
+    unsigned     ooo_count;
     qpx_ud_psn_t expected_psn;  /* next PSN to deliver */
     qpx_ud_psn_t acked_psn;     /* last PSN we acknowledged to the peer */
     uint8_t      initialized;   /* expected_psn learnt from the peer */
@@ -102,11 +110,32 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
                                               uint64_t now);
 
 /*
- * Peer reports a gap after the acked PSN: resend from the oldest packet,
- * unless the same gap was resent less than nak_holdoff ago. Returns 1 when
- * a resend starts.
+ * Peer reports a gap after the acked PSN: resend count packets from the
+ * oldest one (1 when the peer keeps packets ahead of a gap, the window when
+ * it drops them), unless the same gap was resent less than nak_holdoff ago.
+ * Returns 1 when a resend starts.
  */
-int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now);
+int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now, unsigned count);
+
+/*
+ * Give the receive side a buffer for packets that arrive ahead of a gap:
+ * slots[capacity] (a power of 2, at most QPX_UD_REL_MAX_WINDOW), all NULL.
+ * Without one, such packets are dropped and resent by go-back-N.
+ */
+void qpx_ud_rel_rx_ooo_init(qpx_ud_rel_rx_t *rx, void **slots,
+                            unsigned capacity);
+
+/* Keep item for PSN psn (classified QPX_UD_REL_RX_AHEAD); 0: not kept */
+int qpx_ud_rel_rx_ooo_put(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t psn, void *item);
+
+/* Any kept item, removed (cleanup); NULL when none is left */
+void *qpx_ud_rel_rx_ooo_purge_one(qpx_ud_rel_rx_t *rx);
+
+/*
+ * An explicit ack arrived after a probe and did not cover everything: the
+ * rest was lost at the tail; resend it. Returns 1 when a resend starts.
+ */
+int qpx_ud_rel_tx_probe_reply(qpx_ud_rel_tx_t *tx);
 
 /* Remove every descriptor from the window (peer failed or ep destroyed) */
 qpx_ud_rel_desc_t *qpx_ud_rel_tx_purge_one(qpx_ud_rel_tx_t *tx);

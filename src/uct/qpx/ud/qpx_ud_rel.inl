@@ -94,6 +94,7 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
     }
 
     tx->acked_psn     = ack_psn;
+    tx->probed        = 0;
     tx->rto           = tx->config->rto_init;
     tx->deadline      = now + tx->rto;
     tx->progress_time = now;
@@ -101,7 +102,7 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
         tx->resend_psn = ack_psn + 1;
         tx->resend_pos = tx->window.next;
     }
-    if (tx->resending && (tx->resend_psn == tx->next_psn)) {
+    if (tx->resending && !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
     }
     return count;
@@ -115,7 +116,8 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
 static UCS_F_ALWAYS_INLINE qpx_ud_rel_desc_t *
 qpx_ud_rel_tx_resend_next(qpx_ud_rel_tx_t *tx)
 {
-    if (!tx->resending || (tx->resend_pos == &tx->window)) {
+    if (!tx->resending || (tx->resend_pos == &tx->window) ||
+        !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
         return NULL;
     }
@@ -129,7 +131,8 @@ qpx_ud_rel_tx_resend_done(qpx_ud_rel_tx_t *tx)
     ++tx->num_resent;
     ++tx->resend_psn;
     tx->resend_pos = tx->resend_pos->next;
-    if (tx->resend_pos == &tx->window) {
+    if ((tx->resend_pos == &tx->window) ||
+        !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
     }
 }
@@ -158,6 +161,30 @@ qpx_ud_rel_rx_check(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t psn)
 
     ++rx->num_stale;
     return QPX_UD_REL_RX_STALE;
+}
+
+/*
+ * The item kept for the next expected PSN, if any: removes it and advances
+ * the receive state as a delivery would. Call after each delivery.
+ */
+static UCS_F_ALWAYS_INLINE void *
+qpx_ud_rel_rx_ooo_pull(qpx_ud_rel_rx_t *rx)
+{
+    void **slot;
+    void *item;
+
+    if (ucs_likely(rx->ooo_count == 0)) {
+        return NULL;
+    }
+
+    slot = &rx->ooo[rx->expected_psn & rx->ooo_mask];
+    item = *slot;
+    if (item != NULL) {
+        *slot = NULL;
+        --rx->ooo_count;
+        ++rx->expected_psn;
+    }
+    return item;
 }
 
 /* Cumulative ack to send: the last PSN delivered in order */

@@ -237,6 +237,7 @@ static ucs_status_t qpx_ud_iface_init_config(qpx_ud_iface_t *iface,
     rel->backoff      = config->backoff;
     rel->peer_timeout = config->timeout * 1e9;
     rel->nak_holdoff  = rel->rto_init / 4;
+    rel->probe_time   = rel->rto_init / 4;
     iface->tick       = ucs_max(config->timer_tick * 1e9, 1000);
     if ((config->tx_queue_len < 2) || (config->rx_queue_len < 2)) {
         ucs_error("qpx_ud: TX_QUEUE_LEN and RX_QUEUE_LEN must be at least 2");
@@ -298,6 +299,14 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     iface->rx.ack_thresh  = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);
     iface->rx.buf_len     = QPX_UD_GRH_LEN + mtu;
+    iface->rx.ooo_capacity = 0;
+    if (config->rx_reorder > 0) {
+        iface->rx.ooo_capacity = 1;
+        while (iface->rx.ooo_capacity < ucs_min(config->rx_reorder,
+                                                QPX_UD_REL_MAX_WINDOW)) {
+            iface->rx.ooo_capacity *= 2;
+        }
+    }
     iface->rx.headroom    = (params->field_mask &
                              UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                             params->rx_headroom : 0;
@@ -399,18 +408,20 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
                                     UCT_PROGRESS_RECV);
     ucs_debug("qpx_ud: iface %p closing: rx short %lu bad_type %lu "
               "unknown_ep %lu stale %lu dup %lu ahead %lu bad_status %lu, "
-              "tx resent %lu timeouts %lu, eps failed %lu", iface,
+              "tx resent %lu timeouts %lu probe_resends %lu, eps failed %lu",
+              iface,
               s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
               s->rx_dup, s->rx_ahead, s->rx_bad_status, s->tx_resent,
-              s->tx_timeouts, s->eps_failed);
+              s->tx_timeouts, s->tx_probe_resends, s->eps_failed);
     if (getenv("QPX_UD_PRINT_STATS") != NULL) {
         fprintf(stderr, "qpx_ud stats: rx_short=%lu rx_bad_type=%lu "
                 "rx_unknown_ep=%lu rx_stale=%lu rx_dup=%lu rx_ahead=%lu "
                 "rx_bad_status=%lu tx_resent=%lu tx_timeouts=%lu "
-                "eps_failed=%lu\n", s->rx_short, s->rx_bad_type,
+                "tx_probe_resends=%lu eps_failed=%lu\n", s->rx_short,
+                s->rx_bad_type,
                 s->rx_unknown_ep, s->rx_stale, s->rx_dup, s->rx_ahead,
                 s->rx_bad_status, s->tx_resent, s->tx_timeouts,
-                s->eps_failed);
+                s->tx_probe_resends, s->eps_failed);
     }
 
     qpx_ud_ep_free_all(iface);
