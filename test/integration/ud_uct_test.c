@@ -41,6 +41,7 @@ static const char *component_name(void)
 
 static ucs_async_context_t *async;
 uct_worker_h               worker;
+static int                 no_err_handler; /* peer-failure without one */
 uct_md_h                   md;
 
 double now_sec(void)
@@ -176,10 +177,12 @@ int iface_open(const test_resource_t *res, test_iface_t *ti)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                        UCT_IFACE_PARAM_FIELD_DEVICE |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+                        UCT_IFACE_PARAM_FIELD_DEVICE;
+    if (!no_err_handler) {
+        params.field_mask |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    }
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = TL_NAME;
     params.mode.device.dev_name = res->dev_name;
@@ -701,18 +704,22 @@ static int test_peer_failure(double timeout)
     waitpid(pid, NULL, 0);
     t_kill   = now_sec();
     deadline = t_kill + timeout * 3 + 10;
-    while ((a.failed_eps == 0) && (now_sec() < deadline)) {
+    status   = UCS_OK;
+    while ((a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
+           (now_sec() < deadline)) {
         status = uct_ep_am_short(ec, AM_ID + 1, 0, &payload, 8);
         sent_after += (status == UCS_OK);
         uct_worker_progress(worker);
     }
-    if (a.failed_eps > 0) {
+    if ((a.failed_eps > 0) || (status == UCS_ERR_ENDPOINT_TIMEOUT)) {
         t_fail = now_sec() - t_kill;
     }
     status = uct_ep_am_short(ec, AM_ID + 1, 0, &payload, 8);
-    printf("peer-failure: error handler after %.2f s (timeout %.2f s), "
-           "%d sends accepted after the kill, send on the failed ep: %s\n",
-           t_fail, timeout, sent_after, ucs_status_string(status));
+    printf("peer-failure: ep failed after %.2f s (timeout %.2f s, error "
+           "handler %s, called %d), %d sends accepted after the kill, send on "
+           "the failed ep: %s\n", t_fail, timeout,
+           no_err_handler ? "none" : "set", a.failed_eps, sent_after,
+           ucs_status_string(status));
 
     /* The interface keeps serving its other endpoints */
     deadline = now_sec() + 60;
@@ -725,7 +732,8 @@ static int test_peer_failure(double timeout)
            "flush %s\n", (unsigned long)b.rx_count, ok ? "ok" : "FAILED");
 
     ok = ok && (t_fail >= 0) && (t_fail <= timeout + 2.0) &&
-         (b.rx_count == 1000) && (status == UCS_ERR_ENDPOINT_TIMEOUT);
+         (b.rx_count == 1000) && (status == UCS_ERR_ENDPOINT_TIMEOUT) &&
+         (a.failed_eps == (no_err_handler ? 0 : 1));
     uct_ep_destroy(ec);
     uct_ep_destroy(eb);
     uct_iface_close(a.iface);
@@ -752,11 +760,12 @@ int main(int argc, char **argv)
         }
         return test_garbage(&res);
     } else if ((argc >= 3) && !strcmp(argv[1], "peer-failure")) {
+        no_err_handler = (argc >= 4) && !strcmp(argv[3], "no-handler");
         return test_peer_failure(atof(argv[2]));
     } else if ((argc >= 5) && !strcmp(argv[1], "many-eps")) {
         return test_many_eps(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     }
-    fprintf(stderr, "usage: %s integrity N | garbage | peer-failure TIMEOUT | "
+    fprintf(stderr, "usage: %s integrity N | garbage | peer-failure TIMEOUT [no-handler] | "
             "many-eps PROCS IFACES EPS_PER_IFACE\n", argv[0]);
     return 1;
 }
