@@ -20,4 +20,8 @@ qpx_check "retransmissions happened (tx_resent=$resent)" [ "${resent:-0}" -gt 0 
 ahead=$(echo "$out" | sed -n 's/.*rx_ahead=\([0-9]*\).*/\1/p' | head -1)
 qpx_check "gaps were seen and repaired (rx_ahead=$ahead)" [ "${ahead:-0}" -gt 0 ]
 
+out=$(ud_run env UD_TEST_CONNECT=ep SOFTVERBS_UD_DROP=0.05 \
+      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
+qpx_check "CONNECT_TO_EP, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
 qpx_finish

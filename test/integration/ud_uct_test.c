@@ -42,6 +42,7 @@ static const char *component_name(void)
 static ucs_async_context_t *async;
 uct_worker_h               worker;
 static int                 no_err_handler; /* peer-failure without one */
+static int                 use_ep_check;   /* peer-failure: idle + ep_check */
 uct_md_h                   md;
 
 double now_sec(void)
@@ -326,6 +327,10 @@ static int side_init(test_side_t *side, test_iface_t *ti, test_iface_t *peer)
         fprintf(stderr, "uct_md_mem_reg failed\n");
         return 0;
     }
+    if ((getenv("UD_TEST_CONNECT") != NULL) &&
+        !strcmp(getenv("UD_TEST_CONNECT"), "ep")) {
+        return 1; /* connect_to_ep_pair() creates the eps */
+    }
     return ep_create(ti, peer->dev_addr, peer->iface_addr, &side->ep);
 }
 
@@ -361,6 +366,31 @@ static int flush_ep(uct_ep_h ep, double deadline)
     return fc.done == 1;
 }
 
+/* Connect the two sides with CONNECT_TO_EP instead (UD_TEST_CONNECT=ep) */
+static int connect_to_ep_pair(test_side_t *s0, test_side_t *s1)
+{
+    uint8_t addr0[MAX_ADDR], addr1[MAX_ADDR];
+    uct_ep_params_t params;
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = s0->ti->iface;
+    if (uct_ep_create(&params, &s0->ep) != UCS_OK) {
+        return 0;
+    }
+    params.iface = s1->ti->iface;
+    if (uct_ep_create(&params, &s1->ep) != UCS_OK) {
+        return 0;
+    }
+    uct_ep_get_address(s0->ep, (uct_ep_addr_t*)addr0);
+    uct_ep_get_address(s1->ep, (uct_ep_addr_t*)addr1);
+    return (uct_ep_connect_to_ep(s0->ep,
+                                 (uct_device_addr_t*)s1->ti->dev_addr,
+                                 (uct_ep_addr_t*)addr1) == UCS_OK) &&
+           (uct_ep_connect_to_ep(s1->ep,
+                                 (uct_device_addr_t*)s0->ti->dev_addr,
+                                 (uct_ep_addr_t*)addr0) == UCS_OK);
+}
+
 static int test_integrity(const test_resource_t *res, uint64_t count)
 {
     test_iface_t a, b;
@@ -371,6 +401,10 @@ static int test_integrity(const test_resource_t *res, uint64_t count)
 
     if (!iface_open(res, &a) || !iface_open(res, &b) ||
         !side_init(&sides[0], &a, &b) || !side_init(&sides[1], &b, &a)) {
+        return 1;
+    }
+    if ((sides[0].ep == NULL) && !connect_to_ep_pair(&sides[0], &sides[1])) {
+        fprintf(stderr, "CONNECT_TO_EP setup failed\n");
         return 1;
     }
 
@@ -707,8 +741,13 @@ static int test_peer_failure(double timeout)
     status   = UCS_OK;
     while ((a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
            (now_sec() < deadline)) {
-        status = uct_ep_am_short(ec, AM_ID + 1, 0, &payload, 8);
-        sent_after += (status == UCS_OK);
+        if (use_ep_check) {
+            /* Idle ep: only the keepalive probe can find the failure */
+            uct_ep_check(ec, 0, NULL);
+        } else {
+            status = uct_ep_am_short(ec, AM_ID + 1, 0, &payload, 8);
+            sent_after += (status == UCS_OK);
+        }
         uct_worker_progress(worker);
     }
     if ((a.failed_eps > 0) || (status == UCS_ERR_ENDPOINT_TIMEOUT)) {
@@ -761,11 +800,13 @@ int main(int argc, char **argv)
         return test_garbage(&res);
     } else if ((argc >= 3) && !strcmp(argv[1], "peer-failure")) {
         no_err_handler = (argc >= 4) && !strcmp(argv[3], "no-handler");
+        use_ep_check   = (argc >= 4) && !strcmp(argv[3], "ep-check");
         return test_peer_failure(atof(argv[2]));
     } else if ((argc >= 5) && !strcmp(argv[1], "many-eps")) {
         return test_many_eps(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     }
-    fprintf(stderr, "usage: %s integrity N | garbage | peer-failure TIMEOUT [no-handler] | "
+    fprintf(stderr, "usage: %s integrity N | garbage | "
+            "peer-failure TIMEOUT [no-handler|ep-check] | "
             "many-eps PROCS IFACES EPS_PER_IFACE\n", argv[0]);
     return 1;
 }
