@@ -46,4 +46,7 @@ perftest "ucp am_lat"             UCX_TLS=qpx_ud -- -t ucp_am_lat -n 20000
 perftest "ucp am_bw"              UCX_TLS=qpx_ud -- -t ucp_am_bw -n 20000
 perftest "ucp tag_bw 64KB 1% loss" UCX_TLS=qpx_ud SOFTVERBS_UD_DROP=0.01 -- -t tag_bw -s 65536 -n 2000
 
+# qpx_rc connects to endpoints: UCP needs an auxiliary CONNECT_TO_IFACE
+# transport for its wireup messages, which qpx_ud provides
+perftest "ucp tag_lat qpx_rc, wireup over qpx_ud" UCX_TLS=qpx_rc,qpx_ud -- -t tag_lat -n 20000
 qpx_finish
