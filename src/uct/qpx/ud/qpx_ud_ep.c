@@ -370,25 +370,27 @@ void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     while ((iface->tx.available > 0) &&
            ((rel = qpx_ud_rel_tx_resend_next(&ep->tx)) != NULL)) {
         desc = ucs_container_of(rel, qpx_ud_send_desc_t, rel);
-        /* Still being sent from an earlier post: that copy will do, and the
-         * header must not change under the device */
-        if (desc->posted == 0) {
-            hdr          = qpx_ud_send_desc_hdr(desc);
-            hdr->dest_id = ep->dest_id;
-            if (ep->rx.initialized) {
-                hdr->flags  |= QPX_UD_PKT_FLAG_ACK;
-                hdr->ack_psn = qpx_ud_rel_rx_ack_psn(&ep->rx);
-                qpx_ud_rel_rx_acked(&ep->rx);
-            }
-            hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
-            qpx_ud_iface_post_desc(iface, ep->peer, desc);
+        if (desc->posted > 0) {
+            /* The device still reads an earlier post of it: the header must
+             * not change under it; resend once that send completes */
+            break;
         }
+        hdr          = qpx_ud_send_desc_hdr(desc);
+        hdr->dest_id = ep->dest_id;
+        if (ep->rx.initialized) {
+            hdr->flags  |= QPX_UD_PKT_FLAG_ACK;
+            hdr->ack_psn = qpx_ud_rel_rx_ack_psn(&ep->rx);
+            qpx_ud_rel_rx_acked(&ep->rx);
+        }
+        hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
+        qpx_ud_iface_post_desc(iface, ep->peer, desc);
         ++iface->stats.tx_resent;
         qpx_ud_rel_tx_resend_done(&ep->tx);
     }
 
     if (ep->tx.resending) {
-        qpx_ud_ep_ctl_schedule(iface, ep, 0); /* continue when SQ drains */
+        /* continue when the SQ drains or the earlier post completes */
+        qpx_ud_ep_ctl_schedule(iface, ep, 0);
     }
 }
 
@@ -528,6 +530,13 @@ static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                           1 : QPX_UD_REL_MAX_WINDOW)) {
         qpx_ud_ep_resend(iface, ep);
     }
+
+    /* An ack after a probe (explicit or carried by data) that still does not
+     * cover everything: the rest was lost at the tail */
+    if (qpx_ud_rel_tx_probe_reply(&ep->tx)) {
+        ++iface->stats.tx_probe_resends;
+        qpx_ud_ep_resend(iface, ep);
+    }
 }
 
 /* Keep a packet that arrived ahead of a gap until the gap is filled */
@@ -633,11 +642,6 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     switch (type) {
     case QPX_UD_PKT_ACK:
-        /* The answer to a probe: what it does not cover was lost */
-        if (qpx_ud_rel_tx_probe_reply(&ep->tx)) {
-            ++iface->stats.tx_probe_resends;
-            qpx_ud_ep_resend(iface, ep);
-        }
         return 0;
     case QPX_UD_PKT_ACK_REQ:
         if (ep->rx.initialized) {

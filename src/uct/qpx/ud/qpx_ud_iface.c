@@ -329,22 +329,31 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
 {
     struct ibv_wc wc[QPX_UD_RX_BATCH];
     qpx_ud_send_desc_t *desc;
+    unsigned count = 0, batch;
     int i, n;
 
-    n = ibv_poll_cq(iface->send_cq, QPX_UD_RX_BATCH, wc);
-    for (i = 0; i < n; ++i) {
-        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-            ucs_debug("qpx_ud: send completion with status %s",
-                      ibv_wc_status_str(wc[i].status));
+    /* A few batches: completions free send slots and descriptors */
+    for (batch = 0; batch < 4; ++batch) {
+        n = ibv_poll_cq(iface->send_cq, QPX_UD_RX_BATCH, wc);
+        for (i = 0; i < n; ++i) {
+            if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+                ucs_debug("qpx_ud: send completion with status %s",
+                          ibv_wc_status_str(wc[i].status));
+            }
+            ++iface->tx.available;
+            desc = (qpx_ud_send_desc_t*)(uintptr_t)wc[i].wr_id;
+            if (desc != NULL) {
+                qpx_ud_iface_send_completed(iface, desc);
+            }
         }
-        ++iface->tx.available;
-        desc = (qpx_ud_send_desc_t*)(uintptr_t)wc[i].wr_id;
-        if (desc != NULL) {
-            qpx_ud_iface_send_completed(iface, desc);
+        if (n < QPX_UD_RX_BATCH) {
+            count += (n > 0) ? n : 0;
+            break;
         }
+        count += n;
     }
 
-    return (n > 0) ? n : 0;
+    return count;
 }
 
 static void qpx_ud_iface_timers(qpx_ud_iface_t *iface)
@@ -366,12 +375,15 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     qpx_ud_ep_t *ep, *tmp;
-    unsigned count;
+    unsigned count, rx_count;
 
     iface->now = qpx_ud_time_ns();
-    count          = qpx_ud_iface_poll_rx(iface);
-    iface->rx_idle = (count == 0);
-    count         += qpx_ud_iface_poll_tx(iface);
+    /* Send completions first: a NAK received below may ask to resend a
+     * packet whose earlier post is only finished once it is polled */
+    count          = qpx_ud_iface_poll_tx(iface);
+    rx_count       = qpx_ud_iface_poll_rx(iface);
+    iface->rx_idle = (rx_count == 0);
+    count         += rx_count;
     qpx_ud_iface_post_recv(iface);
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {
