@@ -190,7 +190,8 @@ struct sv_shm_hdr {
     uint64_t arena_top;           /* bump pointer, under lock */
     uint64_t free_list[48];       /* by power-of-two size class */
     pthread_mutex_t lock;         /* robust, process-shared */
-    pthread_mutex_t atomic_lock;  /* remote atomics, host-wide */
+    pthread_mutex_t atomic_lock_unused;
+    int32_t  atomic_owner;        /* spinlock for remote atomics: pid */
     uint32_t next_pd_id;
     uint32_t next_ctx_id;
     uint32_t next_ch_id;

@@ -268,6 +268,7 @@ static int sv_resp_recv(struct sv_resp_req *r, struct sv_shm_qp *dq,
 
     rq = sv_resp_rq(dq, &srq);
     if ((rq == NULL) || !sv_rq_take(rq, rw)) {
+        sv_error("qp 0x%x: no receive WQE (RNR)", dq->qpn);
         r->min_rnr_timer = dq->min_rnr_timer;
         return SV_RESP_RNR;
     }

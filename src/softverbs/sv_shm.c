@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
@@ -116,14 +117,41 @@ void sv_shm_unlock(void)
     pthread_mutex_unlock(&sv_g.shm->lock);
 }
 
+/*
+ * Remote atomics take a host-wide spinlock held for two process_vm calls.
+ * A sleeping mutex would make the peer that polls for the result and
+ * answers at once sleep and be woken by a futex, costing a scheduler
+ * wakeup per operation. A holder that died is detected by its pid.
+ */
 void sv_atomic_lock(void)
 {
-    sv_mutex_lock(&sv_g.shm->atomic_lock);
+    int32_t *owner = &sv_g.shm->atomic_owner;
+    int32_t cur = 0;
+    unsigned spins = 0;
+
+    while (!__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        if ((++spins & 0xffff) == 0) {
+            if ((kill(cur, 0) < 0) && (errno == ESRCH)) {
+                /* the holder died with the lock: take it over */
+                if (__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                                __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                    return;
+                }
+            } else {
+                sched_yield();
+            }
+        }
+        __builtin_ia32_pause();
+        cur = 0;
+    }
 }
 
 void sv_atomic_unlock(void)
 {
-    pthread_mutex_unlock(&sv_g.shm->atomic_lock);
+    /* release: the atomic's memory update precedes the next holder */
+    __atomic_store_n(&sv_g.shm->atomic_owner, 0, __ATOMIC_RELEASE);
 }
 
 static int sv_size_class(uint64_t len)
@@ -247,7 +275,6 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&h->lock, &ma);
-    pthread_mutex_init(&h->atomic_lock, &ma);
     pthread_mutexattr_destroy(&ma);
     h->total_len  = total;
     h->arena_off  = (sizeof(*h) + 4095) & ~4095ull;
