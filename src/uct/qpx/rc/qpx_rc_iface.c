@@ -185,6 +185,9 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 
     count = qpx_rc_iface_poll_rx(iface);
     count += qpx_rc_iface_poll_tx(iface);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
+        qpx_rc_iface_resched(iface);
+    }
     ucs_arbiter_dispatch(&iface->super.arbiter, 1, qpx_rc_ep_arbiter_dispatch,
                          NULL);
     return count;
@@ -391,6 +394,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->resched);
     self->next_ep_id = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
