@@ -6,7 +6,9 @@
  * byte and atomic result is checked. Operations the transport does not offer
  * (capability flags) are reported as SKIP, never as passes.
  *
- * Usage: qpx_uct_integrity -x <tl> -d <dev> [-m <max size>]
+ * Usage: qpx_uct_integrity -x <tl> -d <dev> [-m <max size>] [-k <seconds>]
+ *        -k: peer-failure test instead, the error handler must fire within
+ *            <seconds> of the peer's death
  * Exit: 0 all passed, 1 a failure, 77 the transport/device is not there.
  */
 #include <uct/api/uct.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -789,6 +792,97 @@ static void test_flush_cancel(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
     }
 }
 
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Peer failure: two targets; A is killed while operations are outstanding.
+ * The error handler must fire for A's endpoint within limit seconds, every
+ * outstanding operation must complete (with an error), and the endpoint to
+ * B on the same interface must keep working.
+ */
+static int run_kill(ctx_t *c, int sock_a, int sock_b, pid_t pid_a,
+                    double limit)
+{
+    peer_info_t ra, rb;
+    uct_rkey_bundle_t ka, kb;
+    uct_ep_h ep_a, ep_b;
+    comp_t comps[16];
+    uct_iov_t iov;
+    double t0, t1 = 0;
+    char what[160];
+    int i, done, posted = 0;
+    ucs_status_t status;
+
+    c->sock = sock_a;
+    if (ctx_connect(c, &ra) || uct_rkey_unpack(c->comp, ra.rkey, &ka)) {
+        fail("connect A");
+        return 1;
+    }
+    ep_a  = c->ep;
+    c->sock = sock_b;
+    if (ctx_connect(c, &rb) || uct_rkey_unpack(c->comp, rb.rkey, &kb)) {
+        fail("connect B");
+        return 1;
+    }
+    ep_b = c->ep;
+
+    c->ep = ep_a;
+    c->sock = sock_a;
+    remote_cmd(c, CMD_SET64, 0, 0, 1); /* A is up and connected */
+    kill(pid_a, SIGKILL);
+    waitpid(pid_a, NULL, 0);
+    t0 = now_sec();
+
+    for (i = 0; i < 16; ++i) {
+        comp_init(&comps[i]);
+        iov.buffer = (char*)c->buf + i * 4096;
+        iov.length = 4096;
+        iov.memh   = c->memh;
+        iov.stride = 0;
+        iov.count  = 1;
+        status = uct_ep_get_zcopy(ep_a, &iov, 1, ra.buf_addr, ka.rkey,
+                                  &comps[i].super);
+        if (status == UCS_INPROGRESS) {
+            ++posted;
+        } else {
+            comps[i].done = 1;
+        }
+    }
+    while (!c->ep_failed && (now_sec() - t0 < limit * 3)) {
+        uct_worker_progress(c->worker);
+    }
+    t1 = now_sec() - t0;
+    snprintf(what, sizeof(what), "error handler after peer kill: %.3f s "
+             "(limit %.3f s)", t1, limit);
+    (c->ep_failed && (t1 <= limit)) ? pass(what) : fail(what);
+
+    for (i = 0; i < 1000; ++i) {
+        uct_worker_progress(c->worker);
+    }
+    for (done = 0, i = 0; i < 16; ++i) {
+        done += comps[i].done && (comps[i].status != UCS_OK ||
+                                  comps[i].super.status != UCS_OK);
+    }
+    snprintf(what, sizeof(what), "%d of %d outstanding operations completed "
+             "with an error", done, 16);
+    (done == 16) ? pass(what) : fail(what);
+
+    uct_ep_destroy(ep_a);
+    c->ep        = ep_b;
+    c->sock      = sock_b;
+    c->ep_failed = 0;
+    test_put(c, kb.rkey, rb.buf_addr, 65536);
+    remote_cmd(c, CMD_QUIT, 0, 0, 0);
+    uct_rkey_release(c->comp, &ka);
+    uct_rkey_release(c->comp, &kb);
+    return 0;
+}
+
 static int run_initiator(ctx_t *c, size_t max_size)
 {
     peer_info_t remote;
@@ -814,16 +908,19 @@ static int run_initiator(ctx_t *c, size_t max_size)
 int main(int argc, char **argv)
 {
     size_t max_size = BUF_SIZE;
-    int sv[2], opt, status, ret;
+    double kill_limit = 0;
+    int sv[2], sv2[2], opt, status, ret;
+    pid_t pid_b;
     ctx_t c;
     pid_t pid;
 
     tl_name  = "qpx_rc";
     dev_name = "softverbs0:1";
-    while ((opt = getopt(argc, argv, "x:d:m:")) != -1) {
+    while ((opt = getopt(argc, argv, "x:d:m:k:")) != -1) {
         switch (opt) {
         case 'x': tl_name = optarg; break;
         case 'd': dev_name = optarg; break;
+        case 'k': kill_limit = atof(optarg); break;
         case 'm': max_size = ucs_min(strtoul(optarg, NULL, 0), BUF_SIZE); break;
         default:
             fprintf(stderr, "usage: %s -x tl -d dev [-m max_size]\n", argv[0]);
@@ -832,6 +929,34 @@ int main(int argc, char **argv)
     }
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (kill_limit > 0) {
+        /* -k <seconds>: peer-failure test with two targets */
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+            socketpair(AF_UNIX, SOCK_STREAM, 0, sv2)) {
+            return 1;
+        }
+        memset(&c, 0, sizeof(c));
+        pid = fork();
+        if (pid == 0) {
+            c.sock = sv[1];
+            return ctx_open(&c) ? 1 : run_target(&c);
+        }
+        pid_b = fork();
+        if (pid_b == 0) {
+            c.sock = sv2[1];
+            return ctx_open(&c) ? 1 : run_target(&c);
+        }
+        ret = ctx_open(&c);
+        if (ret != 0) {
+            kill(pid, SIGKILL);
+            kill(pid_b, SIGKILL);
+            return ret;
+        }
+        run_kill(&c, sv[0], sv2[0], pid, kill_limit);
+        waitpid(pid_b, &status, 0);
+        printf("%d passed, %d failed (%d skipped)\n", passed, failed, skipped);
+        return (failed == 0 && passed > 0) ? 0 : 1;
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
         return 1;
     }
