@@ -65,7 +65,10 @@ for spec in "qpx_rc put_short qpx_rc_ep_put_short put_bw" \
         ucx_perftest -p $p -d "$DEV" -x $tl -t $t -D short -s 8 -n 20000 -w 100 127.0.0.1 >/dev/null 2>&1
     wait $s
     # entry count of the function: executions of its first cost line
-    calls=$(awk -v f="$fn" '$0 ~ "^fn=.* "f"$" {getline; print $2; exit}' "$TMP/cg.out")
+    # (from the caller's "calls=" record, else the first line's count)
+    calls=$(grep -A1 "^cfn=.* $fn\$" "$TMP/cg.out" | sed -n 's/^calls=\([0-9]*\).*/\1/p' | head -1)
+    [ -n "$calls" ] ||
+        calls=$(awk -v f="$fn" '$0 ~ "^fn=.* "f"$" {getline; print $2; exit}' "$TMP/cg.out")
     total=$(callgrind_annotate "$TMP/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
     own=$(callgrind_annotate "$TMP/cg.out" 2>/dev/null | grep -E "libuct_qpx|libuct_ib" |
           awk '{gsub(",","",$1); s+=$1} END{print s+0}')

@@ -128,6 +128,7 @@ typedef struct qpx_iface {
     } rx;
     struct {
         int                   cq_available;
+        int                   cq_size;   /* cq_available when all polled */
     } tx;
     struct {
         size_t                seg_size;
