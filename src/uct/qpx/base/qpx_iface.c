@@ -311,6 +311,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
+    self->tx.cq_size      = self->tx.cq_available;
 
     cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);

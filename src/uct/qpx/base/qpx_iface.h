@@ -21,9 +21,33 @@
  *                            | transport hdr (rx_hdr_len) |
  *                            ^ rx_hdr_offset: where the receive lands
  *
- * Subclasses: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
- * worker, params, config, init_attr), then post the receive buffers with
- * qpx_iface_rx_post(iface, iface->rx.available).
+ * Using it from a transport (qpx_rc is the reference user):
+ *  1. config: embed qpx_iface_config_table as the first entry of the
+ *     transport's table ({"", "", NULL, offsetof(super),
+ *     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)}); variables then read
+ *     UCX_QPX_<TL>_SEG_SIZE, _TX_QUEUE_LEN, _RX_QUEUE_LEN, ...
+ *  2. init: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
+ *     worker, params, config, &init_attr) with init_attr.qp_type (RC or UD),
+ *     rx_hdr_len (bytes the transport puts before an AM payload in a receive
+ *     buffer, e.g. 40-byte GRH + UD header), tx_priv_len (bytes of a tx_mp
+ *     element before its data; start the element with qpx_desc_t),
+ *     max_send_sge, use_srq (receives always come from the SRQ; verbs allows
+ *     it for RC and UD QPs), access_flags (RC).
+ *  3. qpx_iface_qp_get() once: iface->config.max_inline, max_send_sge and
+ *     tx_queue_len then hold what the device granted; give the QP back with
+ *     qpx_iface_qp_put() or keep it.
+ *  4. qpx_iface_rx_post(iface, iface->rx.available) fills the SRQ.
+ *  5. progress: poll iface->recv_cq; wc.wr_id is the qpx_desc_t*; the
+ *     received bytes start at desc + config.rx_hdr_offset, the AM payload at
+ *     desc + config.rx_payload_offset. Call qpx_iface_rx_user_desc() before
+ *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
+ *     count the slot (++rx.available, repost when >= rx.batch), else
+ *     qpx_iface_rx_release(). Poll iface->send_cq yourself and add one to
+ *     tx.cq_available per completion polled; subtract one per signalled
+ *     post.
+ *  6. ops: qpx_iface_get_device_address, qpx_iface_is_reachable; tl:
+ *     qpx_iface_query_devices; attributes: qpx_iface_query() then the
+ *     transport's caps.
  */
 #ifndef QPX_IFACE_H_
 #define QPX_IFACE_H_
@@ -104,6 +128,7 @@ typedef struct qpx_iface {
     } rx;
     struct {
         int                   cq_available;
+        int                   cq_size;   /* cq_available when all polled */
     } tx;
     struct {
         size_t                seg_size;

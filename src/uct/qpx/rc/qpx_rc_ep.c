@@ -162,6 +162,9 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         ++iface->super.tx.cq_available;
     }
 
+    if (self->flags & QPX_RC_EP_FLAG_RESCHED) {
+        ucs_list_del(&self->resched);
+    }
     ucs_list_del(&self->list);
     qpx_iface_qp_put(&iface->super, self->qp);
     if (self->fc.mr != NULL) {
@@ -314,10 +317,6 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
     /* The last request must be signalled for the flush to complete */
     if (ep->tx.signaled_sn != ep->tx.sn) {
         status = qpx_rc_ep_post_nop(ep);
@@ -448,11 +447,26 @@ ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
     }
 
-    /* Out of credits (they arrive without a completion) or buffers: keep
-     * the group scheduled and retry on the next progress */
-    return qpx_rc_ep_has_tx_resources(iface, ep) ?
-           UCS_ARBITER_CB_RESULT_NEXT_GROUP :
-           UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    /* Out of credits (they arrive without a completion) or buffers: the
+     * next progress schedules the group again */
+    if (qpx_rc_ep_has_tx_resources(iface, ep) &&
+        !(ep->flags & QPX_RC_EP_FLAG_RESCHED)) {
+        ep->flags |= QPX_RC_EP_FLAG_RESCHED;
+        ucs_list_add_tail(&iface->resched, &ep->resched);
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+
+void qpx_rc_iface_resched(qpx_rc_iface_t *iface)
+{
+    qpx_rc_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->resched, resched) {
+        ucs_list_del(&ep->resched);
+        ep->flags &= ~QPX_RC_EP_FLAG_RESCHED;
+        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+    }
 }
 
 
@@ -479,6 +493,11 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
         }
         if (comp != NULL) {
             --comp->count;
+        } else if (status == UCS_ERR_NO_RESOURCE) {
+            /* Pending requests or a full queue: the caller progresses and
+             * asks again */
+            ++count;
+            continue;
         }
         if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
             return status;

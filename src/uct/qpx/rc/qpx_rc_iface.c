@@ -169,8 +169,11 @@ static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
         return 0;
     }
 
+    /* Error completions of unsignalled requests and completions credited
+     * back by a destroyed endpoint must not push the count past the CQ */
+    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
+                                           iface->super.tx.cq_size);
     for (i = 0; i < n; ++i) {
-        ++iface->super.tx.cq_available;
         qpx_rc_iface_tx_completion(iface, &wc[i]);
     }
 
@@ -184,7 +187,15 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
     unsigned count;
 
     count = qpx_rc_iface_poll_rx(iface);
-    count += qpx_rc_iface_poll_tx(iface);
+    /* Only signalled requests complete (a failed unsignalled one also
+     * leaves a signalled one or a flush behind it): an idle send CQ is not
+     * polled */
+    if (iface->super.tx.cq_available < iface->super.tx.cq_size) {
+        count += qpx_rc_iface_poll_tx(iface);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
+        qpx_rc_iface_resched(iface);
+    }
     ucs_arbiter_dispatch(&iface->super.arbiter, 1, qpx_rc_ep_arbiter_dispatch,
                          NULL);
     return count;
@@ -391,6 +402,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->resched);
     self->next_ep_id = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */

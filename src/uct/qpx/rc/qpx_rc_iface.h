@@ -91,7 +91,8 @@ enum {
 enum {
     QPX_RC_EP_FLAG_CONNECTED = UCS_BIT(0),
     QPX_RC_EP_FLAG_ERROR     = UCS_BIT(1), /* QP in ERR: failed or canceled */
-    QPX_RC_EP_FLAG_FC_UPDATE = UCS_BIT(2)  /* credit update waits for a slot */
+    QPX_RC_EP_FLAG_FC_UPDATE = UCS_BIT(2), /* credit update waits for a slot */
+    QPX_RC_EP_FLAG_RESCHED   = UCS_BIT(3)  /* on iface->resched */
 };
 
 
@@ -111,6 +112,8 @@ typedef struct qpx_rc_iface_config {
 typedef struct qpx_rc_iface {
     qpx_iface_t     super;
     ucs_list_link_t eps;
+    ucs_list_link_t resched;  /* eps whose pending requests wait for credits
+                                 or buffers */
     uint16_t        next_ep_id;
     struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
@@ -132,6 +135,7 @@ typedef struct qpx_rc_ep {
     uct_base_ep_t       super;
     struct ibv_qp       *qp;
     ucs_list_link_t     list;           /* in iface->eps */
+    ucs_list_link_t     resched;        /* in iface->resched */
     ucs_arbiter_group_t arb_group;
     uint32_t            psn;
     uint16_t            id;             /* tags wr_id against a reused QP */
@@ -185,6 +189,8 @@ ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
                                                    ucs_arbiter_group_t *group,
                                                    ucs_arbiter_elem_t *elem,
                                                    void *arg);
+/* Schedule again the pending groups that waited for credits */
+void qpx_rc_iface_resched(qpx_rc_iface_t *iface);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 /* Write our consumed-message count to the peer (flow control) */
