@@ -143,7 +143,9 @@ void sv_atomic_lock(void)
                 sched_yield();
             }
         }
+#if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#endif
         cur = 0;
     }
 }
@@ -320,6 +322,8 @@ static void sv_atexit(void)
     }
 }
 
+static int sv_proc_register(void);
+
 static int sv_shm_do_init(void)
 {
     const char *path = getenv(SOFTVERBS_ENV_SHM);
@@ -331,7 +335,6 @@ static int sv_shm_do_init(void)
     struct sv_shm_hdr *h;
     struct stat st;
     const char *c;
-    uint32_t i;
     int fd;
 
     sv_g.debug = dbg && (atoi(dbg) > 0);
@@ -381,6 +384,23 @@ static int sv_shm_do_init(void)
 
     sv_g.shm  = h;
     sv_g.base = (char *)h;
+    if (sv_proc_register() != 0) {
+        return ENOMEM;
+    }
+    atexit(sv_atexit);
+    return 0;
+
+err_close:
+    flock(fd, LOCK_UN);
+    close(fd);
+    return errno ? errno : EIO;
+}
+
+static int sv_proc_register(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
     sv_shm_lock();
     sv_shm_reap();
     for (i = 0; i < SV_PROC_TBL; i++) {
@@ -398,20 +418,17 @@ static int sv_shm_do_init(void)
     h->procs[i].start_time = sv_proc_start_time(sv_g.pid);
     sv_g.proc = i;
     sv_shm_unlock();
-    atexit(sv_atexit);
     return 0;
-
-err_close:
-    flock(fd, LOCK_UN);
-    close(fd);
-    return errno ? errno : EIO;
 }
 
 static void sv_atfork_child(void)
 {
-    /* the child is another process: it gets its own slot on first use */
-    sv_init_done = 0;
-    sv_g.shm = NULL;
+    /* the child is another process: its own slot, and the objects it
+     * inherited stay owned by the parent */
+    if (sv_g.shm != NULL) {
+        sv_g.pid = getpid();
+        sv_proc_register();
+    }
 }
 
 int sv_shm_init(void)
