@@ -221,6 +221,10 @@ struct sv_global {
     int        debug;
     char       shm_path[256];
     uint32_t   shm_tag;           /* hash of the path: socket names */
+    /* local CQs, for progress while blocked in ibv_get_cq_event */
+    pthread_mutex_t cq_list_lock;
+    struct sv_cq *cq_list;
+    uint32_t   sq_pending_qps;    /* local QPs with unfinished send WQEs */
 };
 
 extern struct sv_global sv_g;
@@ -318,6 +322,7 @@ struct sv_cq {
     int nqps, qps_cap;
     uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
     struct sv_cqe cur;            /* ibv_cq_ex current entry */
+    struct sv_cq *next, *prev;    /* sv_g.cq_list */
 };
 
 struct sv_srq {

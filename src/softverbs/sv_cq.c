@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
 
 /* ---------------------------------------------------------------------
  * Completion channels
@@ -48,6 +50,48 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     return 0;
 }
 
+static void sv_cq_progress(struct sv_cq *cq);
+
+/* Run the requesters of every local CQ: a process blocked waiting for a
+ * completion event still has its RNR/retry timers evaluated */
+static void sv_cq_progress_all(void)
+{
+    struct sv_cq *cq;
+
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    for (cq = sv_g.cq_list; cq != NULL; cq = cq->next) {
+        if (__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED)) {
+            pthread_mutex_lock(&cq->lock);
+            sv_cq_progress(cq);
+            pthread_mutex_unlock(&cq->lock);
+        }
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
+}
+
+static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    for (;;) {
+        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        sv_cq_progress_all();
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        ret = poll(&pfd, 1, 1);
+        if (ret > 0) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
                                struct ibv_cq **cq_out, void **cq_context)
 {
@@ -57,7 +101,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
     ssize_t n;
 
     for (;;) {
-        n = recv(channel->fd, &msg, sizeof(msg), 0);
+        n = sv_cq_event_recv(channel->fd, &msg);
         if (n < 0) {
             return -1;
         }
@@ -426,6 +470,13 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     if (attr->channel) {
         attr->channel->refcnt++;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    cq->next = sv_g.cq_list;
+    if (cq->next != NULL) {
+        cq->next->prev = cq;
+    }
+    sv_g.cq_list = cq;
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     return &cq->cq;
 
 err_free:
@@ -481,6 +532,16 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     if (cq->nqps > 0) {
         return EBUSY;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    if (cq->prev != NULL) {
+        cq->prev->next = cq->next;
+    } else {
+        sv_g.cq_list = cq->next;
+    }
+    if (cq->next != NULL) {
+        cq->next->prev = cq->prev;
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     sv_shm_lock();
     __atomic_store_n(&cq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(cq->shm->ring_off, cq->shm->ring_len);

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-struct sv_global sv_g;
+struct sv_global sv_g = { .cq_list_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_mutex_t sv_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sv_init_done;
