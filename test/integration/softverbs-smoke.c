@@ -298,6 +298,160 @@ static void test_cross_process(struct ibv_context *ctx)
     teardown(&p);
 }
 
+
+static void test_create_rules(struct ibv_context *ctx)
+{
+    struct ibv_pd *pd = ibv_alloc_pd(ctx);
+    struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+    struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+    struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+    struct ibv_qp_init_attr a = {
+        .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_UC,
+        .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+                 .max_recv_sge = 1 },
+    };
+    struct ibv_qp *qp;
+    union ibv_gid mgid = { .raw = { 0xff, 0x12 } };
+    struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
+
+    CHECK(srq != NULL, "srq");
+    CHECK(ibv_create_qp(pd, &a) == NULL, "SRQ with UC accepted");
+    a.qp_type = IBV_QPT_UD;
+    a.cap.max_recv_wr = 100000;   /* ignored with an SRQ */
+    qp = ibv_create_qp(pd, &a);
+    CHECK(qp != NULL && a.cap.max_recv_wr == 0, "UD with SRQ: %p %u",
+          (void *)qp, a.cap.max_recv_wr);
+    CHECK(ibv_attach_mcast(qp, &mgid, 0xc001) == 0, "attach");
+    CHECK(ibv_destroy_qp(qp) == EBUSY, "destroy while attached");
+    CHECK(ibv_detach_mcast(qp, &mgid, 0xc001) == 0, "detach");
+    CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0, "reset->reset");
+    CHECK(ibv_destroy_qp(qp) == 0, "destroy");
+
+    /* caps above the device limits: clamped by default */
+    a.srq = NULL;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = 1 << 20;
+    a.cap.max_recv_wr = 4;
+    a.cap.max_inline_data = 100000;
+    qp = ibv_create_qp(pd, &a);
+    CHECK(qp != NULL && a.cap.max_send_wr < (1 << 20) &&
+          a.cap.max_inline_data < 100000, "clamp");
+    if (qp) {
+        ibv_destroy_qp(qp);
+    }
+    ibv_destroy_srq(srq);
+    ibv_destroy_cq(cq);
+    ibv_dealloc_pd(pd);
+}
+
+static void test_ud_and_events(struct ibv_context *ctx)
+{
+    struct ibv_pd *pd = ibv_alloc_pd(ctx);
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    struct ibv_cq *cq = ibv_create_cq(ctx, 2, NULL, ch, 0);
+    struct ibv_cq *scq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    struct ibv_qp_init_attr ia = {
+        .send_cq = scq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+        .cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+                 .max_recv_sge = 2, .max_inline_data = 64 },
+    };
+    struct ibv_qp *qp[2];
+    struct ibv_qp_attr a;
+    struct ibv_ah_attr aha = { .dlid = 1, .port_num = 1 };
+    struct ibv_ah *ah = ibv_create_ah(pd, &aha);
+    char *buf = calloc(1, 8192);
+    struct ibv_mr *mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge sge;
+    struct ibv_recv_wr rwr = {0}, *rbad;
+    struct ibv_send_wr wr = {0}, *bad;
+    struct ibv_async_event ev;
+    struct ibv_cq *evcq;
+    void *evctx;
+    struct ibv_wc wc;
+    struct pollfd pfd;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        qp[i] = ibv_create_qp(pd, &ia);
+        memset(&a, 0, sizeof(a));
+        a.qp_state = IBV_QPS_INIT;
+        a.port_num = 1;
+        a.qkey = 0x1234;
+        CHECK(!ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                             IBV_QP_PORT | IBV_QP_QKEY), "ud init");
+        a.qp_state = IBV_QPS_RTR;
+        CHECK(!ibv_modify_qp(qp[i], &a, IBV_QP_STATE), "ud rtr");
+        a.qp_state = IBV_QPS_RTS;
+        CHECK(!ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN),
+              "ud rts");
+    }
+    /* 3 receives into a CQ of 2 entries: the third overruns */
+    for (i = 0; i < 3; i++) {
+        sge.addr = (uintptr_t)buf + 4096 + i * 1024;
+        sge.length = 1024;
+        sge.lkey = mr->lkey;
+        rwr.wr_id = i;
+        rwr.sg_list = &sge;
+        rwr.num_sge = 1;
+        CHECK(!ibv_post_recv(qp[1], &rwr, &rbad), "post recv");
+    }
+    CHECK(!ibv_req_notify_cq(cq, 0), "arm");
+    strcpy(buf, "datagram");
+    sge.addr = (uintptr_t)buf;
+    sge.length = 9;
+    sge.lkey = mr->lkey;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = qp[1]->qp_num;
+    wr.wr.ud.remote_qkey = 0x1234;
+    CHECK(!ibv_post_send(qp[0], &wr, &bad), "ud send");
+    pfd.fd = ch->fd;
+    pfd.events = POLLIN;
+    CHECK(poll(&pfd, 1, 1000) == 1, "channel not readable");
+    CHECK(!ibv_get_cq_event(ch, &evcq, &evctx) && evcq == cq, "cq event");
+    ibv_ack_cq_events(cq, 1);
+    CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+          wc.byte_len == 40 + 9 && (wc.wc_flags & IBV_WC_GRH) &&
+          wc.src_qp == qp[0]->qp_num && !strcmp(buf + 4096 + 40, "datagram"),
+          "ud recv: len %u", wc.byte_len);
+    /* wrong qkey: dropped silently */
+    wr.wr.ud.remote_qkey = 0x9999;
+    CHECK(!ibv_post_send(qp[0], &wr, &bad), "ud send");
+    CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "qkey mismatch delivered");
+    wr.wr.ud.remote_qkey = 0x1234;
+    for (i = 0; i < 2; i++) {
+        CHECK(!ibv_post_send(qp[0], &wr, &bad), "ud send");
+    }
+    /* CQ of 2 got 2 entries plus one: overrun event */
+    sge.addr = (uintptr_t)buf + 4096;
+    rwr.wr_id = 9;
+    CHECK(!ibv_post_recv(qp[1], &rwr, &rbad), "post recv");
+    CHECK(!ibv_post_send(qp[0], &wr, &bad), "ud send");
+    pfd.fd = ctx->async_fd;
+    CHECK(poll(&pfd, 1, 1000) == 1, "async fd not readable");
+    CHECK(!ibv_get_async_event(ctx, &ev) &&
+          ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq,
+          "cq overrun event");
+    ibv_ack_async_event(&ev);
+    while (ibv_poll_cq(scq, 1, &wc) > 0)
+        ;
+    while (ibv_poll_cq(cq, 1, &wc) > 0)
+        ;
+    for (i = 0; i < 2; i++) {
+        ibv_destroy_qp(qp[i]);
+    }
+    ibv_destroy_ah(ah);
+    ibv_dereg_mr(mr);
+    ibv_destroy_cq(cq);
+    ibv_destroy_cq(scq);
+    ibv_destroy_comp_channel(ch);
+    ibv_dealloc_pd(pd);
+    free(buf);
+}
+
 int main(void)
 {
     struct ibv_device **list;
@@ -314,6 +468,8 @@ int main(void)
     test_write_and_errors(ctx);
     test_modify(ctx);
     test_cross_process(ctx);
+    test_create_rules(ctx);
+    test_ud_and_events(ctx);
     CHECK(softverbs_get_stats(getpid(), &st) == 0 && st.num_qp == 0,
           "leaked QPs: %u", st.num_qp);
     ibv_close_device(ctx);
