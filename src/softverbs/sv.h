@@ -95,8 +95,29 @@ struct sv_cqe {
     uint8_t  dlid_path_bits;
     uint32_t vendor_err;
     uint16_t pkey_index;
-    uint16_t pad[3];
+    uint16_t inl_len;             /* payload carried in the slot (SEND) */
+    uint8_t  inl_nsge;
+    uint8_t  pad[3];
 };
+
+/* Small SEND payloads travel in the CQ slot: the requester saves a
+ * process_vm_writev, the responder's poll_cq scatters the bytes into the
+ * receive WQE's buffers (already checked) before returning the WC */
+#define SV_CQE_INL      160
+#define SV_CQE_INL_SGE  2
+
+struct sv_cqe_inl {
+    uint64_t va[SV_CQE_INL_SGE];  /* responder's addresses */
+    uint32_t len[SV_CQE_INL_SGE];
+    uint8_t  pad[8];
+    uint8_t  data[SV_CQE_INL];
+};
+
+struct sv_cq_slot {
+    struct sv_cqe     h;
+    struct sv_cqe_inl inl;
+};
+_Static_assert(sizeof(struct sv_cqe) == 64, "CQE header is a cache line");
 
 /* CQ ring: multi producer (any process), single consumer (the owner) */
 struct sv_cq_hdr {
@@ -316,7 +337,7 @@ struct sv_cq {
     uint32_t index;
     struct sv_shm_cq *shm;
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slots;
+    struct sv_cq_slot *slots;
     pthread_mutex_t lock;
     struct sv_qp **qps;           /* local QPs using this CQ */
     int nqps, qps_cap;
@@ -432,7 +453,8 @@ void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 
 /* CQ */
-int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited);
+int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+                const struct sv_cqe_inl *inl, int solicited);
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);

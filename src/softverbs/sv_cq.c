@@ -157,11 +157,12 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     }
 }
 
-int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
+int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+               const struct sv_cqe_inl *inl, int solicited)
 {
     struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slot;
+    struct sv_cq_slot *slot;
     struct sv_ev_msg msg;
     uint64_t t, h;
 
@@ -188,11 +189,15 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
     } while (!__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
                                           __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
-    slot = (struct sv_cqe *)(ring + 1) + (t & (ring->size - 1));
-    memcpy((char *)slot + sizeof(slot->seq), (const char *)cqe +
+    slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
+    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
            sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
+    if (cqe->inl_len) {
+        memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
+               cqe->inl_len);
+    }
     /* release: the CQE body is visible before the consumer sees seq */
-    __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
     sv_cq_notify(scq, cq_index, solicited);
     return 0;
 }
@@ -262,13 +267,22 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
 {
     struct sv_cq_hdr *ring = cq->ring;
     uint64_t h = ring->head;
-    struct sv_cqe *slot = &cq->slots[h & (ring->size - 1)];
+    struct sv_cq_slot *slot = &cq->slots[h & (ring->size - 1)];
+    uint32_t i, off = 0, n;
 
     /* acquire: pairs with the producer's release store of seq */
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != h + 1) {
+    if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
     }
-    *out = *slot;
+    *out = slot->h;
+    for (i = 0; (i < out->inl_nsge) && (i < SV_CQE_INL_SGE); i++) {
+        n = slot->inl.len[i];
+        if (off + n > out->inl_len) {
+            n = out->inl_len - off;
+        }
+        memcpy((void *)(uintptr_t)slot->inl.va[i], slot->inl.data + off, n);
+        off += n;
+    }
     /* release: slot fully read before producers may reuse it */
     __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
     return 1;
@@ -402,7 +416,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cqe);
+    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cq_slot);
 
     sv_shm_lock();
     if (h->num_cq >= sv_g.max_cq) {
@@ -445,7 +459,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
 
     cq->index = i;
     cq->shm   = scq;
-    cq->slots = (struct sv_cqe *)(cq->ring + 1);
+    cq->slots = (struct sv_cq_slot *)(cq->ring + 1);
     pthread_mutex_init(&cq->lock, NULL);
     cq->cq.context    = ctx;
     cq->cq.channel    = attr->channel;

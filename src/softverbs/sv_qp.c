@@ -425,7 +425,7 @@ void sv_qp_flush_rq(struct sv_qp *qp)
     c.qp_num = qp->shm->qpn;
     while (sv_rq_take(qp->rq, w)) {
         c.wr_id = w->wr_id;
-        if (sv_cq_push(qp->rcq->index, &c, 0) < 0) {
+        if (sv_cq_push(qp->rcq->index, &c, NULL, 0) < 0) {
             break;
         }
     }
