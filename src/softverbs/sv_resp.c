@@ -243,8 +243,8 @@ static void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
     sv_device_gid(r->qp->shm->dev, &grh->sgid);
     if (r->wqe->ud_has_grh) {
         grh->dgid = r->wqe->ud_dgid;
-    } else {
-        sv_device_gid(0, &grh->dgid);
+    } else if (r->wqe->ud_dlid < SV_MCAST_LID_BASE) {
+        sv_device_gid(r->wqe->ud_dlid - 1, &grh->dgid);
     }
 }
 
