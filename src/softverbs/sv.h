@@ -39,7 +39,11 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_MAGIC          0x7376657262733031ull /* "svverbs01" */
+#define SV_LAYOUT_VERSION 3      /* bump when a shared structure changes */
+#define SV_MAGIC          (0x7376657262730000ull ^ \
+                           ((uint64_t)sizeof(struct sv_shm_hdr) << 16) ^ \
+                           ((uint64_t)sizeof(struct sv_cq_slot) << 8) ^ \
+                           SV_LAYOUT_VERSION)
 
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define sv_error(_fmt, ...) sv_log("softverbs: " _fmt "\n", ## __VA_ARGS__)

@@ -333,7 +333,8 @@ static int sv_shm_do_init(void)
     uint64_t arena = (mb ? strtoull(mb, NULL, 0) : 1024) << 20;
     uint64_t total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
     struct sv_shm_hdr *h;
-    struct stat st;
+    struct stat st, st2;
+    uint64_t magic;
     const char *c;
     int fd;
 
@@ -352,6 +353,7 @@ static int sv_shm_do_init(void)
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.pid        = getpid();
 
+retry:
     fd = open(sv_g.shm_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
         sv_error("open(%s) failed: %m", sv_g.shm_path);
@@ -376,7 +378,21 @@ static int sv_shm_do_init(void)
         sv_error("mmap(%s) failed: %m", sv_g.shm_path);
         goto err_close;
     }
-    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_MAGIC) {
+    magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if ((magic != SV_MAGIC) && (magic != 0)) {
+        /* a registry of another softverbs version: leave it to the
+         * processes using it and start a new file under the same path */
+        sv_error("%s has another layout: replacing it", sv_g.shm_path);
+        munmap(h, total);
+        if ((stat(sv_g.shm_path, &st2) == 0) && (st2.st_ino == st.st_ino)) {
+            unlink(sv_g.shm_path);
+        }
+        flock(fd, LOCK_UN);
+        close(fd);
+        total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
+        goto retry;
+    }
+    if (magic == 0) {
         sv_shm_format(h, total, total - ((sizeof(*h) + 4095) & ~4095ull));
     }
     flock(fd, LOCK_UN);
