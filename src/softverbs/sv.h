@@ -269,6 +269,7 @@ static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
 static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 {
     struct sv_shm_qp *q = &sv_g.shm->qps[qpn & (SV_QP_TBL - 1)];
+    /* acquire: pairs with the release of in_use at creation */
     if (!__atomic_load_n(&q->in_use, __ATOMIC_ACQUIRE) || q->qpn != qpn)
         return NULL;
     return q;
@@ -277,6 +278,7 @@ static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
 {
     struct sv_shm_mr *m = &sv_g.shm->mrs[(key >> 8) & (SV_MR_TBL - 1)];
+    /* acquire: pairs with the release of in_use at registration */
     if (!__atomic_load_n(&m->in_use, __ATOMIC_ACQUIRE) || m->key != key)
         return NULL;
     return m;

@@ -177,6 +177,7 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 
     sv_shm_lock();
     if (m->in_use && (m->key == ibmr->lkey)) {
+        /* release: lookups after this see the key as invalid */
         __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
         sv_g.shm->num_mr--;
     }

@@ -115,6 +115,8 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     if (dq == NULL) {
         return SV_RESP_NORESP;
     }
+    /* acquire: the responder's attributes (dest QPN, access, Q_Key) were
+     * stored before its state (release in ibv_modify_qp) */
     st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
     if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) || (dq->type != sq->type)) {
         return SV_RESP_NORESP; /* packets are silently dropped */
@@ -157,6 +159,7 @@ static struct sv_rq_hdr *sv_resp_rq(struct sv_shm_qp *dq,
     *srq = NULL;
     if (dq->srq) {
         s = &sv_g.shm->srqs[dq->srq - 1];
+        /* acquire: the ring offset is valid once in_use is seen */
         if (!__atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE)) {
             return NULL;
         }
@@ -170,6 +173,7 @@ static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                               uint32_t index)
 {
     struct sv_ev_msg msg;
+    /* acquire/CAS: exactly one consumer fires the event and disarms */
     uint32_t limit = __atomic_load_n(&s->limit, __ATOMIC_ACQUIRE);
 
     /* man ibv_modify_srq: the event fires once when the number of WQEs

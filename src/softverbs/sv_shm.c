@@ -129,6 +129,7 @@ void sv_atomic_lock(void)
     int32_t cur = 0;
     unsigned spins = 0;
 
+    /* acquire: the previous holder's memory update is visible to us */
     while (!__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         if ((++spins & 0xffff) == 0) {
@@ -217,6 +218,8 @@ void sv_shm_reap(void)
     if (!any) {
         return;
     }
+    /* release stores of in_use below: lookups stop before the rings go
+     * back to the allocator */
     for (i = 0; i < SV_QP_TBL; i++) {
         struct sv_shm_qp *q = &h->qps[i];
         if (q->in_use && dead[q->proc]) {
@@ -378,6 +381,7 @@ retry:
         sv_error("mmap(%s) failed: %m", sv_g.shm_path);
         goto err_close;
     }
+    /* acquire: pairs with the release in sv_shm_format */
     magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
     if ((magic != SV_MAGIC) && (magic != 0)) {
         /* a registry of another softverbs version: leave it to the
