@@ -596,6 +596,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
             sv_qp_async_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
         }
     }
+    if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_SQD)) {
+        sv_req_progress(qp); /* WRs posted while drained */
+    }
     if ((next == IBV_QPS_SQD) && qp->attr.en_sqd_async_notify) {
         /* the send queue is always drained: requests run synchronously */
         sv_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);

@@ -261,6 +261,9 @@ int sv_req_progress(struct sv_qp *qp)
             sv_comp_flush_sq(qp);
             break;
         }
+        if (st == IBV_QPS_SQD) {
+            break; /* drained: new WRs wait for the return to RTS */
+        }
         w = sv_sq_wqe(qp, qp->sq_head);
         if (w->state == SV_SWQE_WAIT) {
             if (sv_now_ns() < w->deadline_ns) {
