@@ -110,6 +110,7 @@ int sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
+    uint16_t dlid;
     uint32_t st;
 
     if (dq == NULL) {
@@ -120,6 +121,13 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
     if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) || (dq->type != sq->type)) {
         return SV_RESP_NORESP; /* packets are silently dropped */
+    }
+    /* the packet goes to the port of the destination LID: the QP must be
+     * on that port (multicast LIDs were resolved by the requester) */
+    dlid = (sq->type == IBV_QPT_UD) ? r->wqe->ud_dlid :
+           r->qp->attr.ah_attr.dlid;
+    if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) && (dlid != dq->dev + 1)) {
+        return SV_RESP_NORESP;
     }
     if (sq->type == IBV_QPT_UD) {
         if (dq->qkey != r->qkey) {
