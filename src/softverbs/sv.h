@@ -320,7 +320,13 @@ struct sv_context {
 struct sv_pd {
     struct ibv_pd pd;
     uint32_t pd_id;
+    uint32_t refs;                /* MRs, QPs, SRQs, AHs using it */
 };
+
+static inline void sv_pd_ref(struct ibv_pd *pd, int delta)
+{
+    __atomic_fetch_add(&((struct sv_pd *)pd)->refs, delta, __ATOMIC_RELAXED);
+}
 
 struct sv_mr {
     struct ibv_mr mr;

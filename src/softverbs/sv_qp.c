@@ -327,6 +327,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         qp->send_ops_flags = attr->send_ops_flags;
     }
     sv_qp_init_wr_ops(qp);
+    sv_pd_ref(attr->pd, 1);
     sv_cq_add_qp(qp->scq, qp);
     if (qp->rcq != qp->scq) {
         sv_cq_add_qp(qp->rcq, qp);
@@ -391,6 +392,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
         __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
     }
     sv_qp_free_shm(qp);
+    sv_pd_ref(ibqp->pd, -1);
     free(qp->wr_list);
     free(qp->sq);
     free(qp);

@@ -189,6 +189,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     srq->srq.srq_context = attr->srq_context;
     srq->srq.pd         = attr->pd;
     srq->srq.handle     = i;
+    sv_pd_ref(attr->pd, 1);
     pthread_mutex_init(&srq->srq.mutex, NULL);
     pthread_cond_init(&srq->srq.cond, NULL);
     /* caps written back with the values granted */
@@ -273,6 +274,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
     sv_shm_free(srq->shm->ring_off, srq->shm->ring_len);
     h->num_srq--;
     sv_shm_unlock();
+    sv_pd_ref(ibsrq->pd, -1);
     free(srq);
     return 0;
 }
