@@ -522,7 +522,11 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
                  enum ibv_wc_status status);
 void sv_comp_flush_sq(struct sv_qp *qp);
 
-/* memory movement between processes */
+/* memory movement between processes (sv_mem.c) */
+void   sv_iov_copy(const struct iovec *dst, int dcnt,
+                   const struct iovec *src, int scnt);
+size_t sv_iov_len(const struct iovec *iov, int cnt);
+int    sv_iov_trim(struct iovec *iov, int cnt, size_t len);
 int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
                   const struct iovec *riov, int rcnt);
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
