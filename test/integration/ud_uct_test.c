@@ -92,6 +92,7 @@ static int find_resource(test_resource_t *res)
                         strcpy(res->dev_name, tls[k].dev_name);
                         md = m;
                         uct_release_tl_resource_list(tls);
+                        uct_release_component_list(comps);
                         return 1;
                     }
                 }
@@ -100,6 +101,7 @@ static int find_resource(test_resource_t *res)
             uct_md_close(m);
         }
     }
+    uct_release_component_list(comps);
     return 0;
 }
 
