@@ -1,0 +1,59 @@
+/*
+ * softverbs: a user-space verbs device (replacement libibverbs.so.1).
+ *
+ * Environment variables understood by the library; see docs/softverbs.md.
+ */
+#ifndef SOFTVERBS_SOFTVERBS_H
+#define SOFTVERBS_SOFTVERBS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of soft HCAs on the host (default 1, at most 8). */
+#define SOFTVERBS_ENV_NUM_DEVICES  "SOFTVERBS_NUM_DEVICES"
+/* Path of the host-wide shared registry (default /dev/shm/softverbs). */
+#define SOFTVERBS_ENV_SHM          "SOFTVERBS_SHM"
+/* Size in MiB of the registry's ring arena (default 1024, sparse). */
+#define SOFTVERBS_ENV_SHM_MB       "SOFTVERBS_SHM_MB"
+/* "clamp" (default) or "fail": caps above the device limits. */
+#define SOFTVERBS_ENV_CAP_POLICY   "SOFTVERBS_CAP_POLICY"
+/* Host-wide object limits: creation beyond them fails with ENOMEM. */
+#define SOFTVERBS_ENV_MAX_QP       "SOFTVERBS_MAX_QP"
+#define SOFTVERBS_ENV_MAX_CQ       "SOFTVERBS_MAX_CQ"
+#define SOFTVERBS_ENV_MAX_MR       "SOFTVERBS_MAX_MR"
+#define SOFTVERBS_ENV_MAX_SRQ      "SOFTVERBS_MAX_SRQ"
+/* Probability (0..1) that a UD packet is lost. */
+#define SOFTVERBS_ENV_UD_DROP      "SOFTVERBS_UD_DROP"
+/* Probability (0..1) that a UD packet is held back and delivered after
+ * the next one sent by the same QP (reordering). */
+#define SOFTVERBS_ENV_UD_REORDER   "SOFTVERBS_UD_REORDER"
+/* Print errors decided by the library to stderr when set to 1. */
+#define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
+
+/* Live objects of one process (pid) or of the whole host (pid == 0). */
+struct softverbs_stats {
+    uint32_t pid;
+    uint32_t num_qp;
+    uint32_t num_qp_by_type[4];   /* RC, UC, UD, other */
+    uint32_t num_qp_by_state[7];  /* enum ibv_qp_state */
+    uint32_t num_cq;
+    uint32_t num_srq;
+    uint32_t num_mr;
+    uint64_t mr_bytes;
+};
+
+/*
+ * Fill stats with the live objects of process pid (0: all processes).
+ * Returns 0 or an errno value. Exported as softverbs_get_stats@SOFTVERBS_1.0
+ * from the replacement libibverbs.so.1.
+ */
+int softverbs_get_stats(uint32_t pid, struct softverbs_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

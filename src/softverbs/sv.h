@@ -1,0 +1,489 @@
+/*
+ * softverbs internal definitions: the host-wide shared registry and the
+ * process-local verbs objects.
+ */
+#ifndef SV_H
+#define SV_H
+
+#include <infiniband/verbs.h>
+#include <softverbs/softverbs.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <errno.h>
+#include <sys/uio.h>
+
+#define SV_EXPORT        __attribute__((visibility("default")))
+#define SV_LIKELY(x)     __builtin_expect(!!(x), 1)
+#define SV_UNLIKELY(x)   __builtin_expect(!!(x), 0)
+#define sv_container_of(ptr, type, member) \
+    ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Table sizes of the registry; the SOFTVERBS_MAX_* limits are below them */
+#define SV_MAX_DEVS       8
+#define SV_QP_TBL         65536
+#define SV_CQ_TBL         16384
+#define SV_MR_TBL         65536
+#define SV_SRQ_TBL        4096
+#define SV_PROC_TBL       1024
+#define SV_MCAST_TBL      256
+#define SV_MCAST_QPS      64
+#define SV_MAX_SGE        30
+#define SV_MAX_INLINE     512
+#define SV_MAX_WR         32768
+#define SV_MAX_CQE        (4 * 1024 * 1024 - 1)
+#define SV_MAX_RD_ATOM    16
+#define SV_GRH_LEN        40
+#define SV_MTU            4096
+#define SV_MAX_MSG        0x80000000u
+#define SV_MCAST_LID_BASE 0xc000
+#define SV_QKEY_PRIV      0x80000000u
+#define SV_MAGIC          0x7376657262733031ull /* "svverbs01" */
+
+void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define sv_error(_fmt, ...) sv_log("softverbs: " _fmt "\n", ## __VA_ARGS__)
+
+/* ---------------------------------------------------------------------
+ * Shared registry (one file in /dev/shm, mapped by every process)
+ * ------------------------------------------------------------------- */
+
+enum sv_qp_flag {
+    SV_QPF_ERR_BY_PEER = 1 << 0,  /* moved to ERR by a remote requester */
+};
+
+/* Owner of objects: a process slot, liveness checked by pid+start time */
+struct sv_shm_proc {
+    int32_t  pid;
+    uint32_t in_use;
+    uint64_t start_time;
+};
+
+/* A receive queue ring (QP RQ or SRQ): single producer (the owner),
+ * any number of consumers (requesters of any process) */
+struct sv_rq_hdr {
+    uint64_t head;                /* consumers, advanced by CAS */
+    uint8_t  pad0[56];
+    uint64_t tail;                /* producer, store-release */
+    uint8_t  pad1[56];
+    uint32_t size;                /* power of two */
+    uint32_t max_sge;
+    uint32_t stride;
+    uint32_t pad2;
+};
+
+struct sv_rwqe {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint32_t pad;
+    struct ibv_sge sge[];
+};
+
+/* One completion in a CQ ring */
+struct sv_cqe {
+    uint64_t seq;                 /* slot index + 1 when valid */
+    uint64_t wr_id;
+    uint32_t status;
+    uint32_t opcode;
+    uint32_t byte_len;
+    uint32_t imm_data;            /* network order as in ibv_wc */
+    uint32_t qp_num;
+    uint32_t src_qp;
+    uint32_t wc_flags;
+    uint16_t slid;
+    uint8_t  sl;
+    uint8_t  dlid_path_bits;
+    uint32_t vendor_err;
+    uint16_t pkey_index;
+    uint16_t pad[3];
+};
+
+/* CQ ring: multi producer (any process), single consumer (the owner) */
+struct sv_cq_hdr {
+    uint64_t head;                /* consumer */
+    uint8_t  pad0[56];
+    uint64_t tail;                /* producers claim slots by CAS */
+    uint8_t  pad1[56];
+    uint32_t size;                /* power of two >= cqe + 1 */
+    uint32_t cqe;                 /* capacity granted to the user */
+};
+
+struct sv_shm_cq {
+    uint32_t in_use;
+    uint32_t proc;
+    int32_t  pid;
+    uint32_t ctx_id;              /* owner context: async events */
+    uint64_t ring_off;
+    uint64_t ring_len;
+    uint64_t cookie;              /* owner's struct sv_cq pointer */
+    uint32_t ch_id;               /* completion channel (0: none) */
+    uint32_t armed;               /* 0, 1 = next, 2 = solicited */
+    uint32_t overrun;
+    uint32_t flush_req;           /* a QP of this CQ needs flushing */
+};
+
+struct sv_shm_srq {
+    uint32_t in_use;
+    uint32_t proc;
+    int32_t  pid;
+    uint32_t ctx_id;
+    uint32_t pd_id;
+    uint32_t limit;               /* armed limit, 0: disarmed */
+    uint64_t ring_off;
+    uint64_t ring_len;
+    uint64_t cookie;
+    uint32_t rcq;                 /* unused: CQ comes from the QP */
+    uint32_t err;
+};
+
+struct sv_shm_qp {
+    uint32_t in_use;
+    uint32_t qpn;
+    uint32_t proc;
+    int32_t  pid;
+    uint32_t ctx_id;
+    uint32_t pd_id;
+    uint8_t  type;                /* enum ibv_qp_type */
+    uint8_t  dev;
+    uint8_t  port;
+    uint8_t  min_rnr_timer;
+    uint32_t state;               /* enum ibv_qp_state, atomic */
+    uint32_t flags;
+    uint32_t dest_qpn;
+    uint32_t qkey;
+    uint32_t access;              /* qp_access_flags */
+    uint32_t scq;                 /* CQ indices + 1 */
+    uint32_t rcq;
+    uint32_t srq;                 /* SRQ index + 1, 0: own RQ */
+    uint32_t mcast_count;
+    uint32_t sq_sig_all;
+    uint64_t rq_off;              /* own RQ ring (0: none) */
+    uint64_t rq_len;
+    uint64_t cookie;
+};
+
+struct sv_shm_mr {
+    uint32_t in_use;
+    uint32_t key;                 /* lkey == rkey */
+    uint32_t proc;
+    int32_t  pid;
+    uint32_t pd_id;
+    uint32_t access;
+    uint64_t addr;                /* iova seen by remote peers */
+    uint64_t len;
+    uint64_t va;                  /* owner's virtual address */
+};
+
+struct sv_shm_mcast {
+    uint32_t in_use;
+    uint16_t lid;
+    uint16_t nqp;
+    union ibv_gid gid;
+    uint32_t qpn[SV_MCAST_QPS];
+};
+
+struct sv_shm_hdr {
+    uint64_t magic;
+    uint64_t total_len;
+    uint64_t arena_off;
+    uint64_t arena_len;
+    uint64_t arena_top;           /* bump pointer, under lock */
+    uint64_t free_list[48];       /* by power-of-two size class */
+    pthread_mutex_t lock;         /* robust, process-shared */
+    pthread_mutex_t atomic_lock;  /* remote atomics, host-wide */
+    uint32_t next_pd_id;
+    uint32_t next_ctx_id;
+    uint32_t next_ch_id;
+    uint32_t qp_cursor;
+    uint32_t mr_cursor;
+    uint32_t num_qp, num_cq, num_mr, num_srq;
+    uint8_t  qp_gen[SV_QP_TBL];
+    uint8_t  mr_gen[SV_MR_TBL];
+    struct sv_shm_proc  procs[SV_PROC_TBL];
+    struct sv_shm_qp    qps[SV_QP_TBL];
+    struct sv_shm_cq    cqs[SV_CQ_TBL];
+    struct sv_shm_srq   srqs[SV_SRQ_TBL];
+    struct sv_shm_mr    mrs[SV_MR_TBL];
+    struct sv_shm_mcast mcast[SV_MCAST_TBL];
+};
+
+/* Process-global state */
+struct sv_global {
+    struct sv_shm_hdr *shm;
+    char      *base;              /* == (char *)shm */
+    uint32_t   proc;              /* my slot */
+    int32_t    pid;
+    int        num_devs;
+    int        cap_fail;          /* SOFTVERBS_CAP_POLICY=fail */
+    uint32_t   max_qp, max_cq, max_mr, max_srq;
+    double     ud_drop, ud_reorder;
+    int        debug;
+    char       shm_path[256];
+    uint32_t   shm_tag;           /* hash of the path: socket names */
+};
+
+extern struct sv_global sv_g;
+
+int  sv_shm_init(void);
+void sv_shm_lock(void);
+void sv_shm_unlock(void);
+void sv_atomic_lock(void);
+void sv_atomic_unlock(void);
+uint64_t sv_shm_alloc(uint64_t len);      /* under lock; 0 on failure */
+void sv_shm_free(uint64_t off, uint64_t len);
+void sv_shm_reap(void);                   /* under lock */
+int  sv_proc_alive(uint32_t proc, int32_t pid);
+static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
+
+static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
+{
+    struct sv_shm_qp *q = &sv_g.shm->qps[qpn & (SV_QP_TBL - 1)];
+    if (!__atomic_load_n(&q->in_use, __ATOMIC_ACQUIRE) || q->qpn != qpn)
+        return NULL;
+    return q;
+}
+
+static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
+{
+    struct sv_shm_mr *m = &sv_g.shm->mrs[(key >> 8) & (SV_MR_TBL - 1)];
+    if (!__atomic_load_n(&m->in_use, __ATOMIC_ACQUIRE) || m->key != key)
+        return NULL;
+    return m;
+}
+
+/* ---------------------------------------------------------------------
+ * Events: completion channels and async fds are abstract unix datagram
+ * sockets, so that any process can wake them.
+ * ------------------------------------------------------------------- */
+enum sv_ev_kind { SV_EV_COMP = 1, SV_EV_CQ, SV_EV_QP, SV_EV_SRQ, SV_EV_PORT };
+
+struct sv_ev_msg {
+    uint32_t kind;
+    uint32_t type;                /* enum ibv_event_type */
+    uint32_t index;               /* registry index */
+    uint32_t pad;
+    uint64_t cookie;              /* owner's object pointer */
+};
+
+int  sv_ev_socket(char tag, uint32_t id);
+void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg);
+
+/* ---------------------------------------------------------------------
+ * Process-local objects
+ * ------------------------------------------------------------------- */
+struct sv_device {
+    struct ibv_device ibdev;      /* first: handed to the application */
+    int      index;
+    uint64_t guid;                /* host order */
+};
+
+struct sv_context {
+    struct verbs_context vctx;    /* ends with struct ibv_context */
+    struct sv_device *dev;
+    uint32_t ctx_id;
+    pthread_mutex_t lock;
+};
+
+struct sv_pd {
+    struct ibv_pd pd;
+    uint32_t pd_id;
+};
+
+struct sv_mr {
+    struct ibv_mr mr;
+    uint32_t index;
+};
+
+struct sv_ah {
+    struct ibv_ah ah;
+    struct ibv_ah_attr attr;
+};
+
+struct sv_comp_channel {
+    struct ibv_comp_channel ch;
+    uint32_t ch_id;
+};
+
+struct sv_qp;
+
+struct sv_cq {
+    struct ibv_cq_ex cq;          /* begins with struct ibv_cq */
+    uint32_t index;
+    struct sv_shm_cq *shm;
+    struct sv_cq_hdr *ring;
+    struct sv_cqe *slots;
+    pthread_mutex_t lock;
+    struct sv_qp **qps;           /* local QPs using this CQ */
+    int nqps, qps_cap;
+    uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
+    struct sv_cqe cur;            /* ibv_cq_ex current entry */
+};
+
+struct sv_srq {
+    struct ibv_srq srq;
+    uint32_t index;
+    struct sv_shm_srq *shm;
+    struct sv_rq_hdr *ring;
+    pthread_mutex_t lock;
+};
+
+/* Send WQE, process-local (the requester is the poster) */
+enum sv_swqe_state {
+    SV_SWQE_POSTED = 0,           /* not yet executed */
+    SV_SWQE_WAIT,                 /* RNR or retry timer running */
+    SV_SWQE_DONE,                 /* executed out of order (UD reorder) */
+};
+
+struct sv_swqe {
+    uint64_t wr_id;
+    uint32_t opcode;              /* enum ibv_wr_opcode */
+    uint32_t send_flags;
+    uint32_t imm_data;
+    uint32_t num_sge;
+    uint32_t rkey;
+    uint32_t state;
+    uint64_t remote_addr;
+    uint64_t compare_add;
+    uint64_t swap;
+    uint32_t ud_qpn, ud_qkey;
+    uint16_t ud_dlid;
+    uint8_t  ud_port;
+    uint8_t  ud_has_grh;
+    uint32_t length;              /* total bytes */
+    uint32_t rnr_left;
+    uint32_t retry_left;
+    uint32_t rnr_timer;           /* responder's, from its RNR NAK */
+    uint32_t pad;
+    uint64_t deadline_ns;
+    union ibv_gid ud_dgid;
+    struct ibv_sge sge[];         /* then inline data */
+};
+
+struct sv_qp {
+    struct ibv_qp_ex qpx;         /* begins with struct ibv_qp */
+    uint32_t index;
+    struct sv_shm_qp *shm;
+    struct sv_cq *scq, *rcq;
+    struct sv_srq *srq;
+    struct sv_rq_hdr *rq;
+    pthread_mutex_t lock;
+    struct ibv_qp_cap cap;
+    int is_ex;
+    uint64_t send_ops_flags;
+    /* send queue */
+    char    *sq;
+    uint32_t sq_size, sq_stride;
+    uint32_t sq_head, sq_tail;    /* head: oldest unfinished */
+    int      sq_pending;          /* counted in scq->sq_pending */
+    /* attributes as last modified */
+    struct ibv_qp_attr attr;
+    int      has_held_ud;         /* UD reordering: one held packet */
+    /* ibv_wr_* API state */
+    struct ibv_send_wr *wr_list;
+    int      wr_count, wr_cap;
+    int      wr_err;
+};
+
+static inline struct sv_context *sv_ctx(struct ibv_context *c)
+{
+    return sv_container_of(c, struct sv_context, vctx.context);
+}
+static inline struct sv_qp *sv_qp(struct ibv_qp *q)
+{
+    return sv_container_of(q, struct sv_qp, qpx.qp_base);
+}
+static inline struct sv_cq *sv_cq(struct ibv_cq *c)
+{
+    return (struct sv_cq *)c;
+}
+static inline struct sv_srq *sv_srq(struct ibv_srq *s)
+{
+    return (struct sv_srq *)s;
+}
+static inline struct sv_swqe *sv_sq_wqe(struct sv_qp *qp, uint32_t i)
+{
+    return (struct sv_swqe *)(qp->sq + (size_t)(i & (qp->sq_size - 1)) *
+                              qp->sq_stride);
+}
+static inline void *sv_swqe_inline(struct sv_qp *qp, struct sv_swqe *w)
+{
+    return &w->sge[qp->cap.max_send_sge];
+}
+static inline struct sv_rwqe *sv_rq_wqe(struct sv_rq_hdr *rq, uint64_t i)
+{
+    return (struct sv_rwqe *)((char *)(rq + 1) +
+                              (size_t)(i & (rq->size - 1)) * rq->stride);
+}
+
+/* time */
+uint64_t sv_now_ns(void);
+
+/* device / context */
+int  sv_devices_init(void);
+struct sv_device *sv_device_by_lid(uint16_t lid);
+void sv_device_gid(int index, union ibv_gid *gid);
+void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
+int  sv_cap_check(uint32_t *val, uint32_t max);
+
+/* CQ */
+int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited);
+void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
+void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
+int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* RQ rings */
+int  sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
+                struct ibv_recv_wr **bad);
+int  sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out);
+uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out);
+uint32_t sv_rq_count(struct sv_rq_hdr *rq);
+int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                      struct ibv_recv_wr **bad);
+
+/* QP */
+int  sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                  struct ibv_send_wr **bad);
+int  sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                  struct ibv_recv_wr **bad);
+void sv_qp_to_err(struct sv_qp *qp);
+void sv_qp_flush_rq(struct sv_qp *qp);
+void sv_qp_init_wr_ops(struct sv_qp *qp);
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
+                               struct ibv_qp_init_attr_ex *attr);
+
+/* requester / responder / completer */
+enum sv_resp_status {
+    SV_RESP_ACK = 0,              /* done */
+    SV_RESP_RNR,                  /* no receive WQE: RNR NAK */
+    SV_RESP_NORESP,               /* dropped: peer gone or not ready */
+    SV_RESP_NAK_ACCESS,           /* remote access error */
+    SV_RESP_NAK_INV,              /* remote invalid request */
+    SV_RESP_NAK_OP,               /* remote operational error */
+    SV_RESP_LOC_PROT,             /* local (requester) protection error */
+    SV_RESP_LOC_LEN,              /* local length error */
+};
+
+struct sv_resp_req {
+    struct sv_qp *qp;             /* requester */
+    struct sv_swqe *wqe;
+    struct iovec *liov;           /* requester's gathered buffers */
+    int liovcnt;
+    uint32_t dest_qpn;
+    uint32_t qkey;
+    uint8_t  min_rnr_timer;       /* out: responder's timer */
+};
+
+int  sv_req_progress(struct sv_qp *qp);
+int  sv_resp_execute(struct sv_resp_req *req);
+void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
+                 enum ibv_wc_status status);
+void sv_comp_flush_sq(struct sv_qp *qp);
+
+/* memory movement between processes */
+int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
+                  const struct iovec *riov, int rcnt);
+int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
+                 const struct iovec *riov, int rcnt);
+
+#endif

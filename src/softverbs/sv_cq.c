@@ -1,0 +1,495 @@
+/*
+ * softverbs completion queues and completion channels.
+ *
+ * A CQ is a ring in the shared registry: any process may push a CQE
+ * (claiming a slot by CAS on the tail), only the owner polls it.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+/* ---------------------------------------------------------------------
+ * Completion channels
+ * ------------------------------------------------------------------- */
+SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+    struct sv_comp_channel *ch;
+
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    sv_shm_lock();
+    ch->ch_id = sv_g.shm->next_ch_id++;
+    sv_shm_unlock();
+    ch->ch.context = ctx;
+    ch->ch.fd      = sv_ev_socket('c', ch->ch_id);
+    if (ch->ch.fd < 0) {
+        free(ch);
+        errno = EMFILE;
+        return NULL;
+    }
+    return &ch->ch;
+}
+
+SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    struct sv_comp_channel *ch = (struct sv_comp_channel *)channel;
+
+    if (channel->refcnt) {
+        return EBUSY;
+    }
+    close(channel->fd);
+    free(ch);
+    return 0;
+}
+
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+                               struct ibv_cq **cq_out, void **cq_context)
+{
+    struct sv_ev_msg msg;
+    struct sv_shm_cq *scq;
+    struct ibv_cq *cq;
+    ssize_t n;
+
+    for (;;) {
+        n = recv(channel->fd, &msg, sizeof(msg), 0);
+        if (n < 0) {
+            return -1;
+        }
+        if ((n != sizeof(msg)) || (msg.kind != SV_EV_COMP) ||
+            (msg.index >= SV_CQ_TBL)) {
+            continue;
+        }
+        scq = &sv_g.shm->cqs[msg.index];
+        if (!scq->in_use || (scq->cookie != msg.cookie) ||
+            (scq->pid != sv_g.pid)) {
+            continue; /* CQ destroyed meanwhile */
+        }
+        cq          = (struct ibv_cq *)(uintptr_t)msg.cookie;
+        *cq_out     = cq;
+        *cq_context = cq->cq_context;
+        return 0;
+    }
+}
+
+SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ---------------------------------------------------------------------
+ * CQE production (any process)
+ * ------------------------------------------------------------------- */
+static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
+{
+    struct sv_ev_msg msg;
+    uint32_t armed;
+
+    if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
+        return;
+    }
+    armed = __atomic_exchange_n(&scq->armed, 0, __ATOMIC_ACQ_REL);
+    if ((armed == 2) && !solicited) {
+        /* solicited-only arming stays until a solicited completion */
+        uint32_t zero = 0;
+        __atomic_compare_exchange_n(&scq->armed, &zero, 2, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        return;
+    }
+    if (armed && scq->ch_id) {
+        memset(&msg, 0, sizeof(msg));
+        msg.kind   = SV_EV_COMP;
+        msg.index  = index;
+        msg.cookie = scq->cookie;
+        sv_ev_send('c', scq->ch_id, &msg);
+    }
+}
+
+int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
+{
+    struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
+    struct sv_cq_hdr *ring;
+    struct sv_cqe *slot;
+    struct sv_ev_msg msg;
+    uint64_t t, h;
+
+    if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
+        return -1;
+    }
+    ring = sv_shm_ptr(scq->ring_off);
+    t = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+    do {
+        /* acquire: the consumer has read the slot before moving head */
+        h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+        if (t - h >= ring->cqe) {
+            if (!__atomic_exchange_n(&scq->overrun, 1, __ATOMIC_RELAXED)) {
+                memset(&msg, 0, sizeof(msg));
+                msg.kind   = SV_EV_CQ;
+                msg.type   = IBV_EVENT_CQ_ERR;
+                msg.index  = cq_index;
+                msg.cookie = scq->cookie;
+                sv_ev_send('a', scq->ctx_id, &msg);
+            }
+            sv_error("cq %u overrun", cq_index);
+            return -1;
+        }
+    } while (!__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
+                                          __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    slot = (struct sv_cqe *)(ring + 1) + (t & (ring->size - 1));
+    memcpy((char *)slot + sizeof(slot->seq), (const char *)cqe +
+           sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
+    /* release: the CQE body is visible before the consumer sees seq */
+    __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+    sv_cq_notify(scq, cq_index, solicited);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Local QP bookkeeping (progress and flushing driven by poll_cq)
+ * ------------------------------------------------------------------- */
+void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp)
+{
+    struct sv_qp **n;
+
+    pthread_mutex_lock(&cq->lock);
+    if (cq->nqps == cq->qps_cap) {
+        n = realloc(cq->qps, sizeof(*n) * (cq->qps_cap * 2 + 4));
+        if (n == NULL) {
+            pthread_mutex_unlock(&cq->lock);
+            return;
+        }
+        cq->qps     = n;
+        cq->qps_cap = cq->qps_cap * 2 + 4;
+    }
+    cq->qps[cq->nqps++] = qp;
+    pthread_mutex_unlock(&cq->lock);
+}
+
+void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp)
+{
+    int i;
+
+    pthread_mutex_lock(&cq->lock);
+    for (i = 0; i < cq->nqps; i++) {
+        if (cq->qps[i] == qp) {
+            cq->qps[i] = cq->qps[--cq->nqps];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Polling (owner)
+ * ------------------------------------------------------------------- */
+static void sv_cq_progress(struct sv_cq *cq)
+{
+    int i;
+
+    if (__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED)) {
+        for (i = 0; i < cq->nqps; i++) {
+            if (cq->qps[i]->scq == cq && cq->qps[i]->sq_pending) {
+                sv_req_progress(cq->qps[i]);
+            }
+        }
+    }
+    if (__atomic_load_n(&cq->shm->flush_req, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&cq->shm->flush_req, 0, __ATOMIC_RELAXED);
+        for (i = 0; i < cq->nqps; i++) {
+            struct sv_qp *qp = cq->qps[i];
+            if ((__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
+                 IBV_QPS_ERR)) {
+                sv_qp_to_err(qp);
+            }
+        }
+    }
+}
+
+static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
+{
+    struct sv_cq_hdr *ring = cq->ring;
+    uint64_t h = ring->head;
+    struct sv_cqe *slot = &cq->slots[h & (ring->size - 1)];
+
+    /* acquire: pairs with the producer's release store of seq */
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != h + 1) {
+        return 0;
+    }
+    *out = *slot;
+    /* release: slot fully read before producers may reuse it */
+    __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static void sv_cqe_to_wc(const struct sv_cqe *c, struct ibv_wc *wc)
+{
+    wc->wr_id          = c->wr_id;
+    wc->status         = c->status;
+    wc->opcode         = c->opcode;
+    wc->vendor_err     = c->vendor_err;
+    wc->byte_len       = c->byte_len;
+    wc->imm_data       = c->imm_data;
+    wc->qp_num         = c->qp_num;
+    wc->src_qp         = c->src_qp;
+    wc->wc_flags       = c->wc_flags;
+    wc->pkey_index     = c->pkey_index;
+    wc->slid           = c->slid;
+    wc->sl             = c->sl;
+    wc->dlid_path_bits = c->dlid_path_bits;
+}
+
+int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+{
+    struct sv_cq *cq = sv_cq(ibcq);
+    struct sv_cqe c;
+    int n = 0;
+
+    if (num < 0) {
+        return -1;
+    }
+    pthread_mutex_lock(&cq->lock);
+    sv_cq_progress(cq);
+    while ((n < num) && sv_cq_pop(cq, &c)) {
+        sv_cqe_to_wc(&c, &wc[n++]);
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return n;
+}
+
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+    struct sv_cq *cq = sv_cq(ibcq);
+
+    /* release: pairs with the producer's exchange on armed */
+    __atomic_store_n(&cq->shm->armed, solicited_only ? 2 : 1,
+                     __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ibv_cq_ex polling interface */
+static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
+{
+    struct sv_cq *cq = (struct sv_cq *)cqx;
+    int ret;
+
+    pthread_mutex_lock(&cq->lock);
+    sv_cq_progress(cq);
+    ret = sv_cq_pop(cq, &cq->cur);
+    pthread_mutex_unlock(&cq->lock);
+    if (!ret) {
+        return ENOENT;
+    }
+    cqx->wr_id  = cq->cur.wr_id;
+    cqx->status = cq->cur.status;
+    return 0;
+}
+
+static int sv_cq_next_poll(struct ibv_cq_ex *cqx)
+{
+    struct sv_cq *cq = (struct sv_cq *)cqx;
+    int ret;
+
+    pthread_mutex_lock(&cq->lock);
+    ret = sv_cq_pop(cq, &cq->cur);
+    pthread_mutex_unlock(&cq->lock);
+    if (!ret) {
+        return ENOENT;
+    }
+    cqx->wr_id  = cq->cur.wr_id;
+    cqx->status = cq->cur.status;
+    return 0;
+}
+
+static void sv_cq_end_poll(struct ibv_cq_ex *cqx)
+{
+}
+
+#define SV_CQ_READ(_name, _type, _field) \
+    static _type sv_cq_read_##_name(struct ibv_cq_ex *cqx) \
+    { \
+        return (_type)((struct sv_cq *)cqx)->cur._field; \
+    }
+SV_CQ_READ(opcode, enum ibv_wc_opcode, opcode)
+SV_CQ_READ(vendor_err, uint32_t, vendor_err)
+SV_CQ_READ(byte_len, uint32_t, byte_len)
+SV_CQ_READ(imm_data, __be32, imm_data)
+SV_CQ_READ(qp_num, uint32_t, qp_num)
+SV_CQ_READ(src_qp, uint32_t, src_qp)
+SV_CQ_READ(wc_flags, unsigned int, wc_flags)
+SV_CQ_READ(slid, uint32_t, slid)
+SV_CQ_READ(sl, uint8_t, sl)
+SV_CQ_READ(dlid_path_bits, uint8_t, dlid_path_bits)
+
+/* ---------------------------------------------------------------------
+ * Creation / destruction
+ * ------------------------------------------------------------------- */
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
+                                  struct ibv_cq_init_attr_ex *attr)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct sv_shm_cq *scq = NULL;
+    uint32_t cqe = attr->cqe, size, i;
+    struct sv_cq *cq;
+    uint64_t len;
+
+    if ((attr->cqe < 1) || (attr->comp_vector > 0) ||
+        (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+                             IBV_CQ_INIT_ATTR_MASK_PD))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (sv_cap_check(&cqe, SV_MAX_CQE)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    for (size = 2; size < cqe + 1; size <<= 1)
+        ;
+    cq = calloc(1, sizeof(*cq));
+    if (cq == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cqe);
+
+    sv_shm_lock();
+    if (h->num_cq >= sv_g.max_cq) {
+        sv_shm_reap();
+    }
+    for (i = 1; (h->num_cq < sv_g.max_cq) && (i < SV_CQ_TBL); i++) {
+        if (!h->cqs[i].in_use) {
+            scq = &h->cqs[i];
+            break;
+        }
+    }
+    if (scq == NULL) {
+        sv_shm_unlock();
+        sv_error("cannot create CQ: limit %u reached", sv_g.max_cq);
+        errno = ENOMEM;
+        goto err_free;
+    }
+    memset(scq, 0, sizeof(*scq));
+    scq->ring_off = sv_shm_alloc(len);
+    if (scq->ring_off == 0) {
+        sv_shm_unlock();
+        sv_error("cannot create CQ: registry arena full");
+        errno = ENOMEM;
+        goto err_free;
+    }
+    scq->ring_len = len;
+    scq->proc     = sv_g.proc;
+    scq->pid      = sv_g.pid;
+    scq->ctx_id   = sv_ctx(ctx)->ctx_id;
+    scq->cookie   = (uintptr_t)cq;
+    scq->ch_id    = attr->channel ?
+                    ((struct sv_comp_channel *)attr->channel)->ch_id : 0;
+    cq->ring      = sv_shm_ptr(scq->ring_off);
+    memset(cq->ring, 0, len);
+    cq->ring->size = size;
+    cq->ring->cqe  = cqe;
+    __atomic_store_n(&scq->in_use, 1, __ATOMIC_RELEASE);
+    h->num_cq++;
+    sv_shm_unlock();
+
+    cq->index = i;
+    cq->shm   = scq;
+    cq->slots = (struct sv_cqe *)(cq->ring + 1);
+    pthread_mutex_init(&cq->lock, NULL);
+    cq->cq.context    = ctx;
+    cq->cq.channel    = attr->channel;
+    cq->cq.cq_context = attr->cq_context;
+    cq->cq.cqe        = cqe;
+    cq->cq.handle     = i;
+    pthread_mutex_init(&cq->cq.mutex, NULL);
+    pthread_cond_init(&cq->cq.cond, NULL);
+    cq->cq.start_poll          = sv_cq_start_poll;
+    cq->cq.next_poll           = sv_cq_next_poll;
+    cq->cq.end_poll            = sv_cq_end_poll;
+    cq->cq.read_opcode         = sv_cq_read_opcode;
+    cq->cq.read_vendor_err     = sv_cq_read_vendor_err;
+    cq->cq.read_byte_len       = sv_cq_read_byte_len;
+    cq->cq.read_imm_data       = sv_cq_read_imm_data;
+    cq->cq.read_qp_num         = sv_cq_read_qp_num;
+    cq->cq.read_src_qp         = sv_cq_read_src_qp;
+    cq->cq.read_wc_flags       = sv_cq_read_wc_flags;
+    cq->cq.read_slid           = sv_cq_read_slid;
+    cq->cq.read_sl             = sv_cq_read_sl;
+    cq->cq.read_dlid_path_bits = sv_cq_read_dlid_path_bits;
+    if (attr->channel) {
+        attr->channel->refcnt++;
+    }
+    return &cq->cq;
+
+err_free:
+    free(cq);
+    return NULL;
+}
+
+SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
+                                       void *cq_context,
+                                       struct ibv_comp_channel *channel,
+                                       int comp_vector)
+{
+    struct ibv_cq_init_attr_ex attr;
+    struct ibv_cq_ex *cq;
+
+    memset(&attr, 0, sizeof(attr));
+    if (cqe < 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    attr.cqe         = cqe;
+    attr.cq_context  = cq_context;
+    attr.channel     = channel;
+    attr.comp_vector = comp_vector;
+    cq = sv_create_cq_ex(ctx, &attr);
+    return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+    struct sv_cq *cq = sv_cq(ibcq);
+
+    /* the ring is not reallocated: shrinking and growing within the
+     * allocated size are supported */
+    if ((cqe < 1) || ((uint32_t)cqe >= cq->ring->size)) {
+        return EINVAL;
+    }
+    pthread_mutex_lock(&cq->lock);
+    if (cq->ring->tail - cq->ring->head > (uint32_t)cqe) {
+        pthread_mutex_unlock(&cq->lock);
+        return EINVAL;
+    }
+    cq->ring->cqe = cqe;
+    ibcq->cqe     = cqe;
+    pthread_mutex_unlock(&cq->lock);
+    return 0;
+}
+
+SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+    struct sv_cq *cq = sv_cq(ibcq);
+
+    if (cq->nqps > 0) {
+        return EBUSY;
+    }
+    sv_shm_lock();
+    __atomic_store_n(&cq->shm->in_use, 0, __ATOMIC_RELEASE);
+    sv_shm_free(cq->shm->ring_off, cq->shm->ring_len);
+    sv_g.shm->num_cq--;
+    sv_shm_unlock();
+    if (ibcq->channel) {
+        ibcq->channel->refcnt--;
+    }
+    free(cq->qps);
+    free(cq);
+    return 0;
+}

@@ -1,0 +1,576 @@
+/*
+ * softverbs devices: discovery, contexts, device/port/GID/P_Key queries.
+ */
+#include "sv.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <endian.h>
+#include <sys/socket.h>
+
+static struct sv_device sv_devs[SV_MAX_DEVS];
+static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
+
+int sv_devices_init(void)
+{
+    const char *s = getenv(SOFTVERBS_ENV_NUM_DEVICES);
+    int n = s ? atoi(s) : 1;
+    int i;
+
+    n = (n < 0) ? 0 : (n > SV_MAX_DEVS) ? SV_MAX_DEVS : n;
+    for (i = 0; i < n; i++) {
+        struct sv_device *d = &sv_devs[i];
+        memset(d, 0, sizeof(*d));
+        d->index               = i;
+        d->guid                = 0x0002c90300a00000ull + i + 1;
+        d->ibdev.node_type      = IBV_NODE_CA;
+        d->ibdev.transport_type = IBV_TRANSPORT_IB;
+        snprintf(d->ibdev.name, sizeof(d->ibdev.name), "softverbs%d", i);
+        snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
+        snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+                 "/sys/class/infiniband_verbs/uverbs%d", i);
+        snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+                 "/sys/class/infiniband/softverbs%d", i);
+        sv_dev_list[i] = &d->ibdev;
+    }
+    sv_dev_list[n] = NULL;
+    sv_g.num_devs  = n;
+    return 0;
+}
+
+struct sv_device *sv_device_by_lid(uint16_t lid)
+{
+    if ((lid == 0) || (lid > sv_g.num_devs)) {
+        return NULL;
+    }
+    return &sv_devs[lid - 1];
+}
+
+void sv_device_gid(int index, union ibv_gid *gid)
+{
+    gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
+    gid->global.interface_id  = htobe64(sv_devs[index].guid);
+}
+
+/* Apply SOFTVERBS_CAP_POLICY to a requested capability */
+int sv_cap_check(uint32_t *val, uint32_t max)
+{
+    if (*val <= max) {
+        return 0;
+    }
+    if (sv_g.cap_fail) {
+        return EINVAL;
+    }
+    *val = max;
+    return 0;
+}
+
+SV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+    struct ibv_device **list;
+    int ret;
+
+    ret = sv_shm_init();
+    if (ret != 0) {
+        errno = ret;
+        return NULL;
+    }
+    list = calloc(sv_g.num_devs + 1, sizeof(*list));
+    if (list == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(list, sv_dev_list, sv_g.num_devs * sizeof(*list));
+    if (num_devices != NULL) {
+        *num_devices = sv_g.num_devs;
+    }
+    return list;
+}
+
+SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+    free(list);
+}
+
+SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+    return device->name;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+    return htobe64(((struct sv_device *)device)->guid);
+}
+
+SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+    return ((struct sv_device *)device)->index;
+}
+
+void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
+{
+    memset(a, 0, sizeof(*a));
+    snprintf(a->fw_ver, sizeof(a->fw_ver), "16.35.1012");
+    a->node_guid           = htobe64(dev->guid);
+    a->sys_image_guid      = htobe64(dev->guid);
+    a->max_mr_size         = ~0ull;
+    a->page_size_cap       = 0xfffffffffffff000ull;
+    a->vendor_id           = 0x02c9;
+    a->vendor_part_id      = 4119;
+    a->hw_ver              = 0;
+    a->max_qp              = sv_g.max_qp;
+    a->max_qp_wr           = SV_MAX_WR;
+    a->device_cap_flags    = IBV_DEVICE_BAD_PKEY_CNTR |
+                             IBV_DEVICE_BAD_QKEY_CNTR |
+                             IBV_DEVICE_CHANGE_PHY_PORT |
+                             IBV_DEVICE_PORT_ACTIVE_EVENT |
+                             IBV_DEVICE_SYS_IMAGE_GUID |
+                             IBV_DEVICE_RC_RNR_NAK_GEN |
+                             IBV_DEVICE_SRQ_RESIZE |
+                             IBV_DEVICE_N_NOTIFY_CQ;
+    a->max_sge             = SV_MAX_SGE;
+    a->max_sge_rd          = SV_MAX_SGE;
+    a->max_cq              = sv_g.max_cq;
+    a->max_cqe             = SV_MAX_CQE;
+    a->max_mr              = sv_g.max_mr;
+    a->max_pd              = 1 << 24;
+    a->max_qp_rd_atom      = SV_MAX_RD_ATOM;
+    a->max_ee_rd_atom      = 0;
+    a->max_res_rd_atom     = SV_MAX_RD_ATOM * sv_g.max_qp;
+    a->max_qp_init_rd_atom = SV_MAX_RD_ATOM;
+    a->atomic_cap          = IBV_ATOMIC_HCA;
+    a->max_mcast_grp       = SV_MCAST_TBL;
+    a->max_mcast_qp_attach = SV_MCAST_QPS;
+    a->max_total_mcast_qp_attach = SV_MCAST_TBL * SV_MCAST_QPS;
+    a->max_ah              = 1 << 24;
+    a->max_srq             = sv_g.max_srq;
+    a->max_srq_wr          = SV_MAX_WR - 1;
+    a->max_srq_sge         = SV_MAX_SGE;
+    a->max_pkeys           = 1;
+    a->local_ca_ack_delay  = 16;
+    a->phys_port_cnt       = 1;
+}
+
+static int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
+{
+    sv_device_attr(a, sv_ctx(ctx)->dev);
+    return 0;
+}
+
+static int sv_query_device_ex(struct ibv_context *ctx,
+                              const struct ibv_query_device_ex_input *input,
+                              struct ibv_device_attr_ex *attr, size_t size)
+{
+    struct ibv_device_attr_ex a;
+
+    if (size < sizeof(struct ibv_device_attr)) {
+        return EINVAL;
+    }
+    memset(&a, 0, sizeof(a));
+    sv_device_attr(&a.orig_attr, sv_ctx(ctx)->dev);
+    a.max_dm_size                = 0;
+    a.raw_packet_caps            = 0;
+    a.xrc_odp_caps               = 0;
+    a.completion_timestamp_mask  = 0;
+    a.hca_core_clock             = 0;
+    a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
+    memcpy(attr, &a, (size < sizeof(a)) ? size : sizeof(a));
+    return 0;
+}
+
+SV_EXPORT int ibv_query_device(struct ibv_context *ctx,
+                               struct ibv_device_attr *attr)
+{
+    return sv_query_device(ctx, attr);
+}
+
+static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev)
+{
+    memset(p, 0, sizeof(*p));
+    p->state           = IBV_PORT_ACTIVE;
+    p->max_mtu         = IBV_MTU_4096;
+    p->active_mtu      = IBV_MTU_4096;
+    p->gid_tbl_len     = 1;
+    p->port_cap_flags  = IBV_PORT_SM | IBV_PORT_TRAP_SUP |
+                         IBV_PORT_SYS_IMAGE_GUID_SUP |
+                         IBV_PORT_CM_SUP;
+    p->max_msg_sz      = SV_MAX_MSG;
+    p->bad_pkey_cntr   = 0;
+    p->qkey_viol_cntr  = 0;
+    p->pkey_tbl_len    = 1;
+    p->lid             = dev->index + 1;
+    p->sm_lid          = 1;
+    p->lmc             = 0;
+    p->max_vl_num      = 1;
+    p->sm_sl           = 0;
+    p->subnet_timeout  = 18;
+    p->init_type_reply = 0;
+    p->active_width    = 2;   /* 4X */
+    p->active_speed    = 32;  /* EDR, 25 Gb/s per lane */
+    p->phys_state      = 5;   /* LinkUp */
+    p->link_layer      = IBV_LINK_LAYER_INFINIBAND;
+    p->flags           = 0;
+    p->port_cap_flags2 = 0;
+}
+
+static int sv_query_port(struct ibv_context *ctx, uint8_t port,
+                         struct ibv_port_attr *attr, size_t len)
+{
+    struct ibv_port_attr p;
+
+    if (port != 1) {
+        return EINVAL;
+    }
+    sv_port_attr(&p, sv_ctx(ctx)->dev);
+    memcpy(attr, &p, (len < sizeof(p)) ? len : sizeof(p));
+    return 0;
+}
+
+SV_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port,
+                               struct _compat_ibv_port_attr *attr)
+{
+    /* old binaries pass the struct without the trailing new fields */
+    return sv_query_port(ctx, port, (struct ibv_port_attr *)attr,
+                         offsetof(struct ibv_port_attr, link_layer) + 1);
+}
+
+SV_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
+                            union ibv_gid *gid)
+{
+    if ((port != 1) || (index != 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_device_gid(sv_ctx(ctx)->dev->index, gid);
+    return 0;
+}
+
+SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port,
+                                uint32_t index, struct ibv_gid_entry *entry,
+                                uint32_t flags, size_t entry_size)
+{
+    struct ibv_gid_entry e;
+
+    if ((port != 1) || (index != 0) || flags) {
+        return EINVAL;
+    }
+    memset(&e, 0, sizeof(e));
+    sv_device_gid(sv_ctx(ctx)->dev->index, &e.gid);
+    e.gid_index = 0;
+    e.port_num  = 1;
+    e.gid_type  = IBV_GID_TYPE_IB;
+    e.ndev_ifindex = 0;
+    memcpy(entry, &e, (entry_size < sizeof(e)) ? entry_size : sizeof(e));
+    return 0;
+}
+
+SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx,
+                                       struct ibv_gid_entry *entries,
+                                       size_t max_entries, uint32_t flags,
+                                       size_t entry_size)
+{
+    int ret;
+
+    if (max_entries < 1) {
+        return -EINVAL;
+    }
+    ret = _ibv_query_gid_ex(ctx, 1, 0, entries, flags, entry_size);
+    return ret ? -ret : 1;
+}
+
+/* IBVERBS_PRIVATE_34: enum ibv_gid_type_sysfs, 0 is IB/RoCE v1 */
+SV_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port,
+                                 unsigned int index, int *type)
+{
+    if ((port != 1) || (index != 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    *type = 0;
+    return 0;
+}
+
+SV_EXPORT int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
+                             __be16 *pkey)
+{
+    if ((port != 1) || (index != 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    *pkey = htobe16(0xffff);
+    return 0;
+}
+
+SV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port,
+                                 __be16 pkey)
+{
+    if ((port == 1) && ((be16toh(pkey) & 0x7fff) == 0x7fff)) {
+        return 0;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------
+ * Contexts
+ * ------------------------------------------------------------------- */
+struct ibv_pd *sv_alloc_pd(struct ibv_context *ctx);
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
+                                  struct ibv_cq_init_attr_ex *attr);
+struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
+                                 struct ibv_srq_init_attr_ex *attr);
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+    struct sv_device *dev = (struct sv_device *)device;
+    struct sv_context *ctx;
+    struct verbs_context *v;
+    pthread_mutexattr_t ma;
+
+    if (sv_shm_init() != 0) {
+        errno = ENODEV;
+        return NULL;
+    }
+    if ((dev < sv_devs) || (dev >= sv_devs + sv_g.num_devs)) {
+        errno = ENODEV;
+        return NULL;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ctx->dev = dev;
+    sv_shm_lock();
+    ctx->ctx_id = sv_g.shm->next_ctx_id++;
+    sv_shm_unlock();
+
+    v = &ctx->vctx;
+    v->context.device     = device;
+    v->context.async_fd   = sv_ev_socket('a', ctx->ctx_id);
+    if (v->context.async_fd < 0) {
+        goto err_free;
+    }
+    v->context.cmd_fd     = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (v->context.cmd_fd < 0) {
+        goto err_close_async;
+    }
+    v->context.num_comp_vectors = 1;
+    v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    pthread_mutex_init(&v->context.mutex, NULL);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&ctx->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+
+    v->context.ops._compat_query_device = sv_query_device;
+    v->context.ops.poll_cq       = sv_poll_cq;
+    v->context.ops.req_notify_cq = sv_req_notify_cq;
+    v->context.ops.post_send     = sv_post_send;
+    v->context.ops.post_recv     = sv_post_recv;
+    v->context.ops.post_srq_recv = sv_post_srq_recv;
+    v->sz              = sizeof(*v);
+    v->query_port      = sv_query_port;
+    v->query_device_ex = sv_query_device_ex;
+    v->create_qp_ex    = sv_create_qp_ex;
+    v->create_cq_ex    = sv_create_cq_ex;
+    v->create_srq_ex   = sv_create_srq_ex;
+    return &v->context;
+
+err_close_async:
+    close(v->context.async_fd);
+err_free:
+    free(ctx);
+    errno = EMFILE;
+    return NULL;
+}
+
+SV_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+    struct sv_context *ctx = sv_ctx(context);
+
+    close(context->async_fd);
+    close(context->cmd_fd);
+    free(ctx);
+    return 0;
+}
+
+SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
+                                  struct ibv_async_event *event)
+{
+    struct sv_ev_msg msg;
+    ssize_t n;
+
+    for (;;) {
+        n = recv(context->async_fd, &msg, sizeof(msg), 0);
+        if (n < 0) {
+            return -1;
+        }
+        if (n != sizeof(msg)) {
+            continue;
+        }
+        memset(event, 0, sizeof(*event));
+        event->event_type = msg.type;
+        switch (msg.kind) {
+        case SV_EV_CQ:
+            if (!sv_g.shm->cqs[msg.index].in_use ||
+                (sv_g.shm->cqs[msg.index].cookie != msg.cookie)) {
+                continue;
+            }
+            event->element.cq = (struct ibv_cq *)(uintptr_t)msg.cookie;
+            return 0;
+        case SV_EV_QP:
+            if (!sv_g.shm->qps[msg.index].in_use ||
+                (sv_g.shm->qps[msg.index].cookie != msg.cookie)) {
+                continue;
+            }
+            event->element.qp = (struct ibv_qp *)(uintptr_t)msg.cookie;
+            return 0;
+        case SV_EV_SRQ:
+            if (!sv_g.shm->srqs[msg.index].in_use ||
+                (sv_g.shm->srqs[msg.index].cookie != msg.cookie)) {
+                continue;
+            }
+            event->element.srq = (struct ibv_srq *)(uintptr_t)msg.cookie;
+            return 0;
+        default:
+            event->element.port_num = 1;
+            return 0;
+        }
+    }
+}
+
+SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+}
+
+/* ---------------------------------------------------------------------
+ * Strings and rates
+ * ------------------------------------------------------------------- */
+SV_EXPORT const char *ibv_node_type_str(enum ibv_node_type t)
+{
+    static const char *const s[] = {
+        [IBV_NODE_CA] = "InfiniBand channel adapter",
+        [IBV_NODE_SWITCH] = "InfiniBand switch",
+        [IBV_NODE_ROUTER] = "InfiniBand router",
+        [IBV_NODE_RNIC] = "iWARP NIC",
+        [IBV_NODE_USNIC] = "usNIC",
+        [IBV_NODE_USNIC_UDP] = "usNIC UDP",
+        [IBV_NODE_UNSPECIFIED] = "unspecified",
+    };
+
+    if (((unsigned)t >= sizeof(s) / sizeof(s[0])) || (s[t] == NULL)) {
+        return "unknown";
+    }
+    return s[t];
+}
+
+SV_EXPORT const char *ibv_port_state_str(enum ibv_port_state st)
+{
+    static const char *const s[] = {
+        "PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
+        "PORT_ACTIVE", "PORT_ACTIVE_DEFER",
+    };
+
+    return ((unsigned)st < 6) ? s[st] : "unknown";
+}
+
+SV_EXPORT const char *ibv_event_type_str(enum ibv_event_type ev)
+{
+    static const char *const s[] = {
+        "CQ error", "local work queue catastrophic error",
+        "invalid request local work queue error",
+        "local access violation work queue error",
+        "communication established", "send queue drained",
+        "path migrated", "path migration request error",
+        "local catastrophic error", "port active", "port error",
+        "LID change", "P_Key change", "SM change", "SRQ catastrophic error",
+        "SRQ limit reached", "last WQE reached", "client reregistration",
+        "GID table change", "WQ fatal",
+    };
+
+    return ((unsigned)ev < sizeof(s) / sizeof(s[0])) ? s[ev] : "unknown";
+}
+
+SV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status st)
+{
+    static const char *const s[] = {
+        "success", "local length error", "local QP operation error",
+        "local EE context operation error", "local protection error",
+        "Work Request Flushed Error", "memory management operation error",
+        "bad response error", "local access error",
+        "remote invalid request error", "remote access error",
+        "remote operation error", "transport retry counter exceeded",
+        "RNR retry counter exceeded", "local RDD violation error",
+        "remote invalid RD request", "aborted error",
+        "invalid EE context number", "invalid EE context state",
+        "fatal error", "response timeout error", "general error",
+        "TM error", "TM rendezvous error",
+    };
+
+    return ((unsigned)st < sizeof(s) / sizeof(s[0])) ? s[st] : "unknown";
+}
+
+static const int sv_rate_mult[] = {
+    [IBV_RATE_2_5_GBPS] = 1, [IBV_RATE_5_GBPS] = 2, [IBV_RATE_10_GBPS] = 4,
+    [IBV_RATE_20_GBPS] = 8, [IBV_RATE_30_GBPS] = 12, [IBV_RATE_40_GBPS] = 16,
+    [IBV_RATE_60_GBPS] = 24, [IBV_RATE_80_GBPS] = 32,
+    [IBV_RATE_120_GBPS] = 48,
+};
+
+SV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
+{
+    return ((unsigned)rate < sizeof(sv_rate_mult) / sizeof(int)) ?
+           sv_rate_mult[rate] : 0;
+}
+
+SV_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
+{
+    unsigned i;
+
+    for (i = 1; i < sizeof(sv_rate_mult) / sizeof(int); i++) {
+        if (sv_rate_mult[i] == mult) {
+            return i;
+        }
+    }
+    return IBV_RATE_MAX;
+}
+
+static const struct { enum ibv_rate rate; int mbps; } sv_rate_mbps[] = {
+    {IBV_RATE_2_5_GBPS, 2500}, {IBV_RATE_5_GBPS, 5000},
+    {IBV_RATE_10_GBPS, 10000}, {IBV_RATE_20_GBPS, 20000},
+    {IBV_RATE_30_GBPS, 30000}, {IBV_RATE_40_GBPS, 40000},
+    {IBV_RATE_60_GBPS, 60000}, {IBV_RATE_80_GBPS, 80000},
+    {IBV_RATE_120_GBPS, 120000}, {IBV_RATE_14_GBPS, 14062},
+    {IBV_RATE_56_GBPS, 56250}, {IBV_RATE_112_GBPS, 112500},
+    {IBV_RATE_168_GBPS, 168750}, {IBV_RATE_25_GBPS, 25781},
+    {IBV_RATE_100_GBPS, 103125}, {IBV_RATE_200_GBPS, 206250},
+    {IBV_RATE_300_GBPS, 309375}, {IBV_RATE_28_GBPS, 28125},
+    {IBV_RATE_50_GBPS, 53125}, {IBV_RATE_400_GBPS, 425000},
+    {IBV_RATE_600_GBPS, 637500},
+};
+
+SV_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(sv_rate_mbps) / sizeof(sv_rate_mbps[0]); i++) {
+        if (sv_rate_mbps[i].rate == rate) {
+            return sv_rate_mbps[i].mbps;
+        }
+    }
+    return 0;
+}
+
+SV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(sv_rate_mbps) / sizeof(sv_rate_mbps[0]); i++) {
+        if (sv_rate_mbps[i].mbps == mbps) {
+            return sv_rate_mbps[i].rate;
+        }
+    }
+    return IBV_RATE_MAX;
+}

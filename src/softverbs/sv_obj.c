@@ -1,0 +1,261 @@
+/*
+ * softverbs protection domains, memory regions, address handles.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <endian.h>
+
+/* ---------------------------------------------------------------------
+ * PD
+ * ------------------------------------------------------------------- */
+struct ibv_pd *sv_alloc_pd(struct ibv_context *ctx)
+{
+    struct sv_pd *pd = calloc(1, sizeof(*pd));
+
+    if (pd == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    sv_shm_lock();
+    pd->pd_id = sv_g.shm->next_pd_id++;
+    sv_shm_unlock();
+    pd->pd.context = ctx;
+    pd->pd.handle  = pd->pd_id;
+    return &pd->pd;
+}
+
+SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+    return sv_alloc_pd(ctx);
+}
+
+SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+    free(sv_container_of(pd, struct sv_pd, pd));
+    return 0;
+}
+
+static inline uint32_t sv_pd_id(struct ibv_pd *pd)
+{
+    return sv_container_of(pd, struct sv_pd, pd)->pd_id;
+}
+
+/* ---------------------------------------------------------------------
+ * MR: lkey == rkey == (index << 8 | generation)
+ * ------------------------------------------------------------------- */
+static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+                                uint64_t iova, unsigned access)
+{
+    const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                           IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
+                           IBV_ACCESS_RELAXED_ORDERING;
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct sv_shm_mr *m = NULL;
+    struct sv_mr *mr;
+    uint32_t i, n;
+
+    if ((pd == NULL) || (access & ~known) ||
+        ((addr == NULL) && (length > 0) && !(access & IBV_ACCESS_ON_DEMAND))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* man ibv_reg_mr: remote write or atomic requires local write */
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & IBV_ACCESS_LOCAL_WRITE)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    sv_shm_lock();
+    if (h->num_mr >= sv_g.max_mr) {
+        sv_shm_reap();
+    }
+    for (n = 0; (h->num_mr < sv_g.max_mr) && (n < SV_MR_TBL); n++) {
+        i = (h->mr_cursor + n) & (SV_MR_TBL - 1);
+        if ((i != 0) && !h->mrs[i].in_use) {
+            m = &h->mrs[i];
+            break;
+        }
+    }
+    if (m == NULL) {
+        sv_shm_unlock();
+        sv_error("cannot register MR: limit %u reached", sv_g.max_mr);
+        free(mr);
+        errno = ENOMEM;
+        return NULL;
+    }
+    h->mr_cursor = i + 1;
+    h->mr_gen[i]++;
+    m->key    = (i << 8) | h->mr_gen[i];
+    m->proc   = sv_g.proc;
+    m->pid    = sv_g.pid;
+    m->pd_id  = sv_pd_id(pd);
+    m->access = access;
+    m->addr   = iova;
+    m->len    = length;
+    m->va     = (uintptr_t)addr;
+    /* release: fields are visible before lookups see in_use */
+    __atomic_store_n(&m->in_use, 1, __ATOMIC_RELEASE);
+    h->num_mr++;
+    sv_shm_unlock();
+
+    mr->index      = i;
+    mr->mr.context = pd->context;
+    mr->mr.pd      = pd;
+    mr->mr.addr    = addr;
+    mr->mr.length  = length;
+    mr->mr.handle  = i;
+    mr->mr.lkey    = m->key;
+    mr->mr.rkey    = m->key;
+    return &mr->mr;
+}
+
+SV_EXPORT struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
+                                      size_t length, int access)
+{
+    return sv_reg_mr(pd, addr, length, (uintptr_t)addr, access);
+}
+
+SV_EXPORT struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr,
+                                           size_t length, uint64_t iova,
+                                           int access)
+{
+    return sv_reg_mr(pd, addr, length, iova, access);
+}
+
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+                                          size_t length, uint64_t iova,
+                                          unsigned int access)
+{
+    return sv_reg_mr(pd, addr, length, iova, access);
+}
+
+SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+    struct sv_mr *mr = sv_container_of(ibmr, struct sv_mr, mr);
+    struct sv_shm_mr *m = &sv_g.shm->mrs[mr->index];
+
+    sv_shm_lock();
+    if (m->in_use && (m->key == ibmr->lkey)) {
+        __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
+        sv_g.shm->num_mr--;
+    }
+    sv_shm_unlock();
+    free(mr);
+    return 0;
+}
+
+SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
+                           void *addr, size_t length, int access)
+{
+    struct sv_mr *mr = sv_container_of(ibmr, struct sv_mr, mr);
+    struct sv_shm_mr *m = &sv_g.shm->mrs[mr->index];
+
+    if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                  IBV_REREG_MR_CHANGE_ACCESS)) {
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    if ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
+        (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & IBV_ACCESS_LOCAL_WRITE)) {
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    sv_shm_lock();
+    if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+        m->addr = m->va = (uintptr_t)addr;
+        m->len  = length;
+        ibmr->addr   = addr;
+        ibmr->length = length;
+    }
+    if (flags & IBV_REREG_MR_CHANGE_PD) {
+        m->pd_id  = sv_pd_id(pd);
+        ibmr->pd  = pd;
+    }
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+        m->access = access;
+    }
+    sv_shm_unlock();
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * AH
+ * ------------------------------------------------------------------- */
+SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+                                       struct ibv_ah_attr *attr)
+{
+    struct sv_ah *ah;
+
+    if ((pd == NULL) || (attr == NULL) || (attr->port_num != 1) ||
+        ((attr->dlid == 0) && !attr->is_global) ||
+        (attr->is_global && (attr->grh.sgid_index != 0))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    ah = calloc(1, sizeof(*ah));
+    if (ah == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ah->ah.context = pd->context;
+    ah->ah.pd      = pd;
+    ah->attr       = *attr;
+    return &ah->ah;
+}
+
+SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+    free(sv_container_of(ah, struct sv_ah, ah));
+    return 0;
+}
+
+SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
+                                  struct ibv_wc *wc, struct ibv_grh *grh,
+                                  struct ibv_ah_attr *ah_attr)
+{
+    if (port_num != 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(ah_attr, 0, sizeof(*ah_attr));
+    ah_attr->dlid          = wc->slid;
+    ah_attr->sl            = wc->sl;
+    ah_attr->src_path_bits = wc->dlid_path_bits;
+    ah_attr->port_num      = port_num;
+    if (wc->wc_flags & IBV_WC_GRH) {
+        if (grh == NULL) {
+            errno = EINVAL;
+            return -1;
+        }
+        ah_attr->is_global          = 1;
+        ah_attr->grh.dgid           = grh->sgid;
+        ah_attr->grh.flow_label     = be32toh(grh->version_tclass_flow) &
+                                      0xfffff;
+        ah_attr->grh.sgid_index     = 0;
+        ah_attr->grh.hop_limit      = 0xff;
+        ah_attr->grh.traffic_class  = (be32toh(grh->version_tclass_flow) >>
+                                       20) & 0xff;
+    }
+    return 0;
+}
+
+SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
+                                               struct ibv_wc *wc,
+                                               struct ibv_grh *grh,
+                                               uint8_t port_num)
+{
+    struct ibv_ah_attr attr;
+
+    if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr)) {
+        return NULL;
+    }
+    return ibv_create_ah(pd, &attr);
+}

@@ -1,0 +1,476 @@
+/*
+ * softverbs posting: ibv_post_send/ibv_post_recv and the ibv_wr_* API.
+ *
+ * A posted send WR is validated and copied into the process-local send
+ * queue, then the requester runs at once (sv_req_progress).
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int sv_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+    switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+        return 1;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return type != IBV_QPT_UD;
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return type == IBV_QPT_RC;
+    default:
+        return 0;
+    }
+}
+
+static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
+{
+    enum ibv_qp_type type = qp->qpx.qp_base.qp_type;
+    struct sv_swqe *w;
+    uint32_t len = 0;
+    char *inl;
+    int i;
+
+    if (!sv_opcode_ok(type, wr->opcode) || (wr->num_sge < 0)) {
+        return EINVAL;
+    }
+    if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
+        return ENOMEM;
+    }
+    if ((type == IBV_QPT_UD) && (wr->wr.ud.ah == NULL)) {
+        return EINVAL;
+    }
+    w = sv_sq_wqe(qp, qp->sq_tail);
+    if ((wr->send_flags & IBV_SEND_INLINE) &&
+        (wr->opcode != IBV_WR_RDMA_READ) &&
+        (wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP) &&
+        (wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+        inl = sv_swqe_inline(qp, w);
+        for (i = 0; i < wr->num_sge; i++) {
+            if (len + wr->sg_list[i].length > qp->cap.max_inline_data) {
+                return EINVAL;
+            }
+            memcpy(inl + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            len += wr->sg_list[i].length;
+        }
+        w->num_sge = 0;
+    } else {
+        if ((uint32_t)wr->num_sge > qp->cap.max_send_sge) {
+            return EINVAL;
+        }
+        for (i = 0; i < wr->num_sge; i++) {
+            w->sge[i] = wr->sg_list[i];
+            len      += wr->sg_list[i].length;
+        }
+        w->num_sge = wr->num_sge;
+    }
+    if (((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
+         (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) &&
+        ((wr->num_sge != 1) || (wr->sg_list[0].length != 8))) {
+        return EINVAL;
+    }
+    if ((type == IBV_QPT_UD) && (len > SV_MTU)) {
+        return EINVAL;
+    }
+    w->wr_id      = wr->wr_id;
+    w->opcode     = wr->opcode;
+    w->send_flags = wr->send_flags;
+    w->imm_data   = wr->imm_data;
+    w->length     = len;
+    w->state      = SV_SWQE_POSTED;
+    w->rnr_left   = qp->attr.rnr_retry;
+    w->retry_left = qp->attr.retry_cnt;
+    switch (wr->opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+        w->remote_addr = wr->wr.rdma.remote_addr;
+        w->rkey        = wr->wr.rdma.rkey;
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w->remote_addr = wr->wr.atomic.remote_addr;
+        w->rkey        = wr->wr.atomic.rkey;
+        w->compare_add = wr->wr.atomic.compare_add;
+        w->swap        = wr->wr.atomic.swap;
+        break;
+    default:
+        break;
+    }
+    if (type == IBV_QPT_UD) {
+        struct sv_ah *ah = sv_container_of(wr->wr.ud.ah, struct sv_ah, ah);
+        w->ud_qpn     = wr->wr.ud.remote_qpn;
+        w->ud_qkey    = wr->wr.ud.remote_qkey;
+        w->ud_dlid    = ah->attr.dlid;
+        w->ud_port    = ah->attr.port_num;
+        w->ud_has_grh = ah->attr.is_global;
+        w->ud_dgid    = ah->attr.grh.dgid;
+    }
+    qp->sq_tail++;
+    return 0;
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                 struct ibv_send_wr **bad)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    enum ibv_qp_state st;
+    int ret = 0;
+
+    pthread_mutex_lock(&qp->lock);
+    st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
+        (st != IBV_QPS_SQE)) {
+        *bad = wr;
+        pthread_mutex_unlock(&qp->lock);
+        return EINVAL;
+    }
+    for (; wr != NULL; wr = wr->next) {
+        ret = sv_post_one(qp, wr);
+        if (ret != 0) {
+            *bad = wr;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    sv_req_progress(qp);
+    return ret;
+}
+
+int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+                 struct ibv_recv_wr **bad)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    enum ibv_qp_state st;
+    int ret;
+
+    if (qp->srq != NULL) {
+        *bad = wr;
+        return EINVAL;
+    }
+    st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    if (st == IBV_QPS_RESET) {
+        *bad = wr;
+        return EINVAL;
+    }
+    pthread_mutex_lock(&qp->lock);
+    ret = sv_rq_post(qp->rq, wr, bad);
+    pthread_mutex_unlock(&qp->lock);
+    if (st == IBV_QPS_ERR) {
+        pthread_mutex_lock(&qp->lock);
+        sv_qp_flush_rq(qp);
+        pthread_mutex_unlock(&qp->lock);
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------
+ * ibv_wr_* API: WRs are built in a per-QP array and posted by
+ * wr_complete through the same path as ibv_post_send.
+ * ------------------------------------------------------------------- */
+struct sv_wr_ent {
+    struct ibv_send_wr wr;
+    struct ibv_sge sge[];
+};
+
+static inline size_t sv_wr_ent_size(struct sv_qp *qp)
+{
+    return (sizeof(struct sv_wr_ent) +
+            qp->cap.max_send_sge * sizeof(struct ibv_sge) +
+            qp->cap.max_inline_data + 7) & ~7ul;
+}
+
+static inline struct sv_wr_ent *sv_wr_ent(struct sv_qp *qp, int i)
+{
+    return (struct sv_wr_ent *)((char *)qp->wr_list + i * sv_wr_ent_size(qp));
+}
+
+static inline struct sv_qp *sv_qpx(struct ibv_qp_ex *q)
+{
+    return sv_container_of(q, struct sv_qp, qpx);
+}
+
+static void sv_wr_start(struct ibv_qp_ex *q)
+{
+    struct sv_qp *qp = sv_qpx(q);
+
+    pthread_mutex_lock(&qp->lock);
+    if (qp->wr_list == NULL) {
+        qp->wr_cap  = qp->sq_size;
+        qp->wr_list = calloc(qp->wr_cap, sv_wr_ent_size(qp));
+    }
+    pthread_mutex_unlock(&qp->lock);
+    qp->wr_count = 0;
+    qp->wr_err   = (qp->wr_list == NULL) ? ENOMEM : 0;
+}
+
+static struct ibv_send_wr *sv_wr_new(struct ibv_qp_ex *q,
+                                     enum ibv_wr_opcode op)
+{
+    struct sv_qp *qp = sv_qpx(q);
+    struct sv_wr_ent *e;
+
+    if (qp->wr_err || (qp->wr_count >= qp->wr_cap)) {
+        qp->wr_err = qp->wr_err ? qp->wr_err : ENOMEM;
+        return NULL;
+    }
+    e = sv_wr_ent(qp, qp->wr_count++);
+    memset(&e->wr, 0, sizeof(e->wr));
+    e->wr.wr_id      = q->wr_id;
+    e->wr.send_flags = q->wr_flags;
+    e->wr.opcode     = op;
+    e->wr.sg_list    = e->sge;
+    return &e->wr;
+}
+
+static struct ibv_send_wr *sv_wr_cur(struct ibv_qp_ex *q)
+{
+    struct sv_qp *qp = sv_qpx(q);
+
+    if (qp->wr_err || (qp->wr_count == 0)) {
+        qp->wr_err = qp->wr_err ? qp->wr_err : EINVAL;
+        return NULL;
+    }
+    return &sv_wr_ent(qp, qp->wr_count - 1)->wr;
+}
+
+static void sv_wr_send(struct ibv_qp_ex *q)
+{
+    sv_wr_new(q, IBV_WR_SEND);
+}
+
+static void sv_wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
+{
+    struct ibv_send_wr *wr = sv_wr_new(q, IBV_WR_SEND_WITH_IMM);
+
+    if (wr) {
+        wr->imm_data = imm;
+    }
+}
+
+static void sv_wr_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op,
+                       uint32_t rkey, uint64_t addr, __be32 imm)
+{
+    struct ibv_send_wr *wr = sv_wr_new(q, op);
+
+    if (wr) {
+        wr->wr.rdma.rkey        = rkey;
+        wr->wr.rdma.remote_addr = addr;
+        wr->imm_data            = imm;
+    }
+}
+
+static void sv_wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a)
+{
+    sv_wr_rdma(q, IBV_WR_RDMA_WRITE, rkey, a, 0);
+}
+
+static void sv_wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey,
+                                 uint64_t a, __be32 imm)
+{
+    sv_wr_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, a, imm);
+}
+
+static void sv_wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a)
+{
+    sv_wr_rdma(q, IBV_WR_RDMA_READ, rkey, a, 0);
+}
+
+static void sv_wr_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op,
+                         uint32_t rkey, uint64_t addr, uint64_t cmp_add,
+                         uint64_t swap)
+{
+    struct ibv_send_wr *wr = sv_wr_new(q, op);
+
+    if (wr) {
+        wr->wr.atomic.rkey        = rkey;
+        wr->wr.atomic.remote_addr = addr;
+        wr->wr.atomic.compare_add = cmp_add;
+        wr->wr.atomic.swap        = swap;
+    }
+}
+
+static void sv_wr_cas(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr,
+                      uint64_t compare, uint64_t swap)
+{
+    sv_wr_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
+static void sv_wr_faa(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr,
+                      uint64_t add)
+{
+    sv_wr_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+static void sv_wr_unsupported(struct ibv_qp_ex *q)
+{
+    sv_qpx(q)->wr_err = EOPNOTSUPP;
+}
+
+static void sv_wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw,
+                          uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz,
+                           uint16_t mss)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey,
+                               uint64_t addr, const void *data)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
+{
+    sv_wr_unsupported(q);
+}
+
+static void sv_wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah,
+                              uint32_t qpn, uint32_t qkey)
+{
+    struct ibv_send_wr *wr = sv_wr_cur(q);
+
+    if (wr) {
+        wr->wr.ud.ah          = ah;
+        wr->wr.ud.remote_qpn  = qpn;
+        wr->wr.ud.remote_qkey = qkey;
+    }
+}
+
+static void sv_wr_set_sge_list(struct ibv_qp_ex *q, size_t n,
+                               const struct ibv_sge *sg)
+{
+    struct sv_qp *qp = sv_qpx(q);
+    struct ibv_send_wr *wr = sv_wr_cur(q);
+
+    if (wr == NULL) {
+        return;
+    }
+    if (n > qp->cap.max_send_sge) {
+        qp->wr_err = EINVAL;
+        return;
+    }
+    memcpy(wr->sg_list, sg, n * sizeof(*sg));
+    wr->num_sge = n;
+}
+
+static void sv_wr_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr,
+                          uint32_t length)
+{
+    struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+    sv_wr_set_sge_list(q, 1, &sge);
+}
+
+static void sv_wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n,
+                                       const struct ibv_data_buf *buf)
+{
+    struct sv_qp *qp = sv_qpx(q);
+    struct ibv_send_wr *wr = sv_wr_cur(q);
+    struct sv_wr_ent *e;
+    size_t i, len = 0;
+    char *data;
+
+    if (wr == NULL) {
+        return;
+    }
+    e    = sv_container_of(wr, struct sv_wr_ent, wr);
+    data = (char *)&e->sge[qp->cap.max_send_sge];
+    for (i = 0; i < n; i++) {
+        if (len + buf[i].length > qp->cap.max_inline_data) {
+            qp->wr_err = EINVAL;
+            return;
+        }
+        /* copied now: the caller may reuse its buffers on return */
+        memcpy(data + len, buf[i].addr, buf[i].length);
+        len += buf[i].length;
+    }
+    e->sge[0].addr    = (uintptr_t)data;
+    e->sge[0].length  = len;
+    e->sge[0].lkey    = 0;
+    wr->num_sge       = 1;
+    wr->send_flags   |= IBV_SEND_INLINE;
+}
+
+static void sv_wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t len)
+{
+    struct ibv_data_buf buf = { .addr = addr, .length = len };
+
+    sv_wr_set_inline_data_list(q, 1, &buf);
+}
+
+static int sv_wr_complete(struct ibv_qp_ex *q)
+{
+    struct sv_qp *qp = sv_qpx(q);
+    struct ibv_send_wr *bad;
+    int i, ret;
+
+    if (qp->wr_err) {
+        ret = qp->wr_err;
+        qp->wr_count = 0;
+        return ret;
+    }
+    if (qp->wr_count == 0) {
+        return 0;
+    }
+    for (i = 0; i < qp->wr_count - 1; i++) {
+        sv_wr_ent(qp, i)->wr.next = &sv_wr_ent(qp, i + 1)->wr;
+    }
+    sv_wr_ent(qp, qp->wr_count - 1)->wr.next = NULL;
+    ret = sv_post_send(&q->qp_base, &sv_wr_ent(qp, 0)->wr, &bad);
+    qp->wr_count = 0;
+    return ret;
+}
+
+static void sv_wr_abort(struct ibv_qp_ex *q)
+{
+    sv_qpx(q)->wr_count = 0;
+    sv_qpx(q)->wr_err   = 0;
+}
+
+void sv_qp_init_wr_ops(struct sv_qp *qp)
+{
+    struct ibv_qp_ex *q = &qp->qpx;
+
+    q->wr_atomic_cmp_swp       = sv_wr_cas;
+    q->wr_atomic_fetch_add     = sv_wr_faa;
+    q->wr_bind_mw              = sv_wr_bind_mw;
+    q->wr_local_inv            = sv_wr_local_inv;
+    q->wr_rdma_read            = sv_wr_rdma_read;
+    q->wr_rdma_write           = sv_wr_rdma_write;
+    q->wr_rdma_write_imm       = sv_wr_rdma_write_imm;
+    q->wr_send                 = sv_wr_send;
+    q->wr_send_imm             = sv_wr_send_imm;
+    q->wr_send_inv             = sv_wr_send_inv;
+    q->wr_send_tso             = sv_wr_send_tso;
+    q->wr_set_ud_addr          = sv_wr_set_ud_addr;
+    q->wr_set_xrc_srqn         = sv_wr_set_xrc_srqn;
+    q->wr_set_inline_data      = sv_wr_set_inline_data;
+    q->wr_set_inline_data_list = sv_wr_set_inline_data_list;
+    q->wr_set_sge              = sv_wr_set_sge;
+    q->wr_set_sge_list         = sv_wr_set_sge_list;
+    q->wr_start                = sv_wr_start;
+    q->wr_complete             = sv_wr_complete;
+    q->wr_abort                = sv_wr_abort;
+    q->wr_atomic_write         = sv_wr_atomic_write;
+}

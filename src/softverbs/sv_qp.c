@@ -1,0 +1,700 @@
+/*
+ * softverbs queue pairs: creation, the modify state machine, queries,
+ * multicast attachment.
+ *
+ * The QP layer keeps transport-specific decisions in sv_req/sv_resp, so
+ * that further QP types (e.g. mlx5 DC initiators/targets created through
+ * mlx5dv_create_qp) can be added as new qp_type values there.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------
+ * Attribute masks per transition (IBA spec 11.2.5.2, table "QP state
+ * transition properties"; man ibv_modify_qp)
+ * ------------------------------------------------------------------- */
+struct sv_qp_trans {
+    int valid;
+    int req[3];                   /* RC, UC, UD */
+    int opt[3];
+};
+
+#define SV_ALL3(x) { (x), (x), (x) }
+
+static const struct sv_qp_trans sv_qp_table[7][7] = {
+    [IBV_QPS_RESET] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_INIT]  = {
+            .valid = 1,
+            .req = {
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+            },
+        },
+    },
+    [IBV_QPS_INIT] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_INIT]  = {
+            .valid = 1,
+            .opt = {
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+            },
+        },
+        [IBV_QPS_RTR] = {
+            .valid = 1,
+            .req = {
+                IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                IBV_QP_MIN_RNR_TIMER,
+                IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                IBV_QP_RQ_PSN,
+                0,
+            },
+            .opt = {
+                IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+                IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+                IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+            },
+        },
+    },
+    [IBV_QPS_RTR] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_RTS]   = {
+            .valid = 1,
+            .req = {
+                IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+                IBV_QP_SQ_PSN,
+                IBV_QP_SQ_PSN,
+            },
+            .opt = {
+                IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+                IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                IBV_QP_PATH_MIG_STATE,
+                IBV_QP_CUR_STATE | IBV_QP_QKEY,
+            },
+        },
+    },
+    [IBV_QPS_RTS] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_RTS]   = {
+            .valid = 1,
+            .opt = {
+                IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+                IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+                IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+                IBV_QP_PATH_MIG_STATE,
+                IBV_QP_CUR_STATE | IBV_QP_QKEY,
+            },
+        },
+        [IBV_QPS_SQD]   = {
+            .valid = 1,
+            .opt = SV_ALL3(IBV_QP_EN_SQD_ASYNC_NOTIFY),
+        },
+    },
+    [IBV_QPS_SQD] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_RTS]   = {
+            .valid = 1,
+            .opt = {
+                IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+                IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                IBV_QP_PATH_MIG_STATE,
+                IBV_QP_CUR_STATE | IBV_QP_QKEY,
+            },
+        },
+        [IBV_QPS_SQD]   = {
+            .valid = 1,
+            .opt = {
+                IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT |
+                IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+                IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+                IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+                IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
+                IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+            },
+        },
+    },
+    [IBV_QPS_SQE] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+        [IBV_QPS_RTS]   = {
+            .valid = 1,
+            .opt = {
+                0,
+                IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+                IBV_QP_CUR_STATE | IBV_QP_QKEY,
+            },
+        },
+    },
+    [IBV_QPS_ERR] = {
+        [IBV_QPS_RESET] = { .valid = 1 },
+        [IBV_QPS_ERR]   = { .valid = 1 },
+    },
+};
+
+static int sv_qp_type_idx(enum ibv_qp_type t)
+{
+    return (t == IBV_QPT_RC) ? 0 : (t == IBV_QPT_UC) ? 1 : 2;
+}
+
+/* ---------------------------------------------------------------------
+ * Creation
+ * ------------------------------------------------------------------- */
+static void sv_qp_free_shm(struct sv_qp *qp)
+{
+    sv_shm_lock();
+    __atomic_store_n(&qp->shm->in_use, 0, __ATOMIC_RELEASE);
+    sv_shm_free(qp->shm->rq_off, qp->shm->rq_len);
+    sv_g.shm->num_qp--;
+    sv_shm_unlock();
+}
+
+struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
+                               struct ibv_qp_init_attr_ex *attr)
+{
+    const uint64_t known_ops = IBV_QP_EX_WITH_RDMA_WRITE |
+                               IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                               IBV_QP_EX_WITH_SEND |
+                               IBV_QP_EX_WITH_SEND_WITH_IMM |
+                               IBV_QP_EX_WITH_RDMA_READ |
+                               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct ibv_qp_cap cap = attr->cap;
+    struct sv_shm_qp *s = NULL;
+    uint32_t i = 0, n, sq_size;
+    struct sv_qp *qp;
+    uint64_t rq_len = 0;
+
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL) ||
+        (attr->send_cq == NULL) || (attr->recv_cq == NULL) ||
+        (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+                             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if ((attr->qp_type != IBV_QPT_RC) && (attr->qp_type != IBV_QPT_UC) &&
+        (attr->qp_type != IBV_QPT_UD)) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    /* man ibv_create_qp: an SRQ is usable with RC and UD QPs only here */
+    if (attr->srq && (attr->qp_type == IBV_QPT_UC)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+        (attr->send_ops_flags & ~known_ops)) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (cap.max_send_wr == 0) {
+        cap.max_send_wr = 1;
+    }
+    if (cap.max_send_sge == 0) {
+        cap.max_send_sge = 1;
+    }
+    if (sv_cap_check(&cap.max_send_wr, SV_MAX_WR) ||
+        sv_cap_check(&cap.max_send_sge, SV_MAX_SGE) ||
+        sv_cap_check(&cap.max_inline_data, SV_MAX_INLINE)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (attr->srq) {
+        /* man ibv_create_qp: ignored when the QP uses an SRQ */
+        cap.max_recv_wr = cap.max_recv_sge = 0;
+    } else {
+        if (cap.max_recv_wr == 0) {
+            cap.max_recv_wr = 1;
+        }
+        if (sv_cap_check(&cap.max_recv_wr, SV_MAX_WR) ||
+            sv_cap_check(&cap.max_recv_sge, SV_MAX_SGE)) {
+            errno = EINVAL;
+            return NULL;
+        }
+    }
+
+    qp = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
+        ;
+    qp->sq_size   = sq_size;
+    qp->sq_stride = (sizeof(struct sv_swqe) +
+                     cap.max_send_sge * sizeof(struct ibv_sge) +
+                     cap.max_inline_data + 7) & ~7u;
+    qp->sq = calloc(sq_size, qp->sq_stride);
+    if (qp->sq == NULL) {
+        errno = ENOMEM;
+        goto err_free_qp;
+    }
+
+    sv_shm_lock();
+    if (h->num_qp >= sv_g.max_qp) {
+        sv_shm_reap();
+    }
+    for (n = 0; (h->num_qp < sv_g.max_qp) && (n < SV_QP_TBL); n++) {
+        i = (h->qp_cursor + n) & (SV_QP_TBL - 1);
+        if (!h->qps[i].in_use) {
+            s = &h->qps[i];
+            break;
+        }
+    }
+    if (s == NULL) {
+        sv_shm_unlock();
+        sv_error("cannot create QP: limit %u reached", sv_g.max_qp);
+        errno = ENOMEM;
+        goto err_free_sq;
+    }
+    memset(s, 0, sizeof(*s));
+    if (!attr->srq) {
+        s->rq_off = sv_rq_alloc(&cap.max_recv_wr, &cap.max_recv_sge,
+                                &rq_len);
+        if (s->rq_off == 0) {
+            sv_shm_unlock();
+            sv_error("cannot create QP: registry arena full");
+            errno = ENOMEM;
+            goto err_free_sq;
+        }
+        s->rq_len = rq_len;
+    }
+    h->qp_cursor = i + 1;
+    if (++h->qp_gen[i] == 0) {
+        h->qp_gen[i] = 1;
+    }
+    s->qpn     = ((uint32_t)h->qp_gen[i] << 16) | i;
+    s->proc    = sv_g.proc;
+    s->pid     = sv_g.pid;
+    s->ctx_id  = sv_ctx(ctx)->ctx_id;
+    s->pd_id   = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
+    s->type    = attr->qp_type;
+    s->dev     = sv_ctx(ctx)->dev->index;
+    s->port    = 1;
+    s->state   = IBV_QPS_RESET;
+    s->scq     = sv_cq(attr->send_cq)->index;
+    s->rcq     = sv_cq(attr->recv_cq)->index;
+    s->srq     = attr->srq ? sv_srq(attr->srq)->index + 1 : 0;
+    s->sq_sig_all = attr->sq_sig_all;
+    s->cookie  = (uintptr_t)&qp->qpx.qp_base;
+    /* release: the entry is complete before lookups see in_use */
+    __atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
+    h->num_qp++;
+    sv_shm_unlock();
+
+    qp->index = i;
+    qp->shm   = s;
+    qp->scq   = sv_cq(attr->send_cq);
+    qp->rcq   = sv_cq(attr->recv_cq);
+    qp->srq   = attr->srq ? sv_srq(attr->srq) : NULL;
+    qp->rq    = s->rq_off ? sv_shm_ptr(s->rq_off) : NULL;
+    qp->cap   = cap;
+    pthread_mutex_init(&qp->lock, NULL);
+    qp->qpx.qp_base.context    = ctx;
+    qp->qpx.qp_base.qp_context = attr->qp_context;
+    qp->qpx.qp_base.pd         = attr->pd;
+    qp->qpx.qp_base.send_cq    = attr->send_cq;
+    qp->qpx.qp_base.recv_cq    = attr->recv_cq;
+    qp->qpx.qp_base.srq        = attr->srq;
+    qp->qpx.qp_base.handle     = i;
+    qp->qpx.qp_base.qp_num     = s->qpn;
+    qp->qpx.qp_base.state      = IBV_QPS_RESET;
+    qp->qpx.qp_base.qp_type    = attr->qp_type;
+    pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
+    pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
+    qp->attr.qp_state = IBV_QPS_RESET;
+    qp->attr.cap      = cap;
+    if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+        qp->is_ex          = 1;
+        qp->send_ops_flags = attr->send_ops_flags;
+    }
+    sv_qp_init_wr_ops(qp);
+    sv_cq_add_qp(qp->scq, qp);
+    if (qp->rcq != qp->scq) {
+        sv_cq_add_qp(qp->rcq, qp);
+    }
+    attr->cap = cap; /* granted values */
+    return &qp->qpx.qp_base;
+
+err_free_sq:
+    free(qp->sq);
+err_free_qp:
+    free(qp);
+    return NULL;
+}
+
+SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+                                       struct ibv_qp_init_attr *attr)
+{
+    struct ibv_qp_init_attr_ex ex;
+    struct ibv_qp *qp;
+
+    if ((pd == NULL) || (attr == NULL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    memset(&ex, 0, sizeof(ex));
+    memcpy(&ex, attr, sizeof(*attr));
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd        = pd;
+    qp = sv_create_qp_ex(pd->context, &ex);
+    if (qp != NULL) {
+        attr->cap = ex.cap;
+    }
+    return qp;
+}
+
+SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+
+    if (!qp->is_ex) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return &qp->qpx;
+}
+
+SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+
+    /* man ibv_destroy_qp: fails while attached to a multicast group */
+    if (__atomic_load_n(&qp->shm->mcast_count, __ATOMIC_ACQUIRE) > 0) {
+        return EBUSY;
+    }
+    sv_cq_del_qp(qp->scq, qp);
+    if (qp->rcq != qp->scq) {
+        sv_cq_del_qp(qp->rcq, qp);
+    }
+    if (qp->sq_pending) {
+        __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+    }
+    sv_qp_free_shm(qp);
+    free(qp->wr_list);
+    free(qp->sq);
+    free(qp);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Modify
+ * ------------------------------------------------------------------- */
+static void sv_qp_async_event(struct sv_qp *qp, enum ibv_event_type type)
+{
+    struct sv_ev_msg msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.kind   = SV_EV_QP;
+    msg.type   = type;
+    msg.index  = qp->index;
+    msg.cookie = qp->shm->cookie;
+    sv_ev_send('a', qp->shm->ctx_id, &msg);
+}
+
+/* Flush the QP's own receive queue (owner only) */
+void sv_qp_flush_rq(struct sv_qp *qp)
+{
+    struct sv_rwqe *w;
+    struct sv_cqe c;
+
+    if (qp->rq == NULL) {
+        return;
+    }
+    w = alloca(sizeof(*w) + qp->rq->max_sge * sizeof(struct ibv_sge));
+    memset(&c, 0, sizeof(c));
+    c.status = IBV_WC_WR_FLUSH_ERR;
+    c.opcode = IBV_WC_RECV;
+    c.qp_num = qp->shm->qpn;
+    while (sv_rq_take(qp->rq, w)) {
+        c.wr_id = w->wr_id;
+        if (sv_cq_push(qp->rcq->index, &c, 0) < 0) {
+            break;
+        }
+    }
+}
+
+/* Move to ERR and flush both queues (owner only) */
+void sv_qp_to_err(struct sv_qp *qp)
+{
+    pthread_mutex_lock(&qp->lock);
+    __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+    qp->attr.qp_state = IBV_QPS_ERR;
+    qp->qpx.qp_base.state = IBV_QPS_ERR;
+    sv_comp_flush_sq(qp);
+    sv_qp_flush_rq(qp);
+    pthread_mutex_unlock(&qp->lock);
+}
+
+static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+    if ((mask & IBV_QP_PORT) && (a->port_num != 1)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_PKEY_INDEX) && (a->pkey_index != 0)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_PATH_MTU) &&
+        ((a->path_mtu < IBV_MTU_256) || (a->path_mtu > IBV_MTU_4096))) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num > 0xffffff)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_TIMEOUT) && (a->timeout > 31)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_RETRY_CNT) && (a->retry_cnt > 7)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_RNR_RETRY) && (a->rnr_retry > 7)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_MIN_RNR_TIMER) && (a->min_rnr_timer > 31)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+        (a->max_rd_atomic > SV_MAX_RD_ATOM)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+        (a->max_dest_rd_atomic > SV_MAX_RD_ATOM)) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_AV) &&
+        ((a->ah_attr.port_num > 1) ||
+         ((a->ah_attr.dlid == 0) && !a->ah_attr.is_global))) {
+        return EINVAL;
+    }
+    if ((mask & IBV_QP_ACCESS_FLAGS) &&
+        (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE |
+                                IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ |
+                                IBV_ACCESS_REMOTE_ATOMIC |
+                                IBV_ACCESS_MW_BIND))) {
+        return EINVAL;
+    }
+    return 0;
+}
+
+SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
+                            int mask)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    const struct sv_qp_trans *t;
+    enum ibv_qp_state cur, next;
+    int ti = sv_qp_type_idx(ibqp->qp_type);
+    int ret;
+
+    if (a == NULL) {
+        return EINVAL;
+    }
+    cur  = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+    if ((mask & IBV_QP_CUR_STATE) && (a->cur_qp_state != cur)) {
+        return EINVAL;
+    }
+    if (((unsigned)next > IBV_QPS_ERR) || ((unsigned)cur > IBV_QPS_ERR)) {
+        return EINVAL;
+    }
+    t = &sv_qp_table[cur][next];
+    if (!t->valid || ((mask & t->req[ti]) != t->req[ti]) ||
+        (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))) {
+        sv_error("qp 0x%x: invalid modify %d->%d mask 0x%x",
+                 ibqp->qp_num, cur, next, mask);
+        return EINVAL;
+    }
+    ret = sv_qp_check_attr(qp, a, mask);
+    if (ret != 0) {
+        return ret;
+    }
+
+    pthread_mutex_lock(&qp->lock);
+    if (mask & IBV_QP_ACCESS_FLAGS) {
+        qp->attr.qp_access_flags = a->qp_access_flags;
+        qp->shm->access          = a->qp_access_flags;
+    }
+    if (mask & IBV_QP_PKEY_INDEX)      qp->attr.pkey_index = a->pkey_index;
+    if (mask & IBV_QP_PORT)            qp->attr.port_num = a->port_num;
+    if (mask & IBV_QP_QKEY) {
+        qp->attr.qkey = a->qkey;
+        qp->shm->qkey = a->qkey;
+    }
+    if (mask & IBV_QP_AV)              qp->attr.ah_attr = a->ah_attr;
+    if (mask & IBV_QP_ALT_PATH) {
+        qp->attr.alt_ah_attr    = a->alt_ah_attr;
+        qp->attr.alt_pkey_index = a->alt_pkey_index;
+        qp->attr.alt_port_num   = a->alt_port_num;
+        qp->attr.alt_timeout    = a->alt_timeout;
+    }
+    if (mask & IBV_QP_PATH_MTU)        qp->attr.path_mtu = a->path_mtu;
+    if (mask & IBV_QP_TIMEOUT)         qp->attr.timeout = a->timeout;
+    if (mask & IBV_QP_RETRY_CNT)       qp->attr.retry_cnt = a->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY)       qp->attr.rnr_retry = a->rnr_retry;
+    if (mask & IBV_QP_RQ_PSN)          qp->attr.rq_psn = a->rq_psn;
+    if (mask & IBV_QP_SQ_PSN)          qp->attr.sq_psn = a->sq_psn;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+        qp->attr.max_rd_atomic = a->max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+        qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+    if (mask & IBV_QP_MIN_RNR_TIMER) {
+        qp->attr.min_rnr_timer  = a->min_rnr_timer;
+        qp->shm->min_rnr_timer  = a->min_rnr_timer;
+    }
+    if (mask & IBV_QP_PATH_MIG_STATE)  qp->attr.path_mig_state = a->path_mig_state;
+    if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+        qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
+    if (mask & IBV_QP_DEST_QPN) {
+        qp->attr.dest_qp_num = a->dest_qp_num;
+        qp->shm->dest_qpn    = a->dest_qp_num;
+    }
+
+    if (next == IBV_QPS_RESET) {
+        /* drop everything outstanding, as a reset HCA QP does */
+        if (qp->sq_pending) {
+            qp->sq_pending = 0;
+            __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        }
+        qp->sq_head = qp->sq_tail = 0;
+        if (qp->rq != NULL) {
+            __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
+        }
+    }
+    qp->attr.qp_state = next;
+    ibqp->state       = next;
+    /* release: attributes above are visible to requesters seeing state */
+    __atomic_store_n(&qp->shm->state, next, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&qp->lock);
+
+    if ((next == IBV_QPS_ERR) && (cur != IBV_QPS_ERR)) {
+        sv_qp_to_err(qp);
+        if (qp->srq != NULL) {
+            sv_qp_async_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+        }
+    }
+    if ((next == IBV_QPS_SQD) && qp->attr.en_sqd_async_notify) {
+        /* the send queue is always drained: requests run synchronously */
+        sv_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);
+    }
+    return 0;
+}
+
+SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+                           int mask, struct ibv_qp_init_attr *init)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+
+    if ((attr == NULL) || (init == NULL)) {
+        return EINVAL;
+    }
+    pthread_mutex_lock(&qp->lock);
+    *attr              = qp->attr;
+    attr->qp_state     = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    attr->cur_qp_state = attr->qp_state;
+    attr->cap          = qp->cap;
+    attr->sq_draining  = 0;
+    memset(init, 0, sizeof(*init));
+    init->qp_context = ibqp->qp_context;
+    init->send_cq    = ibqp->send_cq;
+    init->recv_cq    = ibqp->recv_cq;
+    init->srq        = ibqp->srq;
+    init->cap        = qp->cap;
+    init->qp_type    = ibqp->qp_type;
+    init->sq_sig_all = qp->shm->sq_sig_all;
+    pthread_mutex_unlock(&qp->lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Multicast (UD)
+ * ------------------------------------------------------------------- */
+SV_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+                               uint16_t lid)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    struct sv_shm_mcast *g, *free_g = NULL;
+    int i, j, ret = 0;
+
+    if ((ibqp->qp_type != IBV_QPT_UD) || (gid->raw[0] != 0xff) ||
+        (lid < SV_MCAST_LID_BASE) || (lid == 0xffff)) {
+        return EINVAL;
+    }
+    sv_shm_lock();
+    for (i = 0; i < SV_MCAST_TBL; i++) {
+        g = &sv_g.shm->mcast[i];
+        if (!g->in_use) {
+            free_g = free_g ? free_g : g;
+            continue;
+        }
+        if (!memcmp(&g->gid, gid, sizeof(*gid))) {
+            for (j = 0; j < g->nqp; j++) {
+                if (g->qpn[j] == ibqp->qp_num) {
+                    goto out; /* already attached */
+                }
+            }
+            if (g->nqp == SV_MCAST_QPS) {
+                ret = ENOMEM;
+                goto out;
+            }
+            g->qpn[g->nqp++] = ibqp->qp_num;
+            qp->shm->mcast_count++;
+            goto out;
+        }
+    }
+    if (free_g == NULL) {
+        ret = ENOMEM;
+        goto out;
+    }
+    free_g->gid    = *gid;
+    free_g->lid    = lid;
+    free_g->nqp    = 1;
+    free_g->qpn[0] = ibqp->qp_num;
+    free_g->in_use = 1;
+    qp->shm->mcast_count++;
+out:
+    sv_shm_unlock();
+    return ret;
+}
+
+SV_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+                               uint16_t lid)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    struct sv_shm_mcast *g;
+    int i, j, ret = EINVAL;
+
+    sv_shm_lock();
+    for (i = 0; i < SV_MCAST_TBL; i++) {
+        g = &sv_g.shm->mcast[i];
+        if (!g->in_use || memcmp(&g->gid, gid, sizeof(*gid))) {
+            continue;
+        }
+        for (j = 0; j < g->nqp; j++) {
+            if (g->qpn[j] == ibqp->qp_num) {
+                g->qpn[j] = g->qpn[--g->nqp];
+                g->in_use = (g->nqp > 0);
+                qp->shm->mcast_count--;
+                ret = 0;
+                break;
+            }
+        }
+    }
+    sv_shm_unlock();
+    return ret;
+}

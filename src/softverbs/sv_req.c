@@ -1,0 +1,301 @@
+/*
+ * softverbs requester: runs the send queue of a QP in the poster's own
+ * calls (post_send, poll_cq of the send CQ).
+ *
+ * Per WQE state machine:
+ *   POSTED --execute--> ACK ----------------------------> complete OK
+ *                   \-> RNR NAK  --(rnr_retry left)--> WAIT(rnr timer)
+ *                   \-> no response --(retry left)---> WAIT(ack timeout)
+ *                   \-> NAK / local error --------------> complete with
+ *                                                         error, QP->ERR
+ *   WAIT --deadline passed--> POSTED (re-executed)
+ * Retries exhausted give IBV_WC_RNR_RETRY_EXC_ERR / IBV_WC_RETRY_EXC_ERR.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* RNR NAK timer values in microseconds, indexed by the 5-bit encoding
+ * (IBA spec 9.7.5.2.8, table "Encoding for RNR NAK Timer Field") */
+static const uint32_t sv_rnr_timer_us[32] = {
+    655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+    1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+    40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static uint64_t sv_ack_timeout_ns(uint8_t timeout)
+{
+    /* 4.096 usec * 2^timeout (IBA spec 9.7.6.1.3, local ACK timeout) */
+    if (timeout == 0) {
+        return 0; /* infinite */
+    }
+    return 4096ull << (timeout > 31 ? 31 : timeout);
+}
+
+static uint32_t sv_rand(void)
+{
+    static __thread uint64_t s;
+
+    if (s == 0) {
+        s = sv_now_ns() | 1;
+    }
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return (uint32_t)(s >> 32);
+}
+
+static int sv_chance(double p)
+{
+    return (p > 0.0) && ((sv_rand() / 4294967296.0) < p);
+}
+
+/* Gather the requester's local buffers, checking lkeys (C9-... local
+ * protection: the lkey must belong to the QP's PD and cover the range) */
+static int sv_req_local_iov(struct sv_qp *qp, struct sv_swqe *w,
+                            struct iovec *iov, int *cnt, int need_write)
+{
+    uint32_t pd_id = sv_container_of(qp->qpx.qp_base.pd, struct sv_pd,
+                                     pd)->pd_id;
+    struct sv_shm_mr *m;
+    uint32_t i;
+    int n = 0;
+
+    if ((w->num_sge == 0) && (w->length > 0)) {
+        iov[0].iov_base = sv_swqe_inline(qp, w);
+        iov[0].iov_len  = w->length;
+        *cnt = 1;
+        return 0;
+    }
+    for (i = 0; i < w->num_sge; i++) {
+        struct ibv_sge *s = &w->sge[i];
+        if (s->length == 0) {
+            continue;
+        }
+        m = sv_shm_mr_lookup(s->lkey);
+        if ((m == NULL) || (m->pid != sv_g.pid) || (m->pd_id != pd_id) ||
+            (s->addr < m->addr) || (s->addr + s->length < s->addr) ||
+            (s->addr + s->length > m->addr + m->len) ||
+            (need_write && !(m->access & IBV_ACCESS_LOCAL_WRITE))) {
+            sv_error("qp 0x%x: bad local sge lkey 0x%x addr 0x%lx len %u",
+                     qp->shm->qpn, s->lkey, (unsigned long)s->addr,
+                     s->length);
+            return -1;
+        }
+        iov[n].iov_base = (void *)(uintptr_t)(m->va + (s->addr - m->addr));
+        iov[n].iov_len  = s->length;
+        n++;
+    }
+    *cnt = n;
+    return 0;
+}
+
+static int sv_req_deliver(struct sv_qp *qp, struct sv_resp_req *r,
+                          uint32_t dest_qpn)
+{
+    int ret;
+
+    r->dest_qpn = dest_qpn;
+    ret = sv_resp_execute(r);
+    r->wqe->rnr_timer = r->min_rnr_timer;
+    return ret;
+}
+
+/* UD to a multicast LID: deliver to every attached QP */
+static int sv_req_mcast(struct sv_qp *qp, struct sv_resp_req *r)
+{
+    uint32_t qpns[SV_MCAST_QPS];
+    struct sv_shm_mcast *g;
+    int i, j, n = 0;
+
+    for (i = 0; i < SV_MCAST_TBL; i++) {
+        g = &sv_g.shm->mcast[i];
+        if (g->in_use && (g->lid == r->wqe->ud_dlid) &&
+            (!r->wqe->ud_has_grh ||
+             !memcmp(&g->gid, &r->wqe->ud_dgid, sizeof(g->gid)))) {
+            for (j = 0; (j < g->nqp) && (n < SV_MCAST_QPS); j++) {
+                qpns[n++] = g->qpn[j];
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (qpns[i] != qp->shm->qpn) {
+            sv_req_deliver(qp, r, qpns[i]);
+        }
+    }
+    return SV_RESP_ACK;
+}
+
+/* Execute one WQE once; returns an sv_resp_status */
+static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
+{
+    struct iovec liov[SV_MAX_SGE + 1];
+    struct sv_resp_req r;
+    int need_write, cnt = 0;
+
+    need_write = (w->opcode == IBV_WR_RDMA_READ) ||
+                 (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
+                 (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD);
+    if (sv_req_local_iov(qp, w, liov, &cnt, need_write) < 0) {
+        return SV_RESP_LOC_PROT;
+    }
+    memset(&r, 0, sizeof(r));
+    r.qp      = qp;
+    r.wqe     = w;
+    r.liov    = liov;
+    r.liovcnt = cnt;
+
+    if (qp->qpx.qp_base.qp_type != IBV_QPT_UD) {
+        return sv_req_deliver(qp, &r, qp->attr.dest_qp_num);
+    }
+    /* UD: the Q_Key of the WR, or the QP's if its high bit is set
+     * (IBA spec 10.2.5, man ibv_post_send) */
+    r.qkey = (w->ud_qkey & SV_QKEY_PRIV) ? qp->shm->qkey : w->ud_qkey;
+    if (sv_chance(sv_g.ud_drop)) {
+        return SV_RESP_ACK; /* lost on the wire */
+    }
+    if (w->ud_dlid >= SV_MCAST_LID_BASE) {
+        return sv_req_mcast(qp, &r);
+    }
+    if (sv_device_by_lid(w->ud_dlid) == NULL) {
+        return SV_RESP_ACK; /* no such port: lost */
+    }
+    sv_req_deliver(qp, &r, w->ud_qpn);
+    return SV_RESP_ACK; /* UD is unacknowledged */
+}
+
+/* Decide what a response means for the WQE. Returns 1 when the WQE is
+ * finished (*status set), 0 when it waits for a timer. */
+static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
+                         enum ibv_wc_status *status)
+{
+    enum ibv_qp_type type = qp->qpx.qp_base.qp_type;
+    uint64_t tmo;
+
+    switch (resp) {
+    case SV_RESP_ACK:
+        *status = IBV_WC_SUCCESS;
+        return 1;
+    case SV_RESP_RNR:
+        if (type != IBV_QPT_RC) {
+            *status = IBV_WC_SUCCESS; /* UC: the message is dropped */
+            return 1;
+        }
+        if (w->rnr_left == 0) {
+            *status = IBV_WC_RNR_RETRY_EXC_ERR;
+            return 1;
+        }
+        if (w->rnr_left != 7) { /* 7 means retry forever */
+            w->rnr_left--;
+        }
+        w->state       = SV_SWQE_WAIT;
+        w->deadline_ns = sv_now_ns() + 1000ull *
+                         sv_rnr_timer_us[w->rnr_timer & 31];
+        return 0;
+    case SV_RESP_NORESP:
+        if (type != IBV_QPT_RC) {
+            *status = IBV_WC_SUCCESS;
+            return 1;
+        }
+        tmo = sv_ack_timeout_ns(qp->attr.timeout);
+        if (tmo != 0) {
+            if (w->retry_left == 0) {
+                *status = IBV_WC_RETRY_EXC_ERR;
+                return 1;
+            }
+            w->retry_left--;
+        } else {
+            tmo = 1000000; /* infinite timeout: keep retrying every 1 ms */
+        }
+        w->state       = SV_SWQE_WAIT;
+        w->deadline_ns = sv_now_ns() + tmo;
+        return 0;
+    case SV_RESP_NAK_ACCESS:
+        *status = IBV_WC_REM_ACCESS_ERR;
+        return 1;
+    case SV_RESP_NAK_INV:
+        *status = IBV_WC_REM_INV_REQ_ERR;
+        return 1;
+    case SV_RESP_NAK_OP:
+        *status = IBV_WC_REM_OP_ERR;
+        return 1;
+    case SV_RESP_LOC_LEN:
+        *status = IBV_WC_LOC_LEN_ERR;
+        return 1;
+    case SV_RESP_LOC_PROT:
+    default:
+        *status = IBV_WC_LOC_PROT_ERR;
+        return 1;
+    }
+}
+
+static void sv_req_update_pending(struct sv_qp *qp)
+{
+    int pending = (qp->sq_head != qp->sq_tail);
+
+    if (pending != qp->sq_pending) {
+        qp->sq_pending = pending;
+        if (pending) {
+            __atomic_fetch_add(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        } else {
+            __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+int sv_req_progress(struct sv_qp *qp)
+{
+    enum ibv_wc_status status;
+    struct sv_swqe *w, *w2;
+    int resp;
+
+    pthread_mutex_lock(&qp->lock);
+    while (qp->sq_head != qp->sq_tail) {
+        if (__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
+            IBV_QPS_ERR) {
+            sv_comp_flush_sq(qp);
+            break;
+        }
+        w = sv_sq_wqe(qp, qp->sq_head);
+        if (w->state == SV_SWQE_WAIT) {
+            if (sv_now_ns() < w->deadline_ns) {
+                break;
+            }
+            w->state = SV_SWQE_POSTED;
+        }
+        if (w->state == SV_SWQE_DONE) {
+            sv_comp_wqe(qp, w, IBV_WC_SUCCESS);
+            continue;
+        }
+        /* UD reordering: the next datagram overtakes this one */
+        if ((qp->qpx.qp_base.qp_type == IBV_QPT_UD) &&
+            (qp->sq_tail - qp->sq_head > 1) && sv_chance(sv_g.ud_reorder)) {
+            w2 = sv_sq_wqe(qp, qp->sq_head + 1);
+            if (w2->state == SV_SWQE_POSTED) {
+                sv_req_execute(qp, w2);
+                w2->state = SV_SWQE_DONE;
+            }
+        }
+        resp = sv_req_execute(qp, w);
+        if (!sv_req_handle(qp, w, resp, &status)) {
+            break; /* timer running */
+        }
+        sv_comp_wqe(qp, w, status);
+        if (status != IBV_WC_SUCCESS) {
+            sv_error("qp 0x%x: wr_id 0x%lx failed: %s", qp->shm->qpn,
+                     (unsigned long)w->wr_id, ibv_wc_status_str(status));
+            /* a completion error moves the QP to the error state and
+             * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
+            __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+            qp->attr.qp_state     = IBV_QPS_ERR;
+            qp->qpx.qp_base.state = IBV_QPS_ERR;
+            sv_comp_flush_sq(qp);
+            sv_qp_flush_rq(qp);
+            break;
+        }
+    }
+    sv_req_update_pending(qp);
+    pthread_mutex_unlock(&qp->lock);
+    return 0;
+}

@@ -1,0 +1,502 @@
+/*
+ * softverbs host-wide registry: a file in /dev/shm mapped by every process
+ * that opens a soft HCA. It holds QPs, CQs, SRQs, MRs and the rings that
+ * other processes write into (receive queues, completion queues).
+ */
+#include "sv.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+struct sv_global sv_g;
+
+static pthread_mutex_t sv_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sv_init_done;
+static int sv_init_status;
+
+void sv_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!sv_g.debug) {
+        return;
+    }
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+uint64_t sv_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t sv_proc_start_time(int32_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long st = 0;
+    ssize_t n;
+    int fd, i;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    /* field 22 (starttime) counted after the ")" closing the comm */
+    p = strrchr(buf, ')');
+    if (p == NULL) {
+        return 0;
+    }
+    for (i = 2; (i < 22) && (p != NULL); i++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (p != NULL) {
+        st = strtoull(p + 1, NULL, 10);
+    }
+    return st;
+}
+
+int sv_proc_alive(uint32_t proc, int32_t pid)
+{
+    struct sv_shm_proc *p = &sv_g.shm->procs[proc % SV_PROC_TBL];
+
+    if (pid == sv_g.pid) {
+        return 1;
+    }
+    if (pid <= 0) {
+        return 0;
+    }
+    if (!p->in_use || (p->pid != pid)) {
+        return 0;
+    }
+    if ((kill(pid, 0) < 0) && (errno == ESRCH)) {
+        return 0;
+    }
+    return sv_proc_start_time(pid) == p->start_time;
+}
+
+static void sv_mutex_lock(pthread_mutex_t *m)
+{
+    int ret = pthread_mutex_lock(m);
+
+    if (ret == EOWNERDEAD) {
+        /* the holder died: registry updates are single stores or are
+         * re-validated by sv_shm_reap(), so the state is usable */
+        pthread_mutex_consistent(m);
+    }
+}
+
+void sv_shm_lock(void)
+{
+    sv_mutex_lock(&sv_g.shm->lock);
+}
+
+void sv_shm_unlock(void)
+{
+    pthread_mutex_unlock(&sv_g.shm->lock);
+}
+
+void sv_atomic_lock(void)
+{
+    sv_mutex_lock(&sv_g.shm->atomic_lock);
+}
+
+void sv_atomic_unlock(void)
+{
+    pthread_mutex_unlock(&sv_g.shm->atomic_lock);
+}
+
+static int sv_size_class(uint64_t len)
+{
+    int c = 12;
+
+    while (((uint64_t)1 << c) < len) {
+        c++;
+    }
+    return c;
+}
+
+uint64_t sv_shm_alloc(uint64_t len)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    int c = sv_size_class(len);
+    uint64_t off, sz = (uint64_t)1 << c;
+
+    if (c >= 48) {
+        return 0;
+    }
+    off = h->free_list[c];
+    if (off != 0) {
+        h->free_list[c] = *(uint64_t *)sv_shm_ptr(off);
+        memset(sv_shm_ptr(off), 0, sz);
+        return off;
+    }
+    if (h->arena_top + sz > h->arena_off + h->arena_len) {
+        return 0;
+    }
+    off = h->arena_top;
+    h->arena_top += sz;
+    return off;
+}
+
+void sv_shm_free(uint64_t off, uint64_t len)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    int c = sv_size_class(len);
+
+    if (off == 0) {
+        return;
+    }
+    *(uint64_t *)sv_shm_ptr(off) = h->free_list[c];
+    h->free_list[c] = off;
+}
+
+/* Release every object of dead processes. Called with the lock held. */
+void sv_shm_reap(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint8_t dead[SV_PROC_TBL];
+    int any = 0;
+    uint32_t i;
+
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        dead[i] = h->procs[i].in_use &&
+                  !sv_proc_alive(i, h->procs[i].pid);
+        any |= dead[i];
+    }
+    if (!any) {
+        return;
+    }
+    for (i = 0; i < SV_QP_TBL; i++) {
+        struct sv_shm_qp *q = &h->qps[i];
+        if (q->in_use && dead[q->proc]) {
+            __atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(q->rq_off, q->rq_len);
+            h->num_qp--;
+        }
+    }
+    for (i = 0; i < SV_CQ_TBL; i++) {
+        struct sv_shm_cq *c = &h->cqs[i];
+        if (c->in_use && dead[c->proc]) {
+            __atomic_store_n(&c->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(c->ring_off, c->ring_len);
+            h->num_cq--;
+        }
+    }
+    for (i = 0; i < SV_SRQ_TBL; i++) {
+        struct sv_shm_srq *s = &h->srqs[i];
+        if (s->in_use && dead[s->proc]) {
+            __atomic_store_n(&s->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(s->ring_off, s->ring_len);
+            h->num_srq--;
+        }
+    }
+    for (i = 0; i < SV_MR_TBL; i++) {
+        struct sv_shm_mr *m = &h->mrs[i];
+        if (m->in_use && dead[m->proc]) {
+            __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
+            h->num_mr--;
+        }
+    }
+    for (i = 0; i < SV_MCAST_TBL; i++) {
+        struct sv_shm_mcast *g = &h->mcast[i];
+        int j, k;
+        for (j = k = 0; g->in_use && (j < g->nqp); j++) {
+            if (sv_shm_qp_lookup(g->qpn[j]) != NULL) {
+                g->qpn[k++] = g->qpn[j];
+            }
+        }
+        if (g->in_use) {
+            g->nqp = k;
+            g->in_use = (k > 0);
+        }
+    }
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        if (dead[i]) {
+            h->procs[i].in_use = 0;
+        }
+    }
+}
+
+static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
+{
+    pthread_mutexattr_t ma;
+
+    memset(h, 0, sizeof(*h));
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&h->lock, &ma);
+    pthread_mutex_init(&h->atomic_lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    h->total_len  = total;
+    h->arena_off  = (sizeof(*h) + 4095) & ~4095ull;
+    h->arena_len  = arena;
+    h->arena_top  = h->arena_off;
+    h->next_pd_id = 1;
+    h->next_ctx_id = 1;
+    h->next_ch_id = 1;
+    /* publish: processes that find the magic see a formatted registry */
+    __atomic_store_n(&h->magic, SV_MAGIC, __ATOMIC_RELEASE);
+}
+
+static double sv_env_prob(const char *name)
+{
+    const char *s = getenv(name);
+    double v = s ? atof(s) : 0.0;
+
+    return (v < 0.0) ? 0.0 : (v > 1.0) ? 1.0 : v;
+}
+
+static uint32_t sv_env_limit(const char *name, uint32_t max)
+{
+    const char *s = getenv(name);
+    unsigned long v;
+
+    if (s == NULL) {
+        return max;
+    }
+    v = strtoul(s, NULL, 0);
+    return (v < max) ? (uint32_t)v : max;
+}
+
+static void sv_atexit(void)
+{
+    if (sv_g.shm != NULL) {
+        sv_shm_lock();
+        sv_g.shm->procs[sv_g.proc].in_use = 0;
+        /* our objects are now owned by a dead slot: release them */
+        sv_g.shm->procs[sv_g.proc].pid = -1;
+        sv_g.shm->procs[sv_g.proc].in_use = 1;
+        sv_shm_reap();
+        sv_shm_unlock();
+    }
+}
+
+static int sv_shm_do_init(void)
+{
+    const char *path = getenv(SOFTVERBS_ENV_SHM);
+    const char *mb   = getenv(SOFTVERBS_ENV_SHM_MB);
+    const char *pol  = getenv(SOFTVERBS_ENV_CAP_POLICY);
+    const char *dbg  = getenv(SOFTVERBS_ENV_DEBUG);
+    uint64_t arena = (mb ? strtoull(mb, NULL, 0) : 1024) << 20;
+    uint64_t total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
+    struct sv_shm_hdr *h;
+    struct stat st;
+    const char *c;
+    uint32_t i;
+    int fd;
+
+    sv_g.debug = dbg && (atoi(dbg) > 0);
+    snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
+             path ? path : "/dev/shm/softverbs");
+    for (c = sv_g.shm_path, sv_g.shm_tag = 2166136261u; *c; c++) {
+        sv_g.shm_tag = (sv_g.shm_tag ^ (uint8_t)*c) * 16777619u;
+    }
+    sv_g.cap_fail   = pol && !strcmp(pol, "fail");
+    sv_g.max_qp     = sv_env_limit(SOFTVERBS_ENV_MAX_QP, SV_QP_TBL - 1);
+    sv_g.max_cq     = sv_env_limit(SOFTVERBS_ENV_MAX_CQ, SV_CQ_TBL - 1);
+    sv_g.max_mr     = sv_env_limit(SOFTVERBS_ENV_MAX_MR, SV_MR_TBL - 1);
+    sv_g.max_srq    = sv_env_limit(SOFTVERBS_ENV_MAX_SRQ, SV_SRQ_TBL - 1);
+    sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
+    sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
+    sv_g.pid        = getpid();
+
+    fd = open(sv_g.shm_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        sv_error("open(%s) failed: %m", sv_g.shm_path);
+        return errno;
+    }
+    fchmod(fd, 0666);
+    /* serialize formatting between processes starting together */
+    flock(fd, LOCK_EX);
+    if (fstat(fd, &st) < 0) {
+        goto err_close;
+    }
+    if ((uint64_t)st.st_size < sizeof(struct sv_shm_hdr)) {
+        if (ftruncate(fd, total) < 0) {
+            sv_error("ftruncate(%s) failed: %m", sv_g.shm_path);
+            goto err_close;
+        }
+    } else {
+        total = st.st_size;
+    }
+    h = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        sv_error("mmap(%s) failed: %m", sv_g.shm_path);
+        goto err_close;
+    }
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_MAGIC) {
+        sv_shm_format(h, total, total - ((sizeof(*h) + 4095) & ~4095ull));
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+
+    sv_g.shm  = h;
+    sv_g.base = (char *)h;
+    sv_shm_lock();
+    sv_shm_reap();
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        if (!h->procs[i].in_use) {
+            break;
+        }
+    }
+    if (i == SV_PROC_TBL) {
+        sv_shm_unlock();
+        sv_error("too many processes attached to %s", sv_g.shm_path);
+        return ENOMEM;
+    }
+    h->procs[i].in_use     = 1;
+    h->procs[i].pid        = sv_g.pid;
+    h->procs[i].start_time = sv_proc_start_time(sv_g.pid);
+    sv_g.proc = i;
+    sv_shm_unlock();
+    atexit(sv_atexit);
+    return 0;
+
+err_close:
+    flock(fd, LOCK_UN);
+    close(fd);
+    return errno ? errno : EIO;
+}
+
+static void sv_atfork_child(void)
+{
+    /* the child is another process: it gets its own slot on first use */
+    sv_init_done = 0;
+    sv_g.shm = NULL;
+}
+
+int sv_shm_init(void)
+{
+    pthread_mutex_lock(&sv_init_lock);
+    if (!sv_init_done) {
+        sv_init_status = sv_shm_do_init();
+        if (sv_init_status == 0) {
+            sv_devices_init();
+            pthread_atfork(NULL, NULL, sv_atfork_child);
+        }
+        sv_init_done = 1;
+    }
+    pthread_mutex_unlock(&sv_init_lock);
+    return sv_init_status;
+}
+
+/* ---------------------------------------------------------------------
+ * Event sockets
+ * ------------------------------------------------------------------- */
+static socklen_t sv_ev_addr(struct sockaddr_un *sun, char tag, uint32_t id)
+{
+    int n;
+
+    memset(sun, 0, sizeof(*sun));
+    sun->sun_family = AF_UNIX;
+    /* abstract namespace: sun_path[0] == 0 */
+    n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
+                 "softverbs-%08x-%c-%u", sv_g.shm_tag, tag, id);
+    return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+int sv_ev_socket(char tag, uint32_t id)
+{
+    struct sockaddr_un sun;
+    socklen_t len = sv_ev_addr(&sun, tag, id);
+    int fd;
+
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        sv_error("socket() failed: %m");
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sun, len) < 0) {
+        sv_error("bind(%c-%u) failed: %m", tag, id);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg)
+{
+    static __thread int fd = -1;
+    struct sockaddr_un sun;
+    socklen_t len = sv_ev_addr(&sun, tag, id);
+
+    if (fd < 0) {
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            return;
+        }
+    }
+    sendto(fd, msg, sizeof(*msg), MSG_DONTWAIT, (struct sockaddr *)&sun,
+           len);
+}
+
+/* ---------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------- */
+SV_EXPORT int softverbs_get_stats(uint32_t pid, struct softverbs_stats *out)
+{
+    struct sv_shm_hdr *h;
+    struct softverbs_stats s;
+    uint32_t i;
+    int ret;
+
+    ret = sv_shm_init();
+    if (ret != 0) {
+        return ret;
+    }
+    h = sv_g.shm;
+    memset(&s, 0, sizeof(s));
+    s.pid = pid;
+    sv_shm_lock();
+    sv_shm_reap();
+    for (i = 0; i < SV_QP_TBL; i++) {
+        struct sv_shm_qp *q = &h->qps[i];
+        if (!q->in_use || (pid && (q->pid != (int32_t)pid))) {
+            continue;
+        }
+        s.num_qp++;
+        s.num_qp_by_type[(q->type == IBV_QPT_RC) ? 0 :
+                         (q->type == IBV_QPT_UC) ? 1 :
+                         (q->type == IBV_QPT_UD) ? 2 : 3]++;
+        s.num_qp_by_state[(q->state < 7) ? q->state : 6]++;
+    }
+    for (i = 0; i < SV_CQ_TBL; i++) {
+        s.num_cq += h->cqs[i].in_use &&
+                    (!pid || (h->cqs[i].pid == (int32_t)pid));
+    }
+    for (i = 0; i < SV_SRQ_TBL; i++) {
+        s.num_srq += h->srqs[i].in_use &&
+                     (!pid || (h->srqs[i].pid == (int32_t)pid));
+    }
+    for (i = 0; i < SV_MR_TBL; i++) {
+        if (h->mrs[i].in_use && (!pid || (h->mrs[i].pid == (int32_t)pid))) {
+            s.num_mr++;
+            s.mr_bytes += h->mrs[i].len;
+        }
+    }
+    sv_shm_unlock();
+    *out = s;
+    return 0;
+}

@@ -1,0 +1,272 @@
+/*
+ * softverbs receive queues: the ring shared by a QP's RQ and an SRQ.
+ *
+ * The owner posts (single producer); requesters of any process consume a
+ * WQE by copying it and then moving head by CAS.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t sv_rq_count(struct sv_rq_hdr *rq)
+{
+    return __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) -
+           __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
+}
+
+int sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
+               struct ibv_recv_wr **bad)
+{
+    struct sv_rwqe *w;
+    uint64_t t;
+
+    for (; wr != NULL; wr = wr->next) {
+        if ((wr->num_sge < 0) || ((uint32_t)wr->num_sge > rq->max_sge)) {
+            *bad = wr;
+            return EINVAL;
+        }
+        t = rq->tail;
+        /* acquire: consumers copied the WQE before moving head */
+        if (t - __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE) >= rq->size) {
+            *bad = wr;
+            return ENOMEM;
+        }
+        w = sv_rq_wqe(rq, t);
+        w->wr_id   = wr->wr_id;
+        w->num_sge = wr->num_sge;
+        memcpy(w->sge, wr->sg_list, sizeof(struct ibv_sge) * wr->num_sge);
+        /* release: the WQE is written before consumers see the tail */
+        __atomic_store_n(&rq->tail, t + 1, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
+{
+    struct sv_rwqe *w;
+    uint64_t h, t;
+    uint32_t n;
+
+    h = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
+    for (;;) {
+        /* acquire: pairs with the producer's release of tail */
+        t = __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE);
+        if (h == t) {
+            return 0;
+        }
+        w = sv_rq_wqe(rq, h);
+        n = w->num_sge;
+        if (n > rq->max_sge) {
+            n = rq->max_sge;
+        }
+        out->wr_id   = w->wr_id;
+        out->num_sge = n;
+        memcpy(out->sge, w->sge, sizeof(struct ibv_sge) * n);
+        /* the slot cannot be reused until head passes it: our copy is
+         * valid iff nobody moved head meanwhile */
+        if (__atomic_compare_exchange_n(&rq->head, &h, h + 1, 0,
+                                        __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            return 1;
+        }
+    }
+}
+
+uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out)
+{
+    struct sv_rq_hdr *rq;
+    uint32_t size, stride;
+    uint64_t off, len;
+
+    for (size = 1; size < *wr; size <<= 1)
+        ;
+    if (*sge == 0) {
+        *sge = 1;
+    }
+    stride = sizeof(struct sv_rwqe) + *sge * sizeof(struct ibv_sge);
+    len    = sizeof(*rq) + (uint64_t)size * stride;
+    off    = sv_shm_alloc(len);
+    if (off == 0) {
+        return 0;
+    }
+    rq = sv_shm_ptr(off);
+    memset(rq, 0, sizeof(*rq));
+    rq->size    = size;
+    rq->max_sge = *sge;
+    rq->stride  = stride;
+    *wr         = size;
+    *len_out    = len;
+    return off;
+}
+
+/* ---------------------------------------------------------------------
+ * SRQ
+ * ------------------------------------------------------------------- */
+int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+                     struct ibv_recv_wr **bad)
+{
+    struct sv_srq *srq = sv_srq(ibsrq);
+    int ret;
+
+    pthread_mutex_lock(&srq->lock);
+    ret = sv_rq_post(srq->ring, wr, bad);
+    pthread_mutex_unlock(&srq->lock);
+    return ret;
+}
+
+struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
+                                 struct ibv_srq_init_attr_ex *attr)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct sv_shm_srq *s = NULL;
+    struct sv_srq *srq;
+    uint32_t wr, sge, i;
+    uint64_t len = 0;
+
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || (attr->pd == NULL) ||
+        ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+         (attr->srq_type != IBV_SRQT_BASIC))) {
+        errno = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? EOPNOTSUPP :
+                EINVAL;
+        return NULL;
+    }
+    wr  = attr->attr.max_wr;
+    sge = attr->attr.max_sge;
+    if ((wr == 0) || sv_cap_check(&wr, SV_MAX_WR - 1) ||
+        sv_cap_check(&sge, SV_MAX_SGE) ||
+        (attr->attr.srq_limit > wr)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    sv_shm_lock();
+    if (h->num_srq >= sv_g.max_srq) {
+        sv_shm_reap();
+    }
+    for (i = 1; (h->num_srq < sv_g.max_srq) && (i < SV_SRQ_TBL); i++) {
+        if (!h->srqs[i].in_use) {
+            s = &h->srqs[i];
+            break;
+        }
+    }
+    if (s == NULL) {
+        sv_shm_unlock();
+        sv_error("cannot create SRQ: limit %u reached", sv_g.max_srq);
+        errno = ENOMEM;
+        goto err_free;
+    }
+    memset(s, 0, sizeof(*s));
+    s->ring_off = sv_rq_alloc(&wr, &sge, &len);
+    if (s->ring_off == 0) {
+        sv_shm_unlock();
+        errno = ENOMEM;
+        goto err_free;
+    }
+    s->ring_len = len;
+    s->proc     = sv_g.proc;
+    s->pid      = sv_g.pid;
+    s->ctx_id   = sv_ctx(ctx)->ctx_id;
+    s->pd_id    = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
+    s->limit    = attr->attr.srq_limit;
+    s->cookie   = (uintptr_t)srq;
+    __atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
+    h->num_srq++;
+    sv_shm_unlock();
+
+    srq->index = i;
+    srq->shm   = s;
+    srq->ring  = sv_shm_ptr(s->ring_off);
+    pthread_mutex_init(&srq->lock, NULL);
+    srq->srq.context    = ctx;
+    srq->srq.srq_context = attr->srq_context;
+    srq->srq.pd         = attr->pd;
+    srq->srq.handle     = i;
+    pthread_mutex_init(&srq->srq.mutex, NULL);
+    pthread_cond_init(&srq->srq.cond, NULL);
+    /* caps written back with the values granted */
+    attr->attr.max_wr  = wr;
+    attr->attr.max_sge = sge;
+    return &srq->srq;
+
+err_free:
+    free(srq);
+    return NULL;
+}
+
+SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+                                         struct ibv_srq_init_attr *attr)
+{
+    struct ibv_srq_init_attr_ex ex;
+    struct ibv_srq *srq;
+
+    memset(&ex, 0, sizeof(ex));
+    ex.srq_context = attr->srq_context;
+    ex.attr        = attr->attr;
+    ex.comp_mask   = IBV_SRQ_INIT_ATTR_PD;
+    ex.pd          = pd;
+    srq = sv_create_srq_ex(pd->context, &ex);
+    if (srq != NULL) {
+        attr->attr = ex.attr;
+    }
+    return srq;
+}
+
+SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+                             int mask)
+{
+    struct sv_srq *srq = sv_srq(ibsrq);
+
+    if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) {
+        return EINVAL;
+    }
+    if (mask & IBV_SRQ_MAX_WR) {
+        /* resizing: allowed within the ring already allocated */
+        if ((attr->max_wr == 0) || (attr->max_wr > srq->ring->size)) {
+            return EINVAL;
+        }
+    }
+    if (mask & IBV_SRQ_LIMIT) {
+        if (attr->srq_limit > srq->ring->size) {
+            return EINVAL;
+        }
+        __atomic_store_n(&srq->shm->limit, attr->srq_limit, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+    struct sv_srq *srq = sv_srq(ibsrq);
+
+    attr->max_wr    = srq->ring->size;
+    attr->max_sge   = srq->ring->max_sge;
+    attr->srq_limit = __atomic_load_n(&srq->shm->limit, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
+SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+    struct sv_srq *srq = sv_srq(ibsrq);
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
+    sv_shm_lock();
+    for (i = 0; i < SV_QP_TBL; i++) {
+        if (h->qps[i].in_use && (h->qps[i].pid == sv_g.pid) &&
+            (h->qps[i].srq == srq->index + 1)) {
+            sv_shm_unlock();
+            return EBUSY;
+        }
+    }
+    __atomic_store_n(&srq->shm->in_use, 0, __ATOMIC_RELEASE);
+    sv_shm_free(srq->shm->ring_off, srq->shm->ring_len);
+    h->num_srq--;
+    sv_shm_unlock();
+    free(srq);
+    return 0;
+}
