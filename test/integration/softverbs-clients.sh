@@ -22,10 +22,11 @@ want() { [ -z "$SVT_CLIENTS" ] || echo "$1" | grep -Eq "$SVT_CLIENTS"; }
 # --- ibverbs-utils ---------------------------------------------------------
 if want ibv_devices; then
     out=$(timeout 10 ibv_devices 2>&1); rc=$?
-    if [ $rc -eq 0 ] && echo "$out" | grep -Eq "^ *$D +[0-9a-f]{16}"; then
+    if [ $rc -eq 0 ] && echo "$out" | grep -Eq "^[[:space:]]*$D[[:space:]]+[0-9a-f]{16}"; then
         qpx_pass "ibv_devices lists $D with a GUID"
     else
-        qpx_fail "ibv_devices (exit $rc): $out"
+        qpx_fail "ibv_devices (exit $rc, $D with a 16-digit GUID not listed)"
+        echo "$out" | sed 's/^/  | /'
     fi
 fi
 if want ibv_devinfo; then
@@ -59,8 +60,8 @@ pingpong "ibv_srq_pingpong -q 4" "$PP_OK" "ibv_srq_pingpong -n 500 -s 4096 -q 4"
 
 # --- perftest ----------------------------------------------------------------
 # a results row: "#bytes #iterations <numbers...>"
-PT_LAT='^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+'
-PT_BW='^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+'
+PT_LAT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+'
+PT_BW='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+'
 perftest() {
     want "$1" || return 0
     port=$(qpx_free_port)

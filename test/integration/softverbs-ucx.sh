@@ -22,8 +22,8 @@ export UCX_WARN_UNUSED_ENV_VARS=n
 want() { [ -z "$SVT_CLIENTS" ] || echo "$1" | grep -Eq "$SVT_CLIENTS"; }
 
 # --- UCX 1.13 transports -------------------------------------------------------
-# UCX's own copies of the results: "Final:" summary line
-UCX_OK='Final:|^ *[0-9]+ +[0-9.]+ +[0-9.]+'
+# the client's summary row: "Final: <iterations> <numbers...>"
+UCX_OK='^Final:[[:space:]]+[0-9]+[[:space:]]+[0-9.]+'
 uct() {
     want "ucx_perftest $1 $2" || return 0
     port=$(qpx_free_port)

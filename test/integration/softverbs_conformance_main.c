@@ -295,7 +295,8 @@ static int svt_case_run(const svt_case_t *tc)
     /* one line per case: newlines from several ranks become "; " */
     for (off = 0; why[off] != '\0'; ++off) {
         if (why[off] == '\n') {
-            why[off] = (why[off + 1] != '\0') ? ';' : ' ';
+            why[off] = ((why[off + 1] != '\0') && (why[off + 1] != ';')) ?
+                       ';' : ' ';
         }
     }
     while ((off > 0) && (why[off - 1] == ' ')) {

@@ -49,7 +49,8 @@ static void svt_qp_free(struct ibv_qp *qp)
     SVT_OK(ibv_destroy_cq(cq));
 }
 
-/* Attributes and the required mask to move a QP of its type to `to` */
+/* Attributes and the required mask to move a QP of its type from its
+ * current state to `to` */
 static int svt_qp_attr_full(const svt_dev_t *dev, struct ibv_qp *qp,
                             enum ibv_qp_state to, struct ibv_qp_attr *attr)
 {
@@ -93,6 +94,10 @@ static int svt_qp_attr_full(const svt_dev_t *dev, struct ibv_qp *qp,
         }
         break;
     case IBV_QPS_RTS:
+        if (svt_qp_state(qp) != IBV_QPS_RTR) {
+            /* SQD/SQE -> RTS: only optional attributes, none required */
+            break;
+        }
         attr->sq_psn = 0x456;
         mask        |= IBV_QP_SQ_PSN;
         if (t == IBV_QPT_RC) {
