@@ -79,4 +79,27 @@ perftest "ib_atomic_bw" "$PT_BW"  "ib_atomic_bw -n 1000"
 perftest "ib_send_lat -c UD" "$PT_LAT" "ib_send_lat -c UD -n 1000 -s 64"
 perftest "ib_write_lat -c UC" "$PT_LAT" "ib_write_lat -c UC -n 1000 -s 64"
 
+svt_check_released "no objects left after the clients exited"
+
+# a client and its server killed in the middle of a run: their objects go
+if want killed; then
+    port=$(qpx_free_port)
+    ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 >/dev/null 2>&1 &
+    spid=$!
+    SVT_PIDS="$SVT_PIDS $spid"
+    svt_wait_listen "$port"
+    ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 127.0.0.1 >/dev/null 2>&1 &
+    cpid=$!
+    SVT_PIDS="$SVT_PIDS $cpid"
+    sleep 1
+    if timeout 10 softverbs-stat | grep -q '^total.* qp=[1-9]'; then
+        kill -9 "$cpid" "$spid" 2>/dev/null
+        wait "$cpid" "$spid" 2>/dev/null
+        svt_check_released "objects of SIGKILLed ib_write_bw processes reclaimed"
+    else
+        qpx_fail "objects of SIGKILLed ib_write_bw processes reclaimed (no live QP seen while they ran)"
+        kill -9 "$cpid" "$spid" 2>/dev/null
+    fi
+fi
+
 qpx_finish

@@ -14,13 +14,17 @@ svt_env_setup
 svt_need_device
 
 if [ -n "$SVT_VALGRIND" ]; then
+    SVT_TIMEOUT_SCALE=${SVT_TIMEOUT_SCALE:-10}
+    export SVT_TIMEOUT_SCALE
     set -- valgrind --trace-children=yes --error-exitcode=99 --leak-check=no \
         -q "$prog" "$@"
 else
     set -- "$prog" "$@"
 fi
-# 5 minutes is far above the suite's normal run time; per-case bounds apply
-timeout -k 5 ${SVT_CONFORMANCE_TIMEOUT:-300} "$@"
+# far above the suite's normal run time (~10 s); per-case bounds apply too
+limit=300
+[ -n "$SVT_VALGRIND" ] && limit=3000
+timeout -k 5 "${SVT_CONFORMANCE_TIMEOUT:-$limit}" "$@"
 rc=$?
 [ $rc -eq 124 ] && echo "FAIL: conformance suite timed out"
 exit $rc

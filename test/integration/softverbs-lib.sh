@@ -143,3 +143,24 @@ svt_run_pair() {
     sed 's/^/  | /' "$cli_file" | tail -n 15
     return 1
 }
+
+# svt_check_released NAME: once every client has exited (or been killed),
+# softverbs-stat must show no live object on the host within 3 s
+svt_check_released() {
+    if ! command -v softverbs-stat >/dev/null; then
+        qpx_fail "$1 (softverbs-stat not found next to $SOFTVERBS_LIBDIR)"
+        return 1
+    fi
+    i=0
+    while [ $i -lt 30 ]; do
+        st=$(timeout 10 softverbs-stat 2>&1 | grep '^total')
+        if echo "$st" | grep -Eq ' qp=0 .* cq=0 srq=0 mr=0 '; then
+            qpx_pass "$1"
+            return 0
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    qpx_fail "$1 (softverbs-stat after 3 s: ${st:-no output})"
+    return 1
+}

@@ -53,4 +53,17 @@ ucp tag_bw rc_verbs,ud_verbs "-s 1048576"
 ucp tag_lat ud_verbs
 ucp ucp_put_lat rc_verbs,ud_verbs
 
+# UCX's UD reliability over a lossy and reordering fabric (softverbs knobs)
+lossy() {
+    want "ucx_perftest lossy $1" || return 0
+    port=$(qpx_free_port)
+    SVT_LISTEN_PORT=$port svt_run_pair "ucx_perftest -x ud_verbs -t $1 with $2" 60 "$UCX_OK" \
+        "env $2 ucx_perftest -d $D:1 -x ud_verbs -t $1 -n 2000 -w 100 -p $port $3" \
+        "env $2 ucx_perftest -d $D:1 -x ud_verbs -t $1 -n 2000 -w 100 -p $port $3 127.0.0.1"
+}
+lossy am_bw "SOFTVERBS_UD_DROP=0.01 SOFTVERBS_UD_REORDER=0.01" "-s 1024 -D bcopy"
+lossy am_lat "SOFTVERBS_UD_REORDER=0.05"
+
+svt_check_released "no objects left after the UCX processes exited"
+
 qpx_finish

@@ -111,10 +111,16 @@ void svt_skip(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 void svt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+#ifdef __FILE_NAME__
+#define SVT_FILE __FILE_NAME__
+#else
+#define SVT_FILE __FILE__
+#endif
+
 #define SVT_CHECK(_cond, _fmt, ...) \
     do { \
         if (!(_cond)) { \
-            svt_fail("%s:%d: " _fmt, __FILE__, __LINE__, ## __VA_ARGS__); \
+            svt_fail("%s:%d: " _fmt, SVT_FILE, __LINE__, ## __VA_ARGS__); \
         } \
     } while (0)
 
@@ -148,6 +154,7 @@ void    svt_pattern_check(const void *buf, size_t len, uint32_t seed,
 
 /* --- verbs helpers --- */
 void svt_dev_open(svt_dev_t *dev);
+void svt_dev_open_name(svt_dev_t *dev, const char *name);
 void svt_dev_close(svt_dev_t *dev);
 void svt_ep_opts_init(svt_ep_opts_t *o, enum ibv_qp_type type);
 void svt_ep_create(svt_dev_t *dev, const svt_ep_opts_t *o, svt_ep_t *ep);

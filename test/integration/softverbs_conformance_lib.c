@@ -79,6 +79,9 @@ void svt_msg_send(svt_proc_t *p, int peer, const void *buf, size_t len)
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
+        if ((n < 0) && ((errno == EPIPE) || (errno == ECONNRESET))) {
+            _exit(1); /* the peer failed and reports why */
+        }
         SVT_CHECK(n > 0, "rank %d: send to rank %d failed: %s", p->rank, peer,
                   strerror(errno));
         ptr += n;
@@ -96,9 +99,8 @@ void svt_msg_recv(svt_proc_t *p, int peer, void *buf, size_t len)
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
-        if (n == 0) {
-            /* the peer reports its own failure; just stop quietly */
-            _exit(p->rank == 0 ? 1 : 2);
+        if ((n == 0) || ((n < 0) && (errno == ECONNRESET))) {
+            _exit(1); /* the peer failed and reports why */
         }
         SVT_CHECK(n > 0, "rank %d: recv from rank %d failed: %s", p->rank,
                   peer, strerror(errno));
@@ -212,7 +214,12 @@ void svt_memset_check(const void *buf, size_t len, uint8_t val,
 
 void svt_dev_open(svt_dev_t *dev)
 {
-    const char *want = getenv("SVT_DEVICE");
+    svt_dev_open_name(dev, getenv("SVT_DEVICE"));
+}
+
+/* Open device `want` (NULL: softverbs0, else the first one) */
+void svt_dev_open_name(svt_dev_t *dev, const char *want)
+{
     struct ibv_device **list;
     int num = 0, i, pick = -1;
 

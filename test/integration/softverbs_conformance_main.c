@@ -53,6 +53,15 @@ static const svt_case_t *svt_case_find(const char *name)
     return NULL;
 }
 
+/* Seconds a case may take; SVT_TIMEOUT_SCALE multiplies (valgrind) */
+static int svt_case_timeout(const svt_case_t *tc)
+{
+    const char *scale = getenv("SVT_TIMEOUT_SCALE");
+    int t = tc->timeout ? tc->timeout : SVT_TIMEOUT_DEF;
+
+    return (scale != NULL && atoi(scale) > 1) ? t * atoi(scale) : t;
+}
+
 /* Apply "A=1 B=2" to the environment */
 static void svt_env_apply(const char *env)
 {
@@ -95,7 +104,7 @@ static int svt_rank_main(const char *name, int rank)
             p.sock[i] = -1;
         }
     }
-    alarm(tc->timeout ? tc->timeout : SVT_TIMEOUT_DEF);
+    alarm(svt_case_timeout(tc));
     tc->fn(&p);
     return 0;
 }
@@ -167,7 +176,7 @@ static int svt_case_run(const svt_case_t *tc)
     static char shm[PATH_MAX + 16];
     static int case_no;
     const char *args[5];
-    int timeout = tc->timeout ? tc->timeout : SVT_TIMEOUT_DEF;
+    int timeout = svt_case_timeout(tc);
     double deadline = svt_now_ms() + (timeout + 5) * 1000.0;
     int r, left, result = 0, timed_out = 0, closefd[2 * SVT_MAX_PROCS + 1];
     ssize_t n;

@@ -542,7 +542,54 @@ static void svt_case_device_attrs(svt_proc_t *p)
               "phys_port_cnt %u", dev.attr.phys_port_cnt);
 }
 
+/* SOFTVERBS_NUM_DEVICES=2: two devices with distinct names, GUIDs, GIDs;
+ * an RC QP on softverbs0 talks to one on softverbs1 */
+static void svt_case_two_devices(svt_proc_t *p)
+{
+    struct ibv_device **list;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    uint64_t guid[2], peer_gid[2];
+    int num = 0;
+
+    list = ibv_get_device_list(&num);
+    SVT_CHECK((list != NULL) && (num == 2), "%d devices listed with "
+              "SOFTVERBS_NUM_DEVICES=2", num);
+    SVT_CHECK(!strcmp(ibv_get_device_name(list[0]), "softverbs0") &&
+              !strcmp(ibv_get_device_name(list[1]), "softverbs1"),
+              "device names %s, %s", ibv_get_device_name(list[0]),
+              ibv_get_device_name(list[1]));
+    guid[0] = ibv_get_device_guid(list[0]);
+    guid[1] = ibv_get_device_guid(list[1]);
+    SVT_CHECK(guid[0] != guid[1], "both devices have GUID 0x%llx",
+              (unsigned long long)guid[0]);
+    ibv_free_device_list(list);
+
+    svt_dev_open_name(&dev, p->rank ? "softverbs1" : "softverbs0");
+    memcpy(peer_gid, dev.gid.raw, 16);
+    svt_msg_send(p, !p->rank, peer_gid, 16);
+    svt_msg_recv(p, !p->rank, peer_gid, 16);
+    SVT_CHECK(memcmp(peer_gid, dev.gid.raw, 16) != 0, "both devices have "
+              "the same GID 0");
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 0) {
+        svt_fill(ep.buf, 4096, 9);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 4096, svt_raddr(&ep, 0),
+                             ep.remote.rkey, 0, IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 1) {
+        svt_pattern_check(ep.buf, 4096, 9, "write across devices");
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_qp[] = {
+    {"dev/two_devices", svt_case_two_devices, 2, 0, 0,
+     "SOFTVERBS_NUM_DEVICES=2"},
     {"qp/device_attrs", svt_case_device_attrs, 1},
     {"qp/legal_path_rc", svt_case_legal_path, 1, IBV_QPT_RC},
     {"qp/legal_path_uc", svt_case_legal_path, 1, IBV_QPT_UC},

@@ -340,7 +340,34 @@ static void svt_case_srq_limit(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/* SOFTVERBS_UD_DROP=1: every datagram is lost (the sender still completes) */
+static void svt_case_ud_drop_all(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    int i;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_UD);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 256, 1);
+        svt_sync(p, 0);
+        svt_sync(p, 0);
+        svt_expect_no_wc(ep.cq, 200);
+    } else {
+        svt_sync(p, 1);
+        for (i = 0; i < 10; ++i) {
+            svt_ud_send(&ep, ep.ah, ep.remote.qpn, SVT_QKEY, 0, 16, 0, i);
+        }
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_ud[] = {
+    {"ud/drop_knob", svt_case_ud_drop_all, 2, 0, 0, "SOFTVERBS_UD_DROP=1"},
     {"ud/grh_byte_len_src_qp", svt_case_ud_grh, 2},
     {"ud/qkey_mismatch_dropped", svt_case_ud_qkey, 2},
     {"ud/multicast", svt_case_ud_mcast, 3},
