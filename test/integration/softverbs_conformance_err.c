@@ -24,6 +24,9 @@ enum {
     SVT_ACC_NO_REMOTE_WRITE,
     SVT_ACC_NO_REMOTE_READ,
     SVT_ACC_NO_REMOTE_ATOMIC,
+    SVT_ACC_DEREGISTERED,  /* rkey of an MR deregistered before the write */
+    SVT_ACC_OTHER_PD,      /* MR in another PD than the target QP */
+    SVT_ACC_QP_NO_WRITE,   /* MR allows it, the QP's access flags do not */
 };
 
 static int svt_acc_mr_access(int kind)
@@ -67,24 +70,41 @@ static void svt_case_access(svt_proc_t *p)
     svt_ep_opts_init(&o, IBV_QPT_RC);
     o.retry_cnt = 1;
     o.buf_size  = 8192;
+    if ((p->rank == 1) && (kind == SVT_ACC_QP_NO_WRITE)) {
+        o.qp_access &= ~IBV_ACCESS_REMOTE_WRITE;
+    }
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
+        struct ibv_pd *vpd = dev.pd;
+
         SVT_CHECK(posix_memalign((void **)&victim, 4096, SVT_VICTIM_LEN) == 0,
                   "out of memory");
         memset(victim, SVT_VICTIM_VAL, SVT_VICTIM_LEN);
         memset(ep.buf, SVT_VICTIM_VAL, ep.size);
-        SVT_NN(vmr, ibv_reg_mr(dev.pd, victim, SVT_VICTIM_LEN,
+        if (kind == SVT_ACC_OTHER_PD) {
+            SVT_NN(vpd, ibv_alloc_pd(dev.ctx));
+        }
+        SVT_NN(vmr, ibv_reg_mr(vpd, victim, SVT_VICTIM_LEN,
                                svt_acc_mr_access(kind)));
         memset(&va, 0, sizeof(va));
         va.addr = (uintptr_t)victim;
         va.rkey = vmr->rkey;
+        if (kind == SVT_ACC_DEREGISTERED) {
+            SVT_OK(ibv_dereg_mr(vmr));
+            vmr = NULL;
+        }
         svt_msg_send(p, 0, &va, sizeof(va));
         svt_sync(p, 0); /* rank 0 saw its completions */
         svt_memset_check(victim, SVT_VICTIM_LEN, SVT_VICTIM_VAL,
                          "victim MR after the rejected access");
         svt_memset_check(ep.buf, ep.size, SVT_VICTIM_VAL,
                          "target after flushed writes");
-        SVT_OK(ibv_dereg_mr(vmr));
+        if (vmr != NULL) {
+            SVT_OK(ibv_dereg_mr(vmr));
+        }
+        if (vpd != dev.pd) {
+            SVT_OK(ibv_dealloc_pd(vpd));
+        }
         free(victim);
     } else {
         svt_msg_recv(p, 1, &va, sizeof(va));
@@ -393,6 +413,9 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("no_remote_write", SVT_ACC_NO_REMOTE_WRITE),
     SVT_ACCESS_CASE("no_remote_read", SVT_ACC_NO_REMOTE_READ),
     SVT_ACCESS_CASE("no_remote_atomic", SVT_ACC_NO_REMOTE_ATOMIC),
+    SVT_ACCESS_CASE("rkey_after_dereg", SVT_ACC_DEREGISTERED),
+    SVT_ACCESS_CASE("mr_of_other_pd", SVT_ACC_OTHER_PD),
+    SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},

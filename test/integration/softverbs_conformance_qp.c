@@ -369,6 +369,113 @@ static void svt_case_post_early(svt_proc_t *p)
     SVT_OK(ibv_dereg_mr(mr));
 }
 
+/*
+ * Immediate errors of ibv_post_send/ibv_post_recv (the WR is refused, bad_wr
+ * points at it, the QP state is unchanged): more SGEs than the QP has
+ * (arg 0), inline data above max_inline_data (1), a full receive queue (2)
+ * and a full send queue (3): ENOMEM, as on hardware where a send queue slot
+ * is released only when its completion is polled. Two QPs of this process
+ * connected to each other.
+ */
+enum { SVT_POST_SGE, SVT_POST_INLINE, SVT_POST_RQ_FULL, SVT_POST_SQ_FULL };
+
+static void svt_case_post_limits(svt_proc_t *p)
+{
+    struct ibv_sge sge[64];
+    struct ibv_send_wr swr, *sbad = NULL;
+    struct ibv_recv_wr rwr, *rbad = NULL;
+    struct ibv_qp_init_attr qi;
+    struct ibv_qp_attr q;
+    svt_ep_opts_t o;
+    svt_addr_t aa, ba;
+    svt_dev_t dev;
+    svt_ep_t a, b;
+    uint32_t i;
+    int ret;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.max_send_wr = o.max_recv_wr = 8;
+    o.max_send_sge = o.max_recv_sge = 2;
+    o.max_inline = 32;
+    o.cq_size    = 256;
+    svt_ep_create(&dev, &o, &a);
+    svt_ep_create(&dev, &o, &b);
+    svt_ep_addr(&a, &aa);
+    svt_ep_addr(&b, &ba);
+    svt_ep_connect(&a, &ba);
+    svt_ep_connect(&b, &aa);
+    SVT_OK(ibv_query_qp(a.qp, &q, IBV_QP_CAP, &qi));
+    SVT_CHECK(qi.cap.max_send_wr < 64 && qi.cap.max_recv_wr < 64 &&
+              qi.cap.max_send_sge < 64 && qi.cap.max_recv_sge < 64 &&
+              qi.cap.max_inline_data < 4096, "caps %u/%u/%u/%u/%u for "
+              "8/8/2/2/32 requested", qi.cap.max_send_wr, qi.cap.max_recv_wr,
+              qi.cap.max_send_sge, qi.cap.max_recv_sge,
+              qi.cap.max_inline_data);
+    for (i = 0; i < 64; ++i) {
+        sge[i] = (struct ibv_sge){(uintptr_t)a.buf + 8 * i, 8, a.mr->lkey};
+    }
+    memset(&swr, 0, sizeof(swr));
+    swr.sg_list             = sge;
+    swr.num_sge             = 1;
+    swr.opcode              = IBV_WR_RDMA_WRITE;
+    swr.wr.rdma.remote_addr = svt_raddr(&a, 0);
+    swr.wr.rdma.rkey        = a.remote.rkey;
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.sg_list = sge;
+    rwr.num_sge = 1;
+
+    switch (p->arg) {
+    case SVT_POST_SGE:
+        swr.num_sge = qi.cap.max_send_sge + 1;
+        ret = ibv_post_send(a.qp, &swr, &sbad);
+        SVT_CHECK(ret != 0 && sbad == &swr, "post_send with %u SGEs (max %u):"
+                  " ret %d", swr.num_sge, qi.cap.max_send_sge, ret);
+        rwr.num_sge = qi.cap.max_recv_sge + 1;
+        ret = ibv_post_recv(a.qp, &rwr, &rbad);
+        SVT_CHECK(ret != 0 && rbad == &rwr, "post_recv with %u SGEs (max %u):"
+                  " ret %d", rwr.num_sge, qi.cap.max_recv_sge, ret);
+        break;
+    case SVT_POST_INLINE:
+        sge[0].length  = qi.cap.max_inline_data + 1;
+        swr.send_flags = IBV_SEND_INLINE;
+        ret = ibv_post_send(a.qp, &swr, &sbad);
+        SVT_CHECK(ret != 0 && sbad == &swr, "inline post of %u bytes "
+                  "(max_inline_data %u): ret %d", sge[0].length,
+                  qi.cap.max_inline_data, ret);
+        break;
+    case SVT_POST_RQ_FULL:
+        for (i = 0; i < qi.cap.max_recv_wr; ++i) {
+            svt_post_recv(&a, 0, 8, i);
+        }
+        ret = ibv_post_recv(a.qp, &rwr, &rbad);
+        SVT_CHECK(ret == ENOMEM && rbad == &rwr, "post_recv on a full "
+                  "receive queue (%u WRs): ret %d, expected ENOMEM",
+                  qi.cap.max_recv_wr, ret);
+        break;
+    default:
+        for (i = 0; i < qi.cap.max_send_wr; ++i) {
+            SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
+                                 a.remote.rkey, 0, IBV_SEND_SIGNALED, i));
+        }
+        svt_sleep_ms(20);
+        ret = svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
+                            a.remote.rkey, 0, IBV_SEND_SIGNALED, 99);
+        SVT_CHECK(ret == ENOMEM, "post_send on a full send queue (%u WRs "
+                  "completed, none polled): ret %d, expected ENOMEM",
+                  qi.cap.max_send_wr, ret);
+        for (i = 0; i < qi.cap.max_send_wr; ++i) {
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, i, NULL);
+        }
+        SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
+                             a.remote.rkey, 0, IBV_SEND_SIGNALED, 100));
+        svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 100, NULL);
+        break;
+    }
+    SVT_CHECK(svt_qp_state(a.qp) == IBV_QPS_RTS, "a refused post changed "
+              "the QP state to %s", SVT_STATE_STR(svt_qp_state(a.qp)));
+}
+
 /* Caps written back by ibv_create_qp are >= the request, and ibv_query_qp
  * agrees */
 static void svt_case_caps_writeback(svt_proc_t *p)
@@ -600,6 +707,10 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/masks_uc", svt_case_masks, 1, IBV_QPT_UC},
     {"qp/masks_ud", svt_case_masks, 1, IBV_QPT_UD},
     {"qp/post_in_reset_init", svt_case_post_early, 1},
+    {"qp/post_too_many_sges", svt_case_post_limits, 1, SVT_POST_SGE},
+    {"qp/post_inline_too_big", svt_case_post_limits, 1, SVT_POST_INLINE},
+    {"qp/post_recv_queue_full", svt_case_post_limits, 1, SVT_POST_RQ_FULL},
+    {"qp/post_send_queue_full", svt_case_post_limits, 1, SVT_POST_SQ_FULL},
     {"caps/writeback", svt_case_caps_writeback, 1},
     {"caps/srq_rules", svt_case_srq_rules, 1},
     {"caps/destroy_attached_qp", svt_case_mcast_busy, 1},
