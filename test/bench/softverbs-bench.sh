@@ -66,15 +66,17 @@ sl_typ=${5:-0}; sl_avg=${6:-0}
 set -- $(perftest_row ib_write_bw -s 1048576 -n 2000)
 wb_avg=${4:-0}
 
-echo "softverbs benchmark on $(uname -n), $(nproc) cpus, $(date -u +%FT%TZ)"
-printf '%-34s %12s %12s %14s %14s %8s\n' "metric" "softverbs" "" "machine limit" "" "ratio"
-printf '%-34s %12s %12s %14s %14s %8s\n' "" "typical" "avg" "typical" "avg" "(avg)"
-printf '%-34s %12s %12s %14s %14s %8s\n' "ib_write_lat 8 B one-way [usec]" \
-    "$wl_typ" "$wl_avg" "$raw_typ" "$raw_avg" "$(ratio "$wl_avg" "$raw_avg")x"
-printf '%-34s %12s %12s %14s %14s %8s\n' "ib_send_lat 8 B one-way [usec]" \
-    "$sl_typ" "$sl_avg" "$raw_typ" "$raw_avg" "$(ratio "$sl_avg" "$raw_avg")x"
-printf '%-34s %12s %12s %14s %14s %8s\n' "ib_write_bw 1 MiB [MiB/s]" \
-    "" "$wb_avg" "" "$raw_bw" "$(ratio "$raw_bw" "$wb_avg")x"
-echo "limits: shm ping-pong between two processes (latency), memcpy 1 MiB (bandwidth)"
-echo "ratios: softverbs/limit for latency, limit/softverbs for bandwidth; target <= 2x"
+echo "softverbs benchmark on $(uname -n), $(nproc) cpus, load $(cut -d' ' -f1 /proc/loadavg), $(date -u +%FT%TZ)"
+fmt='%-32s %10s %10s %10s %10s %8s %8s\n'
+printf "$fmt" "" "softverbs" "" "limit" "" "ratio" ""
+printf "$fmt" "metric" "typical" "avg" "typical" "avg" "typical" "avg"
+printf "$fmt" "ib_write_lat 8 B one-way [usec]" "$wl_typ" "$wl_avg" "$raw_typ" "$raw_avg" \
+    "$(ratio "$wl_typ" "$raw_typ")x" "$(ratio "$wl_avg" "$raw_avg")x"
+printf "$fmt" "ib_send_lat 8 B one-way [usec]" "$sl_typ" "$sl_avg" "$raw_typ" "$raw_avg" \
+    "$(ratio "$sl_typ" "$raw_typ")x" "$(ratio "$sl_avg" "$raw_avg")x"
+printf "$fmt" "ib_write_bw 1 MiB [MiB/s]" "-" "$wb_avg" "-" "$raw_bw" "-" \
+    "$(ratio "$raw_bw" "$wb_avg")x"
+echo "limits: raw shared-memory ping-pong between two processes (latency),"
+echo "        memcpy of 1 MiB in one process (bandwidth)"
+echo "ratio:  softverbs/limit for latency, limit/softverbs for bandwidth; target <= 2x"
 exit 0
