@@ -289,11 +289,101 @@ static void svt_case_qp_ex(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/* Extended CQ: ibv_create_cq_ex and the ibv_start_poll/ibv_wc_read_* API */
+static void svt_case_cq_ex(svt_proc_t *p)
+{
+    struct ibv_cq_init_attr_ex ca = {.cqe = 16,
+                                     .wc_flags = IBV_WC_STANDARD_FLAGS};
+    struct ibv_poll_cq_attr pa = {0};
+    struct ibv_cq_ex *cqx = NULL;
+    double deadline;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    int ret;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    if (p->rank == 1) {
+        SVT_NN(cqx, ibv_create_cq_ex(dev.ctx, &ca));
+        o.cq = ibv_cq_ex_to_cq(cqx);
+    }
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 256, 77);
+        svt_sync(p, 0);
+        deadline = svt_now_ms() + SVT_WC_TIMEOUT_MS;
+        while ((ret = ibv_start_poll(cqx, &pa)) == ENOENT) {
+            SVT_CHECK(svt_now_ms() < deadline, "no completion on the cq_ex");
+        }
+        SVT_CHECK(ret == 0, "ibv_start_poll returned %d", ret);
+        SVT_CHECK(cqx->status == IBV_WC_SUCCESS && cqx->wr_id == 77,
+                  "status %s wr_id %llu", ibv_wc_status_str(cqx->status),
+                  (unsigned long long)cqx->wr_id);
+        SVT_CHECK(ibv_wc_read_opcode(cqx) == IBV_WC_RECV, "opcode %d",
+                  ibv_wc_read_opcode(cqx));
+        SVT_CHECK(ibv_wc_read_byte_len(cqx) == 100, "byte_len %u",
+                  ibv_wc_read_byte_len(cqx));
+        SVT_CHECK(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM, "wc_flags 0x%x",
+                  ibv_wc_read_wc_flags(cqx));
+        SVT_CHECK(ntohl(ibv_wc_read_imm_data(cqx)) == 0xabcd, "imm 0x%x",
+                  ntohl(ibv_wc_read_imm_data(cqx)));
+        SVT_CHECK(ibv_wc_read_qp_num(cqx) == ep.qp->qp_num, "qp_num 0x%x",
+                  ibv_wc_read_qp_num(cqx));
+        SVT_CHECK(ibv_next_poll(cqx) == ENOENT, "a second completion");
+        ibv_end_poll(cqx);
+        svt_pattern_check(ep.buf, 100, 5, "payload");
+    } else {
+        svt_fill(ep.buf, 100, 5);
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND_WITH_IMM, 0, 100, 0, 0, 0xabcd,
+                             IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 1, NULL);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* More RDMA READs posted at once than max_rd_atomic (1): they queue, all
+ * complete in order with the right data */
+static void svt_case_many_reads(svt_proc_t *p)
+{
+    const int n = 16, len = 4096;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    int i;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.buf_size = 2 * n * len;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        for (i = 0; i < n; ++i) {
+            svt_fill(ep.buf + i * len, len, 100 + i);
+        }
+        svt_sync(p, 0);
+    } else {
+        svt_sync(p, 1);
+        for (i = 0; i < n; ++i) {
+            SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_READ, (n + i) * len, len,
+                                 svt_raddr(&ep, i * len), ep.remote.rkey, 0,
+                                 IBV_SEND_SIGNALED, i));
+        }
+        for (i = 0; i < n; ++i) {
+            svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, i, NULL);
+            svt_pattern_check(ep.buf + (n + i) * len, len, 100 + i, "read");
+        }
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_atomic[] = {
     {"atomic/fetch_add", svt_case_fetch_add, 2},
     {"atomic/cmp_swap", svt_case_cmp_swap, 2},
     {"atomic/concurrent_fetch_add", svt_case_hammer, 3, 0, 30},
     {"atomic/concurrent_cmp_swap", svt_case_hammer, 3, 1, 30},
     {"qp_ex/wr_api", svt_case_qp_ex, 2},
+    {"cq_ex/poll_api", svt_case_cq_ex, 2},
+    {"order/reads_beyond_max_rd_atomic", svt_case_many_reads, 2},
     {NULL}
 };

@@ -483,6 +483,54 @@ static void svt_case_send_order(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * RC ordering between operations of one QP, posted back to back without
+ * waiting: a SEND after a 1 MiB RDMA WRITE completes at the target only when
+ * the written data is all there (arg 0); an RDMA READ after an RDMA WRITE of
+ * the same remote range returns the written data (arg 1).
+ */
+static void svt_case_write_then(svt_proc_t *p)
+{
+    const size_t size = 1 << 20;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.buf_size = 2 * size + 64;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 2 * size, 64, 1);
+        svt_sync(p, 0);
+        if (p->arg == 0) {
+            svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, NULL);
+            svt_pattern_check(ep.buf, size, 0x42, "data written before the "
+                              "send, checked at its receive completion");
+        }
+        svt_sync(p, 0);
+    } else {
+        svt_fill(ep.buf, size, 0x42);
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, size, svt_raddr(&ep, 0),
+                             ep.remote.rkey, 0, 0, 1));
+        if (p->arg == 0) {
+            SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 2 * size, 8, 0, 0, 0,
+                                 IBV_SEND_SIGNALED, 2));
+            svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 2, NULL);
+        } else {
+            SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_READ, size, size,
+                                 svt_raddr(&ep, 0), ep.remote.rkey, 0,
+                                 IBV_SEND_SIGNALED, 2));
+            svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 2, NULL);
+            svt_pattern_check(ep.buf + size, size, 0x42, "read right after "
+                              "a write of the same range");
+        }
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
 #define SVT_SIZE_CASES(_pfx, _fn) \
     {_pfx "/0", _fn, 2, 0}, {_pfx "/1", _fn, 2, 1}, {_pfx "/7", _fn, 2, 7}, \
     {_pfx "/8", _fn, 2, 8}, {_pfx "/63", _fn, 2, 63}, \
@@ -507,5 +555,7 @@ const svt_case_t svt_cases_data[] = {
     {"signal/selective", svt_case_signal_selective, 2},
     {"signal/sq_sig_all", svt_case_signal_all, 2},
     {"order/rc_send", svt_case_send_order, 2},
+    {"order/write_then_send", svt_case_write_then, 2, 0},
+    {"order/write_then_read", svt_case_write_then, 2, 1},
     {NULL}
 };

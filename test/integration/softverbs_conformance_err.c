@@ -27,6 +27,7 @@ enum {
     SVT_ACC_DEREGISTERED,  /* rkey of an MR deregistered before the write */
     SVT_ACC_OTHER_PD,      /* MR in another PD than the target QP */
     SVT_ACC_QP_NO_WRITE,   /* MR allows it, the QP's access flags do not */
+    SVT_ACC_UNSIGNALED,    /* bad rkey on an unsignaled WR: still completes */
 };
 
 static int svt_acc_mr_access(int kind)
@@ -116,6 +117,7 @@ static void svt_case_access(svt_proc_t *p)
             op = IBV_WR_RDMA_READ;
             /* fallthrough */
         case SVT_ACC_BAD_RKEY_WRITE:
+        case SVT_ACC_UNSIGNALED:
             rkey = va.rkey ^ 0x5a5a00;
             break;
         case SVT_ACC_OOB_READ:
@@ -136,6 +138,7 @@ static void svt_case_access(svt_proc_t *p)
         }
         memset(ep.buf, 0x77, ep.size);
         SVT_OK(svt_post_send(&ep, op, 0, len, raddr, rkey, 0,
+                             (kind == SVT_ACC_UNSIGNALED) ? 0 :
                              IBV_SEND_SIGNALED, 1));
         svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 1, NULL);
         SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "QP state %d after "
@@ -416,6 +419,7 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("rkey_after_dereg", SVT_ACC_DEREGISTERED),
     SVT_ACCESS_CASE("mr_of_other_pd", SVT_ACC_OTHER_PD),
     SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
+    SVT_ACCESS_CASE("unsignaled_wr_error_completes", SVT_ACC_UNSIGNALED),
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},

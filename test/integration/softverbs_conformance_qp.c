@@ -641,6 +641,16 @@ static void svt_case_device_attrs(svt_proc_t *p)
               dev.port.active_mtu, dev.port.max_mtu);
     SVT_CHECK((dev.port.link_layer != IBV_LINK_LAYER_INFINIBAND) ||
               (dev.port.lid != 0), "InfiniBand link layer with LID 0");
+    {
+        struct ibv_device_attr_ex ax;
+
+        memset(&ax, 0, sizeof(ax));
+        SVT_OK(ibv_query_device_ex(dev.ctx, NULL, &ax));
+        SVT_CHECK(ax.orig_attr.max_qp == dev.attr.max_qp &&
+                  ax.orig_attr.max_qp_wr == dev.attr.max_qp_wr &&
+                  ax.orig_attr.vendor_part_id == dev.attr.vendor_part_id,
+                  "ibv_query_device_ex differs from ibv_query_device");
+    }
     SVT_OK(ibv_query_pkey(dev.ctx, dev.port_num, 0, &pkey));
     SVT_CHECK(pkey == htobe16(0xffff), "pkey[0] 0x%x, expected 0xffff",
               be16toh(pkey));
