@@ -95,8 +95,29 @@ struct sv_cqe {
     uint8_t  dlid_path_bits;
     uint32_t vendor_err;
     uint16_t pkey_index;
-    uint16_t pad[3];
+    uint16_t inl_len;             /* payload carried in the slot (SEND) */
+    uint8_t  inl_nsge;
+    uint8_t  pad[3];
 };
+
+/* Small SEND payloads travel in the CQ slot: the requester saves a
+ * process_vm_writev, the responder's poll_cq scatters the bytes into the
+ * receive WQE's buffers (already checked) before returning the WC */
+#define SV_CQE_INL      160
+#define SV_CQE_INL_SGE  2
+
+struct sv_cqe_inl {
+    uint64_t va[SV_CQE_INL_SGE];  /* responder's addresses */
+    uint32_t len[SV_CQE_INL_SGE];
+    uint8_t  pad[8];
+    uint8_t  data[SV_CQE_INL];
+};
+
+struct sv_cq_slot {
+    struct sv_cqe     h;
+    struct sv_cqe_inl inl;
+};
+_Static_assert(sizeof(struct sv_cqe) == 64, "CQE header is a cache line");
 
 /* CQ ring: multi producer (any process), single consumer (the owner) */
 struct sv_cq_hdr {
@@ -190,7 +211,8 @@ struct sv_shm_hdr {
     uint64_t arena_top;           /* bump pointer, under lock */
     uint64_t free_list[48];       /* by power-of-two size class */
     pthread_mutex_t lock;         /* robust, process-shared */
-    pthread_mutex_t atomic_lock;  /* remote atomics, host-wide */
+    pthread_mutex_t atomic_lock_unused;
+    int32_t  atomic_owner;        /* spinlock for remote atomics: pid */
     uint32_t next_pd_id;
     uint32_t next_ctx_id;
     uint32_t next_ch_id;
@@ -220,6 +242,10 @@ struct sv_global {
     int        debug;
     char       shm_path[256];
     uint32_t   shm_tag;           /* hash of the path: socket names */
+    /* local CQs, for progress while blocked in ibv_get_cq_event */
+    pthread_mutex_t cq_list_lock;
+    struct sv_cq *cq_list;
+    uint32_t   sq_pending_qps;    /* local QPs with unfinished send WQEs */
 };
 
 extern struct sv_global sv_g;
@@ -311,12 +337,13 @@ struct sv_cq {
     uint32_t index;
     struct sv_shm_cq *shm;
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slots;
+    struct sv_cq_slot *slots;
     pthread_mutex_t lock;
     struct sv_qp **qps;           /* local QPs using this CQ */
     int nqps, qps_cap;
     uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
     struct sv_cqe cur;            /* ibv_cq_ex current entry */
+    struct sv_cq *next, *prev;    /* sv_g.cq_list */
 };
 
 struct sv_srq {
@@ -426,7 +453,8 @@ void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 
 /* CQ */
-int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited);
+int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+                const struct sv_cqe_inl *inl, int solicited);
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);

@@ -44,7 +44,9 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *w,
         c.dlid_path_bits = 0;
         c.vendor_err = (status == IBV_WC_SUCCESS) ? 0 : 0x81;
         c.pkey_index = 0;
-        sv_cq_push(qp->scq->index, &c, 0);
+        c.inl_len    = 0;
+        c.inl_nsge   = 0;
+        sv_cq_push(qp->scq->index, &c, NULL, 0);
     }
     qp->sq_head++;
 }
@@ -63,7 +65,7 @@ void sv_comp_flush_sq(struct sv_qp *qp)
         c.opcode     = sv_comp_opcode(w->opcode);
         c.qp_num     = qp->shm->qpn;
         c.vendor_err = 0xf9;
-        sv_cq_push(qp->scq->index, &c, 0);
+        sv_cq_push(qp->scq->index, &c, NULL, 0);
         qp->sq_head++;
     }
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
 
 /* ---------------------------------------------------------------------
  * Completion channels
@@ -48,6 +50,48 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     return 0;
 }
 
+static void sv_cq_progress(struct sv_cq *cq);
+
+/* Run the requesters of every local CQ: a process blocked waiting for a
+ * completion event still has its RNR/retry timers evaluated */
+static void sv_cq_progress_all(void)
+{
+    struct sv_cq *cq;
+
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    for (cq = sv_g.cq_list; cq != NULL; cq = cq->next) {
+        if (__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED)) {
+            pthread_mutex_lock(&cq->lock);
+            sv_cq_progress(cq);
+            pthread_mutex_unlock(&cq->lock);
+        }
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
+}
+
+static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    for (;;) {
+        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        sv_cq_progress_all();
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        ret = poll(&pfd, 1, 1);
+        if (ret > 0) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
                                struct ibv_cq **cq_out, void **cq_context)
 {
@@ -57,7 +101,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
     ssize_t n;
 
     for (;;) {
-        n = recv(channel->fd, &msg, sizeof(msg), 0);
+        n = sv_cq_event_recv(channel->fd, &msg);
         if (n < 0) {
             return -1;
         }
@@ -113,11 +157,12 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     }
 }
 
-int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
+int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+               const struct sv_cqe_inl *inl, int solicited)
 {
     struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slot;
+    struct sv_cq_slot *slot;
     struct sv_ev_msg msg;
     uint64_t t, h;
 
@@ -144,11 +189,15 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
     } while (!__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
                                           __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
-    slot = (struct sv_cqe *)(ring + 1) + (t & (ring->size - 1));
-    memcpy((char *)slot + sizeof(slot->seq), (const char *)cqe +
+    slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
+    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
            sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
+    if (cqe->inl_len) {
+        memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
+               cqe->inl_len);
+    }
     /* release: the CQE body is visible before the consumer sees seq */
-    __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
     sv_cq_notify(scq, cq_index, solicited);
     return 0;
 }
@@ -218,13 +267,22 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
 {
     struct sv_cq_hdr *ring = cq->ring;
     uint64_t h = ring->head;
-    struct sv_cqe *slot = &cq->slots[h & (ring->size - 1)];
+    struct sv_cq_slot *slot = &cq->slots[h & (ring->size - 1)];
+    uint32_t i, off = 0, n;
 
     /* acquire: pairs with the producer's release store of seq */
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != h + 1) {
+    if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
     }
-    *out = *slot;
+    *out = slot->h;
+    for (i = 0; (i < out->inl_nsge) && (i < SV_CQE_INL_SGE); i++) {
+        n = slot->inl.len[i];
+        if (off + n > out->inl_len) {
+            n = out->inl_len - off;
+        }
+        memcpy((void *)(uintptr_t)slot->inl.va[i], slot->inl.data + off, n);
+        off += n;
+    }
     /* release: slot fully read before producers may reuse it */
     __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
     return 1;
@@ -358,7 +416,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cqe);
+    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cq_slot);
 
     sv_shm_lock();
     if (h->num_cq >= sv_g.max_cq) {
@@ -401,7 +459,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
 
     cq->index = i;
     cq->shm   = scq;
-    cq->slots = (struct sv_cqe *)(cq->ring + 1);
+    cq->slots = (struct sv_cq_slot *)(cq->ring + 1);
     pthread_mutex_init(&cq->lock, NULL);
     cq->cq.context    = ctx;
     cq->cq.channel    = attr->channel;
@@ -426,6 +484,13 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     if (attr->channel) {
         attr->channel->refcnt++;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    cq->next = sv_g.cq_list;
+    if (cq->next != NULL) {
+        cq->next->prev = cq;
+    }
+    sv_g.cq_list = cq;
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     return &cq->cq;
 
 err_free:
@@ -481,6 +546,16 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     if (cq->nqps > 0) {
         return EBUSY;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    if (cq->prev != NULL) {
+        cq->prev->next = cq->next;
+    } else {
+        sv_g.cq_list = cq->next;
+    }
+    if (cq->next != NULL) {
+        cq->next->prev = cq->prev;
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     sv_shm_lock();
     __atomic_store_n(&cq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(cq->shm->ring_off, cq->shm->ring_len);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <endian.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 /* ---------------------------------------------------------------------
  * PD
@@ -45,6 +47,31 @@ static inline uint32_t sv_pd_id(struct ibv_pd *pd)
 /* ---------------------------------------------------------------------
  * MR: lkey == rkey == (index << 8 | generation)
  * ------------------------------------------------------------------- */
+
+/* An HCA pins the pages at registration and fails with EFAULT when the
+ * range is not mapped; mincore() tells us the same without pinning */
+static int sv_range_mapped(void *addr, size_t length)
+{
+    const size_t page = sysconf(_SC_PAGESIZE);
+    unsigned char vec[4096];
+    uintptr_t start = (uintptr_t)addr & ~(page - 1);
+    uintptr_t end   = ((uintptr_t)addr + length + page - 1) & ~(page - 1);
+    size_t chunk;
+
+    if ((uintptr_t)addr + length < (uintptr_t)addr) {
+        return 0;
+    }
+    for (; start < end; start += chunk) {
+        chunk = end - start;
+        if (chunk > sizeof(vec) * page) {
+            chunk = sizeof(vec) * page;
+        }
+        if (mincore((void *)start, chunk, vec) < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
 static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
                                 uint64_t iova, unsigned access)
 {
@@ -61,6 +88,11 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
     if ((pd == NULL) || (access & ~known) ||
         ((addr == NULL) && (length > 0) && !(access & IBV_ACCESS_ON_DEMAND))) {
         errno = EINVAL;
+        return NULL;
+    }
+    if ((length > 0) && !(access & IBV_ACCESS_ON_DEMAND) &&
+        !sv_range_mapped(addr, length)) {
+        errno = EFAULT;
         return NULL;
     }
     /* man ibv_reg_mr: remote write or atomic requires local write */

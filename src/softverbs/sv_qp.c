@@ -385,6 +385,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
     }
     if (qp->sq_pending) {
         __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
     }
     sv_qp_free_shm(qp);
     free(qp->wr_list);
@@ -424,7 +425,7 @@ void sv_qp_flush_rq(struct sv_qp *qp)
     c.qp_num = qp->shm->qpn;
     while (sv_rq_take(qp->rq, w)) {
         c.wr_id = w->wr_id;
-        if (sv_cq_push(qp->rcq->index, &c, 0) < 0) {
+        if (sv_cq_push(qp->rcq->index, &c, NULL, 0) < 0) {
             break;
         }
     }
@@ -570,6 +571,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         if (qp->sq_pending) {
             qp->sq_pending = 0;
             __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         }
         qp->sq_head = qp->sq_tail = 0;
         if (qp->rq != NULL) {

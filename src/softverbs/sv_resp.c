@@ -260,14 +260,16 @@ static int sv_resp_recv(struct sv_resp_req *r, struct sv_shm_qp *dq,
     struct sv_swqe *w = r->wqe;
     struct sv_shm_srq *srq;
     struct sv_rq_hdr *rq;
+    struct sv_cqe_inl inl;
     struct ibv_grh grh;
     struct sv_cqe c;
     ssize_t cap;
     size_t len;
-    int rcnt = 0, lcnt = 0, ret;
+    int rcnt = 0, lcnt = 0, ret, i;
 
     rq = sv_resp_rq(dq, &srq);
     if ((rq == NULL) || !sv_rq_take(rq, rw)) {
+        sv_error("qp 0x%x: no receive WQE (RNR)", dq->qpn);
         r->min_rnr_timer = dq->min_rnr_timer;
         return SV_RESP_RNR;
     }
@@ -314,17 +316,30 @@ static int sv_resp_recv(struct sv_resp_req *r, struct sv_shm_qp *dq,
     memcpy(&liov[lcnt], data, dcnt * sizeof(*data));
     lcnt += dcnt;
     rcnt  = sv_iov_trim(riov, rcnt, len);
+    c.byte_len = len;
+    if ((dq->pid != sv_g.pid) && (len <= SV_CQE_INL) &&
+        (rcnt <= SV_CQE_INL_SGE)) {
+        /* small payload: carried in the CQ slot (see struct sv_cqe_inl) */
+        struct iovec dst = { inl.data, len };
+        sv_iov_copy(&dst, 1, liov, lcnt);
+        for (i = 0; i < rcnt; i++) {
+            inl.va[i]  = (uintptr_t)riov[i].iov_base;
+            inl.len[i] = riov[i].iov_len;
+        }
+        c.inl_len  = len;
+        c.inl_nsge = rcnt;
+        goto complete;
+    }
     if (sv_mem_write(dq->pid, liov, lcnt, riov, rcnt) < 0) {
         return SV_RESP_NORESP;
     }
-    c.byte_len = len;
 
 complete:
     if (c.status != IBV_WC_SUCCESS) {
         sv_error("qp 0x%x: receive WQE error %s", dq->qpn,
                  ibv_wc_status_str(c.status));
     }
-    sv_cq_push(dq->rcq, &c, !!(w->send_flags & IBV_SEND_SOLICITED));
+    sv_cq_push(dq->rcq, &c, &inl, !!(w->send_flags & IBV_SEND_SOLICITED));
     return ret;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
@@ -18,7 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-struct sv_global sv_g;
+struct sv_global sv_g = { .cq_list_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_mutex_t sv_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sv_init_done;
@@ -116,14 +117,43 @@ void sv_shm_unlock(void)
     pthread_mutex_unlock(&sv_g.shm->lock);
 }
 
+/*
+ * Remote atomics take a host-wide spinlock held for two process_vm calls.
+ * A sleeping mutex would make the peer that polls for the result and
+ * answers at once sleep and be woken by a futex, costing a scheduler
+ * wakeup per operation. A holder that died is detected by its pid.
+ */
 void sv_atomic_lock(void)
 {
-    sv_mutex_lock(&sv_g.shm->atomic_lock);
+    int32_t *owner = &sv_g.shm->atomic_owner;
+    int32_t cur = 0;
+    unsigned spins = 0;
+
+    while (!__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        if ((++spins & 0xffff) == 0) {
+            if ((kill(cur, 0) < 0) && (errno == ESRCH)) {
+                /* the holder died with the lock: take it over */
+                if (__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                                __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                    return;
+                }
+            } else {
+                sched_yield();
+            }
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        cur = 0;
+    }
 }
 
 void sv_atomic_unlock(void)
 {
-    pthread_mutex_unlock(&sv_g.shm->atomic_lock);
+    /* release: the atomic's memory update precedes the next holder */
+    __atomic_store_n(&sv_g.shm->atomic_owner, 0, __ATOMIC_RELEASE);
 }
 
 static int sv_size_class(uint64_t len)
@@ -247,7 +277,6 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&h->lock, &ma);
-    pthread_mutex_init(&h->atomic_lock, &ma);
     pthread_mutexattr_destroy(&ma);
     h->total_len  = total;
     h->arena_off  = (sizeof(*h) + 4095) & ~4095ull;
@@ -293,6 +322,8 @@ static void sv_atexit(void)
     }
 }
 
+static int sv_proc_register(void);
+
 static int sv_shm_do_init(void)
 {
     const char *path = getenv(SOFTVERBS_ENV_SHM);
@@ -304,7 +335,6 @@ static int sv_shm_do_init(void)
     struct sv_shm_hdr *h;
     struct stat st;
     const char *c;
-    uint32_t i;
     int fd;
 
     sv_g.debug = dbg && (atoi(dbg) > 0);
@@ -354,6 +384,23 @@ static int sv_shm_do_init(void)
 
     sv_g.shm  = h;
     sv_g.base = (char *)h;
+    if (sv_proc_register() != 0) {
+        return ENOMEM;
+    }
+    atexit(sv_atexit);
+    return 0;
+
+err_close:
+    flock(fd, LOCK_UN);
+    close(fd);
+    return errno ? errno : EIO;
+}
+
+static int sv_proc_register(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
     sv_shm_lock();
     sv_shm_reap();
     for (i = 0; i < SV_PROC_TBL; i++) {
@@ -371,20 +418,17 @@ static int sv_shm_do_init(void)
     h->procs[i].start_time = sv_proc_start_time(sv_g.pid);
     sv_g.proc = i;
     sv_shm_unlock();
-    atexit(sv_atexit);
     return 0;
-
-err_close:
-    flock(fd, LOCK_UN);
-    close(fd);
-    return errno ? errno : EIO;
 }
 
 static void sv_atfork_child(void)
 {
-    /* the child is another process: it gets its own slot on first use */
-    sv_init_done = 0;
-    sv_g.shm = NULL;
+    /* the child is another process: its own slot, and the objects it
+     * inherited stay owned by the parent */
+    if (sv_g.shm != NULL) {
+        sv_g.pid = getpid();
+        sv_proc_register();
+    }
 }
 
 int sv_shm_init(void)
