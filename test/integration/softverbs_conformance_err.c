@@ -284,10 +284,16 @@ static void svt_case_cq_overrun(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
-/* UD send-queue error (bad lkey): LOC_PROT_ERR, QP in SQE, SQE -> RTS */
+/*
+ * UD send-queue error (bad lkey): LOC_PROT_ERR and the QP in SQE (UD/UC send
+ * errors stop the send queue only). Then the transitions out of SQE: to RTS
+ * (arg 0; a send works again), to ERR (1) and to RESET (2).
+ */
 static void svt_case_ud_sqe(svt_proc_t *p)
 {
-    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTS};
+    static const enum ibv_qp_state to[] = {IBV_QPS_RTS, IBV_QPS_ERR,
+                                           IBV_QPS_RESET};
+    struct ibv_qp_attr attr;
     svt_dev_t dev;
     svt_ep_t a, b;
     svt_ep_opts_t o;
@@ -319,11 +325,17 @@ static void svt_case_ud_sqe(svt_proc_t *p)
     svt_expect_wc(a.cq, IBV_WC_LOC_PROT_ERR, -1, 9, NULL);
     SVT_CHECK(svt_qp_state(a.qp) == IBV_QPS_SQE, "UD QP state %d after a send "
               "error, expected SQE (%d)", svt_qp_state(a.qp), IBV_QPS_SQE);
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = to[p->arg];
     SVT_OK(ibv_modify_qp(a.qp, &attr, IBV_QP_STATE));
-    SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 16, 0, 0, 0, IBV_SEND_SIGNALED,
-                         10));
-    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL);
-    svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, NULL);
+    SVT_CHECK(svt_qp_state(a.qp) == to[p->arg], "state %d after SQE -> %d",
+              svt_qp_state(a.qp), to[p->arg]);
+    if (to[p->arg] == IBV_QPS_RTS) {
+        SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 16, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 10));
+        svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL);
+        svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, NULL);
+    }
 }
 
 /*
@@ -426,7 +438,9 @@ const svt_case_t svt_cases_err[] = {
     {"err/peer_killed", svt_case_peer_killed, 2, 0, 15, NULL,
      SVT_CASE_F_PEER_DIES},
     {"err/cq_overrun", svt_case_cq_overrun, 2},
-    {"err/ud_send_error_sqe", svt_case_ud_sqe, 1},
+    {"err/ud_send_error_sqe_to_rts", svt_case_ud_sqe, 1, 0},
+    {"err/ud_send_error_sqe_to_err", svt_case_ud_sqe, 1, 1},
+    {"err/ud_send_error_sqe_to_reset", svt_case_ud_sqe, 1, 2},
     {"limit/qp", svt_case_limit, 1, SVT_LIM_QP, 0, "SOFTVERBS_MAX_QP=4"},
     {"limit/cq", svt_case_limit, 1, SVT_LIM_CQ, 0, "SOFTVERBS_MAX_CQ=4"},
     {"limit/mr", svt_case_limit, 1, SVT_LIM_MR, 0, "SOFTVERBS_MAX_MR=4"},
