@@ -153,6 +153,78 @@ static void svt_case_access(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * An MR on an unaligned address and odd length: accesses of exactly its
+ * range succeed (write, then read back), one byte past its end fails
+ */
+static void svt_case_mr_exact_bounds(svt_proc_t *p)
+{
+    const size_t off = 3, len = 1001;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    struct ibv_mr *mr;
+    svt_addr_t va;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.retry_cnt = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        memset(ep.buf, SVT_VICTIM_VAL, ep.size);
+        SVT_NN(mr, ibv_reg_mr(dev.pd, ep.buf + 4096 + off, len,
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                              IBV_ACCESS_REMOTE_READ));
+        memset(&va, 0, sizeof(va));
+        va.addr = (uintptr_t)ep.buf + 4096 + off;
+        va.rkey = mr->rkey;
+        svt_msg_send(p, 0, &va, sizeof(va));
+        svt_sync(p, 0);
+        svt_memset_check(ep.buf + 4096, off, SVT_VICTIM_VAL, "before the MR");
+        svt_pattern_check(ep.buf + 4096 + off, len, 0x99, "the MR's range");
+        svt_memset_check(ep.buf + 4096 + off + len, 64, SVT_VICTIM_VAL,
+                         "after the MR");
+    } else {
+        svt_msg_recv(p, 1, &va, sizeof(va));
+        svt_fill(ep.buf, len, 0x99);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, len, va.addr, va.rkey,
+                             0, IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_READ, 8192, len, va.addr,
+                             va.rkey, 0, IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 2, NULL);
+        svt_pattern_check(ep.buf + 8192, len, 0x99, "read of the MR's range");
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 1, va.addr + len,
+                             va.rkey, 0, IBV_SEND_SIGNALED, 3));
+        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 3, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* An RC QP whose destination QP does not exist (destroyed): no ACK ever
+ * comes, so RETRY_EXC_ERR after timeout x retry_cnt */
+static void svt_case_dest_qp_gone(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t a, b;
+    svt_ep_opts_t o;
+    svt_addr_t ba;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.timeout   = 10; /* 4 ms */
+    o.retry_cnt = 2;
+    svt_ep_create(&dev, &o, &a);
+    svt_ep_create(&dev, &o, &b);
+    svt_ep_addr(&b, &ba);
+    svt_ep_destroy(&b);
+    svt_ep_connect(&a, &ba);
+    SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 8, 0, 0, 0, IBV_SEND_SIGNALED, 1));
+    svt_expect_wc(a.cq, IBV_WC_RETRY_EXC_ERR, -1, 1, NULL);
+    SVT_CHECK(svt_qp_state(a.qp) == IBV_QPS_ERR, "QP not in ERR");
+}
+
 /* WRs queued behind a failing one, and posted receives, flush */
 static void svt_case_flush(svt_proc_t *p)
 {
@@ -432,6 +504,8 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("mr_of_other_pd", SVT_ACC_OTHER_PD),
     SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
     SVT_ACCESS_CASE("unsignaled_wr_error_completes", SVT_ACC_UNSIGNALED),
+    {"err/mr_exact_bounds", svt_case_mr_exact_bounds, 2},
+    {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},
