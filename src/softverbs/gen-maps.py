@@ -34,7 +34,7 @@ def real(path):
     d = {}
     for l in open(path):
         v, s = l.split()
-        if v != s:
+        if v != s and not v.startswith('('):  # (hidden) compat versions
             d[s] = v
     return d
 

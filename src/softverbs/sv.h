@@ -97,7 +97,8 @@ struct sv_cqe {
     uint16_t pkey_index;
     uint16_t inl_len;             /* payload carried in the slot (SEND) */
     uint8_t  inl_nsge;
-    uint8_t  pad[3];
+    uint8_t  is_send;             /* send CQE: src_qp holds the SQ index */
+    uint8_t  pad[2];
 };
 
 /* Small SEND payloads travel in the CQ slot: the requester saves a
@@ -401,6 +402,7 @@ struct sv_qp {
     char    *sq;
     uint32_t sq_size, sq_stride;
     uint32_t sq_head, sq_tail;    /* head: oldest unfinished */
+    uint32_t sq_retired;          /* WQEs before it had their CQE polled */
     int      sq_pending;          /* counted in scq->sq_pending */
     /* attributes as last modified */
     struct ibv_qp_attr attr;

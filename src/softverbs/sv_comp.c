@@ -37,7 +37,8 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *w,
         c.byte_len   = (status == IBV_WC_SUCCESS) ? w->length : 0;
         c.imm_data   = 0;
         c.qp_num     = qp->shm->qpn;
-        c.src_qp     = 0;
+        c.src_qp     = qp->sq_head;   /* retires up to here when polled */
+        c.is_send    = 1;
         c.wc_flags   = 0;
         c.slid       = 0;
         c.sl         = 0;
@@ -65,6 +66,8 @@ void sv_comp_flush_sq(struct sv_qp *qp)
         c.opcode     = sv_comp_opcode(w->opcode);
         c.qp_num     = qp->shm->qpn;
         c.vendor_err = 0xf9;
+        c.src_qp     = qp->sq_head;
+        c.is_send    = 1;
         sv_cq_push(qp->scq->index, &c, NULL, 0);
         qp->sq_head++;
     }

@@ -263,6 +263,21 @@ static void sv_cq_progress(struct sv_cq *cq)
     }
 }
 
+/* A send WQE frees its slot when its completion (or a later one of the
+ * same QP) is polled, as on an HCA */
+static void sv_cq_retire(struct sv_cqe *c)
+{
+    struct sv_shm_qp *s = sv_shm_qp_lookup(c->qp_num);
+    struct sv_qp *qp;
+
+    if ((s != NULL) && (s->pid == sv_g.pid)) {
+        qp = sv_qp((struct ibv_qp *)(uintptr_t)s->cookie);
+        /* release: pairs with the acquire in sv_post_one */
+        __atomic_store_n(&qp->sq_retired, c->src_qp + 1, __ATOMIC_RELEASE);
+    }
+    c->src_qp = 0;
+}
+
 static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
 {
     struct sv_cq_hdr *ring = cq->ring;
@@ -285,6 +300,9 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
     }
     /* release: slot fully read before producers may reuse it */
     __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
+    if (out->is_send) {
+        sv_cq_retire(out);
+    }
     return 1;
 }
 

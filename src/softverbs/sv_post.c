@@ -38,7 +38,9 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
     if (!sv_opcode_ok(type, wr->opcode) || (wr->num_sge < 0)) {
         return EINVAL;
     }
-    if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
+    /* acquire: pairs with the release in sv_cq_retire (poll_cq) */
+    if (qp->sq_tail - __atomic_load_n(&qp->sq_retired, __ATOMIC_ACQUIRE) >=
+        qp->sq_size) {
         return ENOMEM;
     }
     if ((type == IBV_QPT_UD) && (wr->wr.ud.ah == NULL)) {

@@ -236,6 +236,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     }
     for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
         ;
+    cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
     qp->sq_size   = sq_size;
     qp->sq_stride = (sizeof(struct sv_swqe) +
                      cap.max_send_sge * sizeof(struct ibv_sge) +
@@ -573,7 +574,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
             __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
             __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         }
-        qp->sq_head = qp->sq_tail = 0;
+        qp->sq_head = qp->sq_tail = qp->sq_retired = 0;
         if (qp->rq != NULL) {
             __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
         }

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sys/mman.h>
 
@@ -432,7 +434,7 @@ static void test_ud_and_events(struct ibv_context *ctx)
     CHECK(!ibv_post_send(qp[0], &wr, &bad), "ud send");
     pfd.fd = ctx->async_fd;
     CHECK(poll(&pfd, 1, 1000) == 1, "async fd not readable");
-    CHECK(!ibv_get_async_event(ctx, &ev) &&
+    CHECK(pfd.revents && !ibv_get_async_event(ctx, &ev) &&
           ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq,
           "cq overrun event");
     ibv_ack_async_event(&ev);
@@ -448,6 +450,128 @@ static void test_ud_and_events(struct ibv_context *ctx)
     ibv_destroy_cq(cq);
     ibv_destroy_cq(scq);
     ibv_destroy_comp_channel(ch);
+    ibv_dealloc_pd(pd);
+    free(buf);
+}
+
+
+/* a peer process that dies: the requester retries, then gets
+ * IBV_WC_RETRY_EXC_ERR; a live peer in another process gets the data */
+static void test_peer_death(struct ibv_context *ctx)
+{
+    struct pair p = { .ctx = ctx };
+    volatile uint64_t *sh;
+    struct ibv_wc wc;
+    pid_t pid;
+    int i;
+
+    sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+              -1, 0);
+    p.pd = ibv_alloc_pd(ctx);
+    p.cq[0] = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    p.qp[0] = mk_qp(&p, p.cq[0], IBV_QPT_RC);
+    p.buf = calloc(1, 4096);
+    p.mr = ibv_reg_mr(p.pd, p.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+    pid = fork();
+    if (pid == 0) {
+        struct ibv_cq *cq;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+        struct ibv_qp *qp = mk_qp(&p, cq, IBV_QPT_RC);
+        char *buf = calloc(1, 4096);
+        struct ibv_mr *mr = ibv_reg_mr(p.pd, buf, 4096,
+                                       IBV_ACCESS_LOCAL_WRITE |
+                                       IBV_ACCESS_REMOTE_WRITE);
+        if (!qp || !mr || connect_rc(qp, p.qp[0]->qp_num, 0, 8, 1)) {
+            _exit(1);
+        }
+        sh[1] = qp->qp_num;
+        sh[2] = (uintptr_t)buf;
+        sh[3] = mr->rkey;
+        __sync_synchronize();
+        sh[0] = 1;
+        for (i = 0; (i < 100000) && strcmp(buf, "alive"); i++) {
+            usleep(10);
+        }
+        sh[4] = !strcmp(buf, "alive");
+        __sync_synchronize();
+        sh[0] = 2;
+        pause();
+        _exit(0);
+    }
+    while (sh[0] != 1) {
+        usleep(100);
+    }
+    CHECK(connect_rc(p.qp[0], sh[1], 0, 8, 1) == 0, "connect");
+    strcpy(p.buf, "alive");
+    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, sh[2], sh[3], 6,
+                     IBV_WR_RDMA_WRITE) == 0, "post");
+    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_SUCCESS,
+          "write to live peer: %s", ibv_wc_status_str(wc.status));
+    while (sh[0] != 2) {
+        usleep(100);
+    }
+    CHECK(sh[4] == 1, "peer did not see the data");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, sh[2], sh[3], 6,
+                     IBV_WR_RDMA_WRITE) == 0, "post");
+    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_RETRY_EXC_ERR,
+          "write to dead peer: %s", ibv_wc_status_str(wc.status));
+    ibv_destroy_qp(p.qp[0]);
+    ibv_destroy_cq(p.cq[0]);
+    ibv_dereg_mr(p.mr);
+    ibv_dealloc_pd(p.pd);
+    free(p.buf);
+    munmap((void *)sh, 4096);
+}
+
+static void test_srq_limit(struct ibv_context *ctx)
+{
+    struct ibv_pd *pd = ibv_alloc_pd(ctx);
+    struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+    struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+    struct ibv_srq_attr lim = { .srq_limit = 3 };
+    struct ibv_qp_init_attr ia = {
+        .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+        .cap = { .max_send_wr = 8, .max_send_sge = 1 },
+    };
+    struct ibv_qp *qp[2];
+    char *buf = calloc(1, 4096);
+    struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge sge = { (uintptr_t)buf, 64, mr->lkey };
+    struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+    struct ibv_async_event ev;
+    struct ibv_wc wc;
+    struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+    int i;
+
+    qp[0] = ibv_create_qp(pd, &ia);
+    qp[1] = ibv_create_qp(pd, &ia);
+    CHECK(!connect_rc(qp[0], qp[1]->qp_num, 0, 10, 1) &&
+          !connect_rc(qp[1], qp[0]->qp_num, 0, 10, 1), "connect");
+    for (i = 0; i < 3; i++) {
+        CHECK(!ibv_post_srq_recv(srq, &rwr, &rbad), "post srq");
+    }
+    CHECK(!ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT), "arm limit");
+    CHECK(post_write(qp[0], buf + 1024, mr->lkey, 0, 0, 8, IBV_WR_SEND) == 0,
+          "send");
+    /* 3 posted, one consumed: fewer than the limit of 3 */
+    CHECK(poll(&pfd, 1, 1000) == 1, "no async event");
+    CHECK(pfd.revents && !ibv_get_async_event(ctx, &ev) &&
+          ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+          ev.element.srq == srq, "srq limit event %d", ev.event_type);
+    ibv_ack_async_event(&ev);
+    CHECK(!ibv_query_srq(srq, &lim) && lim.srq_limit == 0, "disarmed");
+    while (ibv_poll_cq(cq, 1, &wc) > 0)
+        ;
+    CHECK(ibv_destroy_srq(srq) == EBUSY, "destroy SRQ in use");
+    ibv_destroy_qp(qp[0]);
+    ibv_destroy_qp(qp[1]);
+    CHECK(ibv_destroy_srq(srq) == 0, "destroy srq");
+    ibv_dereg_mr(mr);
+    ibv_destroy_cq(cq);
     ibv_dealloc_pd(pd);
     free(buf);
 }
@@ -470,6 +594,8 @@ int main(void)
     test_cross_process(ctx);
     test_create_rules(ctx);
     test_ud_and_events(ctx);
+    test_peer_death(ctx);
+    test_srq_limit(ctx);
     CHECK(softverbs_get_stats(getpid(), &st) == 0 && st.num_qp == 0,
           "leaked QPs: %u", st.num_qp);
     ibv_close_device(ctx);
