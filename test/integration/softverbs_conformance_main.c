@@ -178,7 +178,8 @@ static int svt_case_run(const svt_case_t *tc)
     const char *args[5];
     int timeout = svt_case_timeout(tc);
     double deadline = svt_now_ms() + (timeout + 5) * 1000.0;
-    int r, left, result = 0, timed_out = 0, closefd[2 * SVT_MAX_PROCS + 1];
+    int r, left, result = 0, timed_out = 0, first_bad = -1;
+    int closefd[2 * SVT_MAX_PROCS + 1];
     ssize_t n;
     size_t off = 0;
 
@@ -250,8 +251,10 @@ static int svt_case_run(const svt_case_t *tc)
                 --left;
                 /* a failed rank ends the case: the others would hang */
                 if (!(WIFEXITED(status[r]) && (WEXITSTATUS(status[r]) == 0)) &&
-                    !((r == 1) && (tc->flags & SVT_CASE_F_PEER_DIES))) {
-                    deadline = svt_now_ms() + 300;
+                    !((r == 1) && (tc->flags & SVT_CASE_F_PEER_DIES)) &&
+                    (first_bad < 0)) {
+                    first_bad = r;
+                    deadline  = svt_now_ms() + 300;
                 }
             }
         }
@@ -281,15 +284,18 @@ static int svt_case_run(const svt_case_t *tc)
     close(msg[0]);
     unlink(shm + strlen("SOFTVERBS_SHM="));
 
+    /* a rank that skipped (no device) makes the case a skip: its peers
+     * then fail only because it left */
     for (r = 0; r < tc->nprocs; ++r) {
+        if (WIFEXITED(status[r]) && (WEXITSTATUS(status[r]) == 77)) {
+            result = 77;
+        }
+    }
+    for (r = 0; (r < tc->nprocs) && (result != 77); ++r) {
         if ((r == 1) && (tc->flags & SVT_CASE_F_PEER_DIES)) {
             continue;
         }
-        if (WIFEXITED(status[r]) && (WEXITSTATUS(status[r]) == 77) &&
-            (result == 0)) {
-            result = 77;
-        } else if (!WIFEXITED(status[r]) || (WEXITSTATUS(status[r]) != 0 &&
-                                             WEXITSTATUS(status[r]) != 77)) {
+        if (!WIFEXITED(status[r]) || (WEXITSTATUS(status[r]) != 0)) {
             svt_describe_status(status[r], how, sizeof(how));
             if (off + 64 < sizeof(why)) {
                 off += snprintf(why + off, sizeof(why) - off,
@@ -298,8 +304,14 @@ static int svt_case_run(const svt_case_t *tc)
             result = 1;
         }
     }
-    if (timed_out && (off + 32 < sizeof(why))) {
-        snprintf(why + off, sizeof(why) - off, "; case deadline %ds", timeout);
+    if (timed_out && (off + 64 < sizeof(why))) {
+        if (first_bad < 0) {
+            snprintf(why + off, sizeof(why) - off, "; case deadline %ds",
+                     timeout);
+        } else {
+            snprintf(why + off, sizeof(why) - off, "; others stopped after "
+                     "rank %d failed", first_bad);
+        }
     }
     /* one line per case: newlines from several ranks become "; " */
     for (off = 0; why[off] != '\0'; ++off) {
