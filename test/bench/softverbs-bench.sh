@@ -10,7 +10,9 @@
 # Rows: one-way latency (typical/avg usec) of ib_write_lat and ib_send_lat
 # (8 bytes) against a raw shared-memory ping-pong between two processes;
 # 1 MiB ib_write_bw average bandwidth against memcpy of 1 MiB. Targets:
-# latency within 2x of the ping-pong, bandwidth within 2x of memcpy.
+# latency within 2x of the ping-pong, bandwidth within 2x of memcpy. A
+# second table gives the same two measurements done with process_vm_writev
+# (the copy mechanism available without shared memory) for reference.
 #
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../integration/lib.sh"
@@ -56,6 +58,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a 
 set -- $(LD_LIBRARY_PATH= "$bench/softverbs_shm_pingpong" 200000 8)
 raw_typ=${1:-0}; raw_avg=${2:-0}
 raw_bw=$(LD_LIBRARY_PATH= "$bench/softverbs_memcpy_bw" 1048576 1)
+# the same through process_vm_writev (what a user-space device has)
+set -- $(LD_LIBRARY_PATH= "$bench/softverbs_shm_pingpong" 100000 8 pvw)
+pvw_typ=${1:-0}; pvw_avg=${2:-0}
+pvw_bw=$(LD_LIBRARY_PATH= "$bench/softverbs_memcpy_bw" 1048576 1 pvw)
 
 # softverbs through perftest; ib_*_lat columns: bytes iters min max typical avg
 set -- $(perftest_row ib_write_lat -s 8 -n "$ITERS")
@@ -79,4 +85,13 @@ printf "$fmt" "ib_write_bw 1 MiB [MiB/s]" "-" "$wb_avg" "-" "$raw_bw" "-" \
 echo "limits: raw shared-memory ping-pong between two processes (latency),"
 echo "        memcpy of 1 MiB in one process (bandwidth)"
 echo "ratio:  softverbs/limit for latency, limit/softverbs for bandwidth; target <= 2x"
+echo
+echo "reference: the same ping-pong and copy done with process_vm_writev into"
+echo "the other process (no shared memory), the mechanism softverbs writes with"
+printf "$fmt" "" "pvw" "" "" "" "softverbs/pvw" ""
+printf "$fmt" "metric" "typical" "avg" "" "" "typical" "avg"
+printf "$fmt" "ping-pong 8 B one-way [usec]" "$pvw_typ" "$pvw_avg" "" "" \
+    "$(ratio "$wl_typ" "$pvw_typ")x" "$(ratio "$wl_avg" "$pvw_avg")x"
+printf "$fmt" "copy 1 MiB [MiB/s]" "-" "$pvw_bw" "" "" "-" \
+    "$(ratio "$pvw_bw" "$wb_avg")x"
 exit 0

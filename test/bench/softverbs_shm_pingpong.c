@@ -2,12 +2,15 @@
  * softverbs benchmark baseline: one-way latency of a raw shared-memory
  * ping-pong between two processes (what softverbs' latency is compared to).
  *
- *   softverbs_shm_pingpong [iterations] [size]
+ *   softverbs_shm_pingpong [iterations] [size] [pvw]
  *
  * Parent and child share an anonymous mapping. Each side waits, spinning, for
  * the other's sequence number, copies `size` bytes of payload (as an RDMA
  * write would) and answers. Prints "typical_usec avg_usec" one-way: the
  * median and the mean of the round trips, halved (as perftest reports).
+ * With "pvw" the mapping is private and each side writes payload and
+ * sequence number into the other with process_vm_writev (the mechanism a
+ * user-space verbs device has for an RDMA write into unshared memory).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,21 +47,44 @@ static int svt_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Wait for `seq` in `in`, then copy the payload into `out` and publish */
+static pid_t svt_pp_peer; /* pvw mode: the process to write into */
+
+/* Put payload and sequence number into `out` (shared, or the peer's copy) */
+static void svt_pp_put(svt_slot_t *out, uint64_t seq, size_t size,
+                       char *local)
+{
+    struct iovec l[2], r[2];
+
+    if (svt_pp_peer == 0) {
+        memcpy(out->data, local, size);
+        __atomic_store_n(&out->seq, seq, __ATOMIC_RELEASE);
+        return;
+    }
+    l[0] = (struct iovec){local, size};
+    r[0] = (struct iovec){out->data, size};
+    l[1] = (struct iovec){&seq, sizeof(seq)};
+    r[1] = (struct iovec){(void *)&out->seq, sizeof(seq)};
+    if (process_vm_writev(svt_pp_peer, l, 2, r, 2, 0) < 0) {
+        perror("process_vm_writev");
+        _exit(1);
+    }
+}
+
+/* Wait for `seq` in `in`, then answer through `out` */
 static void svt_pp_step(svt_slot_t *in, svt_slot_t *out, uint64_t seq,
                         size_t size, char *local)
 {
     while (in->seq != seq) {
         __asm__ __volatile__("" ::: "memory");
     }
-    memcpy(out->data, local, size);
-    __atomic_store_n(&out->seq, seq, __ATOMIC_RELEASE);
+    svt_pp_put(out, seq, size, local);
 }
 
 int main(int argc, char **argv)
 {
     long iters = (argc > 1) ? atol(argv[1]) : 100000;
     size_t size = (argc > 2) ? (size_t)atol(argv[2]) : 8;
+    int pvw = (argc > 3) && !strcmp(argv[3], "pvw");
     const long warmup = 1000;
     svt_slot_t *slot;
     double *rtt, t0, sum = 0;
@@ -70,7 +97,7 @@ int main(int argc, char **argv)
         return 1;
     }
     slot = mmap(NULL, 2 * sizeof(*slot), PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                (pvw ? MAP_PRIVATE : MAP_SHARED) | MAP_ANONYMOUS, -1, 0);
     rtt  = calloc(iters, sizeof(*rtt));
     if ((slot == MAP_FAILED) || (rtt == NULL)) {
         perror("mmap/calloc");
@@ -84,15 +111,16 @@ int main(int argc, char **argv)
         return 1;
     }
     if (pid == 0) { /* pong: answer every ping */
+        svt_pp_peer = pvw ? getppid() : 0;
         for (i = 1; i <= iters + warmup; ++i) {
             svt_pp_step(&slot[0], &slot[1], i, size, local);
         }
         _exit(0);
     }
+    svt_pp_peer = pvw ? pid : 0;
     for (i = 1; i <= iters + warmup; ++i) {
         t0 = svt_now_us();
-        memcpy(slot[0].data, local, size);
-        __atomic_store_n(&slot[0].seq, (uint64_t)i, __ATOMIC_RELEASE);
+        svt_pp_put(&slot[0], i, size, local);
         while (slot[1].seq != (uint64_t)i) {
             __asm__ __volatile__("" ::: "memory");
         }
