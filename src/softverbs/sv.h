@@ -39,7 +39,11 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_MAGIC          0x7376657262733031ull /* "svverbs01" */
+#define SV_LAYOUT_VERSION 3      /* bump when a shared structure changes */
+#define SV_MAGIC          (0x7376657262730000ull ^ \
+                           ((uint64_t)sizeof(struct sv_shm_hdr) << 16) ^ \
+                           ((uint64_t)sizeof(struct sv_cq_slot) << 8) ^ \
+                           SV_LAYOUT_VERSION)
 
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define sv_error(_fmt, ...) sv_log("softverbs: " _fmt "\n", ## __VA_ARGS__)
@@ -265,6 +269,7 @@ static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
 static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 {
     struct sv_shm_qp *q = &sv_g.shm->qps[qpn & (SV_QP_TBL - 1)];
+    /* acquire: pairs with the release of in_use at creation */
     if (!__atomic_load_n(&q->in_use, __ATOMIC_ACQUIRE) || q->qpn != qpn)
         return NULL;
     return q;
@@ -273,6 +278,7 @@ static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
 {
     struct sv_shm_mr *m = &sv_g.shm->mrs[(key >> 8) & (SV_MR_TBL - 1)];
+    /* acquire: pairs with the release of in_use at registration */
     if (!__atomic_load_n(&m->in_use, __ATOMIC_ACQUIRE) || m->key != key)
         return NULL;
     return m;
@@ -314,7 +320,13 @@ struct sv_context {
 struct sv_pd {
     struct ibv_pd pd;
     uint32_t pd_id;
+    uint32_t refs;                /* MRs, QPs, SRQs, AHs using it */
 };
+
+static inline void sv_pd_ref(struct ibv_pd *pd, int delta)
+{
+    __atomic_fetch_add(&((struct sv_pd *)pd)->refs, delta, __ATOMIC_RELAXED);
+}
 
 struct sv_mr {
     struct ibv_mr mr;
@@ -510,7 +522,11 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
                  enum ibv_wc_status status);
 void sv_comp_flush_sq(struct sv_qp *qp);
 
-/* memory movement between processes */
+/* memory movement between processes (sv_mem.c) */
+void   sv_iov_copy(const struct iovec *dst, int dcnt,
+                   const struct iovec *src, int scnt);
+size_t sv_iov_len(const struct iovec *iov, int cnt);
+int    sv_iov_trim(struct iovec *iov, int cnt, size_t len);
 int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
                   const struct iovec *riov, int rcnt);
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,

@@ -140,6 +140,7 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
         return;
     }
+    /* acq_rel: one producer wins the arming, after its CQE is published */
     armed = __atomic_exchange_n(&scq->armed, 0, __ATOMIC_ACQ_REL);
     if ((armed == 2) && !solicited) {
         /* solicited-only arming stays until a solicited completion */
@@ -166,6 +167,7 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     struct sv_ev_msg msg;
     uint64_t t, h;
 
+    /* acquire: the ring offset is valid once in_use is seen */
     if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
         return -1;
     }
@@ -255,6 +257,7 @@ static void sv_cq_progress(struct sv_cq *cq)
         __atomic_store_n(&cq->shm->flush_req, 0, __ATOMIC_RELAXED);
         for (i = 0; i < cq->nqps; i++) {
             struct sv_qp *qp = cq->qps[i];
+            /* acquire: a requester's ERR store (sv_req) is seen whole */
             if ((__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
                  IBV_QPS_ERR)) {
                 sv_qp_to_err(qp);
@@ -471,6 +474,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     memset(cq->ring, 0, len);
     cq->ring->size = size;
     cq->ring->cqe  = cqe;
+    /* release: the ring is initialized before producers see in_use */
     __atomic_store_n(&scq->in_use, 1, __ATOMIC_RELEASE);
     h->num_cq++;
     sv_shm_unlock();
@@ -575,6 +579,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     }
     pthread_mutex_unlock(&sv_g.cq_list_lock);
     sv_shm_lock();
+    /* release: producers that still see in_use push into a live ring */
     __atomic_store_n(&cq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(cq->shm->ring_off, cq->shm->ring_len);
     sv_g.shm->num_cq--;

@@ -35,7 +35,13 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-    free(sv_container_of(pd, struct sv_pd, pd));
+    struct sv_pd *spd = sv_container_of(pd, struct sv_pd, pd);
+
+    /* man ibv_dealloc_pd: fails while any object is associated with it */
+    if (__atomic_load_n(&spd->refs, __ATOMIC_RELAXED) > 0) {
+        return EBUSY;
+    }
+    free(spd);
     return 0;
 }
 
@@ -139,6 +145,7 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
     h->num_mr++;
     sv_shm_unlock();
 
+    sv_pd_ref(pd, 1);
     mr->index      = i;
     mr->mr.context = pd->context;
     mr->mr.pd      = pd;
@@ -177,10 +184,12 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 
     sv_shm_lock();
     if (m->in_use && (m->key == ibmr->lkey)) {
+        /* release: lookups after this see the key as invalid */
         __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
         sv_g.shm->num_mr--;
     }
     sv_shm_unlock();
+    sv_pd_ref(ibmr->pd, -1);
     free(mr);
     return 0;
 }
@@ -209,6 +218,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
     }
     if (flags & IBV_REREG_MR_CHANGE_PD) {
         m->pd_id  = sv_pd_id(pd);
+        sv_pd_ref(ibmr->pd, -1);
+        sv_pd_ref(pd, 1);
         ibmr->pd  = pd;
     }
     if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
@@ -240,11 +251,13 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
     ah->ah.context = pd->context;
     ah->ah.pd      = pd;
     ah->attr       = *attr;
+    sv_pd_ref(pd, 1);
     return &ah->ah;
 }
 
 SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+    sv_pd_ref(ah->pd, -1);
     free(sv_container_of(ah, struct sv_ah, ah));
     return 0;
 }

@@ -255,10 +255,14 @@ int sv_req_progress(struct sv_qp *qp)
 
     pthread_mutex_lock(&qp->lock);
     while (qp->sq_head != qp->sq_tail) {
+        /* acquire: pairs with the release of state in ibv_modify_qp */
         st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
         if ((st == IBV_QPS_ERR) || (st == IBV_QPS_SQE)) {
             sv_comp_flush_sq(qp);
             break;
+        }
+        if (st == IBV_QPS_SQD) {
+            break; /* drained: new WRs wait for the return to RTS */
         }
         w = sv_sq_wqe(qp, qp->sq_head);
         if (w->state == SV_SWQE_WAIT) {
@@ -291,6 +295,7 @@ int sv_req_progress(struct sv_qp *qp)
             if (qp->qpx.qp_base.qp_type != IBV_QPT_RC) {
                 /* UC/UD: a send error takes the QP to SQE, the receive
                  * queue keeps working (IBA spec 10.3.1, SQ Error state) */
+                /* release: requesters see the state after the WC */
                 __atomic_store_n(&qp->shm->state, IBV_QPS_SQE,
                                  __ATOMIC_RELEASE);
                 qp->attr.qp_state     = IBV_QPS_SQE;
@@ -300,6 +305,7 @@ int sv_req_progress(struct sv_qp *qp)
             }
             /* a completion error moves the QP to the error state and
              * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
+            /* release: peers and poll_cq see ERR before the flush */
             __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
             qp->attr.qp_state     = IBV_QPS_ERR;
             qp->qpx.qp_base.state = IBV_QPS_ERR;
