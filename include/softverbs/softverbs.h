@@ -52,6 +52,14 @@ struct softverbs_stats {
  */
 int softverbs_get_stats(uint32_t pid, struct softverbs_stats *stats);
 
+/*
+ * Fill up to max entries of stats, one per process that has the registry
+ * attached (pid set), from a single pass over the registry. Returns the
+ * number of entries filled, or a negative errno value. Exported as
+ * softverbs_get_proc_stats@SOFTVERBS_1.0.
+ */
+int softverbs_get_proc_stats(struct softverbs_stats *stats, int max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,7 +39,11 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_MAGIC          0x7376657262733031ull /* "svverbs01" */
+#define SV_LAYOUT_VERSION 3      /* bump when a shared structure changes */
+#define SV_MAGIC          (0x7376657262730000ull ^ \
+                           ((uint64_t)sizeof(struct sv_shm_hdr) << 16) ^ \
+                           ((uint64_t)sizeof(struct sv_cq_slot) << 8) ^ \
+                           SV_LAYOUT_VERSION)
 
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define sv_error(_fmt, ...) sv_log("softverbs: " _fmt "\n", ## __VA_ARGS__)
@@ -95,8 +99,30 @@ struct sv_cqe {
     uint8_t  dlid_path_bits;
     uint32_t vendor_err;
     uint16_t pkey_index;
-    uint16_t pad[3];
+    uint16_t inl_len;             /* payload carried in the slot (SEND) */
+    uint8_t  inl_nsge;
+    uint8_t  is_send;             /* send CQE: src_qp holds the SQ index */
+    uint8_t  pad[2];
 };
+
+/* Small SEND payloads travel in the CQ slot: the requester saves a
+ * process_vm_writev, the responder's poll_cq scatters the bytes into the
+ * receive WQE's buffers (already checked) before returning the WC */
+#define SV_CQE_INL      160
+#define SV_CQE_INL_SGE  2
+
+struct sv_cqe_inl {
+    uint64_t va[SV_CQE_INL_SGE];  /* responder's addresses */
+    uint32_t len[SV_CQE_INL_SGE];
+    uint8_t  pad[8];
+    uint8_t  data[SV_CQE_INL];
+};
+
+struct sv_cq_slot {
+    struct sv_cqe     h;
+    struct sv_cqe_inl inl;
+};
+_Static_assert(sizeof(struct sv_cqe) == 64, "CQE header is a cache line");
 
 /* CQ ring: multi producer (any process), single consumer (the owner) */
 struct sv_cq_hdr {
@@ -190,7 +216,8 @@ struct sv_shm_hdr {
     uint64_t arena_top;           /* bump pointer, under lock */
     uint64_t free_list[48];       /* by power-of-two size class */
     pthread_mutex_t lock;         /* robust, process-shared */
-    pthread_mutex_t atomic_lock;  /* remote atomics, host-wide */
+    pthread_mutex_t atomic_lock_unused;
+    int32_t  atomic_owner;        /* spinlock for remote atomics: pid */
     uint32_t next_pd_id;
     uint32_t next_ctx_id;
     uint32_t next_ch_id;
@@ -220,6 +247,10 @@ struct sv_global {
     int        debug;
     char       shm_path[256];
     uint32_t   shm_tag;           /* hash of the path: socket names */
+    /* local CQs, for progress while blocked in ibv_get_cq_event */
+    pthread_mutex_t cq_list_lock;
+    struct sv_cq *cq_list;
+    uint32_t   sq_pending_qps;    /* local QPs with unfinished send WQEs */
 };
 
 extern struct sv_global sv_g;
@@ -238,6 +269,7 @@ static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
 static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 {
     struct sv_shm_qp *q = &sv_g.shm->qps[qpn & (SV_QP_TBL - 1)];
+    /* acquire: pairs with the release of in_use at creation */
     if (!__atomic_load_n(&q->in_use, __ATOMIC_ACQUIRE) || q->qpn != qpn)
         return NULL;
     return q;
@@ -246,6 +278,7 @@ static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
 static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
 {
     struct sv_shm_mr *m = &sv_g.shm->mrs[(key >> 8) & (SV_MR_TBL - 1)];
+    /* acquire: pairs with the release of in_use at registration */
     if (!__atomic_load_n(&m->in_use, __ATOMIC_ACQUIRE) || m->key != key)
         return NULL;
     return m;
@@ -287,7 +320,13 @@ struct sv_context {
 struct sv_pd {
     struct ibv_pd pd;
     uint32_t pd_id;
+    uint32_t refs;                /* MRs, QPs, SRQs, AHs using it */
 };
+
+static inline void sv_pd_ref(struct ibv_pd *pd, int delta)
+{
+    __atomic_fetch_add(&((struct sv_pd *)pd)->refs, delta, __ATOMIC_RELAXED);
+}
 
 struct sv_mr {
     struct ibv_mr mr;
@@ -311,12 +350,13 @@ struct sv_cq {
     uint32_t index;
     struct sv_shm_cq *shm;
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slots;
+    struct sv_cq_slot *slots;
     pthread_mutex_t lock;
     struct sv_qp **qps;           /* local QPs using this CQ */
     int nqps, qps_cap;
     uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
     struct sv_cqe cur;            /* ibv_cq_ex current entry */
+    struct sv_cq *next, *prev;    /* sv_g.cq_list */
 };
 
 struct sv_srq {
@@ -374,6 +414,7 @@ struct sv_qp {
     char    *sq;
     uint32_t sq_size, sq_stride;
     uint32_t sq_head, sq_tail;    /* head: oldest unfinished */
+    uint32_t sq_retired;          /* WQEs before it had their CQE polled */
     int      sq_pending;          /* counted in scq->sq_pending */
     /* attributes as last modified */
     struct ibv_qp_attr attr;
@@ -426,7 +467,8 @@ void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 
 /* CQ */
-int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited);
+int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+                const struct sv_cqe_inl *inl, int solicited);
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
@@ -480,7 +522,11 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
                  enum ibv_wc_status status);
 void sv_comp_flush_sq(struct sv_qp *qp);
 
-/* memory movement between processes */
+/* memory movement between processes (sv_mem.c) */
+void   sv_iov_copy(const struct iovec *dst, int dcnt,
+                   const struct iovec *src, int scnt);
+size_t sv_iov_len(const struct iovec *iov, int cnt);
+int    sv_iov_trim(struct iovec *iov, int cnt, size_t len);
 int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
                   const struct iovec *riov, int rcnt);
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,

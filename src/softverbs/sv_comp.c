@@ -37,14 +37,17 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *w,
         c.byte_len   = (status == IBV_WC_SUCCESS) ? w->length : 0;
         c.imm_data   = 0;
         c.qp_num     = qp->shm->qpn;
-        c.src_qp     = 0;
+        c.src_qp     = qp->sq_head;   /* retires up to here when polled */
+        c.is_send    = 1;
         c.wc_flags   = 0;
         c.slid       = 0;
         c.sl         = 0;
         c.dlid_path_bits = 0;
         c.vendor_err = (status == IBV_WC_SUCCESS) ? 0 : 0x81;
         c.pkey_index = 0;
-        sv_cq_push(qp->scq->index, &c, 0);
+        c.inl_len    = 0;
+        c.inl_nsge   = 0;
+        sv_cq_push(qp->scq->index, &c, NULL, 0);
     }
     qp->sq_head++;
 }
@@ -63,7 +66,9 @@ void sv_comp_flush_sq(struct sv_qp *qp)
         c.opcode     = sv_comp_opcode(w->opcode);
         c.qp_num     = qp->shm->qpn;
         c.vendor_err = 0xf9;
-        sv_cq_push(qp->scq->index, &c, 0);
+        c.src_qp     = qp->sq_head;
+        c.is_send    = 1;
+        sv_cq_push(qp->scq->index, &c, NULL, 0);
         qp->sq_head++;
     }
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
 
 /* ---------------------------------------------------------------------
  * Completion channels
@@ -48,6 +50,48 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     return 0;
 }
 
+static void sv_cq_progress(struct sv_cq *cq);
+
+/* Run the requesters of every local CQ: a process blocked waiting for a
+ * completion event still has its RNR/retry timers evaluated */
+static void sv_cq_progress_all(void)
+{
+    struct sv_cq *cq;
+
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    for (cq = sv_g.cq_list; cq != NULL; cq = cq->next) {
+        if (__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED)) {
+            pthread_mutex_lock(&cq->lock);
+            sv_cq_progress(cq);
+            pthread_mutex_unlock(&cq->lock);
+        }
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
+}
+
+static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    for (;;) {
+        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        sv_cq_progress_all();
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        ret = poll(&pfd, 1, 1);
+        if (ret > 0) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
                                struct ibv_cq **cq_out, void **cq_context)
 {
@@ -57,7 +101,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
     ssize_t n;
 
     for (;;) {
-        n = recv(channel->fd, &msg, sizeof(msg), 0);
+        n = sv_cq_event_recv(channel->fd, &msg);
         if (n < 0) {
             return -1;
         }
@@ -96,6 +140,7 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
         return;
     }
+    /* acq_rel: one producer wins the arming, after its CQE is published */
     armed = __atomic_exchange_n(&scq->armed, 0, __ATOMIC_ACQ_REL);
     if ((armed == 2) && !solicited) {
         /* solicited-only arming stays until a solicited completion */
@@ -113,14 +158,16 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     }
 }
 
-int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
+int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+               const struct sv_cqe_inl *inl, int solicited)
 {
     struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
     struct sv_cq_hdr *ring;
-    struct sv_cqe *slot;
+    struct sv_cq_slot *slot;
     struct sv_ev_msg msg;
     uint64_t t, h;
 
+    /* acquire: the ring offset is valid once in_use is seen */
     if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
         return -1;
     }
@@ -144,11 +191,15 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe, int solicited)
     } while (!__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
                                           __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
-    slot = (struct sv_cqe *)(ring + 1) + (t & (ring->size - 1));
-    memcpy((char *)slot + sizeof(slot->seq), (const char *)cqe +
+    slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
+    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
            sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
+    if (cqe->inl_len) {
+        memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
+               cqe->inl_len);
+    }
     /* release: the CQE body is visible before the consumer sees seq */
-    __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
     sv_cq_notify(scq, cq_index, solicited);
     return 0;
 }
@@ -206,6 +257,7 @@ static void sv_cq_progress(struct sv_cq *cq)
         __atomic_store_n(&cq->shm->flush_req, 0, __ATOMIC_RELAXED);
         for (i = 0; i < cq->nqps; i++) {
             struct sv_qp *qp = cq->qps[i];
+            /* acquire: a requester's ERR store (sv_req) is seen whole */
             if ((__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
                  IBV_QPS_ERR)) {
                 sv_qp_to_err(qp);
@@ -214,19 +266,46 @@ static void sv_cq_progress(struct sv_cq *cq)
     }
 }
 
+/* A send WQE frees its slot when its completion (or a later one of the
+ * same QP) is polled, as on an HCA */
+static void sv_cq_retire(struct sv_cqe *c)
+{
+    struct sv_shm_qp *s = sv_shm_qp_lookup(c->qp_num);
+    struct sv_qp *qp;
+
+    if ((s != NULL) && (s->pid == sv_g.pid)) {
+        qp = sv_qp((struct ibv_qp *)(uintptr_t)s->cookie);
+        /* release: pairs with the acquire in sv_post_one */
+        __atomic_store_n(&qp->sq_retired, c->src_qp + 1, __ATOMIC_RELEASE);
+    }
+    c->src_qp = 0;
+}
+
 static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
 {
     struct sv_cq_hdr *ring = cq->ring;
     uint64_t h = ring->head;
-    struct sv_cqe *slot = &cq->slots[h & (ring->size - 1)];
+    struct sv_cq_slot *slot = &cq->slots[h & (ring->size - 1)];
+    uint32_t i, off = 0, n;
 
     /* acquire: pairs with the producer's release store of seq */
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != h + 1) {
+    if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
     }
-    *out = *slot;
+    *out = slot->h;
+    for (i = 0; (i < out->inl_nsge) && (i < SV_CQE_INL_SGE); i++) {
+        n = slot->inl.len[i];
+        if (off + n > out->inl_len) {
+            n = out->inl_len - off;
+        }
+        memcpy((void *)(uintptr_t)slot->inl.va[i], slot->inl.data + off, n);
+        off += n;
+    }
     /* release: slot fully read before producers may reuse it */
     __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
+    if (out->is_send) {
+        sv_cq_retire(out);
+    }
     return 1;
 }
 
@@ -358,7 +437,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cqe);
+    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cq_slot);
 
     sv_shm_lock();
     if (h->num_cq >= sv_g.max_cq) {
@@ -395,13 +474,14 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     memset(cq->ring, 0, len);
     cq->ring->size = size;
     cq->ring->cqe  = cqe;
+    /* release: the ring is initialized before producers see in_use */
     __atomic_store_n(&scq->in_use, 1, __ATOMIC_RELEASE);
     h->num_cq++;
     sv_shm_unlock();
 
     cq->index = i;
     cq->shm   = scq;
-    cq->slots = (struct sv_cqe *)(cq->ring + 1);
+    cq->slots = (struct sv_cq_slot *)(cq->ring + 1);
     pthread_mutex_init(&cq->lock, NULL);
     cq->cq.context    = ctx;
     cq->cq.channel    = attr->channel;
@@ -426,6 +506,13 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     if (attr->channel) {
         attr->channel->refcnt++;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    cq->next = sv_g.cq_list;
+    if (cq->next != NULL) {
+        cq->next->prev = cq;
+    }
+    sv_g.cq_list = cq;
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     return &cq->cq;
 
 err_free:
@@ -481,7 +568,18 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     if (cq->nqps > 0) {
         return EBUSY;
     }
+    pthread_mutex_lock(&sv_g.cq_list_lock);
+    if (cq->prev != NULL) {
+        cq->prev->next = cq->next;
+    } else {
+        sv_g.cq_list = cq->next;
+    }
+    if (cq->next != NULL) {
+        cq->next->prev = cq->prev;
+    }
+    pthread_mutex_unlock(&sv_g.cq_list_lock);
     sv_shm_lock();
+    /* release: producers that still see in_use push into a live ring */
     __atomic_store_n(&cq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(cq->shm->ring_off, cq->shm->ring_len);
     sv_g.shm->num_cq--;

@@ -410,6 +410,11 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
         if (n != sizeof(msg)) {
             continue;
         }
+        if ((msg.index >= SV_QP_TBL) ||
+            ((msg.kind == SV_EV_CQ) && (msg.index >= SV_CQ_TBL)) ||
+            ((msg.kind == SV_EV_SRQ) && (msg.index >= SV_SRQ_TBL))) {
+            continue; /* not from softverbs */
+        }
         memset(event, 0, sizeof(*event));
         event->event_type = msg.type;
         switch (msg.kind) {

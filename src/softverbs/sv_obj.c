@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <endian.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 /* ---------------------------------------------------------------------
  * PD
@@ -33,7 +35,13 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-    free(sv_container_of(pd, struct sv_pd, pd));
+    struct sv_pd *spd = sv_container_of(pd, struct sv_pd, pd);
+
+    /* man ibv_dealloc_pd: fails while any object is associated with it */
+    if (__atomic_load_n(&spd->refs, __ATOMIC_RELAXED) > 0) {
+        return EBUSY;
+    }
+    free(spd);
     return 0;
 }
 
@@ -45,6 +53,31 @@ static inline uint32_t sv_pd_id(struct ibv_pd *pd)
 /* ---------------------------------------------------------------------
  * MR: lkey == rkey == (index << 8 | generation)
  * ------------------------------------------------------------------- */
+
+/* An HCA pins the pages at registration and fails with EFAULT when the
+ * range is not mapped; mincore() tells us the same without pinning */
+static int sv_range_mapped(void *addr, size_t length)
+{
+    const size_t page = sysconf(_SC_PAGESIZE);
+    unsigned char vec[4096];
+    uintptr_t start = (uintptr_t)addr & ~(page - 1);
+    uintptr_t end   = ((uintptr_t)addr + length + page - 1) & ~(page - 1);
+    size_t chunk;
+
+    if ((uintptr_t)addr + length < (uintptr_t)addr) {
+        return 0;
+    }
+    for (; start < end; start += chunk) {
+        chunk = end - start;
+        if (chunk > sizeof(vec) * page) {
+            chunk = sizeof(vec) * page;
+        }
+        if (mincore((void *)start, chunk, vec) < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
 static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
                                 uint64_t iova, unsigned access)
 {
@@ -61,6 +94,11 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
     if ((pd == NULL) || (access & ~known) ||
         ((addr == NULL) && (length > 0) && !(access & IBV_ACCESS_ON_DEMAND))) {
         errno = EINVAL;
+        return NULL;
+    }
+    if ((length > 0) && !(access & IBV_ACCESS_ON_DEMAND) &&
+        !sv_range_mapped(addr, length)) {
+        errno = EFAULT;
         return NULL;
     }
     /* man ibv_reg_mr: remote write or atomic requires local write */
@@ -107,6 +145,7 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
     h->num_mr++;
     sv_shm_unlock();
 
+    sv_pd_ref(pd, 1);
     mr->index      = i;
     mr->mr.context = pd->context;
     mr->mr.pd      = pd;
@@ -145,10 +184,12 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 
     sv_shm_lock();
     if (m->in_use && (m->key == ibmr->lkey)) {
+        /* release: lookups after this see the key as invalid */
         __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
         sv_g.shm->num_mr--;
     }
     sv_shm_unlock();
+    sv_pd_ref(ibmr->pd, -1);
     free(mr);
     return 0;
 }
@@ -177,6 +218,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
     }
     if (flags & IBV_REREG_MR_CHANGE_PD) {
         m->pd_id  = sv_pd_id(pd);
+        sv_pd_ref(ibmr->pd, -1);
+        sv_pd_ref(pd, 1);
         ibmr->pd  = pd;
     }
     if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
@@ -208,11 +251,13 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
     ah->ah.context = pd->context;
     ah->ah.pd      = pd;
     ah->attr       = *attr;
+    sv_pd_ref(pd, 1);
     return &ah->ah;
 }
 
 SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+    sv_pd_ref(ah->pd, -1);
     free(sv_container_of(ah, struct sv_ah, ah));
     return 0;
 }

@@ -38,7 +38,9 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
     if (!sv_opcode_ok(type, wr->opcode) || (wr->num_sge < 0)) {
         return EINVAL;
     }
-    if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
+    /* acquire: pairs with the release in sv_cq_retire (poll_cq) */
+    if (qp->sq_tail - __atomic_load_n(&qp->sq_retired, __ATOMIC_ACQUIRE) >=
+        qp->sq_size) {
         return ENOMEM;
     }
     if ((type == IBV_QPT_UD) && (wr->wr.ud.ah == NULL)) {
@@ -123,6 +125,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     int ret = 0;
 
     pthread_mutex_lock(&qp->lock);
+    /* acquire: pairs with the release of state in ibv_modify_qp */
     st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
     if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
         (st != IBV_QPS_SQE)) {
@@ -153,6 +156,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
         *bad = wr;
         return EINVAL;
     }
+    /* acquire: pairs with the release of state in ibv_modify_qp */
     st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
     if (st == IBV_QPS_RESET) {
         *bad = wr;

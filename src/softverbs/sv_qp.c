@@ -158,6 +158,7 @@ static int sv_qp_type_idx(enum ibv_qp_type t)
 static void sv_qp_free_shm(struct sv_qp *qp)
 {
     sv_shm_lock();
+    /* release: requesters that still see in_use find a complete entry */
     __atomic_store_n(&qp->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(qp->shm->rq_off, qp->shm->rq_len);
     sv_g.shm->num_qp--;
@@ -236,6 +237,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     }
     for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
         ;
+    cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
     qp->sq_size   = sq_size;
     qp->sq_stride = (sizeof(struct sv_swqe) +
                      cap.max_send_sge * sizeof(struct ibv_sge) +
@@ -325,6 +327,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         qp->send_ops_flags = attr->send_ops_flags;
     }
     sv_qp_init_wr_ops(qp);
+    sv_pd_ref(attr->pd, 1);
     sv_cq_add_qp(qp->scq, qp);
     if (qp->rcq != qp->scq) {
         sv_cq_add_qp(qp->rcq, qp);
@@ -376,6 +379,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
     struct sv_qp *qp = sv_qp(ibqp);
 
     /* man ibv_destroy_qp: fails while attached to a multicast group */
+    /* acquire: counts are changed under the registry lock elsewhere */
     if (__atomic_load_n(&qp->shm->mcast_count, __ATOMIC_ACQUIRE) > 0) {
         return EBUSY;
     }
@@ -385,8 +389,10 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
     }
     if (qp->sq_pending) {
         __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
     }
     sv_qp_free_shm(qp);
+    sv_pd_ref(ibqp->pd, -1);
     free(qp->wr_list);
     free(qp->sq);
     free(qp);
@@ -424,7 +430,7 @@ void sv_qp_flush_rq(struct sv_qp *qp)
     c.qp_num = qp->shm->qpn;
     while (sv_rq_take(qp->rq, w)) {
         c.wr_id = w->wr_id;
-        if (sv_cq_push(qp->rcq->index, &c, 0) < 0) {
+        if (sv_cq_push(qp->rcq->index, &c, NULL, 0) < 0) {
             break;
         }
     }
@@ -434,6 +440,7 @@ void sv_qp_flush_rq(struct sv_qp *qp)
 void sv_qp_to_err(struct sv_qp *qp)
 {
     pthread_mutex_lock(&qp->lock);
+    /* release: requesters stop delivering before the flush below */
     __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
     qp->attr.qp_state = IBV_QPS_ERR;
     qp->qpx.qp_base.state = IBV_QPS_ERR;
@@ -505,6 +512,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     if (a == NULL) {
         return EINVAL;
     }
+    /* acquire: the state may have been set to ERR/SQE by the requester */
     cur  = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
     next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
     if ((mask & IBV_QP_CUR_STATE) && (a->cur_qp_state != cur)) {
@@ -570,9 +578,11 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         if (qp->sq_pending) {
             qp->sq_pending = 0;
             __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         }
-        qp->sq_head = qp->sq_tail = 0;
+        qp->sq_head = qp->sq_tail = qp->sq_retired = 0;
         if (qp->rq != NULL) {
+            /* release: consumers see an empty ring from now on */
             __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
         }
     }
@@ -587,6 +597,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         if (qp->srq != NULL) {
             sv_qp_async_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
         }
+    }
+    if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_SQD)) {
+        sv_req_progress(qp); /* WRs posted while drained */
     }
     if ((next == IBV_QPS_SQD) && qp->attr.en_sqd_async_notify) {
         /* the send queue is always drained: requests run synchronously */
@@ -605,6 +618,7 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
     }
     pthread_mutex_lock(&qp->lock);
     *attr              = qp->attr;
+    /* acquire: state changed by a requester's error path */
     attr->qp_state     = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
     attr->cur_qp_state = attr->qp_state;
     attr->cap          = qp->cap;

@@ -238,8 +238,10 @@ static void sv_req_update_pending(struct sv_qp *qp)
         qp->sq_pending = pending;
         if (pending) {
             __atomic_fetch_add(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         } else {
             __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         }
     }
 }
@@ -248,14 +250,19 @@ int sv_req_progress(struct sv_qp *qp)
 {
     enum ibv_wc_status status;
     struct sv_swqe *w, *w2;
+    uint32_t st;
     int resp;
 
     pthread_mutex_lock(&qp->lock);
     while (qp->sq_head != qp->sq_tail) {
-        if (__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
-            IBV_QPS_ERR) {
+        /* acquire: pairs with the release of state in ibv_modify_qp */
+        st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+        if ((st == IBV_QPS_ERR) || (st == IBV_QPS_SQE)) {
             sv_comp_flush_sq(qp);
             break;
+        }
+        if (st == IBV_QPS_SQD) {
+            break; /* drained: new WRs wait for the return to RTS */
         }
         w = sv_sq_wqe(qp, qp->sq_head);
         if (w->state == SV_SWQE_WAIT) {
@@ -285,8 +292,20 @@ int sv_req_progress(struct sv_qp *qp)
         if (status != IBV_WC_SUCCESS) {
             sv_error("qp 0x%x: wr_id 0x%lx failed: %s", qp->shm->qpn,
                      (unsigned long)w->wr_id, ibv_wc_status_str(status));
+            if (qp->qpx.qp_base.qp_type != IBV_QPT_RC) {
+                /* UC/UD: a send error takes the QP to SQE, the receive
+                 * queue keeps working (IBA spec 10.3.1, SQ Error state) */
+                /* release: requesters see the state after the WC */
+                __atomic_store_n(&qp->shm->state, IBV_QPS_SQE,
+                                 __ATOMIC_RELEASE);
+                qp->attr.qp_state     = IBV_QPS_SQE;
+                qp->qpx.qp_base.state = IBV_QPS_SQE;
+                sv_comp_flush_sq(qp);
+                break;
+            }
             /* a completion error moves the QP to the error state and
              * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
+            /* release: peers and poll_cq see ERR before the flush */
             __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
             qp->attr.qp_state     = IBV_QPS_ERR;
             qp->qpx.qp_base.state = IBV_QPS_ERR;

@@ -19,105 +19,29 @@
 #include <sys/uio.h>
 
 /* ---------------------------------------------------------------------
- * Memory movement
- * ------------------------------------------------------------------- */
-static void sv_iov_copy(const struct iovec *dst, int dcnt,
-                        const struct iovec *src, int scnt)
-{
-    size_t doff = 0, soff = 0, n;
-    int d = 0, s = 0;
-
-    while ((d < dcnt) && (s < scnt)) {
-        n = dst[d].iov_len - doff;
-        if (src[s].iov_len - soff < n) {
-            n = src[s].iov_len - soff;
-        }
-        memcpy((char *)dst[d].iov_base + doff,
-               (const char *)src[s].iov_base + soff, n);
-        doff += n;
-        soff += n;
-        if (doff == dst[d].iov_len) {
-            d++;
-            doff = 0;
-        }
-        if (soff == src[s].iov_len) {
-            s++;
-            soff = 0;
-        }
-    }
-}
-
-static size_t sv_iov_len(const struct iovec *iov, int cnt)
-{
-    size_t len = 0;
-    int i;
-
-    for (i = 0; i < cnt; i++) {
-        len += iov[i].iov_len;
-    }
-    return len;
-}
-
-/* Returns 0, or -ESRCH when the peer process is gone, -EFAULT otherwise */
-static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
-                       const struct iovec *riov, int rcnt, int write)
-{
-    size_t total = sv_iov_len(liov, lcnt);
-    ssize_t n;
-
-    if (total == 0) {
-        return 0;
-    }
-    if (pid == sv_g.pid) {
-        if (write) {
-            sv_iov_copy(riov, rcnt, liov, lcnt);
-        } else {
-            sv_iov_copy(liov, lcnt, riov, rcnt);
-        }
-        return 0;
-    }
-    n = write ? process_vm_writev(pid, liov, lcnt, riov, rcnt, 0) :
-                process_vm_readv(pid, liov, lcnt, riov, rcnt, 0);
-    if (n == (ssize_t)total) {
-        return 0;
-    }
-    if (n < 0) {
-        sv_error("process_vm_%sv(pid %d) failed: %m",
-                 write ? "write" : "read", pid);
-        return (errno == ESRCH) ? -ESRCH : -EFAULT;
-    }
-    /* partial: the kernel stops at the first unmapped page */
-    sv_error("process_vm_%sv(pid %d): %zd of %zu bytes",
-             write ? "write" : "read", pid, n, total);
-    return -EFAULT;
-}
-
-int sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
-                 const struct iovec *riov, int rcnt)
-{
-    return sv_mem_xfer(pid, liov, lcnt, riov, rcnt, 1);
-}
-
-int sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
-                const struct iovec *riov, int rcnt)
-{
-    return sv_mem_xfer(pid, liov, lcnt, riov, rcnt, 0);
-}
-
-/* ---------------------------------------------------------------------
  * Responder
  * ------------------------------------------------------------------- */
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
+    uint16_t dlid;
     uint32_t st;
 
     if (dq == NULL) {
         return SV_RESP_NORESP;
     }
+    /* acquire: the responder's attributes (dest QPN, access, Q_Key) were
+     * stored before its state (release in ibv_modify_qp) */
     st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
     if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) || (dq->type != sq->type)) {
         return SV_RESP_NORESP; /* packets are silently dropped */
+    }
+    /* the packet goes to the port of the destination LID: the QP must be
+     * on that port (multicast LIDs were resolved by the requester) */
+    dlid = (sq->type == IBV_QPT_UD) ? r->wqe->ud_dlid :
+           r->qp->attr.ah_attr.dlid;
+    if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) && (dlid != dq->dev + 1)) {
+        return SV_RESP_NORESP;
     }
     if (sq->type == IBV_QPT_UD) {
         if (dq->qkey != r->qkey) {
@@ -157,6 +81,7 @@ static struct sv_rq_hdr *sv_resp_rq(struct sv_shm_qp *dq,
     *srq = NULL;
     if (dq->srq) {
         s = &sv_g.shm->srqs[dq->srq - 1];
+        /* acquire: the ring offset is valid once in_use is seen */
         if (!__atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE)) {
             return NULL;
         }
@@ -170,6 +95,7 @@ static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                               uint32_t index)
 {
     struct sv_ev_msg msg;
+    /* acquire/CAS: exactly one consumer fires the event and disarms */
     uint32_t limit = __atomic_load_n(&s->limit, __ATOMIC_ACQUIRE);
 
     /* man ibv_modify_srq: the event fires once when the number of WQEs
@@ -216,21 +142,6 @@ static ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
     return total;
 }
 
-/* Trim an iovec list to len bytes */
-static int sv_iov_trim(struct iovec *iov, int cnt, size_t len)
-{
-    int i;
-
-    for (i = 0; (i < cnt) && (len > 0); i++) {
-        if (iov[i].iov_len >= len) {
-            iov[i].iov_len = len;
-            return i + 1;
-        }
-        len -= iov[i].iov_len;
-    }
-    return i;
-}
-
 static void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
                               uint32_t paylen)
 {
@@ -243,113 +154,205 @@ static void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
     sv_device_gid(r->qp->shm->dev, &grh->sgid);
     if (r->wqe->ud_has_grh) {
         grh->dgid = r->wqe->ud_dgid;
-    } else {
-        sv_device_gid(0, &grh->dgid);
+    } else if (r->wqe->ud_dlid < SV_MCAST_LID_BASE) {
+        sv_device_gid(r->wqe->ud_dlid - 1, &grh->dgid);
     }
 }
 
-static int sv_resp_recv(struct sv_resp_req *r, struct sv_shm_qp *dq,
-                        struct iovec *data, int dcnt, int opcode,
-                        uint64_t wlen)
-{
-    struct sv_rwqe *rw = alloca(sizeof(*rw) + SV_MAX_SGE *
-                                sizeof(struct ibv_sge));
-    struct iovec riov[SV_MAX_SGE];
-    struct iovec liov[SV_MAX_SGE + 2];
-    int ud = (dq->type == IBV_QPT_UD);
-    struct sv_swqe *w = r->wqe;
-    struct sv_shm_srq *srq;
-    struct sv_rq_hdr *rq;
-    struct ibv_grh grh;
-    struct sv_cqe c;
-    ssize_t cap;
-    size_t len;
-    int rcnt = 0, lcnt = 0, ret;
+/* ---------------------------------------------------------------------
+ * State machine
+ * ------------------------------------------------------------------- */
+enum sv_resp_state {
+    SV_RESPST_CHECK_QP,
+    SV_RESPST_CHECK_RKEY,
+    SV_RESPST_GET_WQE,
+    SV_RESPST_EXECUTE,
+    SV_RESPST_COMPLETE,
+    SV_RESPST_DONE,
+};
 
-    rq = sv_resp_rq(dq, &srq);
-    if ((rq == NULL) || !sv_rq_take(rq, rw)) {
-        r->min_rnr_timer = dq->min_rnr_timer;
-        return SV_RESP_RNR;
+struct sv_resp {
+    struct sv_resp_req *r;
+    struct sv_swqe     *w;
+    struct sv_shm_qp   *dq;            /* destination QP */
+    struct iovec        riov;          /* RDMA / atomic target */
+    struct sv_rwqe     *rw;            /* consumed receive WQE */
+    struct sv_cqe       cqe;           /* responder completion */
+    struct sv_cqe_inl   inl;
+    int                 result;        /* enum sv_resp_status */
+};
+
+static int sv_resp_needs_wqe(uint32_t opcode)
+{
+    return (opcode == IBV_WR_SEND) || (opcode == IBV_WR_SEND_WITH_IMM) ||
+           (opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+}
+
+static int sv_resp_needs_rkey(struct sv_swqe *w)
+{
+    switch (w->opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+        /* zero-length RDMA carries no rkey check (IBA spec 9.7.4.1.4) */
+        return w->length > 0;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static enum sv_resp_state sv_resp_after_checks(struct sv_resp *rs)
+{
+    return sv_resp_needs_wqe(rs->w->opcode) ? SV_RESPST_GET_WQE :
+                                              SV_RESPST_EXECUTE;
+}
+
+static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
+{
+    rs->result = sv_resp_check_qp(rs->r, rs->dq);
+    if (rs->result != SV_RESP_ACK) {
+        return SV_RESPST_DONE;
+    }
+    return sv_resp_needs_rkey(rs->w) ? SV_RESPST_CHECK_RKEY :
+                                       sv_resp_after_checks(rs);
+}
+
+static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
+{
+    struct sv_swqe *w = rs->w;
+    unsigned access;
+    uint64_t len;
+
+    switch (w->opcode) {
+    case IBV_WR_RDMA_READ:
+        access = IBV_ACCESS_REMOTE_READ;
+        len    = w->length;
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        if (w->remote_addr & 7) {
+            rs->result = SV_RESP_NAK_INV; /* misaligned atomic */
+            return SV_RESPST_DONE;
+        }
+        access = IBV_ACCESS_REMOTE_ATOMIC;
+        len    = 8;
+        break;
+    default:
+        access = IBV_ACCESS_REMOTE_WRITE;
+        len    = w->length;
+        break;
+    }
+    rs->result = sv_resp_check_rkey(rs->dq, w->rkey, w->remote_addr, len,
+                                    access, &rs->riov);
+    if (rs->result != SV_RESP_ACK) {
+        return SV_RESPST_DONE;
+    }
+    return sv_resp_after_checks(rs);
+}
+
+/* A receive WQE must be there before any data is placed, else RNR NAK */
+static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
+{
+    struct sv_shm_srq *srq;
+    struct sv_rq_hdr *rq = sv_resp_rq(rs->dq, &srq);
+
+    if ((rq == NULL) || !sv_rq_take(rq, rs->rw)) {
+        sv_error("qp 0x%x: no receive WQE (RNR)", rs->dq->qpn);
+        rs->r->min_rnr_timer = rs->dq->min_rnr_timer;
+        rs->result = SV_RESP_RNR;
+        return SV_RESPST_DONE;
     }
     if (srq != NULL) {
-        sv_resp_srq_limit(srq, rq, dq->srq - 1);
+        sv_resp_srq_limit(srq, rq, rs->dq->srq - 1);
     }
-    memset(&c, 0, sizeof(c));
-    c.wr_id  = rw->wr_id;
-    c.qp_num = dq->qpn;
-    c.opcode = (opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
-               IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-    c.src_qp = r->qp->shm->qpn;
-    c.slid   = r->qp->shm->dev + 1;
-    if ((opcode == IBV_WR_SEND_WITH_IMM) ||
-        (opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-        c.imm_data  = w->imm_data;
-        c.wc_flags |= IBV_WC_WITH_IMM;
+    memset(&rs->cqe, 0, sizeof(rs->cqe));
+    rs->cqe.wr_id  = rs->rw->wr_id;
+    rs->cqe.qp_num = rs->dq->qpn;
+    rs->cqe.opcode = (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
+                     IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+    rs->cqe.src_qp = rs->r->qp->shm->qpn;
+    rs->cqe.slid   = rs->r->qp->shm->dev + 1;
+    if (rs->w->opcode != IBV_WR_SEND) {
+        rs->cqe.imm_data  = rs->w->imm_data;
+        rs->cqe.wc_flags |= IBV_WC_WITH_IMM;
     }
+    return SV_RESPST_EXECUTE;
+}
 
-    ret = SV_RESP_ACK;
-    if (opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-        c.byte_len = wlen;
-        goto complete;
-    }
-    len = sv_iov_len(data, dcnt) + (ud ? SV_GRH_LEN : 0);
-    cap = sv_resp_recv_iov(dq, rw, riov, &rcnt);
+/* SEND: scatter the payload (and the GRH for UD) into the receive WQE */
+static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
+{
+    struct iovec riov[SV_MAX_SGE];
+    struct iovec liov[SV_MAX_SGE + 2];
+    struct sv_resp_req *r = rs->r;
+    struct sv_shm_qp *dq = rs->dq;
+    int ud = (dq->type == IBV_QPT_UD);
+    int rcnt = 0, lcnt = 0, i;
+    struct ibv_grh grh;
+    ssize_t cap;
+    size_t len;
+
+    rs->result = SV_RESP_ACK;
+    len = sv_iov_len(r->liov, r->liovcnt) + (ud ? SV_GRH_LEN : 0);
+    cap = sv_resp_recv_iov(dq, rs->rw, riov, &rcnt);
     if (cap < 0) {
-        c.status = IBV_WC_LOC_PROT_ERR;
-        ret = ud ? SV_RESP_ACK : SV_RESP_NAK_OP;
-        goto complete;
+        rs->cqe.status = IBV_WC_LOC_PROT_ERR;
+        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_OP;
+        return SV_RESPST_COMPLETE;
     }
     if ((size_t)cap < len) {
-        c.status = IBV_WC_LOC_LEN_ERR;
-        ret = ud ? SV_RESP_ACK : SV_RESP_NAK_INV;
-        goto complete;
+        rs->cqe.status = IBV_WC_LOC_LEN_ERR;
+        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_INV;
+        return SV_RESPST_COMPLETE;
     }
     if (ud) {
         sv_resp_build_grh(r, &grh, len - SV_GRH_LEN);
         liov[lcnt].iov_base = &grh;
         liov[lcnt].iov_len  = SV_GRH_LEN;
         lcnt++;
-        c.wc_flags |= IBV_WC_GRH;
+        rs->cqe.wc_flags |= IBV_WC_GRH;
     }
-    memcpy(&liov[lcnt], data, dcnt * sizeof(*data));
-    lcnt += dcnt;
+    memcpy(&liov[lcnt], r->liov, r->liovcnt * sizeof(*r->liov));
+    lcnt += r->liovcnt;
     rcnt  = sv_iov_trim(riov, rcnt, len);
+    rs->cqe.byte_len = len;
+    if ((dq->pid != sv_g.pid) && (len <= SV_CQE_INL) &&
+        (rcnt <= SV_CQE_INL_SGE)) {
+        /* small payload: carried in the CQ slot (see struct sv_cqe_inl) */
+        struct iovec dst = { rs->inl.data, len };
+        sv_iov_copy(&dst, 1, liov, lcnt);
+        for (i = 0; i < rcnt; i++) {
+            rs->inl.va[i]  = (uintptr_t)riov[i].iov_base;
+            rs->inl.len[i] = riov[i].iov_len;
+        }
+        rs->cqe.inl_len  = len;
+        rs->cqe.inl_nsge = rcnt;
+        return SV_RESPST_COMPLETE;
+    }
     if (sv_mem_write(dq->pid, liov, lcnt, riov, rcnt) < 0) {
-        return SV_RESP_NORESP;
+        rs->result = SV_RESP_NORESP;
+        return SV_RESPST_DONE;
     }
-    c.byte_len = len;
-
-complete:
-    if (c.status != IBV_WC_SUCCESS) {
-        sv_error("qp 0x%x: receive WQE error %s", dq->qpn,
-                 ibv_wc_status_str(c.status));
-    }
-    sv_cq_push(dq->rcq, &c, !!(w->send_flags & IBV_SEND_SOLICITED));
-    return ret;
+    return SV_RESPST_COMPLETE;
 }
 
-static int sv_resp_atomic(struct sv_resp_req *r, struct sv_shm_qp *dq)
+static enum sv_resp_state sv_resp_exec_atomic(struct sv_resp *rs)
 {
-    struct sv_swqe *w = r->wqe;
-    struct iovec riov, liov;
+    struct sv_swqe *w = rs->w;
+    struct iovec liov;
     uint64_t old, val;
-    int ret;
 
-    if (w->remote_addr & 7) {
-        return SV_RESP_NAK_INV; /* misaligned atomic */
-    }
-    ret = sv_resp_check_rkey(dq, w->rkey, w->remote_addr, 8,
-                             IBV_ACCESS_REMOTE_ATOMIC, &riov);
-    if (ret != SV_RESP_ACK) {
-        return ret;
-    }
     liov.iov_base = &old;
     liov.iov_len  = 8;
     /* one host-wide lock: atomics are atomic against each other */
     sv_atomic_lock();
-    if (sv_mem_read(dq->pid, &liov, 1, &riov, 1) < 0) {
+    if (sv_mem_read(rs->dq->pid, &liov, 1, &rs->riov, 1) < 0) {
         sv_atomic_unlock();
-        return SV_RESP_NORESP;
+        rs->result = SV_RESP_NORESP;
+        return SV_RESPST_DONE;
     }
     if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
         val = (old == w->compare_add) ? w->swap : old;
@@ -357,74 +360,100 @@ static int sv_resp_atomic(struct sv_resp_req *r, struct sv_shm_qp *dq)
         val = old + w->compare_add;
     }
     liov.iov_base = &val;
-    if ((val != old) && (sv_mem_write(dq->pid, &liov, 1, &riov, 1) < 0)) {
+    if ((val != old) &&
+        (sv_mem_write(rs->dq->pid, &liov, 1, &rs->riov, 1) < 0)) {
         sv_atomic_unlock();
-        return SV_RESP_NORESP;
+        rs->result = SV_RESP_NORESP;
+        return SV_RESPST_DONE;
     }
     sv_atomic_unlock();
     /* the original value lands in the requester's local buffer */
-    memcpy(r->liov[0].iov_base, &old, 8);
-    return SV_RESP_ACK;
+    memcpy(rs->r->liov[0].iov_base, &old, 8);
+    rs->result = SV_RESP_ACK;
+    return SV_RESPST_DONE;
+}
+
+static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
+{
+    struct sv_resp_req *r = rs->r;
+    struct sv_swqe *w = rs->w;
+    int ret;
+
+    switch (w->opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+        return sv_resp_exec_send(rs);
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        if ((w->length > 0) &&
+            (sv_mem_write(rs->dq->pid, r->liov, r->liovcnt, &rs->riov,
+                          1) < 0)) {
+            rs->result = SV_RESP_NORESP;
+            return SV_RESPST_DONE;
+        }
+        rs->result       = SV_RESP_ACK;
+        rs->cqe.byte_len = w->length;
+        return (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
+               SV_RESPST_COMPLETE : SV_RESPST_DONE;
+    case IBV_WR_RDMA_READ:
+        ret = (w->length > 0) ?
+              sv_mem_read(rs->dq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
+              0;
+        rs->result = (ret < 0) ? SV_RESP_NORESP : SV_RESP_ACK;
+        return SV_RESPST_DONE;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return sv_resp_exec_atomic(rs);
+    default:
+        rs->result = SV_RESP_NAK_INV;
+        return SV_RESPST_DONE;
+    }
+}
+
+static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
+{
+    if (rs->cqe.status != IBV_WC_SUCCESS) {
+        sv_error("qp 0x%x: receive WQE error %s", rs->dq->qpn,
+                 ibv_wc_status_str(rs->cqe.status));
+    }
+    sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
+               !!(rs->w->send_flags & IBV_SEND_SOLICITED));
+    return SV_RESPST_DONE;
 }
 
 int sv_resp_execute(struct sv_resp_req *r)
 {
-    struct sv_swqe *w = r->wqe;
-    struct sv_shm_qp *dq = sv_shm_qp_lookup(r->dest_qpn);
-    struct iovec riov;
-    int ret;
+    struct sv_resp rs;
+    enum sv_resp_state state = SV_RESPST_CHECK_QP;
 
-    ret = sv_resp_check_qp(r, dq);
-    if (ret != SV_RESP_ACK) {
-        return ret;
+    rs.r      = r;
+    rs.w      = r->wqe;
+    rs.dq     = sv_shm_qp_lookup(r->dest_qpn);
+    rs.rw     = alloca(sizeof(*rs.rw) + SV_MAX_SGE * sizeof(struct ibv_sge));
+    rs.result = SV_RESP_NAK_INV;
+    rs.cqe.status = IBV_WC_SUCCESS;
+
+    while (state != SV_RESPST_DONE) {
+        switch (state) {
+        case SV_RESPST_CHECK_QP:
+            state = sv_resp_st_check_qp(&rs);
+            break;
+        case SV_RESPST_CHECK_RKEY:
+            state = sv_resp_st_check_rkey(&rs);
+            break;
+        case SV_RESPST_GET_WQE:
+            state = sv_resp_st_get_wqe(&rs);
+            break;
+        case SV_RESPST_EXECUTE:
+            state = sv_resp_st_execute(&rs);
+            break;
+        case SV_RESPST_COMPLETE:
+            state = sv_resp_st_complete(&rs);
+            break;
+        default:
+            state = SV_RESPST_DONE;
+            break;
+        }
     }
-    switch (w->opcode) {
-    case IBV_WR_SEND:
-    case IBV_WR_SEND_WITH_IMM:
-        return sv_resp_recv(r, dq, r->liov, r->liovcnt, w->opcode, 0);
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        if (w->length > 0) {
-            ret = sv_resp_check_rkey(dq, w->rkey, w->remote_addr, w->length,
-                                     IBV_ACCESS_REMOTE_WRITE, &riov);
-            if (ret != SV_RESP_ACK) {
-                return ret;
-            }
-        }
-        if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-            /* a receive WQE must be there before the data is placed */
-            struct sv_shm_srq *srq;
-            struct sv_rq_hdr *rq = sv_resp_rq(dq, &srq);
-            if ((rq == NULL) || (sv_rq_count(rq) == 0)) {
-                r->min_rnr_timer = dq->min_rnr_timer;
-                return SV_RESP_RNR;
-            }
-        }
-        if ((w->length > 0) &&
-            (sv_mem_write(dq->pid, r->liov, r->liovcnt, &riov, 1) < 0)) {
-            return SV_RESP_NORESP;
-        }
-        if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-            return sv_resp_recv(r, dq, NULL, 0, w->opcode, w->length);
-        }
-        return SV_RESP_ACK;
-    case IBV_WR_RDMA_READ:
-        if (w->length == 0) {
-            return SV_RESP_ACK;
-        }
-        ret = sv_resp_check_rkey(dq, w->rkey, w->remote_addr, w->length,
-                                 IBV_ACCESS_REMOTE_READ, &riov);
-        if (ret != SV_RESP_ACK) {
-            return ret;
-        }
-        if (sv_mem_read(dq->pid, r->liov, r->liovcnt, &riov, 1) < 0) {
-            return SV_RESP_NORESP;
-        }
-        return SV_RESP_ACK;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        return sv_resp_atomic(r, dq);
-    default:
-        return SV_RESP_NAK_INV;
-    }
+    return rs.result;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
@@ -18,7 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-struct sv_global sv_g;
+struct sv_global sv_g = { .cq_list_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_mutex_t sv_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sv_init_done;
@@ -116,14 +117,44 @@ void sv_shm_unlock(void)
     pthread_mutex_unlock(&sv_g.shm->lock);
 }
 
+/*
+ * Remote atomics take a host-wide spinlock held for two process_vm calls.
+ * A sleeping mutex would make the peer that polls for the result and
+ * answers at once sleep and be woken by a futex, costing a scheduler
+ * wakeup per operation. A holder that died is detected by its pid.
+ */
 void sv_atomic_lock(void)
 {
-    sv_mutex_lock(&sv_g.shm->atomic_lock);
+    int32_t *owner = &sv_g.shm->atomic_owner;
+    int32_t cur = 0;
+    unsigned spins = 0;
+
+    /* acquire: the previous holder's memory update is visible to us */
+    while (!__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        if ((++spins & 0xffff) == 0) {
+            if ((kill(cur, 0) < 0) && (errno == ESRCH)) {
+                /* the holder died with the lock: take it over */
+                if (__atomic_compare_exchange_n(owner, &cur, sv_g.pid, 0,
+                                                __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                    return;
+                }
+            } else {
+                sched_yield();
+            }
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        cur = 0;
+    }
 }
 
 void sv_atomic_unlock(void)
 {
-    pthread_mutex_unlock(&sv_g.shm->atomic_lock);
+    /* release: the atomic's memory update precedes the next holder */
+    __atomic_store_n(&sv_g.shm->atomic_owner, 0, __ATOMIC_RELEASE);
 }
 
 static int sv_size_class(uint64_t len)
@@ -187,6 +218,8 @@ void sv_shm_reap(void)
     if (!any) {
         return;
     }
+    /* release stores of in_use below: lookups stop before the rings go
+     * back to the allocator */
     for (i = 0; i < SV_QP_TBL; i++) {
         struct sv_shm_qp *q = &h->qps[i];
         if (q->in_use && dead[q->proc]) {
@@ -247,7 +280,6 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&h->lock, &ma);
-    pthread_mutex_init(&h->atomic_lock, &ma);
     pthread_mutexattr_destroy(&ma);
     h->total_len  = total;
     h->arena_off  = (sizeof(*h) + 4095) & ~4095ull;
@@ -293,6 +325,8 @@ static void sv_atexit(void)
     }
 }
 
+static int sv_proc_register(void);
+
 static int sv_shm_do_init(void)
 {
     const char *path = getenv(SOFTVERBS_ENV_SHM);
@@ -302,9 +336,9 @@ static int sv_shm_do_init(void)
     uint64_t arena = (mb ? strtoull(mb, NULL, 0) : 1024) << 20;
     uint64_t total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
     struct sv_shm_hdr *h;
-    struct stat st;
+    struct stat st, st2;
+    uint64_t magic;
     const char *c;
-    uint32_t i;
     int fd;
 
     sv_g.debug = dbg && (atoi(dbg) > 0);
@@ -322,6 +356,7 @@ static int sv_shm_do_init(void)
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.pid        = getpid();
 
+retry:
     fd = open(sv_g.shm_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
         sv_error("open(%s) failed: %m", sv_g.shm_path);
@@ -346,7 +381,22 @@ static int sv_shm_do_init(void)
         sv_error("mmap(%s) failed: %m", sv_g.shm_path);
         goto err_close;
     }
-    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SV_MAGIC) {
+    /* acquire: pairs with the release in sv_shm_format */
+    magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if ((magic != SV_MAGIC) && (magic != 0)) {
+        /* a registry of another softverbs version: leave it to the
+         * processes using it and start a new file under the same path */
+        sv_error("%s has another layout: replacing it", sv_g.shm_path);
+        munmap(h, total);
+        if ((stat(sv_g.shm_path, &st2) == 0) && (st2.st_ino == st.st_ino)) {
+            unlink(sv_g.shm_path);
+        }
+        flock(fd, LOCK_UN);
+        close(fd);
+        total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
+        goto retry;
+    }
+    if (magic == 0) {
         sv_shm_format(h, total, total - ((sizeof(*h) + 4095) & ~4095ull));
     }
     flock(fd, LOCK_UN);
@@ -354,6 +404,23 @@ static int sv_shm_do_init(void)
 
     sv_g.shm  = h;
     sv_g.base = (char *)h;
+    if (sv_proc_register() != 0) {
+        return ENOMEM;
+    }
+    atexit(sv_atexit);
+    return 0;
+
+err_close:
+    flock(fd, LOCK_UN);
+    close(fd);
+    return errno ? errno : EIO;
+}
+
+static int sv_proc_register(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
     sv_shm_lock();
     sv_shm_reap();
     for (i = 0; i < SV_PROC_TBL; i++) {
@@ -371,20 +438,17 @@ static int sv_shm_do_init(void)
     h->procs[i].start_time = sv_proc_start_time(sv_g.pid);
     sv_g.proc = i;
     sv_shm_unlock();
-    atexit(sv_atexit);
     return 0;
-
-err_close:
-    flock(fd, LOCK_UN);
-    close(fd);
-    return errno ? errno : EIO;
 }
 
 static void sv_atfork_child(void)
 {
-    /* the child is another process: it gets its own slot on first use */
-    sv_init_done = 0;
-    sv_g.shm = NULL;
+    /* the child is another process: its own slot, and the objects it
+     * inherited stay owned by the parent */
+    if (sv_g.shm != NULL) {
+        sv_g.pid = getpid();
+        sv_proc_register();
+    }
 }
 
 int sv_shm_init(void)
@@ -455,10 +519,71 @@ void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg)
 /* ---------------------------------------------------------------------
  * Statistics
  * ------------------------------------------------------------------- */
+static void sv_stats_add_qp(struct softverbs_stats *s, struct sv_shm_qp *q)
+{
+    s->num_qp++;
+    s->num_qp_by_type[(q->type == IBV_QPT_RC) ? 0 :
+                      (q->type == IBV_QPT_UC) ? 1 :
+                      (q->type == IBV_QPT_UD) ? 2 : 3]++;
+    s->num_qp_by_state[(q->state < 7) ? q->state : 6]++;
+}
+
+/* One pass over the registry; st[SV_PROC_TBL] gets the host total */
+static void sv_stats_collect(struct softverbs_stats *st)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
+    memset(st, 0, sizeof(*st) * (SV_PROC_TBL + 1));
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        st[i].pid = h->procs[i].in_use ? h->procs[i].pid : 0;
+    }
+    for (i = 0; i < SV_QP_TBL; i++) {
+        if (h->qps[i].in_use) {
+            sv_stats_add_qp(&st[h->qps[i].proc % SV_PROC_TBL], &h->qps[i]);
+            sv_stats_add_qp(&st[SV_PROC_TBL], &h->qps[i]);
+        }
+    }
+    for (i = 0; i < SV_CQ_TBL; i++) {
+        if (h->cqs[i].in_use) {
+            st[h->cqs[i].proc % SV_PROC_TBL].num_cq++;
+            st[SV_PROC_TBL].num_cq++;
+        }
+    }
+    for (i = 0; i < SV_SRQ_TBL; i++) {
+        if (h->srqs[i].in_use) {
+            st[h->srqs[i].proc % SV_PROC_TBL].num_srq++;
+            st[SV_PROC_TBL].num_srq++;
+        }
+    }
+    for (i = 0; i < SV_MR_TBL; i++) {
+        if (h->mrs[i].in_use) {
+            st[h->mrs[i].proc % SV_PROC_TBL].num_mr++;
+            st[h->mrs[i].proc % SV_PROC_TBL].mr_bytes += h->mrs[i].len;
+            st[SV_PROC_TBL].num_mr++;
+            st[SV_PROC_TBL].mr_bytes += h->mrs[i].len;
+        }
+    }
+}
+
+static struct softverbs_stats *sv_stats_snapshot(void)
+{
+    struct softverbs_stats *st;
+
+    st = malloc(sizeof(*st) * (SV_PROC_TBL + 1));
+    if (st == NULL) {
+        return NULL;
+    }
+    sv_shm_lock();
+    sv_shm_reap();
+    sv_stats_collect(st);
+    sv_shm_unlock();
+    return st;
+}
+
 SV_EXPORT int softverbs_get_stats(uint32_t pid, struct softverbs_stats *out)
 {
-    struct sv_shm_hdr *h;
-    struct softverbs_stats s;
+    struct softverbs_stats *st, s;
     uint32_t i;
     int ret;
 
@@ -466,37 +591,44 @@ SV_EXPORT int softverbs_get_stats(uint32_t pid, struct softverbs_stats *out)
     if (ret != 0) {
         return ret;
     }
-    h = sv_g.shm;
-    memset(&s, 0, sizeof(s));
+    st = sv_stats_snapshot();
+    if (st == NULL) {
+        return ENOMEM;
+    }
+    if (pid == 0) {
+        s = st[SV_PROC_TBL];
+    } else {
+        memset(&s, 0, sizeof(s));
+        for (i = 0; i < SV_PROC_TBL; i++) {
+            if (st[i].pid == pid) {
+                s = st[i];
+            }
+        }
+    }
     s.pid = pid;
-    sv_shm_lock();
-    sv_shm_reap();
-    for (i = 0; i < SV_QP_TBL; i++) {
-        struct sv_shm_qp *q = &h->qps[i];
-        if (!q->in_use || (pid && (q->pid != (int32_t)pid))) {
-            continue;
-        }
-        s.num_qp++;
-        s.num_qp_by_type[(q->type == IBV_QPT_RC) ? 0 :
-                         (q->type == IBV_QPT_UC) ? 1 :
-                         (q->type == IBV_QPT_UD) ? 2 : 3]++;
-        s.num_qp_by_state[(q->state < 7) ? q->state : 6]++;
-    }
-    for (i = 0; i < SV_CQ_TBL; i++) {
-        s.num_cq += h->cqs[i].in_use &&
-                    (!pid || (h->cqs[i].pid == (int32_t)pid));
-    }
-    for (i = 0; i < SV_SRQ_TBL; i++) {
-        s.num_srq += h->srqs[i].in_use &&
-                     (!pid || (h->srqs[i].pid == (int32_t)pid));
-    }
-    for (i = 0; i < SV_MR_TBL; i++) {
-        if (h->mrs[i].in_use && (!pid || (h->mrs[i].pid == (int32_t)pid))) {
-            s.num_mr++;
-            s.mr_bytes += h->mrs[i].len;
-        }
-    }
-    sv_shm_unlock();
+    free(st);
     *out = s;
     return 0;
+}
+
+SV_EXPORT int softverbs_get_proc_stats(struct softverbs_stats *out, int max)
+{
+    struct softverbs_stats *st;
+    int i, n = 0, ret;
+
+    ret = sv_shm_init();
+    if (ret != 0) {
+        return -ret;
+    }
+    st = sv_stats_snapshot();
+    if (st == NULL) {
+        return -ENOMEM;
+    }
+    for (i = 0; (i < SV_PROC_TBL) && (n < max); i++) {
+        if (st[i].pid != 0) {
+            out[n++] = st[i];
+        }
+    }
+    free(st);
+    return n;
 }

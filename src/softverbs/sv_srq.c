@@ -11,6 +11,7 @@
 
 uint32_t sv_rq_count(struct sv_rq_hdr *rq)
 {
+    /* acquire: both indices as published by producer and consumers */
     return __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) -
            __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
 }
@@ -48,6 +49,7 @@ int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
     uint64_t h, t;
     uint32_t n;
 
+    /* acquire: a head moved by another consumer, with its copy done */
     h = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
     for (;;) {
         /* acquire: pairs with the producer's release of tail */
@@ -174,6 +176,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     s->pd_id    = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
     s->limit    = attr->attr.srq_limit;
     s->cookie   = (uintptr_t)srq;
+    /* release: the ring is initialized before consumers see in_use */
     __atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
     h->num_srq++;
     sv_shm_unlock();
@@ -186,6 +189,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     srq->srq.srq_context = attr->srq_context;
     srq->srq.pd         = attr->pd;
     srq->srq.handle     = i;
+    sv_pd_ref(attr->pd, 1);
     pthread_mutex_init(&srq->srq.mutex, NULL);
     pthread_cond_init(&srq->srq.cond, NULL);
     /* caps written back with the values granted */
@@ -234,6 +238,7 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
         if (attr->srq_limit > srq->ring->size) {
             return EINVAL;
         }
+        /* release: armed after the WQEs posted before this call */
         __atomic_store_n(&srq->shm->limit, attr->srq_limit, __ATOMIC_RELEASE);
     }
     return 0;
@@ -245,6 +250,7 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 
     attr->max_wr    = srq->ring->size;
     attr->max_sge   = srq->ring->max_sge;
+    /* acquire: the limit may have been disarmed by a consumer */
     attr->srq_limit = __atomic_load_n(&srq->shm->limit, __ATOMIC_ACQUIRE);
     return 0;
 }
@@ -263,10 +269,12 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
             return EBUSY;
         }
     }
+    /* release: consumers that still see in_use find a live ring */
     __atomic_store_n(&srq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(srq->shm->ring_off, srq->shm->ring_len);
     h->num_srq--;
     sv_shm_unlock();
+    sv_pd_ref(ibsrq->pd, -1);
     free(srq);
     return 0;
 }

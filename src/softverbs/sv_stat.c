@@ -9,7 +9,7 @@
  */
 #include <softverbs/softverbs.h>
 #include <infiniband/verbs.h>
-#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +33,6 @@ int main(int argc, char **argv)
     struct softverbs_stats s;
     int opt, quiet = 0, ret;
     long pid = -1;
-    DIR *d;
-    struct dirent *e;
 
     while ((opt = getopt(argc, argv, "p:qh")) != -1) {
         switch (opt) {
@@ -58,17 +56,17 @@ int main(int argc, char **argv)
         sv_stat_print("proc", &s);
         return 0;
     }
-    if (!quiet && (d = opendir("/proc")) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            long p = strtol(e->d_name, NULL, 10);
-            if ((p <= 0) || (p == getpid()) ||
-                softverbs_get_stats(p, &s) ||
-                !(s.num_qp || s.num_cq || s.num_srq || s.num_mr)) {
-                continue;
+    if (!quiet) {
+        struct softverbs_stats *all = calloc(4096, sizeof(*all));
+        int i, n = all ? softverbs_get_proc_stats(all, 4096) : -ENOMEM;
+        for (i = 0; i < n; i++) {
+            if ((all[i].pid != (uint32_t)getpid()) &&
+                (all[i].num_qp || all[i].num_cq || all[i].num_srq ||
+                 all[i].num_mr)) {
+                sv_stat_print("proc", &all[i]);
             }
-            sv_stat_print("proc", &s);
         }
-        closedir(d);
+        free(all);
     }
     ret = softverbs_get_stats(0, &s);
     if (ret) {
