@@ -345,6 +345,42 @@ static void test_pending(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
     flush_ep(c);
 }
 
+static void test_iface_flush(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
+{
+    pack_arg_t arg = {c->buf, 4096, NULL};
+    ucs_status_t status;
+    comp_t comp;
+    int i, ok = 1;
+
+    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_PUT_BCOPY)) {
+        skip("iface flush: no put_bcopy");
+        return;
+    }
+    fill(c->buf, 99, 4096);
+    for (i = 0; (i < 10) && ok; ++i) {
+        ssize_t ret;
+        while ((ret = uct_ep_put_bcopy(c->ep, pack_cb, &arg, raddr, rkey)) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(c->worker);
+        }
+        ok = (ret == 4096);
+    }
+    do {
+        comp_init(&comp);
+        status = uct_iface_flush(c->iface, 0, &comp.super);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(c->worker);
+        }
+    } while (status == UCS_ERR_NO_RESOURCE);
+    if (status == UCS_ERR_UNSUPPORTED) {
+        skip("iface flush with a completion: unsupported");
+        return;
+    }
+    ok = ok && (wait_op(c, status, &comp) == 0) &&
+         remote_cmd(c, CMD_CHECK, 99, 4096, 0);
+    ok ? pass("iface flush with a completion") : fail("iface flush");
+}
+
 static void test_flush_cancel(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
 {
     comp_t comps[64], fcomp;
@@ -472,6 +508,26 @@ int run_kill(ctx_t *c, int sock_a, int sock_b, pid_t pid_a,
     c->sock      = sock_b;
     c->ep_failed = 0;
     test_put(c, kb.rkey, rb.buf_addr, 65536);
+
+    /* A bad rkey is reported through the error handler, not a crash */
+    if (c->attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT) {
+        comp_t fcomp;
+
+        status = uct_ep_put_short(ep_b, c->buf, 8, rb.buf_addr,
+                                  kb.rkey ^ 0x5a5a5a);
+        comp_init(&fcomp);
+        if (status == UCS_OK) {
+            status = uct_ep_flush(ep_b, 0, &fcomp.super);
+        }
+        t0 = now_sec();
+        while (!c->ep_failed && (now_sec() - t0 < limit * 3)) {
+            uct_worker_progress(c->worker);
+        }
+        snprintf(what, sizeof(what), "bad rkey reported by the error handler"
+                 " (flush status %s)", ucs_status_string(fcomp.done ?
+                                                         fcomp.status : status));
+        c->ep_failed ? pass(what) : fail(what);
+    }
     remote_cmd(c, CMD_QUIT, 0, 0, 0);
     uct_rkey_release(c->comp, &ka);
     uct_rkey_release(c->comp, &kb);
@@ -493,6 +549,7 @@ int run_initiator(ctx_t *c, size_t max_size)
     test_am(c);
     test_atomics(c, rkey.rkey, remote.buf_addr);
     test_pending(c, rkey.rkey, remote.buf_addr);
+    test_iface_flush(c, rkey.rkey, remote.buf_addr);
     c->ep_failed = 0;
     test_flush_cancel(c, rkey.rkey, remote.buf_addr);
     remote_cmd(c, CMD_QUIT, 0, 0, 0);
