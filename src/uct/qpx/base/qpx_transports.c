@@ -6,8 +6,10 @@
 #endif
 
 #include "qpx_component.h"
+#include <uct/qpx/rc/qpx_rc_iface.h>
 
 
 uct_tl_t *const qpx_transports[] = {
+    &qpx_rc_tl,
     NULL
 };

@@ -1,0 +1,499 @@
+/*
+ * qpx interface core: CQs, SRQ, receive and send buffers, QP pool.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_iface.h"
+
+#include <errno.h>
+#include <string.h>
+
+
+/* Buffers start on a cache line */
+#define QPX_IFACE_DESC_ALIGN 64
+
+
+ucs_config_field_t qpx_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(qpx_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"SEG_SIZE", "8k",
+     "Size of a receive buffer and of a bcopy send buffer, including the "
+     "transport header. Active messages up to this size are accepted.",
+     ucs_offsetof(qpx_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_QUEUE_LEN", "256",
+     "Send work requests per QP (the device may grant fewer).",
+     ucs_offsetof(qpx_iface_config_t, tx.queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_CQ_LEN", "4096",
+     "Entries of the interface's send completion queue.",
+     ucs_offsetof(qpx_iface_config_t, tx.cq_len), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_MAX_INLINE", "128",
+     "Inline data requested per send; the granted size (read back from the "
+     "QP) bounds the short operations.",
+     ucs_offsetof(qpx_iface_config_t, tx.max_inline), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_MODERATION", "32",
+     "Request a send completion every N sends (operations that need a "
+     "completion are always signalled).",
+     ucs_offsetof(qpx_iface_config_t, tx.moderation), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_MAX_BUFS", "-1",
+     "Maximal number of send bounce buffers (-1: unlimited).",
+     ucs_offsetof(qpx_iface_config_t, tx.mp.max_bufs), UCS_CONFIG_TYPE_INT},
+
+    {"TX_BUFS_GROW", "128",
+     "Send bounce buffers allocated at a time.",
+     ucs_offsetof(qpx_iface_config_t, tx.mp.bufs_grow), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "1024",
+     "Receive buffers posted to the interface's shared receive queue.",
+     ucs_offsetof(qpx_iface_config_t, rx.queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_MAX_BATCH", "16",
+     "Receive buffers reposted at a time.",
+     ucs_offsetof(qpx_iface_config_t, rx.max_batch), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_MAX_BUFS", "-1",
+     "Maximal number of receive buffers (-1: unlimited).",
+     ucs_offsetof(qpx_iface_config_t, rx.mp.max_bufs), UCS_CONFIG_TYPE_INT},
+
+    {"RX_BUFS_GROW", "256",
+     "Receive buffers allocated at a time.",
+     ucs_offsetof(qpx_iface_config_t, rx.mp.bufs_grow), UCS_CONFIG_TYPE_UINT},
+
+    {"QP_POOL_SIZE", "16",
+     "QPs kept in RESET for reuse by new endpoints.",
+     ucs_offsetof(qpx_iface_config_t, qp_pool_size), UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+
+static void qpx_iface_desc_init(uct_iface_h tl_iface, void *obj,
+                                uct_mem_h memh)
+{
+    qpx_desc_t *desc = obj;
+    qpx_mem_t *mem   = memh;
+
+    desc->lkey  = mem->mr->lkey;
+    desc->flags = 0;
+}
+
+
+static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
+{
+    qpx_iface_t *iface = ucs_container_of(self, qpx_iface_t, release_desc);
+    qpx_desc_t *desc   = UCS_PTR_BYTE_OFFSET(user_desc,
+                                   -(ptrdiff_t)iface->config.rx_headroom_offset);
+
+    /* The SRQ slot of a kept buffer was refilled when it was kept */
+    ucs_mpool_put(desc);
+}
+
+
+unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
+{
+    struct ibv_recv_wr wrs[count], *bad_wr;
+    struct ibv_sge sges[count];
+    qpx_desc_t *desc;
+    unsigned i, n;
+    int ret;
+
+    for (n = 0; n < count; ++n) {
+        desc = ucs_mpool_get(&iface->rx_mp);
+        if (desc == NULL) {
+            break;
+        }
+
+        sges[n].addr   = (uintptr_t)UCS_PTR_BYTE_OFFSET(desc,
+                                               iface->config.rx_hdr_offset);
+        sges[n].length = iface->config.seg_size;
+        sges[n].lkey   = desc->lkey;
+        wrs[n].wr_id   = (uintptr_t)desc;
+        wrs[n].sg_list = &sges[n];
+        wrs[n].num_sge = 1;
+        wrs[n].next    = &wrs[n + 1];
+    }
+
+    if (n == 0) {
+        return 0;
+    }
+
+    wrs[n - 1].next = NULL;
+    ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+    if (ret != 0) {
+        ucs_error("ibv_post_srq_recv(%u) failed: %s", n, strerror(ret));
+        for (i = bad_wr - wrs; i < n; ++i) {
+            ucs_mpool_put((void*)(uintptr_t)wrs[i].wr_id);
+        }
+        n = bad_wr - wrs;
+    }
+
+    iface->rx.available -= n;
+    return n;
+}
+
+
+void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
+{
+    ucs_mpool_put(desc);
+    if (++iface->rx.available >= iface->rx.batch) {
+        qpx_iface_rx_post(iface, iface->rx.available);
+    }
+}
+
+
+ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
+{
+    struct ibv_qp_init_attr attr;
+    struct ibv_qp *qp;
+    ucs_status_t status;
+
+    qp = qpx_qp_pool_get(&iface->qp_pool);
+    if (qp != NULL) {
+        *qp_p = qp;
+        return UCS_OK;
+    }
+
+    attr   = iface->qp_init_attr;
+    status = qpx_qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!iface->qp_caps_granted) {
+        /* Every later QP asks for exactly what the first one got */
+        iface->qp_init_attr.cap     = attr.cap;
+        iface->qp_caps_granted      = 1;
+        iface->config.max_inline    = attr.cap.max_inline_data;
+        iface->config.max_send_sge  = attr.cap.max_send_sge;
+        iface->config.tx_queue_len  = attr.cap.max_send_wr;
+    }
+
+    *qp_p = qp;
+    return UCS_OK;
+}
+
+
+void qpx_iface_qp_put(qpx_iface_t *iface, struct ibv_qp *qp)
+{
+    qpx_qp_pool_put(&iface->qp_pool, qp);
+}
+
+
+ucs_status_t qpx_iface_qp_map_add(qpx_iface_t *iface, uint32_t qp_num,
+                                  void *obj)
+{
+    khiter_t it;
+    int ret;
+
+    it = kh_put(qpx_qp_map, &iface->qp_map, qp_num, &ret);
+    if (ret == -1) {
+        ucs_error("failed to map qp 0x%x", qp_num);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    kh_value(&iface->qp_map, it) = obj;
+    return UCS_OK;
+}
+
+
+void qpx_iface_qp_map_del(qpx_iface_t *iface, uint32_t qp_num)
+{
+    khiter_t it = kh_get(qpx_qp_map, &iface->qp_map, qp_num);
+
+    if (it != kh_end(&iface->qp_map)) {
+        kh_del(qpx_qp_map, &iface->qp_map, it);
+    }
+}
+
+
+void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr)
+{
+    uct_base_iface_query(&iface->super, iface_attr);
+
+    iface_attr->device_addr_len = qpx_device_addr_size(iface->port);
+    iface_attr->iface_addr_len  = 0;
+    iface_attr->max_num_eps     = iface->super.config.max_num_eps;
+    iface_attr->bandwidth.dedicated = 0;
+    iface_attr->bandwidth.shared    = iface->port->bandwidth;
+    iface_attr->latency         = ucs_linear_func_make(iface->port->latency,
+                                                       0);
+    iface_attr->overhead        = 75e-9;
+    iface_attr->priority        = 0;
+}
+
+
+ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,
+                                          uct_device_addr_t *addr)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+
+    qpx_device_addr_pack(iface->port, (qpx_device_addr_t*)addr);
+    return UCS_OK;
+}
+
+
+int qpx_iface_is_reachable(const uct_iface_h tl_iface,
+                           const uct_device_addr_t *dev_addr,
+                           const uct_iface_addr_t *iface_addr)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+
+    return (dev_addr != NULL) &&
+           qpx_device_addr_is_reachable(iface->port,
+                                        (const qpx_device_addr_t*)dev_addr);
+}
+
+
+ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
+                                     uct_tl_device_resource_t **tl_devices_p,
+                                     unsigned *num_tl_devices_p)
+{
+    qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+
+    return qpx_device_query_tl_resources(&md->dev, tl_devices_p,
+                                         num_tl_devices_p);
+}
+
+
+uint8_t qpx_iface_timeout_code(double timeout)
+{
+    double t     = 4.096e-6 * 2;
+    uint8_t code = 1;
+
+    while ((t < timeout) && (code < 31)) {
+        t *= 2;
+        ++code;
+    }
+    return code;
+}
+
+
+uint8_t qpx_iface_rnr_timer_code(double timeout)
+{
+    /* IBTA table 45 (ms): code n >= 1 is roughly 0.01 * 1.25^(n-1)... use
+     * the standard approximation of the nearest code not below timeout */
+    static const double table_ms[32] = {
+        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
+        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
+        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
+        491.52};
+    double ms = timeout * 1e3;
+    uint8_t code;
+
+    for (code = 1; code < 32; ++code) {
+        if (table_ms[code] >= ms) {
+            return code;
+        }
+    }
+    return 0;
+}
+
+
+static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
+                                            const qpx_iface_config_t *config)
+{
+    const qpx_device_t *dev = &self->md->dev;
+    struct ibv_srq_init_attr srq_attr;
+    int cq_len;
+
+    cq_len        = ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
+    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    if (self->send_cq == NULL) {
+        ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        return UCS_ERR_IO_ERROR;
+    }
+    /* Keep room for the error completions of one flushed send queue */
+    self->tx.cq_available = self->send_cq->cqe - 1;
+    self->tx.cq_size      = self->tx.cq_available;
+
+    cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
+    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    if (self->recv_cq == NULL) {
+        ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        goto err_destroy_send_cq;
+    }
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = ucs_min(config->rx.queue_len,
+                                    (unsigned)dev->attr.max_srq_wr);
+    srq_attr.attr.max_sge = 1;
+    self->srq = ibv_create_srq(self->md->pd, &srq_attr);
+    if (self->srq == NULL) {
+        ucs_error("ibv_create_srq(%s, %u) failed: %m", dev->name,
+                  srq_attr.attr.max_wr);
+        goto err_destroy_recv_cq;
+    }
+
+    /* srq_attr.attr.max_wr now holds what the device granted */
+    self->rx.queue_len = ucs_min(srq_attr.attr.max_wr, config->rx.queue_len);
+    self->rx.available = self->rx.queue_len;
+    return UCS_OK;
+
+err_destroy_recv_cq:
+    ibv_destroy_cq(self->recv_cq);
+err_destroy_send_cq:
+    ibv_destroy_cq(self->send_cq);
+    return UCS_ERR_IO_ERROR;
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
+                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
+                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const qpx_iface_config_t *config,
+                    const qpx_iface_init_attr_t *init_attr)
+{
+    uct_iface_mpool_config_t mp_config;
+    ucs_status_t status;
+    size_t rx_headroom;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
+                              params, &config->super);
+
+    self->md = ucs_derived_of(md, qpx_md_t);
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("qpx interfaces open only in device mode");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = qpx_device_parse_port(&self->md->dev, params->mode.device.dev_name,
+                                   &self->port_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((config->seg_size <= init_attr->rx_hdr_len) ||
+        (config->tx.queue_len == 0) || (config->rx.queue_len == 0)) {
+        ucs_error("invalid qpx configuration: seg_size %zu queue lengths "
+                  "tx %u rx %u", config->seg_size, config->tx.queue_len,
+                  config->rx.queue_len);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+                  params->rx_headroom : 0;
+
+    self->port                      = qpx_device_port(&self->md->dev,
+                                                      self->port_num);
+    self->config.seg_size           = config->seg_size;
+    self->config.rx_headroom        = rx_headroom;
+    self->config.rx_payload_offset  = sizeof(qpx_desc_t) +
+                                      ucs_max(init_attr->rx_hdr_len,
+                                              sizeof(void*) + rx_headroom);
+    self->config.rx_hdr_offset      = self->config.rx_payload_offset -
+                                      init_attr->rx_hdr_len;
+    self->config.rx_headroom_offset = self->config.rx_payload_offset -
+                                      rx_headroom;
+    self->config.tx_priv_len        = init_attr->tx_priv_len;
+    self->config.tx_queue_len       = config->tx.queue_len;
+    self->config.tx_moderation      = ucs_max(1, ucs_min(config->tx.moderation,
+                                                config->tx.queue_len / 2));
+    self->config.max_inline         = config->tx.max_inline;
+    self->config.max_send_sge       = init_attr->max_send_sge;
+    self->config.access_flags       = init_attr->access_flags;
+    self->release_desc.cb           = qpx_iface_release_desc;
+    self->rx.batch                  = ucs_max(1, config->rx.max_batch);
+    self->qp_caps_granted           = 0;
+
+    ucs_arbiter_init(&self->arbiter);
+    kh_init_inplace(qpx_qp_map, &self->qp_map);
+
+    status = qpx_iface_create_queues(self, config);
+    if (status != UCS_OK) {
+        goto err_destroy_map;
+    }
+
+    memset(&self->qp_init_attr, 0, sizeof(self->qp_init_attr));
+    self->qp_init_attr.qp_type          = init_attr->qp_type;
+    self->qp_init_attr.send_cq          = self->send_cq;
+    self->qp_init_attr.recv_cq          = self->recv_cq;
+    self->qp_init_attr.srq              = init_attr->use_srq ? self->srq : NULL;
+    self->qp_init_attr.sq_sig_all       = 0;
+    self->qp_init_attr.cap.max_send_wr  = config->tx.queue_len;
+    self->qp_init_attr.cap.max_send_sge = init_attr->max_send_sge;
+    self->qp_init_attr.cap.max_inline_data = config->tx.max_inline;
+    if (!init_attr->use_srq) {
+        self->qp_init_attr.cap.max_recv_wr  = self->rx.queue_len;
+        self->qp_init_attr.cap.max_recv_sge = 1;
+    }
+
+    status = qpx_qp_pool_init(&self->qp_pool, config->qp_pool_size);
+    if (status != UCS_OK) {
+        goto err_destroy_queues;
+    }
+
+    mp_config = config->rx.mp;
+    status = uct_iface_mpool_init(&self->super, &self->rx_mp,
+                                  self->config.rx_hdr_offset +
+                                  self->config.seg_size, 0,
+                                  QPX_IFACE_DESC_ALIGN, &mp_config,
+                                  config->rx.mp.bufs_grow,
+                                  qpx_iface_desc_init, "qpx_rx_desc");
+    if (status != UCS_OK) {
+        goto err_pool_cleanup;
+    }
+
+    mp_config = config->tx.mp;
+    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
+                                  init_attr->tx_priv_len +
+                                  self->config.seg_size, 0,
+                                  QPX_IFACE_DESC_ALIGN, &mp_config,
+                                  config->tx.mp.bufs_grow,
+                                  qpx_iface_desc_init, "qpx_tx_desc");
+    if (status != UCS_OK) {
+        goto err_rx_mp_cleanup;
+    }
+
+    ucs_debug("qpx iface %p %s:%d seg %zu rx hdr %zu payload %zu headroom "
+              "%zu srq %u", self, self->md->dev.name, self->port_num,
+              self->config.seg_size, self->config.rx_hdr_offset,
+              self->config.rx_payload_offset, rx_headroom, self->rx.queue_len);
+    return UCS_OK;
+
+err_rx_mp_cleanup:
+    ucs_mpool_cleanup(&self->rx_mp, 1);
+err_pool_cleanup:
+    qpx_qp_pool_cleanup(&self->qp_pool);
+err_destroy_queues:
+    ibv_destroy_srq(self->srq);
+    ibv_destroy_cq(self->recv_cq);
+    ibv_destroy_cq(self->send_cq);
+err_destroy_map:
+    kh_destroy_inplace(qpx_qp_map, &self->qp_map);
+    ucs_arbiter_cleanup(&self->arbiter);
+    return status;
+}
+
+
+UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
+{
+    int ret;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    qpx_qp_pool_cleanup(&self->qp_pool);
+
+    ret = ibv_destroy_srq(self->srq);
+    if (ret != 0) {
+        ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));
+    }
+    ibv_destroy_cq(self->recv_cq);
+    ibv_destroy_cq(self->send_cq);
+
+    /* Receive buffers posted to the destroyed SRQ are not returned to the
+     * pool: leak-check quietly */
+    ucs_mpool_cleanup(&self->rx_mp, 0);
+    ucs_mpool_cleanup(&self->tx_mp, 1);
+    kh_destroy_inplace(qpx_qp_map, &self->qp_map);
+    ucs_arbiter_cleanup(&self->arbiter);
+}
+
+
+UCS_CLASS_DEFINE(qpx_iface_t, uct_base_iface_t);

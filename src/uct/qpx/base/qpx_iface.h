@@ -1,0 +1,217 @@
+/*
+ * qpx interface core, shared by every qpx transport.
+ *
+ * A qpx_iface_t owns, for one device port:
+ *  - a send CQ and a receive CQ,
+ *  - one SRQ that every receive-capable QP of the interface uses,
+ *  - receive buffers (rx_mp) from a registered ucs mpool, reposted to the SRQ
+ *    in batches (qpx_iface_rx_post), and handed to AM handlers with
+ *    UCT_CB_PARAM_FLAG_DESC (release via uct_iface_release_desc),
+ *  - send bounce buffers (tx_mp), registered, for bcopy and small headers,
+ *  - a QP pool: qpx_iface_qp_get()/qpx_iface_qp_put() create QPs with the
+ *    interface's caps, keep RESET QPs for reuse and destroy the rest,
+ *  - a qpn -> object map for transports that find an endpoint by the QP
+ *    number of a completion (qpx_iface_qp_map_*),
+ *  - an arbiter for pending requests.
+ *
+ * Receive buffer layout (offsets in qpx_iface_t.config):
+ *
+ *   | qpx_desc_t | ... | uct_recv_desc_t* | rx_headroom | payload ...
+ *                         ^ am handler desc - 8 ^ desc      ^ rx_payload_offset
+ *                            | transport hdr (rx_hdr_len) |
+ *                            ^ rx_hdr_offset: where the receive lands
+ *
+ * Using it from a transport (qpx_rc is the reference user):
+ *  1. config: embed qpx_iface_config_table as the first entry of the
+ *     transport's table ({"", "", NULL, offsetof(super),
+ *     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)}); variables then read
+ *     UCX_QPX_<TL>_SEG_SIZE, _TX_QUEUE_LEN, _RX_QUEUE_LEN, ...
+ *  2. init: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
+ *     worker, params, config, &init_attr) with init_attr.qp_type (RC or UD),
+ *     rx_hdr_len (bytes the transport puts before an AM payload in a receive
+ *     buffer, e.g. 40-byte GRH + UD header), tx_priv_len (bytes of a tx_mp
+ *     element before its data; start the element with qpx_desc_t),
+ *     max_send_sge, use_srq (receives always come from the SRQ; verbs allows
+ *     it for RC and UD QPs), access_flags (RC).
+ *  3. qpx_iface_qp_get() once: iface->config.max_inline, max_send_sge and
+ *     tx_queue_len then hold what the device granted; give the QP back with
+ *     qpx_iface_qp_put() or keep it.
+ *  4. qpx_iface_rx_post(iface, iface->rx.available) fills the SRQ.
+ *  5. progress: poll iface->recv_cq; wc.wr_id is the qpx_desc_t*; the
+ *     received bytes start at desc + config.rx_hdr_offset, the AM payload at
+ *     desc + config.rx_payload_offset. Call qpx_iface_rx_user_desc() before
+ *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
+ *     count the slot (++rx.available, repost when >= rx.batch), else
+ *     qpx_iface_rx_release(). Poll iface->send_cq yourself and add one to
+ *     tx.cq_available per completion polled; subtract one per signalled
+ *     post.
+ *  6. ops: qpx_iface_get_device_address, qpx_iface_is_reachable; tl:
+ *     qpx_iface_query_devices; attributes: qpx_iface_query() then the
+ *     transport's caps.
+ */
+#ifndef QPX_IFACE_H_
+#define QPX_IFACE_H_
+
+#include "qpx_device.h"
+#include "qpx_md.h"
+#include "qpx_qp.h"
+
+#include <ucs/ucx_compat.h>
+#include <ucs/datastruct/khash.h>
+#include <infiniband/verbs.h>
+
+
+/* Header of every registered buffer of rx_mp and tx_mp */
+typedef struct qpx_desc {
+    uint32_t lkey;
+    uint32_t flags; /* free for the transport */
+} qpx_desc_t;
+
+
+/* Common configuration: UCX_QPX_<TL>_* (embed qpx_iface_config_table first) */
+typedef struct qpx_iface_config {
+    uct_iface_config_t       super;
+    size_t                   seg_size;      /* bytes per receive/bcopy buffer */
+    struct {
+        unsigned                 queue_len; /* send WRs per QP */
+        unsigned                 cq_len;    /* send CQ entries */
+        size_t                   max_inline;
+        unsigned                 moderation; /* signal one send every N */
+        uct_iface_mpool_config_t mp;
+    } tx;
+    struct {
+        unsigned                 queue_len; /* SRQ WRs */
+        unsigned                 max_batch; /* repost in batches of */
+        uct_iface_mpool_config_t mp;
+    } rx;
+    unsigned                 qp_pool_size;
+} qpx_iface_config_t;
+
+extern ucs_config_field_t qpx_iface_config_table[];
+
+
+/* What a transport asks of the interface core */
+typedef struct qpx_iface_init_attr {
+    enum ibv_qp_type qp_type;
+    size_t           rx_hdr_len;   /* transport bytes before an AM payload */
+    size_t           tx_priv_len;  /* bytes of a tx descriptor before data,
+                                      including qpx_desc_t */
+    unsigned         max_send_sge; /* SGEs requested per send WR */
+    int              use_srq;      /* QPs receive from the SRQ */
+    int              access_flags; /* RC QP access flags */
+} qpx_iface_init_attr_t;
+
+
+KHASH_MAP_INIT_INT(qpx_qp_map, void*);
+
+
+typedef struct qpx_iface {
+    uct_base_iface_t          super;
+    qpx_md_t                  *md;
+    qpx_device_port_t         *port;
+    uint8_t                   port_num;
+    struct ibv_cq             *send_cq;
+    struct ibv_cq             *recv_cq;
+    struct ibv_srq            *srq;
+    ucs_mpool_t               rx_mp;
+    ucs_mpool_t               tx_mp;
+    uct_recv_desc_t           release_desc;
+    ucs_arbiter_t             arbiter;
+    qpx_qp_pool_t             qp_pool;
+    khash_t(qpx_qp_map)       qp_map;
+    struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
+    int                       qp_caps_granted;
+    struct {
+        unsigned              available; /* SRQ slots to refill */
+        unsigned              batch;
+        unsigned              queue_len;
+    } rx;
+    struct {
+        int                   cq_available;
+        int                   cq_size;   /* cq_available when all polled */
+    } tx;
+    struct {
+        size_t                seg_size;
+        size_t                rx_hdr_offset;
+        size_t                rx_payload_offset;
+        size_t                rx_headroom_offset;
+        size_t                rx_headroom;
+        size_t                tx_priv_len;
+        unsigned              tx_queue_len;
+        unsigned              tx_moderation;
+        size_t                max_inline;   /* granted by the first QP */
+        unsigned              max_send_sge; /* granted by the first QP */
+        int                   access_flags;
+    } config;
+} qpx_iface_t;
+
+
+UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
+                  uct_md_h, uct_worker_h, const uct_iface_params_t*,
+                  const qpx_iface_config_t*, const qpx_iface_init_attr_t*);
+
+
+/* Post up to count fresh receive buffers to the SRQ; returns how many */
+unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
+
+/* Return a receive buffer (qpx_desc_t) to the pool after a completion whose
+ * payload was not kept, and repost when a batch is due */
+void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc);
+
+/* The desc to hand an AM handler for a receive buffer, with its release
+ * callback set (for UCT_CB_PARAM_FLAG_DESC / UCS_INPROGRESS) */
+static UCS_F_ALWAYS_INLINE void *
+qpx_iface_rx_user_desc(qpx_iface_t *iface, qpx_desc_t *desc)
+{
+    void *user_desc = UCS_PTR_BYTE_OFFSET(desc,
+                                          iface->config.rx_headroom_offset);
+
+    uct_recv_desc(user_desc) = &iface->release_desc;
+    return user_desc;
+}
+
+/*
+ * A RESET QP with the interface's caps, from the pool or new. The first QP
+ * created fixes iface->config.max_inline and max_send_sge (granted caps).
+ */
+ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p);
+
+/* Give a QP back: RESET and pooled, or destroyed */
+void qpx_iface_qp_put(qpx_iface_t *iface, struct ibv_qp *qp);
+
+/* qpn -> transport object (endpoint) map */
+ucs_status_t qpx_iface_qp_map_add(qpx_iface_t *iface, uint32_t qp_num,
+                                  void *obj);
+void qpx_iface_qp_map_del(qpx_iface_t *iface, uint32_t qp_num);
+
+static UCS_F_ALWAYS_INLINE void *
+qpx_iface_qp_map_find(qpx_iface_t *iface, uint32_t qp_num)
+{
+    khiter_t it = kh_get(qpx_qp_map, &iface->qp_map, qp_num);
+
+    return (it == kh_end(&iface->qp_map)) ? NULL :
+           kh_value(&iface->qp_map, it);
+}
+
+/* Fill the attributes common to qpx transports (device, latency, bw) */
+void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr);
+
+/* uct_iface_ops: device address (LID/GID) and reachability */
+ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,
+                                          uct_device_addr_t *addr);
+int qpx_iface_is_reachable(const uct_iface_h tl_iface,
+                           const uct_device_addr_t *dev_addr,
+                           const uct_iface_addr_t *iface_addr);
+
+/* query_devices for a tl: one resource per active port */
+ucs_status_t qpx_iface_query_devices(uct_md_h md,
+                                     uct_tl_device_resource_t **tl_devices_p,
+                                     unsigned *num_tl_devices_p);
+
+/* IBTA timeout exponent for a time in seconds: 4.096us * 2^code */
+uint8_t qpx_iface_timeout_code(double timeout);
+
+/* IBTA min RNR timer code for a time in seconds */
+uint8_t qpx_iface_rnr_timer_code(double timeout);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * qpx QP lifecycle: create with cap negotiation, state transitions, pool.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_qp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static const char *qpx_qp_type_str(enum ibv_qp_type type)
+{
+    switch (type) {
+    case IBV_QPT_RC:
+        return "RC";
+    case IBV_QPT_UD:
+        return "UD";
+    default:
+        return "?";
+    }
+}
+
+
+/* Clamp the requested caps to what the device says it supports */
+static int qpx_qp_caps_clamp(const qpx_device_t *dev, struct ibv_qp_cap *cap,
+                             int has_srq)
+{
+    struct ibv_qp_cap orig = *cap;
+    uint32_t max_wr        = (uint32_t)dev->attr.max_qp_wr;
+    uint32_t max_sge       = (uint32_t)dev->attr.max_sge;
+
+    cap->max_send_wr  = ucs_min(cap->max_send_wr, max_wr);
+    cap->max_send_sge = ucs_min(cap->max_send_sge, max_sge);
+    if (!has_srq) {
+        cap->max_recv_wr  = ucs_min(cap->max_recv_wr, max_wr);
+        cap->max_recv_sge = ucs_min(cap->max_recv_sge, max_sge);
+    }
+
+    return memcmp(&orig, cap, sizeof(orig)) != 0;
+}
+
+
+ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
+                           struct ibv_qp_init_attr *init_attr,
+                           struct ibv_qp **qp_p)
+{
+    struct ibv_qp_init_attr attr = *init_attr;
+    int clamped                  = 0;
+    struct ibv_qp *qp;
+
+    for (;;) {
+        qp = ibv_create_qp(pd, &attr);
+        if (qp != NULL) {
+            break;
+        }
+
+        if (errno != EINVAL) {
+            ucs_error("ibv_create_qp(%s, send_wr %u sge %u inline %u) "
+                      "failed: %m", qpx_qp_type_str(attr.qp_type),
+                      attr.cap.max_send_wr, attr.cap.max_send_sge,
+                      attr.cap.max_inline_data);
+            return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        }
+
+        /* The device refused the caps: first try its advertised limits,
+         * then shrink the inline size, which it does not advertise */
+        if (!clamped) {
+            clamped = 1;
+            if (qpx_qp_caps_clamp(dev, &attr.cap, attr.srq != NULL)) {
+                continue;
+            }
+        }
+
+        if (attr.cap.max_inline_data == 0) {
+            ucs_error("ibv_create_qp(%s) refused caps send_wr %u sge %u "
+                      "recv_wr %u sge %u even without inline: %m",
+                      qpx_qp_type_str(attr.qp_type), attr.cap.max_send_wr,
+                      attr.cap.max_send_sge, attr.cap.max_recv_wr,
+                      attr.cap.max_recv_sge);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        attr.cap.max_inline_data /= 2;
+    }
+
+    /* ibv_create_qp(3): the cap fields now hold what was granted, which can
+     * be more than requested */
+    if (memcmp(&attr.cap, &init_attr->cap, sizeof(attr.cap))) {
+        ucs_debug("qp 0x%x %s: requested send_wr %u sge %u inline %u, "
+                  "granted send_wr %u sge %u inline %u", qp->qp_num,
+                  qpx_qp_type_str(attr.qp_type), init_attr->cap.max_send_wr,
+                  init_attr->cap.max_send_sge, init_attr->cap.max_inline_data,
+                  attr.cap.max_send_wr, attr.cap.max_send_sge,
+                  attr.cap.max_inline_data);
+    }
+
+    init_attr->cap = attr.cap;
+    *qp_p          = qp;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+                                  int mask)
+{
+    int ret = ibv_modify_qp(qp, attr, mask);
+
+    if (ret != 0) {
+        ucs_error("ibv_modify_qp(qp 0x%x, state %d, mask 0x%x) failed: %s",
+                  qp->qp_num, attr->qp_state, mask, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_qp_to_init(struct ibv_qp *qp, uint8_t port_num,
+                            int access_flags, uint32_t qkey)
+{
+    struct ibv_qp_attr attr;
+    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state   = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = port_num;
+    if (qp->qp_type == IBV_QPT_UD) {
+        attr.qkey = qkey;
+        mask     |= IBV_QP_QKEY;
+    } else {
+        attr.qp_access_flags = access_flags;
+        mask                |= IBV_QP_ACCESS_FLAGS;
+    }
+
+    return qpx_qp_modify(qp, &attr, mask);
+}
+
+
+ucs_status_t qpx_qp_to_rtr(struct ibv_qp *qp,
+                           const qpx_qp_connect_attr_t *conn)
+{
+    struct ibv_qp_attr attr;
+    int mask = IBV_QP_STATE;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    if (qp->qp_type == IBV_QPT_RC) {
+        attr.ah_attr            = conn->ah_attr;
+        attr.path_mtu           = conn->path_mtu;
+        attr.dest_qp_num        = conn->dest_qpn;
+        attr.rq_psn             = conn->rq_psn;
+        attr.max_dest_rd_atomic = conn->max_dest_rd_atomic;
+        attr.min_rnr_timer      = conn->min_rnr_timer;
+        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                IBV_QP_MIN_RNR_TIMER;
+    }
+
+    return qpx_qp_modify(qp, &attr, mask);
+}
+
+
+ucs_status_t qpx_qp_to_rts(struct ibv_qp *qp,
+                           const qpx_qp_connect_attr_t *conn)
+{
+    struct ibv_qp_attr attr;
+    int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn   = conn->sq_psn;
+    if (qp->qp_type == IBV_QPT_RC) {
+        attr.timeout       = conn->timeout;
+        attr.retry_cnt     = conn->retry_cnt;
+        attr.rnr_retry     = conn->rnr_retry;
+        attr.max_rd_atomic = conn->max_rd_atomic;
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                IBV_QP_MAX_QP_RD_ATOMIC;
+    }
+
+    return qpx_qp_modify(qp, &attr, mask);
+}
+
+
+ucs_status_t qpx_qp_to_err(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_ERR;
+    return qpx_qp_modify(qp, &attr, IBV_QP_STATE);
+}
+
+
+ucs_status_t qpx_qp_to_reset(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RESET;
+    return qpx_qp_modify(qp, &attr, IBV_QP_STATE);
+}
+
+
+void qpx_qp_destroy(struct ibv_qp *qp)
+{
+    uint32_t qp_num = qp->qp_num;
+    int ret         = ibv_destroy_qp(qp);
+
+    if (ret != 0) {
+        ucs_warn("ibv_destroy_qp(qp 0x%x) failed: %s", qp_num, strerror(ret));
+    }
+}
+
+
+ucs_status_t qpx_qp_pool_init(qpx_qp_pool_t *pool, unsigned size)
+{
+    pool->count = 0;
+    pool->size  = size;
+    pool->qps   = NULL;
+    if (size == 0) {
+        return UCS_OK;
+    }
+
+    pool->qps = calloc(size, sizeof(*pool->qps));
+    if (pool->qps == NULL) {
+        ucs_error("failed to allocate a pool of %u QPs", size);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    return UCS_OK;
+}
+
+
+void qpx_qp_pool_cleanup(qpx_qp_pool_t *pool)
+{
+    while (pool->count > 0) {
+        qpx_qp_destroy(pool->qps[--pool->count]);
+    }
+    free(pool->qps);
+    pool->qps = NULL;
+}
+
+
+struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool)
+{
+    if (pool->count == 0) {
+        return NULL;
+    }
+
+    return pool->qps[--pool->count];
+}
+
+
+void qpx_qp_pool_put(qpx_qp_pool_t *pool, struct ibv_qp *qp)
+{
+    if ((pool->count < pool->size) && (qpx_qp_to_reset(qp) == UCS_OK)) {
+        ucs_trace("qp 0x%x returned to the pool", qp->qp_num);
+        pool->qps[pool->count++] = qp;
+        return;
+    }
+
+    qpx_qp_destroy(qp);
+}

@@ -1,0 +1,92 @@
+/*
+ * qpx QP lifecycle, shared by every qpx transport (rc, ud, dc, hybrid).
+ *
+ *   qpx_qp_create()  create with requested caps; when the device refuses
+ *                    them (EINVAL) retry within the device limits, then with
+ *                    smaller inline sizes; the granted caps are written back
+ *                    into init_attr->cap (read back from the created QP).
+ *   qpx_qp_to_init() RESET -> INIT (RC: access flags, UD: qkey)
+ *   qpx_qp_to_rtr()  INIT -> RTR  (RC: path, remote QPN and PSN)
+ *   qpx_qp_to_rts()  RTR  -> RTS  (RC: timeout, retry counts, send PSN)
+ *   qpx_qp_to_err()  any  -> ERR  (outstanding work requests are flushed)
+ *   qpx_qp_to_reset() any -> RESET (for reuse, see qpx_qp_pool_t)
+ *   qpx_qp_destroy()
+ *
+ * A QP pool keeps RESET QPs of one configuration so that an endpoint that
+ * goes away gives its QP to the next one instead of destroying it.
+ */
+#ifndef QPX_QP_H_
+#define QPX_QP_H_
+
+#include "qpx_device.h"
+
+#include <ucs/ucx_compat.h>
+#include <infiniband/verbs.h>
+
+
+/* Well-known Q_Key of qpx UD QPs */
+#define QPX_QP_UD_QKEY 0x1ee7a330u
+
+
+/* Attributes of RTR and RTS (RC; UD uses only sq_psn) */
+typedef struct qpx_qp_connect_attr {
+    struct ibv_ah_attr ah_attr;           /* path to the peer port */
+    enum ibv_mtu       path_mtu;
+    uint32_t           dest_qpn;
+    uint32_t           rq_psn;            /* the peer's send PSN */
+    uint32_t           sq_psn;            /* our send PSN */
+    uint8_t            max_rd_atomic;     /* our outstanding reads/atomics */
+    uint8_t            max_dest_rd_atomic;
+    uint8_t            min_rnr_timer;     /* IBTA code */
+    uint8_t            timeout;           /* IBTA code: 4.096us * 2^timeout */
+    uint8_t            retry_cnt;
+    uint8_t            rnr_retry;         /* 7: infinite */
+} qpx_qp_connect_attr_t;
+
+
+/* A stack of RESET QPs ready for reuse */
+typedef struct qpx_qp_pool {
+    struct ibv_qp **qps;
+    unsigned      count;
+    unsigned      size;
+} qpx_qp_pool_t;
+
+
+/*
+ * Create a QP. init_attr->cap holds the requested caps; on success it holds
+ * what the device granted. dev gives the limits used when the device refuses
+ * the request. ENOMEM and other errors are not retried.
+ */
+ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
+                           struct ibv_qp_init_attr *init_attr,
+                           struct ibv_qp **qp_p);
+
+ucs_status_t qpx_qp_to_init(struct ibv_qp *qp, uint8_t port_num,
+                            int access_flags, uint32_t qkey);
+
+ucs_status_t qpx_qp_to_rtr(struct ibv_qp *qp,
+                           const qpx_qp_connect_attr_t *attr);
+
+ucs_status_t qpx_qp_to_rts(struct ibv_qp *qp,
+                           const qpx_qp_connect_attr_t *attr);
+
+ucs_status_t qpx_qp_to_err(struct ibv_qp *qp);
+
+ucs_status_t qpx_qp_to_reset(struct ibv_qp *qp);
+
+void qpx_qp_destroy(struct ibv_qp *qp);
+
+
+ucs_status_t qpx_qp_pool_init(qpx_qp_pool_t *pool, unsigned size);
+
+/* Destroy every pooled QP */
+void qpx_qp_pool_cleanup(qpx_qp_pool_t *pool);
+
+/* A pooled QP in RESET, or NULL when the pool is empty */
+struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool);
+
+/* Move qp to RESET and keep it; destroy it if the pool is full or the
+ * transition fails */
+void qpx_qp_pool_put(qpx_qp_pool_t *pool, struct ibv_qp *qp);
+
+#endif

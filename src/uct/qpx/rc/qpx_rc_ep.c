@@ -1,0 +1,520 @@
+/*
+ * qpx_rc endpoint control path: creation, connection, flush, pending
+ * requests and failure handling.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_rc_ep.inl"
+
+#include <string.h>
+
+
+static void qpx_rc_pack24(uint8_t *dst, uint32_t value)
+{
+    dst[0] = value & 0xff;
+    dst[1] = (value >> 8) & 0xff;
+    dst[2] = (value >> 16) & 0xff;
+}
+
+
+static uint32_t qpx_rc_unpack24(const uint8_t *src)
+{
+    return src[0] | ((uint32_t)src[1] << 8) | ((uint32_t)src[2] << 16);
+}
+
+
+void qpx_rc_ep_complete_ops(qpx_rc_ep_t *ep, uint64_t sn, ucs_status_t status)
+{
+    qpx_rc_op_t *op;
+
+    while (!ucs_list_is_empty(&ep->tx.ops)) {
+        op = ucs_list_head(&ep->tx.ops, qpx_rc_op_t, list);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_list_del(&op->list);
+        op->cb(op, status);
+    }
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
+{
+    qpx_rc_iface_t *iface;
+    ucs_status_t status;
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE)) {
+        ucs_error("qpx_rc: ep_create needs an interface");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask & (UCT_EP_PARAM_FIELD_DEV_ADDR |
+                              UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
+        ucs_error("qpx_rc connects only to endpoints (CONNECT_TO_EP)");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    iface = ucs_derived_of(params->iface, qpx_rc_iface_t);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
+
+    status = qpx_iface_qp_get(&iface->super, &self->qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_qp_to_init(self->qp, iface->super.port_num,
+                            iface->super.config.access_flags, 0);
+    if (status != UCS_OK) {
+        goto err_put_qp;
+    }
+
+    self->fc.enabled = (iface->config.fc_wnd > 0);
+    self->fc.mr      = NULL;
+    if (self->fc.enabled) {
+        self->fc.mr = ibv_reg_mr(iface->super.md->pd,
+                                 (void*)&self->fc.consumed_by_peer,
+                                 sizeof(self->fc.consumed_by_peer),
+                                 IBV_ACCESS_LOCAL_WRITE |
+                                 IBV_ACCESS_REMOTE_WRITE);
+        if (self->fc.mr == NULL) {
+            ucs_error("qp 0x%x: ibv_reg_mr(flow control) failed: %m",
+                      self->qp->qp_num);
+            status = UCS_ERR_IO_ERROR;
+            goto err_put_qp;
+        }
+    }
+
+    status = qpx_iface_qp_map_add(&iface->super, self->qp->qp_num, self);
+    if (status != UCS_OK) {
+        goto err_dereg;
+    }
+
+    self->id              = iface->next_ep_id++;
+    self->psn             = (self->qp->qp_num * 2654435761u) & 0xffffff;
+    self->flags           = 0;
+    self->tx.sn           = 0;
+    self->tx.acked_sn     = 0;
+    self->tx.signaled_sn  = 0;
+    self->tx.sq_available = iface->super.config.tx_queue_len;
+    self->tx.unsignaled   = 0;
+    self->tx.fence        = 0;
+    self->fc.consumed_by_peer = 0;
+    self->fc.sent         = 0;
+    self->fc.consumed     = 0;
+    self->fc.reported     = 0;
+    self->fc.remote_addr  = 0;
+    self->fc.remote_rkey  = 0;
+    ucs_list_head_init(&self->tx.ops);
+    ucs_arbiter_group_init(&self->arb_group);
+    ucs_list_add_tail(&iface->eps, &self->list);
+    ucs_debug("qpx_rc ep %p qp 0x%x created", self, self->qp->qp_num);
+    return UCS_OK;
+
+err_dereg:
+    if (self->fc.mr != NULL) {
+        ibv_dereg_mr(self->fc.mr);
+    }
+err_put_qp:
+    qpx_iface_qp_put(&iface->super, self->qp);
+    return status;
+}
+
+
+static ucs_arbiter_cb_result_t
+qpx_rc_ep_purge_warn_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                        ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+
+    ucs_warn("ep %p destroyed with pending request %p", arg, req);
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+
+static void qpx_rc_op_drop(qpx_rc_op_t *op)
+{
+    /* The user destroyed the endpoint: completions are not called, only our
+     * buffers are released */
+    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
+}
+
+
+UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(self);
+    qpx_rc_op_t *op;
+
+    ucs_arbiter_group_purge(&iface->super.arbiter, &self->arb_group,
+                            qpx_rc_ep_purge_warn_cb, self);
+    ucs_arbiter_group_cleanup(&self->arb_group);
+    qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
+    if (iface->rx_cache.ep == self) {
+        iface->rx_cache.ep = NULL;
+    }
+
+    while (!ucs_list_is_empty(&self->tx.ops)) {
+        op = ucs_list_extract_head(&self->tx.ops, qpx_rc_op_t, list);
+        qpx_rc_op_drop(op);
+    }
+
+    /* Signalled requests that will never be polled give their CQ entries
+     * back */
+    if (!(self->flags & QPX_RC_EP_FLAG_ERROR) &&
+        (self->tx.signaled_sn > self->tx.acked_sn)) {
+        ++iface->super.tx.cq_available;
+    }
+
+    if (self->flags & QPX_RC_EP_FLAG_RESCHED) {
+        ucs_list_del(&self->resched);
+    }
+    ucs_list_del(&self->list);
+    qpx_iface_qp_put(&iface->super, self->qp);
+    if (self->fc.mr != NULL) {
+        ibv_dereg_mr(self->fc.mr);
+    }
+    ucs_debug("qpx_rc ep %p destroyed", self);
+}
+
+
+UCS_CLASS_DEFINE(qpx_rc_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_ep_t, uct_ep_t);
+
+
+ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
+{
+    qpx_rc_ep_t *ep            = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_ep_addr_t *rc_addr  = (qpx_rc_ep_addr_t*)addr;
+
+    memset(rc_addr, 0, sizeof(*rc_addr));
+    qpx_rc_pack24(rc_addr->qp_num, ep->qp->qp_num);
+    qpx_rc_pack24(rc_addr->psn, ep->psn);
+    if (ep->fc.enabled) {
+        rc_addr->flags   = QPX_RC_EP_ADDR_FLAG_FC;
+        rc_addr->fc_rkey = ep->fc.mr->rkey;
+        rc_addr->fc_addr = (uintptr_t)&ep->fc.consumed_by_peer;
+    }
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
+                                     const uct_device_addr_t *dev_addr,
+                                     const uct_ep_addr_t *ep_addr)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    const qpx_rc_ep_addr_t *rc_addr = (const qpx_rc_ep_addr_t*)ep_addr;
+    const qpx_device_addr_t *addr   = (const qpx_device_addr_t*)dev_addr;
+    qpx_qp_connect_attr_t conn;
+    ucs_status_t status;
+
+    if ((dev_addr == NULL) || (ep_addr == NULL) ||
+        !qpx_device_addr_is_reachable(iface->super.port, addr)) {
+        ucs_error("qp 0x%x: peer address is not reachable", ep->qp->qp_num);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (ep->flags & QPX_RC_EP_FLAG_CONNECTED) {
+        ucs_error("qp 0x%x is already connected", ep->qp->qp_num);
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+
+    conn          = iface->config.conn;
+    conn.dest_qpn = qpx_rc_unpack24(rc_addr->qp_num);
+    conn.rq_psn   = qpx_rc_unpack24(rc_addr->psn);
+    conn.sq_psn   = ep->psn;
+    qpx_device_ah_attr(addr, iface->super.port_num, &conn.ah_attr);
+
+    status = qpx_qp_to_rtr(ep->qp, &conn);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_qp_to_rts(ep->qp, &conn);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Flow control needs both sides: without the peer's counter, rely on
+     * RNR retries only */
+    if (ep->fc.enabled && (rc_addr->flags & QPX_RC_EP_ADDR_FLAG_FC)) {
+        ep->fc.remote_addr = rc_addr->fc_addr;
+        ep->fc.remote_rkey = rc_addr->fc_rkey;
+    } else {
+        ep->fc.enabled     = 0;
+    }
+
+    ep->flags |= QPX_RC_EP_FLAG_CONNECTED;
+    ucs_debug("qp 0x%x connected to qp 0x%x lid %d", ep->qp->qp_num,
+              conn.dest_qpn, conn.ah_attr.dlid);
+    return UCS_OK;
+}
+
+
+/* Move the QP to ERR and finish every outstanding operation with status */
+static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+
+    if (!(ep->flags & QPX_RC_EP_FLAG_ERROR)) {
+        (void)qpx_qp_to_err(ep->qp);
+    }
+
+    ep->flags           |= QPX_RC_EP_FLAG_ERROR;
+    ep->tx.sq_available  = QPX_RC_SQ_FAILED;
+    ep->tx.acked_sn      = ep->tx.sn;
+    qpx_rc_ep_complete_ops(ep, UINT64_MAX, status);
+    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+}
+
+
+static ucs_status_t qpx_rc_wc_status(enum ibv_wc_status wc_status)
+{
+    switch (wc_status) {
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    default:
+        return UCS_ERR_CONNECTION_RESET;
+    }
+}
+
+
+void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    ucs_status_t status   = qpx_rc_wc_status(wc_status);
+
+    if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
+        return;
+    }
+
+    ucs_diag("qp 0x%x failed: %s, reporting %s", ep->qp->qp_num,
+             ibv_wc_status_str(wc_status), ucs_status_string(status));
+    qpx_rc_ep_set_error(ep, status);
+    /* The handler may destroy ep: nothing touches it afterwards */
+    (void)uct_iface_handle_ep_err(&iface->super.super.super, &ep->super.super,
+                                  status);
+}
+
+
+ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc;
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        qpx_rc_ep_set_error(ep, UCS_ERR_CANCELED);
+        return UCS_OK;
+    }
+
+    if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
+        return (ep->tx.sn == ep->tx.acked_sn) ? UCS_OK : UCS_ERR_CANCELED;
+    }
+
+    if (ep->tx.sn == ep->tx.acked_sn) {
+        return UCS_OK;
+    }
+
+    /* The last request must be signalled for the flush to complete */
+    if (ep->tx.signaled_sn != ep->tx.sn) {
+        status = qpx_rc_ep_post_nop(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (comp != NULL) {
+        desc = ucs_mpool_get(&iface->super.tx_mp);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        qpx_rc_op_init(&desc->op, qpx_rc_op_comp_release, comp);
+        qpx_rc_ep_add_op(ep, &desc->op);
+    }
+    return UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+
+    /* The next request waits for earlier reads and atomics to finish */
+    ep->tx.fence = IBV_SEND_FENCE;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+
+    if ((flags != 0) || (comp != NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
+        return UCS_OK; /* already reported */
+    }
+    if (!(ep->flags & QPX_RC_EP_FLAG_CONNECTED) ||
+        (ep->tx.sn != ep->tx.acked_sn)) {
+        /* Outstanding requests detect a failure by themselves */
+        return UCS_OK;
+    }
+
+    /* A zero-length write the peer's HCA must acknowledge */
+    return qpx_rc_ep_post_nop(ep);
+}
+
+
+ucs_status_t qpx_rc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                   unsigned flags)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    ucs_arbiter_elem_t *elem = (ucs_arbiter_elem_t*)req->priv;
+
+    if (qpx_rc_ep_has_tx_resources(iface, ep) &&
+        qpx_rc_ep_has_fc_credits(iface, ep) &&
+        ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        return UCS_ERR_BUSY;
+    }
+
+    UCS_STATIC_ASSERT(sizeof(ucs_arbiter_elem_t) <= UCT_PENDING_REQ_PRIV_LEN);
+    ucs_arbiter_elem_init(elem);
+    ucs_arbiter_group_push_elem(&ep->arb_group, elem);
+    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+    return UCS_OK;
+}
+
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} qpx_rc_purge_ctx_t;
+
+
+static ucs_arbiter_cb_result_t
+qpx_rc_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                   ucs_arbiter_elem_t *elem, void *arg)
+{
+    qpx_rc_purge_ctx_t *ctx = arg;
+    uct_pending_req_t *req  = ucs_container_of(elem, uct_pending_req_t, priv);
+
+    if (ctx->cb != NULL) {
+        ctx->cb(req, ctx->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+
+void qpx_rc_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg)
+{
+    qpx_rc_ep_t *ep         = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface   = qpx_rc_ep_iface(ep);
+    qpx_rc_purge_ctx_t ctx  = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->super.arbiter, &ep->arb_group,
+                            qpx_rc_ep_purge_cb, &ctx);
+}
+
+
+ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
+                                                   ucs_arbiter_group_t *group,
+                                                   ucs_arbiter_elem_t *elem,
+                                                   void *arg)
+{
+    qpx_rc_ep_t *ep        = ucs_container_of(group, qpx_rc_ep_t, arb_group);
+    qpx_rc_iface_t *iface  = qpx_rc_ep_iface(ep);
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t status;
+
+    if (iface->super.tx.cq_available <= 0) {
+        return UCS_ARBITER_CB_RESULT_STOP;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep)) {
+        /* A send completion of this ep schedules it again */
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
+    status = req->func(req);
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+
+    /* Out of credits (they arrive without a completion) or buffers: the
+     * next progress schedules the group again */
+    if (qpx_rc_ep_has_tx_resources(iface, ep) &&
+        !(ep->flags & QPX_RC_EP_FLAG_RESCHED)) {
+        ep->flags |= QPX_RC_EP_FLAG_RESCHED;
+        ucs_list_add_tail(&iface->resched, &ep->resched);
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+
+void qpx_rc_iface_resched(qpx_rc_iface_t *iface)
+{
+    qpx_rc_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->resched, resched) {
+        ucs_list_del(&ep->resched);
+        ep->flags &= ~QPX_RC_EP_FLAG_RESCHED;
+        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+    }
+}
+
+
+ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp)
+{
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+    unsigned count        = 0;
+    ucs_status_t status;
+    qpx_rc_ep_t *ep;
+
+    if ((flags & UCT_FLUSH_FLAG_CANCEL) && (comp != NULL)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (comp != NULL) {
+            ++comp->count;
+        }
+        status = qpx_rc_ep_flush(&ep->super.super, flags, comp);
+        if (status == UCS_INPROGRESS) {
+            ++count;
+            continue;
+        }
+        if (comp != NULL) {
+            --comp->count;
+        } else if (status == UCS_ERR_NO_RESOURCE) {
+            /* Pending requests or a full queue: the caller progresses and
+             * asks again */
+            ++count;
+            continue;
+        }
+        if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
+            return status;
+        }
+    }
+
+    if (count == 0) {
+        return UCS_OK;
+    }
+
+    /* One increment per flushed endpoint, minus the one decrement this
+     * flush owes the caller: the last endpoint completes the user's count */
+    if (comp != NULL) {
+        --comp->count;
+    }
+    return UCS_INPROGRESS;
+}

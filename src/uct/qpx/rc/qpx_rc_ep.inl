@@ -1,0 +1,139 @@
+/*
+ * qpx_rc fast path: resource checks and posting. Included by the files that
+ * implement endpoint operations; no allocation, lock or system call here
+ * beyond the verbs post itself.
+ */
+#ifndef QPX_RC_EP_INL_
+#define QPX_RC_EP_INL_
+
+#include "qpx_rc_iface.h"
+
+
+static UCS_F_ALWAYS_INLINE qpx_rc_iface_t *qpx_rc_ep_iface(qpx_rc_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, qpx_rc_iface_t);
+}
+
+
+/* Room for one more user operation: a send slot beyond the reserve and a
+ * send CQ entry */
+static UCS_F_ALWAYS_INLINE int
+qpx_rc_ep_has_tx_resources(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep)
+{
+    return (ep->tx.sq_available > QPX_RC_SQ_RESERVE) &&
+           (iface->super.tx.cq_available > 0);
+}
+
+
+/* Credits for one more active message */
+static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
+                                                       qpx_rc_ep_t *ep)
+{
+    /* consumed_by_peer is written by the device (the peer's RDMA write) and
+     * only grows; a stale read only delays sending, so no barrier */
+    return !ep->fc.enabled ||
+           ((ep->fc.sent - ep->fc.consumed_by_peer) < iface->config.fc_wnd);
+}
+
+
+static UCS_F_ALWAYS_INLINE uint64_t qpx_rc_ep_wr_id(qpx_rc_ep_t *ep,
+                                                   uint64_t sn)
+{
+    return ((uint64_t)ep->id << QPX_RC_EP_ID_SHIFT) | (sn & QPX_RC_SN_MASK);
+}
+
+
+/*
+ * Post one work request. signal: the caller needs a completion for it. The
+ * request is signalled anyway when tx_moderation unsignalled ones precede it,
+ * so the send queue always holds a signalled request to free its slots.
+ * Returns the sn of the request (valid on UCS_OK).
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
+               int send_flags, int signal)
+{
+    struct ibv_send_wr *bad_wr;
+    uint64_t sn = ep->tx.sn + 1;
+    int ret;
+
+    signal |= (ep->tx.unsignaled + 1 >= iface->super.config.tx_moderation);
+    wr->wr_id      = qpx_rc_ep_wr_id(ep, sn);
+    wr->next       = NULL;
+    wr->send_flags = send_flags | ep->tx.fence |
+                     (signal ? IBV_SEND_SIGNALED : 0);
+
+    ret = ibv_post_send(ep->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("ibv_post_send(qp 0x%x, opcode %d) failed: %s",
+                  ep->qp->qp_num, wr->opcode, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ep->tx.sn        = sn;
+    ep->tx.fence     = 0;
+    --ep->tx.sq_available;
+    if (signal) {
+        ep->tx.unsignaled  = 0;
+        ep->tx.signaled_sn = sn;
+        --iface->super.tx.cq_available;
+    } else {
+        ++ep->tx.unsignaled;
+    }
+    return UCS_OK;
+}
+
+
+/* Queue op to run when the request just posted completes */
+static UCS_F_ALWAYS_INLINE void qpx_rc_ep_add_op(qpx_rc_ep_t *ep,
+                                                 qpx_rc_op_t *op)
+{
+    op->sn = ep->tx.sn;
+    ucs_list_add_tail(&ep->tx.ops, &op->list);
+}
+
+
+static UCS_F_ALWAYS_INLINE void qpx_rc_op_init(qpx_rc_op_t *op,
+                                               qpx_rc_op_cb_t cb,
+                                               uct_completion_t *comp)
+{
+    op->cb   = cb;
+    op->comp = comp;
+}
+
+
+static UCS_F_ALWAYS_INLINE void qpx_rc_wr_rdma(struct ibv_send_wr *wr,
+                                               enum ibv_wr_opcode opcode,
+                                               struct ibv_sge *sge, int num_sge,
+                                               uint64_t remote_addr,
+                                               uct_rkey_t rkey)
+{
+    wr->opcode              = opcode;
+    wr->sg_list             = sge;
+    wr->num_sge             = num_sge;
+    wr->wr.rdma.remote_addr = remote_addr;
+    wr->wr.rdma.rkey        = (uint32_t)rkey;
+}
+
+
+/* Fill SGEs from a UCT iov; returns the number of non-empty entries */
+static UCS_F_ALWAYS_INLINE size_t qpx_rc_iov_to_sge(struct ibv_sge *sge,
+                                                    const uct_iov_t *iov,
+                                                    size_t iovcnt)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if (iov[i].length * iov[i].count == 0) {
+            continue;
+        }
+        sge[n].addr   = (uintptr_t)iov[i].buffer;
+        sge[n].length = iov[i].length * iov[i].count;
+        sge[n].lkey   = (iov[i].memh == UCT_MEM_HANDLE_NULL) ? 0 :
+                        ((qpx_mem_t*)iov[i].memh)->mr->lkey;
+        ++n;
+    }
+    return n;
+}
+
+#endif

@@ -1,0 +1,498 @@
+/*
+ * qpx_rc interface: configuration, attributes, progress and the tl.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_rc_ep.inl"
+
+#include <string.h>
+
+
+#define QPX_RC_MAX_POLL 32
+
+
+static const char *qpx_rc_mtu_names[] = {
+    [0]            = "default",
+    [IBV_MTU_256]  = "256",
+    [IBV_MTU_512]  = "512",
+    [IBV_MTU_1024] = "1024",
+    [IBV_MTU_2048] = "2048",
+    [IBV_MTU_4096] = "4096",
+    [IBV_MTU_4096 + 1] = NULL
+};
+
+
+static ucs_config_field_t qpx_rc_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
+
+    {"TIMEOUT", "1.0s",
+     "Transport retry timeout: a request unacknowledged for TIMEOUT is "
+     "retried RETRY_COUNT times before the endpoint fails.",
+     ucs_offsetof(qpx_rc_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Transport retries before an endpoint fails (0..7).",
+     ucs_offsetof(qpx_rc_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Retries after receiver-not-ready (0..7, 7: infinite).",
+     ucs_offsetof(qpx_rc_iface_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "1ms",
+     "Delay the peer asks for after a receiver-not-ready.",
+     ucs_offsetof(qpx_rc_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"PATH_MTU", "default",
+     "Path MTU: default (the port's active MTU), 256, 512, 1024, 2048, 4096.",
+     ucs_offsetof(qpx_rc_iface_config_t, path_mtu),
+     UCS_CONFIG_TYPE_ENUM(qpx_rc_mtu_names)},
+
+    {"MAX_RD_ATOMIC", "4",
+     "Outstanding RDMA reads and atomics per endpoint (capped by the device).",
+     ucs_offsetof(qpx_rc_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
+
+    {"FC_WND_SIZE", "512",
+     "Active messages an endpoint may have unconsumed at the peer (credit "
+     "flow control; capped by the receive queue; 0: off).",
+     ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), UCS_CONFIG_TYPE_UINT},
+
+    {"ATOMICS", "y",
+     "Offer the device's 64-bit atomics.",
+     ucs_offsetof(qpx_rc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+
+static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    qpx_rc_hdr_t *hdr;
+    qpx_desc_t *desc;
+    ucs_status_t status;
+    qpx_rc_ep_t *ep;
+    uint8_t am_id;
+    int i, n;
+
+    n = ibv_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
+    if (n <= 0) {
+        if (ucs_unlikely(n < 0)) {
+            ucs_error("ibv_poll_cq(recv) failed: %d", n);
+        }
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
+        if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
+                         (wc[i].byte_len < sizeof(*hdr)))) {
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                ucs_debug("receive on qp 0x%x dropped: %s, %u bytes",
+                          wc[i].qp_num, ibv_wc_status_str(wc[i].status),
+                          wc[i].byte_len);
+            }
+            qpx_iface_rx_release(&iface->super, desc);
+            continue;
+        }
+
+        /* The release pointer may overlap the header: read the id first */
+        hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
+        am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
+        (void)qpx_iface_rx_user_desc(&iface->super, desc);
+        status = qpx_iface_invoke_am(&iface->super.super, am_id,
+                                     hdr + 1, wc[i].byte_len - sizeof(*hdr),
+                                     UCT_CB_PARAM_FLAG_DESC);
+        if (status == UCS_INPROGRESS) {
+            /* The handler keeps the buffer; a fresh one replaces it */
+            if (++iface->super.rx.available >= iface->super.rx.batch) {
+                qpx_iface_rx_post(&iface->super, iface->super.rx.available);
+            }
+        } else {
+            qpx_iface_rx_release(&iface->super, desc);
+        }
+
+        if (iface->config.fc_wnd == 0) {
+            continue;
+        }
+
+        /* Looked up after the handler, which may destroy endpoints (the
+         * cache is cleared by ep destroy) */
+        if (ucs_likely((iface->rx_cache.ep != NULL) &&
+                       (iface->rx_cache.qp_num == wc[i].qp_num))) {
+            ep = iface->rx_cache.ep;
+        } else {
+            ep = qpx_iface_qp_map_find(&iface->super, wc[i].qp_num);
+            iface->rx_cache.ep     = ep;
+            iface->rx_cache.qp_num = wc[i].qp_num;
+        }
+        if ((ep != NULL) && ep->fc.enabled &&
+            (++ep->fc.consumed - ep->fc.reported >= iface->config.fc_thresh)) {
+            qpx_rc_ep_fc_update(ep);
+        }
+    }
+
+    return n;
+}
+
+
+static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
+                                       const struct ibv_wc *wc)
+{
+    qpx_rc_ep_t *ep = qpx_iface_qp_map_find(&iface->super, wc->qp_num);
+    uint64_t sn;
+
+    if ((ep == NULL) || ((wc->wr_id >> QPX_RC_EP_ID_SHIFT) != ep->id) ||
+        (ep->flags & QPX_RC_EP_FLAG_ERROR)) {
+        return; /* a request of a destroyed, reused or failed endpoint */
+    }
+
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        qpx_rc_ep_handle_failure(ep, wc->status);
+        return;
+    }
+
+    /* wr_id carries the low bits of sn; acked_sn < sn <= tx.sn */
+    sn = ep->tx.sn - ((ep->tx.sn - wc->wr_id) & QPX_RC_SN_MASK);
+    ep->tx.sq_available += sn - ep->tx.acked_sn;
+    ep->tx.acked_sn      = sn;
+    qpx_rc_ep_complete_ops(ep, sn, UCS_OK);
+
+    if (ep->flags & QPX_RC_EP_FLAG_FC_UPDATE) {
+        qpx_rc_ep_fc_update(ep);
+    }
+    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+}
+
+
+static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    int i, n;
+
+    n = ibv_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
+    if (n <= 0) {
+        if (ucs_unlikely(n < 0)) {
+            ucs_error("ibv_poll_cq(send) failed: %d", n);
+        }
+        return 0;
+    }
+
+    /* Error completions of unsignalled requests and completions credited
+     * back by a destroyed endpoint must not push the count past the CQ */
+    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
+                                           iface->super.tx.cq_size);
+    for (i = 0; i < n; ++i) {
+        qpx_rc_iface_tx_completion(iface, &wc[i]);
+    }
+
+    return n;
+}
+
+
+static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+    unsigned count;
+
+    count = qpx_rc_iface_poll_rx(iface);
+    /* Only signalled requests complete (a failed unsignalled one also
+     * leaves a signalled one or a flush behind it): an idle send CQ is not
+     * polled */
+    if (iface->super.tx.cq_available < iface->super.tx.cq_size) {
+        count += qpx_rc_iface_poll_tx(iface);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
+        qpx_rc_iface_resched(iface);
+    }
+    ucs_arbiter_dispatch(&iface->super.arbiter, 1, qpx_rc_ep_arbiter_dispatch,
+                         NULL);
+    return count;
+}
+
+
+static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
+                                       uct_iface_attr_t *iface_attr)
+{
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+    size_t seg_size       = iface->super.config.seg_size;
+
+    qpx_iface_query(&iface->super, iface_attr);
+
+    iface_attr->ep_addr_len = sizeof(qpx_rc_ep_addr_t);
+    iface_attr->cap.flags   = UCT_IFACE_FLAG_PUT_SHORT |
+                              UCT_IFACE_FLAG_PUT_BCOPY |
+                              UCT_IFACE_FLAG_PUT_ZCOPY |
+                              UCT_IFACE_FLAG_GET_BCOPY |
+                              UCT_IFACE_FLAG_GET_ZCOPY |
+                              UCT_IFACE_FLAG_AM_SHORT |
+                              UCT_IFACE_FLAG_AM_BCOPY |
+                              UCT_IFACE_FLAG_AM_ZCOPY |
+                              UCT_IFACE_FLAG_PENDING |
+                              UCT_IFACE_FLAG_CB_SYNC |
+                              UCT_IFACE_FLAG_CONNECT_TO_EP |
+                              UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                              UCT_IFACE_FLAG_EP_CHECK;
+
+    iface_attr->cap.put.max_short       = iface->config.max_put_short;
+    iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
+    iface_attr->cap.put.min_zcopy       = 0;
+    iface_attr->cap.put.max_zcopy       = iface->config.max_zcopy;
+    iface_attr->cap.put.opt_zcopy_align = 1;
+    iface_attr->cap.put.align_mtu       = 1;
+    iface_attr->cap.put.max_iov         = iface->config.max_iov;
+
+    iface_attr->cap.get.max_bcopy       = iface->config.max_bcopy;
+    iface_attr->cap.get.min_zcopy       = 0;
+    iface_attr->cap.get.max_zcopy       = iface->config.max_zcopy;
+    iface_attr->cap.get.opt_zcopy_align = 1;
+    iface_attr->cap.get.align_mtu       = 1;
+    iface_attr->cap.get.max_iov         = iface->config.max_iov;
+
+    iface_attr->cap.am.max_short        = iface->config.max_am_short;
+    iface_attr->cap.am.max_bcopy        = seg_size - sizeof(qpx_rc_hdr_t);
+    iface_attr->cap.am.min_zcopy        = 0;
+    iface_attr->cap.am.max_zcopy        = seg_size - sizeof(qpx_rc_hdr_t);
+    iface_attr->cap.am.opt_zcopy_align  = 1;
+    iface_attr->cap.am.align_mtu        = 1;
+    iface_attr->cap.am.max_hdr          = ucs_min(seg_size -
+                                                  sizeof(qpx_rc_hdr_t), 128);
+    iface_attr->cap.am.max_iov          = iface->config.max_iov;
+
+    if (iface->config.atomics) {
+        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+
+    /* Posting, the doorbell and polling cost more than a plain verbs RC */
+    iface_attr->overhead     = 75e-9;
+    iface_attr->latency.c   += 50e-9;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
+                                             uct_iface_addr_t *addr)
+{
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_rc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
+                                           unsigned events)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t
+qpx_rc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                        uint64_t remote_addr, uct_rkey_t rkey)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t
+qpx_rc_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                         uint32_t value, uint32_t *result,
+                         uint64_t remote_addr, uct_rkey_t rkey,
+                         uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t
+qpx_rc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
+                         uint64_t remote_addr, uct_rkey_t rkey,
+                         uint32_t *result, uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static void qpx_rc_iface_t_delete(uct_iface_t *tl_iface);
+
+
+static uct_iface_ops_t qpx_rc_iface_ops = {
+    .ep_put_short             = qpx_rc_ep_put_short,
+    .ep_put_bcopy             = qpx_rc_ep_put_bcopy,
+    .ep_put_zcopy             = qpx_rc_ep_put_zcopy,
+    .ep_get_bcopy             = qpx_rc_ep_get_bcopy,
+    .ep_get_zcopy             = qpx_rc_ep_get_zcopy,
+    .ep_am_short              = qpx_rc_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = qpx_rc_ep_am_bcopy,
+    .ep_am_zcopy              = qpx_rc_ep_am_zcopy,
+    .ep_atomic_cswap64        = qpx_rc_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = qpx_rc_ep_atomic_cswap32,
+    .ep_atomic32_post         = qpx_rc_ep_atomic32_post,
+    .ep_atomic64_post         = qpx_rc_ep_atomic64_post,
+    .ep_atomic32_fetch        = qpx_rc_ep_atomic32_fetch,
+    .ep_atomic64_fetch        = qpx_rc_ep_atomic64_fetch,
+    .ep_pending_add           = qpx_rc_ep_pending_add,
+    .ep_pending_purge         = qpx_rc_ep_pending_purge,
+    .ep_flush                 = qpx_rc_ep_flush,
+    .ep_fence                 = qpx_rc_ep_fence,
+    .ep_check                 = qpx_rc_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_rc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_rc_ep_t),
+    .ep_get_address           = qpx_rc_ep_get_address,
+    .ep_connect_to_ep         = qpx_rc_ep_connect_to_ep,
+    .iface_flush              = qpx_rc_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = qpx_rc_iface_progress,
+    .iface_event_fd_get       = qpx_rc_iface_event_fd_get,
+    .iface_event_arm          = qpx_rc_iface_event_arm,
+    .iface_close              = qpx_rc_iface_t_delete,
+    .iface_query              = qpx_rc_iface_query,
+    .iface_get_device_address = qpx_iface_get_device_address,
+    .iface_get_address        = qpx_rc_iface_get_address,
+    .iface_is_reachable       = qpx_iface_is_reachable
+};
+
+
+static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
+                                   const qpx_rc_iface_config_t *config)
+{
+    const qpx_device_t *dev = &self->super.md->dev;
+    qpx_qp_connect_attr_t *conn = &self->config.conn;
+    enum ibv_mtu active_mtu = self->super.port->attr.active_mtu;
+
+    memset(conn, 0, sizeof(*conn));
+    conn->path_mtu           = ((config->path_mtu == 0) ||
+                                (config->path_mtu > (int)active_mtu)) ?
+                               active_mtu : (enum ibv_mtu)config->path_mtu;
+    conn->max_rd_atomic      = ucs_max(1, ucs_min(config->max_rd_atomic,
+                                       (unsigned)dev->attr.max_qp_rd_atom));
+    conn->max_dest_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
+                                       (unsigned)dev->attr.max_qp_init_rd_atom));
+    conn->min_rnr_timer      = qpx_iface_rnr_timer_code(config->rnr_timeout);
+    conn->timeout            = qpx_iface_timeout_code(config->timeout);
+    conn->retry_cnt          = ucs_min(config->retry_count, 7);
+    conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
+}
+
+
+static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const qpx_rc_iface_config_t *config =
+            ucs_derived_of(tl_config, qpx_rc_iface_config_t);
+    qpx_iface_init_attr_t init_attr;
+    struct ibv_qp *qp;
+    ucs_status_t status;
+    unsigned max_fc;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.qp_type      = IBV_QPT_RC;
+    init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
+    init_attr.tx_priv_len  = sizeof(qpx_rc_tx_desc_t);
+    init_attr.max_send_sge = 8;
+    init_attr.use_srq      = 1;
+    init_attr.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                             IBV_ACCESS_REMOTE_READ |
+                             IBV_ACCESS_REMOTE_ATOMIC;
+
+    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_rc_iface_ops,
+                              &uct_base_iface_internal_ops, md, worker, params,
+                              &config->super, &init_attr);
+
+    ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->resched);
+    self->rx_cache.ep     = NULL;
+    self->rx_cache.qp_num = 0;
+    self->next_ep_id = 0;
+
+    /* Create one QP now: the caps it is granted bound the operations */
+    status = qpx_iface_qp_get(&self->super, &qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+    qpx_iface_qp_put(&self->super, qp);
+
+    if ((self->super.config.max_send_sge < 2) ||
+        (self->super.config.max_inline < sizeof(qpx_rc_am_short_hdr_t))) {
+        ucs_error("qpx_rc: %s:%d granted %u SGEs and %zu inline bytes, "
+                  "need 2 and %zu", self->super.md->dev.name,
+                  self->super.port_num, self->super.config.max_send_sge,
+                  self->super.config.max_inline, sizeof(qpx_rc_am_short_hdr_t));
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    qpx_rc_iface_init_conn(self, config);
+    self->config.max_put_short = self->super.config.max_inline;
+    self->config.max_am_short  = self->super.config.max_inline -
+                                 sizeof(qpx_rc_am_short_hdr_t);
+    self->config.max_bcopy     = self->super.config.seg_size;
+    self->config.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
+                                         1ul << 30);
+    self->config.max_iov       = self->super.config.max_send_sge - 1;
+    self->config.atomics       = config->atomics &&
+                                 (self->super.md->dev.attr.atomic_cap !=
+                                  IBV_ATOMIC_NONE);
+    self->config.rx_poll       = QPX_RC_MAX_POLL;
+    self->config.tx_poll       = QPX_RC_MAX_POLL;
+
+    /* Credits never exceed what the SRQ holds beyond one repost batch */
+    max_fc = (self->super.rx.queue_len > self->super.rx.batch) ?
+             self->super.rx.queue_len - self->super.rx.batch : 0;
+    self->config.fc_wnd    = ucs_min(config->fc_wnd_size, max_fc);
+    self->config.fc_thresh = ucs_max(1, self->config.fc_wnd / 2);
+    if ((config->fc_wnd_size > 0) && (self->config.fc_wnd == 0)) {
+        ucs_warn("qpx_rc: receive queue too small for flow control");
+    }
+
+    if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
+        ucs_error("qpx_rc: failed to post receive buffers");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_debug("qpx_rc iface %p: inline %zu sge %u fc %u/%u", self,
+              self->super.config.max_inline, self->super.config.max_send_sge,
+              self->config.fc_wnd, self->super.rx.queue_len);
+    return UCS_OK;
+}
+
+
+static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
+{
+    if (!ucs_list_is_empty(&self->eps)) {
+        ucs_warn("qpx_rc iface %p closed with endpoints", self);
+    }
+}
+
+
+UCS_CLASS_DEFINE(qpx_rc_iface_t, qpx_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_iface_t, uct_iface_t);
+
+
+uct_tl_t qpx_rc_tl = {
+    .name          = QPX_RC_TL_NAME,
+    .query_devices = qpx_iface_query_devices,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_rc_iface_t),
+    .config        = {
+        .name   = "qpx_rc transport",
+        .prefix = "QPX_RC_",
+        .table  = qpx_rc_iface_config_table,
+        .size   = sizeof(qpx_rc_iface_config_t),
+    }
+};

@@ -1,0 +1,249 @@
+/*
+ * qpx_rc: reliable-connected transport. An endpoint owns one RC QP
+ * connected to exactly one remote QP (UCT_IFACE_FLAG_CONNECT_TO_EP); every
+ * QP of the interface sends completions to the interface's send CQ and
+ * receives from its SRQ (see ../base/qpx_iface.h).
+ *
+ * Send accounting: every work request posted on an endpoint gets the next
+ * sequence number (ep->tx.sn). Only one in tx_moderation requests is
+ * signalled, plus every request whose completion the user waits for. A
+ * signalled completion for sn completes every request up to sn, frees their
+ * send queue slots and runs the operations queued on ep->tx.ops with
+ * op->sn <= sn (bcopy buffer release, get unpack, atomic result, user
+ * completions, flush).
+ *
+ * Active-message flow control: an endpoint may have fc_wnd messages
+ * unconsumed at the peer. The peer RDMA-writes the count of messages it has
+ * consumed into ep->fc.consumed_by_peer (registered, address in the ep
+ * address), so credit updates never consume a receive buffer.
+ */
+#ifndef QPX_RC_IFACE_H_
+#define QPX_RC_IFACE_H_
+
+#include <uct/qpx/base/qpx_iface.h>
+
+
+#define QPX_RC_TL_NAME        "qpx_rc"
+#define QPX_RC_SQ_RESERVE     2   /* send slots kept for flush and credits */
+#define QPX_RC_SN_BITS        48
+#define QPX_RC_SN_MASK        ((1ull << QPX_RC_SN_BITS) - 1)
+#define QPX_RC_EP_ID_SHIFT    QPX_RC_SN_BITS
+#define QPX_RC_SQ_FAILED      (-(1 << 30)) /* sq_available of a dead ep */
+
+
+/* Wire header of an active message */
+typedef struct qpx_rc_hdr {
+    uint8_t am_id;
+} UCS_S_PACKED qpx_rc_hdr_t;
+
+
+/* Header of an active message short: id + 64-bit header */
+typedef struct qpx_rc_am_short_hdr {
+    qpx_rc_hdr_t rc;
+    uint64_t     am_hdr;
+} UCS_S_PACKED qpx_rc_am_short_hdr_t;
+
+
+typedef struct qpx_rc_op qpx_rc_op_t;
+typedef void (*qpx_rc_op_cb_t)(qpx_rc_op_t *op, ucs_status_t status);
+
+
+/* An operation to finish when its send completes, queued on ep->tx.ops */
+struct qpx_rc_op {
+    ucs_list_link_t  list;
+    uint64_t         sn;
+    qpx_rc_op_cb_t   cb;
+    uct_completion_t *comp;
+    union {
+        struct {
+            uct_unpack_callback_t unpack_cb;
+            void                  *arg;
+            size_t                length;
+        } get;
+        uint64_t *result;
+    };
+};
+
+
+/* A send buffer from the interface's tx_mp */
+typedef struct qpx_rc_tx_desc {
+    qpx_desc_t  super;
+    qpx_rc_op_t op;
+} qpx_rc_tx_desc_t;
+
+#define qpx_rc_tx_desc_data(_desc) ((void*)((_desc) + 1))
+
+
+/* Endpoint address: QPN, PSN and the flow-control counter */
+typedef struct qpx_rc_ep_addr {
+    uint8_t  qp_num[3];
+    uint8_t  psn[3];
+    uint8_t  flags;      /* QPX_RC_EP_ADDR_FLAG_* */
+    uint32_t fc_rkey;
+    uint64_t fc_addr;
+} UCS_S_PACKED qpx_rc_ep_addr_t;
+
+enum {
+    QPX_RC_EP_ADDR_FLAG_FC = UCS_BIT(0)
+};
+
+
+enum {
+    QPX_RC_EP_FLAG_CONNECTED = UCS_BIT(0),
+    QPX_RC_EP_FLAG_ERROR     = UCS_BIT(1), /* QP in ERR: failed or canceled */
+    QPX_RC_EP_FLAG_FC_UPDATE = UCS_BIT(2), /* credit update waits for a slot */
+    QPX_RC_EP_FLAG_RESCHED   = UCS_BIT(3)  /* on iface->resched */
+};
+
+
+typedef struct qpx_rc_ep qpx_rc_ep_t;
+
+
+typedef struct qpx_rc_iface_config {
+    qpx_iface_config_t super;
+    double             timeout;
+    unsigned           retry_count;
+    unsigned           rnr_retry_count;
+    double             rnr_timeout;
+    int                path_mtu;        /* enum ibv_mtu, 0: port's active */
+    unsigned           max_rd_atomic;
+    unsigned           fc_wnd_size;     /* 0: no flow control */
+    int                atomics;         /* allow device atomics */
+} qpx_rc_iface_config_t;
+
+
+typedef struct qpx_rc_iface {
+    qpx_iface_t     super;
+    ucs_list_link_t eps;
+    ucs_list_link_t resched;  /* eps whose pending requests wait for credits
+                                 or buffers */
+    uint16_t        next_ep_id;
+    struct {
+        struct qpx_rc_ep *ep;     /* endpoint of the last receive */
+        uint32_t         qp_num;
+    } rx_cache;
+    struct {
+        qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
+        size_t                max_put_short;
+        size_t                max_am_short;
+        size_t                max_bcopy;
+        size_t                max_zcopy;
+        size_t                max_iov;
+        unsigned              fc_wnd;
+        unsigned              fc_thresh;
+        int                   atomics;
+        unsigned              rx_poll;
+        unsigned              tx_poll;
+    } config;
+} qpx_rc_iface_t;
+
+
+struct qpx_rc_ep {
+    uct_base_ep_t       super;
+    struct ibv_qp       *qp;
+    ucs_list_link_t     list;           /* in iface->eps */
+    ucs_list_link_t     resched;        /* in iface->resched */
+    ucs_arbiter_group_t arb_group;
+    uint32_t            psn;
+    uint16_t            id;             /* tags wr_id against a reused QP */
+    uint8_t             flags;
+    struct {
+        uint64_t        sn;             /* last posted */
+        uint64_t        acked_sn;       /* last completed */
+        uint64_t        signaled_sn;    /* last signalled */
+        int             sq_available;
+        unsigned        unsignaled;
+        int             fence;          /* IBV_SEND_FENCE for the next post */
+        ucs_list_link_t ops;
+    } tx;
+    struct {
+        volatile uint64_t consumed_by_peer; /* written by the peer */
+        uint64_t          sent;
+        uint64_t          consumed;         /* messages we received */
+        uint64_t          reported;         /* last count written to peer */
+        uint64_t          remote_addr;
+        uint32_t          remote_rkey;
+        int               enabled;
+        struct ibv_mr     *mr;
+    } fc;
+};
+
+
+extern uct_tl_t qpx_rc_tl;
+
+UCS_CLASS_DECLARE(qpx_rc_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(qpx_rc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(qpx_rc_ep_t, uct_ep_t);
+
+
+/* Control path (qpx_rc_ep.c) */
+ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
+ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
+                                     const uct_device_addr_t *dev_addr,
+                                     const uct_ep_addr_t *ep_addr);
+ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                   unsigned flags);
+void qpx_rc_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg);
+ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp);
+ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
+                                                   ucs_arbiter_group_t *group,
+                                                   ucs_arbiter_elem_t *elem,
+                                                   void *arg);
+/* Schedule again the pending groups that waited for credits */
+void qpx_rc_iface_resched(qpx_rc_iface_t *iface);
+/* QP went to ERR (error completion): fail everything, tell the user */
+void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
+/* Write our consumed-message count to the peer (flow control) */
+void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep);
+/* Finish operations up to sn with status */
+void qpx_rc_ep_complete_ops(qpx_rc_ep_t *ep, uint64_t sn, ucs_status_t status);
+
+/* Data path (qpx_rc_ops.c) */
+ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                 unsigned length, uint64_t remote_addr,
+                                 uct_rkey_t rkey);
+ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                            void *arg, uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t qpx_rc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
+                                 uct_unpack_callback_t unpack_cb, void *arg,
+                                 size_t length, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length);
+ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags);
+ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                     uint64_t value, uint64_t remote_addr,
+                                     uct_rkey_t rkey);
+ucs_status_t qpx_rc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                      uint64_t value, uint64_t *result,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp);
+ucs_status_t qpx_rc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                      uint64_t swap, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uint64_t *result,
+                                      uct_completion_t *comp);
+/* op callback: complete op->comp and release the buffer */
+void qpx_rc_op_comp_release(qpx_rc_op_t *op, ucs_status_t status);
+/* Post a signalled zero-length write (flush, ep_check); uses the reserve */
+ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep);
+
+#endif

@@ -1,0 +1,486 @@
+/*
+ * qpx_rc data path: put, get, active messages and atomics.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_rc_ep.inl"
+
+#include <string.h>
+
+
+static void qpx_rc_op_release(qpx_rc_op_t *op, ucs_status_t status)
+{
+    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
+}
+
+
+void qpx_rc_op_comp_release(qpx_rc_op_t *op, ucs_status_t status)
+{
+    qpx_invoke_completion(op->comp, status);
+    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
+}
+
+
+static void qpx_rc_op_get_bcopy(qpx_rc_op_t *op, ucs_status_t status)
+{
+    qpx_rc_tx_desc_t *desc = ucs_container_of(op, qpx_rc_tx_desc_t, op);
+
+    if (status == UCS_OK) {
+        op->get.unpack_cb(op->get.arg, qpx_rc_tx_desc_data(desc),
+                          op->get.length);
+    }
+    if (op->comp != NULL) {
+        qpx_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put(desc);
+}
+
+
+static void qpx_rc_op_atomic_fetch(qpx_rc_op_t *op, ucs_status_t status)
+{
+    qpx_rc_tx_desc_t *desc = ucs_container_of(op, qpx_rc_tx_desc_t, op);
+
+    if (status == UCS_OK) {
+        /* verbs returns the original remote value in host order */
+        memcpy(op->result, qpx_rc_tx_desc_data(desc), sizeof(uint64_t));
+    }
+    if (op->comp != NULL) {
+        qpx_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put(desc);
+}
+
+
+static UCS_F_ALWAYS_INLINE qpx_rc_tx_desc_t *
+qpx_rc_ep_get_desc(qpx_rc_iface_t *iface)
+{
+    return ucs_mpool_get(&iface->super.tx_mp);
+}
+
+
+ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                 unsigned length, uint64_t remote_addr,
+                                 uct_rkey_t rkey)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+
+    if (ucs_unlikely(length > iface->config.max_put_short)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    sge.addr   = (uintptr_t)buffer;
+    sge.length = length;
+    sge.lkey   = 0;
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    return qpx_rc_ep_post(iface, ep, &wr, IBV_SEND_INLINE, 0);
+}
+
+
+ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                            void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+    size_t length;
+
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    length     = pack_cb(qpx_rc_tx_desc_data(desc), arg);
+    sge.addr   = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    sge.length = length;
+    sge.lkey   = desc->super.lkey;
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    status = qpx_rc_ep_post(iface, ep, &wr, 0, 0);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
+    qpx_rc_ep_add_op(ep, &desc->op);
+    return length;
+}
+
+
+/* RDMA write or read from iov, completing comp (if any) when done */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
+                     const uct_iov_t *iov, size_t iovcnt,
+                     uint64_t remote_addr, uct_rkey_t rkey,
+                     uct_completion_t *comp)
+{
+    qpx_rc_iface_t *iface  = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc = NULL;
+    struct ibv_sge sge[iface->config.max_iov + 1];
+    struct ibv_send_wr wr;
+    ucs_status_t status;
+    size_t num_sge;
+
+    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        ((comp != NULL) && ((desc = qpx_rc_ep_get_desc(iface)) == NULL))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    num_sge = qpx_rc_iov_to_sge(sge, iov, iovcnt);
+    qpx_rc_wr_rdma(&wr, opcode, sge, num_sge, remote_addr, rkey);
+    status = qpx_rc_ep_post(iface, ep, &wr, 0, comp != NULL);
+    if (status != UCS_OK) {
+        if (desc != NULL) {
+            ucs_mpool_put(desc);
+        }
+        return status;
+    }
+
+    if (desc != NULL) {
+        qpx_rc_op_init(&desc->op, qpx_rc_op_comp_release, comp);
+        qpx_rc_ep_add_op(ep, &desc->op);
+    }
+    return UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_rc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return qpx_rc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_rc_ep_t),
+                                IBV_WR_RDMA_WRITE, iov, iovcnt, remote_addr,
+                                rkey, comp);
+}
+
+
+ucs_status_t qpx_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return qpx_rc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_rc_ep_t),
+                                IBV_WR_RDMA_READ, iov, iovcnt, remote_addr,
+                                rkey, comp);
+}
+
+
+ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
+                                 uct_unpack_callback_t unpack_cb, void *arg,
+                                 size_t length, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length > iface->config.max_bcopy)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    sge.addr   = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    sge.length = length;
+    sge.lkey   = desc->super.lkey;
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
+    status = qpx_rc_ep_post(iface, ep, &wr, 0, 1);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    qpx_rc_op_init(&desc->op, qpx_rc_op_get_bcopy, comp);
+    desc->op.get.unpack_cb = unpack_cb;
+    desc->op.get.arg       = arg;
+    desc->op.get.length    = length;
+    qpx_rc_ep_add_op(ep, &desc->op);
+    return UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_am_short_hdr_t hdr;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge[2];
+    ucs_status_t status;
+
+    if (ucs_unlikely((length > iface->config.max_am_short) ||
+                     (id >= UCT_AM_ID_MAX))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep) ||
+                     !qpx_rc_ep_has_fc_credits(iface, ep))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr.rc.am_id  = id;
+    hdr.am_hdr    = header;
+    sge[0].addr   = (uintptr_t)&hdr;
+    sge[0].length = sizeof(hdr);
+    sge[0].lkey   = 0;
+    sge[1].addr   = (uintptr_t)payload;
+    sge[1].length = length;
+    sge[1].lkey   = 0;
+    wr.opcode     = IBV_WR_SEND;
+    wr.sg_list    = sge;
+    wr.num_sge    = (length > 0) ? 2 : 1;
+    status = qpx_rc_ep_post(iface, ep, &wr, IBV_SEND_INLINE, 0);
+    ep->fc.sent += (status == UCS_OK);
+    return status;
+}
+
+
+ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc;
+    qpx_rc_hdr_t *hdr;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+    size_t length;
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        !qpx_rc_ep_has_fc_credits(iface, ep) ||
+        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr        = qpx_rc_tx_desc_data(desc);
+    hdr->am_id = id;
+    length     = pack_cb(hdr + 1, arg);
+    sge.addr   = (uintptr_t)hdr;
+    sge.length = sizeof(*hdr) + length;
+    sge.lkey   = desc->super.lkey;
+    wr.opcode  = IBV_WR_SEND;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    status = qpx_rc_ep_post(iface, ep, &wr,
+                            (sge.length <= iface->super.config.max_inline) ?
+                            IBV_SEND_INLINE : 0, 0);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    ++ep->fc.sent;
+    qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
+    qpx_rc_ep_add_op(ep, &desc->op);
+    return length;
+}
+
+
+ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp)
+{
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    struct ibv_sge sge[iface->config.max_iov + 1];
+    qpx_rc_tx_desc_t *desc;
+    qpx_rc_hdr_t *hdr;
+    struct ibv_send_wr wr;
+    ucs_status_t status;
+    size_t i, total;
+
+    total = sizeof(*hdr) + header_length;
+    for (i = 0; i < iovcnt; ++i) {
+        total += iov[i].length * iov[i].count;
+    }
+    if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
+                     (iovcnt > iface->config.max_iov) ||
+                     (total > iface->super.config.seg_size))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        !qpx_rc_ep_has_fc_credits(iface, ep) ||
+        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr        = qpx_rc_tx_desc_data(desc);
+    hdr->am_id = id;
+    memcpy(hdr + 1, header, header_length);
+    sge[0].addr   = (uintptr_t)hdr;
+    sge[0].length = sizeof(*hdr) + header_length;
+    sge[0].lkey   = desc->super.lkey;
+    wr.opcode     = IBV_WR_SEND;
+    wr.sg_list    = sge;
+    wr.num_sge    = 1 + qpx_rc_iov_to_sge(&sge[1], iov, iovcnt);
+    status = qpx_rc_ep_post(iface, ep, &wr, 0, comp != NULL);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    ++ep->fc.sent;
+    qpx_rc_op_init(&desc->op, (comp != NULL) ? qpx_rc_op_comp_release :
+                                               qpx_rc_op_release, comp);
+    qpx_rc_ep_add_op(ep, &desc->op);
+    return UCS_INPROGRESS;
+}
+
+
+/* Post a 64-bit fetch-add or compare-swap whose result lands in a bounce
+ * buffer; result NULL: nobody waits for the old value */
+static ucs_status_t
+qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
+                 uint64_t swap, uint64_t remote_addr, uct_rkey_t rkey,
+                 uint64_t *result, uct_completion_t *comp)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_rc_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    if (ucs_unlikely(!iface->config.atomics || (remote_addr % 8) != 0)) {
+        return iface->config.atomics ? UCS_ERR_INVALID_PARAM :
+                                       UCS_ERR_UNSUPPORTED;
+    }
+    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    sge.addr                  = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    sge.length                = sizeof(uint64_t);
+    sge.lkey                  = desc->super.lkey;
+    wr.opcode                 = opcode;
+    wr.sg_list                = &sge;
+    wr.num_sge                = 1;
+    wr.wr.atomic.remote_addr  = remote_addr;
+    wr.wr.atomic.rkey         = (uint32_t)rkey;
+    wr.wr.atomic.compare_add  = add;
+    wr.wr.atomic.swap         = swap;
+    status = qpx_rc_ep_post(iface, ep, &wr, 0, result != NULL);
+    if (status != UCS_OK) {
+        ucs_mpool_put(desc);
+        return status;
+    }
+
+    if (result != NULL) {
+        qpx_rc_op_init(&desc->op, qpx_rc_op_atomic_fetch, comp);
+        desc->op.result = result;
+    } else {
+        qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
+    }
+    qpx_rc_ep_add_op(ep, &desc->op);
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+
+ucs_status_t qpx_rc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                     uint64_t value, uint64_t remote_addr,
+                                     uct_rkey_t rkey)
+{
+    if (opcode != UCT_ATOMIC_OP_ADD) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return qpx_rc_ep_atomic(ucs_derived_of(tl_ep, qpx_rc_ep_t),
+                            IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                            remote_addr, rkey, NULL, NULL);
+}
+
+
+ucs_status_t qpx_rc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                      uint64_t value, uint64_t *result,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp)
+{
+    if ((opcode != UCT_ATOMIC_OP_ADD) || (result == NULL)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return qpx_rc_ep_atomic(ucs_derived_of(tl_ep, qpx_rc_ep_t),
+                            IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                            remote_addr, rkey, result, comp);
+}
+
+
+ucs_status_t qpx_rc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                      uint64_t swap, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uint64_t *result,
+                                      uct_completion_t *comp)
+{
+    if (result == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return qpx_rc_ep_atomic(ucs_derived_of(tl_ep, qpx_rc_ep_t),
+                            IBV_WR_ATOMIC_CMP_AND_SWP, compare, swap,
+                            remote_addr, rkey, result, comp);
+}
+
+
+ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    struct ibv_send_wr wr;
+
+    if ((ep->tx.sq_available <= 0) || (iface->super.tx.cq_available <= 0)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0);
+    return qpx_rc_ep_post(iface, ep, &wr, 0, 1);
+}
+
+
+void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep)
+{
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    uint64_t consumed     = ep->fc.consumed;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+
+    if ((ep->tx.sq_available <= 0) || (iface->super.tx.cq_available <= 0) ||
+        !(ep->flags & QPX_RC_EP_FLAG_CONNECTED) ||
+        (ep->flags & QPX_RC_EP_FLAG_ERROR)) {
+        ep->flags |= QPX_RC_EP_FLAG_FC_UPDATE;
+        return;
+    }
+
+    /* Inline: the value is copied at post time, no registered source */
+    sge.addr   = (uintptr_t)&consumed;
+    sge.length = sizeof(consumed);
+    sge.lkey   = 0;
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, ep->fc.remote_addr,
+                   ep->fc.remote_rkey);
+    if (qpx_rc_ep_post(iface, ep, &wr, IBV_SEND_INLINE, 0) == UCS_OK) {
+        ep->fc.reported = consumed;
+        ep->flags      &= ~QPX_RC_EP_FLAG_FC_UPDATE;
+    } else {
+        ep->flags      |= QPX_RC_EP_FLAG_FC_UPDATE;
+    }
+}

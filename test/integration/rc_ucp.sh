@@ -1,0 +1,31 @@
+#!/bin/sh
+# UCP over qpx_rc: UCX_TLS=qpx_rc,ud_verbs (UCX's UD carries wireup);
+# ucx_perftest UCP tests, and UCX's lane report shows qpx_rc carrying the
+# tag, RMA, AM and stream lanes.
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/rc_lib.sh"
+rc_setup
+export UCX_TLS="$RC_TL,ud_verbs"
+export UCX_NET_DEVICES="$RC_DEV"
+
+for t in "tag_lat" "tag_bw -s 1048576" "ucp_put_lat" "ucp_put_bw -s 4194304" \
+         "ucp_get -s 65536" "ucp_am_lat" "ucp_am_bw -s 100000" "stream_lat" \
+         "stream_bw -s 65536" "ucp_add" "ucp_fadd" "ucp_cswap"; do
+    rc_pair "UCP $t" -t $t -n 2000 -w 10
+done
+
+# Lane report: which transport carries each lane
+lanes() { # test expected-lane
+    UCX_LOG_LEVEL=info rc_pair "UCP $1 lanes" -t "$1" -n 100 -w 1
+    if grep -q "ep_cfg.*$2($RC_TL/" "$RC_TMP/cli.log"; then
+        qpx_pass "$1: $2 lane on $RC_TL ($(grep -o 'ep_cfg\[[0-9]*\]: .*' "$RC_TMP/cli.log" | head -1))"
+    else
+        qpx_fail "$1: no $2 lane on $RC_TL"; grep "ep_cfg" "$RC_TMP/cli.log"
+    fi
+}
+lanes tag_lat tag
+lanes ucp_put_lat rma
+lanes ucp_get rma
+lanes ucp_am_lat am
+lanes stream_lat stream
+qpx_finish
