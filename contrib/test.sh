@@ -8,28 +8,41 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 qpx_setup || { echo "0 passed, 1 failed"; exit 1; }
+set +e  # setup.sh runs with -e; from here every failure is counted instead
 
 cd "$QPX_BUILDDIR"
 qpx_say "tests: make check"
 make -k check >check.out 2>&1
 check_rc=$?
 
+# One row per test program with the cases it counted in its own closing line
+# ("N passed, N failed" or cmocka's); the totals are cases. A program that
+# failed without counting a failed case counts as one failed case.
 pass=0; fail=0; skip=0
-for log in $(find test -name test-suite.log | sort); do
-    dir=$(dirname "$log")
-    p=$(grep -E '^# PASS:' "$log" | awk '{print $3}')
-    f=$(grep -E '^# (FAIL|ERROR|XPASS):' "$log" | awk '{s += $3} END {print s + 0}')
-    s=$(grep -E '^# SKIP:' "$log" | awk '{print $3}')
-    pass=$((pass + ${p:-0})); fail=$((fail + f)); skip=$((skip + ${s:-0}))
-    printf '  %-20s %3d passed, %3d failed, %3d skipped\n' "$dir" "${p:-0}" "$f" "${s:-0}"
-done
-# Per-test results, and the logs of what did not pass
-for trs in $(find test -name '*.trs' | sort); do
+for trs in $(find . -name '*.trs' | sort); do
+    log=${trs%.trs}.log
     res=$(sed -n 's/^:test-result: //p' "$trs")
-    printf '  %-6s %s\n' "$res" "${trs%.trs}"
+    p=0; f=0
+    line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ -n "$line" ]; then
+        p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+        f=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/' <<<"$line")
+    elif grep -q '^\[==========\] .* test(s) run' "$log"; then
+        p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
+        f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
+        p=${p:-0}; f=${f:-0}
+    elif [ "$res" = PASS ]; then
+        p=1
+    fi
     case "$res" in
-    FAIL|ERROR|XPASS) echo "---- ${trs%.trs}.log"; tail -40 "${trs%.trs}.log" ;;
-    SKIP) grep -h '^SKIP' "${trs%.trs}.log" | head -3 | sed 's/^/         /' ;;
+    FAIL|ERROR|XPASS) [ "$f" -eq 0 ] && f=1 ;;
+    SKIP) skip=$((skip + 1)) ;;
+    esac
+    pass=$((pass + p)); fail=$((fail + f))
+    printf '  %-5s %-48s %4d passed, %3d failed\n' "$res" "${trs#./}" "$p" "$f"
+    case "$res" in
+    FAIL|ERROR|XPASS) echo "---- $log"; grep -E '^(FAIL|not ok)' "$log" | head -20; tail -25 "$log" ;;
+    SKIP) grep -h '^SKIP' "$log" | head -3 | sed 's/^/        /' ;;
     esac
 done
 if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then

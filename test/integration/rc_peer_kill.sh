@@ -1,5 +1,5 @@
 #!/bin/sh
-# Peer killed mid-traffic: with TIMEOUT=100ms (IBTA code 15: 134 ms) and
+# Peer killed mid-traffic (and a bad rkey on the surviving endpoint): with TIMEOUT=100ms (IBTA code 15: 134 ms) and
 # RETRY_COUNT=3 the survivor's error handler must fire within
 # (3 + 1) * 134 ms plus scheduling slack (1.5 s), every outstanding
 # operation completes with an error, and another endpoint of the same

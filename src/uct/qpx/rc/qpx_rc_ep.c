@@ -149,6 +149,9 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
                             qpx_rc_ep_purge_warn_cb, self);
     ucs_arbiter_group_cleanup(&self->arb_group);
     qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
+    if (iface->rx_cache.ep == self) {
+        iface->rx_cache.ep = NULL;
+    }
 
     while (!ucs_list_is_empty(&self->tx.ops)) {
         op = ucs_list_extract_head(&self->tx.ops, qpx_rc_op_t, list);

@@ -115,8 +115,20 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
             qpx_iface_rx_release(&iface->super, desc);
         }
 
-        /* Looked up after the handler, which may destroy endpoints */
-        ep = qpx_iface_qp_map_find(&iface->super, wc[i].qp_num);
+        if (iface->config.fc_wnd == 0) {
+            continue;
+        }
+
+        /* Looked up after the handler, which may destroy endpoints (the
+         * cache is cleared by ep destroy) */
+        if (ucs_likely((iface->rx_cache.ep != NULL) &&
+                       (iface->rx_cache.qp_num == wc[i].qp_num))) {
+            ep = iface->rx_cache.ep;
+        } else {
+            ep = qpx_iface_qp_map_find(&iface->super, wc[i].qp_num);
+            iface->rx_cache.ep     = ep;
+            iface->rx_cache.qp_num = wc[i].qp_num;
+        }
         if ((ep != NULL) && ep->fc.enabled &&
             (++ep->fc.consumed - ep->fc.reported >= iface->config.fc_thresh)) {
             qpx_rc_ep_fc_update(ep);
@@ -403,6 +415,8 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
 
     ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->resched);
+    self->rx_cache.ep     = NULL;
+    self->rx_cache.qp_num = 0;
     self->next_ep_id = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */

@@ -96,6 +96,9 @@ enum {
 };
 
 
+typedef struct qpx_rc_ep qpx_rc_ep_t;
+
+
 typedef struct qpx_rc_iface_config {
     qpx_iface_config_t super;
     double             timeout;
@@ -116,6 +119,10 @@ typedef struct qpx_rc_iface {
                                  or buffers */
     uint16_t        next_ep_id;
     struct {
+        struct qpx_rc_ep *ep;     /* endpoint of the last receive */
+        uint32_t         qp_num;
+    } rx_cache;
+    struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
         size_t                max_put_short;
         size_t                max_am_short;
@@ -131,7 +138,7 @@ typedef struct qpx_rc_iface {
 } qpx_rc_iface_t;
 
 
-typedef struct qpx_rc_ep {
+struct qpx_rc_ep {
     uct_base_ep_t       super;
     struct ibv_qp       *qp;
     ucs_list_link_t     list;           /* in iface->eps */
@@ -159,7 +166,7 @@ typedef struct qpx_rc_ep {
         int               enabled;
         struct ibv_mr     *mr;
     } fc;
-} qpx_rc_ep_t;
+};
 
 
 extern uct_tl_t qpx_rc_tl;

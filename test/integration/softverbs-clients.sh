@@ -1,0 +1,105 @@
+#!/bin/sh
+#
+# Unmodified Debian RDMA programs over softverbs: ibverbs-utils and perftest
+# (UCX's transports: softverbs-ucx.sh). Every server/client pair runs on
+# 127.0.0.1 under timeout; a case passes when both exit 0 and the client
+# printed its results. SVT_CLIENTS=PATTERN runs only matching cases.
+#
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+. "$here/softverbs-lib.sh"
+
+for prog in ibv_devices ibv_devinfo ibv_rc_pingpong ib_write_lat ss; do
+    command -v $prog >/dev/null || qpx_skip_all "$prog not installed"
+done
+svt_env_setup
+svt_need_device
+svt_link_opts
+D=$SVT_DEV
+
+want() { [ -z "$SVT_CLIENTS" ] || echo "$1" | grep -Eq "$SVT_CLIENTS"; }
+
+# --- ibverbs-utils ---------------------------------------------------------
+if want ibv_devices; then
+    out=$(timeout 10 ibv_devices 2>&1); rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -Eq "^[[:space:]]*$D[[:space:]]+[0-9a-f]{16}"; then
+        qpx_pass "ibv_devices lists $D with a GUID"
+    else
+        qpx_fail "ibv_devices (exit $rc, $D with a 16-digit GUID not listed)"
+        echo "$out" | sed 's/^/  | /'
+    fi
+fi
+if want ibv_devinfo; then
+    out=$(timeout 10 ibv_devinfo -v -d "$D" 2>&1); rc=$?
+    missing=""
+    for key in "hca_id:[[:space:]]+$D" "state:[[:space:]]+PORT_ACTIVE" \
+               "max_qp:[[:space:]]+[1-9]" "active_mtu:" "GID\[ *0\]:" \
+               "link_layer:"; do
+        echo "$out" | grep -Eq "$key" || missing="$missing '$key'"
+    done
+    if [ $rc -eq 0 ] && [ -z "$missing" ]; then
+        qpx_pass "ibv_devinfo -v"
+    else
+        qpx_fail "ibv_devinfo -v (exit $rc, missing:$missing)"
+        echo "$out" | head -n 20 | sed 's/^/  | /'
+    fi
+fi
+
+# name, pattern, program + options (the client adds 127.0.0.1)
+pingpong() {
+    want "$1" || return 0
+    port=$(qpx_free_port)
+    SVT_LISTEN_PORT=$port svt_run_pair "$1" 20 "$2" \
+        "$3 -d $D -i 1 $SVT_PP_GID -p $port" "$3 -d $D -i 1 $SVT_PP_GID -p $port 127.0.0.1"
+}
+PP_OK='[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter'
+pingpong ibv_rc_pingpong "$PP_OK" "ibv_rc_pingpong -n 500 -s 4096"
+pingpong ibv_uc_pingpong "$PP_OK" "ibv_uc_pingpong -n 500 -s 4096"
+pingpong ibv_ud_pingpong "$PP_OK" "ibv_ud_pingpong -n 500 -s 512"
+pingpong "ibv_srq_pingpong -q 4" "$PP_OK" "ibv_srq_pingpong -n 500 -s 4096 -q 4"
+
+# --- perftest ----------------------------------------------------------------
+# a results row: "#bytes #iterations <numbers...>"
+PT_LAT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+'
+PT_BW='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+[[:space:]]+[0-9]+\.[0-9]+'
+perftest() {
+    want "$1" || return 0
+    port=$(qpx_free_port)
+    SVT_LISTEN_PORT=$port svt_run_pair "$1" 30 "$2" \
+        "$3 -d $D -i 1 $SVT_PT_GID -p $port -F" "$3 -d $D -i 1 $SVT_PT_GID -p $port -F 127.0.0.1"
+}
+perftest "ib_write_lat" "$PT_LAT" "ib_write_lat -n 1000 -s 64"
+perftest "ib_write_bw"  "$PT_BW"  "ib_write_bw -n 500 -s 65536"
+perftest "ib_read_lat"  "$PT_LAT" "ib_read_lat -n 1000 -s 64"
+perftest "ib_read_bw"   "$PT_BW"  "ib_read_bw -n 500 -s 65536"
+perftest "ib_send_lat"  "$PT_LAT" "ib_send_lat -n 1000 -s 64"
+perftest "ib_send_bw"   "$PT_BW"  "ib_send_bw -n 500 -s 65536"
+perftest "ib_atomic_lat" "$PT_LAT" "ib_atomic_lat -n 1000"
+perftest "ib_atomic_bw" "$PT_BW"  "ib_atomic_bw -n 1000"
+perftest "ib_send_lat -c UD" "$PT_LAT" "ib_send_lat -c UD -n 1000 -s 64"
+perftest "ib_write_lat -c UC" "$PT_LAT" "ib_write_lat -c UC -n 1000 -s 64"
+
+svt_check_released "no objects left after the clients exited"
+
+# a client and its server killed in the middle of a run: their objects go
+if want killed; then
+    port=$(qpx_free_port)
+    ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 >/dev/null 2>&1 &
+    spid=$!
+    SVT_PIDS="$SVT_PIDS $spid"
+    svt_wait_listen "$port"
+    ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 127.0.0.1 >/dev/null 2>&1 &
+    cpid=$!
+    SVT_PIDS="$SVT_PIDS $cpid"
+    sleep 1
+    if timeout 10 softverbs-stat | grep -q '^total.* qp=[1-9]'; then
+        kill -9 "$cpid" "$spid" 2>/dev/null
+        wait "$cpid" "$spid" 2>/dev/null
+        svt_check_released "objects of SIGKILLed ib_write_bw processes reclaimed"
+    else
+        qpx_fail "objects of SIGKILLed ib_write_bw processes reclaimed (no live QP seen while they ran)"
+        kill -9 "$cpid" "$spid" 2>/dev/null
+    fi
+fi
+
+qpx_finish

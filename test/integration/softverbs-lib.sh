@@ -1,0 +1,166 @@
+# Shared helpers for the softverbs test and benchmark scripts (sourced after
+# lib.sh). They point programs at the replacement libraries, isolate the
+# softverbs registry per run, and run client/server pairs under timeout with
+# every child reaped on exit.
+
+SVT_DEV=${SVT_DEVICE:-softverbs0}
+SVT_PIDS=""
+SVT_TMP=""
+
+svt_cleanup() {
+    for pid in $SVT_PIDS; do
+        kill "$pid" 2>/dev/null
+    done
+    for pid in $SVT_PIDS; do
+        wait "$pid" 2>/dev/null
+    done
+    SVT_PIDS=""
+    [ -n "$SVT_TMP" ] && rm -rf "$SVT_TMP"
+    [ -n "$SVT_KEEP_SHM" ] || svt_shm_remove
+}
+
+# Environment for programs that must run over softverbs; skips if it is not
+# built. SVT_REGISTRY names this run's private registry.
+svt_env_setup() {
+    : "${SOFTVERBS_LIBDIR:=${QPX_BUILDDIR:-.}/src/softverbs/.libs}"
+    if [ ! -e "$SOFTVERBS_LIBDIR/libibverbs.so.1" ]; then
+        qpx_skip_all "softverbs not built: no $SOFTVERBS_LIBDIR/libibverbs.so.1"
+    fi
+    LD_LIBRARY_PATH=$SOFTVERBS_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH SOFTVERBS_LIBDIR
+    # a private registry file for this run (removed on exit)
+    SOFTVERBS_SHM=/dev/shm/svt-$$-$(date +%s)
+    SVT_REGISTRY=$SOFTVERBS_SHM
+    export SOFTVERBS_SHM
+    SVT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/svt.XXXXXX")
+    trap svt_cleanup EXIT
+    trap 'exit 1' INT TERM
+    # the softverbs tools (softverbs-stat, setup) live next to the libraries
+    for d in "$SOFTVERBS_LIBDIR/.." "$SOFTVERBS_LIBDIR"; do
+        [ -d "$d" ] && PATH=$PATH:$d
+    done
+    export PATH
+}
+
+svt_shm_remove() {
+    [ -n "$SVT_REGISTRY" ] && rm -f "$SVT_REGISTRY" "$SVT_REGISTRY".* 2>/dev/null
+    return 0
+}
+
+# The device must be listed by the replacement library
+svt_need_device() {
+    if ! timeout 10 ibv_devices 2>/dev/null | grep -qw "$SVT_DEV"; then
+        qpx_skip_all "device $SVT_DEV not listed by ibv_devices over $SOFTVERBS_LIBDIR"
+    fi
+}
+
+# UCX skips a device without /dev/infiniband/<ibv_device.dev_name>: sets
+# SVT_DEVNODE, or prints why it is missing and returns 1
+svt_devnode_ok() {
+    SVT_DEVNODE=$("${QPX_TESTDIR:-.}/softverbs_conformance" --dev-node 2>/dev/null)
+    if [ -z "$SVT_DEVNODE" ]; then
+        echo "SKIP: cannot tell the device node of $SVT_DEV"
+        return 1
+    fi
+    if [ ! -e "$SVT_DEVNODE" ]; then
+        echo "SKIP: UCX cases: $SVT_DEVNODE missing, UCX ignores $SVT_DEV (as root: softverbs-setup, or mkdir -p /dev/infiniband && ln -sf /dev/null $SVT_DEVNODE)"
+        return 1
+    fi
+    return 0
+}
+
+# Extra options for RoCE-like link layers (GID index instead of LID)
+svt_link_opts() {
+    if timeout 10 ibv_devinfo -d "$SVT_DEV" 2>/dev/null | grep -q 'link_layer:.*Ethernet'; then
+        SVT_PP_GID="-g 0"
+        SVT_PT_GID="-x 0"
+    else
+        SVT_PP_GID=""
+        SVT_PT_GID=""
+    fi
+}
+
+# Wait until something listens on TCP port $1 (without connecting to it:
+# the servers here accept exactly one connection)
+svt_wait_listen() {
+    i=0
+    while [ $i -lt 100 ]; do
+        ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# svt_run_pair NAME SECONDS PATTERN "SERVER CMD" "CLIENT CMD"
+# The commands are split on blanks (use `env VAR=x prog ...` for variables).
+# Runs the server in the background and the client against it, both under
+# timeout. Passes when both exit 0 and the client's output matches the
+# extended regex PATTERN; prints both outputs' tails otherwise. Waits for the
+# server to listen on $SVT_LISTEN_PORT when set.
+svt_run_pair() {
+    name=$1; secs=$2; pattern=$3; srv_cmd=$4; cli_cmd=$5
+    srv_file=$SVT_TMP/$(echo "$name" | tr ' /' '__').srv
+    cli_file=${srv_file%.srv}.cli
+    # shellcheck disable=SC2086
+    timeout -k 2 "$secs" $srv_cmd >"$srv_file" 2>&1 &
+    spid=$!
+    SVT_PIDS="$SVT_PIDS $spid"
+    if [ -n "$SVT_LISTEN_PORT" ]; then
+        svt_wait_listen "$SVT_LISTEN_PORT"
+    else
+        sleep 0.3
+    fi
+    # shellcheck disable=SC2086
+    timeout -k 2 "$secs" $cli_cmd >"$cli_file" 2>&1
+    crc=$?
+    if [ $crc -ne 0 ]; then
+        # the server may wait forever for a client that is gone
+        sleep 1
+        kill "$spid" 2>/dev/null
+    fi
+    wait "$spid"
+    src=$?
+    SVT_PIDS=$(echo "$SVT_PIDS" | sed "s/ $spid\b//")
+    SVT_OUT_SRV=$srv_file
+    SVT_OUT_CLI=$cli_file
+    why=""
+    [ $crc -eq 124 ] && why="client timed out after ${secs}s; "
+    [ $src -eq 124 ] && why="${why}server timed out after ${secs}s; "
+    [ $crc -ne 0 ] && why="${why}client exit $crc; "
+    [ $src -ne 0 ] && why="${why}server exit $src; "
+    if [ -z "$why" ] && ! grep -Eq "$pattern" "$cli_file"; then
+        why="client output lacks /$pattern/; "
+    fi
+    if [ -z "$why" ]; then
+        qpx_pass "$name"
+        return 0
+    fi
+    qpx_fail "$name (${why%; })"
+    echo "  --- server: $srv_cmd"
+    sed 's/^/  | /' "$srv_file" | tail -n 15
+    echo "  --- client: $cli_cmd"
+    sed 's/^/  | /' "$cli_file" | tail -n 15
+    return 1
+}
+
+# svt_check_released NAME: once every client has exited (or been killed),
+# softverbs-stat must show no live object on the host within 3 s
+svt_check_released() {
+    if ! command -v softverbs-stat >/dev/null; then
+        qpx_fail "$1 (softverbs-stat not found next to $SOFTVERBS_LIBDIR)"
+        return 1
+    fi
+    i=0
+    while [ $i -lt 30 ]; do
+        st=$(timeout 10 softverbs-stat 2>&1 | grep '^total')
+        if echo "$st" | grep -Eq ' qp=0 .* cq=0 srq=0 mr=0 '; then
+            qpx_pass "$1"
+            return 0
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    qpx_fail "$1 (softverbs-stat after 3 s: ${st:-no output})"
+    return 1
+}

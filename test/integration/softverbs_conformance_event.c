@@ -1,0 +1,354 @@
+/*
+ * softverbs conformance: completion channels (blocking, epoll, solicited),
+ * the async event fd with epoll, and host-wide properties (unique QPNs and
+ * keys across processes, reclaim of a dead process's objects).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "softverbs_conformance.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Target side of the channel cases: an RC endpoint whose CQ has a channel */
+static void svt_chan_pair(svt_proc_t *p, svt_dev_t *dev, svt_ep_t *ep,
+                          struct ibv_comp_channel **chan)
+{
+    svt_ep_opts_t o;
+
+    svt_dev_open(dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    *chan = NULL;
+    if (p->rank == 1) {
+        SVT_NN(*chan, ibv_create_comp_channel(dev->ctx));
+        o.chan = *chan;
+    }
+    svt_ep_pair(p, !p->rank, dev, &o, ep);
+}
+
+/* Rank 0: send `n` messages of 8 bytes after `delay_ms` */
+static void svt_chan_sender(svt_proc_t *p, svt_ep_t *ep, int delay_ms,
+                            int flags, uint64_t wr_id)
+{
+    svt_sleep_ms(delay_ms);
+    SVT_OK(svt_post_send(ep, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                         IBV_SEND_SIGNALED | flags, wr_id));
+    svt_expect_wc(ep->cq, IBV_WC_SUCCESS, IBV_WC_SEND, wr_id, NULL);
+}
+
+/* Take the CQ event, check it names our CQ, ack it, poll the completion */
+static void svt_chan_consume(struct ibv_comp_channel *chan, svt_ep_t *ep,
+                             uint64_t wr_id)
+{
+    struct ibv_cq *ev_cq;
+    void *ev_ctx;
+
+    SVT_OK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx));
+    SVT_CHECK(ev_cq == ep->cq, "event for cq %p, expected %p", (void *)ev_cq,
+              (void *)ep->cq);
+    ibv_ack_cq_events(ev_cq, 1);
+    svt_expect_wc(ep->cq, IBV_WC_SUCCESS, IBV_WC_RECV, wr_id, NULL);
+}
+
+/* ibv_get_cq_event blocks until the other process's send completes here */
+static void svt_case_cq_event_blocking(svt_proc_t *p)
+{
+    struct ibv_comp_channel *chan;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    double t0;
+
+    svt_chan_pair(p, &dev, &ep, &chan);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
+        SVT_OK(ibv_req_notify_cq(ep.cq, 0));
+        svt_sync(p, 0);
+        t0 = svt_now_ms();
+        svt_chan_consume(chan, &ep, 1);
+        SVT_CHECK(svt_now_ms() - t0 >= 100, "ibv_get_cq_event returned after "
+                  "%.1f ms, before the peer sent (200 ms)", svt_now_ms() - t0);
+    } else {
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 200, 0, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* The channel fd in epoll: quiet while nothing happens, readable after the
+ * peer's send, quiet again when not re-armed */
+static void svt_case_cq_event_epoll(svt_proc_t *p)
+{
+    struct ibv_comp_channel *chan;
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    int efd, n;
+
+    svt_chan_pair(p, &dev, &ep, &chan);
+    if (p->rank == 1) {
+        SVT_CHECK(fcntl(chan->fd, F_SETFL,
+                        fcntl(chan->fd, F_GETFL) | O_NONBLOCK) == 0,
+                  "fcntl on the channel fd failed");
+        SVT_CHECK((efd = epoll_create1(0)) >= 0, "epoll_create1");
+        SVT_CHECK(epoll_ctl(efd, EPOLL_CTL_ADD, chan->fd, &ev) == 0,
+                  "epoll_ctl(ADD) on the channel fd failed: %s",
+                  strerror(errno));
+        svt_post_recv(&ep, 0, 64, 1);
+        svt_post_recv(&ep, 64, 64, 2);
+        SVT_OK(ibv_req_notify_cq(ep.cq, 0));
+        n = epoll_wait(efd, &out, 1, 100);
+        SVT_CHECK(n == 0, "epoll_wait returned %d before any send", n);
+        svt_sync(p, 0);
+        n = epoll_wait(efd, &out, 1, 3000);
+        SVT_CHECK(n == 1, "epoll_wait returned %d after the peer's send", n);
+        svt_chan_consume(chan, &ep, 1);
+        svt_sync(p, 0); /* second send, CQ not re-armed */
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 2, NULL);
+        n = epoll_wait(efd, &out, 1, 100);
+        SVT_CHECK(n == 0, "channel readable without ibv_req_notify_cq");
+        close(efd);
+    } else {
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, 0, 1);
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, 0, 2);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* solicited_only: an unsolicited send does not wake, a solicited one does */
+static void svt_case_cq_event_solicited(svt_proc_t *p)
+{
+    struct ibv_comp_channel *chan;
+    svt_dev_t dev;
+    svt_ep_t ep;
+
+    svt_chan_pair(p, &dev, &ep, &chan);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
+        svt_post_recv(&ep, 64, 64, 2);
+        SVT_OK(ibv_req_notify_cq(ep.cq, 1));
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* unsolicited send done */
+        SVT_CHECK(!svt_wait_fd(chan->fd, 100), "unsolicited completion woke "
+                  "a solicited-only CQ");
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, NULL);
+        svt_sync(p, 0);
+        SVT_CHECK(svt_wait_fd(chan->fd, 3000), "solicited completion did not "
+                  "wake the channel");
+        svt_chan_consume(chan, &ep, 2);
+    } else {
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, 0, 1);
+        svt_sync(p, 1);
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, IBV_SEND_SOLICITED, 2);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* async_fd in epoll wakes for an event caused by the peer (SRQ limit) */
+static void svt_case_async_epoll(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_srq_attr attr = {.srq_limit = 2};
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    struct ibv_async_event aev;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    int efd, n, i;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    if (p->rank == 1) {
+        SVT_NN(o.srq, ibv_create_srq(dev.pd, &sa));
+    }
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        SVT_CHECK((efd = epoll_create1(0)) >= 0, "epoll_create1");
+        SVT_CHECK(epoll_ctl(efd, EPOLL_CTL_ADD, dev.ctx->async_fd, &ev) == 0,
+                  "epoll_ctl(ADD) on async_fd failed: %s", strerror(errno));
+        for (i = 0; i < 4; ++i) {
+            svt_post_recv(&ep, i * 64, 64, i);
+        }
+        SVT_OK(ibv_modify_srq(o.srq, &attr, IBV_SRQ_LIMIT));
+        n = epoll_wait(efd, &out, 1, 50);
+        SVT_CHECK(n == 0, "async_fd readable before any event");
+        svt_sync(p, 0);
+        n = epoll_wait(efd, &out, 1, 3000);
+        SVT_CHECK(n == 1, "epoll_wait on async_fd returned %d", n);
+        SVT_OK(ibv_get_async_event(dev.ctx, &aev));
+        SVT_CHECK(aev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED, "event %s",
+                  ibv_event_type_str(aev.event_type));
+        ibv_ack_async_event(&aev);
+        close(efd);
+    } else {
+        svt_sync(p, 1);
+        for (i = 0; i < 3; ++i) {
+            svt_chan_sender(p, &ep, 0, 0, i);
+        }
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* QPNs, lkeys and rkeys from two processes never collide */
+#define SVT_UNIQ_N 32
+
+typedef struct {
+    uint32_t qpn[SVT_UNIQ_N];
+    uint32_t lkey[SVT_UNIQ_N];
+    uint32_t rkey[SVT_UNIQ_N];
+} svt_ids_t;
+
+static void svt_ids_unique(const uint32_t *a, const uint32_t *b, int n,
+                           const char *what)
+{
+    int i, j;
+
+    for (i = 0; i < 2 * n; ++i) {
+        uint32_t x = (i < n) ? a[i] : b[i - n];
+
+        for (j = i + 1; j < 2 * n; ++j) {
+            uint32_t y = (j < n) ? a[j] : b[j - n];
+
+            SVT_CHECK(x != y, "%s 0x%x appears twice (%s process %d, %s %d)",
+                      what, x, (i < n) ? "this" : "peer", i % n,
+                      (j < n) ? "this" : "peer", j % n);
+        }
+    }
+}
+
+static void svt_case_unique_ids(svt_proc_t *p)
+{
+    static char buf[SVT_UNIQ_N][64];
+    struct ibv_qp_init_attr qi = {.cap = {4, 4, 1, 1, 0},
+                                  .qp_type = IBV_QPT_RC};
+    svt_ids_t mine, theirs;
+    svt_dev_t dev;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    struct ibv_mr *mr;
+    int i;
+
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 8, NULL, NULL, 0));
+    qi.send_cq = qi.recv_cq = cq;
+    svt_barrier(p); /* create concurrently */
+    for (i = 0; i < SVT_UNIQ_N; ++i) {
+        SVT_NN(qp, ibv_create_qp(dev.pd, &qi));
+        SVT_NN(mr, ibv_reg_mr(dev.pd, buf[i], sizeof(buf[i]),
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+        mine.qpn[i]  = qp->qp_num;
+        mine.lkey[i] = mr->lkey;
+        mine.rkey[i] = mr->rkey;
+    }
+    svt_msg_send(p, !p->rank, &mine, sizeof(mine));
+    svt_msg_recv(p, !p->rank, &theirs, sizeof(theirs));
+    svt_ids_unique(mine.qpn, theirs.qpn, SVT_UNIQ_N, "QPN");
+    svt_ids_unique(mine.rkey, theirs.rkey, SVT_UNIQ_N, "rkey");
+    svt_ids_unique(mine.lkey, theirs.lkey, SVT_UNIQ_N, "lkey");
+    for (i = 0; i < SVT_UNIQ_N; ++i) {
+        SVT_CHECK(mine.qpn[i] > 1 && mine.qpn[i] < (1u << 24),
+                  "QPN 0x%x is reserved (0/1) or above 24 bits", mine.qpn[i]);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/*
+ * A process holding objects dies. softverbs' own accounting
+ * (softverbs_get_stats, found with dlsym so that this program still links
+ * against any libibverbs) must drop them, and with the host-wide
+ * SOFTVERBS_MAX_QP=4 another process can create 4 QPs again.
+ */
+typedef struct {
+    uint32_t pid, num_qp, num_qp_by_type[4], num_qp_by_state[7];
+    uint32_t num_cq, num_srq, num_mr;
+    uint64_t mr_bytes;
+} svt_stats_t; /* layout of struct softverbs_stats */
+typedef int (*svt_get_stats_fn_t)(uint32_t pid, svt_stats_t *stats);
+
+static void svt_case_reclaim(svt_proc_t *p)
+{
+    struct ibv_qp_init_attr qi = {.cap = {4, 4, 1, 1, 0},
+                                  .qp_type = IBV_QPT_RC};
+    svt_get_stats_fn_t get_stats;
+    static char buf[8192];
+    struct ibv_qp *qp[4];
+    svt_stats_t st;
+    svt_dev_t dev;
+    struct ibv_cq *cq;
+    double deadline;
+    uint64_t pid1;
+    int i, n = 0, ret;
+    char c;
+
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 8, NULL, NULL, 0));
+    qi.send_cq = qi.recv_cq = cq;
+    if (p->rank == 1) {
+        struct ibv_mr *mr;
+
+        for (i = 0; i < 4; ++i) {
+            SVT_NN(qp[i], ibv_create_qp(dev.pd, &qi));
+        }
+        SVT_NN(mr, ibv_reg_mr(dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
+        svt_xchg_u64(p, 0, getpid());
+        svt_sync(p, 0);
+        kill(getpid(), SIGKILL);
+    }
+    get_stats = (svt_get_stats_fn_t)dlsym(RTLD_DEFAULT, "softverbs_get_stats");
+    SVT_CHECK(get_stats != NULL, "softverbs_get_stats not exported");
+    pid1 = svt_xchg_u64(p, 1, 0);
+    SVT_OK(get_stats((uint32_t)pid1, &st));
+    SVT_CHECK(st.num_qp == 4 && st.num_cq == 1 && st.num_mr == 1 &&
+              st.mr_bytes >= sizeof(buf), "live peer: stats show %u QPs, %u "
+              "CQs, %u MRs (%llu bytes); expected 4, 1, 1 (%zu bytes)",
+              st.num_qp, st.num_cq, st.num_mr,
+              (unsigned long long)st.mr_bytes, sizeof(buf));
+    qp[0] = ibv_create_qp(dev.pd, &qi);
+    SVT_CHECK(qp[0] == NULL, "a 5th QP on the host was created with "
+              "SOFTVERBS_MAX_QP=4 (the limit must be host-wide)");
+    svt_sync(p, 1);
+    while (read(p->sock[1], &c, 1) > 0) {
+    }
+    /* the peer is gone: its objects must go within a bounded time */
+    deadline = svt_now_ms() + 3000;
+    while ((n < 4) && (svt_now_ms() < deadline)) {
+        qp[n] = ibv_create_qp(dev.pd, &qi);
+        if (qp[n] != NULL) {
+            ++n;
+        } else {
+            svt_sleep_ms(20);
+        }
+    }
+    SVT_CHECK(n == 4, "only %d of 4 QPs could be created 3 s after the "
+              "process holding them died: stale objects", n);
+    ret = get_stats((uint32_t)pid1, &st);
+    SVT_CHECK((ret != 0) || (st.num_qp + st.num_cq + st.num_mr == 0),
+              "dead process still owns %u QPs, %u CQs, %u MRs", st.num_qp,
+              st.num_cq, st.num_mr);
+    SVT_OK(get_stats(0, &st));
+    SVT_CHECK(st.num_qp == 4 && st.num_cq == 1 && st.num_mr == 0,
+              "host-wide stats after reclaim: %u QPs, %u CQs, %u MRs; "
+              "expected only this process's 4, 1, 0", st.num_qp, st.num_cq,
+              st.num_mr);
+}
+
+const svt_case_t svt_cases_event[] = {
+    {"chan/get_cq_event_blocking", svt_case_cq_event_blocking, 2},
+    {"chan/epoll", svt_case_cq_event_epoll, 2},
+    {"chan/solicited_only", svt_case_cq_event_solicited, 2},
+    {"chan/async_fd_epoll", svt_case_async_epoll, 2},
+    {"host/unique_qpn_keys", svt_case_unique_ids, 2},
+    {"host/reclaim_dead_process", svt_case_reclaim, 2, 0, 15,
+     "SOFTVERBS_MAX_QP=4", SVT_CASE_F_PEER_DIES},
+    {NULL}
+};
