@@ -393,6 +393,32 @@ static int connect_to_ep_pair(test_side_t *s0, test_side_t *s1)
                                  (uct_ep_addr_t*)addr0) == UCS_OK);
 }
 
+/* uct_iface_flush with a completion: every ep of the iface acknowledged */
+static int flush_iface(uct_iface_h iface, double deadline)
+{
+    test_comp_t fc;
+    ucs_status_t status;
+
+    fc.comp.func   = comp_cb;
+    fc.comp.count  = 1;
+    fc.comp.status = UCS_OK;
+    fc.done        = 0;
+    do {
+        status = uct_iface_flush(iface, 0, &fc.comp);
+        uct_worker_progress(worker);
+    } while ((status == UCS_ERR_NO_RESOURCE) && (now_sec() < deadline));
+    if (status == UCS_OK) {
+        return 1;
+    } else if (status != UCS_INPROGRESS) {
+        fprintf(stderr, "uct_iface_flush: %s\n", ucs_status_string(status));
+        return 0;
+    }
+    while ((fc.done == 0) && (now_sec() < deadline)) {
+        uct_worker_progress(worker);
+    }
+    return fc.done == 1;
+}
+
 static int test_integrity(const test_resource_t *res, uint64_t count)
 {
     test_iface_t a, b;
@@ -430,7 +456,8 @@ static int test_integrity(const test_resource_t *res, uint64_t count)
         uct_worker_progress(worker);
     }
 
-    flushed = flush_ep(sides[0].ep, deadline) && flush_ep(sides[1].ep, deadline);
+    flushed = flush_iface(a.iface, deadline) && flush_iface(b.iface, deadline) &&
+              flush_ep(sides[0].ep, deadline) && flush_ep(sides[1].ep, deadline);
     /* Flushed: everything sent was acknowledged, so it was delivered */
     printf("integrity: sent %lu/%lu, received %lu/%lu, errors %lu/%lu, "
            "flush %s, %.1f s\n", (unsigned long)sides[0].seq,
@@ -666,6 +693,10 @@ static int test_many_eps(int nprocs, int nifaces, int neps_per_iface)
         }
         uct_worker_progress(worker);
     }
+    if (!flush_iface(p.iface, deadline)) {
+        fprintf(stderr, "iface flush of %d eps failed\n", neps);
+        ok = 0;
+    }
     for (i = 0; i < neps; ++i) {
         n += flush_ep(eps[i], deadline);
     }
@@ -684,7 +715,7 @@ static int test_many_eps(int nprocs, int nifaces, int neps_per_iface)
            (unsigned long)total, neps, qp0, qp1, neps, rss1 - rss0,
            (rss1 - rss0) * 1024.0 / neps);
     /* qpx_ud: exactly one QP for the interface, whatever the ep count */
-    ok = (n == neps) && (total == (uint64_t)neps) && (qp1 == qp0) &&
+    ok = ok && (n == neps) && (total == (uint64_t)neps) && (qp1 == qp0) &&
          ((qp0 == 1) || strcmp(tl_name(), "qpx_ud"));
 
     for (i = 0; i < neps; ++i) {
