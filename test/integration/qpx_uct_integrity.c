@@ -444,7 +444,13 @@ int main(int argc, char **argv)
     }
     run_initiator(&c, max_size);
     waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (WIFSIGNALED(status)) {
+        printf("INFO: target (pid %d) killed by signal %d\n", (int)pid,
+               WTERMSIG(status));
+        fail("target exited abnormally");
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        printf("INFO: target (pid %d) exited with %d\n", (int)pid,
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         fail("target exited abnormally");
     }
     printf("%d passed, %d failed (%d skipped)\n", passed, failed, skipped);

@@ -8,6 +8,7 @@
 #include "qpx_iface.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -96,29 +97,42 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 }
 
 
-unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
+/* Fill receive WR n of the batch for desc */
+static UCS_F_ALWAYS_INLINE void
+qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
 {
-    struct ibv_recv_wr wrs[count], *bad_wr;
-    struct ibv_sge sges[count];
+    /* sg_list, num_sge, length and the chain were set at init */
+    iface->rx.sges[n].addr = (uintptr_t)desc + iface->config.rx_hdr_offset;
+    iface->rx.sges[n].lkey = desc->lkey;
+    iface->rx.wrs[n].wr_id = (uintptr_t)desc;
+}
+
+
+/* Post up to batch buffers: the recycled ones, then fresh ones */
+static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
+{
+    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr;
+    unsigned i, n, recycled;
     qpx_desc_t *desc;
-    unsigned i, n;
     int ret;
 
-    for (n = 0; n < count; ++n) {
+    recycled = ucs_min(count, iface->rx.num_recycled);
+    for (n = 0; n < recycled; ++n) {
+        qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
+    }
+    for (; n < count; ++n) {
         desc = ucs_mpool_get(&iface->rx_mp);
         if (desc == NULL) {
             break;
         }
-
-        sges[n].addr   = (uintptr_t)UCS_PTR_BYTE_OFFSET(desc,
-                                               iface->config.rx_hdr_offset);
-        sges[n].length = iface->config.seg_size;
-        sges[n].lkey   = desc->lkey;
-        wrs[n].wr_id   = (uintptr_t)desc;
-        wrs[n].sg_list = &sges[n];
-        wrs[n].num_sge = 1;
-        wrs[n].next    = &wrs[n + 1];
+        qpx_iface_rx_wr_set(iface, n, desc);
     }
+
+    /* Recycled buffers beyond count (none in practice) go back to rx_mp */
+    for (i = recycled; i < iface->rx.num_recycled; ++i) {
+        ucs_mpool_put(iface->rx.recycled[i]);
+    }
+    iface->rx.num_recycled = 0;
 
     if (n == 0) {
         return 0;
@@ -126,6 +140,7 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 
     wrs[n - 1].next = NULL;
     ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+    wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
     if (ret != 0) {
         ucs_error("ibv_post_srq_recv(%u) failed: %s", n, strerror(ret));
         for (i = bad_wr - wrs; i < n; ++i) {
@@ -139,12 +154,21 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 }
 
 
-void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
+unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 {
-    ucs_mpool_put(desc);
-    if (++iface->rx.available >= iface->rx.batch) {
-        qpx_iface_rx_post(iface, iface->rx.available);
+    unsigned total = 0, chunk, n;
+
+    if (ucs_likely(count <= iface->rx.batch)) {
+        return (count == 0) ? 0 : qpx_iface_rx_post_batch(iface, count);
     }
+
+    do {
+        chunk  = ucs_min(count - total, iface->rx.batch);
+        n      = qpx_iface_rx_post_batch(iface, chunk);
+        total += n;
+    } while ((n == chunk) && (total < count));
+
+    return total;
 }
 
 
@@ -296,6 +320,41 @@ uint8_t qpx_iface_rnr_timer_code(double timeout)
 }
 
 
+static void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
+{
+    free(self->rx.sges);
+    free(self->rx.wrs);
+    free(self->rx.recycled);
+}
+
+
+/* One batch of receive WRs with the fields that never change, chained */
+static ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self)
+{
+    unsigned i;
+
+    self->rx.num_recycled = 0;
+    self->rx.recycled     = calloc(self->rx.batch, sizeof(*self->rx.recycled));
+    self->rx.wrs          = calloc(self->rx.batch, sizeof(*self->rx.wrs));
+    self->rx.sges         = calloc(self->rx.batch, sizeof(*self->rx.sges));
+    if ((self->rx.recycled == NULL) || (self->rx.wrs == NULL) ||
+        (self->rx.sges == NULL)) {
+        ucs_error("failed to allocate %u receive WRs", self->rx.batch);
+        qpx_iface_rx_wrs_cleanup(self);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < self->rx.batch; ++i) {
+        self->rx.sges[i].length = self->config.seg_size;
+        self->rx.wrs[i].sg_list = &self->rx.sges[i];
+        self->rx.wrs[i].num_sge = 1;
+        self->rx.wrs[i].next    = (i + 1 < self->rx.batch) ?
+                                  &self->rx.wrs[i + 1] : NULL;
+    }
+    return UCS_OK;
+}
+
+
 static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
                                             const qpx_iface_config_t *config)
 {
@@ -402,6 +461,11 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
 
+    status = qpx_iface_rx_wrs_init(self);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     ucs_arbiter_init(&self->arbiter);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
 
@@ -468,6 +532,7 @@ err_destroy_queues:
 err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);
+    qpx_iface_rx_wrs_cleanup(self);
     return status;
 }
 
@@ -490,6 +555,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */
     ucs_mpool_cleanup(&self->rx_mp, 0);
+    qpx_iface_rx_wrs_cleanup(self);
     ucs_mpool_cleanup(&self->tx_mp, 1);
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);

@@ -125,6 +125,13 @@ typedef struct qpx_iface {
         unsigned              available; /* SRQ slots to refill */
         unsigned              batch;
         unsigned              queue_len;
+        /* Buffers released after a receive, reposted as they are (no trip
+         * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
+        qpx_desc_t            **recycled;
+        unsigned              num_recycled;
+        /* Receive WRs for one batch, constant fields filled at init */
+        struct ibv_recv_wr    *wrs;
+        struct ibv_sge        *sges;
     } rx;
     struct {
         int                   cq_available;
@@ -151,12 +158,22 @@ UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
                   const qpx_iface_config_t*, const qpx_iface_init_attr_t*);
 
 
-/* Post up to count fresh receive buffers to the SRQ; returns how many */
+/* Post up to count receive buffers to the SRQ (recycled ones first, then
+ * fresh ones from rx_mp); returns how many */
 unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
 
-/* Return a receive buffer (qpx_desc_t) to the pool after a completion whose
- * payload was not kept, and repost when a batch is due */
-void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc);
+/* Give back the buffer of a receive completion whose payload was not kept:
+ * it is reposted as it is with the next batch (due now: posted now) */
+static UCS_F_ALWAYS_INLINE void
+qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
+{
+    /* num_recycled <= available < batch here (a due batch is posted at
+     * once, and posting empties the array): the slot exists */
+    iface->rx.recycled[iface->rx.num_recycled++] = desc;
+    if (++iface->rx.available >= iface->rx.batch) {
+        qpx_iface_rx_post(iface, iface->rx.available);
+    }
+}
 
 /* The desc to hand an AM handler for a receive buffer, with its release
  * callback set (for UCT_CB_PARAM_FLAG_DESC / UCS_INPROGRESS) */

@@ -68,13 +68,51 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
 };
 
 
+/* The endpoint whose QP received a message (flow control), cached */
+static UCS_F_ALWAYS_INLINE qpx_rc_ep_t *
+qpx_rc_iface_rx_ep(qpx_rc_iface_t *iface, uint32_t qp_num)
+{
+    qpx_rc_ep_t *ep;
+
+    if (ucs_likely((iface->rx_cache.ep != NULL) &&
+                   (iface->rx_cache.qp_num == qp_num))) {
+        return iface->rx_cache.ep;
+    }
+
+    ep = qpx_iface_qp_map_find(&iface->super, qp_num);
+    iface->rx_cache.ep     = ep;
+    iface->rx_cache.qp_num = qp_num;
+    return ep;
+}
+
+
+/* count messages of ep were consumed: report them when a threshold is due.
+ * ep came from qpx_rc_iface_rx_ep() before the handlers ran; a handler that
+ * destroyed it cleared the cache, so a mismatch means ep is gone. */
+static UCS_F_ALWAYS_INLINE void
+qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
+                         unsigned count)
+{
+    if ((ep == NULL) || (iface->rx_cache.ep != ep) || !ep->fc.enabled) {
+        return;
+    }
+
+    ep->fc.consumed += count;
+    if ((ep->fc.consumed - ep->fc.reported) >= iface->config.fc_thresh) {
+        qpx_rc_ep_fc_update(ep);
+    }
+}
+
+
 static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
 {
     struct ibv_wc wc[QPX_RC_MAX_POLL];
+    qpx_rc_ep_t *run_ep = NULL;
+    unsigned run_count  = 0;
+    uint32_t run_qp_num = 0;
     qpx_rc_hdr_t *hdr;
     qpx_desc_t *desc;
     ucs_status_t status;
-    qpx_rc_ep_t *ep;
     uint8_t am_id;
     int i, n;
 
@@ -99,6 +137,17 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
             continue;
         }
 
+        /* Credits are counted per run of messages from one QP and reported
+         * after the run: one endpoint lookup per run, not per message */
+        if (ucs_unlikely((wc[i].qp_num != run_qp_num) || (run_count == 0))) {
+            qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
+            run_qp_num = wc[i].qp_num;
+            run_count  = 0;
+            run_ep     = (iface->config.fc_wnd == 0) ? NULL :
+                         qpx_rc_iface_rx_ep(iface, run_qp_num);
+        }
+        ++run_count;
+
         /* The release pointer may overlap the header: read the id first */
         hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
         am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
@@ -106,35 +155,15 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
         status = qpx_iface_invoke_am(&iface->super.super, am_id,
                                      hdr + 1, wc[i].byte_len - sizeof(*hdr),
                                      UCT_CB_PARAM_FLAG_DESC);
-        if (status == UCS_INPROGRESS) {
-            /* The handler keeps the buffer; a fresh one replaces it */
-            if (++iface->super.rx.available >= iface->super.rx.batch) {
-                qpx_iface_rx_post(&iface->super, iface->super.rx.available);
-            }
-        } else {
+        if (ucs_likely(status != UCS_INPROGRESS)) {
             qpx_iface_rx_release(&iface->super, desc);
-        }
-
-        if (iface->config.fc_wnd == 0) {
-            continue;
-        }
-
-        /* Looked up after the handler, which may destroy endpoints (the
-         * cache is cleared by ep destroy) */
-        if (ucs_likely((iface->rx_cache.ep != NULL) &&
-                       (iface->rx_cache.qp_num == wc[i].qp_num))) {
-            ep = iface->rx_cache.ep;
-        } else {
-            ep = qpx_iface_qp_map_find(&iface->super, wc[i].qp_num);
-            iface->rx_cache.ep     = ep;
-            iface->rx_cache.qp_num = wc[i].qp_num;
-        }
-        if ((ep != NULL) && ep->fc.enabled &&
-            (++ep->fc.consumed - ep->fc.reported >= iface->config.fc_thresh)) {
-            qpx_rc_ep_fc_update(ep);
+        } else if (++iface->super.rx.available >= iface->super.rx.batch) {
+            /* The handler keeps the buffer; a fresh one replaces it */
+            qpx_iface_rx_post(&iface->super, iface->super.rx.available);
         }
     }
 
+    qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
     return n;
 }
 
