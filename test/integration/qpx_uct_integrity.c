@@ -267,6 +267,15 @@ static int run_target(ctx_t *c)
         case CMD_GET64:
             memcpy(&reply, c->buf, 8);
             break;
+        case CMD_RECONNECT:
+            /* A fresh endpoint pair: the initiator's was canceled */
+            reply = 1;
+            xfer(c->sock, &reply, sizeof(reply), 1);
+            uct_ep_destroy(c->ep);
+            if (ctx_connect(c, &remote)) {
+                return 1;
+            }
+            continue;
         default:
             reply = 0;
             xfer(c->sock, &reply, sizeof(reply), 1);
