@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
 
 
@@ -286,6 +287,71 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 }
 
 
+ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+
+    *fd_p = iface->comp_channel->fd;
+    return UCS_OK;
+}
+
+
+/* Consume the channel's pending events; returns how many, -1 on error */
+static int qpx_iface_ack_events(qpx_iface_t *iface)
+{
+    unsigned send_events = 0, recv_events = 0;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->comp_channel, &cq, &cq_context) == 0) {
+        if (cq == iface->send_cq) {
+            ++send_events;
+        } else if (cq == iface->recv_cq) {
+            ++recv_events;
+        }
+    }
+    if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
+        ucs_error("ibv_get_cq_event(fd %d) failed: %m",
+                  iface->comp_channel->fd);
+        return -1;
+    }
+
+    if (send_events > 0) {
+        ibv_ack_cq_events(iface->send_cq, send_events);
+    }
+    if (recv_events > 0) {
+        ibv_ack_cq_events(iface->recv_cq, recv_events);
+    }
+    return send_events + recv_events;
+}
+
+
+ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
+{
+    int events = qpx_iface_ack_events(iface);
+
+    if (events < 0) {
+        return UCS_ERR_IO_ERROR;
+    }
+    return (events > 0) ? UCS_ERR_BUSY : UCS_OK;
+}
+
+
+ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
+                              int solicited_only)
+{
+    int ret = ibv_req_notify_cq(cq, solicited_only);
+
+    if (ret != 0) {
+        ucs_error("ibv_req_notify_cq(%s cq, solicited_only %d) failed: %s",
+                  (cq == iface->send_cq) ? "send" : "recv", solicited_only,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+
 uint8_t qpx_iface_timeout_code(double timeout)
 {
     double t     = 4.096e-6 * 2;
@@ -360,20 +426,37 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
-    int cq_len;
+    int cq_len, flags;
+
+    /* Event notification (uct_iface_event_fd_get/arm): one channel for
+     * both CQs; non-blocking, so that pre-arm can drain it */
+    self->comp_channel = ibv_create_comp_channel(dev->ctx);
+    if (self->comp_channel == NULL) {
+        ucs_error("ibv_create_comp_channel(%s) failed: %m", dev->name);
+        return UCS_ERR_IO_ERROR;
+    }
+    flags = fcntl(self->comp_channel->fd, F_GETFL);
+    if ((flags < 0) ||
+        (fcntl(self->comp_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)) {
+        ucs_error("fcntl(completion channel fd %d, O_NONBLOCK) failed: %m",
+                  self->comp_channel->fd);
+        goto err_destroy_channel;
+    }
 
     cq_len        = ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
-    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
+                                  0);
     if (self->send_cq == NULL) {
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        return UCS_ERR_IO_ERROR;
+        goto err_destroy_channel;
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
 
     cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
-    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
+                                  0);
     if (self->recv_cq == NULL) {
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
         goto err_destroy_send_cq;
@@ -399,6 +482,8 @@ err_destroy_recv_cq:
     ibv_destroy_cq(self->recv_cq);
 err_destroy_send_cq:
     ibv_destroy_cq(self->send_cq);
+err_destroy_channel:
+    ibv_destroy_comp_channel(self->comp_channel);
     return UCS_ERR_IO_ERROR;
 }
 
@@ -529,6 +614,7 @@ err_destroy_queues:
     ibv_destroy_srq(self->srq);
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    ibv_destroy_comp_channel(self->comp_channel);
 err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);
@@ -549,8 +635,10 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     if (ret != 0) {
         ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));
     }
+    qpx_iface_ack_events(self); /* destroying a CQ waits for its acks */
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    ibv_destroy_comp_channel(self->comp_channel);
 
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */

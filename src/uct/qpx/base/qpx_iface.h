@@ -112,6 +112,7 @@ typedef struct qpx_iface {
     uint8_t                   port_num;
     struct ibv_cq             *send_cq;
     struct ibv_cq             *recv_cq;
+    struct ibv_comp_channel   *comp_channel; /* of both CQs, non-blocking */
     struct ibv_srq            *srq;
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
@@ -224,6 +225,18 @@ int qpx_iface_is_reachable(const uct_iface_h tl_iface,
 ucs_status_t qpx_iface_query_devices(uct_md_h md,
                                      uct_tl_device_resource_t **tl_devices_p,
                                      unsigned *num_tl_devices_p);
+
+/* uct_iface_ops: the completion channel of the send and receive CQs */
+ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+
+/* Before arming: consume and acknowledge the events the channel holds.
+ * UCS_ERR_BUSY if there were any (the caller progresses, then arms again) */
+ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface);
+
+/* Request an event for the next completion on cq (solicited_only: only for
+ * completions of requests sent with IBV_SEND_SOLICITED) */
+ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
+                              int solicited_only);
 
 /* IBTA timeout exponent for a time in seconds: 4.096us * 2^code */
 uint8_t qpx_iface_timeout_code(double timeout);

@@ -10,9 +10,6 @@
 #include <string.h>
 
 
-#define QPX_RC_MAX_POLL 32
-
-
 static const char *qpx_rc_mtu_names[] = {
     [0]            = "default",
     [IBV_MTU_256]  = "256",
@@ -60,6 +57,13 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      "flow control; capped by the receive queue; 0: off).",
      ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), UCS_CONFIG_TYPE_UINT},
 
+    {"EVENTS", "n",
+     "Offer event notification (uct_iface_event_fd_get/arm through a "
+     "completion channel of the send and receive CQs). UCP uses a transport "
+     "in wakeup mode (ucp_worker_wait) only when it is offered. Off by "
+     "default: UCP stream_bw in sleep mode can still hang.",
+     ucs_offsetof(qpx_rc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
     {"ATOMICS", "y",
      "Offer the device's 64-bit atomics.",
      ucs_offsetof(qpx_rc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
@@ -104,9 +108,10 @@ qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
 }
 
 
-static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
+/* Handle n receive completions: active messages and their credits */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
     qpx_rc_ep_t *run_ep = NULL;
     unsigned run_count  = 0;
     uint32_t run_qp_num = 0;
@@ -114,15 +119,7 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
     qpx_desc_t *desc;
     ucs_status_t status;
     uint8_t am_id;
-    int i, n;
-
-    n = ibv_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
-    if (n <= 0) {
-        if (ucs_unlikely(n < 0)) {
-            ucs_error("ibv_poll_cq(recv) failed: %d", n);
-        }
-        return 0;
-    }
+    int i;
 
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
@@ -168,6 +165,30 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
 }
 
 
+/* Poll up to max completions of cq into wc; 0 on error */
+static UCS_F_ALWAYS_INLINE int qpx_rc_iface_poll_cq(struct ibv_cq *cq,
+                                                   int max, struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(cq, max, wc);
+
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        return 0;
+    }
+    return n;
+}
+
+
+static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    int n;
+
+    n = qpx_rc_iface_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
+    return (n == 0) ? 0 : qpx_rc_iface_rx_process(iface, wc, n);
+}
+
+
 static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
                                        const struct ibv_wc *wc)
 {
@@ -197,18 +218,11 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
 }
 
 
-static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
+/* Handle n send completions */
+static unsigned qpx_rc_iface_tx_process(qpx_rc_iface_t *iface,
+                                        const struct ibv_wc *wc, int n)
 {
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
-    int i, n;
-
-    n = ibv_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
-    if (n <= 0) {
-        if (ucs_unlikely(n < 0)) {
-            ucs_error("ibv_poll_cq(send) failed: %d", n);
-        }
-        return 0;
-    }
+    int i;
 
     /* Error completions of unsignalled requests and completions credited
      * back by a destroyed endpoint must not push the count past the CQ */
@@ -222,12 +236,48 @@ static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
 }
 
 
+static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    int n;
+
+    n = qpx_rc_iface_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
+    return (n == 0) ? 0 : qpx_rc_iface_tx_process(iface, wc, n);
+}
+
+
+/* Completions event_arm took out of the CQs */
+static UCS_F_NOINLINE unsigned
+qpx_rc_iface_backlog_progress(qpx_rc_iface_t *iface)
+{
+    unsigned count = 0, n;
+
+    /* Reset before processing: a handler may arm the interface again */
+    n                      = iface->backlog.rx_count;
+    iface->backlog.rx_count = 0;
+    if (n > 0) {
+        count += qpx_rc_iface_rx_process(iface, iface->backlog.rx, n);
+    }
+
+    n                      = iface->backlog.tx_count;
+    iface->backlog.tx_count = 0;
+    if (n > 0) {
+        count += qpx_rc_iface_tx_process(iface, iface->backlog.tx, n);
+    }
+    return count;
+}
+
+
 static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    unsigned count;
+    unsigned count = 0;
 
-    count = qpx_rc_iface_poll_rx(iface);
+    if (ucs_unlikely((iface->backlog.rx_count | iface->backlog.tx_count) !=
+                     0)) {
+        count += qpx_rc_iface_backlog_progress(iface);
+    }
+    count += qpx_rc_iface_poll_rx(iface);
     /* Only signalled requests complete (a failed unsignalled one also
      * leaves a signalled one or a flush behind it): an idle send CQ is not
      * polled */
@@ -265,6 +315,12 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
                               UCT_IFACE_FLAG_CONNECT_TO_EP |
                               UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                               UCT_IFACE_FLAG_EP_CHECK;
+
+    if (iface->config.events) {
+        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                      UCT_IFACE_FLAG_EVENT_RECV |
+                                      UCT_IFACE_FLAG_EVENT_FD;
+    }
 
     iface_attr->cap.put.max_short       = iface->config.max_put_short;
     iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
@@ -312,16 +368,51 @@ static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
 }
 
 
-static ucs_status_t qpx_rc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
+/*
+ * Arm the completion channel (qpx_iface_event_fd_get) for the next send
+ * completion and active message. Both CQs are armed whatever events asks
+ * for: pending requests advance on send completions even when the user
+ * waits only for receives (a spurious wakeup is allowed, a missed one
+ * hangs). UCS_ERR_BUSY when the caller must progress first: events were
+ * pending, completions arrived before arming (taken into the backlog, they
+ * raise no event), or pending requests can be dispatched or wait for
+ * credits (credits arrive by RDMA write, which raises no event).
+ */
 static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
                                            unsigned events)
 {
-    return UCS_ERR_UNSUPPORTED;
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+    ucs_status_t status;
+
+    status = qpx_iface_pre_arm(&iface->super);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((iface->backlog.rx_count | iface->backlog.tx_count) ||
+        !ucs_list_is_empty(&iface->resched) ||
+        !ucs_arbiter_is_empty(&iface->super.arbiter)) {
+        return UCS_ERR_BUSY;
+    }
+
+    /* Only active messages consume receives: each one is an event */
+    status = qpx_iface_arm_cq(&iface->super, iface->super.send_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = qpx_iface_arm_cq(&iface->super, iface->super.recv_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->backlog.tx_count = qpx_rc_iface_poll_cq(iface->super.send_cq,
+                                                   QPX_RC_MAX_POLL,
+                                                   iface->backlog.tx);
+    iface->backlog.rx_count = qpx_rc_iface_poll_cq(iface->super.recv_cq,
+                                                   QPX_RC_MAX_POLL,
+                                                   iface->backlog.rx);
+    return (iface->backlog.rx_count | iface->backlog.tx_count) ?
+           UCS_ERR_BUSY : UCS_OK;
 }
 
 
@@ -385,7 +476,7 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_rc_iface_progress,
-    .iface_event_fd_get       = qpx_rc_iface_event_fd_get,
+    .iface_event_fd_get       = qpx_iface_event_fd_get,
     .iface_event_arm          = qpx_rc_iface_event_arm,
     .iface_close              = qpx_rc_iface_t_delete,
     .iface_query              = qpx_rc_iface_query,
@@ -446,6 +537,8 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&self->resched);
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
+    self->backlog.rx_count = 0;
+    self->backlog.tx_count = 0;
     self->next_ep_id = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
@@ -475,6 +568,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.atomics       = config->atomics &&
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
+    self->config.events        = config->events;
     self->config.rx_poll       = QPX_RC_MAX_POLL;
     self->config.tx_poll       = QPX_RC_MAX_POLL;
 
