@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <string.h>
 
 
@@ -291,7 +294,7 @@ ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 {
     qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
 
-    *fd_p = iface->comp_channel->fd;
+    *fd_p = iface->event.epfd;
     return UCS_OK;
 }
 
@@ -326,12 +329,71 @@ static int qpx_iface_ack_events(qpx_iface_t *iface)
 }
 
 
+void qpx_iface_event_signal(qpx_iface_t *iface)
+{
+    uint64_t one = 1;
+
+    if (write(iface->event.signal_fd, &one, sizeof(one)) != sizeof(one)) {
+        /* EAGAIN: the counter is already non-zero, the fd readable */
+        ucs_trace("eventfd %d write: %m", iface->event.signal_fd);
+    }
+}
+
+
+/* The iface's event fd: epoll over the channel and the signal eventfd */
+static ucs_status_t qpx_iface_event_init(qpx_iface_t *self)
+{
+    struct epoll_event ev;
+
+    self->event.signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (self->event.signal_fd < 0) {
+        ucs_error("eventfd() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    self->event.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->event.epfd < 0) {
+        ucs_error("epoll_create1() failed: %m");
+        goto err_close_signal;
+    }
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if ((epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->comp_channel->fd,
+                   &ev) < 0) ||
+        (epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->event.signal_fd,
+                   &ev) < 0)) {
+        ucs_error("epoll_ctl(%d, ADD) failed: %m", self->event.epfd);
+        goto err_close_epfd;
+    }
+    return UCS_OK;
+
+err_close_epfd:
+    close(self->event.epfd);
+err_close_signal:
+    close(self->event.signal_fd);
+    return UCS_ERR_IO_ERROR;
+}
+
+
+static void qpx_iface_event_cleanup(qpx_iface_t *self)
+{
+    close(self->event.epfd);
+    close(self->event.signal_fd);
+}
+
+
 ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
 {
     int events = qpx_iface_ack_events(iface);
+    uint64_t count;
 
     if (events < 0) {
         return UCS_ERR_IO_ERROR;
+    }
+    if (read(iface->event.signal_fd, &count, sizeof(count)) ==
+        sizeof(count)) {
+        ++events;
     }
     return (events > 0) ? UCS_ERR_BUSY : UCS_OK;
 }
@@ -443,12 +505,16 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         goto err_destroy_channel;
     }
 
+    if (qpx_iface_event_init(self) != UCS_OK) {
+        goto err_destroy_channel;
+    }
+
     cq_len        = ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
     self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->send_cq == NULL) {
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        goto err_destroy_channel;
+        goto err_event_cleanup;
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
@@ -482,6 +548,8 @@ err_destroy_recv_cq:
     ibv_destroy_cq(self->recv_cq);
 err_destroy_send_cq:
     ibv_destroy_cq(self->send_cq);
+err_event_cleanup:
+    qpx_iface_event_cleanup(self);
 err_destroy_channel:
     ibv_destroy_comp_channel(self->comp_channel);
     return UCS_ERR_IO_ERROR;
@@ -614,6 +682,7 @@ err_destroy_queues:
     ibv_destroy_srq(self->srq);
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    qpx_iface_event_cleanup(self);
     ibv_destroy_comp_channel(self->comp_channel);
 err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
@@ -638,6 +707,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     qpx_iface_ack_events(self); /* destroying a CQ waits for its acks */
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    qpx_iface_event_cleanup(self);
     ibv_destroy_comp_channel(self->comp_channel);
 
     /* Receive buffers posted to the destroyed SRQ are not returned to the

@@ -113,6 +113,11 @@ typedef struct qpx_iface {
     struct ibv_cq             *send_cq;
     struct ibv_cq             *recv_cq;
     struct ibv_comp_channel   *comp_channel; /* of both CQs, non-blocking */
+    struct {
+        int                   epfd;      /* the iface's event fd: channel +
+                                            signal_fd */
+        int                   signal_fd; /* eventfd: "progress me" */
+    } event;
     struct ibv_srq            *srq;
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
@@ -226,12 +231,17 @@ ucs_status_t qpx_iface_query_devices(uct_md_h md,
                                      uct_tl_device_resource_t **tl_devices_p,
                                      unsigned *num_tl_devices_p);
 
-/* uct_iface_ops: the completion channel of the send and receive CQs */
+/* uct_iface_ops: an epoll fd over the completion channel of the send and
+ * receive CQs and an eventfd the transport signals */
 ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 
-/* Before arming: consume and acknowledge the events the channel holds.
- * UCS_ERR_BUSY if there were any (the caller progresses, then arms again) */
+/* Before arming: consume and acknowledge the events the channel holds and
+ * the signal. UCS_ERR_BUSY if there were any */
 ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface);
+
+/* Make the event fd readable now (there is work for progress that no
+ * completion event will announce) */
+void qpx_iface_event_signal(qpx_iface_t *iface);
 
 /* Request an event for the next completion on cq (solicited_only: only for
  * completions of requests sent with IBV_SEND_SOLICITED) */

@@ -57,11 +57,10 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      "flow control; capped by the receive queue; 0: off).",
      ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), UCS_CONFIG_TYPE_UINT},
 
-    {"EVENTS", "n",
+    {"EVENTS", "y",
      "Offer event notification (uct_iface_event_fd_get/arm through a "
      "completion channel of the send and receive CQs). UCP uses a transport "
-     "in wakeup mode (ucp_worker_wait) only when it is offered. Off by "
-     "default: UCP stream_bw in sleep mode can still hang.",
+     "in wakeup mode (ucp_worker_wait) only when it is offered.",
      ucs_offsetof(qpx_rc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
 
     {"ATOMICS", "y",
@@ -369,31 +368,31 @@ static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
 
 
 /*
- * Arm the completion channel (qpx_iface_event_fd_get) for the next send
- * completion and active message. Both CQs are armed whatever events asks
- * for: pending requests advance on send completions even when the user
- * waits only for receives (a spurious wakeup is allowed, a missed one
- * hangs). UCS_ERR_BUSY when the caller must progress first: events were
- * pending, completions arrived before arming (taken into the backlog, they
- * raise no event), or pending requests can be dispatched or wait for
- * credits (credits arrive by RDMA write, which raises no event).
+ * Arm the event fd (qpx_iface_event_fd_get) for the next send completion
+ * and active message. Both CQs are armed whatever events asks for: pending
+ * requests advance on send completions even when the user waits only for
+ * receives (a spurious wakeup is allowed, a missed one hangs).
+ *
+ * Work that no completion event will announce makes the fd readable at once
+ * (qpx_iface_event_signal) instead of returning UCS_ERR_BUSY: events that
+ * were pending, completions that arrived before arming (softverbs raises
+ * events only for later ones; they are moved to the backlog), and pending
+ * requests that can be dispatched or wait for credits (credits arrive by
+ * RDMA write, without a completion). UCP's check of a deactivated interface
+ * (ucp_worker_iface_check_events) may go to sleep right after a BUSY.
  */
 static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
                                            unsigned events)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
     ucs_status_t status;
+    int signal;
 
     status = qpx_iface_pre_arm(&iface->super);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) && (status != UCS_ERR_BUSY)) {
         return status;
     }
-
-    if ((iface->backlog.rx_count | iface->backlog.tx_count) ||
-        !ucs_list_is_empty(&iface->resched) ||
-        !ucs_arbiter_is_empty(&iface->super.arbiter)) {
-        return UCS_ERR_BUSY;
-    }
+    signal = (status == UCS_ERR_BUSY);
 
     /* Only active messages consume receives: each one is an event */
     status = qpx_iface_arm_cq(&iface->super, iface->super.send_cq, 0);
@@ -405,14 +404,23 @@ static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
         return status;
     }
 
-    iface->backlog.tx_count = qpx_rc_iface_poll_cq(iface->super.send_cq,
-                                                   QPX_RC_MAX_POLL,
-                                                   iface->backlog.tx);
-    iface->backlog.rx_count = qpx_rc_iface_poll_cq(iface->super.recv_cq,
-                                                   QPX_RC_MAX_POLL,
-                                                   iface->backlog.rx);
-    return (iface->backlog.rx_count | iface->backlog.tx_count) ?
-           UCS_ERR_BUSY : UCS_OK;
+    if (iface->backlog.tx_count == 0) {
+        iface->backlog.tx_count = qpx_rc_iface_poll_cq(iface->super.send_cq,
+                                                       QPX_RC_MAX_POLL,
+                                                       iface->backlog.tx);
+    }
+    if (iface->backlog.rx_count == 0) {
+        iface->backlog.rx_count = qpx_rc_iface_poll_cq(iface->super.recv_cq,
+                                                       QPX_RC_MAX_POLL,
+                                                       iface->backlog.rx);
+    }
+
+    if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
+        !ucs_list_is_empty(&iface->resched) ||
+        !ucs_arbiter_is_empty(&iface->super.arbiter)) {
+        qpx_iface_event_signal(&iface->super);
+    }
+    return UCS_OK;
 }
 
 
