@@ -137,6 +137,12 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     struct sv_ev_msg msg;
     uint32_t armed;
 
+    /* seq_cst fence: the CQE just published must be visible before armed is
+     * read. Paired with the fence in sv_req_notify_cq (store armed, then
+     * the consumer polls): without both, the producer can read armed == 0
+     * while the consumer, having armed, still sees an empty CQ (store-load
+     * reordering), and the wakeup is lost */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
         return;
     }
@@ -351,6 +357,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
     /* release: pairs with the producer's exchange on armed */
     __atomic_store_n(&cq->shm->armed, solicited_only ? 2 : 1,
                      __ATOMIC_RELEASE);
+    /* seq_cst fence: armed is visible before the caller polls the CQ again
+     * (pairs with the fence in sv_cq_notify; see there) */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return 0;
 }
 

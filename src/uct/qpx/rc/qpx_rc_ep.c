@@ -479,10 +479,17 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
     unsigned count        = 0;
     ucs_status_t status;
-    qpx_rc_ep_t *ep;
+    qpx_rc_ep_t *ep, *tmp;
 
-    if ((flags & UCT_FLUSH_FLAG_CANCEL) && (comp != NULL)) {
-        return UCS_ERR_UNSUPPORTED;
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* Canceling is synchronous: every endpoint's QP goes to ERR and its
+         * outstanding operations complete with UCS_ERR_CANCELED before
+         * qpx_rc_ep_flush() returns, so nothing is left for comp to wait
+         * for (UCS_OK: the completion is not called) */
+        ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+            (void)qpx_rc_ep_flush(&ep->super.super, flags, NULL);
+        }
+        return UCS_OK;
     }
 
     ucs_list_for_each(ep, &iface->eps, list) {
