@@ -33,9 +33,8 @@ static void qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface,
         qpx_invoke_completion(comp, status);
     }
     if (desc->posted == 0) {
-        ucs_mpool_put(desc);
+        qpx_ud_iface_desc_put(iface, desc);
     }
-    (void)iface;
 }
 
 static void qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
@@ -402,6 +401,7 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 
     desc = ucs_mpool_get(&iface->tx.mp);
     if (desc == NULL) {
+        iface->tx.no_desc = 1;
         return; /* control packets are retried by the timers */
     }
 
@@ -417,7 +417,7 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     hdr->psn       = 0;
     qpx_ud_iface_post_desc(iface, ep->peer, desc);
     if (desc->posted == 0) {
-        ucs_mpool_put(desc); /* sent inline */
+        qpx_ud_iface_desc_put(iface, desc); /* sent inline */
     }
 }
 

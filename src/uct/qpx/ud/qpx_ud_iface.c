@@ -225,10 +225,17 @@ void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc)
 {
-    (void)iface;
     if ((--desc->posted == 0) && desc->released) {
-        ucs_mpool_put(desc);
+        qpx_ud_iface_desc_put(iface, desc);
     }
+}
+
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
+{
+    ucs_mpool_put(desc);
+    /* A descriptor is free again: the pending requests of any endpoint may
+     * go on, progress dispatches them (their groups stay scheduled) */
+    iface->tx.no_desc = 0;
 }
 
 static UCS_F_ALWAYS_INLINE char *

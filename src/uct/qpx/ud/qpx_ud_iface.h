@@ -205,6 +205,8 @@ typedef struct qpx_ud_iface {
         size_t            max_short;
         ucs_arbiter_t     pending;
         int               in_pending;  /* dispatching pending requests */
+        int               no_desc;     /* mp at max_bufs and empty: set by a
+                                          failed get, cleared by any put */
     } tx;
     struct {
         ucs_mpool_t       mp;
@@ -286,6 +288,7 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    qpx_ud_peer_t **peer_p);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface);

@@ -346,7 +346,8 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     }
 
     mp_config.max_bufs  = config->max_tx_bufs;
-    mp_config.bufs_grow = 256;
+    /* ucs_mpool refuses a chunk larger than its maximum */
+    mp_config.bufs_grow = ucs_min(256, config->max_tx_bufs);
     status = uct_iface_mpool_init(&iface->super, &iface->tx.mp,
                                   sizeof(qpx_ud_send_desc_t) + mtu, 0,
                                   64, &mp_config, 256,
