@@ -22,9 +22,14 @@
 
 #include <uct/api/uct.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define NUM_SILENT_EPS 32
 #define BCOPY_LEN      1024
@@ -201,11 +206,130 @@ int test_pending_stall(const test_resource_t *res)
     return ok ? 0 : 1;
 }
 
+static int pipe_write(int fd, const void *buf, size_t len)
+{
+    return write(fd, buf, len) == (ssize_t)len;
+}
+
+static int pipe_read(int fd, void *buf, size_t len)
+{
+    size_t done = 0;
+    ssize_t n;
+
+    while (done < len) {
+        n = read(fd, (char*)buf + done, len - done);
+        if (n <= 0) {
+            return 0;
+        }
+        done += n;
+    }
+    return 1;
+}
+
+/* Child: progress until 'p', then no UCT call at all for pause seconds,
+ * then progress again until 'x'; sends back what it received */
+static void no_progress_child(double pause, int wfd, int rfd)
+{
+    test_resource_t res;
+    test_iface_t b;
+    struct timespec ts;
+    char cmd;
+    int flags;
+
+    if (!test_init(&res) || !iface_open(&res, &b)) {
+        _exit(77);
+    }
+    uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
+    pipe_write(wfd, b.dev_addr, MAX_ADDR);
+    pipe_write(wfd, b.iface_addr, MAX_ADDR);
+    flags = fcntl(rfd, F_GETFL);
+    fcntl(rfd, F_SETFL, flags | O_NONBLOCK);
+    for (cmd = 0; cmd != 'x';) {
+        uct_worker_progress(worker);
+        if ((read(rfd, &cmd, 1) == 1) && (cmd == 'p')) {
+            /* The compute phase: this thread does not touch UCT */
+            ts.tv_sec  = (time_t)pause;
+            ts.tv_nsec = (long)((pause - ts.tv_sec) * 1e9);
+            nanosleep(&ts, NULL);
+        }
+    }
+    pipe_write(wfd, &b.rx_count, sizeof(b.rx_count));
+    /* keep acknowledging until the parent is done */
+    for (ts.tv_sec = 0; ts.tv_sec < 1000000; ++ts.tv_sec) {
+        uct_worker_progress(worker);
+    }
+    _exit(0);
+}
+
 int test_no_progress(const test_resource_t *res, double pause)
 {
-    (void)res;
-    (void)pause;
-    return 77;
+    uint8_t addr[2][MAX_ADDR];
+    int up[2], down[2], ok;
+    uint64_t payload = 0, sent = 0, received = 0;
+    test_iface_t a;
+    uct_ep_h ep;
+    ucs_status_t status = UCS_OK;
+    double start, deadline;
+    pid_t pid;
+
+    if (pipe(up) || pipe(down)) {
+        return 1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        no_progress_child(pause, up[1], down[0]);
+    }
+    close(up[1]);
+    close(down[0]);
+    if (!pipe_read(up[0], addr[0], MAX_ADDR) ||
+        !pipe_read(up[0], addr[1], MAX_ADDR) || !iface_open(res, &a) ||
+        !ep_create(&a, addr[0], addr[1], &ep)) {
+        fprintf(stderr, "no-progress: setup failed\n");
+        return 1;
+    }
+
+    /* Both sides alive */
+    deadline = now_sec() + 30;
+    while ((sent < 100) && (now_sec() < deadline)) {
+        sent += (uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8) == UCS_OK);
+        uct_worker_progress(worker);
+    }
+    if (!flush_ep(ep, deadline)) {
+        fprintf(stderr, "no-progress: first flush failed\n");
+        return 1;
+    }
+
+    /* The child computes; this side keeps sending and progressing */
+    pipe_write(down[1], "p", 1);
+    start = now_sec();
+    while ((now_sec() < start + pause + 1.0) && (a.failed_eps == 0)) {
+        status = uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8);
+        if (status == UCS_OK) {
+            ++sent;
+        } else if (status != UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        uct_worker_progress(worker);
+    }
+    printf("no-progress: peer without progress for %.1f s: %lu sent, ep "
+           "%s after %.2f s\n", pause, (unsigned long)sent,
+           (a.failed_eps || (status == UCS_ERR_ENDPOINT_TIMEOUT)) ?
+           "FAILED" : "alive", now_sec() - start);
+
+    ok = (a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
+         flush_ep(ep, now_sec() + 30);
+    pipe_write(down[1], "x", 1);
+    ok = ok && pipe_read(up[0], &received, sizeof(received)) &&
+         (received == sent);
+    printf("no-progress: peer received %lu of %lu\n",
+           (unsigned long)received, (unsigned long)sent);
+    uct_ep_destroy(ep);
+    uct_iface_close(a.iface);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return ok ? 0 : 1;
 }
 
 int test_ep_churn(const test_resource_t *res, int count)

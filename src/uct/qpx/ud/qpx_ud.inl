@@ -179,7 +179,12 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 {
     ucs_status_t status;
 
-    (void)rdesc;
+    if (ucs_unlikely(iface->async.in_async) &&
+        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
+        /* A sync handler runs only from the user's progress: keep it */
+        return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
+    }
+
     status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
                                  length - sizeof(*hdr),
                                  UCT_CB_PARAM_FLAG_DESC);

@@ -30,7 +30,7 @@ static void qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface,
     desc->released = 1;
     desc->comp     = NULL;
     if (comp != NULL) {
-        qpx_invoke_completion(comp, status);
+        qpx_ud_iface_comp(iface, comp, status);
     }
     if (desc->posted == 0) {
         qpx_ud_iface_desc_put(iface, desc);
@@ -55,7 +55,7 @@ static void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status)
             break;
         }
         ucs_list_del(&req->list);
-        qpx_invoke_completion(req->comp, status);
+        qpx_ud_iface_comp(qpx_ud_ep_iface(ep), req->comp, status);
         free(req);
     }
 }
@@ -642,6 +642,9 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     switch (type) {
     case QPX_UD_PKT_ACK:
+        /* An answer, even without progress: the peer is alive, maybe
+         * computing with a full async queue (qpx_ud_async.c) */
+        qpx_ud_rel_tx_peer_alive(&ep->tx, iface->now);
         return 0;
     case QPX_UD_PKT_ACK_REQ:
         if (ep->rx.initialized) {
@@ -659,6 +662,14 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     case QPX_UD_PKT_NOP:
         if (!ep->rx.initialized) {
             ++iface->stats.rx_ahead; /* its CONN was lost: wait for it */
+            return 0;
+        }
+        if (ucs_unlikely(iface->async.in_async &&
+                         (iface->async.rx_count >= iface->rx.queue_len))) {
+            /* The user holds enough already: not accepted, resent later;
+             * the ack tells the peer we live */
+            ++iface->stats.rx_async_full;
+            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
             return 0;
         }
         break;

@@ -27,7 +27,7 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "Packets an endpoint may have unacknowledged (at most 16384).",
      ucs_offsetof(qpx_ud_iface_config_t, window), UCS_CONFIG_TYPE_UINT},
 
-    {"TIMEOUT", "10s",
+    {"TIMEOUT", "30s",
      "No acknowledgement from a peer for this long fails the endpoint: its\n"
      "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
      ucs_offsetof(qpx_ud_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
@@ -58,6 +58,19 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
      "The buffer is allocated on the first gap an endpoint sees.",
      ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), UCS_CONFIG_TYPE_UINT},
+
+    {"ASYNC_PROGRESS", "y",
+     "Run acknowledgements, retransmissions and peer timeouts from the\n"
+     "worker's async thread when the user does not call progress (thread\n"
+     "async modes only). Operations then block the async context, as\n"
+     "ud_verbs does; with 'n' a process that stops calling progress for\n"
+     "longer than TIMEOUT is declared dead by its peers.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_IDLE", "10ms",
+     "Async progress runs once the user has not called progress for this\n"
+     "long; its timer fires every half of it.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
 
     {NULL}
 };
@@ -363,24 +376,10 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
     return count;
 }
 
-static void qpx_ud_iface_timers(qpx_ud_iface_t *iface)
+/* Receive, send completions, timers and control packets: what the async
+ * timer may run too. User callbacks are deferred while in_async. */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 {
-    qpx_ud_ep_t *ep, *tmp;
-
-    ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
-        qpx_ud_ep_timer(iface, ep);
-    }
-
-    /* Reported after the walk: an error handler may destroy endpoints */
-    while (!ucs_list_is_empty(&iface->failed_eps)) {
-        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
-        qpx_ud_ep_notify_failed(iface, ep);
-    }
-}
-
-unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
-{
-    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     qpx_ud_ep_t *ep, *tmp;
     unsigned count, rx_count;
 
@@ -395,7 +394,9 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {
         iface->next_tick = iface->now + iface->tick;
-        qpx_ud_iface_timers(iface);
+        ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
+            qpx_ud_ep_timer(iface, ep);
+        }
     }
 
     ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
@@ -403,6 +404,30 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
             break;
         }
         qpx_ud_ep_send_ctl(iface, ep);
+    }
+    return count;
+}
+
+unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    qpx_ud_ep_t *ep;
+    unsigned count;
+
+    /* What the async timer received or completed, before anything newer */
+    if (ucs_unlikely((iface->async.rx_head != NULL) ||
+                     (iface->async.comp_count > 0))) {
+        qpx_ud_iface_async_dispatch(iface);
+    }
+
+    count                     = qpx_ud_iface_progress_common(iface);
+    iface->async.last_progress = iface->now;
+
+    /* Reported here, not in the timer walk: an error handler may destroy
+     * endpoints */
+    while (!ucs_list_is_empty(&iface->failed_eps)) {
+        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
+        qpx_ud_ep_notify_failed(iface, ep);
     }
 
     ucs_arbiter_dispatch(&iface->tx.pending, 1,

@@ -105,6 +105,8 @@ typedef struct qpx_ud_iface_config {
     unsigned           ack_thresh;
     unsigned           max_tx_bufs;
     unsigned           rx_reorder;
+    int                async_progress;
+    double             async_idle;
 } qpx_ud_iface_config_t;
 
 
@@ -161,7 +163,8 @@ typedef struct qpx_ud_send_desc {
 typedef struct qpx_ud_recv_desc {
     uint32_t lkey;
     uint32_t length;    /* kept ahead of a gap: packet length */
-    void     *release;  /* may hold the release pointer: see hdr_room */
+    void     *release;  /* may hold the release pointer: see hdr_room;
+                           next in iface->async.rx_head until delivered */
 } qpx_ud_recv_desc_t;
 
 
@@ -180,6 +183,7 @@ typedef struct qpx_ud_iface_stats {
     uint64_t rx_dup;
     uint64_t rx_ahead;
     uint64_t rx_bad_status;
+    uint64_t rx_async_full;    /* dropped: async queue at rx.queue_len */
     uint64_t tx_resent;
     uint64_t tx_timeouts;
     uint64_t tx_probe_resends; /* tail losses found by a probe */
@@ -236,6 +240,25 @@ typedef struct qpx_ud_iface {
     uint64_t              now;
     qpx_ud_iface_stats_t  stats;
     int                   rx_idle;      /* last poll found no packet */
+    struct {
+        ucs_async_context_t *ctx;      /* the worker's */
+        ucs_async_ops_t     *ops;      /* NULL: no async progress */
+        int                 timer_id;
+        void                (*close)(uct_iface_h); /* without the block */
+        int                 in_async;  /* progress run by the async timer */
+        uint64_t            idle_ns;   /* user progress older: async runs */
+        uint64_t            last_progress; /* of the user, in ns */
+        uint64_t            runs;      /* async progress calls that worked */
+        qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
+        qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
+        unsigned            rx_count;  /* in rx_head: at most rx.queue_len */
+        struct {
+            uct_completion_t *comp;
+            ucs_status_t     status;
+        }                   *comps;    /* completions deferred likewise */
+        unsigned            comp_count;
+        unsigned            comp_capacity;
+    } async;
 } qpx_ud_iface_t;
 
 
@@ -279,7 +302,18 @@ void qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                             uint32_t flag);
 void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 
+/* qpx_ud_async.c */
+ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
+                                     const qpx_ud_iface_config_t *config);
+void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
+                       ucs_status_t status);
+int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
+                                qpx_ud_recv_desc_t *rdesc, size_t length);
+void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
+
 /* qpx_ud_iface.c */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,

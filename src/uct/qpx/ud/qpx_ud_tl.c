@@ -33,11 +33,14 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_AM_ZCOPY |
                       UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CB_SYNC |
-                      UCT_IFACE_FLAG_CB_ASYNC |
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                       UCT_IFACE_FLAG_CONNECT_TO_EP |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                       UCT_IFACE_FLAG_EP_CHECK;
+    if (iface->async.ops != NULL) {
+        /* AM handlers flagged async are called from the async timer */
+        attr->cap.flags |= UCT_IFACE_FLAG_CB_ASYNC;
+    }
 
     attr->device_addr_len   = qpx_device_addr_size(iface->port);
     attr->iface_addr_len    = sizeof(qpx_ud_iface_addr_t);
@@ -376,6 +379,11 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_rx_mp;
     }
 
+    status = qpx_ud_iface_async_init(iface, config);
+    if (status != UCS_OK) {
+        goto err_cleanup_rx_mp;
+    }
+
     ucs_debug("qpx_ud: iface %p on %s qpn 0x%x inline %u mtu %zu", iface,
               params->mode.device.dev_name, iface->qp->qp_num,
               iface->tx.max_inline, mtu);
@@ -417,15 +425,16 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
     if (getenv("QPX_UD_PRINT_STATS") != NULL) {
         fprintf(stderr, "qpx_ud stats: rx_short=%lu rx_bad_type=%lu "
                 "rx_unknown_ep=%lu rx_stale=%lu rx_dup=%lu rx_ahead=%lu "
-                "rx_bad_status=%lu tx_resent=%lu tx_timeouts=%lu "
+                "rx_bad_status=%lu rx_async_full=%lu tx_resent=%lu tx_timeouts=%lu "
                 "tx_probe_resends=%lu eps_failed=%lu\n", s->rx_short,
                 s->rx_bad_type,
                 s->rx_unknown_ep, s->rx_stale, s->rx_dup, s->rx_ahead,
-                s->rx_bad_status, s->tx_resent, s->tx_timeouts,
-                s->tx_probe_resends, s->eps_failed);
+                s->rx_bad_status, s->rx_async_full, s->tx_resent,
+                s->tx_timeouts, s->tx_probe_resends, s->eps_failed);
     }
 
     qpx_ud_ep_free_all(iface);
+    qpx_ud_iface_async_cleanup(iface);
     ibv_destroy_qp(iface->qp);
     ibv_destroy_cq(iface->recv_cq);
     ibv_destroy_cq(iface->send_cq);
