@@ -244,6 +244,9 @@ out:
     return status;
 }
 
+static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                                  uint8_t type, uint8_t flags);
+
 void qpx_ud_ep_destroy(uct_ep_h tl_ep)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
@@ -254,6 +257,12 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
         (qpx_ud_rel_rx_unacked(&ep->rx) > 0) && (iface->tx.available > 0)) {
         ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
         qpx_ud_ep_send_ctl(iface, ep);
+    }
+    /* ... and that its endpoint for us may go (unreliable: a lost DISC
+     * leaves it to the peer's interface close) */
+    if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
+        !(ep->flags & QPX_UD_EP_FLAG_FAILED) && (iface->tx.available > 0)) {
+        qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_DISC, 0);
     }
     qpx_ud_ep_free(iface, ep);
 }
@@ -641,6 +650,15 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     switch (type) {
+    case QPX_UD_PKT_DISC:
+        /* The peer's ep is gone: one we made for it goes too. The id's
+         * generation changes, so its late packets find no ep. A user's ep
+         * stays: its next sends fail by timeout. */
+        if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
+            ++iface->stats.eps_reclaimed;
+            qpx_ud_ep_free(iface, ep);
+        }
+        return 0;
     case QPX_UD_PKT_ACK:
         /* An answer, even without progress: the peer is alive, maybe
          * computing with a full async queue (qpx_ud_async.c) */

@@ -27,7 +27,8 @@ enum {
     QPX_UD_PKT_CONN    = 2,  /* reliable: first packet of a connection */
     QPX_UD_PKT_NOP     = 3,  /* reliable: keepalive probe, not delivered */
     QPX_UD_PKT_ACK     = 4,  /* unreliable: acknowledgement only */
-    QPX_UD_PKT_ACK_REQ = 5   /* unreliable: asks for an immediate ack */
+    QPX_UD_PKT_ACK_REQ = 5,  /* unreliable: asks for an immediate ack */
+    QPX_UD_PKT_DISC    = 6   /* unreliable: the sender's ep is destroyed */
 };
 
 /* Packet flags */
@@ -188,6 +189,7 @@ typedef struct qpx_ud_iface_stats {
     uint64_t tx_timeouts;
     uint64_t tx_probe_resends; /* tail losses found by a probe */
     uint64_t eps_failed;
+    uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
 } qpx_ud_iface_stats_t;
 
 
