@@ -159,7 +159,6 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
     /* Waits for a running timer callback: not with the context blocked */
     ucs_async_remove_handler(iface->async.timer_id, 1);
     iface->async.ops = NULL;
-    qpx_ud_iface_async_dispatch(iface);
     iface->async.close(tl_iface);
 }
 
@@ -306,9 +305,17 @@ void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface)
 {
     qpx_ud_recv_desc_t *rdesc;
 
+    unsigned i;
+
+    /* Not delivered: the interface goes away, like packets in its queue */
     while ((rdesc = iface->async.rx_head) != NULL) {
         iface->async.rx_head = rdesc->release;
         ucs_mpool_put(rdesc);
+    }
+    /* Completed operations are reported, as purged ones are on close */
+    for (i = 0; i < iface->async.comp_count; ++i) {
+        qpx_invoke_completion(iface->async.comps[i].comp,
+                              iface->async.comps[i].status);
     }
     free(iface->async.comps);
 }
