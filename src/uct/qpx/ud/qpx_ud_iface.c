@@ -72,6 +72,11 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "long; its timer fires every half of it.",
      ucs_offsetof(qpx_ud_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
 
+    {"SRQ", "n",
+     "Post receive buffers to a shared receive queue attached to the UD QP\n"
+     "instead of the QP's own receive queue (docs/performance.md).",
+     ucs_offsetof(qpx_ud_iface_config_t, srq), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -296,7 +301,9 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
             return;
         }
         wrs[i - 1].next = NULL;
-        ret = ibv_post_recv(iface->qp, wrs, &bad_wr);
+        ret = (iface->srq != NULL) ?
+              ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
+              ibv_post_recv(iface->qp, wrs, &bad_wr);
         if (ret != 0) {
             ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
             abort();

@@ -108,6 +108,7 @@ typedef struct qpx_ud_iface_config {
     unsigned           rx_reorder;
     int                async_progress;
     double             async_idle;
+    int                srq;
 } qpx_ud_iface_config_t;
 
 
@@ -201,6 +202,7 @@ typedef struct qpx_ud_iface {
     struct ibv_cq         *send_cq;
     struct ibv_cq         *recv_cq;
     struct ibv_qp         *qp;
+    struct ibv_srq        *srq;        /* UCX_QPX_UD_SRQ=y, else NULL */
     qpx_ud_rel_config_t   rel_config;
     struct {
         ucs_mpool_t       mp;

@@ -168,9 +168,22 @@ static void qpx_ud_iface_recv_desc_init(uct_iface_h tl_iface, void *obj,
 static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
                                            const qpx_ud_iface_config_t *config)
 {
+    struct ibv_srq_init_attr srq_attr;
     struct ibv_qp_init_attr init_attr;
     struct ibv_qp_attr qp_attr;
     unsigned inline_try;
+
+    if (config->srq) {
+        memset(&srq_attr, 0, sizeof(srq_attr));
+        srq_attr.attr.max_wr  = config->rx_queue_len;
+        srq_attr.attr.max_sge = 1;
+        iface->srq = ibv_create_srq(iface->md->pd, &srq_attr);
+        if (iface->srq == NULL) {
+            ucs_error("qpx_ud: ibv_create_srq(%u) on %s failed: %m",
+                      config->rx_queue_len, iface->md->dev.name);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
 
     /* Ask for inline data first, then retry without: not every device has it */
     for (inline_try = 0; inline_try < 2; ++inline_try) {
@@ -179,7 +192,9 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         init_attr.recv_cq             = iface->recv_cq;
         init_attr.qp_type             = IBV_QPT_UD;
         init_attr.cap.max_send_wr     = config->tx_queue_len;
-        init_attr.cap.max_recv_wr     = config->rx_queue_len;
+        init_attr.srq                 = iface->srq;
+        init_attr.cap.max_recv_wr     = (iface->srq != NULL) ? 0 :
+                                        config->rx_queue_len;
         init_attr.cap.max_send_sge    = 1 + QPX_UD_MAX_IOV;
         init_attr.cap.max_recv_sge    = 1;
         init_attr.cap.max_inline_data = (inline_try == 0) ? 128 : 0;
@@ -192,7 +207,7 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         ucs_error("qpx_ud: ibv_create_qp(UD, sq %u, rq %u) on %s failed: %m",
                   config->tx_queue_len, config->rx_queue_len,
                   iface->md->dev.name);
-        return UCS_ERR_IO_ERROR;
+        goto err_destroy_srq;
     }
     iface->tx.max_inline = init_attr.cap.max_inline_data;
     iface->tx.available  = ucs_min(init_attr.cap.max_send_wr,
@@ -226,6 +241,11 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
 
 err_destroy:
     ibv_destroy_qp(iface->qp);
+err_destroy_srq:
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+        iface->srq = NULL;
+    }
     return UCS_ERR_IO_ERROR;
 }
 
@@ -396,6 +416,9 @@ err_cleanup_tx_mp:
     ucs_mpool_cleanup(&iface->tx.mp, 0);
 err_destroy_qp:
     ibv_destroy_qp(iface->qp);
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+    }
 err_destroy_recv_cq:
     ibv_destroy_cq(iface->recv_cq);
 err_destroy_send_cq:
@@ -438,6 +461,9 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
     qpx_ud_ep_free_all(iface);
     qpx_ud_iface_async_cleanup(iface);
     ibv_destroy_qp(iface->qp);
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+    }
     ibv_destroy_cq(iface->recv_cq);
     ibv_destroy_cq(iface->send_cq);
     /* Buffers the device held when the QP went away are not leaks */
