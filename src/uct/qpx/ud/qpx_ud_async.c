@@ -20,6 +20,12 @@
 
 #include "qpx_ud.inl"
 
+#if defined(QPX_UCX_INTERNAL_HEADERS)
+#  include <ucs/async/async.h>
+#  include <ucs/async/async_int.h>
+#  include <ucs/time/time.h>
+#endif
+
 #include <stdlib.h>
 
 

@@ -246,7 +246,7 @@ typedef struct qpx_ud_iface {
     int                   rx_idle;      /* last poll found no packet */
     struct {
         ucs_async_context_t *ctx;      /* the worker's */
-        ucs_async_ops_t     *ops;      /* NULL: no async progress */
+        struct ucs_async_ops *ops;     /* NULL: no async progress */
         int                 timer_id;
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
