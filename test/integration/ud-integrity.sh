@@ -24,4 +24,9 @@ out=$(ud_run env UD_TEST_CONNECT=ep SOFTVERBS_UD_DROP=0.05 \
       SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
 qpx_check "CONNECT_TO_EP, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
+
+out=$(ud_run env UCX_QPX_UD_SRQ=y SOFTVERBS_UD_DROP=0.05 \
+      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
+qpx_check "UCX_QPX_UD_SRQ=y, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
 qpx_finish

@@ -208,7 +208,7 @@ int iface_open(const test_resource_t *res, test_iface_t *ti)
     return 1;
 }
 
-static int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
+int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
                      const uint8_t *iface_addr, uct_ep_h *ep_p)
 {
     uct_ep_params_t params;
@@ -343,7 +343,7 @@ static void side_cleanup(test_side_t *side)
     free(side->zbuf);
 }
 
-static int flush_ep(uct_ep_h ep, double deadline)
+int flush_ep(uct_ep_h ep, double deadline)
 {
     test_comp_t fc;
     ucs_status_t status;
@@ -594,7 +594,7 @@ static pid_t child_start(int nifaces, int *wfd_p, int *rfd_p)
     return pid;
 }
 
-static long vm_rss_kb(void)
+long vm_rss_kb(void)
 {
     char line[256];
     long kb = -1;
@@ -835,6 +835,12 @@ int main(int argc, char **argv)
         no_err_handler = (argc >= 4) && !strcmp(argv[3], "no-handler");
         use_ep_check   = (argc >= 4) && !strcmp(argv[3], "ep-check");
         return test_peer_failure(atof(argv[2]));
+    } else if ((argc >= 2) && !strcmp(argv[1], "pending-stall")) {
+        return test_init(&res) ? test_pending_stall(&res) : 77;
+    } else if ((argc >= 3) && !strcmp(argv[1], "no-progress")) {
+        return test_init(&res) ? test_no_progress(&res, atof(argv[2])) : 77;
+    } else if ((argc >= 3) && !strcmp(argv[1], "ep-churn")) {
+        return test_init(&res) ? test_ep_churn(&res, atoi(argv[2])) : 77;
     } else if ((argc >= 5) && !strcmp(argv[1], "many-eps")) {
         return test_many_eps(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     }

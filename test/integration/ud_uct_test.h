@@ -39,6 +39,16 @@ int iface_open(const test_resource_t *res, test_iface_t *ti);
 ucs_status_t count_handler(void *arg, void *data, size_t length,
                           unsigned flags);
 
+int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
+              const uint8_t *iface_addr, uct_ep_h *ep_p);
+int flush_ep(uct_ep_h ep, double deadline);
+long vm_rss_kb(void);
+
+/* ud_uct_robust.c: pending stall, progress-less peer, ep churn */
+int test_pending_stall(const test_resource_t *res);
+int test_no_progress(const test_resource_t *res, double pause);
+int test_ep_churn(const test_resource_t *res, int count);
+
 /* ud_uct_raw.c: crafted packets from a raw UD QP */
 int test_garbage(const test_resource_t *res);
 

@@ -17,6 +17,13 @@ qpx_ud_ep_iface(qpx_ud_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, qpx_ud_iface_t);
 }
 
+/* No send slot or no descriptor, whatever the endpoint */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
+{
+    return (iface->tx.available == 0) || iface->tx.no_desc;
+}
+
 /* Whether a new reliable packet may be sent on ep now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
@@ -27,7 +34,7 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     if (ucs_unlikely(!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
                      !qpx_ud_rel_tx_can_send(&ep->tx) ||
-                     (iface->tx.available == 0) ||
+                     qpx_ud_iface_tx_exhausted(iface) ||
                      (!ucs_arbiter_group_is_empty(&ep->pending) &&
                       !iface->tx.in_pending))) {
         return UCS_ERR_NO_RESOURCE;
@@ -121,6 +128,9 @@ qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->tx.mp);
 
     if (ucs_unlikely(desc == NULL)) {
+        /* Until a descriptor comes back, sends and pending_add see no
+         * resource and pending dispatch waits (qpx_ud_iface_desc_put) */
+        iface->tx.no_desc = 1;
         return NULL;
     }
 
@@ -169,7 +179,12 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 {
     ucs_status_t status;
 
-    (void)rdesc;
+    if (ucs_unlikely(iface->async.in_async) &&
+        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
+        /* A sync handler runs only from the user's progress: keep it */
+        return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
+    }
+
     status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
                                  length - sizeof(*hdr),
                                  UCT_CB_PARAM_FLAG_DESC);

@@ -30,12 +30,11 @@ static void qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface,
     desc->released = 1;
     desc->comp     = NULL;
     if (comp != NULL) {
-        qpx_invoke_completion(comp, status);
+        qpx_ud_iface_comp(iface, comp, status);
     }
     if (desc->posted == 0) {
-        ucs_mpool_put(desc);
+        qpx_ud_iface_desc_put(iface, desc);
     }
-    (void)iface;
 }
 
 static void qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
@@ -56,7 +55,7 @@ static void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status)
             break;
         }
         ucs_list_del(&req->list);
-        qpx_invoke_completion(req->comp, status);
+        qpx_ud_iface_comp(qpx_ud_ep_iface(ep), req->comp, status);
         free(req);
     }
 }
@@ -245,6 +244,9 @@ out:
     return status;
 }
 
+static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                                  uint8_t type, uint8_t flags);
+
 void qpx_ud_ep_destroy(uct_ep_h tl_ep)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
@@ -255,6 +257,12 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
         (qpx_ud_rel_rx_unacked(&ep->rx) > 0) && (iface->tx.available > 0)) {
         ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
         qpx_ud_ep_send_ctl(iface, ep);
+    }
+    /* ... and that its endpoint for us may go (unreliable: a lost DISC
+     * leaves it to the peer's interface close) */
+    if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
+        !(ep->flags & QPX_UD_EP_FLAG_FAILED) && (iface->tx.available > 0)) {
+        qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_DISC, 0);
     }
     qpx_ud_ep_free(iface, ep);
 }
@@ -402,6 +410,7 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 
     desc = ucs_mpool_get(&iface->tx.mp);
     if (desc == NULL) {
+        iface->tx.no_desc = 1;
         return; /* control packets are retried by the timers */
     }
 
@@ -417,7 +426,7 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     hdr->psn       = 0;
     qpx_ud_iface_post_desc(iface, ep->peer, desc);
     if (desc->posted == 0) {
-        ucs_mpool_put(desc); /* sent inline */
+        qpx_ud_iface_desc_put(iface, desc); /* sent inline */
     }
 }
 
@@ -641,7 +650,19 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     switch (type) {
+    case QPX_UD_PKT_DISC:
+        /* The peer's ep is gone: one we made for it goes too. The id's
+         * generation changes, so its late packets find no ep. A user's ep
+         * stays: its next sends fail by timeout. */
+        if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
+            ++iface->stats.eps_reclaimed;
+            qpx_ud_ep_free(iface, ep);
+        }
+        return 0;
     case QPX_UD_PKT_ACK:
+        /* An answer, even without progress: the peer is alive, maybe
+         * computing with a full async queue (qpx_ud_async.c) */
+        qpx_ud_rel_tx_peer_alive(&ep->tx, iface->now);
         return 0;
     case QPX_UD_PKT_ACK_REQ:
         if (ep->rx.initialized) {
@@ -659,6 +680,14 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     case QPX_UD_PKT_NOP:
         if (!ep->rx.initialized) {
             ++iface->stats.rx_ahead; /* its CONN was lost: wait for it */
+            return 0;
+        }
+        if (ucs_unlikely(iface->async.in_async &&
+                         (iface->async.rx_count >= iface->rx.queue_len))) {
+            /* The user holds enough already: not accepted, resent later;
+             * the ack tells the peer we live */
+            ++iface->stats.rx_async_full;
+            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
             return 0;
         }
         break;

@@ -263,12 +263,15 @@ ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
     ucs_status_t status;
 
     (void)arbiter;
-    if (iface->tx.available == 0) {
+    /* Interface-wide resources: the group stays scheduled, so progress
+     * dispatches it again as soon as a send slot or descriptor is free */
+    if (qpx_ud_iface_tx_exhausted(iface)) {
         return UCS_ARBITER_CB_RESULT_STOP;
     }
 
     iface->tx.in_pending = 1;
     if (qpx_ud_ep_tx_check(iface, ep) == UCS_ERR_NO_RESOURCE) {
+        /* Only the ep's own window or handshake: its ack reschedules it */
         iface->tx.in_pending = 0;
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
@@ -280,6 +283,8 @@ ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if (qpx_ud_iface_tx_exhausted(iface)) {
+        return UCS_ARBITER_CB_RESULT_STOP;
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }

@@ -27,7 +27,7 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "Packets an endpoint may have unacknowledged (at most 16384).",
      ucs_offsetof(qpx_ud_iface_config_t, window), UCS_CONFIG_TYPE_UINT},
 
-    {"TIMEOUT", "10s",
+    {"TIMEOUT", "30s",
      "No acknowledgement from a peer for this long fails the endpoint: its\n"
      "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
      ucs_offsetof(qpx_ud_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
@@ -58,6 +58,24 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
      "The buffer is allocated on the first gap an endpoint sees.",
      ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), UCS_CONFIG_TYPE_UINT},
+
+    {"ASYNC_PROGRESS", "y",
+     "Run acknowledgements, retransmissions and peer timeouts from the\n"
+     "worker's async thread when the user does not call progress (thread\n"
+     "async modes only). Operations then block the async context, as\n"
+     "ud_verbs does; with 'n' a process that stops calling progress for\n"
+     "longer than TIMEOUT is declared dead by its peers.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_IDLE", "10ms",
+     "Async progress runs once the user has not called progress for this\n"
+     "long; its timer fires every half of it.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
+
+    {"SRQ", "n",
+     "Post receive buffers to a shared receive queue attached to the UD QP\n"
+     "instead of the QP's own receive queue (docs/performance.md).",
+     ucs_offsetof(qpx_ud_iface_config_t, srq), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -225,10 +243,17 @@ void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc)
 {
-    (void)iface;
     if ((--desc->posted == 0) && desc->released) {
-        ucs_mpool_put(desc);
+        qpx_ud_iface_desc_put(iface, desc);
     }
+}
+
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
+{
+    ucs_mpool_put(desc);
+    /* A descriptor is free again: the pending requests of any endpoint may
+     * go on, progress dispatches them (their groups stay scheduled) */
+    iface->tx.no_desc = 0;
 }
 
 static UCS_F_ALWAYS_INLINE char *
@@ -276,7 +301,9 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
             return;
         }
         wrs[i - 1].next = NULL;
-        ret = ibv_post_recv(iface->qp, wrs, &bad_wr);
+        ret = (iface->srq != NULL) ?
+              ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
+              ibv_post_recv(iface->qp, wrs, &bad_wr);
         if (ret != 0) {
             ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
             abort();
@@ -356,24 +383,10 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
     return count;
 }
 
-static void qpx_ud_iface_timers(qpx_ud_iface_t *iface)
+/* Receive, send completions, timers and control packets: what the async
+ * timer may run too. User callbacks are deferred while in_async. */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 {
-    qpx_ud_ep_t *ep, *tmp;
-
-    ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
-        qpx_ud_ep_timer(iface, ep);
-    }
-
-    /* Reported after the walk: an error handler may destroy endpoints */
-    while (!ucs_list_is_empty(&iface->failed_eps)) {
-        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
-        qpx_ud_ep_notify_failed(iface, ep);
-    }
-}
-
-unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
-{
-    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     qpx_ud_ep_t *ep, *tmp;
     unsigned count, rx_count;
 
@@ -388,7 +401,9 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {
         iface->next_tick = iface->now + iface->tick;
-        qpx_ud_iface_timers(iface);
+        ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
+            qpx_ud_ep_timer(iface, ep);
+        }
     }
 
     ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
@@ -396,6 +411,30 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
             break;
         }
         qpx_ud_ep_send_ctl(iface, ep);
+    }
+    return count;
+}
+
+unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    qpx_ud_ep_t *ep;
+    unsigned count;
+
+    /* What the async timer received or completed, before anything newer */
+    if (ucs_unlikely((iface->async.rx_head != NULL) ||
+                     (iface->async.comp_count > 0))) {
+        qpx_ud_iface_async_dispatch(iface);
+    }
+
+    count                     = qpx_ud_iface_progress_common(iface);
+    iface->async.last_progress = iface->now;
+
+    /* Reported here, not in the timer walk: an error handler may destroy
+     * endpoints */
+    while (!ucs_list_is_empty(&iface->failed_eps)) {
+        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
+        qpx_ud_ep_notify_failed(iface, ep);
     }
 
     ucs_arbiter_dispatch(&iface->tx.pending, 1,

@@ -27,7 +27,8 @@ enum {
     QPX_UD_PKT_CONN    = 2,  /* reliable: first packet of a connection */
     QPX_UD_PKT_NOP     = 3,  /* reliable: keepalive probe, not delivered */
     QPX_UD_PKT_ACK     = 4,  /* unreliable: acknowledgement only */
-    QPX_UD_PKT_ACK_REQ = 5   /* unreliable: asks for an immediate ack */
+    QPX_UD_PKT_ACK_REQ = 5,  /* unreliable: asks for an immediate ack */
+    QPX_UD_PKT_DISC    = 6   /* unreliable: the sender's ep is destroyed */
 };
 
 /* Packet flags */
@@ -105,6 +106,9 @@ typedef struct qpx_ud_iface_config {
     unsigned           ack_thresh;
     unsigned           max_tx_bufs;
     unsigned           rx_reorder;
+    int                async_progress;
+    double             async_idle;
+    int                srq;
 } qpx_ud_iface_config_t;
 
 
@@ -161,7 +165,8 @@ typedef struct qpx_ud_send_desc {
 typedef struct qpx_ud_recv_desc {
     uint32_t lkey;
     uint32_t length;    /* kept ahead of a gap: packet length */
-    void     *release;  /* may hold the release pointer: see hdr_room */
+    void     *release;  /* may hold the release pointer: see hdr_room;
+                           next in iface->async.rx_head until delivered */
 } qpx_ud_recv_desc_t;
 
 
@@ -180,10 +185,12 @@ typedef struct qpx_ud_iface_stats {
     uint64_t rx_dup;
     uint64_t rx_ahead;
     uint64_t rx_bad_status;
+    uint64_t rx_async_full;    /* dropped: async queue at rx.queue_len */
     uint64_t tx_resent;
     uint64_t tx_timeouts;
     uint64_t tx_probe_resends; /* tail losses found by a probe */
     uint64_t eps_failed;
+    uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
 } qpx_ud_iface_stats_t;
 
 
@@ -195,6 +202,7 @@ typedef struct qpx_ud_iface {
     struct ibv_cq         *send_cq;
     struct ibv_cq         *recv_cq;
     struct ibv_qp         *qp;
+    struct ibv_srq        *srq;        /* UCX_QPX_UD_SRQ=y, else NULL */
     qpx_ud_rel_config_t   rel_config;
     struct {
         ucs_mpool_t       mp;
@@ -205,6 +213,8 @@ typedef struct qpx_ud_iface {
         size_t            max_short;
         ucs_arbiter_t     pending;
         int               in_pending;  /* dispatching pending requests */
+        int               no_desc;     /* mp at max_bufs and empty: set by a
+                                          failed get, cleared by any put */
     } tx;
     struct {
         ucs_mpool_t       mp;
@@ -234,6 +244,25 @@ typedef struct qpx_ud_iface {
     uint64_t              now;
     qpx_ud_iface_stats_t  stats;
     int                   rx_idle;      /* last poll found no packet */
+    struct {
+        ucs_async_context_t *ctx;      /* the worker's */
+        struct ucs_async_ops *ops;     /* NULL: no async progress */
+        int                 timer_id;
+        void                (*close)(uct_iface_h); /* without the block */
+        int                 in_async;  /* progress run by the async timer */
+        uint64_t            idle_ns;   /* user progress older: async runs */
+        uint64_t            last_progress; /* of the user, in ns */
+        uint64_t            runs;      /* async progress calls that worked */
+        qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
+        qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
+        unsigned            rx_count;  /* in rx_head: at most rx.queue_len */
+        struct {
+            uct_completion_t *comp;
+            ucs_status_t     status;
+        }                   *comps;    /* completions deferred likewise */
+        unsigned            comp_count;
+        unsigned            comp_capacity;
+    } async;
 } qpx_ud_iface_t;
 
 
@@ -277,7 +306,18 @@ void qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                             uint32_t flag);
 void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 
+/* qpx_ud_async.c */
+ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
+                                     const qpx_ud_iface_config_t *config);
+void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
+                       ucs_status_t status);
+int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
+                                qpx_ud_recv_desc_t *rdesc, size_t length);
+void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
+
 /* qpx_ud_iface.c */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
@@ -286,6 +326,7 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    qpx_ud_peer_t **peer_p);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface);

@@ -208,4 +208,12 @@ qpx_ud_rel_rx_acked(qpx_ud_rel_rx_t *rx)
     rx->acked_psn = rx->expected_psn - 1;
 }
 
+/* The peer answered without acknowledging anything new: it is alive but
+ * not accepting (busy), so the peer timeout starts again */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_rel_tx_peer_alive(qpx_ud_rel_tx_t *tx, uint64_t now)
+{
+    tx->progress_time = now;
+}
+
 #endif

@@ -33,11 +33,14 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_AM_ZCOPY |
                       UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CB_SYNC |
-                      UCT_IFACE_FLAG_CB_ASYNC |
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                       UCT_IFACE_FLAG_CONNECT_TO_EP |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                       UCT_IFACE_FLAG_EP_CHECK;
+    if (iface->async.ops != NULL) {
+        /* AM handlers flagged async are called from the async timer */
+        attr->cap.flags |= UCT_IFACE_FLAG_CB_ASYNC;
+    }
 
     attr->device_addr_len   = qpx_device_addr_size(iface->port);
     attr->iface_addr_len    = sizeof(qpx_ud_iface_addr_t);
@@ -165,9 +168,22 @@ static void qpx_ud_iface_recv_desc_init(uct_iface_h tl_iface, void *obj,
 static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
                                            const qpx_ud_iface_config_t *config)
 {
+    struct ibv_srq_init_attr srq_attr;
     struct ibv_qp_init_attr init_attr;
     struct ibv_qp_attr qp_attr;
     unsigned inline_try;
+
+    if (config->srq) {
+        memset(&srq_attr, 0, sizeof(srq_attr));
+        srq_attr.attr.max_wr  = config->rx_queue_len;
+        srq_attr.attr.max_sge = 1;
+        iface->srq = ibv_create_srq(iface->md->pd, &srq_attr);
+        if (iface->srq == NULL) {
+            ucs_error("qpx_ud: ibv_create_srq(%u) on %s failed: %m",
+                      config->rx_queue_len, iface->md->dev.name);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
 
     /* Ask for inline data first, then retry without: not every device has it */
     for (inline_try = 0; inline_try < 2; ++inline_try) {
@@ -176,7 +192,9 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         init_attr.recv_cq             = iface->recv_cq;
         init_attr.qp_type             = IBV_QPT_UD;
         init_attr.cap.max_send_wr     = config->tx_queue_len;
-        init_attr.cap.max_recv_wr     = config->rx_queue_len;
+        init_attr.srq                 = iface->srq;
+        init_attr.cap.max_recv_wr     = (iface->srq != NULL) ? 0 :
+                                        config->rx_queue_len;
         init_attr.cap.max_send_sge    = 1 + QPX_UD_MAX_IOV;
         init_attr.cap.max_recv_sge    = 1;
         init_attr.cap.max_inline_data = (inline_try == 0) ? 128 : 0;
@@ -189,7 +207,7 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         ucs_error("qpx_ud: ibv_create_qp(UD, sq %u, rq %u) on %s failed: %m",
                   config->tx_queue_len, config->rx_queue_len,
                   iface->md->dev.name);
-        return UCS_ERR_IO_ERROR;
+        goto err_destroy_srq;
     }
     iface->tx.max_inline = init_attr.cap.max_inline_data;
     iface->tx.available  = ucs_min(init_attr.cap.max_send_wr,
@@ -223,6 +241,11 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
 
 err_destroy:
     ibv_destroy_qp(iface->qp);
+err_destroy_srq:
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+        iface->srq = NULL;
+    }
     return UCS_ERR_IO_ERROR;
 }
 
@@ -346,7 +369,8 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     }
 
     mp_config.max_bufs  = config->max_tx_bufs;
-    mp_config.bufs_grow = 256;
+    /* ucs_mpool refuses a chunk larger than its maximum */
+    mp_config.bufs_grow = ucs_min(256, config->max_tx_bufs);
     status = uct_iface_mpool_init(&iface->super, &iface->tx.mp,
                                   sizeof(qpx_ud_send_desc_t) + mtu, 0,
                                   64, &mp_config, 256,
@@ -375,6 +399,11 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_rx_mp;
     }
 
+    status = qpx_ud_iface_async_init(iface, config);
+    if (status != UCS_OK) {
+        goto err_cleanup_rx_mp;
+    }
+
     ucs_debug("qpx_ud: iface %p on %s qpn 0x%x inline %u mtu %zu", iface,
               params->mode.device.dev_name, iface->qp->qp_num,
               iface->tx.max_inline, mtu);
@@ -387,6 +416,9 @@ err_cleanup_tx_mp:
     ucs_mpool_cleanup(&iface->tx.mp, 0);
 err_destroy_qp:
     ibv_destroy_qp(iface->qp);
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+    }
 err_destroy_recv_cq:
     ibv_destroy_cq(iface->recv_cq);
 err_destroy_send_cq:
@@ -416,16 +448,22 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
     if (getenv("QPX_UD_PRINT_STATS") != NULL) {
         fprintf(stderr, "qpx_ud stats: rx_short=%lu rx_bad_type=%lu "
                 "rx_unknown_ep=%lu rx_stale=%lu rx_dup=%lu rx_ahead=%lu "
-                "rx_bad_status=%lu tx_resent=%lu tx_timeouts=%lu "
-                "tx_probe_resends=%lu eps_failed=%lu\n", s->rx_short,
+                "rx_bad_status=%lu rx_async_full=%lu tx_resent=%lu tx_timeouts=%lu "
+                "tx_probe_resends=%lu eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
+                s->rx_short,
                 s->rx_bad_type,
                 s->rx_unknown_ep, s->rx_stale, s->rx_dup, s->rx_ahead,
-                s->rx_bad_status, s->tx_resent, s->tx_timeouts,
-                s->tx_probe_resends, s->eps_failed);
+                s->rx_bad_status, s->rx_async_full, s->tx_resent,
+                s->tx_timeouts, s->tx_probe_resends, s->eps_failed,
+                s->eps_reclaimed, iface->eps.count);
     }
 
     qpx_ud_ep_free_all(iface);
+    qpx_ud_iface_async_cleanup(iface);
     ibv_destroy_qp(iface->qp);
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+    }
     ibv_destroy_cq(iface->recv_cq);
     ibv_destroy_cq(iface->send_cq);
     /* Buffers the device held when the QP went away are not leaks */
