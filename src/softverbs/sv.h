@@ -478,6 +478,7 @@ int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int  sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
                 struct ibv_recv_wr **bad);
 int  sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out);
+void sv_rq_flush(struct sv_rq_hdr *rq, uint32_t cq_index, uint32_t qpn);
 uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out);
 uint32_t sv_rq_count(struct sv_rq_hdr *rq);
 int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

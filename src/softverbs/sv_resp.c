@@ -9,6 +9,11 @@
  *   GET_WQE      SEND, WRITE_WITH_IMM: consume a receive WQE, else RNR
  *   EXECUTE      move the payload / perform the atomic
  *   COMPLETE     push the responder's CQE, raise the SRQ limit event
+ *
+ * Errors (after rxe's responder classes): an RC request that fails the
+ * rkey check or the receive WQE's checks is NAKed and moves the responder
+ * QP to ERR (sv_resp_qp_error); UC has no NAK, so the message is dropped
+ * and the requester completes successfully.
  */
 #include "sv.h"
 
@@ -180,6 +185,9 @@ struct sv_resp {
     struct sv_cqe       cqe;           /* responder completion */
     struct sv_cqe_inl   inl;
     int                 result;        /* enum sv_resp_status */
+    enum ibv_wc_status  wqe_status;    /* set: complete the WQE with it */
+    int                 to_err;        /* enum sv_resp_err */
+    int                 event;         /* async event with it, or -1 */
 };
 
 static int sv_resp_needs_wqe(uint32_t opcode)
@@ -220,6 +228,69 @@ static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
                                        sv_resp_after_checks(rs);
 }
 
+enum sv_resp_err {
+    SV_RESP_ERR_NONE,
+    SV_RESP_ERR_PENDING,               /* responder QP must go to ERR */
+    SV_RESP_ERR_MOVED,                 /* moved by us: flush and notify */
+    SV_RESP_ERR_DONE,                  /* nothing more to do */
+};
+
+static void sv_resp_set_error(struct sv_resp *rs, int event)
+{
+    rs->to_err = SV_RESP_ERR_PENDING;
+    rs->event  = event;
+}
+
+/* Move the responder QP to ERR unless already there or reset */
+static void sv_resp_qp_set_err(struct sv_resp *rs)
+{
+    struct sv_shm_qp *dq = rs->dq;
+    uint32_t st;
+
+    rs->to_err = SV_RESP_ERR_DONE;
+    /* acquire: pairs with the owner's release in ibv_modify_qp */
+    st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
+    do {
+        if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR)) {
+            return;
+        }
+        /* acq_rel: the owner sees ERR before the error CQE and flushes;
+         * no requester delivers to the QP after it */
+    } while (!__atomic_compare_exchange_n(&dq->state, &st, IBV_QPS_ERR, 0,
+                                          __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    sv_error("qp 0x%x: responder error, moved to ERR", dq->qpn);
+    rs->to_err = SV_RESP_ERR_MOVED;
+}
+
+/*
+ * Remote access violation (rkey, PD, rights, bounds, misaligned atomic).
+ * RC, class C: the request is NAKed, the responder QP goes to ERR with
+ * IBV_EVENT_QP_ACCESS_ERR, and the receive WQE a WRITE_WITH_IMM needs
+ * completes with IBV_WC_REM_ACCESS_ERR. As in rxe, the receive WQE is
+ * looked for before the rkey: without one, the request is RNR NAKed first.
+ * UC: dropped, no NAK; a WQE taken from an SRQ completes in error.
+ */
+static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
+{
+    struct sv_swqe *w = rs->w;
+    int rc = (rs->dq->type == IBV_QPT_RC);
+
+    sv_error("qp 0x%x: remote access error from qp 0x%x: rkey 0x%x "
+             "addr 0x%lx len %u", rs->dq->qpn, rs->r->qp->shm->qpn, w->rkey,
+             (unsigned long)w->remote_addr, w->length);
+    if (rc) {
+        sv_resp_set_error(rs, IBV_EVENT_QP_ACCESS_ERR);
+    } else {
+        rs->result = SV_RESP_ACK;
+    }
+    if (!sv_resp_needs_wqe(w->opcode) || (!rc && !rs->dq->srq)) {
+        return SV_RESPST_DONE;
+    }
+    rs->wqe_status = IBV_WC_REM_ACCESS_ERR;
+    return SV_RESPST_GET_WQE;
+}
+
 static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
 {
     struct sv_swqe *w = rs->w;
@@ -235,7 +306,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
         if (w->remote_addr & 7) {
             rs->result = SV_RESP_NAK_INV; /* misaligned atomic */
-            return SV_RESPST_DONE;
+            return sv_resp_access_error(rs);
         }
         access = IBV_ACCESS_REMOTE_ATOMIC;
         len    = 8;
@@ -248,7 +319,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
     rs->result = sv_resp_check_rkey(rs->dq, w->rkey, w->remote_addr, len,
                                     access, &rs->riov);
     if (rs->result != SV_RESP_ACK) {
-        return SV_RESPST_DONE;
+        return sv_resp_access_error(rs);
     }
     return sv_resp_after_checks(rs);
 }
@@ -263,6 +334,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
         sv_error("qp 0x%x: no receive WQE (RNR)", rs->dq->qpn);
         rs->r->min_rnr_timer = rs->dq->min_rnr_timer;
         rs->result = SV_RESP_RNR;
+        rs->to_err = SV_RESP_ERR_NONE; /* NAKed for RNR, not the error */
         return SV_RESPST_DONE;
     }
     if (srq != NULL) {
@@ -279,7 +351,23 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
         rs->cqe.imm_data  = rs->w->imm_data;
         rs->cqe.wc_flags |= IBV_WC_WITH_IMM;
     }
+    if (rs->wqe_status != IBV_WC_SUCCESS) {
+        rs->cqe.status = rs->wqe_status;
+        return SV_RESPST_COMPLETE;
+    }
     return SV_RESPST_EXECUTE;
+}
+
+/* The receive WQE fails its checks: it completes in error. RC: the request
+ * is NAKed and the responder QP goes to ERR (a completion error, so no async
+ * event; rxe class C). UC and UD have no NAK: the requester succeeds. */
+static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
+{
+    if (rs->dq->type == IBV_QPT_RC) {
+        rs->result = nak;
+        sv_resp_set_error(rs, -1);
+    }
+    return SV_RESPST_COMPLETE;
 }
 
 /* SEND: scatter the payload (and the GRH for UD) into the receive WQE */
@@ -300,13 +388,11 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
     cap = sv_resp_recv_iov(dq, rs->rw, riov, &rcnt);
     if (cap < 0) {
         rs->cqe.status = IBV_WC_LOC_PROT_ERR;
-        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_OP;
-        return SV_RESPST_COMPLETE;
+        return sv_resp_recv_error(rs, SV_RESP_NAK_OP);
     }
     if ((size_t)cap < len) {
         rs->cqe.status = IBV_WC_LOC_LEN_ERR;
-        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_INV;
-        return SV_RESPST_COMPLETE;
+        return sv_resp_recv_error(rs, SV_RESP_NAK_INV);
     }
     if (ud) {
         sv_resp_build_grh(r, &grh, len - SV_GRH_LEN);
@@ -412,6 +498,9 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
 
 static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
 {
+    if (rs->to_err == SV_RESP_ERR_PENDING) {
+        sv_resp_qp_set_err(rs); /* ERR is seen with the error CQE */
+    }
     if (rs->cqe.status != IBV_WC_SUCCESS) {
         sv_error("qp 0x%x: receive WQE error %s", rs->dq->qpn,
                  ibv_wc_status_str(rs->cqe.status));
@@ -419,6 +508,37 @@ static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
     sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
                !!(rs->w->send_flags & IBV_SEND_SOLICITED));
     return SV_RESPST_DONE;
+}
+
+/* After the responder QP was moved to ERR: flush its receive queue (the
+ * ring and the CQ are shared, so the flush completions appear without its
+ * owner); the owner flushes its send queue when it next polls (flush_req)
+ * or posts. An SRQ is not flushed; its QP reports
+ * IBV_EVENT_QP_LAST_WQE_REACHED. */
+static void sv_resp_qp_error(struct sv_resp *rs)
+{
+    struct sv_shm_qp *dq = rs->dq;
+    struct sv_ev_msg msg;
+
+    if (!dq->srq && dq->rq_off) {
+        sv_rq_flush(sv_shm_ptr(dq->rq_off), dq->rcq, dq->qpn);
+    }
+    /* release: the owner's poll sees the ERR state with the request */
+    __atomic_store_n(&sv_g.shm->cqs[dq->scq].flush_req, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sv_g.shm->cqs[dq->rcq].flush_req, 1, __ATOMIC_RELEASE);
+
+    memset(&msg, 0, sizeof(msg));
+    msg.kind   = SV_EV_QP;
+    msg.index  = dq - sv_g.shm->qps;
+    msg.cookie = dq->cookie;
+    if (rs->event >= 0) {
+        msg.type = rs->event;
+        sv_ev_send('a', dq->ctx_id, &msg);
+    }
+    if (dq->srq) {
+        msg.type = IBV_EVENT_QP_LAST_WQE_REACHED;
+        sv_ev_send('a', dq->ctx_id, &msg);
+    }
 }
 
 int sv_resp_execute(struct sv_resp_req *r)
@@ -432,6 +552,9 @@ int sv_resp_execute(struct sv_resp_req *r)
     rs.rw     = alloca(sizeof(*rs.rw) + SV_MAX_SGE * sizeof(struct ibv_sge));
     rs.result = SV_RESP_NAK_INV;
     rs.cqe.status = IBV_WC_SUCCESS;
+    rs.wqe_status = IBV_WC_SUCCESS;
+    rs.to_err     = SV_RESP_ERR_NONE;
+    rs.event      = -1;
 
     while (state != SV_RESPST_DONE) {
         switch (state) {
@@ -454,6 +577,12 @@ int sv_resp_execute(struct sv_resp_req *r)
             state = SV_RESPST_DONE;
             break;
         }
+    }
+    if (rs.to_err == SV_RESP_ERR_PENDING) {
+        sv_resp_qp_set_err(&rs);
+    }
+    if (rs.to_err == SV_RESP_ERR_MOVED) {
+        sv_resp_qp_error(&rs);
     }
     return rs.result;
 }

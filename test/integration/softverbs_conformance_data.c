@@ -378,7 +378,8 @@ static void svt_case_sge_read(svt_proc_t *p)
 }
 
 /* Receive buffer too small: LOC_LEN_ERR at the target, REM_INV_REQ at the
- * initiator */
+ * initiator; the target QP goes to ERR (rxe: class C) and flushes the next
+ * receive, without an async event (the error has a completion) */
 static void svt_case_recv_too_small(svt_proc_t *p)
 {
     svt_dev_t dev;
@@ -391,8 +392,12 @@ static void svt_case_recv_too_small(svt_proc_t *p)
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
         svt_post_recv(&ep, 0, 100, 5);
+        svt_post_recv(&ep, 0, 100, 7);
         svt_sync(p, 0);
         svt_expect_wc(ep.cq, IBV_WC_LOC_LEN_ERR, -1, 5, NULL);
+        svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 7, NULL);
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "target QP state %d "
+                  "after LOC_LEN_ERR, expected ERR", svt_qp_state(ep.qp));
     } else {
         svt_sync(p, 1);
         SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 200, 0, 0, 0,

@@ -48,10 +48,33 @@ static int svt_acc_mr_access(int kind)
 }
 
 /*
+ * The responder of an RC request that failed its checks (rxe's class C): its
+ * QP is in ERR, with IBV_EVENT_QP_ACCESS_ERR when event is not -1, and the
+ * receive WQE flush_id (posted before the error) is flushed.
+ */
+static void svt_expect_responder_err(svt_dev_t *dev, svt_ep_t *ep, int event,
+                                     uint64_t flush_id)
+{
+    struct ibv_async_event ev;
+
+    svt_expect_wc(ep->cq, IBV_WC_WR_FLUSH_ERR, -1, flush_id, NULL);
+    SVT_CHECK(svt_qp_state(ep->qp) == IBV_QPS_ERR, "responder QP state %d "
+              "after the NAK, expected ERR", svt_qp_state(ep->qp));
+    if (event < 0) {
+        return;
+    }
+    svt_wait_async(dev->ctx, event, SVT_WC_TIMEOUT_MS, &ev);
+    SVT_CHECK(ev.element.qp == ep->qp, "%s names qp %p, expected %p",
+              ibv_event_type_str(event), (void *)ev.element.qp,
+              (void *)ep->qp);
+}
+
+/*
  * Rank 1 exposes a "victim" MR filled with a marker. Rank 0 violates the
  * access rules once, then posts a valid write: the first WR completes with
  * REM_ACCESS_ERR, the QP is in ERR, the next WRs flush, and neither the
- * victim nor the valid target is modified.
+ * victim nor the valid target is modified. Rank 1's QP goes to ERR too,
+ * with IBV_EVENT_QP_ACCESS_ERR, and its posted receive is flushed.
  */
 static void svt_case_access(svt_proc_t *p)
 {
@@ -94,8 +117,10 @@ static void svt_case_access(svt_proc_t *p)
             SVT_OK(ibv_dereg_mr(vmr));
             vmr = NULL;
         }
+        svt_post_recv(&ep, 0, 64, 7);
         svt_msg_send(p, 0, &va, sizeof(va));
         svt_sync(p, 0); /* rank 0 saw its completions */
+        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 7);
         svt_memset_check(victim, SVT_VICTIM_LEN, SVT_VICTIM_VAL,
                          "victim MR after the rejected access");
         svt_memset_check(ep.buf, ep.size, SVT_VICTIM_VAL,
@@ -197,6 +222,112 @@ static void svt_case_mr_exact_bounds(svt_proc_t *p)
         SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 1, va.addr + len,
                              va.rkey, 0, IBV_SEND_SIGNALED, 3));
         svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 3, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/*
+ * RDMA WRITE_WITH_IMM with a bad rkey (RC): the receive WQE it consumes
+ * completes with REM_ACCESS_ERR at the responder, the next one is flushed,
+ * the responder QP is in ERR with IBV_EVENT_QP_ACCESS_ERR (as rxe's
+ * responder: receive WQE checked before the rkey, class C error).
+ */
+static void svt_case_write_imm_bad_rkey(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.retry_cnt = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        memset(ep.buf, SVT_VICTIM_VAL, ep.size);
+        svt_post_recv(&ep, 0, 64, 1);
+        svt_post_recv(&ep, 0, 64, 2);
+        svt_sync(p, 0);
+        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 1, NULL);
+        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 2);
+        svt_memset_check(ep.buf, ep.size, SVT_VICTIM_VAL,
+                         "target of a rejected write");
+    } else {
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 64,
+                             svt_raddr(&ep, 0), ep.remote.rkey ^ 0x5a5a00,
+                             0x1234, IBV_SEND_SIGNALED, 3));
+        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 3, NULL);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* Misaligned atomic (RC): REM_INV_REQ_ERR at the requester, the responder
+ * QP in ERR with IBV_EVENT_QP_ACCESS_ERR */
+static void svt_case_atomic_misaligned(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.retry_cnt = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
+        svt_sync(p, 0);
+        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 1);
+    } else {
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8,
+                             svt_raddr(&ep, 4), ep.remote.rkey, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_REM_INV_REQ_ERR, -1, 2, NULL);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/*
+ * UC has no NAK: an RDMA WRITE with a bad rkey is dropped by the responder
+ * (rxe: class D/E drop), the requester completes it successfully, both QPs
+ * stay in RTS, and a following valid write lands.
+ */
+static void svt_case_uc_bad_rkey(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_UC);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        memset(ep.buf, SVT_VICTIM_VAL, ep.size);
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* rank 0 saw its completions */
+        svt_memset_check(ep.buf, 64, 0x77, "target of the valid write");
+        svt_memset_check(ep.buf + 64, 64, SVT_VICTIM_VAL,
+                         "target of the dropped write");
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_RTS, "responder QP state "
+                  "%d after a dropped UC write, expected RTS",
+                  svt_qp_state(ep.qp));
+        SVT_CHECK(!svt_wait_fd(dev.ctx->async_fd, 50),
+                  "async event after a dropped UC write");
+    } else {
+        memset(ep.buf, 0x77, ep.size);
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 64), ep.remote.rkey ^ 0x5a5a00,
+                             0, IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_RTS, "requester QP state "
+                  "%d after a UC write to a bad rkey, expected RTS",
+                  svt_qp_state(ep.qp));
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 0), ep.remote.rkey, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 2, NULL);
         svt_sync(p, 1);
     }
     svt_sync(p, !p->rank);
@@ -505,6 +636,9 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
     SVT_ACCESS_CASE("unsignaled_wr_error_completes", SVT_ACC_UNSIGNALED),
     {"err/mr_exact_bounds", svt_case_mr_exact_bounds, 2},
+    {"err/write_imm_bad_rkey", svt_case_write_imm_bad_rkey, 2},
+    {"err/atomic_misaligned", svt_case_atomic_misaligned, 2},
+    {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
