@@ -298,7 +298,7 @@ struct sv_ev_msg {
     uint64_t cookie;              /* owner's object pointer */
 };
 
-int  sv_ev_socket(char tag, uint32_t id);
+int  sv_ev_open(char tag, uint32_t *id);
 void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg);
 
 /* ---------------------------------------------------------------------

@@ -25,14 +25,10 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
         errno = ENOMEM;
         return NULL;
     }
-    sv_shm_lock();
-    ch->ch_id = sv_g.shm->next_ch_id++;
-    sv_shm_unlock();
     ch->ch.context = ctx;
-    ch->ch.fd      = sv_ev_socket('c', ch->ch_id);
+    ch->ch.fd      = sv_ev_open('c', &ch->ch_id);
     if (ch->ch.fd < 0) {
         free(ch);
-        errno = EMFILE;
         return NULL;
     }
     return &ch->ch;

@@ -327,6 +327,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     struct sv_context *ctx;
     struct verbs_context *v;
     pthread_mutexattr_t ma;
+    int err;
 
     if (sv_shm_init() != 0) {
         errno = ENODEV;
@@ -342,18 +343,16 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         return NULL;
     }
     ctx->dev = dev;
-    sv_shm_lock();
-    ctx->ctx_id = sv_g.shm->next_ctx_id++;
-    sv_shm_unlock();
 
     v = &ctx->vctx;
     v->context.device     = device;
-    v->context.async_fd   = sv_ev_socket('a', ctx->ctx_id);
+    v->context.async_fd   = sv_ev_open('a', &ctx->ctx_id);
     if (v->context.async_fd < 0) {
         goto err_free;
     }
     v->context.cmd_fd     = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (v->context.cmd_fd < 0) {
+        sv_error("open(/dev/null) failed: %m");
         goto err_close_async;
     }
     v->context.num_comp_vectors = 1;
@@ -379,10 +378,11 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     return &v->context;
 
 err_close_async:
+    err = errno;
     close(v->context.async_fd);
+    errno = err;
 err_free:
     free(ctx);
-    errno = EMFILE;
     return NULL;
 }
 
