@@ -351,13 +351,16 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 }
 
 /* ibv_cq_ex polling interface */
-static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
+/* Pop the next CQE into cq->cur (after running the requesters when asked) */
+static int sv_cq_poll_next(struct ibv_cq_ex *cqx, int progress)
 {
     struct sv_cq *cq = (struct sv_cq *)cqx;
     int ret;
 
     pthread_mutex_lock(&cq->lock);
-    sv_cq_progress(cq);
+    if (progress) {
+        sv_cq_progress(cq);
+    }
     ret = sv_cq_pop(cq, &cq->cur);
     pthread_mutex_unlock(&cq->lock);
     if (!ret) {
@@ -368,20 +371,14 @@ static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
     return 0;
 }
 
+static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
+{
+    return sv_cq_poll_next(cqx, 1);
+}
+
 static int sv_cq_next_poll(struct ibv_cq_ex *cqx)
 {
-    struct sv_cq *cq = (struct sv_cq *)cqx;
-    int ret;
-
-    pthread_mutex_lock(&cq->lock);
-    ret = sv_cq_pop(cq, &cq->cur);
-    pthread_mutex_unlock(&cq->lock);
-    if (!ret) {
-        return ENOENT;
-    }
-    cqx->wr_id  = cq->cur.wr_id;
-    cqx->status = cq->cur.status;
-    return 0;
+    return sv_cq_poll_next(cqx, 0);
 }
 
 static void sv_cq_end_poll(struct ibv_cq_ex *cqx)
