@@ -300,6 +300,8 @@ struct sv_ev_msg {
 
 int  sv_ev_open(char tag, uint32_t *id);
 void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg);
+void sv_ev_async(uint32_t ctx_id, enum sv_ev_kind kind,
+                 enum ibv_event_type type, uint32_t index, uint64_t cookie);
 
 /* ---------------------------------------------------------------------
  * Process-local objects

@@ -160,7 +160,6 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
     struct sv_cq_hdr *ring;
     struct sv_cq_slot *slot;
-    struct sv_ev_msg msg;
     uint64_t t, h;
 
     /* acquire: the ring offset is valid once in_use is seen */
@@ -174,12 +173,8 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
         h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
         if (t - h >= ring->cqe) {
             if (!__atomic_exchange_n(&scq->overrun, 1, __ATOMIC_RELAXED)) {
-                memset(&msg, 0, sizeof(msg));
-                msg.kind   = SV_EV_CQ;
-                msg.type   = IBV_EVENT_CQ_ERR;
-                msg.index  = cq_index;
-                msg.cookie = scq->cookie;
-                sv_ev_send('a', scq->ctx_id, &msg);
+                sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
+                            cq_index, scq->cookie);
             }
             sv_error("cq %u overrun", cq_index);
             return -1;

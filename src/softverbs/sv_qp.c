@@ -404,14 +404,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
  * ------------------------------------------------------------------- */
 static void sv_qp_async_event(struct sv_qp *qp, enum ibv_event_type type)
 {
-    struct sv_ev_msg msg;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_QP;
-    msg.type   = type;
-    msg.index  = qp->index;
-    msg.cookie = qp->shm->cookie;
-    sv_ev_send('a', qp->shm->ctx_id, &msg);
+    sv_ev_async(qp->shm->ctx_id, SV_EV_QP, type, qp->index, qp->shm->cookie);
 }
 
 /* Flush the QP's own receive queue */

@@ -99,7 +99,6 @@ static struct sv_rq_hdr *sv_resp_rq(struct sv_shm_qp *dq,
 static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                               uint32_t index)
 {
-    struct sv_ev_msg msg;
     /* acquire/CAS: exactly one consumer fires the event and disarms */
     uint32_t limit = __atomic_load_n(&s->limit, __ATOMIC_ACQUIRE);
 
@@ -110,12 +109,8 @@ static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
         return;
     }
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_SRQ;
-    msg.type   = IBV_EVENT_SRQ_LIMIT_REACHED;
-    msg.index  = index;
-    msg.cookie = s->cookie;
-    sv_ev_send('a', s->ctx_id, &msg);
+    sv_ev_async(s->ctx_id, SV_EV_SRQ, IBV_EVENT_SRQ_LIMIT_REACHED, index,
+                s->cookie);
 }
 
 /* Receive WQE SGEs -> responder iovecs; returns the capacity or -1 */
@@ -518,7 +513,6 @@ static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
 static void sv_resp_qp_error(struct sv_resp *rs)
 {
     struct sv_shm_qp *dq = rs->dq;
-    struct sv_ev_msg msg;
 
     if (!dq->srq && dq->rq_off) {
         sv_rq_flush(sv_shm_ptr(dq->rq_off), dq->rcq, dq->qpn);
@@ -527,17 +521,13 @@ static void sv_resp_qp_error(struct sv_resp *rs)
     __atomic_store_n(&sv_g.shm->cqs[dq->scq].flush_req, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&sv_g.shm->cqs[dq->rcq].flush_req, 1, __ATOMIC_RELEASE);
 
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_QP;
-    msg.index  = dq - sv_g.shm->qps;
-    msg.cookie = dq->cookie;
     if (rs->event >= 0) {
-        msg.type = rs->event;
-        sv_ev_send('a', dq->ctx_id, &msg);
+        sv_ev_async(dq->ctx_id, SV_EV_QP, rs->event, dq - sv_g.shm->qps,
+                    dq->cookie);
     }
     if (dq->srq) {
-        msg.type = IBV_EVENT_QP_LAST_WQE_REACHED;
-        sv_ev_send('a', dq->ctx_id, &msg);
+        sv_ev_async(dq->ctx_id, SV_EV_QP, IBV_EVENT_QP_LAST_WQE_REACHED,
+                    dq - sv_g.shm->qps, dq->cookie);
     }
 }
 

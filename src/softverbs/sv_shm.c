@@ -575,6 +575,21 @@ void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg)
     }
 }
 
+/* An async event for the object (kind, registry index, owner's pointer) to
+ * the async fd of the context ctx_id */
+void sv_ev_async(uint32_t ctx_id, enum sv_ev_kind kind,
+                 enum ibv_event_type type, uint32_t index, uint64_t cookie)
+{
+    struct sv_ev_msg msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.kind   = kind;
+    msg.type   = type;
+    msg.index  = index;
+    msg.cookie = cookie;
+    sv_ev_send('a', ctx_id, &msg);
+}
+
 /* ---------------------------------------------------------------------
  * Statistics
  * ------------------------------------------------------------------- */

@@ -227,14 +227,40 @@ static void svt_case_mr_exact_bounds(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/* RC requests that the responder NAKs (rxe's class A/C errors) */
+typedef struct {
+    enum ibv_wr_opcode op;
+    size_t             off;        /* remote offset */
+    uint32_t           rkey_xor;   /* spoils the rkey */
+    size_t             len;
+    size_t             recv_len;   /* of the responder's two receives */
+    enum ibv_wc_status req_status; /* at the requester */
+    enum ibv_wc_status wqe_status; /* of the responder's first receive */
+    int                event;      /* at the responder, or -1 */
+} svt_resp_err_t;
+
+static const svt_resp_err_t svt_resp_errs[] = {
+    /* bad rkey: the receive WQE a WRITE_WITH_IMM consumes completes with
+     * REM_ACCESS_ERR (rxe checks the receive WQE before the rkey) */
+    {IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0x5a5a00, 64, 64, IBV_WC_REM_ACCESS_ERR,
+     IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR},
+    /* misaligned atomic */
+    {IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 0, 8, 64, IBV_WC_REM_INV_REQ_ERR,
+     IBV_WC_WR_FLUSH_ERR, IBV_EVENT_QP_ACCESS_ERR},
+    /* receive buffer too small: the error has a completion, no event */
+    {IBV_WR_SEND, 0, 0, 200, 100, IBV_WC_REM_INV_REQ_ERR, IBV_WC_LOC_LEN_ERR,
+     -1},
+};
+
 /*
- * RDMA WRITE_WITH_IMM with a bad rkey (RC): the receive WQE it consumes
- * completes with REM_ACCESS_ERR at the responder, the next one is flushed,
- * the responder QP is in ERR with IBV_EVENT_QP_ACCESS_ERR (as rxe's
- * responder: receive WQE checked before the rkey, class C error).
+ * Rank 0 posts a request the responder rejects (svt_resp_errs[arg]): its WR
+ * completes with req_status; rank 1's first receive completes with
+ * wqe_status, its second is flushed, its QP is in ERR (with the event), and
+ * an RDMA target is left untouched.
  */
-static void svt_case_write_imm_bad_rkey(svt_proc_t *p)
+static void svt_case_resp_err(svt_proc_t *p)
 {
+    const svt_resp_err_t *e = &svt_resp_errs[p->arg];
     svt_dev_t dev;
     svt_ep_t ep;
     svt_ep_opts_t o;
@@ -244,46 +270,21 @@ static void svt_case_write_imm_bad_rkey(svt_proc_t *p)
     o.retry_cnt = 1;
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
-        memset(ep.buf, SVT_VICTIM_VAL, ep.size);
-        svt_post_recv(&ep, 0, 64, 1);
-        svt_post_recv(&ep, 0, 64, 2);
+        memset(ep.buf + 4096, SVT_VICTIM_VAL, ep.size - 4096);
+        svt_post_recv(&ep, 0, e->recv_len, 1);
+        svt_post_recv(&ep, 0, e->recv_len, 2);
         svt_sync(p, 0);
-        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 1, NULL);
-        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 2);
-        svt_memset_check(ep.buf, ep.size, SVT_VICTIM_VAL,
-                         "target of a rejected write");
+        svt_expect_wc(ep.cq, e->wqe_status, -1, 1, NULL);
+        svt_expect_responder_err(&dev, &ep, e->event, 2);
+        svt_memset_check(ep.buf + 4096, ep.size - 4096, SVT_VICTIM_VAL,
+                         "target of a rejected request");
     } else {
         svt_sync(p, 1);
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 64,
-                             svt_raddr(&ep, 0), ep.remote.rkey ^ 0x5a5a00,
-                             0x1234, IBV_SEND_SIGNALED, 3));
-        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 3, NULL);
-    }
-    svt_sync(p, !p->rank);
-}
-
-/* Misaligned atomic (RC): REM_INV_REQ_ERR at the requester, the responder
- * QP in ERR with IBV_EVENT_QP_ACCESS_ERR */
-static void svt_case_atomic_misaligned(svt_proc_t *p)
-{
-    svt_dev_t dev;
-    svt_ep_t ep;
-    svt_ep_opts_t o;
-
-    svt_dev_open(&dev);
-    svt_ep_opts_init(&o, IBV_QPT_RC);
-    o.retry_cnt = 1;
-    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
-    if (p->rank == 1) {
-        svt_post_recv(&ep, 0, 64, 1);
-        svt_sync(p, 0);
-        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 1);
-    } else {
-        svt_sync(p, 1);
-        SVT_OK(svt_post_send(&ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8,
-                             svt_raddr(&ep, 4), ep.remote.rkey, 0,
-                             IBV_SEND_SIGNALED, 2));
-        svt_expect_wc(ep.cq, IBV_WC_REM_INV_REQ_ERR, -1, 2, NULL);
+        SVT_OK(svt_post_send(&ep, e->op, 0, e->len,
+                             svt_raddr(&ep, 4096 + e->off),
+                             ep.remote.rkey ^ e->rkey_xor, 0x1234,
+                             IBV_SEND_SIGNALED, 3));
+        svt_expect_wc(ep.cq, e->req_status, -1, 3, NULL);
     }
     svt_sync(p, !p->rank);
 }
@@ -636,8 +637,9 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
     SVT_ACCESS_CASE("unsignaled_wr_error_completes", SVT_ACC_UNSIGNALED),
     {"err/mr_exact_bounds", svt_case_mr_exact_bounds, 2},
-    {"err/write_imm_bad_rkey", svt_case_write_imm_bad_rkey, 2},
-    {"err/atomic_misaligned", svt_case_atomic_misaligned, 2},
+    {"err/write_imm_bad_rkey", svt_case_resp_err, 2, 0},
+    {"err/atomic_misaligned", svt_case_resp_err, 2, 1},
+    {"sge/recv_too_small", svt_case_resp_err, 2, 2},
     {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
