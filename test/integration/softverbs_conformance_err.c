@@ -47,26 +47,37 @@ static int svt_acc_mr_access(int kind)
     }
 }
 
-/*
- * The responder of an RC request that failed its checks (rxe's class C): its
- * QP is in ERR, with IBV_EVENT_QP_ACCESS_ERR when event is not -1, and the
- * receive WQE flush_id (posted before the error) is flushed.
- */
-static void svt_expect_responder_err(svt_dev_t *dev, svt_ep_t *ep, int event,
-                                     uint64_t flush_id)
+static void svt_expect_qp_event(svt_dev_t *dev, svt_ep_t *ep, int event)
 {
     struct ibv_async_event ev;
 
-    svt_expect_wc(ep->cq, IBV_WC_WR_FLUSH_ERR, -1, flush_id, NULL);
-    SVT_CHECK(svt_qp_state(ep->qp) == IBV_QPS_ERR, "responder QP state %d "
-              "after the NAK, expected ERR", svt_qp_state(ep->qp));
-    if (event < 0) {
-        return;
-    }
     svt_wait_async(dev->ctx, event, SVT_WC_TIMEOUT_MS, &ev);
     SVT_CHECK(ev.element.qp == ep->qp, "%s names qp %p, expected %p",
               ibv_event_type_str(event), (void *)ev.element.qp,
               (void *)ep->qp);
+}
+
+/*
+ * The responder of an RC request that failed its checks (rxe's class C): its
+ * QP is in ERR, with IBV_EVENT_QP_ACCESS_ERR when event is not -1, and the
+ * receive WQE flush_id (posted before the error) is flushed; on an SRQ, it
+ * stays there, and the QP reports IBV_EVENT_QP_LAST_WQE_REACHED.
+ */
+static void svt_expect_responder_err(svt_dev_t *dev, svt_ep_t *ep, int event,
+                                     uint64_t flush_id)
+{
+    if (ep->o.srq == NULL) {
+        svt_expect_wc(ep->cq, IBV_WC_WR_FLUSH_ERR, -1, flush_id, NULL);
+    }
+    SVT_CHECK(svt_qp_state(ep->qp) == IBV_QPS_ERR, "responder QP state %d "
+              "after the NAK, expected ERR", svt_qp_state(ep->qp));
+    if (event >= 0) {
+        svt_expect_qp_event(dev, ep, event);
+    }
+    if (ep->o.srq != NULL) {
+        svt_expect_qp_event(dev, ep, IBV_EVENT_QP_LAST_WQE_REACHED);
+        svt_expect_no_wc(ep->cq, 50);
+    }
 }
 
 /*
@@ -237,6 +248,7 @@ typedef struct {
     enum ibv_wc_status req_status; /* at the requester */
     enum ibv_wc_status wqe_status; /* of the responder's first receive */
     int                event;      /* at the responder, or -1 */
+    int                srq;        /* the responder's QP on an SRQ */
 } svt_resp_err_t;
 
 static const svt_resp_err_t svt_resp_errs[] = {
@@ -250,6 +262,9 @@ static const svt_resp_err_t svt_resp_errs[] = {
     /* receive buffer too small: the error has a completion, no event */
     {IBV_WR_SEND, 0, 0, 200, 100, IBV_WC_REM_INV_REQ_ERR, IBV_WC_LOC_LEN_ERR,
      -1},
+    /* bad rkey to a QP on an SRQ: the SRQ keeps its other WQE */
+    {IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0x5a5a00, 64, 64, IBV_WC_REM_ACCESS_ERR,
+     IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, 1},
 };
 
 /*
@@ -261,6 +276,7 @@ static const svt_resp_err_t svt_resp_errs[] = {
 static void svt_case_resp_err(svt_proc_t *p)
 {
     const svt_resp_err_t *e = &svt_resp_errs[p->arg];
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
     svt_dev_t dev;
     svt_ep_t ep;
     svt_ep_opts_t o;
@@ -268,6 +284,9 @@ static void svt_case_resp_err(svt_proc_t *p)
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_RC);
     o.retry_cnt = 1;
+    if ((p->rank == 1) && e->srq) {
+        SVT_NN(o.srq, ibv_create_srq(dev.pd, &sa));
+    }
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
         memset(ep.buf + 4096, SVT_VICTIM_VAL, ep.size - 4096);
@@ -640,6 +659,7 @@ const svt_case_t svt_cases_err[] = {
     {"err/write_imm_bad_rkey", svt_case_resp_err, 2, 0},
     {"err/atomic_misaligned", svt_case_resp_err, 2, 1},
     {"sge/recv_too_small", svt_case_resp_err, 2, 2},
+    {"err/srq_bad_rkey", svt_case_resp_err, 2, 3},
     {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
