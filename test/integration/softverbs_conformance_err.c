@@ -520,18 +520,12 @@ static void svt_case_ud_sqe(svt_proc_t *p)
     svt_dev_t dev;
     svt_ep_t a, b;
     svt_ep_opts_t o;
-    svt_addr_t aa, ba;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad;
 
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_UD);
-    svt_ep_create(&dev, &o, &a);
-    svt_ep_create(&dev, &o, &b);
-    svt_ep_addr(&a, &aa);
-    svt_ep_addr(&b, &ba);
-    svt_ep_connect(&a, &ba);
-    svt_ep_connect(&b, &aa);
+    svt_ep_local_pair(&dev, &o, &a, &b);
     svt_post_recv(&b, 0, 256, 1);
 
     sge = (struct ibv_sge){(uintptr_t)a.buf, 16, a.mr->lkey ^ 0x7f7f00};

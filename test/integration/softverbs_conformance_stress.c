@@ -255,7 +255,6 @@ static void svt_case_fd_count(svt_proc_t *p)
     struct ibv_cq *cq, *ev_cq;
     svt_ep_t a, b, u;
     svt_fd_send_t s;
-    svt_addr_t aa, ba;
     svt_ep_opts_t o;
     svt_dev_t dev;
     pthread_t tid;
@@ -269,12 +268,7 @@ static void svt_case_fd_count(svt_proc_t *p)
         SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
         svt_ep_opts_init(&o, IBV_QPT_RC);
         o.cq = cq;
-        svt_ep_create(&dev, &o, &a);
-        svt_ep_create(&dev, &o, &b);
-        svt_ep_addr(&a, &aa);
-        svt_ep_addr(&b, &ba);
-        svt_ep_connect(&a, &ba);
-        svt_ep_connect(&b, &aa);
+        svt_ep_local_pair(&dev, &o, &a, &b);
         svt_ep_opts_init(&o, IBV_QPT_UD);
         svt_ep_create(&dev, &o, &u);
         SVT_OK(ibv_attach_mcast(u.qp, &mgid, 0xc009));
