@@ -421,6 +421,7 @@ struct sv_qp {
     /* attributes as last modified */
     struct ibv_qp_attr attr;
     int      has_held_ud;         /* UD reordering: one held packet */
+    uint64_t peer_probe_ns;       /* last liveness probe of a peer */
     /* ibv_wr_* API state */
     struct ibv_send_wr *wr_list;
     int      wr_count, wr_cap;

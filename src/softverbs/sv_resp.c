@@ -21,11 +21,45 @@
 #include <string.h>
 #include <endian.h>
 #include <unistd.h>
+#include <errno.h>
 #include <sys/uio.h>
 
 /* ---------------------------------------------------------------------
  * Responder
  * ------------------------------------------------------------------- */
+/*
+ * A dead peer is noticed by process_vm_*v failing with ESRCH, but a
+ * payload carried in the CQ slot, or none, makes no such call: the peer is
+ * probed by reading one byte of its QP object (the cookie), at most once a
+ * millisecond per requester QP (qp->lock held), so that a request to it
+ * gets no response, as a destroyed QP's. A zombie fails the read too.
+ */
+static int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq)
+{
+    struct iovec liov, riov;
+    uint64_t now;
+    char c;
+
+    if (dq->pid == sv_g.pid) {
+        return 1;
+    }
+    now = sv_now_ns();
+    if (now - qp->peer_probe_ns < 1000000ull) {
+        return 1;
+    }
+    qp->peer_probe_ns = now;
+    liov.iov_base = &c;
+    liov.iov_len  = 1;
+    riov.iov_base = (void *)(uintptr_t)dq->cookie;
+    riov.iov_len  = 1;
+    if (sv_mem_read(dq->pid, &liov, 1, &riov, 1) == -ESRCH) {
+        sv_error("qp 0x%x: peer pid %d of qp 0x%x is gone", qp->shm->qpn,
+                 dq->pid, dq->qpn);
+        return 0;
+    }
+    return 1;
+}
+
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
@@ -55,7 +89,9 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     } else if (dq->dest_qpn != sq->qpn) {
         return SV_RESP_NORESP;    /* not connected to us */
     }
-    /* a dead peer is noticed by process_vm_*v failing with ESRCH */
+    if (!sv_resp_peer_alive(r->qp, dq)) {
+        return SV_RESP_NORESP;
+    }
     return SV_RESP_ACK;
 }
 

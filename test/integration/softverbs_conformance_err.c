@@ -180,7 +180,8 @@ static void svt_case_access(svt_proc_t *p)
         SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "QP state %d after "
                   "REM_ACCESS_ERR, expected ERR", svt_qp_state(ep.qp));
         /* posting in ERR is allowed and flushes */
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64, svt_raddr(&ep, 0),
+        SVT_OK(svt_post_send(&ep, p->arg ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, 0,
+                         p->arg ? 8 : 64, svt_raddr(&ep, 0),
                              ep.remote.rkey, 0, IBV_SEND_SIGNALED, 2));
         svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 2, NULL);
         svt_memset_check(ep.buf, ep.size, 0x77, "local buffer of a failed op");
@@ -441,7 +442,9 @@ static void svt_case_rnr(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
-/* The peer process dies: RETRY_EXC_ERR after about timeout x retry_cnt */
+/* The peer process dies: RETRY_EXC_ERR after about timeout x retry_cnt,
+ * for an RDMA WRITE (arg 0) and for a small SEND to a receive the peer
+ * posted before dying (arg 1: its payload would fit in the CQ slot) */
 static void svt_case_peer_killed(svt_proc_t *p)
 {
     const uint8_t timeout = 14, retry = 3; /* 67 ms x (1 + 3) */
@@ -457,6 +460,7 @@ static void svt_case_peer_killed(svt_proc_t *p)
     o.retry_cnt = retry;
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
         kill(getpid(), SIGKILL);
     }
     /* wait for the peer's death: its socket end closes */
@@ -464,7 +468,8 @@ static void svt_case_peer_killed(svt_proc_t *p)
     }
     svt_sleep_ms(20);
     t0 = svt_now_ms();
-    SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64, svt_raddr(&ep, 0),
+    SVT_OK(svt_post_send(&ep, p->arg ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, 0,
+                         p->arg ? 8 : 64, svt_raddr(&ep, 0),
                          ep.remote.rkey, 0, IBV_SEND_SIGNALED, 1));
     svt_expect_wc(ep.cq, IBV_WC_RETRY_EXC_ERR, -1, 1, NULL);
     elapsed = svt_now_ms() - t0;
@@ -660,6 +665,8 @@ const svt_case_t svt_cases_err[] = {
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},
     {"err/peer_killed", svt_case_peer_killed, 2, 0, 15, NULL,
+     SVT_CASE_F_PEER_DIES},
+    {"err/peer_killed_small_send", svt_case_peer_killed, 2, 1, 15, NULL,
      SVT_CASE_F_PEER_DIES},
     {"err/cq_overrun", svt_case_cq_overrun, 2},
     {"err/ud_send_error_sqe_to_rts", svt_case_ud_sqe, 1, 0},
