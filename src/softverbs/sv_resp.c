@@ -300,7 +300,8 @@ static void sv_resp_qp_set_err(struct sv_resp *rs)
  * IBV_EVENT_QP_ACCESS_ERR, and the receive WQE a WRITE_WITH_IMM needs
  * completes with IBV_WC_REM_ACCESS_ERR. As in rxe, the receive WQE is
  * looked for before the rkey: without one, the request is RNR NAKed first.
- * UC: dropped, no NAK; a WQE taken from an SRQ completes in error.
+ * UC: dropped, no NAK, no WQE consumed (rxe completes a WQE already taken
+ * from an SRQ in error; softverbs has no UC QP on an SRQ).
  */
 static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
 {
@@ -315,7 +316,7 @@ static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
     } else {
         rs->result = SV_RESP_ACK;
     }
-    if (!sv_resp_needs_wqe(w->opcode) || (!rc && !rs->dq->srq)) {
+    if (!rc || !sv_resp_needs_wqe(w->opcode)) {
         return SV_RESPST_DONE;
     }
     rs->wqe_status = IBV_WC_REM_ACCESS_ERR;

@@ -354,6 +354,42 @@ static void svt_case_uc_bad_rkey(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * The responder's own send queue: a SEND of rank 1 waits on RNR (rank 0
+ * posts no receive, infinite rnr_retry) when rank 0's bad-rkey write moves
+ * rank 1's QP to ERR; rank 1's next poll flushes that SEND.
+ */
+static void svt_case_resp_sq_flushed(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.rnr_retry     = 7;
+    o.min_rnr_timer = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 1));
+        svt_expect_no_wc(ep.cq, 20); /* RNR retries */
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* rank 0 saw its REM_ACCESS_ERR */
+        svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 1, NULL);
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "responder QP state "
+                  "%d, expected ERR", svt_qp_state(ep.qp));
+    } else {
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 0), ep.remote.rkey ^ 0x5a5a00, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 2, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
 /* An RC QP whose destination QP does not exist (destroyed): no ACK ever
  * comes, so RETRY_EXC_ERR after timeout x retry_cnt */
 static void svt_case_dest_qp_gone(svt_proc_t *p)
@@ -660,6 +696,7 @@ const svt_case_t svt_cases_err[] = {
     {"sge/recv_too_small", svt_case_resp_err, 2, 2},
     {"err/srq_bad_rkey", svt_case_resp_err, 2, 3},
     {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
+    {"err/responder_sq_flushed", svt_case_resp_sq_flushed, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
