@@ -377,10 +377,59 @@ ucs_status_t uct_iface_mpool_init(uct_base_iface_t *iface, ucs_mpool_t *mp,
 void uct_ep_set_iface(uct_ep_h ep, uct_iface_t *iface);
 
 /* ------------------------------------------------------------------------
+ * ucs async and the uct worker (src/ucs/async/async.h, async_int.h,
+ * src/uct/base/uct_worker.h). Only async/async_fwd.h is installed; the
+ * fields before `mode` are opaque here (sizes from `ucx_info -y`).
+ */
+#include <ucs/async/async_fwd.h>
+#include <ucs/config/types.h>
+
+struct ucs_async_context {
+    union {
+        char                  thread[56]; /* ucs_async_thread_context_t */
+        char                  signal[24]; /* ucs_async_signal_context_t */
+        int                   poll_block;
+    };
+    ucs_async_mode_t          mode;
+    volatile uint32_t         num_handlers;
+    char                      missed[24]; /* ucs_mpmc_queue_t */
+    uint64_t                  last_wakeup;
+};
+
+typedef struct ucs_async_ops {
+    void (*init)(void);
+    void (*cleanup)(void);
+    int  (*is_from_async)(void);
+    void (*block)(void);
+    void (*unblock)(void);
+    ucs_status_t (*context_init)(ucs_async_context_t *async);
+    void (*context_cleanup)(ucs_async_context_t *async);
+    int  (*context_try_block)(ucs_async_context_t *async);
+    void (*context_unblock)(ucs_async_context_t *async);
+    void *add_event_fd;
+    void *remove_event_fd;
+    void *modify_event_fd;
+    void *add_timer;
+    void *remove_timer;
+} ucs_async_ops_t;
+
+extern ucs_async_ops_t ucs_async_thread_spinlock_ops;
+extern ucs_async_ops_t ucs_async_thread_mutex_ops;
+
+double ucs_get_cpu_clocks_per_sec(void);
+
+struct uct_priv_worker {
+    uct_worker_t        super;
+    ucs_async_context_t *async;
+    ucs_thread_mode_t   thread_mode;
+    ucs_list_link_t     tl_data;
+};
+
+#if defined(__x86_64__)
+/* ------------------------------------------------------------------------
  * Layout checks: sizes printed by `ucx_info -y` (1.13.1, x86_64) and the
  * offsets recorded in ../shared/notes and docs/architecture.md.
  */
-#if defined(__x86_64__)
 _Static_assert(sizeof(ucs_arbiter_t) == 16, "ucs_arbiter_t layout");
 _Static_assert(sizeof(ucs_arbiter_group_t) == 24, "ucs_arbiter_group_t layout");
 _Static_assert(sizeof(ucs_arbiter_elem_t) == 32, "ucs_arbiter_elem_t layout");
@@ -409,6 +458,13 @@ _Static_assert(offsetof(uct_tl_t, config) == 32, "tl config");
 _Static_assert(offsetof(uct_tl_t, list) == 80, "tl list");
 _Static_assert(sizeof(uct_tl_device_resource_t) == 40, "tl device resource");
 _Static_assert(sizeof(uct_base_ep_t) == 8, "uct_base_ep_t layout");
+_Static_assert(sizeof(ucs_async_context_t) == 96, "ucs_async_context_t layout");
+_Static_assert(offsetof(ucs_async_context_t, mode) == 56, "async mode");
+_Static_assert(sizeof(ucs_async_ops_t) == 112, "ucs_async_ops_t layout");
+_Static_assert(offsetof(ucs_async_ops_t, context_try_block) == 56,
+               "async ops context_try_block");
+_Static_assert(offsetof(struct uct_priv_worker, async) == 264,
+               "uct_priv_worker_t async");
 #endif
 
 #endif

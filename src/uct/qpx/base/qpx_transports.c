@@ -8,8 +8,11 @@
 #include "qpx_component.h"
 #include <uct/qpx/rc/qpx_rc_iface.h>
 
+extern uct_tl_t qpx_ud_tl;
+
 
 uct_tl_t *const qpx_transports[] = {
     &qpx_rc_tl,
+    &qpx_ud_tl,
     NULL
 };

@@ -158,6 +158,9 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         qpx_rc_op_drop(op);
     }
 
+    /* Requests that will never be polled are no longer outstanding */
+    iface->tx_unacked -= self->tx.sn - self->tx.acked_sn;
+
     /* Signalled requests that will never be polled give their CQ entries
      * back */
     if (!(self->flags & QPX_RC_EP_FLAG_ERROR) &&
@@ -263,6 +266,7 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
 
     ep->flags           |= QPX_RC_EP_FLAG_ERROR;
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
+    iface->tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
     qpx_rc_ep_complete_ops(ep, UINT64_MAX, status);
     ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);

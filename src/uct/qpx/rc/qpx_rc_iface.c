@@ -207,6 +207,7 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
     /* wr_id carries the low bits of sn; acked_sn < sn <= tx.sn */
     sn = ep->tx.sn - ((ep->tx.sn - wc->wr_id) & QPX_RC_SN_MASK);
     ep->tx.sq_available += sn - ep->tx.acked_sn;
+    iface->tx_unacked   -= sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = sn;
     qpx_rc_ep_complete_ops(ep, sn, UCS_OK);
 
@@ -277,10 +278,10 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
         count += qpx_rc_iface_backlog_progress(iface);
     }
     count += qpx_rc_iface_poll_rx(iface);
-    /* Only signalled requests complete (a failed unsignalled one also
-     * leaves a signalled one or a flush behind it): an idle send CQ is not
-     * polled */
-    if (iface->super.tx.cq_available < iface->super.tx.cq_size) {
+    /* An idle send CQ is not polled: nothing signalled is outstanding and
+     * every request posted is known complete */
+    if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
+        (iface->tx_unacked != 0)) {
         count += qpx_rc_iface_poll_tx(iface);
     }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
@@ -548,6 +549,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     self->backlog.rx_count = 0;
     self->backlog.tx_count = 0;
     self->next_ep_id = 0;
+    self->tx_unacked = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
     status = qpx_iface_qp_get(&self->super, &qp);

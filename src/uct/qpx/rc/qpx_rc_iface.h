@@ -120,6 +120,11 @@ typedef struct qpx_rc_iface {
     ucs_list_link_t resched;  /* eps whose pending requests wait for credits
                                  or buffers */
     uint16_t        next_ep_id;
+    /* Requests posted and not yet known complete, over all endpoints: while
+     * any exist the send CQ is polled, so that an unsignalled request that
+     * fails is seen, and a device whose requester advances in the poster's
+     * verbs calls (softverbs) retries what waits for the peer */
+    uint64_t        tx_unacked;
     struct {
         struct qpx_rc_ep *ep;     /* endpoint of the last receive */
         uint32_t         qp_num;

@@ -1,0 +1,200 @@
+/*
+ * qpx_ud fast path: send checks, descriptor setup, posting.
+ * No allocation beyond the send mpool, no locks, no system calls.
+ */
+#ifndef QPX_UD_INL_
+#define QPX_UD_INL_
+
+#include "qpx_ud_iface.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+static UCS_F_ALWAYS_INLINE qpx_ud_iface_t *
+qpx_ud_ep_iface(qpx_ud_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, qpx_ud_iface_t);
+}
+
+/* No send slot or no descriptor, whatever the endpoint */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
+{
+    return (iface->tx.available == 0) || iface->tx.no_desc;
+}
+
+/* Whether a new reliable packet may be sent on ep now */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+
+    if (ucs_unlikely(!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
+                     !qpx_ud_rel_tx_can_send(&ep->tx) ||
+                     qpx_ud_iface_tx_exhausted(iface) ||
+                     (!ucs_arbiter_group_is_empty(&ep->pending) &&
+                      !iface->tx.in_pending))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_activate(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    if (!(ep->flags & QPX_UD_EP_FLAG_ON_ACTIVE)) {
+        ep->flags |= QPX_UD_EP_FLAG_ON_ACTIVE;
+        ucs_list_add_tail(&iface->active_eps, &ep->active_list);
+    }
+}
+
+/* Fill the header of a reliable packet, piggybacking our ack */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
+                   uint8_t am_id)
+{
+    hdr->dest_id  = ep->dest_id;
+    hdr->src_id   = ep->id;
+    hdr->type     = type;
+    hdr->am_id    = am_id;
+    hdr->reserved = 0;
+    if (ep->rx.initialized) {
+        hdr->flags   = QPX_UD_PKT_FLAG_ACK;
+        if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_NAK)) {
+            hdr->flags |= QPX_UD_PKT_FLAG_NAK |
+                          ((ep->rx.ooo != NULL) ? QPX_UD_PKT_FLAG_OOO : 0);
+        }
+        hdr->ack_psn = qpx_ud_rel_rx_ack_psn(&ep->rx);
+        qpx_ud_rel_rx_acked(&ep->rx);
+        ep->flags   &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_NAK |
+                         QPX_UD_EP_FLAG_ACK_IDLE);
+    } else {
+        hdr->flags   = 0;
+        hdr->ack_psn = 0;
+    }
+}
+
+/* Post one packet from a send descriptor (new or resent) */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                       qpx_ud_send_desc_t *desc)
+{
+    struct ibv_sge sge[1 + QPX_UD_MAX_IOV];
+    struct ibv_send_wr wr, *bad_wr;
+    unsigned i;
+    int ret;
+
+    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
+    sge[0].length = desc->length;
+    sge[0].lkey   = desc->lkey;
+    for (i = 0; i < desc->iovcnt; ++i) {
+        sge[1 + i] = desc->iov[i];
+    }
+
+    wr.next              = NULL;
+    wr.sg_list           = sge;
+    wr.num_sge           = 1 + desc->iovcnt;
+    wr.opcode            = IBV_WR_SEND;
+    wr.send_flags        = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah          = peer->ah;
+    wr.wr.ud.remote_qpn  = peer->key.qpn;
+    wr.wr.ud.remote_qkey = QPX_UD_QKEY;
+    if ((desc->iovcnt == 0) && (desc->length <= iface->tx.max_inline)) {
+        /* The device copies the data now: the descriptor is free to go */
+        wr.send_flags |= IBV_SEND_INLINE;
+        wr.wr_id       = 0;
+    } else {
+        wr.wr_id       = (uintptr_t)desc;
+        ++desc->posted;
+    }
+
+    ret = ibv_post_send(iface->qp, &wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        /* The send queue was checked: this is a device failure */
+        ucs_error("qpx_ud: ibv_post_send() failed: %s", strerror(ret));
+        abort();
+    }
+    --iface->tx.available;
+}
+
+/* Allocate a descriptor for a new reliable packet on ep */
+static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
+qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->tx.mp);
+
+    if (ucs_unlikely(desc == NULL)) {
+        /* Until a descriptor comes back, sends and pending_add see no
+         * resource and pending dispatch waits (qpx_ud_iface_desc_put) */
+        iface->tx.no_desc = 1;
+        return NULL;
+    }
+
+    desc->ep       = ep;
+    desc->comp     = NULL;
+    desc->posted   = 0;
+    desc->released = 0;
+    desc->iovcnt   = 0;
+    return desc;
+}
+
+/* Put a filled descriptor in the window and send it */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                    qpx_ud_send_desc_t *desc)
+{
+    qpx_ud_hdr_t *hdr = qpx_ud_send_desc_hdr(desc);
+
+    hdr->psn = qpx_ud_rel_tx_add(&ep->tx, &desc->rel, iface->now);
+    if (qpx_ud_rel_tx_inflight(&ep->tx) >= iface->tx.ack_thresh) {
+        hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
+    }
+    qpx_ud_iface_post_desc(iface, ep->peer, desc);
+    qpx_ud_ep_activate(iface, ep);
+}
+
+
+/*
+ * Receive buffer layout (after qpx_ud_recv_desc_t):
+ *   [ hdr_room: max(rx_headroom, GRH + header) ][ payload (mtu - header) ]
+ * The device writes GRH and header at the end of hdr_room; once they are
+ * parsed, the AM handler may put its own descriptor (UCP's rx headroom) in
+ * the rx_headroom bytes before the payload, and UCT's release pointer sits
+ * right before that, where uct_iface_release_desc() looks for it.
+ */
+static UCS_F_ALWAYS_INLINE qpx_ud_hdr_t *
+qpx_ud_iface_rx_hdr(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
+{
+    return (qpx_ud_hdr_t*)((char*)(rdesc + 1) + iface->rx.hdr_room) - 1;
+}
+
+/* Hand an AM to its handler; returns 1 when the handler kept the buffer */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                        qpx_ud_hdr_t *hdr, size_t length)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(iface->async.in_async) &&
+        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
+        /* A sync handler runs only from the user's progress: keep it */
+        return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
+    }
+
+    status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
+                                 length - sizeof(*hdr),
+                                 UCT_CB_PARAM_FLAG_DESC);
+    if (status != UCS_INPROGRESS) {
+        return 0;
+    }
+
+    *(uct_recv_desc_t**)((char*)(hdr + 1) - iface->rx.headroom -
+                         sizeof(void*)) = &iface->rx.release;
+    return 1;
+}
+
+#endif

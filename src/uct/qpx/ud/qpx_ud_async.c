@@ -1,0 +1,327 @@
+/*
+ * qpx_ud async progress: a timer on the worker's async context runs the
+ * reliability protocol (acks, retransmission, peer timeouts, control
+ * packets) when the user has not called progress for a while, so a process
+ * in a long compute phase keeps acknowledging and is not declared dead.
+ *
+ * Serialization follows ud_verbs: the timer callback runs with the async
+ * context blocked (ucs_async dispatch does that), and every operation of
+ * such an interface blocks it too. The blocking wrappers are installed in
+ * the interface's own ops only when async progress is on: without it the
+ * operations are the lock-free ones of qpx_ud_tl.c.
+ *
+ * User callbacks never run from the timer, except AM handlers registered
+ * with UCT_CB_FLAG_ASYNC: other AMs and completions are queued and run by
+ * the next user progress, before anything received after them.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_ud.inl"
+
+#if defined(QPX_UCX_INTERNAL_HEADERS)
+#  include <ucs/async/async.h>
+#  include <ucs/async/async_int.h>
+#  include <ucs/time/time.h>
+#endif
+
+#include <stdlib.h>
+
+
+static UCS_F_ALWAYS_INLINE void qpx_ud_iface_async_block(qpx_ud_iface_t *iface)
+{
+    /* Recursive: the timer thread or the user may already hold it */
+    while (!iface->async.ops->context_try_block(iface->async.ctx)) {
+        /* pause: spin politely while the timer callback runs */
+        __builtin_ia32_pause();
+    }
+}
+
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_async_unblock(qpx_ud_iface_t *iface)
+{
+    iface->async.ops->context_unblock(iface->async.ctx);
+}
+
+#define QPX_UD_ASYNC_IFACE(_tl_iface) \
+    ucs_derived_of(_tl_iface, qpx_ud_iface_t)
+
+#define QPX_UD_ASYNC_EP_IFACE(_tl_ep) \
+    ucs_derived_of((_tl_ep)->iface, qpx_ud_iface_t)
+
+/* Call _func with the async context of _iface blocked, returning _type */
+#define QPX_UD_ASYNC_CALL(_type, _iface, _func, ...) \
+    ({ \
+        qpx_ud_iface_t *_i = (_iface); \
+        _type _ret; \
+        qpx_ud_iface_async_block(_i); \
+        _ret = _func(__VA_ARGS__); \
+        qpx_ud_iface_async_unblock(_i); \
+        _ret; \
+    })
+
+static ucs_status_t qpx_ud_async_am_short(uct_ep_h ep, uint8_t id,
+                                          uint64_t hdr, const void *payload,
+                                          unsigned length)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_am_short, ep, id, hdr, payload, length);
+}
+
+static ssize_t qpx_ud_async_am_bcopy(uct_ep_h ep, uint8_t id,
+                                     uct_pack_callback_t pack_cb, void *arg,
+                                     unsigned flags)
+{
+    return QPX_UD_ASYNC_CALL(ssize_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_am_bcopy, ep, id, pack_cb, arg, flags);
+}
+
+static ucs_status_t
+qpx_ud_async_am_zcopy(uct_ep_h ep, uint8_t id, const void *header,
+                      unsigned header_length, const uct_iov_t *iov,
+                      size_t iovcnt, unsigned flags, uct_completion_t *comp)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_am_zcopy, ep, id, header,
+                             header_length, iov, iovcnt, flags, comp);
+}
+
+static ucs_status_t qpx_ud_async_pending_add(uct_ep_h ep,
+                                             uct_pending_req_t *req,
+                                             unsigned flags)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_pending_add, ep, req, flags);
+}
+
+static void qpx_ud_async_pending_purge(uct_ep_h ep,
+                                       uct_pending_purge_callback_t cb,
+                                       void *arg)
+{
+    qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
+
+    qpx_ud_iface_async_block(iface);
+    qpx_ud_ep_pending_purge(ep, cb, arg);
+    qpx_ud_iface_async_unblock(iface);
+}
+
+static ucs_status_t qpx_ud_async_ep_flush(uct_ep_h ep, unsigned flags,
+                                          uct_completion_t *comp)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_flush, ep, flags, comp);
+}
+
+static ucs_status_t qpx_ud_async_ep_check(uct_ep_h ep, unsigned flags,
+                                          uct_completion_t *comp)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_check, ep, flags, comp);
+}
+
+static ucs_status_t qpx_ud_async_ep_create(const uct_ep_params_t *params,
+                                           uct_ep_h *ep_p)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_IFACE(params->iface),
+                             qpx_ud_ep_create, params, ep_p);
+}
+
+static void qpx_ud_async_ep_destroy(uct_ep_h ep)
+{
+    qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
+
+    qpx_ud_iface_async_block(iface);
+    qpx_ud_ep_destroy(ep);
+    qpx_ud_iface_async_unblock(iface);
+}
+
+static ucs_status_t
+qpx_ud_async_connect_to_ep(uct_ep_h ep, const uct_device_addr_t *dev_addr,
+                           const uct_ep_addr_t *ep_addr)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ud_ep_connect_to_ep, ep, dev_addr, ep_addr);
+}
+
+static ucs_status_t qpx_ud_async_iface_flush(uct_iface_h tl_iface,
+                                             unsigned flags,
+                                             uct_completion_t *comp)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_IFACE(tl_iface),
+                             qpx_ud_iface_flush, tl_iface, flags, comp);
+}
+
+static unsigned qpx_ud_async_iface_progress(uct_iface_h tl_iface)
+{
+    return QPX_UD_ASYNC_CALL(unsigned, QPX_UD_ASYNC_IFACE(tl_iface),
+                             qpx_ud_iface_progress, tl_iface);
+}
+
+static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = QPX_UD_ASYNC_IFACE(tl_iface);
+
+    /* Waits for a running timer callback: not with the context blocked */
+    ucs_async_remove_handler(iface->async.timer_id, 1);
+    iface->async.ops = NULL;
+    iface->async.close(tl_iface);
+}
+
+static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
+                                     void *arg)
+{
+    qpx_ud_iface_t *iface = arg;
+
+    (void)id;
+    (void)events;
+    /* The user progresses: leave everything to it */
+    if ((qpx_ud_time_ns() - iface->async.last_progress) <
+        iface->async.idle_ns) {
+        return;
+    }
+
+    iface->async.in_async = 1;
+    qpx_ud_iface_progress_common(iface);
+    iface->async.in_async = 0;
+    ++iface->async.runs;
+}
+
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
+                       ucs_status_t status)
+{
+    unsigned capacity;
+    void *comps;
+
+    if (!iface->async.in_async) {
+        qpx_invoke_completion(comp, status);
+        return;
+    }
+
+    if (iface->async.comp_count == iface->async.comp_capacity) {
+        capacity = ucs_max(16, iface->async.comp_capacity * 2);
+        comps    = realloc(iface->async.comps,
+                           capacity * sizeof(*iface->async.comps));
+        if (comps == NULL) {
+            /* Better late from this thread than never */
+            ucs_error("qpx_ud: failed to defer a completion");
+            qpx_invoke_completion(comp, status);
+            return;
+        }
+        iface->async.comps         = comps;
+        iface->async.comp_capacity = capacity;
+    }
+    iface->async.comps[iface->async.comp_count].comp   = comp;
+    iface->async.comps[iface->async.comp_count].status = status;
+    ++iface->async.comp_count;
+}
+
+int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
+                                qpx_ud_recv_desc_t *rdesc, size_t length)
+{
+    ++iface->async.rx_count;
+    rdesc->length          = length;
+    rdesc->release         = NULL;
+    *iface->async.rx_tail  = rdesc;
+    iface->async.rx_tail   = (qpx_ud_recv_desc_t**)&rdesc->release;
+    return 1;
+}
+
+/* Run what the timer deferred, oldest first */
+void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
+{
+    qpx_ud_recv_desc_t *rdesc;
+    unsigned i;
+
+    while ((rdesc = iface->async.rx_head) != NULL) {
+        iface->async.rx_head = rdesc->release;
+        if (!qpx_ud_iface_rx_deliver(iface, rdesc,
+                                     qpx_ud_iface_rx_hdr(iface, rdesc),
+                                     rdesc->length)) {
+            ucs_mpool_put(rdesc);
+        }
+    }
+    iface->async.rx_tail  = &iface->async.rx_head;
+    iface->async.rx_count = 0;
+
+    /* Callbacks run here see in_async == 0: they add nothing to comps */
+    for (i = 0; i < iface->async.comp_count; ++i) {
+        qpx_invoke_completion(iface->async.comps[i].comp,
+                              iface->async.comps[i].status);
+    }
+    iface->async.comp_count = 0;
+}
+
+ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
+                                     const qpx_ud_iface_config_t *config)
+{
+    ucs_async_context_t *ctx = iface->super.worker->async;
+    uct_iface_ops_t *ops     = &iface->super.super.ops;
+    ucs_status_t status;
+
+    iface->async.rx_tail       = &iface->async.rx_head;
+    iface->async.idle_ns       = config->async_idle * 1e9;
+    iface->async.last_progress = qpx_ud_time_ns();
+    if (!config->async_progress || (ctx == NULL)) {
+        return UCS_OK;
+    }
+
+    /* Signal mode would run the timer on the user's thread, inside any
+     * call; poll mode has no thread: progress alone serves both */
+    if (ctx->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
+        iface->async.ops = &ucs_async_thread_spinlock_ops;
+    } else if (ctx->mode == UCS_ASYNC_MODE_THREAD_MUTEX) {
+        iface->async.ops = &ucs_async_thread_mutex_ops;
+    } else {
+        ucs_debug("qpx_ud: async mode %d: no async progress", ctx->mode);
+        return UCS_OK;
+    }
+
+    iface->async.ctx   = ctx;
+    iface->async.close = ops->iface_close;
+    status = ucs_async_add_timer(ctx->mode,
+                                 iface->async.idle_ns / 2 * 1e-9 *
+                                 ucs_get_cpu_clocks_per_sec(),
+                                 qpx_ud_iface_async_timer, iface, ctx,
+                                 &iface->async.timer_id);
+    if (status != UCS_OK) {
+        ucs_error("qpx_ud: failed to add an async timer: %s",
+                  ucs_status_string(status));
+        iface->async.ops = NULL;
+        return status;
+    }
+
+    ops->ep_am_short           = qpx_ud_async_am_short;
+    ops->ep_am_bcopy           = qpx_ud_async_am_bcopy;
+    ops->ep_am_zcopy           = qpx_ud_async_am_zcopy;
+    ops->ep_pending_add        = qpx_ud_async_pending_add;
+    ops->ep_pending_purge      = qpx_ud_async_pending_purge;
+    ops->ep_flush              = qpx_ud_async_ep_flush;
+    ops->ep_check              = qpx_ud_async_ep_check;
+    ops->ep_create             = qpx_ud_async_ep_create;
+    ops->ep_destroy            = qpx_ud_async_ep_destroy;
+    ops->ep_connect_to_ep      = qpx_ud_async_connect_to_ep;
+    ops->iface_flush           = qpx_ud_async_iface_flush;
+    ops->iface_progress        = qpx_ud_async_iface_progress;
+    ops->iface_close           = qpx_ud_async_iface_close;
+    return UCS_OK;
+}
+
+void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface)
+{
+    qpx_ud_recv_desc_t *rdesc;
+
+    unsigned i;
+
+    /* Not delivered: the interface goes away, like packets in its queue */
+    while ((rdesc = iface->async.rx_head) != NULL) {
+        iface->async.rx_head = rdesc->release;
+        ucs_mpool_put(rdesc);
+    }
+    /* Completed operations are reported, as purged ones are on close */
+    for (i = 0; i < iface->async.comp_count; ++i) {
+        qpx_invoke_completion(iface->async.comps[i].comp,
+                              iface->async.comps[i].status);
+    }
+    free(iface->async.comps);
+}

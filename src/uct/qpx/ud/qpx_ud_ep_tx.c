@@ -1,0 +1,290 @@
+/*
+ * qpx_ud endpoint operations: active messages, flush, keepalive, pending.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_ud.inl"
+
+#include <string.h>
+
+
+ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_send_desc_t *desc;
+    qpx_ud_hdr_t *hdr;
+    ucs_status_t status;
+
+    status = qpx_ud_ep_tx_check(iface, ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = qpx_ud_ep_desc_get(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr = qpx_ud_send_desc_hdr(desc);
+    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
+    *(uint64_t*)(hdr + 1) = header;
+    memcpy((uint64_t*)(hdr + 1) + 1, payload, length);
+    desc->length = sizeof(*hdr) + sizeof(header) + length;
+    qpx_ud_ep_send_desc(iface, ep, desc);
+    return UCS_OK;
+}
+
+ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_send_desc_t *desc;
+    qpx_ud_hdr_t *hdr;
+    ucs_status_t status;
+    size_t length;
+
+    status = qpx_ud_ep_tx_check(iface, ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = qpx_ud_ep_desc_get(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr = qpx_ud_send_desc_hdr(desc);
+    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
+    length       = pack_cb(hdr + 1, arg);
+    desc->length = sizeof(*hdr) + length;
+    qpx_ud_ep_send_desc(iface, ep, desc);
+    (void)flags;
+    return length;
+}
+
+ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_send_desc_t *desc;
+    qpx_ud_hdr_t *hdr;
+    ucs_status_t status;
+    qpx_mem_t *mem;
+    size_t i, length;
+    int copy;
+
+    status = qpx_ud_ep_tx_check(iface, ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    desc = qpx_ud_ep_desc_get(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    hdr = qpx_ud_send_desc_hdr(desc);
+    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
+    memcpy(hdr + 1, header, header_length);
+    desc->length = sizeof(*hdr) + header_length;
+
+    /* Unregistered buffers (or too many) travel in the descriptor */
+    copy = (iovcnt > QPX_UD_MAX_IOV);
+    for (i = 0; i < iovcnt; ++i) {
+        copy |= (iov[i].memh == UCT_MEM_HANDLE_NULL);
+    }
+
+    for (i = 0; i < iovcnt; ++i) {
+        length = iov[i].length * iov[i].count;
+        if (length == 0) {
+            continue;
+        } else if (copy) {
+            memcpy((char*)hdr + desc->length, iov[i].buffer, length);
+            desc->length += length;
+        } else {
+            mem                            = iov[i].memh;
+            desc->iov[desc->iovcnt].addr   = (uintptr_t)iov[i].buffer;
+            desc->iov[desc->iovcnt].length = length;
+            desc->iov[desc->iovcnt].lkey   = mem->mr->lkey;
+            ++desc->iovcnt;
+        }
+    }
+
+    desc->comp = comp;
+    if (comp != NULL) {
+        /* Someone waits for this ack: do not let the peer delay it */
+        hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
+    }
+    qpx_ud_ep_send_desc(iface, ep, desc);
+    (void)flags;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_flush_req_t *req;
+
+    if (ep->flags & QPX_UD_EP_FLAG_FAILED) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        qpx_ud_ep_cancel(iface, ep);
+        return UCS_OK;
+    }
+
+    if (!ucs_arbiter_group_is_empty(&ep->pending)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (qpx_ud_rel_tx_is_idle(&ep->tx)) {
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        req = malloc(sizeof(*req));
+        if (req == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        req->psn  = ep->tx.next_psn - 1;
+        req->comp = comp;
+        ucs_list_add_tail(&ep->flushes, &req->list);
+    }
+
+    /* Ask the peer to acknowledge everything now rather than later */
+    qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_REQ);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_send_desc_t *desc;
+    ucs_status_t status;
+
+    (void)flags;
+    (void)comp;
+    if (!qpx_ud_rel_tx_is_idle(&ep->tx)) {
+        return UCS_OK; /* packets in flight: the peer timeout watches them */
+    }
+
+    status = qpx_ud_ep_tx_check(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* A reliable probe: no ack within the timeout fails the endpoint */
+    desc = qpx_ud_ep_desc_get(iface, ep);
+    if (desc == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_NOP, 0);
+    desc->length = sizeof(qpx_ud_hdr_t);
+    qpx_ud_ep_send_desc(iface, ep, desc);
+    return UCS_OK;
+}
+
+ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                   unsigned flags)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    ucs_arbiter_elem_t *elem;
+
+    (void)flags;
+    if (ucs_arbiter_group_is_empty(&ep->pending) &&
+        (qpx_ud_ep_tx_check(iface, ep) == UCS_OK)) {
+        return UCS_ERR_BUSY;
+    }
+
+    elem = (ucs_arbiter_elem_t*)req->priv;
+    ucs_arbiter_elem_init(elem);
+    ucs_arbiter_group_push_elem(&ep->pending, elem);
+    /* Dispatch deschedules it while the ep cannot send; acks and the
+     * connection reply schedule it again */
+    ucs_arbiter_group_schedule(&iface->tx.pending, &ep->pending);
+    return UCS_OK;
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} qpx_ud_purge_arg_t;
+
+static ucs_arbiter_cb_result_t
+qpx_ud_ep_pending_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                           ucs_arbiter_elem_t *elem, void *arg)
+{
+    qpx_ud_purge_arg_t *purge = arg;
+    uct_pending_req_t *req    = ucs_container_of(elem, uct_pending_req_t,
+                                                 priv);
+
+    (void)arbiter;
+    (void)group;
+    if (purge->cb != NULL) {
+        purge->cb(req, purge->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void qpx_ud_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg)
+{
+    qpx_ud_ep_t *ep          = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface    = qpx_ud_ep_iface(ep);
+    qpx_ud_purge_arg_t purge = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->tx.pending, &ep->pending,
+                            qpx_ud_ep_pending_purge_cb, &purge);
+}
+
+ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
+        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+        ucs_arbiter_elem_t *elem, void *arg)
+{
+    qpx_ud_iface_t *iface  = arg;
+    qpx_ud_ep_t *ep        = ucs_container_of(group, qpx_ud_ep_t, pending);
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t status;
+
+    (void)arbiter;
+    /* Interface-wide resources: the group stays scheduled, so progress
+     * dispatches it again as soon as a send slot or descriptor is free */
+    if (qpx_ud_iface_tx_exhausted(iface)) {
+        return UCS_ARBITER_CB_RESULT_STOP;
+    }
+
+    iface->tx.in_pending = 1;
+    if (qpx_ud_ep_tx_check(iface, ep) == UCS_ERR_NO_RESOURCE) {
+        /* Only the ep's own window or handshake: its ack reschedules it */
+        iface->tx.in_pending = 0;
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
+    /* A failed ep runs its requests too: they see the error and finish */
+    status               = req->func(req);
+    iface->tx.in_pending = 0;
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if (qpx_ud_iface_tx_exhausted(iface)) {
+        return UCS_ARBITER_CB_RESULT_STOP;
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}

@@ -1,0 +1,494 @@
+/*
+ * qpx_ud interface: configuration, UD QP and its queues, progress (receive,
+ * send completions, timers, control packets, pending), endpoint table and
+ * peer address handles.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_ud.inl"
+
+#include <string.h>
+#include <time.h>
+
+
+ucs_config_field_t qpx_ud_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(qpx_ud_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"TX_QUEUE_LEN", "256", "Length of the send queue of the UD QP.",
+     ucs_offsetof(qpx_ud_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "1024", "Length of the receive queue of the UD QP.",
+     ucs_offsetof(qpx_ud_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"WINDOW", "256",
+     "Packets an endpoint may have unacknowledged (at most 16384).",
+     ucs_offsetof(qpx_ud_iface_config_t, window), UCS_CONFIG_TYPE_UINT},
+
+    {"TIMEOUT", "30s",
+     "No acknowledgement from a peer for this long fails the endpoint: its\n"
+     "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
+     ucs_offsetof(qpx_ud_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"RTO", "10ms", "Initial retransmission timeout.",
+     ucs_offsetof(qpx_ud_iface_config_t, rto), UCS_CONFIG_TYPE_TIME},
+
+    {"RTO_MAX", "1s", "Largest retransmission timeout after backoff.",
+     ucs_offsetof(qpx_ud_iface_config_t, rto_max), UCS_CONFIG_TYPE_TIME},
+
+    {"BACKOFF", "2.0",
+     "Factor applied to the retransmission timeout after each timeout.",
+     ucs_offsetof(qpx_ud_iface_config_t, backoff), UCS_CONFIG_TYPE_DOUBLE},
+
+    {"TIMER_TICK", "1ms",
+     "How often progress checks retransmission timers and delayed acks.",
+     ucs_offsetof(qpx_ud_iface_config_t, timer_tick), UCS_CONFIG_TYPE_TIME},
+
+    {"ACK_THRESH", "32",
+     "Packets delivered before the receiver sends an explicit ack.",
+     ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_TX_BUFS", "65536", "Most send descriptors an interface allocates.",
+     ucs_offsetof(qpx_ud_iface_config_t, max_tx_bufs), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_REORDER", "256",
+     "Packets an endpoint keeps when they arrive after a gap (rounded up to\n"
+     "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
+     "The buffer is allocated on the first gap an endpoint sees.",
+     ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), UCS_CONFIG_TYPE_UINT},
+
+    {"ASYNC_PROGRESS", "y",
+     "Run acknowledgements, retransmissions and peer timeouts from the\n"
+     "worker's async thread when the user does not call progress (thread\n"
+     "async modes only). Operations then block the async context, as\n"
+     "ud_verbs does; with 'n' a process that stops calling progress for\n"
+     "longer than TIMEOUT is declared dead by its peers.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_IDLE", "10ms",
+     "Async progress runs once the user has not called progress for this\n"
+     "long; its timer fires every half of it.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
+
+    {"SRQ", "n",
+     "Post receive buffers to a shared receive queue attached to the UD QP\n"
+     "instead of the QP's own receive queue (docs/performance.md).",
+     ucs_offsetof(qpx_ud_iface_config_t, srq), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+
+khint32_t qpx_ud_peer_key_hash(qpx_ud_peer_key_t key)
+{
+    const uint8_t *p = (const uint8_t*)&key;
+    khint32_t hash   = 2166136261u;
+    size_t i;
+
+    for (i = 0; i < sizeof(key); ++i) {
+        hash = (hash ^ p[i]) * 16777619u;
+    }
+    return hash;
+}
+
+int qpx_ud_peer_key_equal(qpx_ud_peer_key_t a, qpx_ud_peer_key_t b)
+{
+    return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+uint64_t qpx_ud_time_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint32_t qpx_ud_iface_addr_qpn(const qpx_ud_iface_addr_t *addr)
+{
+    return addr->qpn[0] | ((uint32_t)addr->qpn[1] << 8) |
+           ((uint32_t)addr->qpn[2] << 16);
+}
+
+ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
+                                   const qpx_device_addr_t *dev_addr,
+                                   const qpx_ud_iface_addr_t *iface_addr,
+                                   qpx_ud_peer_t **peer_p)
+{
+    struct ibv_ah_attr ah_attr;
+    qpx_ud_peer_key_t key;
+    qpx_ud_peer_t *peer;
+    khiter_t iter;
+    int ret;
+
+    memset(&key, 0, sizeof(key));
+    key.qpn = qpx_ud_iface_addr_qpn(iface_addr);
+    memcpy(&key.dev_addr, dev_addr,
+           (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) ?
+           sizeof(qpx_device_addr_t) : ucs_offsetof(qpx_device_addr_t, gid));
+
+    iter = kh_get(qpx_ud_peers, &iface->peers, key);
+    if (iter != kh_end(&iface->peers)) {
+        *peer_p = kh_val(&iface->peers, iter);
+        return UCS_OK;
+    }
+
+    peer = calloc(1, sizeof(*peer));
+    if (peer == NULL) {
+        ucs_error("qpx_ud: failed to allocate a peer");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    qpx_device_ah_attr(&key.dev_addr, iface->port_num, &ah_attr);
+    peer->ah = ibv_create_ah(iface->md->pd, &ah_attr);
+    if (peer->ah == NULL) {
+        ucs_error("qpx_ud: ibv_create_ah(lid %u) failed: %m",
+                  key.dev_addr.lid);
+        goto err_free;
+    }
+
+    iter = kh_put(qpx_ud_peers, &iface->peers, key, &ret);
+    if (ret < 0) {
+        ucs_error("qpx_ud: failed to add a peer to the hash");
+        goto err_destroy_ah;
+    }
+
+    peer->key = key;
+    ucs_list_head_init(&peer->eps);
+    kh_val(&iface->peers, iter) = peer;
+    *peer_p = peer;
+    return UCS_OK;
+
+err_destroy_ah:
+    ibv_destroy_ah(peer->ah);
+err_free:
+    free(peer);
+    return UCS_ERR_IO_ERROR;
+}
+
+void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface)
+{
+    qpx_ud_peer_t *peer;
+
+    kh_foreach_value(&iface->peers, peer, {
+        ibv_destroy_ah(peer->ah);
+        free(peer);
+    });
+    kh_destroy_inplace(qpx_ud_peers, &iface->peers);
+}
+
+ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    unsigned i, idx, capacity;
+    void *table, *gen, *next;
+
+    if (iface->eps.free_head == UINT32_MAX) {
+        capacity = ucs_max(64, iface->eps.capacity * 2);
+        if (capacity > QPX_UD_EP_IDX_MASK) {
+            ucs_error("qpx_ud: more than %u endpoints", QPX_UD_EP_IDX_MASK);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        table = realloc(iface->eps.table, capacity * sizeof(void*));
+        if (table == NULL) {
+            goto err_nomem;
+        }
+        iface->eps.table = table;
+        gen = realloc(iface->eps.gen, capacity * sizeof(uint16_t));
+        if (gen == NULL) {
+            goto err_nomem;
+        }
+        iface->eps.gen = gen;
+        next = realloc(iface->eps.free_next, capacity * sizeof(uint32_t));
+        if (next == NULL) {
+            goto err_nomem;
+        }
+        iface->eps.free_next = next;
+        for (i = iface->eps.capacity; i < capacity; ++i) {
+            iface->eps.table[i]     = NULL;
+            iface->eps.gen[i]       = 0;
+            iface->eps.free_next[i] = (i + 1 < capacity) ? i + 1 : UINT32_MAX;
+        }
+        iface->eps.free_head = iface->eps.capacity;
+        iface->eps.capacity  = capacity;
+    }
+
+    idx                  = iface->eps.free_head;
+    iface->eps.free_head = iface->eps.free_next[idx];
+    iface->eps.table[idx] = ep;
+    ep->id = idx | ((uint32_t)iface->eps.gen[idx] << QPX_UD_EP_IDX_BITS);
+    ++iface->eps.count;
+    return UCS_OK;
+
+err_nomem:
+    /* arrays that did grow keep their new size; capacity is unchanged */
+    ucs_error("qpx_ud: failed to grow the endpoint table");
+    return UCS_ERR_NO_MEMORY;
+}
+
+void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    unsigned idx = ep->id & QPX_UD_EP_IDX_MASK;
+
+    iface->eps.table[idx]     = NULL;
+    /* A new generation: packets for the old ep no longer match its id */
+    iface->eps.gen[idx]       = (iface->eps.gen[idx] + 1) &
+                                ((1u << (32 - QPX_UD_EP_IDX_BITS)) - 1);
+    iface->eps.free_next[idx] = iface->eps.free_head;
+    iface->eps.free_head      = idx;
+    --iface->eps.count;
+}
+
+void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
+                                 qpx_ud_send_desc_t *desc)
+{
+    if ((--desc->posted == 0) && desc->released) {
+        qpx_ud_iface_desc_put(iface, desc);
+    }
+}
+
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
+{
+    ucs_mpool_put(desc);
+    /* A descriptor is free again: the pending requests of any endpoint may
+     * go on, progress dispatches them (their groups stay scheduled) */
+    iface->tx.no_desc = 0;
+}
+
+static UCS_F_ALWAYS_INLINE char *
+qpx_ud_iface_rx_payload(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
+{
+    return (char*)(qpx_ud_iface_rx_hdr(iface, rdesc) + 1);
+}
+
+void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    qpx_ud_iface_t *iface = ucs_container_of(self, qpx_ud_iface_t,
+                                             rx.release);
+    qpx_ud_recv_desc_t *rdesc;
+
+    rdesc = (qpx_ud_recv_desc_t*)((char*)desc + iface->rx.headroom -
+                                  iface->rx.hdr_room) - 1;
+    ucs_mpool_put(rdesc);
+}
+
+void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
+{
+    struct ibv_recv_wr wrs[QPX_UD_RX_BATCH], *bad_wr;
+    struct ibv_sge sges[QPX_UD_RX_BATCH];
+    qpx_ud_recv_desc_t *rdesc;
+    unsigned i, count;
+    int ret;
+
+    while (iface->rx.available > 0) {
+        count = ucs_min(iface->rx.available, QPX_UD_RX_BATCH);
+        for (i = 0; i < count; ++i) {
+            rdesc = ucs_mpool_get(&iface->rx.mp);
+            if (rdesc == NULL) {
+                break;
+            }
+            sges[i].addr   = (uintptr_t)(qpx_ud_iface_rx_payload(iface, rdesc) -
+                                         sizeof(qpx_ud_hdr_t) - QPX_UD_GRH_LEN);
+            sges[i].length = iface->rx.buf_len;
+            sges[i].lkey   = rdesc->lkey;
+            wrs[i].wr_id   = (uintptr_t)rdesc;
+            wrs[i].sg_list = &sges[i];
+            wrs[i].num_sge = 1;
+            wrs[i].next    = &wrs[i + 1];
+        }
+        if (i == 0) {
+            return;
+        }
+        wrs[i - 1].next = NULL;
+        ret = (iface->srq != NULL) ?
+              ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
+              ibv_post_recv(iface->qp, wrs, &bad_wr);
+        if (ret != 0) {
+            ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
+            abort();
+        }
+        iface->rx.available -= i;
+        if (i < count) {
+            return;
+        }
+    }
+}
+
+static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_UD_RX_BATCH];
+    qpx_ud_recv_desc_t *rdesc;
+    qpx_ud_hdr_t *hdr;
+    int i, n;
+
+    n = ibv_poll_cq(iface->recv_cq, QPX_UD_RX_BATCH, wc);
+    if (n <= 0) {
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        rdesc = (qpx_ud_recv_desc_t*)(uintptr_t)wc[i].wr_id;
+        ++iface->rx.available;
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            ++iface->stats.rx_bad_status;
+            ucs_mpool_put(rdesc);
+            continue;
+        }
+
+        if (ucs_unlikely(wc[i].byte_len < QPX_UD_GRH_LEN + sizeof(*hdr))) {
+            ++iface->stats.rx_short;
+            ucs_mpool_put(rdesc);
+            continue;
+        }
+
+        hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
+        if (!qpx_ud_ep_rx(iface, rdesc, hdr,
+                          wc[i].byte_len - QPX_UD_GRH_LEN)) {
+            ucs_mpool_put(rdesc);
+        } /* else kept by the AM handler or ahead of a gap */
+    }
+
+    return n;
+}
+
+static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_UD_RX_BATCH];
+    qpx_ud_send_desc_t *desc;
+    unsigned count = 0, batch;
+    int i, n;
+
+    /* A few batches: completions free send slots and descriptors */
+    for (batch = 0; batch < 4; ++batch) {
+        n = ibv_poll_cq(iface->send_cq, QPX_UD_RX_BATCH, wc);
+        for (i = 0; i < n; ++i) {
+            if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+                ucs_debug("qpx_ud: send completion with status %s",
+                          ibv_wc_status_str(wc[i].status));
+            }
+            ++iface->tx.available;
+            desc = (qpx_ud_send_desc_t*)(uintptr_t)wc[i].wr_id;
+            if (desc != NULL) {
+                qpx_ud_iface_send_completed(iface, desc);
+            }
+        }
+        if (n < QPX_UD_RX_BATCH) {
+            count += (n > 0) ? n : 0;
+            break;
+        }
+        count += n;
+    }
+
+    return count;
+}
+
+/* Receive, send completions, timers and control packets: what the async
+ * timer may run too. User callbacks are deferred while in_async. */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep, *tmp;
+    unsigned count, rx_count;
+
+    iface->now = qpx_ud_time_ns();
+    /* Send completions first: a NAK received below may ask to resend a
+     * packet whose earlier post is only finished once it is polled */
+    count          = qpx_ud_iface_poll_tx(iface);
+    rx_count       = qpx_ud_iface_poll_rx(iface);
+    iface->rx_idle = (rx_count == 0);
+    count         += rx_count;
+    qpx_ud_iface_post_recv(iface);
+
+    if ((int64_t)(iface->now - iface->next_tick) >= 0) {
+        iface->next_tick = iface->now + iface->tick;
+        ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
+            qpx_ud_ep_timer(iface, ep);
+        }
+    }
+
+    ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
+        if (iface->tx.available == 0) {
+            break;
+        }
+        qpx_ud_ep_send_ctl(iface, ep);
+    }
+    return count;
+}
+
+unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    qpx_ud_ep_t *ep;
+    unsigned count;
+
+    /* What the async timer received or completed, before anything newer */
+    if (ucs_unlikely((iface->async.rx_head != NULL) ||
+                     (iface->async.comp_count > 0))) {
+        qpx_ud_iface_async_dispatch(iface);
+    }
+
+    count                     = qpx_ud_iface_progress_common(iface);
+    iface->async.last_progress = iface->now;
+
+    /* Reported here, not in the timer walk: an error handler may destroy
+     * endpoints */
+    while (!ucs_list_is_empty(&iface->failed_eps)) {
+        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
+        qpx_ud_ep_notify_failed(iface, ep);
+    }
+
+    ucs_arbiter_dispatch(&iface->tx.pending, 1,
+                         qpx_ud_iface_pending_dispatch_cb, iface);
+    return count;
+}
+
+ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    qpx_ud_flush_req_t *req;
+    qpx_ud_ep_t *ep;
+    unsigned count = 0;
+
+    if (!ucs_arbiter_is_empty(&iface->tx.pending)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    (void)flags;
+    ucs_list_for_each(ep, &iface->active_eps, active_list) {
+        if (qpx_ud_rel_tx_is_idle(&ep->tx)) {
+            continue;
+        }
+        if (comp != NULL) {
+            /* One flush request per busy ep, all counting down comp */
+            req = malloc(sizeof(*req));
+            if (req == NULL) {
+                ucs_error("qpx_ud: failed to allocate a flush request");
+                goto err_undo;
+            }
+            req->psn  = ep->tx.next_psn - 1;
+            req->comp = comp;
+            ucs_list_add_tail(&ep->flushes, &req->list);
+            comp->count += (count > 0); /* the caller's count covers one */
+        }
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_REQ);
+        ++count;
+    }
+
+    return (count > 0) ? UCS_INPROGRESS : UCS_OK;
+
+err_undo:
+    /* Take back the requests of this call: the busy eps before this one */
+    ucs_list_for_each(ep, &iface->active_eps, active_list) {
+        if (count == 0) {
+            break;
+        }
+        if (!qpx_ud_rel_tx_is_idle(&ep->tx)) {
+            req = ucs_list_tail(&ep->flushes, qpx_ud_flush_req_t, list);
+            ucs_list_del(&req->list);
+            free(req);
+            comp->count -= (--count > 0);
+        }
+    }
+    return UCS_ERR_NO_MEMORY;
+}

@@ -1,0 +1,341 @@
+/*
+ * qpx_ud: reliable datagram transport, one UD QP per interface, reliability
+ * in software (qpx_ud_rel.h). Interface, endpoint and wire formats.
+ */
+#ifndef QPX_UD_IFACE_H_
+#define QPX_UD_IFACE_H_
+
+#include "qpx_ud_rel.h"
+
+#include <uct/qpx/base/qpx_md.h>
+#include <ucs/datastruct/khash.h>
+#include <infiniband/verbs.h>
+
+
+#define QPX_UD_QKEY          0x1ee7a331u
+#define QPX_UD_GRH_LEN       40
+#define QPX_UD_EP_ID_NULL    0xffffffffu
+#define QPX_UD_EP_IDX_BITS   20                 /* up to 1M eps per iface */
+#define QPX_UD_EP_IDX_MASK   ((1u << QPX_UD_EP_IDX_BITS) - 1)
+#define QPX_UD_MAX_IOV       2
+#define QPX_UD_RX_BATCH      16
+
+
+/* Packet types */
+enum {
+    QPX_UD_PKT_AM      = 1,  /* reliable: active message */
+    QPX_UD_PKT_CONN    = 2,  /* reliable: first packet of a connection */
+    QPX_UD_PKT_NOP     = 3,  /* reliable: keepalive probe, not delivered */
+    QPX_UD_PKT_ACK     = 4,  /* unreliable: acknowledgement only */
+    QPX_UD_PKT_ACK_REQ = 5,  /* unreliable: asks for an immediate ack */
+    QPX_UD_PKT_DISC    = 6   /* unreliable: the sender's ep is destroyed */
+};
+
+/* Packet flags */
+enum {
+    QPX_UD_PKT_FLAG_ACK     = UCS_BIT(0), /* ack_psn is valid */
+    QPX_UD_PKT_FLAG_ACK_REQ = UCS_BIT(1), /* receiver: ack now */
+    QPX_UD_PKT_FLAG_NAK     = UCS_BIT(2), /* gap after ack_psn: resend */
+    QPX_UD_PKT_FLAG_OOO     = UCS_BIT(3)  /* with NAK: packets after the
+                                             gap are kept, resend one */
+};
+
+
+/* Header of every packet, after the GRH */
+typedef struct qpx_ud_hdr {
+    uint32_t dest_id;  /* receiver's endpoint id, or NULL for a CONN request */
+    uint32_t src_id;   /* sender's endpoint id */
+    uint16_t psn;      /* reliable types only */
+    uint16_t ack_psn;  /* with QPX_UD_PKT_FLAG_ACK */
+    uint8_t  type;
+    uint8_t  flags;
+    uint8_t  am_id;
+    uint8_t  reserved;
+} UCS_S_PACKED qpx_ud_hdr_t;
+
+
+typedef struct qpx_ud_iface_addr {
+    uint8_t qpn[3];
+} UCS_S_PACKED qpx_ud_iface_addr_t;
+
+
+typedef struct qpx_ud_ep_addr {
+    qpx_ud_iface_addr_t iface_addr;
+    uint32_t            ep_id;
+} UCS_S_PACKED qpx_ud_ep_addr_t;
+
+
+/* Payload of a CONN packet: who is connecting */
+typedef struct qpx_ud_conn_payload {
+    uint32_t            conn_sn;
+    qpx_ud_iface_addr_t iface_addr;
+    qpx_device_addr_t   dev_addr;
+} UCS_S_PACKED qpx_ud_conn_payload_t;
+
+
+/* A remote interface: one address handle shared by all eps to it */
+typedef struct qpx_ud_peer_key {
+    uint32_t          qpn;
+    qpx_device_addr_t dev_addr; /* zero-padded beyond its packed size */
+} UCS_S_PACKED qpx_ud_peer_key_t;
+
+typedef struct qpx_ud_peer {
+    qpx_ud_peer_key_t key;
+    struct ibv_ah     *ah;
+    uint32_t          next_conn_sn;
+    ucs_list_link_t   eps;
+} qpx_ud_peer_t;
+
+khint32_t qpx_ud_peer_key_hash(qpx_ud_peer_key_t key);
+int qpx_ud_peer_key_equal(qpx_ud_peer_key_t a, qpx_ud_peer_key_t b);
+
+KHASH_INIT(qpx_ud_peers, qpx_ud_peer_key_t, qpx_ud_peer_t*, 1,
+           qpx_ud_peer_key_hash, qpx_ud_peer_key_equal)
+
+
+typedef struct qpx_ud_iface_config {
+    uct_iface_config_t super;
+    unsigned           tx_queue_len;
+    unsigned           rx_queue_len;
+    unsigned           window;
+    double             timeout;
+    double             rto;
+    double             rto_max;
+    double             backoff;
+    double             timer_tick;
+    unsigned           ack_thresh;
+    unsigned           max_tx_bufs;
+    unsigned           rx_reorder;
+    int                async_progress;
+    double             async_idle;
+    int                srq;
+} qpx_ud_iface_config_t;
+
+
+/* Endpoint flags */
+enum {
+    QPX_UD_EP_FLAG_USER       = UCS_BIT(0), /* created by uct_ep_create */
+    QPX_UD_EP_FLAG_CONN_SENT  = UCS_BIT(1), /* our CONN is in the window */
+    QPX_UD_EP_FLAG_CONNECTED  = UCS_BIT(2), /* dest_id known */
+    QPX_UD_EP_FLAG_FAILED     = UCS_BIT(3),
+    QPX_UD_EP_FLAG_ACK_NOW    = UCS_BIT(4), /* explicit ack at end of progress */
+    QPX_UD_EP_FLAG_NAK        = UCS_BIT(5), /* ... with the NAK flag */
+    QPX_UD_EP_FLAG_ACK_REQ    = UCS_BIT(6), /* send an ACK_REQ packet */
+    QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
+    QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
+    QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9)  /* explicit ack once rx is idle */
+};
+
+
+typedef struct qpx_ud_ep {
+    uct_base_ep_t       super;
+    uint32_t            id;
+    uint32_t            dest_id;
+    uint32_t            conn_sn;
+    uint32_t            flags;
+    qpx_ud_peer_t       *peer;
+    qpx_ud_rel_tx_t     tx;
+    qpx_ud_rel_rx_t     rx;
+    ucs_arbiter_group_t pending;
+    ucs_list_link_t     flushes;     /* qpx_ud_flush_req_t, psn order */
+    ucs_list_link_t     peer_list;   /* in peer->eps */
+    ucs_list_link_t     active_list; /* in iface->active_eps */
+    ucs_list_link_t     ctl_list;    /* in iface->ctl_eps */
+    uint64_t            ack_time;    /* first unacked delivery */
+} qpx_ud_ep_t;
+
+
+/* Send descriptor: header and inline payload follow it */
+typedef struct qpx_ud_send_desc {
+    qpx_ud_rel_desc_t rel;
+    qpx_ud_ep_t       *ep;
+    uct_completion_t  *comp;
+    uint32_t          lkey;
+    uint16_t          length;     /* header + copied payload */
+    uint8_t           posted;     /* sends not yet completed by the device */
+    uint8_t           released;   /* acked or purged: free when posted == 0 */
+    uint8_t           iovcnt;     /* zcopy: user buffers after the header */
+    struct ibv_sge    iov[QPX_UD_MAX_IOV];
+} qpx_ud_send_desc_t;
+
+#define qpx_ud_send_desc_hdr(_desc) ((qpx_ud_hdr_t*)((_desc) + 1))
+
+
+/* Receive descriptor: GRH, header and payload follow it */
+typedef struct qpx_ud_recv_desc {
+    uint32_t lkey;
+    uint32_t length;    /* kept ahead of a gap: packet length */
+    void     *release;  /* may hold the release pointer: see hdr_room;
+                           next in iface->async.rx_head until delivered */
+} qpx_ud_recv_desc_t;
+
+
+typedef struct qpx_ud_flush_req {
+    ucs_list_link_t  list;
+    qpx_ud_psn_t     psn;  /* complete when this PSN is acked */
+    uct_completion_t *comp;
+} qpx_ud_flush_req_t;
+
+
+typedef struct qpx_ud_iface_stats {
+    uint64_t rx_short;      /* shorter than GRH + header */
+    uint64_t rx_bad_type;
+    uint64_t rx_unknown_ep;
+    uint64_t rx_stale;      /* wrong source id or PSN out of any window */
+    uint64_t rx_dup;
+    uint64_t rx_ahead;
+    uint64_t rx_bad_status;
+    uint64_t rx_async_full;    /* dropped: async queue at rx.queue_len */
+    uint64_t tx_resent;
+    uint64_t tx_timeouts;
+    uint64_t tx_probe_resends; /* tail losses found by a probe */
+    uint64_t eps_failed;
+    uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
+} qpx_ud_iface_stats_t;
+
+
+typedef struct qpx_ud_iface {
+    uct_base_iface_t      super;
+    qpx_md_t              *md;
+    uint8_t               port_num;
+    qpx_device_port_t     *port;
+    struct ibv_cq         *send_cq;
+    struct ibv_cq         *recv_cq;
+    struct ibv_qp         *qp;
+    struct ibv_srq        *srq;        /* UCX_QPX_UD_SRQ=y, else NULL */
+    qpx_ud_rel_config_t   rel_config;
+    struct {
+        ucs_mpool_t       mp;
+        unsigned          available;   /* free SQ slots */
+        unsigned          max_inline;
+        unsigned          ack_thresh;  /* in flight: ask for an ack */
+        size_t            max_payload; /* mtu - header */
+        size_t            max_short;
+        ucs_arbiter_t     pending;
+        int               in_pending;  /* dispatching pending requests */
+        int               no_desc;     /* mp at max_bufs and empty: set by a
+                                          failed get, cleared by any put */
+    } tx;
+    struct {
+        ucs_mpool_t       mp;
+        unsigned          queue_len;
+        unsigned          available;   /* RQ slots to refill */
+        size_t            buf_len;     /* GRH + mtu */
+        size_t            headroom;    /* rx_headroom the user asked for */
+        size_t            hdr_room;    /* max(headroom, GRH + header) */
+        unsigned          ack_thresh;  /* delivered: send explicit ack */
+        unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
+        uct_recv_desc_t   release;     /* for descs kept by AM handlers */
+    } rx;
+    struct {
+        qpx_ud_ep_t       **table;
+        uint16_t          *gen;
+        unsigned          capacity;
+        unsigned          count;
+        unsigned          free_head;   /* free index list through gen[] */
+        uint32_t          *free_next;
+    } eps;
+    khash_t(qpx_ud_peers) peers;
+    ucs_list_link_t       active_eps;   /* window non-empty or ack owed */
+    ucs_list_link_t       ctl_eps;      /* control packets to send */
+    ucs_list_link_t       failed_eps;   /* to report to the error handler */
+    uint64_t              next_tick;
+    uint64_t              tick;
+    uint64_t              now;
+    qpx_ud_iface_stats_t  stats;
+    int                   rx_idle;      /* last poll found no packet */
+    struct {
+        ucs_async_context_t *ctx;      /* the worker's */
+        struct ucs_async_ops *ops;     /* NULL: no async progress */
+        int                 timer_id;
+        void                (*close)(uct_iface_h); /* without the block */
+        int                 in_async;  /* progress run by the async timer */
+        uint64_t            idle_ns;   /* user progress older: async runs */
+        uint64_t            last_progress; /* of the user, in ns */
+        uint64_t            runs;      /* async progress calls that worked */
+        qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
+        qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
+        unsigned            rx_count;  /* in rx_head: at most rx.queue_len */
+        struct {
+            uct_completion_t *comp;
+            ucs_status_t     status;
+        }                   *comps;    /* completions deferred likewise */
+        unsigned            comp_count;
+        unsigned            comp_capacity;
+    } async;
+} qpx_ud_iface_t;
+
+
+extern uct_tl_t qpx_ud_tl;
+extern ucs_config_field_t qpx_ud_iface_config_table[];
+
+
+/* qpx_ud_ep.c */
+ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
+void qpx_ud_ep_destroy(uct_ep_h tl_ep);
+ucs_status_t qpx_ud_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
+ucs_status_t qpx_ud_ep_connect_to_ep(uct_ep_h tl_ep,
+                                     const uct_device_addr_t *dev_addr,
+                                     const uct_ep_addr_t *ep_addr);
+ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                   unsigned flags);
+void qpx_ud_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg);
+ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length);
+ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags);
+ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp);
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length);
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
+void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_free_all(qpx_ud_iface_t *iface);
+void qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                            uint32_t flag);
+void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+
+/* qpx_ud_async.c */
+ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
+                                     const qpx_ud_iface_config_t *config);
+void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
+                       ucs_status_t status);
+int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
+                                qpx_ud_recv_desc_t *rdesc, size_t length);
+void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
+
+/* qpx_ud_iface.c */
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
+ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
+                                   const qpx_device_addr_t *dev_addr,
+                                   const qpx_ud_iface_addr_t *iface_addr,
+                                   qpx_ud_peer_t **peer_p);
+void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
+                                 qpx_ud_send_desc_t *desc);
+void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
+unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
+void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
+void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface);
+uint64_t qpx_ud_time_ns(void);
+void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);
+ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp);
+ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
+        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+        ucs_arbiter_elem_t *elem, void *arg);
+
+#endif

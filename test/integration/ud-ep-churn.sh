@@ -1,0 +1,15 @@
+#!/bin/sh
+# qpx_ud endpoint reclaim: 10k endpoints created, used and destroyed to one
+# interface; the endpoints the receiving interface made for them are freed
+# on the DISC packet, so its ep count and the process memory stay bounded.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ud-common.sh"
+
+out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 300 "$UD_TEST" ep-churn 10000 2>&1); rc=$?
+echo "$out" | grep -E "ep-churn|qpx_ud stats" | sed 's/^/  /'
+[ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
+qpx_check "10k eps created/destroyed: all delivered, VmRSS growth < 64 B/ep" [ $rc -eq 0 ]
+left=$(echo "$out" | sed -n 's/.* eps=\([0-9]*\).*/\1/p' | sort -n | tail -1)
+echo "  eps left on the interfaces at close: ${left:-?}"
+qpx_check "receiving iface: at most 1 ep left at close" [ "${left:-99999}" -le 1 ]
+qpx_finish

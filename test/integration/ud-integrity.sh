@@ -1,0 +1,32 @@
+#!/bin/sh
+# qpx_ud data integrity over a lossy, reordering softverbs UD: every message
+# once, in order, intact, both directions, > 2 PSN wrap-arounds.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ud-common.sh"
+N=${QPX_UD_INTEGRITY_MSGS:-140000}
+
+out=$(ud_run env QPX_UD_PRINT_STATS=1 "$UD_TEST" integrity 20000 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|stats" | sed 's/^/  /'
+[ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
+qpx_check "no loss: 20000 messages each way" [ $rc -eq 0 ]
+
+out=$(ud_run env SOFTVERBS_UD_DROP=0.05 SOFTVERBS_UD_REORDER=0.05 \
+      QPX_UD_PRINT_STATS=1 UCX_QPX_UD_RTO=2ms \
+      "$UD_TEST" integrity "$N" 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|stats|got seq|corrupt" | head -20 | sed 's/^/  /'
+qpx_check "5% drop + 5% reorder: $N messages each way" [ $rc -eq 0 ]
+resent=$(echo "$out" | sed -n 's/.*tx_resent=\([0-9]*\).*/\1/p' | head -1)
+qpx_check "retransmissions happened (tx_resent=$resent)" [ "${resent:-0}" -gt 0 ]
+ahead=$(echo "$out" | sed -n 's/.*rx_ahead=\([0-9]*\).*/\1/p' | head -1)
+qpx_check "gaps were seen and repaired (rx_ahead=$ahead)" [ "${ahead:-0}" -gt 0 ]
+
+out=$(ud_run env UD_TEST_CONNECT=ep SOFTVERBS_UD_DROP=0.05 \
+      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
+qpx_check "CONNECT_TO_EP, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
+
+out=$(ud_run env UCX_QPX_UD_SRQ=y SOFTVERBS_UD_DROP=0.05 \
+      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
+qpx_check "UCX_QPX_UD_SRQ=y, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
+qpx_finish

@@ -1,0 +1,390 @@
+/*
+ * qpx_ud robustness tests through the public UCT API, over softverbs.
+ *
+ *   ud_uct_test pending-stall   the send descriptors of an interface are
+ *                               all held by eps to a silent peer; a request
+ *                               queued on another ep must still run once
+ *                               descriptors come back, although that ep gets
+ *                               no ack of its own (needs
+ *                               UCX_QPX_UD_MAX_TX_BUFS=256 UCX_QPX_UD_WINDOW=16;
+ *                               with UCX_QPX_UD_TX_QUEUE_LEN=256 the send
+ *                               queue is full too and pending_add queues,
+ *                               with 1024 it must not answer BUSY)
+ *   ud_uct_test no-progress P   a child stops calling progress for P
+ *                               seconds while the parent keeps sending: the
+ *                               parent's ep must not fail (run with
+ *                               UCX_QPX_UD_TIMEOUT < P)
+ *   ud_uct_test ep-churn N      N eps created, used and destroyed to one
+ *                               peer iface: the peer's ep count and memory
+ *                               stay bounded
+ */
+#include "ud_uct_test.h"
+
+#include <uct/api/uct.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NUM_SILENT_EPS 32
+#define BCOPY_LEN      1024
+
+
+typedef struct {
+    uct_pending_req_t req;
+    uct_ep_h          ep;
+    int               done;
+    int               calls;
+} stall_req_t;
+
+static size_t fill_pack_cb(void *dest, void *arg)
+{
+    (void)arg;
+    memset(dest, 0x5a, BCOPY_LEN);
+    return BCOPY_LEN;
+}
+
+/* bcopy of BCOPY_LEN: larger than the inline limit, so its descriptor is
+ * held until the peer acknowledges it */
+static ucs_status_t send_bcopy(uct_ep_h ep)
+{
+    ssize_t ret = uct_ep_am_bcopy(ep, AM_ID + 1, fill_pack_cb, NULL, 0);
+
+    return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
+}
+
+static ucs_status_t stall_req_cb(uct_pending_req_t *self)
+{
+    stall_req_t *r = ucs_container_of(self, stall_req_t, req);
+    ucs_status_t status;
+
+    ++r->calls;
+    status = send_bcopy(r->ep);
+    if (status == UCS_OK) {
+        r->done = 1;
+    }
+    return status;
+}
+
+static void progress_for(double seconds)
+{
+    double end = now_sec() + seconds;
+
+    while (now_sec() < end) {
+        uct_worker_progress(worker);
+    }
+}
+
+int test_pending_stall(const test_resource_t *res)
+{
+    test_iface_t a, b, c;
+    uct_ep_h ex, ey, ecs[NUM_SILENT_EPS];
+    stall_req_t rx = {.done = 0}, ry = {.done = 0};
+    uint64_t payload = 0;
+    int i, n, held = 0, window = 0, busy_lie = 0, ok;
+    ucs_status_t status;
+    double deadline;
+
+    if (!iface_open(res, &a) || !iface_open(res, &b) || !iface_open(res, &c) ||
+        !ep_create(&a, b.dev_addr, b.iface_addr, &ex) ||
+        !ep_create(&a, b.dev_addr, b.iface_addr, &ey)) {
+        return 1;
+    }
+    uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
+    uct_iface_set_am_handler(c.iface, AM_ID + 1, count_handler, &c, 0);
+    for (i = 0; i < NUM_SILENT_EPS; ++i) {
+        if (!ep_create(&a, c.dev_addr, c.iface_addr, &ecs[i])) {
+            return 1;
+        }
+    }
+
+    /* Connect every ep: one acknowledged message each */
+    deadline = now_sec() + 30;
+    for (i = -2; i < NUM_SILENT_EPS; ++i) {
+        uct_ep_h ep = (i == -2) ? ex : (i == -1) ? ey : ecs[i];
+
+        while ((uct_ep_am_short(ep, AM_ID + 1, 0, &payload, 8) != UCS_OK) &&
+               (now_sec() < deadline)) {
+            uct_worker_progress(worker);
+        }
+        if (!flush_ep(ep, deadline)) {
+            fprintf(stderr, "pending-stall: connecting ep %d failed\n", i);
+            return 1;
+        }
+    }
+
+    /* c goes silent: what is sent to it stays unacknowledged */
+    uct_iface_progress_disable(c.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    /* ex: its own window full of inline sends (acked by b later), which
+     * hold no descriptor: their acks give none back */
+    while (uct_ep_am_short(ex, AM_ID + 1, 0, &payload, 8) == UCS_OK) {
+        ++window;
+    }
+    /* The silent eps take every descriptor that is left */
+    for (n = 1; n > 0;) {
+        for (i = 0, n = 0; i < NUM_SILENT_EPS; ++i) {
+            n += (send_bcopy(ecs[i]) == UCS_OK);
+        }
+        held += n;
+    }
+    status = send_bcopy(ey);
+    printf("pending-stall: ex window %d, %d descriptors held by %d eps to a "
+           "silent iface; idle ep send: %s\n", window, held, NUM_SILENT_EPS,
+           ucs_status_string(status));
+    if ((status != UCS_ERR_NO_RESOURCE) || (window == 0)) {
+        fprintf(stderr, "pending-stall: descriptors not exhausted (set "
+                "UCX_QPX_UD_MAX_TX_BUFS=256 UCX_QPX_UD_WINDOW=16)\n");
+        return 1;
+    }
+
+    /* An idle ep: pending_add may say BUSY only if a send would now work */
+    ry.req.func = stall_req_cb;
+    ry.ep       = ey;
+    status      = uct_ep_pending_add(ey, &ry.req, 0);
+    if (status == UCS_ERR_BUSY) {
+        busy_lie = (send_bcopy(ey) != UCS_OK);
+        ry.done  = !busy_lie;
+        printf("pending-stall: pending_add on the idle ep: BUSY, send then "
+               "%s\n", busy_lie ? "NO_RESOURCE (contract broken)" : "ok");
+    } else if (status != UCS_OK) {
+        fprintf(stderr, "pending_add(ey): %s\n", ucs_status_string(status));
+        return 1;
+    }
+
+    /* ex: window full, so the request is queued */
+    rx.req.func = stall_req_cb;
+    rx.ep       = ex;
+    status      = uct_ep_pending_add(ex, &rx.req, 0);
+    if (status != UCS_OK) {
+        fprintf(stderr, "pending_add(ex): %s\n", ucs_status_string(status));
+        return 1;
+    }
+
+    /* b acknowledges ex's window while descriptors are still held: the
+     * request finds none, and ex has nothing in flight any more */
+    progress_for(0.5);
+    printf("pending-stall: after 0.5 s with the peer silent: request ran %d "
+           "time(s), done %d\n", rx.calls, rx.done);
+
+    /* c speaks again: descriptors come back through the other eps' acks */
+    uct_iface_progress_enable(c.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    deadline = now_sec() + 5;
+    while ((!rx.done || !ry.done) && (now_sec() < deadline)) {
+        uct_worker_progress(worker);
+    }
+    printf("pending-stall: descriptors released: queued request on the "
+           "acked ep %s (%d calls), on the idle ep %s\n",
+           rx.done ? "ran" : "STALLED", rx.calls,
+           ry.done ? "ran" : "STALLED");
+
+    ok = rx.done && ry.done && !busy_lie;
+    deadline = now_sec() + 30;
+    ok = ok && flush_ep(ex, deadline) && flush_ep(ey, deadline);
+    for (i = 0; i < NUM_SILENT_EPS; ++i) {
+        ok = ok && flush_ep(ecs[i], deadline);
+    }
+    if (!rx.done) {
+        uct_ep_pending_purge(ex, NULL, NULL);
+    }
+    if (!ry.done && !busy_lie) {
+        uct_ep_pending_purge(ey, NULL, NULL);
+    }
+    for (i = 0; i < NUM_SILENT_EPS; ++i) {
+        uct_ep_destroy(ecs[i]);
+    }
+    uct_ep_destroy(ex);
+    uct_ep_destroy(ey);
+    uct_iface_close(a.iface);
+    uct_iface_close(b.iface);
+    uct_iface_close(c.iface);
+    return ok ? 0 : 1;
+}
+
+static int pipe_write(int fd, const void *buf, size_t len)
+{
+    return write(fd, buf, len) == (ssize_t)len;
+}
+
+static int pipe_read(int fd, void *buf, size_t len)
+{
+    size_t done = 0;
+    ssize_t n;
+
+    while (done < len) {
+        n = read(fd, (char*)buf + done, len - done);
+        if (n <= 0) {
+            return 0;
+        }
+        done += n;
+    }
+    return 1;
+}
+
+/* Child: progress until 'p', then no UCT call at all for pause seconds,
+ * then progress again until 'x'; sends back what it received */
+static void no_progress_child(double pause, int wfd, int rfd)
+{
+    test_resource_t res;
+    test_iface_t b;
+    struct timespec ts;
+    char cmd;
+    int flags;
+
+    if (!test_init(&res) || !iface_open(&res, &b)) {
+        _exit(77);
+    }
+    uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
+    pipe_write(wfd, b.dev_addr, MAX_ADDR);
+    pipe_write(wfd, b.iface_addr, MAX_ADDR);
+    flags = fcntl(rfd, F_GETFL);
+    fcntl(rfd, F_SETFL, flags | O_NONBLOCK);
+    for (cmd = 0; cmd != 'x';) {
+        uct_worker_progress(worker);
+        if ((read(rfd, &cmd, 1) == 1) && (cmd == 'p')) {
+            /* The compute phase: this thread does not touch UCT */
+            ts.tv_sec  = (time_t)pause;
+            ts.tv_nsec = (long)((pause - ts.tv_sec) * 1e9);
+            nanosleep(&ts, NULL);
+        }
+    }
+    pipe_write(wfd, &b.rx_count, sizeof(b.rx_count));
+    /* keep acknowledging until the parent is done */
+    for (ts.tv_sec = 0; ts.tv_sec < 1000000; ++ts.tv_sec) {
+        uct_worker_progress(worker);
+    }
+    _exit(0);
+}
+
+int test_no_progress(const test_resource_t *res, double pause)
+{
+    uint8_t addr[2][MAX_ADDR];
+    int up[2], down[2], ok;
+    uint64_t payload = 0, sent = 0, received = 0;
+    test_iface_t a;
+    uct_ep_h ep;
+    ucs_status_t status = UCS_OK;
+    double start, deadline;
+    pid_t pid;
+
+    if (pipe(up) || pipe(down)) {
+        return 1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        no_progress_child(pause, up[1], down[0]);
+    }
+    close(up[1]);
+    close(down[0]);
+    if (!pipe_read(up[0], addr[0], MAX_ADDR) ||
+        !pipe_read(up[0], addr[1], MAX_ADDR) || !iface_open(res, &a) ||
+        !ep_create(&a, addr[0], addr[1], &ep)) {
+        fprintf(stderr, "no-progress: setup failed\n");
+        return 1;
+    }
+
+    /* Both sides alive */
+    deadline = now_sec() + 30;
+    while ((sent < 100) && (now_sec() < deadline)) {
+        sent += (uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8) == UCS_OK);
+        uct_worker_progress(worker);
+    }
+    if (!flush_ep(ep, deadline)) {
+        fprintf(stderr, "no-progress: first flush failed\n");
+        return 1;
+    }
+
+    /* The child computes; this side keeps sending and progressing */
+    pipe_write(down[1], "p", 1);
+    start = now_sec();
+    while ((now_sec() < start + pause + 1.0) && (a.failed_eps == 0)) {
+        status = uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8);
+        if (status == UCS_OK) {
+            ++sent;
+        } else if (status != UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        uct_worker_progress(worker);
+    }
+    printf("no-progress: peer without progress for %.1f s: %lu sent, ep "
+           "%s after %.2f s\n", pause, (unsigned long)sent,
+           (a.failed_eps || (status == UCS_ERR_ENDPOINT_TIMEOUT)) ?
+           "FAILED" : "alive", now_sec() - start);
+
+    ok = (a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
+         flush_ep(ep, now_sec() + 30);
+    pipe_write(down[1], "x", 1);
+    ok = ok && pipe_read(up[0], &received, sizeof(received)) &&
+         (received == sent);
+    printf("no-progress: peer received %lu of %lu\n",
+           (unsigned long)received, (unsigned long)sent);
+    uct_ep_destroy(ep);
+    uct_iface_close(a.iface);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return ok ? 0 : 1;
+}
+
+/* One round: create an ep from a to b, one acknowledged message, destroy */
+static int churn_one(test_iface_t *a, test_iface_t *b, uint64_t seq)
+{
+    double deadline = now_sec() + 30;
+    uct_ep_h ep;
+
+    if (!ep_create(a, b->dev_addr, b->iface_addr, &ep)) {
+        return 0;
+    }
+    while ((uct_ep_am_short(ep, AM_ID + 1, seq, &seq, 8) != UCS_OK) &&
+           (now_sec() < deadline)) {
+        uct_worker_progress(worker);
+    }
+    if (!flush_ep(ep, deadline)) {
+        fprintf(stderr, "ep-churn: flush %lu failed\n", (unsigned long)seq);
+        uct_ep_destroy(ep);
+        return 0;
+    }
+    uct_ep_destroy(ep);
+    return 1;
+}
+
+int test_ep_churn(const test_resource_t *res, int count)
+{
+    int i, warmup = count / 10, ok = 1;
+    long rss0, rss1;
+    test_iface_t a, b;
+
+    if (!iface_open(res, &a) || !iface_open(res, &b)) {
+        return 1;
+    }
+    uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
+
+    for (i = 0; ok && (i < warmup); ++i) {
+        ok = churn_one(&a, &b, i);
+    }
+    progress_for(0.1); /* the last disconnect */
+    rss0 = vm_rss_kb();
+    for (; ok && (i < count); ++i) {
+        ok = churn_one(&a, &b, i);
+    }
+    progress_for(0.1);
+    rss1 = vm_rss_kb();
+
+    printf("ep-churn: %d eps created and destroyed to one iface, %lu "
+           "delivered; VmRSS +%ld kB over the last %d (%.1f B/ep)\n", i,
+           (unsigned long)b.rx_count, rss1 - rss0, count - warmup,
+           (rss1 - rss0) * 1024.0 / (count - warmup));
+    /* An ep left behind per round costs hundreds of bytes: 64 B per round
+     * is allocator noise */
+    ok = ok && (b.rx_count == (uint64_t)count) &&
+         ((rss1 - rss0) * 1024.0 / (count - warmup) < 64);
+    uct_iface_close(a.iface);
+    uct_iface_close(b.iface);
+    return ok ? 0 : 1;
+}

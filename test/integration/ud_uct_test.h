@@ -1,0 +1,55 @@
+/*
+ * Shared parts of the qpx_ud UCT test program (ud_uct_test.c, ud_uct_raw.c).
+ */
+#ifndef UD_UCT_TEST_H_
+#define UD_UCT_TEST_H_
+
+#include <uct/api/uct.h>
+#include <stdint.h>
+
+/* UD_TEST_TL=ud_verbs runs the same footprint test over UCX's own UD */
+#define TL_NAME  tl_name()
+#define AM_ID    5
+#define MAX_ADDR 64
+
+typedef struct {
+    uct_component_h  comp;
+    char             md_name[UCT_MD_NAME_MAX];
+    char             dev_name[UCT_DEVICE_NAME_MAX];
+} test_resource_t;
+
+typedef struct {
+    uct_iface_h      iface;
+    uct_iface_attr_t attr;
+    uint8_t          dev_addr[MAX_ADDR];
+    uint8_t          iface_addr[MAX_ADDR];
+    uint64_t         rx_expected;  /* next sequence number */
+    uint64_t         rx_errors;
+    uint64_t         rx_count;
+    int              failed_eps;
+} test_iface_t;
+
+extern uct_worker_h worker;
+extern uct_md_h     md;
+
+const char *tl_name(void);
+double now_sec(void);
+int test_init(test_resource_t *res);
+int iface_open(const test_resource_t *res, test_iface_t *ti);
+ucs_status_t count_handler(void *arg, void *data, size_t length,
+                          unsigned flags);
+
+int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
+              const uint8_t *iface_addr, uct_ep_h *ep_p);
+int flush_ep(uct_ep_h ep, double deadline);
+long vm_rss_kb(void);
+
+/* ud_uct_robust.c: pending stall, progress-less peer, ep churn */
+int test_pending_stall(const test_resource_t *res);
+int test_no_progress(const test_resource_t *res, double pause);
+int test_ep_churn(const test_resource_t *res, int count);
+
+/* ud_uct_raw.c: crafted packets from a raw UD QP */
+int test_garbage(const test_resource_t *res);
+
+#endif
