@@ -262,7 +262,8 @@ void sv_atomic_lock(void);
 void sv_atomic_unlock(void);
 uint64_t sv_shm_alloc(uint64_t len);      /* under lock; 0 on failure */
 void sv_shm_free(uint64_t off, uint64_t len);
-void sv_shm_reap(void);                   /* under lock */
+void sv_shm_reap(void);
+void sv_shm_recount(void);                   /* under lock */
 int  sv_proc_alive(uint32_t proc, int32_t pid);
 static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
 

@@ -439,6 +439,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     sv_shm_lock();
     if (h->num_cq >= sv_g.max_cq) {
         sv_shm_reap();
+        sv_shm_recount();
     }
     for (i = 1; (h->num_cq < sv_g.max_cq) && (i < SV_CQ_TBL); i++) {
         if (!h->cqs[i].in_use) {

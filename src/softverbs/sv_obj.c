@@ -115,6 +115,7 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
     sv_shm_lock();
     if (h->num_mr >= sv_g.max_mr) {
         sv_shm_reap();
+        sv_shm_recount();
     }
     for (n = 0; (h->num_mr < sv_g.max_mr) && (n < SV_MR_TBL); n++) {
         i = (h->mr_cursor + n) & (SV_MR_TBL - 1);

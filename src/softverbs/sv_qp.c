@@ -251,6 +251,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     sv_shm_lock();
     if (h->num_qp >= sv_g.max_qp) {
         sv_shm_reap();
+        sv_shm_recount();
     }
     for (n = 0; (h->num_qp < sv_g.max_qp) && (n < SV_QP_TBL); n++) {
         i = (h->qp_cursor + n) & (SV_QP_TBL - 1);

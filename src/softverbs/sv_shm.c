@@ -169,6 +169,42 @@ static int sv_size_class(uint64_t len)
     return c;
 }
 
+/* Take the head of free list c; 0 when it is empty */
+static uint64_t sv_shm_free_list_pop(struct sv_shm_hdr *h, int c)
+{
+    uint64_t off = h->free_list[c];
+
+    if (off != 0) {
+        h->free_list[c] = *(uint64_t *)sv_shm_ptr(off);
+    }
+    return off;
+}
+
+/*
+ * A free block of a larger class, split down to class c: the upper halves
+ * go to the free lists of the classes between. Blocks are never merged
+ * again, so this keeps a registry that served many sizes from running out
+ * while most of it is free.
+ */
+static uint64_t sv_shm_alloc_split(struct sv_shm_hdr *h, int c)
+{
+    uint64_t off;
+    int j;
+
+    for (j = c + 1; j < 48; j++) {
+        off = sv_shm_free_list_pop(h, j);
+        if (off == 0) {
+            continue;
+        }
+        while (j > c) {
+            --j;
+            sv_shm_free(off + ((uint64_t)1 << j), (uint64_t)1 << j);
+        }
+        return off;
+    }
+    return 0;
+}
+
 uint64_t sv_shm_alloc(uint64_t len)
 {
     struct sv_shm_hdr *h = sv_g.shm;
@@ -178,17 +214,26 @@ uint64_t sv_shm_alloc(uint64_t len)
     if (c >= 48) {
         return 0;
     }
-    off = h->free_list[c];
-    if (off != 0) {
-        h->free_list[c] = *(uint64_t *)sv_shm_ptr(off);
-        memset(sv_shm_ptr(off), 0, sz);
+    off = sv_shm_free_list_pop(h, c);
+    if ((off == 0) && (h->arena_top + sz > h->arena_off + h->arena_len) &&
+        (h->num_qp == 0) && (h->num_cq == 0) && (h->num_srq == 0)) {
+        /* Nothing holds arena memory (only QP, CQ and SRQ rings live
+         * there): start the arena again instead of failing */
+        memset(h->free_list, 0, sizeof(h->free_list));
+        h->arena_top = h->arena_off;
+    }
+    if ((off == 0) && (h->arena_top + sz <= h->arena_off + h->arena_len)) {
+        off = h->arena_top;
+        h->arena_top += sz;
         return off;
     }
-    if (h->arena_top + sz > h->arena_off + h->arena_len) {
-        return 0;
+    if (off == 0) {
+        off = sv_shm_alloc_split(h, c);
+        if (off == 0) {
+            return 0;
+        }
     }
-    off = h->arena_top;
-    h->arena_top += sz;
+    memset(sv_shm_ptr(off), 0, sz);
     return off;
 }
 
@@ -202,6 +247,36 @@ void sv_shm_free(uint64_t off, uint64_t len)
     }
     *(uint64_t *)sv_shm_ptr(off) = h->free_list[c];
     h->free_list[c] = off;
+}
+
+/*
+ * Recount the live objects of each kind from the tables. The counters
+ * decide the SOFTVERBS_MAX_* limits; a creator that finds a limit reached
+ * calls this after reaping, so a counter that drifted (a process killed
+ * between an update of an entry and of its counter) cannot refuse every
+ * creation on a registry that is in fact empty. Called with the lock held.
+ */
+void sv_shm_recount(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i, n;
+
+    for (i = n = 0; i < SV_QP_TBL; i++) {
+        n += !!h->qps[i].in_use;
+    }
+    h->num_qp = n;
+    for (i = n = 0; i < SV_CQ_TBL; i++) {
+        n += !!h->cqs[i].in_use;
+    }
+    h->num_cq = n;
+    for (i = n = 0; i < SV_SRQ_TBL; i++) {
+        n += !!h->srqs[i].in_use;
+    }
+    h->num_srq = n;
+    for (i = n = 0; i < SV_MR_TBL; i++) {
+        n += !!h->mrs[i].in_use;
+    }
+    h->num_mr = n;
 }
 
 /* Release every object of dead processes. Called with the lock held. */

@@ -170,6 +170,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     sv_shm_lock();
     if (h->num_srq >= sv_g.max_srq) {
         sv_shm_reap();
+        sv_shm_recount();
     }
     for (i = 1; (h->num_srq < sv_g.max_srq) && (i < SV_SRQ_TBL); i++) {
         if (!h->srqs[i].in_use) {
