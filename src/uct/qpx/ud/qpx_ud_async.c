@@ -44,6 +44,20 @@ qpx_ud_iface_async_unblock(qpx_ud_iface_t *iface)
     iface->async.ops->context_unblock(iface->async.ctx);
 }
 
+void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface)
+{
+    if (iface->async.ops != NULL) {
+        qpx_ud_iface_async_block(iface);
+    }
+}
+
+void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
+{
+    if (iface->async.ops != NULL) {
+        qpx_ud_iface_async_unblock(iface);
+    }
+}
+
 #define QPX_UD_ASYNC_IFACE(_tl_iface) \
     ucs_derived_of(_tl_iface, qpx_ud_iface_t)
 

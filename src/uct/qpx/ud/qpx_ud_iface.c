@@ -270,7 +270,11 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
 
     rdesc = (qpx_ud_recv_desc_t*)((char*)desc + iface->rx.headroom -
                                   iface->rx.hdr_room) - 1;
+    /* Released from any thread, any time: the async timer may be taking
+     * receive buffers from the same pool */
+    qpx_ud_iface_async_enter(iface);
     ucs_mpool_put(rdesc);
+    qpx_ud_iface_async_leave(iface);
 }
 
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)

@@ -310,6 +310,8 @@ void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
                                      const qpx_ud_iface_config_t *config);
 void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
+void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface);
+void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface);
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
                        ucs_status_t status);
 int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
