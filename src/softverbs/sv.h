@@ -298,8 +298,10 @@ struct sv_ev_msg {
     uint64_t cookie;              /* owner's object pointer */
 };
 
-int  sv_ev_socket(char tag, uint32_t id);
+int  sv_ev_open(char tag, uint32_t *id);
 void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg);
+void sv_ev_async(uint32_t ctx_id, enum sv_ev_kind kind,
+                 enum ibv_event_type type, uint32_t index, uint64_t cookie);
 
 /* ---------------------------------------------------------------------
  * Process-local objects
@@ -419,6 +421,7 @@ struct sv_qp {
     /* attributes as last modified */
     struct ibv_qp_attr attr;
     int      has_held_ud;         /* UD reordering: one held packet */
+    uint64_t peer_probe_ns;       /* last liveness probe of a peer */
     /* ibv_wr_* API state */
     struct ibv_send_wr *wr_list;
     int      wr_count, wr_cap;
@@ -478,6 +481,7 @@ int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int  sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
                 struct ibv_recv_wr **bad);
 int  sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out);
+void sv_rq_flush(struct sv_rq_hdr *rq, uint32_t cq_index, uint32_t qpn);
 uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out);
 uint32_t sv_rq_count(struct sv_rq_hdr *rq);
 int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

@@ -25,14 +25,10 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
         errno = ENOMEM;
         return NULL;
     }
-    sv_shm_lock();
-    ch->ch_id = sv_g.shm->next_ch_id++;
-    sv_shm_unlock();
     ch->ch.context = ctx;
-    ch->ch.fd      = sv_ev_socket('c', ch->ch_id);
+    ch->ch.fd      = sv_ev_open('c', &ch->ch_id);
     if (ch->ch.fd < 0) {
         free(ch);
-        errno = EMFILE;
         return NULL;
     }
     return &ch->ch;
@@ -137,6 +133,12 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     struct sv_ev_msg msg;
     uint32_t armed;
 
+    /* seq_cst fence: the CQE just published must be visible before armed is
+     * read. Paired with the fence in sv_req_notify_cq (store armed, then
+     * the consumer polls): without both, the producer can read armed == 0
+     * while the consumer, having armed, still sees an empty CQ (store-load
+     * reordering), and the wakeup is lost */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
         return;
     }
@@ -164,7 +166,6 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
     struct sv_cq_hdr *ring;
     struct sv_cq_slot *slot;
-    struct sv_ev_msg msg;
     uint64_t t, h;
 
     /* acquire: the ring offset is valid once in_use is seen */
@@ -178,12 +179,8 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
         h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
         if (t - h >= ring->cqe) {
             if (!__atomic_exchange_n(&scq->overrun, 1, __ATOMIC_RELAXED)) {
-                memset(&msg, 0, sizeof(msg));
-                msg.kind   = SV_EV_CQ;
-                msg.type   = IBV_EVENT_CQ_ERR;
-                msg.index  = cq_index;
-                msg.cookie = scq->cookie;
-                sv_ev_send('a', scq->ctx_id, &msg);
+                sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
+                            cq_index, scq->cookie);
             }
             sv_error("cq %u overrun", cq_index);
             return -1;
@@ -351,17 +348,23 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
     /* release: pairs with the producer's exchange on armed */
     __atomic_store_n(&cq->shm->armed, solicited_only ? 2 : 1,
                      __ATOMIC_RELEASE);
+    /* seq_cst fence: armed is visible before the caller polls the CQ again
+     * (pairs with the fence in sv_cq_notify; see there) */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return 0;
 }
 
 /* ibv_cq_ex polling interface */
-static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
+/* Pop the next CQE into cq->cur (after running the requesters when asked) */
+static int sv_cq_poll_next(struct ibv_cq_ex *cqx, int progress)
 {
     struct sv_cq *cq = (struct sv_cq *)cqx;
     int ret;
 
     pthread_mutex_lock(&cq->lock);
-    sv_cq_progress(cq);
+    if (progress) {
+        sv_cq_progress(cq);
+    }
     ret = sv_cq_pop(cq, &cq->cur);
     pthread_mutex_unlock(&cq->lock);
     if (!ret) {
@@ -372,20 +375,14 @@ static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
     return 0;
 }
 
+static int sv_cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *a)
+{
+    return sv_cq_poll_next(cqx, 1);
+}
+
 static int sv_cq_next_poll(struct ibv_cq_ex *cqx)
 {
-    struct sv_cq *cq = (struct sv_cq *)cqx;
-    int ret;
-
-    pthread_mutex_lock(&cq->lock);
-    ret = sv_cq_pop(cq, &cq->cur);
-    pthread_mutex_unlock(&cq->lock);
-    if (!ret) {
-        return ENOENT;
-    }
-    cqx->wr_id  = cq->cur.wr_id;
-    cqx->status = cq->cur.status;
-    return 0;
+    return sv_cq_poll_next(cqx, 0);
 }
 
 static void sv_cq_end_poll(struct ibv_cq_ex *cqx)

@@ -327,6 +327,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     struct sv_context *ctx;
     struct verbs_context *v;
     pthread_mutexattr_t ma;
+    int err;
 
     if (sv_shm_init() != 0) {
         errno = ENODEV;
@@ -342,18 +343,16 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         return NULL;
     }
     ctx->dev = dev;
-    sv_shm_lock();
-    ctx->ctx_id = sv_g.shm->next_ctx_id++;
-    sv_shm_unlock();
 
     v = &ctx->vctx;
     v->context.device     = device;
-    v->context.async_fd   = sv_ev_socket('a', ctx->ctx_id);
+    v->context.async_fd   = sv_ev_open('a', &ctx->ctx_id);
     if (v->context.async_fd < 0) {
         goto err_free;
     }
     v->context.cmd_fd     = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (v->context.cmd_fd < 0) {
+        sv_error("open(/dev/null) failed: %m");
         goto err_close_async;
     }
     v->context.num_comp_vectors = 1;
@@ -379,10 +378,11 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     return &v->context;
 
 err_close_async:
+    err = errno;
     close(v->context.async_fd);
+    errno = err;
 err_free:
     free(ctx);
-    errno = EMFILE;
     return NULL;
 }
 
@@ -396,10 +396,51 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
     return 0;
 }
 
+/* The object an async event names, if it still exists: 1 and *obj (NULL
+ * for a port), or 0 for a stale or foreign message */
+static int sv_ev_object(const struct sv_ev_msg *m, void **obj)
+{
+    uint64_t cookie;
+    uint32_t in_use;
+
+    switch (m->kind) {
+    case SV_EV_CQ:
+        if (m->index >= SV_CQ_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->cqs[m->index].in_use;
+        cookie = sv_g.shm->cqs[m->index].cookie;
+        break;
+    case SV_EV_QP:
+        if (m->index >= SV_QP_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->qps[m->index].in_use;
+        cookie = sv_g.shm->qps[m->index].cookie;
+        break;
+    case SV_EV_SRQ:
+        if (m->index >= SV_SRQ_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->srqs[m->index].in_use;
+        cookie = sv_g.shm->srqs[m->index].cookie;
+        break;
+    default:
+        *obj = NULL;
+        return 1;
+    }
+    if (!in_use || (cookie != m->cookie)) {
+        return 0;
+    }
+    *obj = (void *)(uintptr_t)m->cookie;
+    return 1;
+}
+
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
                                   struct ibv_async_event *event)
 {
     struct sv_ev_msg msg;
+    void *obj;
     ssize_t n;
 
     for (;;) {
@@ -407,42 +448,26 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
         if (n < 0) {
             return -1;
         }
-        if (n != sizeof(msg)) {
-            continue;
-        }
-        if ((msg.index >= SV_QP_TBL) ||
-            ((msg.kind == SV_EV_CQ) && (msg.index >= SV_CQ_TBL)) ||
-            ((msg.kind == SV_EV_SRQ) && (msg.index >= SV_SRQ_TBL))) {
-            continue; /* not from softverbs */
+        if ((n != sizeof(msg)) || !sv_ev_object(&msg, &obj)) {
+            continue; /* not from softverbs, or its object is gone */
         }
         memset(event, 0, sizeof(*event));
         event->event_type = msg.type;
         switch (msg.kind) {
         case SV_EV_CQ:
-            if (!sv_g.shm->cqs[msg.index].in_use ||
-                (sv_g.shm->cqs[msg.index].cookie != msg.cookie)) {
-                continue;
-            }
-            event->element.cq = (struct ibv_cq *)(uintptr_t)msg.cookie;
-            return 0;
+            event->element.cq = obj;
+            break;
         case SV_EV_QP:
-            if (!sv_g.shm->qps[msg.index].in_use ||
-                (sv_g.shm->qps[msg.index].cookie != msg.cookie)) {
-                continue;
-            }
-            event->element.qp = (struct ibv_qp *)(uintptr_t)msg.cookie;
-            return 0;
+            event->element.qp = obj;
+            break;
         case SV_EV_SRQ:
-            if (!sv_g.shm->srqs[msg.index].in_use ||
-                (sv_g.shm->srqs[msg.index].cookie != msg.cookie)) {
-                continue;
-            }
-            event->element.srq = (struct ibv_srq *)(uintptr_t)msg.cookie;
-            return 0;
+            event->element.srq = obj;
+            break;
         default:
             event->element.port_num = 1;
-            return 0;
+            break;
         }
+        return 0;
     }
 }
 

@@ -4,6 +4,7 @@
  * object import).
  */
 #include "sv.h"
+#include "sv_stub.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -128,28 +129,35 @@ SV_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
     dst->alt_timeout         = src->alt_timeout;
 }
 
+/* The scalar fields of a path record, under the same names in the verbs
+ * and the kernel ABI structures (the GIDs differ in type) */
+#define SV_PATH_REC_COPY(_dst, _src) \
+    do { \
+        (_dst)->dlid = (_src)->dlid; \
+        (_dst)->slid = (_src)->slid; \
+        (_dst)->raw_traffic = (_src)->raw_traffic; \
+        (_dst)->flow_label = (_src)->flow_label; \
+        (_dst)->hop_limit = (_src)->hop_limit; \
+        (_dst)->traffic_class = (_src)->traffic_class; \
+        (_dst)->reversible = (_src)->reversible; \
+        (_dst)->numb_path = (_src)->numb_path; \
+        (_dst)->pkey = (_src)->pkey; \
+        (_dst)->sl = (_src)->sl; \
+        (_dst)->mtu_selector = (_src)->mtu_selector; \
+        (_dst)->mtu = (_src)->mtu; \
+        (_dst)->rate_selector = (_src)->rate_selector; \
+        (_dst)->rate = (_src)->rate; \
+        (_dst)->packet_life_time_selector = (_src)->packet_life_time_selector; \
+        (_dst)->packet_life_time = (_src)->packet_life_time; \
+        (_dst)->preference = (_src)->preference; \
+    } while (0)
+
 SV_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
                                            struct ib_user_path_rec *src)
 {
     memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
     memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
-    dst->dlid                = src->dlid;
-    dst->slid                = src->slid;
-    dst->raw_traffic         = src->raw_traffic;
-    dst->flow_label          = src->flow_label;
-    dst->hop_limit           = src->hop_limit;
-    dst->traffic_class       = src->traffic_class;
-    dst->reversible          = src->reversible;
-    dst->numb_path           = src->numb_path;
-    dst->pkey                = src->pkey;
-    dst->sl                  = src->sl;
-    dst->mtu_selector        = src->mtu_selector;
-    dst->mtu                 = src->mtu;
-    dst->rate_selector       = src->rate_selector;
-    dst->rate                = src->rate;
-    dst->packet_life_time_selector = src->packet_life_time_selector;
-    dst->packet_life_time    = src->packet_life_time;
-    dst->preference          = src->preference;
+    SV_PATH_REC_COPY(dst, src);
 }
 
 SV_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
@@ -157,23 +165,7 @@ SV_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
 {
     memcpy(dst->dgid, src->dgid.raw, sizeof(src->dgid));
     memcpy(dst->sgid, src->sgid.raw, sizeof(src->sgid));
-    dst->dlid                = src->dlid;
-    dst->slid                = src->slid;
-    dst->raw_traffic         = src->raw_traffic;
-    dst->flow_label          = src->flow_label;
-    dst->hop_limit           = src->hop_limit;
-    dst->traffic_class       = src->traffic_class;
-    dst->reversible          = src->reversible;
-    dst->numb_path           = src->numb_path;
-    dst->pkey                = src->pkey;
-    dst->sl                  = src->sl;
-    dst->mtu_selector        = src->mtu_selector;
-    dst->mtu                 = src->mtu;
-    dst->rate_selector       = src->rate_selector;
-    dst->rate                = src->rate;
-    dst->packet_life_time_selector = src->packet_life_time_selector;
-    dst->packet_life_time    = src->packet_life_time;
-    dst->preference          = src->preference;
+    SV_PATH_REC_COPY(dst, src);
 }
 
 SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
@@ -185,49 +177,28 @@ SV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
     return EINVAL;
 }
 
-SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(ibv_set_ece, struct ibv_qp *qp, struct ibv_ece *ece)
 
-SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(ibv_query_ece, struct ibv_qp *qp, struct ibv_ece *ece)
 
-SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_context *, ibv_import_device, int cmd_fd)
 
-SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
-                                       uint32_t pd_handle)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_pd *, ibv_import_pd, struct ibv_context *context,
+             uint32_t pd_handle)
 
 SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
 }
 
-SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_mr *, ibv_import_mr, struct ibv_pd *pd,
+             uint32_t mr_handle)
 
 SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
 }
 
-SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
-                                       uint32_t dm_handle)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_dm *, ibv_import_dm, struct ibv_context *context,
+             uint32_t dm_handle)
 
 SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
@@ -241,13 +212,8 @@ SV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
     return 1;
 }
 
-SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
-                                           size_t length, uint64_t iova,
-                                           int fd, int access)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_mr *, ibv_reg_dmabuf_mr, struct ibv_pd *pd,
+             uint64_t offset, size_t length, uint64_t iova, int fd, int access)
 
 SV_EXPORT void __verbs_log(void *ctx, int level, const char *fmt, ...)
 {

@@ -12,71 +12,40 @@
 #include <errno.h>
 #include <stddef.h>
 
-#define SV_EXPORT __attribute__((visibility("default")))
+#include "sv_stub.h"
 
 SV_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
 {
     return false;
 }
 
-SV_EXPORT int mlx5dv_query_device(struct ibv_context *ctx,
-                                  struct mlx5dv_context *attrs)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_query_device, struct ibv_context *ctx,
+            struct mlx5dv_context *attrs)
 
-SV_EXPORT int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_init_obj, struct mlx5dv_obj *obj, uint64_t obj_type)
 
-SV_EXPORT struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
-                                                 struct mlx5dv_context_attr *attr)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_context *, mlx5dv_open_device,
+             struct ibv_device *device, struct mlx5dv_context_attr *attr)
 
-SV_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context,
-                                             struct ibv_cq_init_attr_ex *cq_attr,
-                                             struct mlx5dv_cq_init_attr *mlx5_cq_attr)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_cq_ex *, mlx5dv_create_cq, struct ibv_context *context,
+             struct ibv_cq_init_attr_ex *cq_attr,
+             struct mlx5dv_cq_init_attr *mlx5_cq_attr)
 
-SV_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
-                                          struct ibv_qp_init_attr_ex *qp_attr,
-                                          struct mlx5dv_qp_init_attr *mlx5_qp_attr)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct ibv_qp *, mlx5dv_create_qp, struct ibv_context *context,
+             struct ibv_qp_init_attr_ex *qp_attr,
+             struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 
-SV_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_qp_ex *, mlx5dv_qp_ex_from_ibv_qp_ex,
+             struct ibv_qp_ex *qp)
 
-SV_EXPORT struct mlx5dv_mkey *mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_mkey *, mlx5dv_create_mkey,
+             struct mlx5dv_mkey_init_attr *attr)
 
-SV_EXPORT int mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_destroy_mkey, struct mlx5dv_mkey *mkey)
 
-SV_EXPORT struct mlx5dv_devx_event_channel *
-mlx5dv_devx_create_event_channel(struct ibv_context *context,
-                                 enum mlx5dv_devx_create_event_channel_flags flags)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_devx_event_channel *, mlx5dv_devx_create_event_channel,
+             struct ibv_context *context,
+             enum mlx5dv_devx_create_event_channel_flags flags)
 
 SV_EXPORT void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel *ch)
 {
@@ -90,102 +59,49 @@ SV_EXPORT ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *ch,
     return -1;
 }
 
-SV_EXPORT int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel *ch,
-                                               struct mlx5dv_devx_obj *obj,
-                                               uint16_t events_sz,
-                                               uint16_t events_num[],
-                                               uint64_t cookie)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_subscribe_devx_event,
+            struct mlx5dv_devx_event_channel *ch, struct mlx5dv_devx_obj *obj,
+            uint16_t events_sz, uint16_t events_num[], uint64_t cookie)
 
-SV_EXPORT int mlx5dv_crypto_login(struct ibv_context *context,
-                                  struct mlx5dv_crypto_login_attr *attr)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_crypto_login, struct ibv_context *context,
+            struct mlx5dv_crypto_login_attr *attr)
 
-SV_EXPORT struct mlx5dv_dek *mlx5dv_dek_create(struct ibv_context *context,
-                                               struct mlx5dv_dek_init_attr *attr)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_dek *, mlx5dv_dek_create,
+             struct ibv_context *context, struct mlx5dv_dek_init_attr *attr)
 
-SV_EXPORT int mlx5dv_dek_destroy(struct mlx5dv_dek *dek)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_dek_destroy, struct mlx5dv_dek *dek)
 
-SV_EXPORT struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context,
-                                                        uint32_t flags)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_devx_uar *, mlx5dv_devx_alloc_uar,
+             struct ibv_context *context, uint32_t flags)
 
 SV_EXPORT void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar)
 {
 }
 
-SV_EXPORT int mlx5dv_devx_general_cmd(struct ibv_context *context,
-                                      const void *in, size_t inlen,
-                                      void *out, size_t outlen)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_general_cmd, struct ibv_context *context,
+            const void *in, size_t inlen, void *out, size_t outlen)
 
-SV_EXPORT struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context,
-                                                         const void *in, size_t inlen,
-                                                         void *out, size_t outlen)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_devx_obj *, mlx5dv_devx_obj_create,
+             struct ibv_context *context, const void *in, size_t inlen,
+             void *out, size_t outlen)
 
-SV_EXPORT int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_obj_destroy, struct mlx5dv_devx_obj *obj)
 
-SV_EXPORT int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in,
-                                     size_t inlen, void *out, size_t outlen)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_obj_modify, struct mlx5dv_devx_obj *obj,
+            const void *in, size_t inlen, void *out, size_t outlen)
 
-SV_EXPORT int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in,
-                                    size_t inlen, void *out, size_t outlen)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_obj_query, struct mlx5dv_devx_obj *obj, const void *in,
+            size_t inlen, void *out, size_t outlen)
 
-SV_EXPORT struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx,
-                                                        void *addr, size_t size,
-                                                        uint32_t access)
-{
-    errno = EOPNOTSUPP;
-    return NULL;
-}
+SV_STUB_NULL(struct mlx5dv_devx_umem *, mlx5dv_devx_umem_reg,
+             struct ibv_context *ctx, void *addr, size_t size, uint32_t access)
 
-SV_EXPORT int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_umem_dereg, struct mlx5dv_devx_umem *umem)
 
-SV_EXPORT int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in,
-                                    size_t inlen, void *out, size_t outlen)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_qp_modify, struct ibv_qp *qp, const void *in,
+            size_t inlen, void *out, size_t outlen)
 
-SV_EXPORT int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in,
-                                   size_t inlen, void *out, size_t outlen)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_devx_qp_query, struct ibv_qp *qp, const void *in,
+            size_t inlen, void *out, size_t outlen)
 
-SV_EXPORT int mlx5dv_dci_stream_id_reset(struct ibv_qp *qp, uint16_t stream_id)
-{
-    return EOPNOTSUPP;
-}
+SV_STUB_ERR(mlx5dv_dci_stream_id_reset, struct ibv_qp *qp, uint16_t stream_id)

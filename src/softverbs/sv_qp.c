@@ -404,35 +404,14 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
  * ------------------------------------------------------------------- */
 static void sv_qp_async_event(struct sv_qp *qp, enum ibv_event_type type)
 {
-    struct sv_ev_msg msg;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_QP;
-    msg.type   = type;
-    msg.index  = qp->index;
-    msg.cookie = qp->shm->cookie;
-    sv_ev_send('a', qp->shm->ctx_id, &msg);
+    sv_ev_async(qp->shm->ctx_id, SV_EV_QP, type, qp->index, qp->shm->cookie);
 }
 
-/* Flush the QP's own receive queue (owner only) */
+/* Flush the QP's own receive queue */
 void sv_qp_flush_rq(struct sv_qp *qp)
 {
-    struct sv_rwqe *w;
-    struct sv_cqe c;
-
-    if (qp->rq == NULL) {
-        return;
-    }
-    w = alloca(sizeof(*w) + qp->rq->max_sge * sizeof(struct ibv_sge));
-    memset(&c, 0, sizeof(c));
-    c.status = IBV_WC_WR_FLUSH_ERR;
-    c.opcode = IBV_WC_RECV;
-    c.qp_num = qp->shm->qpn;
-    while (sv_rq_take(qp->rq, w)) {
-        c.wr_id = w->wr_id;
-        if (sv_cq_push(qp->rcq->index, &c, NULL, 0) < 0) {
-            break;
-        }
+    if (qp->rq != NULL) {
+        sv_rq_flush(qp->rq, qp->rcq->index, qp->shm->qpn);
     }
 }
 

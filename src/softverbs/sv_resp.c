@@ -9,6 +9,11 @@
  *   GET_WQE      SEND, WRITE_WITH_IMM: consume a receive WQE, else RNR
  *   EXECUTE      move the payload / perform the atomic
  *   COMPLETE     push the responder's CQE, raise the SRQ limit event
+ *
+ * Errors (after rxe's responder classes): an RC request that fails the
+ * rkey check or the receive WQE's checks is NAKed and moves the responder
+ * QP to ERR (sv_resp_qp_error); UC has no NAK, so the message is dropped
+ * and the requester completes successfully.
  */
 #include "sv.h"
 
@@ -16,11 +21,45 @@
 #include <string.h>
 #include <endian.h>
 #include <unistd.h>
+#include <errno.h>
 #include <sys/uio.h>
 
 /* ---------------------------------------------------------------------
  * Responder
  * ------------------------------------------------------------------- */
+/*
+ * A dead peer is noticed by process_vm_*v failing with ESRCH, but a
+ * payload carried in the CQ slot, or none, makes no such call: the peer is
+ * probed by reading one byte of its QP object (the cookie), at most once a
+ * millisecond per requester QP (qp->lock held), so that a request to it
+ * gets no response, as a destroyed QP's. A zombie fails the read too.
+ */
+static int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq)
+{
+    struct iovec liov, riov;
+    uint64_t now;
+    char c;
+
+    if (dq->pid == sv_g.pid) {
+        return 1;
+    }
+    now = sv_now_ns();
+    if (now - qp->peer_probe_ns < 1000000ull) {
+        return 1;
+    }
+    qp->peer_probe_ns = now;
+    liov.iov_base = &c;
+    liov.iov_len  = 1;
+    riov.iov_base = (void *)(uintptr_t)dq->cookie;
+    riov.iov_len  = 1;
+    if (sv_mem_read(dq->pid, &liov, 1, &riov, 1) == -ESRCH) {
+        sv_error("qp 0x%x: peer pid %d of qp 0x%x is gone", qp->shm->qpn,
+                 dq->pid, dq->qpn);
+        return 0;
+    }
+    return 1;
+}
+
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
@@ -50,7 +89,9 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     } else if (dq->dest_qpn != sq->qpn) {
         return SV_RESP_NORESP;    /* not connected to us */
     }
-    /* a dead peer is noticed by process_vm_*v failing with ESRCH */
+    if (!sv_resp_peer_alive(r->qp, dq)) {
+        return SV_RESP_NORESP;
+    }
     return SV_RESP_ACK;
 }
 
@@ -94,7 +135,6 @@ static struct sv_rq_hdr *sv_resp_rq(struct sv_shm_qp *dq,
 static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                               uint32_t index)
 {
-    struct sv_ev_msg msg;
     /* acquire/CAS: exactly one consumer fires the event and disarms */
     uint32_t limit = __atomic_load_n(&s->limit, __ATOMIC_ACQUIRE);
 
@@ -105,12 +145,8 @@ static void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
         return;
     }
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_SRQ;
-    msg.type   = IBV_EVENT_SRQ_LIMIT_REACHED;
-    msg.index  = index;
-    msg.cookie = s->cookie;
-    sv_ev_send('a', s->ctx_id, &msg);
+    sv_ev_async(s->ctx_id, SV_EV_SRQ, IBV_EVENT_SRQ_LIMIT_REACHED, index,
+                s->cookie);
 }
 
 /* Receive WQE SGEs -> responder iovecs; returns the capacity or -1 */
@@ -180,6 +216,9 @@ struct sv_resp {
     struct sv_cqe       cqe;           /* responder completion */
     struct sv_cqe_inl   inl;
     int                 result;        /* enum sv_resp_status */
+    enum ibv_wc_status  wqe_status;    /* set: complete the WQE with it */
+    int                 to_err;        /* enum sv_resp_err */
+    int                 event;         /* async event with it, or -1 */
 };
 
 static int sv_resp_needs_wqe(uint32_t opcode)
@@ -220,6 +259,70 @@ static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
                                        sv_resp_after_checks(rs);
 }
 
+enum sv_resp_err {
+    SV_RESP_ERR_NONE,
+    SV_RESP_ERR_PENDING,               /* responder QP must go to ERR */
+    SV_RESP_ERR_MOVED,                 /* moved by us: flush and notify */
+    SV_RESP_ERR_DONE,                  /* nothing more to do */
+};
+
+static void sv_resp_set_error(struct sv_resp *rs, int event)
+{
+    rs->to_err = SV_RESP_ERR_PENDING;
+    rs->event  = event;
+}
+
+/* Move the responder QP to ERR unless already there or reset */
+static void sv_resp_qp_set_err(struct sv_resp *rs)
+{
+    struct sv_shm_qp *dq = rs->dq;
+    uint32_t st;
+
+    rs->to_err = SV_RESP_ERR_DONE;
+    /* acquire: pairs with the owner's release in ibv_modify_qp */
+    st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
+    do {
+        if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR)) {
+            return;
+        }
+        /* acq_rel: the owner sees ERR before the error CQE and flushes;
+         * no requester delivers to the QP after it */
+    } while (!__atomic_compare_exchange_n(&dq->state, &st, IBV_QPS_ERR, 0,
+                                          __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    sv_error("qp 0x%x: responder error, moved to ERR", dq->qpn);
+    rs->to_err = SV_RESP_ERR_MOVED;
+}
+
+/*
+ * Remote access violation (rkey, PD, rights, bounds, misaligned atomic).
+ * RC, class C: the request is NAKed, the responder QP goes to ERR with
+ * IBV_EVENT_QP_ACCESS_ERR, and the receive WQE a WRITE_WITH_IMM needs
+ * completes with IBV_WC_REM_ACCESS_ERR. As in rxe, the receive WQE is
+ * looked for before the rkey: without one, the request is RNR NAKed first.
+ * UC: dropped, no NAK, no WQE consumed (rxe completes a WQE already taken
+ * from an SRQ in error; softverbs has no UC QP on an SRQ).
+ */
+static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
+{
+    struct sv_swqe *w = rs->w;
+    int rc = (rs->dq->type == IBV_QPT_RC);
+
+    sv_error("qp 0x%x: remote access error from qp 0x%x: rkey 0x%x "
+             "addr 0x%lx len %u", rs->dq->qpn, rs->r->qp->shm->qpn, w->rkey,
+             (unsigned long)w->remote_addr, w->length);
+    if (rc) {
+        sv_resp_set_error(rs, IBV_EVENT_QP_ACCESS_ERR);
+    } else {
+        rs->result = SV_RESP_ACK;
+    }
+    if (!rc || !sv_resp_needs_wqe(w->opcode)) {
+        return SV_RESPST_DONE;
+    }
+    rs->wqe_status = IBV_WC_REM_ACCESS_ERR;
+    return SV_RESPST_GET_WQE;
+}
+
 static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
 {
     struct sv_swqe *w = rs->w;
@@ -235,7 +338,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
         if (w->remote_addr & 7) {
             rs->result = SV_RESP_NAK_INV; /* misaligned atomic */
-            return SV_RESPST_DONE;
+            return sv_resp_access_error(rs);
         }
         access = IBV_ACCESS_REMOTE_ATOMIC;
         len    = 8;
@@ -248,7 +351,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
     rs->result = sv_resp_check_rkey(rs->dq, w->rkey, w->remote_addr, len,
                                     access, &rs->riov);
     if (rs->result != SV_RESP_ACK) {
-        return SV_RESPST_DONE;
+        return sv_resp_access_error(rs);
     }
     return sv_resp_after_checks(rs);
 }
@@ -263,6 +366,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
         sv_error("qp 0x%x: no receive WQE (RNR)", rs->dq->qpn);
         rs->r->min_rnr_timer = rs->dq->min_rnr_timer;
         rs->result = SV_RESP_RNR;
+        rs->to_err = SV_RESP_ERR_NONE; /* NAKed for RNR, not the error */
         return SV_RESPST_DONE;
     }
     if (srq != NULL) {
@@ -279,7 +383,23 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
         rs->cqe.imm_data  = rs->w->imm_data;
         rs->cqe.wc_flags |= IBV_WC_WITH_IMM;
     }
+    if (rs->wqe_status != IBV_WC_SUCCESS) {
+        rs->cqe.status = rs->wqe_status;
+        return SV_RESPST_COMPLETE;
+    }
     return SV_RESPST_EXECUTE;
+}
+
+/* The receive WQE fails its checks: it completes in error. RC: the request
+ * is NAKed and the responder QP goes to ERR (a completion error, so no async
+ * event; rxe class C). UC and UD have no NAK: the requester succeeds. */
+static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
+{
+    if (rs->dq->type == IBV_QPT_RC) {
+        rs->result = nak;
+        sv_resp_set_error(rs, -1);
+    }
+    return SV_RESPST_COMPLETE;
 }
 
 /* SEND: scatter the payload (and the GRH for UD) into the receive WQE */
@@ -300,13 +420,11 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
     cap = sv_resp_recv_iov(dq, rs->rw, riov, &rcnt);
     if (cap < 0) {
         rs->cqe.status = IBV_WC_LOC_PROT_ERR;
-        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_OP;
-        return SV_RESPST_COMPLETE;
+        return sv_resp_recv_error(rs, SV_RESP_NAK_OP);
     }
     if ((size_t)cap < len) {
         rs->cqe.status = IBV_WC_LOC_LEN_ERR;
-        rs->result     = ud ? SV_RESP_ACK : SV_RESP_NAK_INV;
-        return SV_RESPST_COMPLETE;
+        return sv_resp_recv_error(rs, SV_RESP_NAK_INV);
     }
     if (ud) {
         sv_resp_build_grh(r, &grh, len - SV_GRH_LEN);
@@ -412,6 +530,9 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
 
 static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
 {
+    if (rs->to_err == SV_RESP_ERR_PENDING) {
+        sv_resp_qp_set_err(rs); /* ERR is seen with the error CQE */
+    }
     if (rs->cqe.status != IBV_WC_SUCCESS) {
         sv_error("qp 0x%x: receive WQE error %s", rs->dq->qpn,
                  ibv_wc_status_str(rs->cqe.status));
@@ -419,6 +540,32 @@ static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
     sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
                !!(rs->w->send_flags & IBV_SEND_SOLICITED));
     return SV_RESPST_DONE;
+}
+
+/* After the responder QP was moved to ERR: flush its receive queue (the
+ * ring and the CQ are shared, so the flush completions appear without its
+ * owner); the owner flushes its send queue when it next polls (flush_req)
+ * or posts. An SRQ is not flushed; its QP reports
+ * IBV_EVENT_QP_LAST_WQE_REACHED. */
+static void sv_resp_qp_error(struct sv_resp *rs)
+{
+    struct sv_shm_qp *dq = rs->dq;
+
+    if (!dq->srq && dq->rq_off) {
+        sv_rq_flush(sv_shm_ptr(dq->rq_off), dq->rcq, dq->qpn);
+    }
+    /* release: the owner's poll sees the ERR state with the request */
+    __atomic_store_n(&sv_g.shm->cqs[dq->scq].flush_req, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sv_g.shm->cqs[dq->rcq].flush_req, 1, __ATOMIC_RELEASE);
+
+    if (rs->event >= 0) {
+        sv_ev_async(dq->ctx_id, SV_EV_QP, rs->event, dq - sv_g.shm->qps,
+                    dq->cookie);
+    }
+    if (dq->srq) {
+        sv_ev_async(dq->ctx_id, SV_EV_QP, IBV_EVENT_QP_LAST_WQE_REACHED,
+                    dq - sv_g.shm->qps, dq->cookie);
+    }
 }
 
 int sv_resp_execute(struct sv_resp_req *r)
@@ -432,6 +579,9 @@ int sv_resp_execute(struct sv_resp_req *r)
     rs.rw     = alloca(sizeof(*rs.rw) + SV_MAX_SGE * sizeof(struct ibv_sge));
     rs.result = SV_RESP_NAK_INV;
     rs.cqe.status = IBV_WC_SUCCESS;
+    rs.wqe_status = IBV_WC_SUCCESS;
+    rs.to_err     = SV_RESP_ERR_NONE;
+    rs.event      = -1;
 
     while (state != SV_RESPST_DONE) {
         switch (state) {
@@ -454,6 +604,12 @@ int sv_resp_execute(struct sv_resp_req *r)
             state = SV_RESPST_DONE;
             break;
         }
+    }
+    if (rs.to_err == SV_RESP_ERR_PENDING) {
+        sv_resp_qp_set_err(&rs);
+    }
+    if (rs.to_err == SV_RESP_ERR_MOVED) {
+        sv_resp_qp_error(&rs);
     }
     return rs.result;
 }

@@ -75,6 +75,27 @@ int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
     }
 }
 
+/* Complete every WQE of a receive queue with IBV_WC_WR_FLUSH_ERR into the
+ * CQ at cq_index. Safe from any process: the ring and the CQ are shared, and
+ * WQEs are taken with the same CAS as the responder's. */
+void sv_rq_flush(struct sv_rq_hdr *rq, uint32_t cq_index, uint32_t qpn)
+{
+    struct sv_rwqe *w = alloca(sizeof(*w) +
+                               rq->max_sge * sizeof(struct ibv_sge));
+    struct sv_cqe c;
+
+    memset(&c, 0, sizeof(c));
+    c.status = IBV_WC_WR_FLUSH_ERR;
+    c.opcode = IBV_WC_RECV;
+    c.qp_num = qpn;
+    while (sv_rq_take(rq, w)) {
+        c.wr_id = w->wr_id;
+        if (sv_cq_push(cq_index, &c, NULL, 0) < 0) {
+            break;
+        }
+    }
+}
+
 uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out)
 {
     struct sv_rq_hdr *rq;

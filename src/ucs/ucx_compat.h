@@ -15,6 +15,41 @@
 #endif
 
 #if defined(QPX_UCX_INTERNAL_HEADERS)
+/* UCX's internal headers read the macros of its own build's config.h; its
+ * package macros must not replace qpx's */
+#  pragma push_macro("PACKAGE")
+#  pragma push_macro("PACKAGE_BUGREPORT")
+#  pragma push_macro("PACKAGE_NAME")
+#  pragma push_macro("PACKAGE_STRING")
+#  pragma push_macro("PACKAGE_TARNAME")
+#  pragma push_macro("PACKAGE_URL")
+#  pragma push_macro("PACKAGE_VERSION")
+#  pragma push_macro("VERSION")
+#  undef PACKAGE
+#  undef PACKAGE_BUGREPORT
+#  undef PACKAGE_NAME
+#  undef PACKAGE_STRING
+#  undef PACKAGE_TARNAME
+#  undef PACKAGE_URL
+#  undef PACKAGE_VERSION
+#  undef VERSION
+#  include QPX_UCX_BUILD_CONFIG_H
+#  undef PACKAGE
+#  undef PACKAGE_BUGREPORT
+#  undef PACKAGE_NAME
+#  undef PACKAGE_STRING
+#  undef PACKAGE_TARNAME
+#  undef PACKAGE_URL
+#  undef PACKAGE_VERSION
+#  undef VERSION
+#  pragma pop_macro("PACKAGE")
+#  pragma pop_macro("PACKAGE_BUGREPORT")
+#  pragma pop_macro("PACKAGE_NAME")
+#  pragma pop_macro("PACKAGE_STRING")
+#  pragma pop_macro("PACKAGE_TARNAME")
+#  pragma pop_macro("PACKAGE_URL")
+#  pragma pop_macro("PACKAGE_VERSION")
+#  pragma pop_macro("VERSION")
 #  include <uct/base/uct_component.h>
 #  include <uct/base/uct_md.h>
 #  include <uct/base/uct_iface.h>

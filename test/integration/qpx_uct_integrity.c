@@ -267,6 +267,15 @@ static int run_target(ctx_t *c)
         case CMD_GET64:
             memcpy(&reply, c->buf, 8);
             break;
+        case CMD_RECONNECT:
+            /* A fresh endpoint pair: the initiator's was canceled */
+            reply = 1;
+            xfer(c->sock, &reply, sizeof(reply), 1);
+            uct_ep_destroy(c->ep);
+            if (ctx_connect(c, &remote)) {
+                return 1;
+            }
+            continue;
         default:
             reply = 0;
             xfer(c->sock, &reply, sizeof(reply), 1);
@@ -444,7 +453,13 @@ int main(int argc, char **argv)
     }
     run_initiator(&c, max_size);
     waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (WIFSIGNALED(status)) {
+        printf("INFO: target (pid %d) killed by signal %d\n", (int)pid,
+               WTERMSIG(status));
+        fail("target exited abnormally");
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        printf("INFO: target (pid %d) exited with %d\n", (int)pid,
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         fail("target exited abnormally");
     }
     printf("%d passed, %d failed (%d skipped)\n", passed, failed, skipped);

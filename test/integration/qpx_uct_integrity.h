@@ -39,7 +39,8 @@ typedef struct {
 } peer_info_t;
 
 /* Commands from the initiator to the target */
-enum { CMD_CHECK = 1, CMD_FILL, CMD_AMSTAT, CMD_SET64, CMD_GET64, CMD_QUIT };
+enum { CMD_CHECK = 1, CMD_FILL, CMD_AMSTAT, CMD_SET64, CMD_GET64, CMD_QUIT,
+       CMD_RECONNECT };
 
 typedef struct {
     uint32_t cmd;

@@ -423,6 +423,79 @@ static void test_flush_cancel(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
     }
 }
 
+/* Flush of the interface with CANCEL and a completion: every outstanding
+ * operation completes (canceled or done), and the flush either returns
+ * UCS_OK or completes comp; afterwards the endpoint is reconnected */
+static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
+                                    peer_info_t *remote,
+                                    uct_rkey_bundle_t *bundle)
+{
+    comp_t comps[32], fcomp;
+    uct_iov_t iov;
+    ucs_status_t status;
+    int i, posted = 0, done = 0, ok;
+    char what[160];
+
+    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
+        skip("iface flush cancel: no get_zcopy");
+        return;
+    }
+
+    /* The endpoint of test_flush_cancel is in error: a new pair */
+    remote_cmd(c, CMD_RECONNECT, 0, 0, 0);
+    uct_rkey_release(c->comp, bundle);
+    uct_ep_destroy(c->ep);
+    c->ep_failed = 0;
+    if (ctx_connect(c, remote) ||
+        uct_rkey_unpack(c->comp, remote->rkey, bundle)) {
+        fail("iface flush cancel: reconnect");
+        return;
+    }
+    *rkey = bundle->rkey;
+
+    for (i = 0; i < 32; ++i) {
+        comp_init(&comps[i]);
+        iov.buffer = (char*)c->buf + i * 65536;
+        iov.length = 65536;
+        iov.memh   = c->memh;
+        iov.stride = 0;
+        iov.count  = 1;
+        status = uct_ep_get_zcopy(c->ep, &iov, 1, remote->buf_addr, *rkey,
+                                  &comps[i].super);
+        if (status != UCS_INPROGRESS) {
+            comps[i].done = 1;
+            continue;
+        }
+        ++posted;
+    }
+
+    comp_init(&fcomp);
+    status = uct_iface_flush(c->iface, UCT_FLUSH_FLAG_CANCEL, &fcomp.super);
+    if (status == UCS_ERR_UNSUPPORTED) {
+        fail("iface flush(CANCEL) with a completion: unsupported");
+        return;
+    }
+    ok = (status == UCS_OK) || (status == UCS_INPROGRESS);
+    for (i = 0; (i < 1000000) && ((done < 32) ||
+                                  ((status == UCS_INPROGRESS) && !fcomp.done));
+         ++i) {
+        uct_worker_progress(c->worker);
+        for (done = 0; (done < 32) && comps[done].done; ++done) {
+        }
+    }
+    ok = ok && (done == 32) && ((status == UCS_OK) || fcomp.done);
+    snprintf(what, sizeof(what), "iface flush(CANCEL) with a completion: "
+             "returned %s, all %d outstanding gets completed",
+             ucs_status_string(status), posted);
+    ok ? pass(what) : fail(what);
+
+    /* The endpoint is in error now: operations are refused, not lost */
+    status = uct_ep_put_short(c->ep, c->buf, 8, remote->buf_addr, *rkey);
+    snprintf(what, sizeof(what), "put after iface flush(CANCEL): %s",
+             ucs_status_string(status));
+    (status != UCS_OK) ? pass(what) : fail(what);
+}
+
 static double now_sec(void)
 {
     struct timespec ts;
@@ -552,6 +625,7 @@ int run_initiator(ctx_t *c, size_t max_size)
     test_iface_flush(c, rkey.rkey, remote.buf_addr);
     c->ep_failed = 0;
     test_flush_cancel(c, rkey.rkey, remote.buf_addr);
+    test_iface_flush_cancel(c, &rkey.rkey, &remote, &rkey);
     remote_cmd(c, CMD_QUIT, 0, 0, 0);
     uct_rkey_release(c->comp, &rkey);
     return 0;

@@ -23,8 +23,17 @@ run() { # name env...
     if [ $ret -eq 0 ]; then
         qpx_pass "$name: $summary"
     else
-        grep -E "^FAIL|ERROR" "$RC_TMP/out" | head -20
-        qpx_fail "$name: $summary (exit $ret)"
+        # Both processes (initiator and forked target) write to this file;
+        # print all of it so that a failure explains itself
+        case $ret in
+        124) why="timed out after 300 s" ;;
+        1)   why="a check failed" ;;
+        *)   why="exit $ret" ;;
+        esac
+        echo "---- output of both sides ($name, env: $*)"
+        tail -200 "$RC_TMP/out"
+        echo "----"
+        qpx_fail "$name: $why: $(grep -c '^FAIL' "$RC_TMP/out") FAIL lines, last line: $summary"
     fi
 }
 

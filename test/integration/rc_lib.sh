@@ -49,7 +49,7 @@ rc_pair() {
         qpx_pass "$name: $(grep '^Final:' "$RC_TMP/cli.log" | awk '{print $4 " us, " $7 " MB/s, " $9 " msg/s"}')"
     else
         qpx_fail "$name (client exit $crc, server exit $src)"
-        tail -5 "$RC_TMP/cli.log" "$RC_TMP/srv.log"
+        for f in "$RC_TMP/cli.log" "$RC_TMP/srv.log"; do echo "---- $f"; tail -n 8 "$f"; done
     fi
 }
 

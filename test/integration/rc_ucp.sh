@@ -1,7 +1,10 @@
 #!/bin/sh
 # UCP over qpx_rc: UCX_TLS=qpx_rc,ud_verbs (UCX's UD carries wireup);
 # ucx_perftest UCP tests, and UCX's lane report shows qpx_rc carrying the
-# tag, RMA, AM and stream lanes.
+# tag, RMA, AM and stream lanes. With -E sleep, ucx_perftest waits in
+# ucp_worker_wait (event fd + ucp_worker_arm): UCP uses only transports
+# with event notification, so qpx_rc must carry the lanes there too, and a
+# lost event would hang the test (timeout: failure).
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/rc_lib.sh"
 rc_setup
@@ -23,6 +26,26 @@ lanes() { # test expected-lane
         qpx_fail "$1: no $2 lane on $RC_TL"; grep "ep_cfg" "$RC_TMP/cli.log"
     fi
 }
+# Event-driven progress (uct_iface_event_fd_get / uct_iface_event_arm,
+# UCX_<TL>_EVENTS=y, the default). Not here: ucp_put_lat, whose target
+# waits for an RDMA write, which raises no event (rc_verbs hangs the same
+# way). stream_bw hung in half of the runs before event_arm stopped
+# returning BUSY for work it found (UCP's check of an idle interface sleeps
+# after a BUSY).
+P=$(echo "$RC_TL" | tr a-z A-Z)
+export UCX_${P}_EVENTS=y
+for t in "tag_lat" "tag_bw -s 1048576" "ucp_am_lat" "ucp_am_bw -s 100000" \
+         "stream_lat -s 8000" "stream_bw -s 65536" "stream_bw -s 8000"; do
+    rc_pair "UCP $t, sleep mode" -t $t -E sleep -n 2000 -w 10
+done
+UCX_LOG_LEVEL=info rc_pair "UCP tag_lat sleep mode lanes" -t tag_lat -E sleep -n 100 -w 1
+if grep -q "ep_cfg.*tag($RC_TL/" "$RC_TMP/cli.log"; then
+    qpx_pass "sleep mode: tag lane on $RC_TL"
+else
+    qpx_fail "sleep mode: no tag lane on $RC_TL (no event support?)"; grep "ep_cfg" "$RC_TMP/cli.log"
+fi
+unset UCX_${P}_EVENTS
+
 lanes tag_lat tag
 lanes ucp_put_lat rma
 lanes ucp_get rma

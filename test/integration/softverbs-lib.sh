@@ -100,6 +100,10 @@ svt_wait_listen() {
 # server to listen on $SVT_LISTEN_PORT when set.
 svt_run_pair() {
     name=$1; secs=$2; pattern=$3; srv_cmd=$4; cli_cmd=$5
+    # The budgets are for an idle 2-core machine; two spinning processes
+    # that share a loaded core meet only at scheduler ticks, so scale them
+    # (QPX_TIMEOUT_SCALE, default 3): a hang still fails, just later.
+    secs=$((secs * ${QPX_TIMEOUT_SCALE:-3}))
     srv_file=$SVT_TMP/$(echo "$name" | tr ' /' '__').srv
     cli_file=${srv_file%.srv}.cli
     # shellcheck disable=SC2086

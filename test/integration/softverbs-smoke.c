@@ -120,6 +120,17 @@ static int post_write(struct ibv_qp *qp, void *laddr, uint32_t lkey,
     return ibv_post_send(qp, &wr, &bad);
 }
 
+/* Post one signaled WR (see post_write) and check that it completes on _cq
+ * with status _st */
+#define CHECK_WR(_st, _cq, _qp, _buf, _lkey, _raddr, _rkey, _len, _op, _what) \
+    do { \
+        struct ibv_wc _wc = {0}; \
+        CHECK(post_write(_qp, _buf, _lkey, _raddr, _rkey, _len, _op) == 0, \
+              "post"); \
+        CHECK(wait_wc(_cq, &_wc) && (_wc.status == (_st)), _what ": %s", \
+              ibv_wc_status_str(_wc.status)); \
+    } while (0)
+
 static void setup(struct pair *p, int rnr_retry, int timeout, int retry)
 {
     int i;
@@ -187,31 +198,26 @@ static void test_write_and_errors(struct ibv_context *ctx)
     /* bad rkey: remote access error, nothing written, QP in error and
      * the next WR flushed */
     memset(p.buf + 1024, 0, 16);
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, (uintptr_t)p.buf + 1024,
-                     p.mr->rkey + 1, 6, IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
-          "bad rkey: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_REM_ACCESS_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey,
+             (uintptr_t)p.buf + 1024, p.mr->rkey + 1, 6, IBV_WR_RDMA_WRITE,
+             "bad rkey");
     CHECK(p.buf[1024] == 0, "written despite bad rkey");
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, (uintptr_t)p.buf + 1024,
-                     p.mr->rkey, 6, IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_WR_FLUSH_ERR,
-          "flush: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_WR_FLUSH_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey,
+             (uintptr_t)p.buf + 1024, p.mr->rkey, 6, IBV_WR_RDMA_WRITE,
+             "flush");
     teardown(&p);
 
     /* out of bounds */
     setup(&p, 0, 14, 1);
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, (uintptr_t)p.buf + 65530,
-                     p.mr->rkey, 16, IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
-          "oob: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_REM_ACCESS_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey,
+             (uintptr_t)p.buf + 65530, p.mr->rkey, 16, IBV_WR_RDMA_WRITE,
+             "oob");
     teardown(&p);
 
     /* RNR: no receive posted */
     setup(&p, 1, 14, 1);
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, 0, 0, 6,
-                     IBV_WR_SEND) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
-          "rnr: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_RNR_RETRY_EXC_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey, 0,
+             0, 6, IBV_WR_SEND, "rnr");
     teardown(&p);
 
     /* peer QP in error: transport retry exceeded */
@@ -220,10 +226,9 @@ static void test_write_and_errors(struct ibv_context *ctx)
         struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
         CHECK(ibv_modify_qp(p.qp[1], &a, IBV_QP_STATE) == 0, "to err");
     }
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, (uintptr_t)p.buf + 1024,
-                     p.mr->rkey, 6, IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_RETRY_EXC_ERR,
-          "retry: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_RETRY_EXC_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey,
+             (uintptr_t)p.buf + 1024, p.mr->rkey, 6, IBV_WR_RDMA_WRITE,
+             "retry");
     teardown(&p);
 }
 
@@ -258,7 +263,6 @@ static void test_cross_process(struct ibv_context *ctx)
 {
     struct pair p = { .ctx = ctx };
     volatile char *shared;
-    struct ibv_wc wc;
     pid_t pid;
     int i;
 
@@ -293,11 +297,9 @@ static void test_cross_process(struct ibv_context *ctx)
      * child owns QP 1; here it must fail with a remote access error since
      * QP 1's owner is the parent */
     strcpy(p.buf, "xproc");
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, *(uint64_t *)(shared + 8),
-                     *(uint32_t *)(shared + 16), 6, IBV_WR_RDMA_WRITE) == 0,
-          "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
-          "foreign mr: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_REM_ACCESS_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey,
+             *(uint64_t *)(shared + 8), *(uint32_t *)(shared + 16), 6,
+             IBV_WR_RDMA_WRITE, "foreign mr");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     teardown(&p);
@@ -464,7 +466,6 @@ static void test_peer_death(struct ibv_context *ctx)
 {
     struct pair p = { .ctx = ctx };
     volatile uint64_t *sh;
-    struct ibv_wc wc;
     pid_t pid;
     int i;
 
@@ -507,20 +508,16 @@ static void test_peer_death(struct ibv_context *ctx)
     }
     CHECK(connect_rc(p.qp[0], sh[1], 0, 8, 1) == 0, "connect");
     strcpy(p.buf, "alive");
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, sh[2], sh[3], 6,
-                     IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_SUCCESS,
-          "write to live peer: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_SUCCESS, p.cq[0], p.qp[0], p.buf, p.mr->lkey, sh[2],
+             sh[3], 6, IBV_WR_RDMA_WRITE, "write to live peer");
     while (sh[0] != 2) {
         usleep(100);
     }
     CHECK(sh[4] == 1, "peer did not see the data");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    CHECK(post_write(p.qp[0], p.buf, p.mr->lkey, sh[2], sh[3], 6,
-                     IBV_WR_RDMA_WRITE) == 0, "post");
-    CHECK(wait_wc(p.cq[0], &wc) && wc.status == IBV_WC_RETRY_EXC_ERR,
-          "write to dead peer: %s", ibv_wc_status_str(wc.status));
+    CHECK_WR(IBV_WC_RETRY_EXC_ERR, p.cq[0], p.qp[0], p.buf, p.mr->lkey, sh[2],
+             sh[3], 6, IBV_WR_RDMA_WRITE, "write to dead peer");
     ibv_destroy_qp(p.qp[0]);
     ibv_destroy_cq(p.cq[0]);
     ibv_dereg_mr(p.mr);

@@ -24,12 +24,17 @@ want() { [ -z "$SVT_CLIENTS" ] || echo "$1" | grep -Eq "$SVT_CLIENTS"; }
 # --- UCX 1.13 transports -------------------------------------------------------
 # the client's summary row: "Final: <iterations> <numbers...>"
 UCX_OK='^Final:[[:space:]]+[0-9]+[[:space:]]+[0-9.]+'
-uct() {
-    want "ucx_perftest $1 $2" || return 0
+# ucx_pair KEY NAME SECS CMD: CMD as server, and as client of 127.0.0.1, on
+# a free port; KEY is what SVT_CLIENTS selects
+ucx_pair() {
+    want "$1" || return 0
     port=$(qpx_free_port)
-    SVT_LISTEN_PORT=$port svt_run_pair "ucx_perftest -x $1 -t $2" 30 "$UCX_OK" \
-        "ucx_perftest -d $D:1 -x $1 -t $2 -n 2000 -w 100 -p $port $3" \
-        "ucx_perftest -d $D:1 -x $1 -t $2 -n 2000 -w 100 -p $port $3 127.0.0.1"
+    SVT_LISTEN_PORT=$port svt_run_pair "$2" "$3" "$UCX_OK" \
+        "$4 -n 2000 -w 100 -p $port" "$4 -n 2000 -w 100 -p $port 127.0.0.1"
+}
+uct() {
+    ucx_pair "ucx_perftest $1 $2" "ucx_perftest -x $1 -t $2" 30 \
+        "ucx_perftest -d $D:1 -x $1 -t $2 $3"
 }
 uct rc_verbs am_lat
 uct rc_verbs put_lat
@@ -42,11 +47,8 @@ uct rc_verbs am_bw "-s 4096 -D bcopy"
 uct ud_verbs am_lat
 uct ud_verbs am_bw "-s 1024 -D bcopy"
 ucp() {
-    want "ucx_perftest UCP $1 $2" || return 0
-    port=$(qpx_free_port)
-    SVT_LISTEN_PORT=$port svt_run_pair "ucx_perftest UCP $1 UCX_TLS=$2" 30 "$UCX_OK" \
-        "env UCX_TLS=$2 UCX_NET_DEVICES=$D:1 ucx_perftest -t $1 -n 2000 -w 100 -p $port $3" \
-        "env UCX_TLS=$2 UCX_NET_DEVICES=$D:1 ucx_perftest -t $1 -n 2000 -w 100 -p $port $3 127.0.0.1"
+    ucx_pair "ucx_perftest UCP $1 $2" "ucx_perftest UCP $1 UCX_TLS=$2" 30 \
+        "env UCX_TLS=$2 UCX_NET_DEVICES=$D:1 ucx_perftest -t $1 $3"
 }
 ucp tag_lat rc_verbs,ud_verbs
 ucp tag_bw rc_verbs,ud_verbs "-s 1048576"
@@ -55,11 +57,8 @@ ucp ucp_put_lat rc_verbs,ud_verbs
 
 # UCX's UD reliability over a lossy and reordering fabric (softverbs knobs)
 lossy() {
-    want "ucx_perftest lossy $1" || return 0
-    port=$(qpx_free_port)
-    SVT_LISTEN_PORT=$port svt_run_pair "ucx_perftest -x ud_verbs -t $1 with $2" 60 "$UCX_OK" \
-        "env $2 ucx_perftest -d $D:1 -x ud_verbs -t $1 -n 2000 -w 100 -p $port $3" \
-        "env $2 ucx_perftest -d $D:1 -x ud_verbs -t $1 -n 2000 -w 100 -p $port $3 127.0.0.1"
+    ucx_pair "ucx_perftest lossy $1" "ucx_perftest -x ud_verbs -t $1 with $2" \
+        60 "env $2 ucx_perftest -d $D:1 -x ud_verbs -t $1 $3"
 }
 lossy am_bw "SOFTVERBS_UD_DROP=0.01 SOFTVERBS_UD_REORDER=0.01" "-s 1024 -D bcopy"
 lossy am_lat "SOFTVERBS_UD_REORDER=0.05"

@@ -163,6 +163,8 @@ void svt_ep_connect(svt_ep_t *ep, const svt_addr_t *remote);
 void svt_ep_destroy(svt_ep_t *ep);
 void svt_ep_pair(svt_proc_t *p, int peer, svt_dev_t *dev,
                  const svt_ep_opts_t *o, svt_ep_t *ep);
+void svt_ep_local_pair(svt_dev_t *dev, const svt_ep_opts_t *o, svt_ep_t *a,
+                       svt_ep_t *b);
 void svt_ah_attr_init(const svt_dev_t *dev, const svt_addr_t *remote,
                       struct ibv_ah_attr *ah);
 

@@ -52,10 +52,15 @@ static void svt_data_check_target(const svt_ep_t *ep, size_t size, uint32_t seed
                      "guard after data");
 }
 
-static void svt_data_run(svt_proc_t *p, enum ibv_wr_opcode op,
-                         enum ibv_qp_type type)
+/* A data case's arg: message size, opcode and QP type */
+#define SVT_DATA_ARG(_op, _type, _size) \
+    ((long)(_size) | ((long)(_op) << 32) | ((long)(_type) << 40))
+
+static void svt_case_data(svt_proc_t *p)
 {
-    size_t size   = p->arg;
+    size_t size   = p->arg & 0xffffffffl;
+    enum ibv_wr_opcode op = (enum ibv_wr_opcode)((p->arg >> 32) & 0xff);
+    enum ibv_qp_type type = (enum ibv_qp_type)((p->arg >> 40) & 0xff);
     uint32_t seed = 0x5a + (uint32_t)size;
     uint64_t wr_id = 0xabc000 + size;
     int has_recv  = (op == IBV_WR_SEND) || (op == IBV_WR_SEND_WITH_IMM) ||
@@ -130,47 +135,13 @@ static void svt_data_run(svt_proc_t *p, enum ibv_wr_opcode op,
     svt_dev_close(&dev);
 }
 
-static void svt_case_send(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_SEND, IBV_QPT_RC);
-}
-
-static void svt_case_send_imm(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_SEND_WITH_IMM, IBV_QPT_RC);
-}
-
-static void svt_case_write(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_RDMA_WRITE, IBV_QPT_RC);
-}
-
-static void svt_case_write_imm(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_QPT_RC);
-}
-
-static void svt_case_read(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_RDMA_READ, IBV_QPT_RC);
-}
-
-static void svt_case_uc_send(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_SEND_WITH_IMM, IBV_QPT_UC);
-}
-
-static void svt_case_uc_write(svt_proc_t *p)
-{
-    svt_data_run(p, IBV_WR_RDMA_WRITE, IBV_QPT_UC);
-}
-
 /*
  * Inline: the source is an unregistered stack buffer with lkey 0, and it is
- * overwritten right after ibv_post_send returns.
+ * overwritten right after ibv_post_send returns. arg: the opcode.
  */
-static void svt_inline_run(svt_proc_t *p, enum ibv_wr_opcode op)
+static void svt_case_inline(svt_proc_t *p)
 {
+    enum ibv_wr_opcode op = (enum ibv_wr_opcode)p->arg;
     const size_t size = 48;
     uint32_t seed     = 0x77;
     svt_dev_t dev;
@@ -223,16 +194,6 @@ static void svt_inline_run(svt_proc_t *p, enum ibv_wr_opcode op)
     svt_dev_close(&dev);
 }
 
-static void svt_case_inline_send(svt_proc_t *p)
-{
-    svt_inline_run(p, IBV_WR_SEND);
-}
-
-static void svt_case_inline_write(svt_proc_t *p)
-{
-    svt_inline_run(p, IBV_WR_RDMA_WRITE);
-}
-
 /*
  * Scatter/gather: the initiator gathers `src` segments of its buffer, the
  * target (or, for READ, the initiator) scatters into `dst` segments. The
@@ -277,8 +238,10 @@ static void svt_sge_check(const uint8_t *buf, const svt_seg_t *dst, int ndst,
     }
 }
 
-static void svt_sge_run(svt_proc_t *p, enum ibv_wr_opcode op)
+/* arg: the opcode */
+static void svt_case_sge(svt_proc_t *p)
 {
+    enum ibv_wr_opcode op = (enum ibv_wr_opcode)p->arg;
     static uint8_t ref[32768];
     svt_dev_t dev;
     svt_ep_t ep;
@@ -362,49 +325,10 @@ static void svt_sge_run(svt_proc_t *p, enum ibv_wr_opcode op)
     svt_dev_close(&dev);
 }
 
-static void svt_case_sge_send(svt_proc_t *p)
+/* arg (sq_sig_all) 0: only the signaled WR completes; 1: all do */
+static void svt_case_signal(svt_proc_t *p)
 {
-    svt_sge_run(p, IBV_WR_SEND);
-}
-
-static void svt_case_sge_write(svt_proc_t *p)
-{
-    svt_sge_run(p, IBV_WR_RDMA_WRITE);
-}
-
-static void svt_case_sge_read(svt_proc_t *p)
-{
-    svt_sge_run(p, IBV_WR_RDMA_READ);
-}
-
-/* Receive buffer too small: LOC_LEN_ERR at the target, REM_INV_REQ at the
- * initiator */
-static void svt_case_recv_too_small(svt_proc_t *p)
-{
-    svt_dev_t dev;
-    svt_ep_t ep;
-    svt_ep_opts_t o;
-
-    svt_dev_open(&dev);
-    svt_ep_opts_init(&o, IBV_QPT_RC);
-    o.retry_cnt = 1;
-    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
-    if (p->rank == 1) {
-        svt_post_recv(&ep, 0, 100, 5);
-        svt_sync(p, 0);
-        svt_expect_wc(ep.cq, IBV_WC_LOC_LEN_ERR, -1, 5, NULL);
-    } else {
-        svt_sync(p, 1);
-        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 200, 0, 0, 0,
-                             IBV_SEND_SIGNALED, 6));
-        svt_expect_wc(ep.cq, IBV_WC_REM_INV_REQ_ERR, -1, 6, NULL);
-    }
-    svt_sync(p, !p->rank);
-}
-
-/* sq_sig_all=0: only the signaled WR completes; sq_sig_all=1: all do */
-static void svt_signal_run(svt_proc_t *p, int sig_all)
-{
+    int sig_all = (int)p->arg;
     svt_dev_t dev;
     svt_ep_t ep;
     svt_ep_opts_t o;
@@ -428,16 +352,6 @@ static void svt_signal_run(svt_proc_t *p, int sig_all)
         svt_expect_no_wc(ep.cq, 100);
     }
     svt_sync(p, !p->rank);
-}
-
-static void svt_case_signal_selective(svt_proc_t *p)
-{
-    svt_signal_run(p, 0);
-}
-
-static void svt_case_signal_all(svt_proc_t *p)
-{
-    svt_signal_run(p, 1);
 }
 
 /* RC delivers sends in order; receives complete in posting order */
@@ -531,29 +445,36 @@ static void svt_case_write_then(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
-#define SVT_SIZE_CASES(_pfx, _fn) \
-    {_pfx "/0", _fn, 2, 0}, {_pfx "/1", _fn, 2, 1}, {_pfx "/7", _fn, 2, 7}, \
-    {_pfx "/8", _fn, 2, 8}, {_pfx "/63", _fn, 2, 63}, \
-    {_pfx "/64", _fn, 2, 64}, {_pfx "/4095", _fn, 2, 4095}, \
-    {_pfx "/4096", _fn, 2, 4096}, {_pfx "/65537", _fn, 2, 65537}, \
-    {_pfx "/1MiB", _fn, 2, 1 << 20}, {_pfx "/4MiB", _fn, 2, 4 << 20}
+#define SVT_DATA_CASE(_name, _op, _type, _size) \
+    {_name, svt_case_data, 2, SVT_DATA_ARG(_op, _type, _size)}
+#define SVT_SIZE_CASES(_pfx, _op) \
+    SVT_DATA_CASE(_pfx "/0", _op, IBV_QPT_RC, 0), \
+    SVT_DATA_CASE(_pfx "/1", _op, IBV_QPT_RC, 1), \
+    SVT_DATA_CASE(_pfx "/7", _op, IBV_QPT_RC, 7), \
+    SVT_DATA_CASE(_pfx "/8", _op, IBV_QPT_RC, 8), \
+    SVT_DATA_CASE(_pfx "/63", _op, IBV_QPT_RC, 63), \
+    SVT_DATA_CASE(_pfx "/64", _op, IBV_QPT_RC, 64), \
+    SVT_DATA_CASE(_pfx "/4095", _op, IBV_QPT_RC, 4095), \
+    SVT_DATA_CASE(_pfx "/4096", _op, IBV_QPT_RC, 4096), \
+    SVT_DATA_CASE(_pfx "/65537", _op, IBV_QPT_RC, 65537), \
+    SVT_DATA_CASE(_pfx "/1MiB", _op, IBV_QPT_RC, 1 << 20), \
+    SVT_DATA_CASE(_pfx "/4MiB", _op, IBV_QPT_RC, 4 << 20)
 
 const svt_case_t svt_cases_data[] = {
-    SVT_SIZE_CASES("rc/send", svt_case_send),
-    SVT_SIZE_CASES("rc/send_imm", svt_case_send_imm),
-    SVT_SIZE_CASES("rc/write", svt_case_write),
-    SVT_SIZE_CASES("rc/write_imm", svt_case_write_imm),
-    SVT_SIZE_CASES("rc/read", svt_case_read),
-    {"uc/send_imm/4096", svt_case_uc_send, 2, 4096},
-    {"uc/write/65537", svt_case_uc_write, 2, 65537},
-    {"inline/send", svt_case_inline_send, 2},
-    {"inline/write", svt_case_inline_write, 2},
-    {"sge/send", svt_case_sge_send, 2},
-    {"sge/write", svt_case_sge_write, 2},
-    {"sge/read", svt_case_sge_read, 2},
-    {"sge/recv_too_small", svt_case_recv_too_small, 2},
-    {"signal/selective", svt_case_signal_selective, 2},
-    {"signal/sq_sig_all", svt_case_signal_all, 2},
+    SVT_SIZE_CASES("rc/send", IBV_WR_SEND),
+    SVT_SIZE_CASES("rc/send_imm", IBV_WR_SEND_WITH_IMM),
+    SVT_SIZE_CASES("rc/write", IBV_WR_RDMA_WRITE),
+    SVT_SIZE_CASES("rc/write_imm", IBV_WR_RDMA_WRITE_WITH_IMM),
+    SVT_SIZE_CASES("rc/read", IBV_WR_RDMA_READ),
+    SVT_DATA_CASE("uc/send_imm/4096", IBV_WR_SEND_WITH_IMM, IBV_QPT_UC, 4096),
+    SVT_DATA_CASE("uc/write/65537", IBV_WR_RDMA_WRITE, IBV_QPT_UC, 65537),
+    {"inline/send", svt_case_inline, 2, IBV_WR_SEND},
+    {"inline/write", svt_case_inline, 2, IBV_WR_RDMA_WRITE},
+    {"sge/send", svt_case_sge, 2, IBV_WR_SEND},
+    {"sge/write", svt_case_sge, 2, IBV_WR_RDMA_WRITE},
+    {"sge/read", svt_case_sge, 2, IBV_WR_RDMA_READ},
+    {"signal/selective", svt_case_signal, 2, 0},
+    {"signal/sq_sig_all", svt_case_signal, 2, 1},
     {"order/rc_send", svt_case_send_order, 2},
     {"order/write_then_send", svt_case_write_then, 2, 0},
     {"order/write_then_read", svt_case_write_then, 2, 1},

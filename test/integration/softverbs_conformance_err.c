@@ -47,11 +47,45 @@ static int svt_acc_mr_access(int kind)
     }
 }
 
+static void svt_expect_qp_event(svt_dev_t *dev, svt_ep_t *ep, int event)
+{
+    struct ibv_async_event ev;
+
+    svt_wait_async(dev->ctx, event, SVT_WC_TIMEOUT_MS, &ev);
+    SVT_CHECK(ev.element.qp == ep->qp, "%s names qp %p, expected %p",
+              ibv_event_type_str(event), (void *)ev.element.qp,
+              (void *)ep->qp);
+}
+
+/*
+ * The responder of an RC request that failed its checks (rxe's class C): its
+ * QP is in ERR, with IBV_EVENT_QP_ACCESS_ERR when event is not -1, and the
+ * receive WQE flush_id (posted before the error) is flushed; on an SRQ, it
+ * stays there, and the QP reports IBV_EVENT_QP_LAST_WQE_REACHED.
+ */
+static void svt_expect_responder_err(svt_dev_t *dev, svt_ep_t *ep, int event,
+                                     uint64_t flush_id)
+{
+    if (ep->o.srq == NULL) {
+        svt_expect_wc(ep->cq, IBV_WC_WR_FLUSH_ERR, -1, flush_id, NULL);
+    }
+    SVT_CHECK(svt_qp_state(ep->qp) == IBV_QPS_ERR, "responder QP state %d "
+              "after the NAK, expected ERR", svt_qp_state(ep->qp));
+    if (event >= 0) {
+        svt_expect_qp_event(dev, ep, event);
+    }
+    if (ep->o.srq != NULL) {
+        svt_expect_qp_event(dev, ep, IBV_EVENT_QP_LAST_WQE_REACHED);
+        svt_expect_no_wc(ep->cq, 50);
+    }
+}
+
 /*
  * Rank 1 exposes a "victim" MR filled with a marker. Rank 0 violates the
  * access rules once, then posts a valid write: the first WR completes with
  * REM_ACCESS_ERR, the QP is in ERR, the next WRs flush, and neither the
- * victim nor the valid target is modified.
+ * victim nor the valid target is modified. Rank 1's QP goes to ERR too,
+ * with IBV_EVENT_QP_ACCESS_ERR, and its posted receive is flushed.
  */
 static void svt_case_access(svt_proc_t *p)
 {
@@ -94,8 +128,10 @@ static void svt_case_access(svt_proc_t *p)
             SVT_OK(ibv_dereg_mr(vmr));
             vmr = NULL;
         }
+        svt_post_recv(&ep, 0, 64, 7);
         svt_msg_send(p, 0, &va, sizeof(va));
         svt_sync(p, 0); /* rank 0 saw its completions */
+        svt_expect_responder_err(&dev, &ep, IBV_EVENT_QP_ACCESS_ERR, 7);
         svt_memset_check(victim, SVT_VICTIM_LEN, SVT_VICTIM_VAL,
                          "victim MR after the rejected access");
         svt_memset_check(ep.buf, ep.size, SVT_VICTIM_VAL,
@@ -144,7 +180,8 @@ static void svt_case_access(svt_proc_t *p)
         SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "QP state %d after "
                   "REM_ACCESS_ERR, expected ERR", svt_qp_state(ep.qp));
         /* posting in ERR is allowed and flushes */
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64, svt_raddr(&ep, 0),
+        SVT_OK(svt_post_send(&ep, p->arg ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, 0,
+                         p->arg ? 8 : 64, svt_raddr(&ep, 0),
                              ep.remote.rkey, 0, IBV_SEND_SIGNALED, 2));
         svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 2, NULL);
         svt_memset_check(ep.buf, ep.size, 0x77, "local buffer of a failed op");
@@ -197,6 +234,157 @@ static void svt_case_mr_exact_bounds(svt_proc_t *p)
         SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 1, va.addr + len,
                              va.rkey, 0, IBV_SEND_SIGNALED, 3));
         svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 3, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/* RC requests that the responder NAKs (rxe's class A/C errors) */
+typedef struct {
+    enum ibv_wr_opcode op;
+    size_t             off;        /* remote offset */
+    uint32_t           rkey_xor;   /* spoils the rkey */
+    size_t             len;
+    size_t             recv_len;   /* of the responder's two receives */
+    enum ibv_wc_status req_status; /* at the requester */
+    enum ibv_wc_status wqe_status; /* of the responder's first receive */
+    int                event;      /* at the responder, or -1 */
+    int                srq;        /* the responder's QP on an SRQ */
+} svt_resp_err_t;
+
+static const svt_resp_err_t svt_resp_errs[] = {
+    /* bad rkey: the receive WQE a WRITE_WITH_IMM consumes completes with
+     * REM_ACCESS_ERR (rxe checks the receive WQE before the rkey) */
+    {IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0x5a5a00, 64, 64, IBV_WC_REM_ACCESS_ERR,
+     IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR},
+    /* misaligned atomic */
+    {IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 0, 8, 64, IBV_WC_REM_INV_REQ_ERR,
+     IBV_WC_WR_FLUSH_ERR, IBV_EVENT_QP_ACCESS_ERR},
+    /* receive buffer too small: the error has a completion, no event */
+    {IBV_WR_SEND, 0, 0, 200, 100, IBV_WC_REM_INV_REQ_ERR, IBV_WC_LOC_LEN_ERR,
+     -1},
+    /* bad rkey to a QP on an SRQ: the SRQ keeps its other WQE */
+    {IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0x5a5a00, 64, 64, IBV_WC_REM_ACCESS_ERR,
+     IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, 1},
+};
+
+/*
+ * Rank 0 posts a request the responder rejects (svt_resp_errs[arg]): its WR
+ * completes with req_status; rank 1's first receive completes with
+ * wqe_status, its second is flushed, its QP is in ERR (with the event), and
+ * an RDMA target is left untouched.
+ */
+static void svt_case_resp_err(svt_proc_t *p)
+{
+    const svt_resp_err_t *e = &svt_resp_errs[p->arg];
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.retry_cnt = 1;
+    if ((p->rank == 1) && e->srq) {
+        SVT_NN(o.srq, ibv_create_srq(dev.pd, &sa));
+    }
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        memset(ep.buf + 4096, SVT_VICTIM_VAL, ep.size - 4096);
+        svt_post_recv(&ep, 0, e->recv_len, 1);
+        svt_post_recv(&ep, 0, e->recv_len, 2);
+        svt_sync(p, 0);
+        svt_expect_wc(ep.cq, e->wqe_status, -1, 1, NULL);
+        svt_expect_responder_err(&dev, &ep, e->event, 2);
+        svt_memset_check(ep.buf + 4096, ep.size - 4096, SVT_VICTIM_VAL,
+                         "target of a rejected request");
+    } else {
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, e->op, 0, e->len,
+                             svt_raddr(&ep, 4096 + e->off),
+                             ep.remote.rkey ^ e->rkey_xor, 0x1234,
+                             IBV_SEND_SIGNALED, 3));
+        svt_expect_wc(ep.cq, e->req_status, -1, 3, NULL);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/*
+ * UC has no NAK: an RDMA WRITE with a bad rkey is dropped by the responder
+ * (rxe: class D/E drop), the requester completes it successfully, both QPs
+ * stay in RTS, and a following valid write lands.
+ */
+static void svt_case_uc_bad_rkey(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_UC);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        memset(ep.buf, SVT_VICTIM_VAL, ep.size);
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* rank 0 saw its completions */
+        svt_memset_check(ep.buf, 64, 0x77, "target of the valid write");
+        svt_memset_check(ep.buf + 64, 64, SVT_VICTIM_VAL,
+                         "target of the dropped write");
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_RTS, "responder QP state "
+                  "%d after a dropped UC write, expected RTS",
+                  svt_qp_state(ep.qp));
+        SVT_CHECK(!svt_wait_fd(dev.ctx->async_fd, 50),
+                  "async event after a dropped UC write");
+    } else {
+        memset(ep.buf, 0x77, ep.size);
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 64), ep.remote.rkey ^ 0x5a5a00,
+                             0, IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_RTS, "requester QP state "
+                  "%d after a UC write to a bad rkey, expected RTS",
+                  svt_qp_state(ep.qp));
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 0), ep.remote.rkey, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 2, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
+/*
+ * The responder's own send queue: a SEND of rank 1 waits on RNR (rank 0
+ * posts no receive, infinite rnr_retry) when rank 0's bad-rkey write moves
+ * rank 1's QP to ERR; rank 1's next poll flushes that SEND.
+ */
+static void svt_case_resp_sq_flushed(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.rnr_retry     = 7;
+    o.min_rnr_timer = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 1));
+        svt_expect_no_wc(ep.cq, 20); /* RNR retries */
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* rank 0 saw its REM_ACCESS_ERR */
+        svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 1, NULL);
+        SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "responder QP state "
+                  "%d, expected ERR", svt_qp_state(ep.qp));
+    } else {
+        svt_sync(p, 1);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64,
+                             svt_raddr(&ep, 0), ep.remote.rkey ^ 0x5a5a00, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_REM_ACCESS_ERR, -1, 2, NULL);
         svt_sync(p, 1);
     }
     svt_sync(p, !p->rank);
@@ -290,7 +478,9 @@ static void svt_case_rnr(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
-/* The peer process dies: RETRY_EXC_ERR after about timeout x retry_cnt */
+/* The peer process dies: RETRY_EXC_ERR after about timeout x retry_cnt,
+ * for an RDMA WRITE (arg 0) and for a small SEND to a receive the peer
+ * posted before dying (arg 1: its payload would fit in the CQ slot) */
 static void svt_case_peer_killed(svt_proc_t *p)
 {
     const uint8_t timeout = 14, retry = 3; /* 67 ms x (1 + 3) */
@@ -306,6 +496,7 @@ static void svt_case_peer_killed(svt_proc_t *p)
     o.retry_cnt = retry;
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
         kill(getpid(), SIGKILL);
     }
     /* wait for the peer's death: its socket end closes */
@@ -313,7 +504,8 @@ static void svt_case_peer_killed(svt_proc_t *p)
     }
     svt_sleep_ms(20);
     t0 = svt_now_ms();
-    SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 64, svt_raddr(&ep, 0),
+    SVT_OK(svt_post_send(&ep, p->arg ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, 0,
+                         p->arg ? 8 : 64, svt_raddr(&ep, 0),
                          ep.remote.rkey, 0, IBV_SEND_SIGNALED, 1));
     svt_expect_wc(ep.cq, IBV_WC_RETRY_EXC_ERR, -1, 1, NULL);
     elapsed = svt_now_ms() - t0;
@@ -369,18 +561,12 @@ static void svt_case_ud_sqe(svt_proc_t *p)
     svt_dev_t dev;
     svt_ep_t a, b;
     svt_ep_opts_t o;
-    svt_addr_t aa, ba;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad;
 
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_UD);
-    svt_ep_create(&dev, &o, &a);
-    svt_ep_create(&dev, &o, &b);
-    svt_ep_addr(&a, &aa);
-    svt_ep_addr(&b, &ba);
-    svt_ep_connect(&a, &ba);
-    svt_ep_connect(&b, &aa);
+    svt_ep_local_pair(&dev, &o, &a, &b);
     svt_post_recv(&b, 0, 256, 1);
 
     sge = (struct ibv_sge){(uintptr_t)a.buf, 16, a.mr->lkey ^ 0x7f7f00};
@@ -505,11 +691,19 @@ const svt_case_t svt_cases_err[] = {
     SVT_ACCESS_CASE("qp_without_remote_write", SVT_ACC_QP_NO_WRITE),
     SVT_ACCESS_CASE("unsignaled_wr_error_completes", SVT_ACC_UNSIGNALED),
     {"err/mr_exact_bounds", svt_case_mr_exact_bounds, 2},
+    {"err/write_imm_bad_rkey", svt_case_resp_err, 2, 0},
+    {"err/atomic_misaligned", svt_case_resp_err, 2, 1},
+    {"sge/recv_too_small", svt_case_resp_err, 2, 2},
+    {"err/srq_bad_rkey", svt_case_resp_err, 2, 3},
+    {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
+    {"err/responder_sq_flushed", svt_case_resp_sq_flushed, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},
     {"err/peer_killed", svt_case_peer_killed, 2, 0, 15, NULL,
+     SVT_CASE_F_PEER_DIES},
+    {"err/peer_killed_small_send", svt_case_peer_killed, 2, 1, 15, NULL,
      SVT_CASE_F_PEER_DIES},
     {"err/cq_overrun", svt_case_cq_overrun, 2},
     {"err/ud_send_error_sqe_to_rts", svt_case_ud_sqe, 1, 0},

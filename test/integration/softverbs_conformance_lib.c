@@ -439,6 +439,20 @@ void svt_ep_destroy(svt_ep_t *ep)
     free(ep->buf);
 }
 
+/* Two endpoints of this process, connected to each other */
+void svt_ep_local_pair(svt_dev_t *dev, const svt_ep_opts_t *o, svt_ep_t *a,
+                       svt_ep_t *b)
+{
+    svt_addr_t aa, ba;
+
+    svt_ep_create(dev, o, a);
+    svt_ep_create(dev, o, b);
+    svt_ep_addr(a, &aa);
+    svt_ep_addr(b, &ba);
+    svt_ep_connect(a, &ba);
+    svt_ep_connect(b, &aa);
+}
+
 /* Create an endpoint, swap addresses with rank `peer`, connect, sync */
 void svt_ep_pair(svt_proc_t *p, int peer, svt_dev_t *dev,
                  const svt_ep_opts_t *o, svt_ep_t *ep)

@@ -386,7 +386,6 @@ static void svt_case_post_limits(svt_proc_t *p)
     struct ibv_qp_init_attr qi;
     struct ibv_qp_attr q;
     svt_ep_opts_t o;
-    svt_addr_t aa, ba;
     svt_dev_t dev;
     svt_ep_t a, b;
     uint32_t i;
@@ -398,12 +397,7 @@ static void svt_case_post_limits(svt_proc_t *p)
     o.max_send_sge = o.max_recv_sge = 2;
     o.max_inline = 32;
     o.cq_size    = 256;
-    svt_ep_create(&dev, &o, &a);
-    svt_ep_create(&dev, &o, &b);
-    svt_ep_addr(&a, &aa);
-    svt_ep_addr(&b, &ba);
-    svt_ep_connect(&a, &ba);
-    svt_ep_connect(&b, &aa);
+    svt_ep_local_pair(&dev, &o, &a, &b);
     SVT_OK(ibv_query_qp(a.qp, &q, IBV_QP_CAP, &qi));
     SVT_CHECK(qi.cap.max_send_wr < 64 && qi.cap.max_recv_wr < 64 &&
               qi.cap.max_send_sge < 64 && qi.cap.max_recv_sge < 64 &&

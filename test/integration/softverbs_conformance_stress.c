@@ -2,13 +2,15 @@
  * softverbs conformance: short stress cases. Several QPs on one shared CQ
  * with writes, reads and sends in flight together; the same from several
  * threads of one process (each thread with its own QP and CQ). Every byte
- * read back and every message sequence is checked.
+ * read back and every message sequence is checked. Descriptors do not leak
+ * over object lifetimes.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "softverbs_conformance.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -206,8 +208,105 @@ static void svt_case_threads(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/* Open descriptors of this process */
+static int svt_fd_count(void)
+{
+    struct dirent *d;
+    DIR *dir;
+    int n = 0;
+
+    SVT_NN(dir, opendir("/proc/self/fd"));
+    while ((d = readdir(dir)) != NULL) {
+        n += (d->d_name[0] != '.');
+    }
+    closedir(dir);
+    return n;
+}
+
+typedef struct {
+    svt_ep_t *ep;
+    int      ret;
+} svt_fd_send_t;
+
+/* A SEND posted from a short-lived thread: the responder's completion
+ * event is sent from this thread */
+static void *svt_fd_thread(void *arg)
+{
+    svt_fd_send_t *s = arg;
+
+    s->ret = svt_post_send(s->ep, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                           IBV_SEND_SIGNALED, 1);
+    return NULL;
+}
+
+/*
+ * Every object that may hold a descriptor, created and destroyed in a loop
+ * (context, completion channel, CQ on it, SRQ, RC QPs, a UD QP attached to
+ * a multicast group), with a completion event sent from a new thread each
+ * time: the process ends with as many descriptors as after the first round.
+ */
+static void svt_case_fd_count(svt_proc_t *p)
+{
+    static const union ibv_gid mgid = {
+        .raw = {0xff, 0x12, 0x40, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9}};
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+    struct ibv_comp_channel *ch;
+    struct ibv_srq *srq;
+    struct ibv_cq *cq, *ev_cq;
+    svt_ep_t a, b, u;
+    svt_fd_send_t s;
+    svt_ep_opts_t o;
+    svt_dev_t dev;
+    pthread_t tid;
+    void *ev_ctx;
+    int i, base = -1;
+
+    for (i = 0; i < 20; ++i) {
+        svt_dev_open(&dev);
+        SVT_NN(ch, ibv_create_comp_channel(dev.ctx));
+        SVT_NN(cq, ibv_create_cq(dev.ctx, 64, NULL, ch, 0));
+        SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+        svt_ep_opts_init(&o, IBV_QPT_RC);
+        o.cq = cq;
+        svt_ep_local_pair(&dev, &o, &a, &b);
+        svt_ep_opts_init(&o, IBV_QPT_UD);
+        svt_ep_create(&dev, &o, &u);
+        SVT_OK(ibv_attach_mcast(u.qp, &mgid, 0xc009));
+
+        svt_post_recv(&b, 0, 64, 2);
+        SVT_OK(ibv_req_notify_cq(cq, 0));
+        s.ep = &a;
+        SVT_CHECK(pthread_create(&tid, NULL, svt_fd_thread, &s) == 0,
+                  "pthread_create failed");
+        pthread_join(tid, NULL);
+        SVT_OK(s.ret);
+        SVT_OK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx));
+        SVT_CHECK(ev_cq == cq, "event of cq %p, expected %p", (void *)ev_cq,
+                  (void *)cq);
+        ibv_ack_cq_events(cq, 1);
+        /* the receive completes inside the send, before it */
+        svt_expect_wc(cq, IBV_WC_SUCCESS, IBV_WC_RECV, 2, NULL);
+        svt_expect_wc(cq, IBV_WC_SUCCESS, IBV_WC_SEND, 1, NULL);
+
+        SVT_OK(ibv_detach_mcast(u.qp, &mgid, 0xc009));
+        svt_ep_destroy(&u);
+        svt_ep_destroy(&b);
+        svt_ep_destroy(&a);
+        SVT_OK(ibv_destroy_srq(srq));
+        SVT_OK(ibv_destroy_cq(cq));
+        SVT_OK(ibv_destroy_comp_channel(ch));
+        svt_dev_close(&dev);
+        if (i == 0) {
+            base = svt_fd_count();
+        }
+    }
+    SVT_CHECK(svt_fd_count() == base, "%d descriptors open after 20 rounds, "
+              "%d after the first", svt_fd_count(), base);
+}
+
 const svt_case_t svt_cases_stress[] = {
     {"stress/qps_on_shared_cq", svt_case_mixed, 2, 0, 30},
     {"stress/threads", svt_case_threads, 2, 0, 30},
+    {"stress/fd_count", svt_case_fd_count, 1, 0, 30},
     {NULL}
 };

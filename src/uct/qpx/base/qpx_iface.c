@@ -8,6 +8,11 @@
 #include "qpx_iface.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <string.h>
 
 
@@ -96,29 +101,42 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 }
 
 
-unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
+/* Fill receive WR n of the batch for desc */
+static UCS_F_ALWAYS_INLINE void
+qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
 {
-    struct ibv_recv_wr wrs[count], *bad_wr;
-    struct ibv_sge sges[count];
+    /* sg_list, num_sge, length and the chain were set at init */
+    iface->rx.sges[n].addr = (uintptr_t)desc + iface->config.rx_hdr_offset;
+    iface->rx.sges[n].lkey = desc->lkey;
+    iface->rx.wrs[n].wr_id = (uintptr_t)desc;
+}
+
+
+/* Post up to batch buffers: the recycled ones, then fresh ones */
+static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
+{
+    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr;
+    unsigned i, n, recycled;
     qpx_desc_t *desc;
-    unsigned i, n;
     int ret;
 
-    for (n = 0; n < count; ++n) {
+    recycled = ucs_min(count, iface->rx.num_recycled);
+    for (n = 0; n < recycled; ++n) {
+        qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
+    }
+    for (; n < count; ++n) {
         desc = ucs_mpool_get(&iface->rx_mp);
         if (desc == NULL) {
             break;
         }
-
-        sges[n].addr   = (uintptr_t)UCS_PTR_BYTE_OFFSET(desc,
-                                               iface->config.rx_hdr_offset);
-        sges[n].length = iface->config.seg_size;
-        sges[n].lkey   = desc->lkey;
-        wrs[n].wr_id   = (uintptr_t)desc;
-        wrs[n].sg_list = &sges[n];
-        wrs[n].num_sge = 1;
-        wrs[n].next    = &wrs[n + 1];
+        qpx_iface_rx_wr_set(iface, n, desc);
     }
+
+    /* Recycled buffers beyond count (none in practice) go back to rx_mp */
+    for (i = recycled; i < iface->rx.num_recycled; ++i) {
+        ucs_mpool_put(iface->rx.recycled[i]);
+    }
+    iface->rx.num_recycled = 0;
 
     if (n == 0) {
         return 0;
@@ -126,6 +144,7 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 
     wrs[n - 1].next = NULL;
     ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+    wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
     if (ret != 0) {
         ucs_error("ibv_post_srq_recv(%u) failed: %s", n, strerror(ret));
         for (i = bad_wr - wrs; i < n; ++i) {
@@ -139,12 +158,21 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 }
 
 
-void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
+unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 {
-    ucs_mpool_put(desc);
-    if (++iface->rx.available >= iface->rx.batch) {
-        qpx_iface_rx_post(iface, iface->rx.available);
+    unsigned total = 0, chunk, n;
+
+    if (ucs_likely(count <= iface->rx.batch)) {
+        return (count == 0) ? 0 : qpx_iface_rx_post_batch(iface, count);
     }
+
+    do {
+        chunk  = ucs_min(count - total, iface->rx.batch);
+        n      = qpx_iface_rx_post_batch(iface, chunk);
+        total += n;
+    } while ((n == chunk) && (total < count));
+
+    return total;
 }
 
 
@@ -262,6 +290,130 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 }
 
 
+ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+
+    *fd_p = iface->event.epfd;
+    return UCS_OK;
+}
+
+
+/* Consume the channel's pending events; returns how many, -1 on error */
+static int qpx_iface_ack_events(qpx_iface_t *iface)
+{
+    unsigned send_events = 0, recv_events = 0;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->comp_channel, &cq, &cq_context) == 0) {
+        if (cq == iface->send_cq) {
+            ++send_events;
+        } else if (cq == iface->recv_cq) {
+            ++recv_events;
+        }
+    }
+    if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
+        ucs_error("ibv_get_cq_event(fd %d) failed: %m",
+                  iface->comp_channel->fd);
+        return -1;
+    }
+
+    if (send_events > 0) {
+        ibv_ack_cq_events(iface->send_cq, send_events);
+    }
+    if (recv_events > 0) {
+        ibv_ack_cq_events(iface->recv_cq, recv_events);
+    }
+    return send_events + recv_events;
+}
+
+
+void qpx_iface_event_signal(qpx_iface_t *iface)
+{
+    uint64_t one = 1;
+
+    if (write(iface->event.signal_fd, &one, sizeof(one)) != sizeof(one)) {
+        /* EAGAIN: the counter is already non-zero, the fd readable */
+        ucs_trace("eventfd %d write: %m", iface->event.signal_fd);
+    }
+}
+
+
+/* The iface's event fd: epoll over the channel and the signal eventfd */
+static ucs_status_t qpx_iface_event_init(qpx_iface_t *self)
+{
+    struct epoll_event ev;
+
+    self->event.signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (self->event.signal_fd < 0) {
+        ucs_error("eventfd() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    self->event.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->event.epfd < 0) {
+        ucs_error("epoll_create1() failed: %m");
+        goto err_close_signal;
+    }
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if ((epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->comp_channel->fd,
+                   &ev) < 0) ||
+        (epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->event.signal_fd,
+                   &ev) < 0)) {
+        ucs_error("epoll_ctl(%d, ADD) failed: %m", self->event.epfd);
+        goto err_close_epfd;
+    }
+    return UCS_OK;
+
+err_close_epfd:
+    close(self->event.epfd);
+err_close_signal:
+    close(self->event.signal_fd);
+    return UCS_ERR_IO_ERROR;
+}
+
+
+static void qpx_iface_event_cleanup(qpx_iface_t *self)
+{
+    close(self->event.epfd);
+    close(self->event.signal_fd);
+}
+
+
+ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
+{
+    int events = qpx_iface_ack_events(iface);
+    uint64_t count;
+
+    if (events < 0) {
+        return UCS_ERR_IO_ERROR;
+    }
+    if (read(iface->event.signal_fd, &count, sizeof(count)) ==
+        sizeof(count)) {
+        ++events;
+    }
+    return (events > 0) ? UCS_ERR_BUSY : UCS_OK;
+}
+
+
+ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
+                              int solicited_only)
+{
+    int ret = ibv_req_notify_cq(cq, solicited_only);
+
+    if (ret != 0) {
+        ucs_error("ibv_req_notify_cq(%s cq, solicited_only %d) failed: %s",
+                  (cq == iface->send_cq) ? "send" : "recv", solicited_only,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+
 uint8_t qpx_iface_timeout_code(double timeout)
 {
     double t     = 4.096e-6 * 2;
@@ -296,25 +448,81 @@ uint8_t qpx_iface_rnr_timer_code(double timeout)
 }
 
 
+static void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
+{
+    free(self->rx.sges);
+    free(self->rx.wrs);
+    free(self->rx.recycled);
+}
+
+
+/* One batch of receive WRs with the fields that never change, chained */
+static ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self)
+{
+    unsigned i;
+
+    self->rx.num_recycled = 0;
+    self->rx.recycled     = calloc(self->rx.batch, sizeof(*self->rx.recycled));
+    self->rx.wrs          = calloc(self->rx.batch, sizeof(*self->rx.wrs));
+    self->rx.sges         = calloc(self->rx.batch, sizeof(*self->rx.sges));
+    if ((self->rx.recycled == NULL) || (self->rx.wrs == NULL) ||
+        (self->rx.sges == NULL)) {
+        ucs_error("failed to allocate %u receive WRs", self->rx.batch);
+        qpx_iface_rx_wrs_cleanup(self);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < self->rx.batch; ++i) {
+        self->rx.sges[i].length = self->config.seg_size;
+        self->rx.wrs[i].sg_list = &self->rx.sges[i];
+        self->rx.wrs[i].num_sge = 1;
+        self->rx.wrs[i].next    = (i + 1 < self->rx.batch) ?
+                                  &self->rx.wrs[i + 1] : NULL;
+    }
+    return UCS_OK;
+}
+
+
 static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
                                             const qpx_iface_config_t *config)
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
-    int cq_len;
+    int cq_len, flags;
+
+    /* Event notification (uct_iface_event_fd_get/arm): one channel for
+     * both CQs; non-blocking, so that pre-arm can drain it */
+    self->comp_channel = ibv_create_comp_channel(dev->ctx);
+    if (self->comp_channel == NULL) {
+        ucs_error("ibv_create_comp_channel(%s) failed: %m", dev->name);
+        return UCS_ERR_IO_ERROR;
+    }
+    flags = fcntl(self->comp_channel->fd, F_GETFL);
+    if ((flags < 0) ||
+        (fcntl(self->comp_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)) {
+        ucs_error("fcntl(completion channel fd %d, O_NONBLOCK) failed: %m",
+                  self->comp_channel->fd);
+        goto err_destroy_channel;
+    }
+
+    if (qpx_iface_event_init(self) != UCS_OK) {
+        goto err_destroy_channel;
+    }
 
     cq_len        = ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
-    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
+                                  0);
     if (self->send_cq == NULL) {
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        return UCS_ERR_IO_ERROR;
+        goto err_event_cleanup;
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
 
     cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
-    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, NULL, 0);
+    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
+                                  0);
     if (self->recv_cq == NULL) {
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
         goto err_destroy_send_cq;
@@ -340,6 +548,10 @@ err_destroy_recv_cq:
     ibv_destroy_cq(self->recv_cq);
 err_destroy_send_cq:
     ibv_destroy_cq(self->send_cq);
+err_event_cleanup:
+    qpx_iface_event_cleanup(self);
+err_destroy_channel:
+    ibv_destroy_comp_channel(self->comp_channel);
     return UCS_ERR_IO_ERROR;
 }
 
@@ -401,6 +613,11 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
+
+    status = qpx_iface_rx_wrs_init(self);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     ucs_arbiter_init(&self->arbiter);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
@@ -465,9 +682,12 @@ err_destroy_queues:
     ibv_destroy_srq(self->srq);
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    qpx_iface_event_cleanup(self);
+    ibv_destroy_comp_channel(self->comp_channel);
 err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);
+    qpx_iface_rx_wrs_cleanup(self);
     return status;
 }
 
@@ -484,12 +704,16 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     if (ret != 0) {
         ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));
     }
+    qpx_iface_ack_events(self); /* destroying a CQ waits for its acks */
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
+    qpx_iface_event_cleanup(self);
+    ibv_destroy_comp_channel(self->comp_channel);
 
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */
     ucs_mpool_cleanup(&self->rx_mp, 0);
+    qpx_iface_rx_wrs_cleanup(self);
     ucs_mpool_cleanup(&self->tx_mp, 1);
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);

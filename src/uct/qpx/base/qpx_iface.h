@@ -112,6 +112,12 @@ typedef struct qpx_iface {
     uint8_t                   port_num;
     struct ibv_cq             *send_cq;
     struct ibv_cq             *recv_cq;
+    struct ibv_comp_channel   *comp_channel; /* of both CQs, non-blocking */
+    struct {
+        int                   epfd;      /* the iface's event fd: channel +
+                                            signal_fd */
+        int                   signal_fd; /* eventfd: "progress me" */
+    } event;
     struct ibv_srq            *srq;
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
@@ -125,6 +131,13 @@ typedef struct qpx_iface {
         unsigned              available; /* SRQ slots to refill */
         unsigned              batch;
         unsigned              queue_len;
+        /* Buffers released after a receive, reposted as they are (no trip
+         * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
+        qpx_desc_t            **recycled;
+        unsigned              num_recycled;
+        /* Receive WRs for one batch, constant fields filled at init */
+        struct ibv_recv_wr    *wrs;
+        struct ibv_sge        *sges;
     } rx;
     struct {
         int                   cq_available;
@@ -151,12 +164,22 @@ UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
                   const qpx_iface_config_t*, const qpx_iface_init_attr_t*);
 
 
-/* Post up to count fresh receive buffers to the SRQ; returns how many */
+/* Post up to count receive buffers to the SRQ (recycled ones first, then
+ * fresh ones from rx_mp); returns how many */
 unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
 
-/* Return a receive buffer (qpx_desc_t) to the pool after a completion whose
- * payload was not kept, and repost when a batch is due */
-void qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc);
+/* Give back the buffer of a receive completion whose payload was not kept:
+ * it is reposted as it is with the next batch (due now: posted now) */
+static UCS_F_ALWAYS_INLINE void
+qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
+{
+    /* num_recycled <= available < batch here (a due batch is posted at
+     * once, and posting empties the array): the slot exists */
+    iface->rx.recycled[iface->rx.num_recycled++] = desc;
+    if (++iface->rx.available >= iface->rx.batch) {
+        qpx_iface_rx_post(iface, iface->rx.available);
+    }
+}
 
 /* The desc to hand an AM handler for a receive buffer, with its release
  * callback set (for UCT_CB_PARAM_FLAG_DESC / UCS_INPROGRESS) */
@@ -207,6 +230,23 @@ int qpx_iface_is_reachable(const uct_iface_h tl_iface,
 ucs_status_t qpx_iface_query_devices(uct_md_h md,
                                      uct_tl_device_resource_t **tl_devices_p,
                                      unsigned *num_tl_devices_p);
+
+/* uct_iface_ops: an epoll fd over the completion channel of the send and
+ * receive CQs and an eventfd the transport signals */
+ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+
+/* Before arming: consume and acknowledge the events the channel holds and
+ * the signal. UCS_ERR_BUSY if there were any */
+ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface);
+
+/* Make the event fd readable now (there is work for progress that no
+ * completion event will announce) */
+void qpx_iface_event_signal(qpx_iface_t *iface);
+
+/* Request an event for the next completion on cq (solicited_only: only for
+ * completions of requests sent with IBV_SEND_SOLICITED) */
+ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
+                              int solicited_only);
 
 /* IBTA timeout exponent for a time in seconds: 4.096us * 2^code */
 uint8_t qpx_iface_timeout_code(double timeout);

@@ -158,6 +158,9 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         qpx_rc_op_drop(op);
     }
 
+    /* Requests that will never be polled are no longer outstanding */
+    iface->tx_unacked -= self->tx.sn - self->tx.acked_sn;
+
     /* Signalled requests that will never be polled give their CQ entries
      * back */
     if (!(self->flags & QPX_RC_EP_FLAG_ERROR) &&
@@ -263,6 +266,7 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
 
     ep->flags           |= QPX_RC_EP_FLAG_ERROR;
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
+    iface->tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
     qpx_rc_ep_complete_ops(ep, UINT64_MAX, status);
     ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
@@ -479,10 +483,17 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
     unsigned count        = 0;
     ucs_status_t status;
-    qpx_rc_ep_t *ep;
+    qpx_rc_ep_t *ep, *tmp;
 
-    if ((flags & UCT_FLUSH_FLAG_CANCEL) && (comp != NULL)) {
-        return UCS_ERR_UNSUPPORTED;
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* Canceling is synchronous: every endpoint's QP goes to ERR and its
+         * outstanding operations complete with UCS_ERR_CANCELED before
+         * qpx_rc_ep_flush() returns, so nothing is left for comp to wait
+         * for (UCS_OK: the completion is not called) */
+        ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+            (void)qpx_rc_ep_flush(&ep->super.super, flags, NULL);
+        }
+        return UCS_OK;
     }
 
     ucs_list_for_each(ep, &iface->eps, list) {

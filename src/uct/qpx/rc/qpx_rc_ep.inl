@@ -73,6 +73,7 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
     ep->tx.sn        = sn;
     ep->tx.fence     = 0;
     --ep->tx.sq_available;
+    ++iface->tx_unacked;
     if (signal) {
         ep->tx.unsignaled  = 0;
         ep->tx.signaled_sn = sn;

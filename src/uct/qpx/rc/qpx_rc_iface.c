@@ -10,9 +10,6 @@
 #include <string.h>
 
 
-#define QPX_RC_MAX_POLL 32
-
-
 static const char *qpx_rc_mtu_names[] = {
     [0]            = "default",
     [IBV_MTU_256]  = "256",
@@ -60,6 +57,12 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      "flow control; capped by the receive queue; 0: off).",
      ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), UCS_CONFIG_TYPE_UINT},
 
+    {"EVENTS", "y",
+     "Offer event notification (uct_iface_event_fd_get/arm through a "
+     "completion channel of the send and receive CQs). UCP uses a transport "
+     "in wakeup mode (ucp_worker_wait) only when it is offered.",
+     ucs_offsetof(qpx_rc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
     {"ATOMICS", "y",
      "Offer the device's 64-bit atomics.",
      ucs_offsetof(qpx_rc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
@@ -68,23 +71,54 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
 };
 
 
-static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
+/* The endpoint whose QP received a message (flow control), cached */
+static UCS_F_ALWAYS_INLINE qpx_rc_ep_t *
+qpx_rc_iface_rx_ep(qpx_rc_iface_t *iface, uint32_t qp_num)
 {
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    qpx_rc_ep_t *ep;
+
+    if (ucs_likely((iface->rx_cache.ep != NULL) &&
+                   (iface->rx_cache.qp_num == qp_num))) {
+        return iface->rx_cache.ep;
+    }
+
+    ep = qpx_iface_qp_map_find(&iface->super, qp_num);
+    iface->rx_cache.ep     = ep;
+    iface->rx_cache.qp_num = qp_num;
+    return ep;
+}
+
+
+/* count messages of ep were consumed: report them when a threshold is due.
+ * ep came from qpx_rc_iface_rx_ep() before the handlers ran; a handler that
+ * destroyed it cleared the cache, so a mismatch means ep is gone. */
+static UCS_F_ALWAYS_INLINE void
+qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
+                         unsigned count)
+{
+    if ((ep == NULL) || (iface->rx_cache.ep != ep) || !ep->fc.enabled) {
+        return;
+    }
+
+    ep->fc.consumed += count;
+    if ((ep->fc.consumed - ep->fc.reported) >= iface->config.fc_thresh) {
+        qpx_rc_ep_fc_update(ep);
+    }
+}
+
+
+/* Handle n receive completions: active messages and their credits */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
+{
+    qpx_rc_ep_t *run_ep = NULL;
+    unsigned run_count  = 0;
+    uint32_t run_qp_num = 0;
     qpx_rc_hdr_t *hdr;
     qpx_desc_t *desc;
     ucs_status_t status;
-    qpx_rc_ep_t *ep;
     uint8_t am_id;
-    int i, n;
-
-    n = ibv_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
-    if (n <= 0) {
-        if (ucs_unlikely(n < 0)) {
-            ucs_error("ibv_poll_cq(recv) failed: %d", n);
-        }
-        return 0;
-    }
+    int i;
 
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
@@ -99,6 +133,17 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
             continue;
         }
 
+        /* Credits are counted per run of messages from one QP and reported
+         * after the run: one endpoint lookup per run, not per message */
+        if (ucs_unlikely((wc[i].qp_num != run_qp_num) || (run_count == 0))) {
+            qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
+            run_qp_num = wc[i].qp_num;
+            run_count  = 0;
+            run_ep     = (iface->config.fc_wnd == 0) ? NULL :
+                         qpx_rc_iface_rx_ep(iface, run_qp_num);
+        }
+        ++run_count;
+
         /* The release pointer may overlap the header: read the id first */
         hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
         am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
@@ -106,36 +151,40 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
         status = qpx_iface_invoke_am(&iface->super.super, am_id,
                                      hdr + 1, wc[i].byte_len - sizeof(*hdr),
                                      UCT_CB_PARAM_FLAG_DESC);
-        if (status == UCS_INPROGRESS) {
-            /* The handler keeps the buffer; a fresh one replaces it */
-            if (++iface->super.rx.available >= iface->super.rx.batch) {
-                qpx_iface_rx_post(&iface->super, iface->super.rx.available);
-            }
-        } else {
+        if (ucs_likely(status != UCS_INPROGRESS)) {
             qpx_iface_rx_release(&iface->super, desc);
-        }
-
-        if (iface->config.fc_wnd == 0) {
-            continue;
-        }
-
-        /* Looked up after the handler, which may destroy endpoints (the
-         * cache is cleared by ep destroy) */
-        if (ucs_likely((iface->rx_cache.ep != NULL) &&
-                       (iface->rx_cache.qp_num == wc[i].qp_num))) {
-            ep = iface->rx_cache.ep;
-        } else {
-            ep = qpx_iface_qp_map_find(&iface->super, wc[i].qp_num);
-            iface->rx_cache.ep     = ep;
-            iface->rx_cache.qp_num = wc[i].qp_num;
-        }
-        if ((ep != NULL) && ep->fc.enabled &&
-            (++ep->fc.consumed - ep->fc.reported >= iface->config.fc_thresh)) {
-            qpx_rc_ep_fc_update(ep);
+        } else if (++iface->super.rx.available >= iface->super.rx.batch) {
+            /* The handler keeps the buffer; a fresh one replaces it */
+            qpx_iface_rx_post(&iface->super, iface->super.rx.available);
         }
     }
 
+    qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
     return n;
+}
+
+
+/* Poll up to max completions of cq into wc; 0 on error */
+static UCS_F_ALWAYS_INLINE int qpx_rc_iface_poll_cq(struct ibv_cq *cq,
+                                                   int max, struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(cq, max, wc);
+
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        return 0;
+    }
+    return n;
+}
+
+
+static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    int n;
+
+    n = qpx_rc_iface_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
+    return (n == 0) ? 0 : qpx_rc_iface_rx_process(iface, wc, n);
 }
 
 
@@ -158,6 +207,7 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
     /* wr_id carries the low bits of sn; acked_sn < sn <= tx.sn */
     sn = ep->tx.sn - ((ep->tx.sn - wc->wr_id) & QPX_RC_SN_MASK);
     ep->tx.sq_available += sn - ep->tx.acked_sn;
+    iface->tx_unacked   -= sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = sn;
     qpx_rc_ep_complete_ops(ep, sn, UCS_OK);
 
@@ -168,18 +218,11 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
 }
 
 
-static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
+/* Handle n send completions */
+static unsigned qpx_rc_iface_tx_process(qpx_rc_iface_t *iface,
+                                        const struct ibv_wc *wc, int n)
 {
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
-    int i, n;
-
-    n = ibv_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
-    if (n <= 0) {
-        if (ucs_unlikely(n < 0)) {
-            ucs_error("ibv_poll_cq(send) failed: %d", n);
-        }
-        return 0;
-    }
+    int i;
 
     /* Error completions of unsignalled requests and completions credited
      * back by a destroyed endpoint must not push the count past the CQ */
@@ -193,16 +236,52 @@ static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
 }
 
 
+static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_RC_MAX_POLL];
+    int n;
+
+    n = qpx_rc_iface_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
+    return (n == 0) ? 0 : qpx_rc_iface_tx_process(iface, wc, n);
+}
+
+
+/* Completions event_arm took out of the CQs */
+static UCS_F_NOINLINE unsigned
+qpx_rc_iface_backlog_progress(qpx_rc_iface_t *iface)
+{
+    unsigned count = 0, n;
+
+    /* Reset before processing: a handler may arm the interface again */
+    n                      = iface->backlog.rx_count;
+    iface->backlog.rx_count = 0;
+    if (n > 0) {
+        count += qpx_rc_iface_rx_process(iface, iface->backlog.rx, n);
+    }
+
+    n                      = iface->backlog.tx_count;
+    iface->backlog.tx_count = 0;
+    if (n > 0) {
+        count += qpx_rc_iface_tx_process(iface, iface->backlog.tx, n);
+    }
+    return count;
+}
+
+
 static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    unsigned count;
+    unsigned count = 0;
 
-    count = qpx_rc_iface_poll_rx(iface);
-    /* Only signalled requests complete (a failed unsignalled one also
-     * leaves a signalled one or a flush behind it): an idle send CQ is not
-     * polled */
-    if (iface->super.tx.cq_available < iface->super.tx.cq_size) {
+    if (ucs_unlikely((iface->backlog.rx_count | iface->backlog.tx_count) !=
+                     0)) {
+        count += qpx_rc_iface_backlog_progress(iface);
+    }
+    count += qpx_rc_iface_poll_rx(iface);
+    /* An idle send CQ is not polled: nothing signalled is outstanding and
+     * every request posted is known complete */
+    if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
+        (iface->tx_unacked != 0)) {
         count += qpx_rc_iface_poll_tx(iface);
     }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
@@ -236,6 +315,12 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
                               UCT_IFACE_FLAG_CONNECT_TO_EP |
                               UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                               UCT_IFACE_FLAG_EP_CHECK;
+
+    if (iface->config.events) {
+        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                      UCT_IFACE_FLAG_EVENT_RECV |
+                                      UCT_IFACE_FLAG_EVENT_FD;
+    }
 
     iface_attr->cap.put.max_short       = iface->config.max_put_short;
     iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
@@ -283,16 +368,60 @@ static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
 }
 
 
-static ucs_status_t qpx_rc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
+/*
+ * Arm the event fd (qpx_iface_event_fd_get) for the next send completion
+ * and active message. Both CQs are armed whatever events asks for: pending
+ * requests advance on send completions even when the user waits only for
+ * receives (a spurious wakeup is allowed, a missed one hangs).
+ *
+ * Work that no completion event will announce makes the fd readable at once
+ * (qpx_iface_event_signal) instead of returning UCS_ERR_BUSY: events that
+ * were pending, completions that arrived before arming (softverbs raises
+ * events only for later ones; they are moved to the backlog), and pending
+ * requests that can be dispatched or wait for credits (credits arrive by
+ * RDMA write, without a completion). UCP's check of a deactivated interface
+ * (ucp_worker_iface_check_events) may go to sleep right after a BUSY.
+ */
 static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
                                            unsigned events)
 {
-    return UCS_ERR_UNSUPPORTED;
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+    ucs_status_t status;
+    int signal;
+
+    status = qpx_iface_pre_arm(&iface->super);
+    if ((status != UCS_OK) && (status != UCS_ERR_BUSY)) {
+        return status;
+    }
+    signal = (status == UCS_ERR_BUSY);
+
+    /* Only active messages consume receives: each one is an event */
+    status = qpx_iface_arm_cq(&iface->super, iface->super.send_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = qpx_iface_arm_cq(&iface->super, iface->super.recv_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (iface->backlog.tx_count == 0) {
+        iface->backlog.tx_count = qpx_rc_iface_poll_cq(iface->super.send_cq,
+                                                       QPX_RC_MAX_POLL,
+                                                       iface->backlog.tx);
+    }
+    if (iface->backlog.rx_count == 0) {
+        iface->backlog.rx_count = qpx_rc_iface_poll_cq(iface->super.recv_cq,
+                                                       QPX_RC_MAX_POLL,
+                                                       iface->backlog.rx);
+    }
+
+    if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
+        !ucs_list_is_empty(&iface->resched) ||
+        !ucs_arbiter_is_empty(&iface->super.arbiter)) {
+        qpx_iface_event_signal(&iface->super);
+    }
+    return UCS_OK;
 }
 
 
@@ -356,7 +485,7 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_rc_iface_progress,
-    .iface_event_fd_get       = qpx_rc_iface_event_fd_get,
+    .iface_event_fd_get       = qpx_iface_event_fd_get,
     .iface_event_arm          = qpx_rc_iface_event_arm,
     .iface_close              = qpx_rc_iface_t_delete,
     .iface_query              = qpx_rc_iface_query,
@@ -417,7 +546,10 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&self->resched);
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
+    self->backlog.rx_count = 0;
+    self->backlog.tx_count = 0;
     self->next_ep_id = 0;
+    self->tx_unacked = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
     status = qpx_iface_qp_get(&self->super, &qp);
@@ -446,6 +578,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.atomics       = config->atomics &&
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
+    self->config.events        = config->events;
     self->config.rx_poll       = QPX_RC_MAX_POLL;
     self->config.tx_poll       = QPX_RC_MAX_POLL;
 

@@ -29,6 +29,7 @@
 #define QPX_RC_SN_MASK        ((1ull << QPX_RC_SN_BITS) - 1)
 #define QPX_RC_EP_ID_SHIFT    QPX_RC_SN_BITS
 #define QPX_RC_SQ_FAILED      (-(1 << 30)) /* sq_available of a dead ep */
+#define QPX_RC_MAX_POLL       32  /* completions taken per poll */
 
 
 /* Wire header of an active message */
@@ -109,6 +110,7 @@ typedef struct qpx_rc_iface_config {
     unsigned           max_rd_atomic;
     unsigned           fc_wnd_size;     /* 0: no flow control */
     int                atomics;         /* allow device atomics */
+    int                events;          /* offer event notification */
 } qpx_rc_iface_config_t;
 
 
@@ -118,10 +120,23 @@ typedef struct qpx_rc_iface {
     ucs_list_link_t resched;  /* eps whose pending requests wait for credits
                                  or buffers */
     uint16_t        next_ep_id;
+    /* Requests posted and not yet known complete, over all endpoints: while
+     * any exist the send CQ is polled, so that an unsignalled request that
+     * fails is seen, and a device whose requester advances in the poster's
+     * verbs calls (softverbs) retries what waits for the peer */
+    uint64_t        tx_unacked;
     struct {
         struct qpx_rc_ep *ep;     /* endpoint of the last receive */
         uint32_t         qp_num;
     } rx_cache;
+    /* Completions that event_arm polled (they arrived before the CQs were
+     * armed, so no event announces them); the next progress handles them */
+    struct {
+        unsigned         rx_count;
+        unsigned         tx_count;
+        struct ibv_wc    rx[QPX_RC_MAX_POLL];
+        struct ibv_wc    tx[QPX_RC_MAX_POLL];
+    } backlog;
     struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
         size_t                max_put_short;
@@ -132,6 +147,7 @@ typedef struct qpx_rc_iface {
         unsigned              fc_wnd;
         unsigned              fc_thresh;
         int                   atomics;
+        int                   events;
         unsigned              rx_poll;
         unsigned              tx_poll;
     } config;

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Instructions per operation (callgrind, exact) of qpx_rc beside rc_verbs:
+# qpx_uct_instr collects each phase separately, so polling an empty queue
+# while waiting for the peer is not counted. Prints a table, never asserts.
+#   sh test/bench/rc_instr.sh [builddir]    Env: BENCH_TLS, BENCH_DEV
+B=$(cd "${1:-build}" && pwd)
+PROG="$B/test/bench/qpx_uct_instr"
+MOD="$B/src/.libs/libuct_qpx.so"
+DEV=${BENCH_DEV:-softverbs0:1}
+TLS=${BENCH_TLS:-"qpx_rc rc_verbs"}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+[ -x "$PROG" ] || make -C "$B/test/bench" qpx_uct_instr >/dev/null
+export LD_LIBRARY_PATH="$B/src/softverbs/.libs"
+
+for tl in $TLS; do
+    mkdir -p "$TMP/$tl"
+    LD_PRELOAD=$MOD timeout 600 valgrind --tool=callgrind --collect-atstart=no \
+        --callgrind-out-file="$TMP/$tl/cg.%p" "$PROG" -x "$tl" -d "$DEV" \
+        -b 128 -r 64 >"$TMP/$tl/log" 2>&1
+done
+
+# phase name -> Ir / ops, from the dumps (desc: Trigger: Client Request: X)
+printf '%-26s' "instructions per op"; for tl in $TLS; do printf '%12s' "$tl"; done; echo
+for phase in "put_short" "am_short" "am receive (progress)" \
+             "sender progress per am" "empty progress (sender)" \
+             "empty progress (recv)"; do
+    printf '%-26s' "$phase"
+    for tl in $TLS; do
+        ops=$(grep "^$phase " "$TMP/$tl/log" | awk '{print $(NF-3)}' | head -1)
+        ir=$(grep -l "Client Request: $phase\$" "$TMP/$tl"/cg.* 2>/dev/null |
+             while read -r f; do sed -n 's/^summary: *//p' "$f"; done |
+             awk '{s+=$1} END{if (NR) print s}')
+        if [ -n "$ir" ] && [ -n "$ops" ]; then
+            printf '%12s' "$(echo "$ir $ops" | awk '{printf "%.0f", $1/$2}')"
+        else
+            printf '%12s' "n/a"
+        fi
+    done
+    echo
+done
