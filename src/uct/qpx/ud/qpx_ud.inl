@@ -114,6 +114,12 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     ret = ibv_post_send(iface->qp, &wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
+        if (iface->async.in_async) {
+            /* Not sent: a later resend or the user's progress decides
+             * (qpx_ud_iface_post_recv says why) */
+            desc->posted -= (wr.wr_id != 0);
+            return;
+        }
         /* The send queue was checked: this is a device failure */
         ucs_error("qpx_ud: ibv_post_send() failed: %s", strerror(ret));
         abort();

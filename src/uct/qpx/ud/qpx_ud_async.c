@@ -44,6 +44,20 @@ qpx_ud_iface_async_unblock(qpx_ud_iface_t *iface)
     iface->async.ops->context_unblock(iface->async.ctx);
 }
 
+void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface)
+{
+    if (iface->async.ops != NULL) {
+        qpx_ud_iface_async_block(iface);
+    }
+}
+
+void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
+{
+    if (iface->async.ops != NULL) {
+        qpx_ud_iface_async_unblock(iface);
+    }
+}
+
 #define QPX_UD_ASYNC_IFACE(_tl_iface) \
     ucs_derived_of(_tl_iface, qpx_ud_iface_t)
 
@@ -231,7 +245,7 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
 void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
 {
     qpx_ud_recv_desc_t *rdesc;
-    unsigned i;
+    unsigned i, count;
 
     while ((rdesc = iface->async.rx_head) != NULL) {
         iface->async.rx_head = rdesc->release;
@@ -244,12 +258,14 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
     iface->async.rx_tail  = &iface->async.rx_head;
     iface->async.rx_count = 0;
 
-    /* Callbacks run here see in_async == 0: they add nothing to comps */
-    for (i = 0; i < iface->async.comp_count; ++i) {
+    /* Taken before the calls: a callback may progress again (nested
+     * dispatch); nothing is added meanwhile, the timer is blocked */
+    count                   = iface->async.comp_count;
+    iface->async.comp_count = 0;
+    for (i = 0; i < count; ++i) {
         qpx_invoke_completion(iface->async.comps[i].comp,
                               iface->async.comps[i].status);
     }
-    iface->async.comp_count = 0;
 }
 
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,

@@ -244,9 +244,6 @@ out:
     return status;
 }
 
-static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                                  uint8_t type, uint8_t flags);
-
 void qpx_ud_ep_destroy(uct_ep_h tl_ep)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
@@ -258,11 +255,11 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
         ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
         qpx_ud_ep_send_ctl(iface, ep);
     }
-    /* ... and that its endpoint for us may go (unreliable: a lost DISC
-     * leaves it to the peer's interface close) */
+    /* ... and that its endpoint for us may go (unacknowledged, repeated:
+     * if all are lost it stays until the peer's interface closes) */
     if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
-        !(ep->flags & QPX_UD_EP_FLAG_FAILED) && (iface->tx.available > 0)) {
-        qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_DISC, 0);
+        !(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
+        qpx_ud_iface_disc_send(iface, ep->peer, ep->dest_id, ep->id);
     }
     qpx_ud_ep_free(iface, ep);
 }

@@ -9,6 +9,7 @@
 
 #include "qpx_ud.inl"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -270,7 +271,11 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
 
     rdesc = (qpx_ud_recv_desc_t*)((char*)desc + iface->rx.headroom -
                                   iface->rx.hdr_room) - 1;
+    /* Released from any thread, any time: the async timer may be taking
+     * receive buffers from the same pool */
+    qpx_ud_iface_async_enter(iface);
     ucs_mpool_put(rdesc);
+    qpx_ud_iface_async_leave(iface);
 }
 
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
@@ -305,6 +310,14 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
               ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
               ibv_post_recv(iface->qp, wrs, &bad_wr);
         if (ret != 0) {
+            if (iface->async.in_async) {
+                /* Maybe a process exiting with the iface open (the device
+                 * torn down under the timer): the user's next progress
+                 * retries, and decides */
+                ucs_debug("qpx_ud: async ibv_post_recv() failed: %s",
+                          strerror(ret));
+                return;
+            }
             ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
             abort();
         }
@@ -383,6 +396,81 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
     return count;
 }
 
+static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
+                                   const qpx_ud_disc_t *disc)
+{
+    qpx_ud_send_desc_t *desc;
+    qpx_ud_hdr_t *hdr;
+
+    if (iface->tx.available == 0) {
+        return; /* a repeat may go */
+    }
+
+    desc = ucs_mpool_get(&iface->tx.mp);
+    if (desc == NULL) {
+        iface->tx.no_desc = 1;
+        return;
+    }
+
+    desc->ep       = NULL;
+    desc->comp     = NULL;
+    desc->posted   = 0;
+    desc->released = 1;
+    desc->iovcnt   = 0;
+    desc->length   = sizeof(*hdr);
+    hdr            = qpx_ud_send_desc_hdr(desc);
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->dest_id   = disc->dest_id;
+    hdr->src_id    = disc->src_id;
+    hdr->type      = QPX_UD_PKT_DISC;
+    qpx_ud_iface_post_desc(iface, disc->peer, desc);
+    if (desc->posted == 0) {
+        qpx_ud_iface_desc_put(iface, desc); /* sent inline */
+    }
+}
+
+/* Tell the peer an ep is gone: now, and again on the next ticks */
+void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                            uint32_t dest_id, uint32_t src_id)
+{
+    qpx_ud_disc_t *disc = malloc(sizeof(*disc));
+
+    if (disc == NULL) {
+        ucs_debug("qpx_ud: no memory to repeat a DISC");
+        return; /* the peer keeps its ep until its iface closes */
+    }
+
+    disc->peer    = peer;
+    disc->dest_id = dest_id;
+    disc->src_id  = src_id;
+    disc->left    = QPX_UD_DISC_REPEAT;
+    qpx_ud_iface_disc_post(iface, disc);
+    ucs_list_add_tail(&iface->discs, &disc->list);
+}
+
+static void qpx_ud_iface_discs_timer(qpx_ud_iface_t *iface)
+{
+    qpx_ud_disc_t *disc, *tmp;
+
+    ucs_list_for_each_safe(disc, tmp, &iface->discs, list) {
+        qpx_ud_iface_disc_post(iface, disc);
+        if (--disc->left == 0) {
+            ucs_list_del(&disc->list);
+            free(disc);
+        }
+    }
+}
+
+void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface)
+{
+    qpx_ud_disc_t *disc, *tmp;
+
+    ucs_list_for_each_safe(disc, tmp, &iface->discs, list) {
+        free(disc);
+    }
+    ucs_list_head_init(&iface->discs);
+}
+
 /* Receive, send completions, timers and control packets: what the async
  * timer may run too. User callbacks are deferred while in_async. */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
@@ -403,6 +491,9 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
         iface->next_tick = iface->now + iface->tick;
         ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
             qpx_ud_ep_timer(iface, ep);
+        }
+        if (ucs_unlikely(!ucs_list_is_empty(&iface->discs))) {
+            qpx_ud_iface_discs_timer(iface);
         }
     }
 

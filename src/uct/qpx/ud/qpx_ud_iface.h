@@ -170,6 +170,19 @@ typedef struct qpx_ud_recv_desc {
 } qpx_ud_recv_desc_t;
 
 
+/* DISC of a destroyed ep, sent again on the next ticks (it is not
+ * acknowledged: repeats make a lost one unlikely) */
+#define QPX_UD_DISC_REPEAT   3
+
+typedef struct qpx_ud_disc {
+    ucs_list_link_t list;
+    qpx_ud_peer_t   *peer;
+    uint32_t        dest_id;
+    uint32_t        src_id;
+    unsigned        left;
+} qpx_ud_disc_t;
+
+
 typedef struct qpx_ud_flush_req {
     ucs_list_link_t  list;
     qpx_ud_psn_t     psn;  /* complete when this PSN is acked */
@@ -239,6 +252,7 @@ typedef struct qpx_ud_iface {
     ucs_list_link_t       active_eps;   /* window non-empty or ack owed */
     ucs_list_link_t       ctl_eps;      /* control packets to send */
     ucs_list_link_t       failed_eps;   /* to report to the error handler */
+    ucs_list_link_t       discs;        /* qpx_ud_disc_t to repeat */
     uint64_t              next_tick;
     uint64_t              tick;
     uint64_t              now;
@@ -310,6 +324,8 @@ void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
                                      const qpx_ud_iface_config_t *config);
 void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
+void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface);
+void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface);
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
                        ucs_status_t status);
 int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
@@ -318,6 +334,9 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
 
 /* qpx_ud_iface.c */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
+void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                            uint32_t dest_id, uint32_t src_id);
+void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,

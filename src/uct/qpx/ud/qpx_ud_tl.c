@@ -345,6 +345,7 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     ucs_list_head_init(&iface->active_eps);
     ucs_list_head_init(&iface->ctl_eps);
     ucs_list_head_init(&iface->failed_eps);
+    ucs_list_head_init(&iface->discs);
     ucs_arbiter_init(&iface->tx.pending);
 
     iface->send_cq = ibv_create_cq(md->dev.ctx, config->tx_queue_len, NULL,
@@ -459,6 +460,7 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
     }
 
     qpx_ud_ep_free_all(iface);
+    qpx_ud_iface_discs_cleanup(iface);
     qpx_ud_iface_async_cleanup(iface);
     ibv_destroy_qp(iface->qp);
     if (iface->srq != NULL) {
