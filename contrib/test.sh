@@ -10,8 +10,13 @@ set -uo pipefail
 qpx_setup || { echo "0 passed, 1 failed"; exit 1; }
 set +e  # setup.sh runs with -e; from here every failure is counted instead
 
+# A softverbs registry of this run only: one left in /dev/shm by other
+# programs (or another softverbs build) cannot disturb the tests
+export SOFTVERBS_SHM=${SOFTVERBS_SHM:-/dev/shm/softverbs-test-$$}
+trap 'rm -f "$SOFTVERBS_SHM"' EXIT
+
 cd "$QPX_BUILDDIR"
-qpx_say "tests: make check"
+qpx_say "tests: make check (softverbs registry $SOFTVERBS_SHM)"
 make -k check >check.out 2>&1
 check_rc=$?
 

@@ -39,10 +39,18 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 3      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 4      /* bump when a shared structure changes */
+/* The sizes of the shared structures are part of the magic too, so that a
+ * registry written by another layout is replaced even if nobody bumped the
+ * version */
 #define SV_MAGIC          (0x7376657262730000ull ^ \
                            ((uint64_t)sizeof(struct sv_shm_hdr) << 16) ^ \
                            ((uint64_t)sizeof(struct sv_cq_slot) << 8) ^ \
+                           ((uint64_t)sizeof(struct sv_shm_qp) << 24) ^ \
+                           ((uint64_t)sizeof(struct sv_shm_cq) << 32) ^ \
+                           ((uint64_t)sizeof(struct sv_shm_srq) << 40) ^ \
+                           ((uint64_t)sizeof(struct sv_shm_mr) << 20) ^ \
+                           ((uint64_t)sizeof(struct sv_rwqe) << 12) ^ \
                            SV_LAYOUT_VERSION)
 
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
