@@ -10,13 +10,13 @@
 #include <string.h>
 
 
-ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                const void *payload, unsigned length)
+/* Room to send on ep, and a descriptor with the header of an active message
+ * id; *desc_p is set only on UCS_OK */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
+                      qpx_ud_send_desc_t **desc_p)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     qpx_ud_send_desc_t *desc;
-    qpx_ud_hdr_t *hdr;
     ucs_status_t status;
 
     status = qpx_ud_ep_tx_check(iface, ep);
@@ -29,8 +29,27 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
         return UCS_ERR_NO_RESOURCE;
     }
 
+    qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_AM, id);
+    *desc_p = desc;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_send_desc_t *desc;
+    qpx_ud_hdr_t *hdr;
+    ucs_status_t status;
+
+    status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     hdr = qpx_ud_send_desc_hdr(desc);
-    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
     *(uint64_t*)(hdr + 1) = header;
     memcpy((uint64_t*)(hdr + 1) + 1, payload, length);
     desc->length = sizeof(*hdr) + sizeof(header) + length;
@@ -49,18 +68,12 @@ ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     ucs_status_t status;
     size_t length;
 
-    status = qpx_ud_ep_tx_check(iface, ep);
+    status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    desc = qpx_ud_ep_desc_get(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
     hdr = qpx_ud_send_desc_hdr(desc);
-    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
     length       = pack_cb(hdr + 1, arg);
     desc->length = sizeof(*hdr) + length;
     qpx_ud_ep_send_desc(iface, ep, desc);
@@ -82,18 +95,12 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     size_t i, length;
     int copy;
 
-    status = qpx_ud_ep_tx_check(iface, ep);
+    status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    desc = qpx_ud_ep_desc_get(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
     hdr = qpx_ud_send_desc_hdr(desc);
-    qpx_ud_ep_hdr_init(ep, hdr, QPX_UD_PKT_AM, id);
     memcpy(hdr + 1, header, header_length);
     desc->length = sizeof(*hdr) + header_length;
 
