@@ -17,6 +17,13 @@
  *   ud_uct_test ep-churn N      N eps created, used and destroyed to one
  *                               peer iface: the peer's ep count and memory
  *                               stay bounded
+ *   ud_uct_test late-connect    CONNECT_TO_EP where the child connects its
+ *                               ep late and then progresses only once a
+ *                               millisecond (ucx_perftest in its socket
+ *                               barrier); the parent flushes its iface in a
+ *                               loop meanwhile (perftest's flush): the flush
+ *                               must complete (run with QPX_UD_PRINT_STATS
+ *                               to see how many ACK_REQs the loop sent)
  */
 #include "ud_uct_test.h"
 
@@ -386,5 +393,115 @@ int test_ep_churn(const test_resource_t *res, int count)
          ((rss1 - rss0) * 1024.0 / (count - warmup) < 64);
     uct_iface_close(a.iface);
     uct_iface_close(b.iface);
+    return ok ? 0 : 1;
+}
+
+/* Child of late-connect: its ep exists (its address is sent) but connects
+ * only after LATE_CONNECT_DELAY; then one progress a millisecond until the
+ * parent writes 'x' */
+#define LATE_CONNECT_DELAY 0.2
+
+static void late_connect_child(int wfd, int rfd)
+{
+    uint8_t dev_addr[MAX_ADDR], ep_addr[MAX_ADDR], my_ep_addr[MAX_ADDR];
+    uct_ep_params_t params;
+    test_resource_t res;
+    test_iface_t b;
+    uct_ep_h ep;
+    char cmd = 0;
+    double end;
+
+    if (!test_init(&res) || !iface_open(&res, &b)) {
+        _exit(77);
+    }
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = b.iface;
+    if ((uct_ep_create(&params, &ep) != UCS_OK) ||
+        (uct_ep_get_address(ep, (uct_ep_addr_t*)my_ep_addr) != UCS_OK)) {
+        _exit(1);
+    }
+    pipe_write(wfd, b.dev_addr, MAX_ADDR);
+    pipe_write(wfd, my_ep_addr, MAX_ADDR);
+    if (!pipe_read(rfd, dev_addr, MAX_ADDR) ||
+        !pipe_read(rfd, ep_addr, MAX_ADDR)) {
+        _exit(1);
+    }
+    usleep(LATE_CONNECT_DELAY * 1e6);
+    if (uct_ep_connect_to_ep(ep, (uct_device_addr_t*)dev_addr,
+                             (uct_ep_addr_t*)ep_addr) != UCS_OK) {
+        _exit(1);
+    }
+    fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+    end = now_sec() + 60;
+    while ((cmd != 'x') && (now_sec() < end)) {
+        uct_worker_progress(worker);
+        usleep(1000);
+        if (read(rfd, &cmd, 1) != 1) {
+            cmd = 0;
+        }
+    }
+    uct_ep_destroy(ep);
+    uct_iface_close(b.iface);
+    _exit(0);
+}
+
+int test_late_connect(const test_resource_t *res)
+{
+    uint8_t dev_addr[MAX_ADDR], ep_addr[MAX_ADDR], my_ep_addr[MAX_ADDR];
+    uct_ep_params_t params;
+    ucs_status_t status;
+    int up[2], down[2], ok, child_status;
+    double start, deadline;
+    test_iface_t a;
+    uct_ep_h ep;
+    pid_t pid;
+
+    if (pipe(up) || pipe(down)) {
+        return 1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        late_connect_child(up[1], down[0]);
+    }
+    close(up[1]);
+    close(down[0]);
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    if (!pipe_read(up[0], dev_addr, MAX_ADDR) ||
+        !pipe_read(up[0], ep_addr, MAX_ADDR) || !iface_open(res, &a)) {
+        fprintf(stderr, "late-connect: setup failed\n");
+        return 1;
+    }
+    params.iface = a.iface;
+    if ((uct_ep_create(&params, &ep) != UCS_OK) ||
+        (uct_ep_get_address(ep, (uct_ep_addr_t*)my_ep_addr) != UCS_OK) ||
+        !pipe_write(down[1], a.dev_addr, MAX_ADDR) ||
+        !pipe_write(down[1], my_ep_addr, MAX_ADDR) ||
+        (uct_ep_connect_to_ep(ep, (uct_device_addr_t*)dev_addr,
+                              (uct_ep_addr_t*)ep_addr) != UCS_OK)) {
+        fprintf(stderr, "late-connect: connect failed\n");
+        return 1;
+    }
+
+    /* What ucx_perftest does after connecting: flush in a loop */
+    start    = now_sec();
+    deadline = start + 30;
+    do {
+        status = uct_iface_flush(a.iface, 0, NULL);
+        uct_worker_progress(worker);
+    } while (((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) &&
+             (now_sec() < deadline));
+    ok = (status == UCS_OK);
+    printf("late-connect: peer connected %.1f s late, flush %s after %.2f s\n",
+           LATE_CONNECT_DELAY, ok ? "completed" : "DID NOT complete",
+           now_sec() - start);
+
+    pipe_write(down[1], "x", 1);
+    waitpid(pid, &child_status, 0);
+    ok = ok && WIFEXITED(child_status) && (WEXITSTATUS(child_status) == 0);
+    uct_ep_destroy(ep);
+    uct_iface_close(a.iface);
     return ok ? 0 : 1;
 }

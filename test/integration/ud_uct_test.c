@@ -839,6 +839,8 @@ int main(int argc, char **argv)
         return test_init(&res) ? test_pending_stall(&res) : 77;
     } else if ((argc >= 3) && !strcmp(argv[1], "no-progress")) {
         return test_init(&res) ? test_no_progress(&res, atof(argv[2])) : 77;
+    } else if ((argc >= 2) && !strcmp(argv[1], "late-connect")) {
+        return test_init(&res) ? test_late_connect(&res) : 77;
     } else if ((argc >= 3) && !strcmp(argv[1], "ep-churn")) {
         return test_init(&res) ? test_ep_churn(&res, atoi(argv[2])) : 77;
     } else if ((argc >= 5) && !strcmp(argv[1], "many-eps")) {
@@ -846,6 +848,7 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: %s integrity N | garbage | "
             "peer-failure TIMEOUT [no-handler|ep-check] | "
-            "many-eps PROCS IFACES EPS_PER_IFACE\n", argv[0]);
+            "many-eps PROCS IFACES EPS_PER_IFACE | pending-stall | "
+            "no-progress SECONDS | ep-churn N | late-connect\n", argv[0]);
     return 1;
 }

@@ -44,10 +44,12 @@ int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
 int flush_ep(uct_ep_h ep, double deadline);
 long vm_rss_kb(void);
 
-/* ud_uct_robust.c: pending stall, progress-less peer, ep churn */
+/* ud_uct_robust.c: pending stall, progress-less peer, ep churn, late
+ * connect */
 int test_pending_stall(const test_resource_t *res);
 int test_no_progress(const test_resource_t *res, double pause);
 int test_ep_churn(const test_resource_t *res, int count);
+int test_late_connect(const test_resource_t *res);
 
 /* ud_uct_raw.c: crafted packets from a raw UD QP */
 int test_garbage(const test_resource_t *res);

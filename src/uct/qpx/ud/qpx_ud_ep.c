@@ -435,8 +435,16 @@ void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
     }
 
-    if ((ep->flags & QPX_UD_EP_FLAG_ACK_REQ) && (iface->tx.available > 0)) {
-        ep->flags &= ~QPX_UD_EP_FLAG_ACK_REQ;
+    /* One request in flight: a caller flushing in a loop would otherwise
+     * send one per call, and such a flood fills the peer's receive queue
+     * so that the packets it waits for find no buffer. Another goes once
+     * an ack arrives, or after the hold-off if this one is lost. */
+    if ((ep->flags & QPX_UD_EP_FLAG_ACK_REQ) && (iface->tx.available > 0) &&
+        ((ep->ack_req_time == 0) ||
+         ((iface->now - ep->ack_req_time) >= iface->rel_config.nak_holdoff))) {
+        ep->flags        &= ~QPX_UD_EP_FLAG_ACK_REQ;
+        ep->ack_req_time  = iface->now;
+        ++iface->stats.tx_ack_reqs;
         qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_ACK_REQ, 0);
     }
 
@@ -523,6 +531,7 @@ static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
 static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                              const qpx_ud_hdr_t *hdr)
 {
+    ep->ack_req_time = 0; /* the peer answers: it may be asked again */
     if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
                           qpx_ud_ep_acked_cb, iface) > 0) {
         qpx_ud_ep_flushes_complete(ep, UCS_OK);

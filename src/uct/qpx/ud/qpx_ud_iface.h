@@ -142,6 +142,7 @@ typedef struct qpx_ud_ep {
     ucs_list_link_t     active_list; /* in iface->active_eps */
     ucs_list_link_t     ctl_list;    /* in iface->ctl_eps */
     uint64_t            ack_time;    /* first unacked delivery */
+    uint64_t            ack_req_time; /* last ACK_REQ sent, 0: answered */
 } qpx_ud_ep_t;
 
 
@@ -202,6 +203,7 @@ typedef struct qpx_ud_iface_stats {
     uint64_t tx_resent;
     uint64_t tx_timeouts;
     uint64_t tx_probe_resends; /* tail losses found by a probe */
+    uint64_t tx_ack_reqs;      /* ACK_REQ packets sent */
     uint64_t eps_failed;
     uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
 } qpx_ud_iface_stats_t;

@@ -449,14 +449,14 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
     if (getenv("QPX_UD_PRINT_STATS") != NULL) {
         fprintf(stderr, "qpx_ud stats: rx_short=%lu rx_bad_type=%lu "
                 "rx_unknown_ep=%lu rx_stale=%lu rx_dup=%lu rx_ahead=%lu "
-                "rx_bad_status=%lu rx_async_full=%lu tx_resent=%lu tx_timeouts=%lu "
-                "tx_probe_resends=%lu eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
-                s->rx_short,
-                s->rx_bad_type,
-                s->rx_unknown_ep, s->rx_stale, s->rx_dup, s->rx_ahead,
-                s->rx_bad_status, s->rx_async_full, s->tx_resent,
-                s->tx_timeouts, s->tx_probe_resends, s->eps_failed,
-                s->eps_reclaimed, iface->eps.count);
+                "rx_bad_status=%lu rx_async_full=%lu tx_resent=%lu "
+                "tx_timeouts=%lu tx_probe_resends=%lu tx_ack_reqs=%lu "
+                "eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
+                s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
+                s->rx_dup, s->rx_ahead, s->rx_bad_status, s->rx_async_full,
+                s->tx_resent, s->tx_timeouts, s->tx_probe_resends,
+                s->tx_ack_reqs, s->eps_failed, s->eps_reclaimed,
+                iface->eps.count);
     }
 
     qpx_ud_ep_free_all(iface);

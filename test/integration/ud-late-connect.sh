@@ -1,0 +1,24 @@
+#!/bin/sh
+# qpx_ud connection race of ucx_perftest: one side connects its ep and
+# flushes its interface in a loop while the peer connects 0.2 s later and
+# then calls progress only once a millisecond. A flush loop that sent one
+# ACK_REQ per call used to fill the peer's receive queue, so that the
+# retransmitted connection request never found a buffer: a hang.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ud-common.sh"
+
+out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 120 "$UD_TEST" late-connect 2>&1)
+rc=$?
+echo "$out" | grep -E "late-connect|qpx_ud stats" | sed 's/^/  /'
+[ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
+qpx_check "late peer: the flush loop completes" [ $rc -eq 0 ]
+
+# The parent closes its interface last: its statistics come last. One
+# ACK_REQ per hold-off (2.5 ms by default) in 0.2 s is under 100; the
+# unlimited loop sent hundreds of thousands.
+reqs=$(echo "$out" | grep "qpx_ud stats" | tail -1 |
+       sed -n 's/.*tx_ack_reqs=\([0-9]*\).*/\1/p')
+echo "  flushing side sent ${reqs:-?} ACK_REQ packets"
+qpx_check "the flush loop sends a bounded number of ACK_REQs" \
+    [ "${reqs:-1000000}" -lt 1000 ]
+qpx_finish
