@@ -233,10 +233,35 @@ static int pipe_read(int fd, void *buf, size_t len)
     return 1;
 }
 
+/* A child process linked by two pipes: it runs child(arg, wfd, rfd) and
+ * never returns; the parent keeps *rfd (child to parent) and *wfd */
+static pid_t fork_child(void (*child)(void *arg, int wfd, int rfd), void *arg,
+                        int *rfd, int *wfd)
+{
+    int up[2], down[2];
+    pid_t pid;
+
+    if (pipe(up) || pipe(down)) {
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        child(arg, up[1], down[0]);
+    }
+    close(up[1]);
+    close(down[0]);
+    *rfd = up[0];
+    *wfd = down[1];
+    return pid;
+}
+
 /* Child: progress until 'p', then no UCT call at all for pause seconds,
  * then progress again until 'x'; sends back what it received */
-static void no_progress_child(double pause, int wfd, int rfd)
+static void no_progress_child(void *arg, int wfd, int rfd)
 {
+    double pause = *(double*)arg;
     test_resource_t res;
     test_iface_t b;
     struct timespec ts;
@@ -271,7 +296,7 @@ static void no_progress_child(double pause, int wfd, int rfd)
 int test_no_progress(const test_resource_t *res, double pause)
 {
     uint8_t addr[2][MAX_ADDR];
-    int up[2], down[2], ok;
+    int rfd, wfd, ok;
     uint64_t payload = 0, sent = 0, received = 0;
     test_iface_t a;
     uct_ep_h ep;
@@ -279,19 +304,12 @@ int test_no_progress(const test_resource_t *res, double pause)
     double start, deadline;
     pid_t pid;
 
-    if (pipe(up) || pipe(down)) {
+    pid = fork_child(no_progress_child, &pause, &rfd, &wfd);
+    if (pid < 0) {
         return 1;
     }
-    pid = fork();
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        no_progress_child(pause, up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
-    if (!pipe_read(up[0], addr[0], MAX_ADDR) ||
-        !pipe_read(up[0], addr[1], MAX_ADDR) || !iface_open(res, &a) ||
+    if (!pipe_read(rfd, addr[0], MAX_ADDR) ||
+        !pipe_read(rfd, addr[1], MAX_ADDR) || !iface_open(res, &a) ||
         !ep_create(&a, addr[0], addr[1], &ep)) {
         fprintf(stderr, "no-progress: setup failed\n");
         return 1;
@@ -309,7 +327,7 @@ int test_no_progress(const test_resource_t *res, double pause)
     }
 
     /* The child computes; this side keeps sending and progressing */
-    pipe_write(down[1], "p", 1);
+    pipe_write(wfd, "p", 1);
     start = now_sec();
     while ((now_sec() < start + pause + 1.0) && (a.failed_eps == 0)) {
         status = uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8);
@@ -327,8 +345,8 @@ int test_no_progress(const test_resource_t *res, double pause)
 
     ok = (a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
          flush_ep(ep, now_sec() + 30);
-    pipe_write(down[1], "x", 1);
-    ok = ok && pipe_read(up[0], &received, sizeof(received)) &&
+    pipe_write(wfd, "x", 1);
+    ok = ok && pipe_read(rfd, &received, sizeof(received)) &&
          (received == sent);
     printf("no-progress: peer received %lu of %lu\n",
            (unsigned long)received, (unsigned long)sent);
@@ -401,7 +419,7 @@ int test_ep_churn(const test_resource_t *res, int count)
  * parent writes 'x' */
 #define LATE_CONNECT_DELAY 0.2
 
-static void late_connect_child(int wfd, int rfd)
+static void late_connect_child(void *arg, int wfd, int rfd)
 {
     uint8_t dev_addr[MAX_ADDR], ep_addr[MAX_ADDR], my_ep_addr[MAX_ADDR];
     uct_ep_params_t params;
@@ -411,6 +429,7 @@ static void late_connect_child(int wfd, int rfd)
     char cmd = 0;
     double end;
 
+    (void)arg;
     if (!test_init(&res) || !iface_open(&res, &b)) {
         _exit(77);
     }
@@ -450,35 +469,28 @@ int test_late_connect(const test_resource_t *res)
     uint8_t dev_addr[MAX_ADDR], ep_addr[MAX_ADDR], my_ep_addr[MAX_ADDR];
     uct_ep_params_t params;
     ucs_status_t status;
-    int up[2], down[2], ok, child_status;
+    int rfd, wfd, ok, child_status;
     double start, deadline;
     test_iface_t a;
     uct_ep_h ep;
     pid_t pid;
 
-    if (pipe(up) || pipe(down)) {
+    pid = fork_child(late_connect_child, NULL, &rfd, &wfd);
+    if (pid < 0) {
         return 1;
     }
-    pid = fork();
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        late_connect_child(up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
 
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    if (!pipe_read(up[0], dev_addr, MAX_ADDR) ||
-        !pipe_read(up[0], ep_addr, MAX_ADDR) || !iface_open(res, &a)) {
+    if (!pipe_read(rfd, dev_addr, MAX_ADDR) ||
+        !pipe_read(rfd, ep_addr, MAX_ADDR) || !iface_open(res, &a)) {
         fprintf(stderr, "late-connect: setup failed\n");
         return 1;
     }
     params.iface = a.iface;
     if ((uct_ep_create(&params, &ep) != UCS_OK) ||
         (uct_ep_get_address(ep, (uct_ep_addr_t*)my_ep_addr) != UCS_OK) ||
-        !pipe_write(down[1], a.dev_addr, MAX_ADDR) ||
-        !pipe_write(down[1], my_ep_addr, MAX_ADDR) ||
+        !pipe_write(wfd, a.dev_addr, MAX_ADDR) ||
+        !pipe_write(wfd, my_ep_addr, MAX_ADDR) ||
         (uct_ep_connect_to_ep(ep, (uct_device_addr_t*)dev_addr,
                               (uct_ep_addr_t*)ep_addr) != UCS_OK)) {
         fprintf(stderr, "late-connect: connect failed\n");
@@ -498,7 +510,7 @@ int test_late_connect(const test_resource_t *res)
            LATE_CONNECT_DELAY, ok ? "completed" : "DID NOT complete",
            now_sec() - start);
 
-    pipe_write(down[1], "x", 1);
+    pipe_write(wfd, "x", 1);
     waitpid(pid, &child_status, 0);
     ok = ok && WIFEXITED(child_status) && (WEXITSTATUS(child_status) == 0);
     uct_ep_destroy(ep);
