@@ -233,30 +233,6 @@ static int pipe_read(int fd, void *buf, size_t len)
     return 1;
 }
 
-/* A child process linked by two pipes: it runs child(arg, wfd, rfd) and
- * never returns; the parent keeps *rfd (child to parent) and *wfd */
-static pid_t fork_child(void (*child)(void *arg, int wfd, int rfd), void *arg,
-                        int *rfd, int *wfd)
-{
-    int up[2], down[2];
-    pid_t pid;
-
-    if (pipe(up) || pipe(down)) {
-        return -1;
-    }
-    pid = fork();
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        child(arg, up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
-    *rfd = up[0];
-    *wfd = down[1];
-    return pid;
-}
-
 /* Child: progress until 'p', then no UCT call at all for pause seconds,
  * then progress again until 'x'; sends back what it received */
 static void no_progress_child(void *arg, int wfd, int rfd)

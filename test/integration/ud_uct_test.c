@@ -531,8 +531,9 @@ int test_init(test_resource_t *res)
 
 /* Child: I ifaces; sends their addresses to wfd; on a byte from rfd, sends
  * back the total count received and exits */
-static void child_serve(int nifaces, int wfd, int rfd)
+static void child_serve(void *arg, int wfd, int rfd)
 {
+    int nifaces = *(int*)arg;
     test_resource_t res;
     test_iface_t *tis = calloc(nifaces, sizeof(*tis));
     uint64_t total = 0;
@@ -573,7 +574,8 @@ static void child_serve(int nifaces, int wfd, int rfd)
     _exit(0);
 }
 
-static pid_t child_start(int nifaces, int *wfd_p, int *rfd_p)
+pid_t fork_child(void (*child)(void *arg, int wfd, int rfd), void *arg,
+                 int *rfd_p, int *wfd_p)
 {
     int up[2], down[2];
     pid_t pid;
@@ -585,7 +587,7 @@ static pid_t child_start(int nifaces, int *wfd_p, int *rfd_p)
     if (pid == 0) {
         close(up[0]);
         close(down[1]);
-        child_serve(nifaces, up[1], down[0]);
+        child(arg, up[1], down[0]);
     }
     close(up[1]);
     close(down[0]);
@@ -652,7 +654,7 @@ static int test_many_eps(int nprocs, int nifaces, int neps_per_iface)
     uint64_t payload = 0;
 
     for (i = 0; i < nprocs; ++i) {
-        pids[i] = child_start(nifaces, &wfds[i], &rfds[i]);
+        pids[i] = fork_child(child_serve, &nifaces, &rfds[i], &wfds[i]);
         for (j = 0; j < nifaces; ++j) {
             if (!read_full(rfds[i], addrs[i * nifaces + j][0], MAX_ADDR) ||
                 !read_full(rfds[i], addrs[i * nifaces + j][1], MAX_ADDR)) {
@@ -736,12 +738,12 @@ static int test_peer_failure(double timeout)
     test_iface_t a, b;
     uct_ep_h ec, eb;
     uint64_t payload = 0;
-    int wfd, rfd, i, ok, sent_after = 0;
+    int wfd, rfd, i, ok, sent_after = 0, one = 1;
     ucs_status_t status;
     double t_kill, t_fail = -1, deadline;
     pid_t pid;
 
-    pid = child_start(1, &wfd, &rfd);
+    pid = fork_child(child_serve, &one, &rfd, &wfd);
     if ((pid < 0) || !read_full(rfd, addr[0], MAX_ADDR) ||
         !read_full(rfd, addr[1], MAX_ADDR)) {
         fprintf(stderr, "child did not start\n");

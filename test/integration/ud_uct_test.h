@@ -6,6 +6,7 @@
 
 #include <uct/api/uct.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* UD_TEST_TL=ud_verbs runs the same footprint test over UCX's own UD */
 #define TL_NAME  tl_name()
@@ -42,6 +43,10 @@ ucs_status_t count_handler(void *arg, void *data, size_t length,
 int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
               const uint8_t *iface_addr, uct_ep_h *ep_p);
 int flush_ep(uct_ep_h ep, double deadline);
+/* A child process linked by two pipes: it runs child(arg, wfd, rfd) and
+ * never returns; the parent gets the other ends, *rfd_p and *wfd_p */
+pid_t fork_child(void (*child)(void *arg, int wfd, int rfd), void *arg,
+                 int *rfd_p, int *wfd_p);
 long vm_rss_kb(void);
 
 /* ud_uct_robust.c: pending stall, progress-less peer, ep churn, late
