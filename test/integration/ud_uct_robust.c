@@ -213,26 +213,6 @@ int test_pending_stall(const test_resource_t *res)
     return ok ? 0 : 1;
 }
 
-static int pipe_write(int fd, const void *buf, size_t len)
-{
-    return write(fd, buf, len) == (ssize_t)len;
-}
-
-static int pipe_read(int fd, void *buf, size_t len)
-{
-    size_t done = 0;
-    ssize_t n;
-
-    while (done < len) {
-        n = read(fd, (char*)buf + done, len - done);
-        if (n <= 0) {
-            return 0;
-        }
-        done += n;
-    }
-    return 1;
-}
-
 /* Child: progress until 'p', then no UCT call at all for pause seconds,
  * then progress again until 'x'; sends back what it received */
 static void no_progress_child(void *arg, int wfd, int rfd)
@@ -248,8 +228,8 @@ static void no_progress_child(void *arg, int wfd, int rfd)
         _exit(77);
     }
     uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
-    pipe_write(wfd, b.dev_addr, MAX_ADDR);
-    pipe_write(wfd, b.iface_addr, MAX_ADDR);
+    write_full(wfd, b.dev_addr, MAX_ADDR);
+    write_full(wfd, b.iface_addr, MAX_ADDR);
     flags = fcntl(rfd, F_GETFL);
     fcntl(rfd, F_SETFL, flags | O_NONBLOCK);
     for (cmd = 0; cmd != 'x';) {
@@ -261,7 +241,7 @@ static void no_progress_child(void *arg, int wfd, int rfd)
             nanosleep(&ts, NULL);
         }
     }
-    pipe_write(wfd, &b.rx_count, sizeof(b.rx_count));
+    write_full(wfd, &b.rx_count, sizeof(b.rx_count));
     /* keep acknowledging until the parent is done */
     for (ts.tv_sec = 0; ts.tv_sec < 1000000; ++ts.tv_sec) {
         uct_worker_progress(worker);
@@ -284,8 +264,8 @@ int test_no_progress(const test_resource_t *res, double pause)
     if (pid < 0) {
         return 1;
     }
-    if (!pipe_read(rfd, addr[0], MAX_ADDR) ||
-        !pipe_read(rfd, addr[1], MAX_ADDR) || !iface_open(res, &a) ||
+    if (!read_full(rfd, addr[0], MAX_ADDR) ||
+        !read_full(rfd, addr[1], MAX_ADDR) || !iface_open(res, &a) ||
         !ep_create(&a, addr[0], addr[1], &ep)) {
         fprintf(stderr, "no-progress: setup failed\n");
         return 1;
@@ -303,7 +283,7 @@ int test_no_progress(const test_resource_t *res, double pause)
     }
 
     /* The child computes; this side keeps sending and progressing */
-    pipe_write(wfd, "p", 1);
+    write_full(wfd, "p", 1);
     start = now_sec();
     while ((now_sec() < start + pause + 1.0) && (a.failed_eps == 0)) {
         status = uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8);
@@ -321,8 +301,8 @@ int test_no_progress(const test_resource_t *res, double pause)
 
     ok = (a.failed_eps == 0) && (status != UCS_ERR_ENDPOINT_TIMEOUT) &&
          flush_ep(ep, now_sec() + 30);
-    pipe_write(wfd, "x", 1);
-    ok = ok && pipe_read(rfd, &received, sizeof(received)) &&
+    write_full(wfd, "x", 1);
+    ok = ok && read_full(rfd, &received, sizeof(received)) &&
          (received == sent);
     printf("no-progress: peer received %lu of %lu\n",
            (unsigned long)received, (unsigned long)sent);
@@ -415,10 +395,10 @@ static void late_connect_child(void *arg, int wfd, int rfd)
         (uct_ep_get_address(ep, (uct_ep_addr_t*)my_ep_addr) != UCS_OK)) {
         _exit(1);
     }
-    pipe_write(wfd, b.dev_addr, MAX_ADDR);
-    pipe_write(wfd, my_ep_addr, MAX_ADDR);
-    if (!pipe_read(rfd, dev_addr, MAX_ADDR) ||
-        !pipe_read(rfd, ep_addr, MAX_ADDR)) {
+    write_full(wfd, b.dev_addr, MAX_ADDR);
+    write_full(wfd, my_ep_addr, MAX_ADDR);
+    if (!read_full(rfd, dev_addr, MAX_ADDR) ||
+        !read_full(rfd, ep_addr, MAX_ADDR)) {
         _exit(1);
     }
     usleep(LATE_CONNECT_DELAY * 1e6);
@@ -457,16 +437,16 @@ int test_late_connect(const test_resource_t *res)
     }
 
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    if (!pipe_read(rfd, dev_addr, MAX_ADDR) ||
-        !pipe_read(rfd, ep_addr, MAX_ADDR) || !iface_open(res, &a)) {
+    if (!read_full(rfd, dev_addr, MAX_ADDR) ||
+        !read_full(rfd, ep_addr, MAX_ADDR) || !iface_open(res, &a)) {
         fprintf(stderr, "late-connect: setup failed\n");
         return 1;
     }
     params.iface = a.iface;
     if ((uct_ep_create(&params, &ep) != UCS_OK) ||
         (uct_ep_get_address(ep, (uct_ep_addr_t*)my_ep_addr) != UCS_OK) ||
-        !pipe_write(wfd, a.dev_addr, MAX_ADDR) ||
-        !pipe_write(wfd, my_ep_addr, MAX_ADDR) ||
+        !write_full(wfd, a.dev_addr, MAX_ADDR) ||
+        !write_full(wfd, my_ep_addr, MAX_ADDR) ||
         (uct_ep_connect_to_ep(ep, (uct_device_addr_t*)dev_addr,
                               (uct_ep_addr_t*)ep_addr) != UCS_OK)) {
         fprintf(stderr, "late-connect: connect failed\n");
@@ -486,7 +466,7 @@ int test_late_connect(const test_resource_t *res)
            LATE_CONNECT_DELAY, ok ? "completed" : "DID NOT complete",
            now_sec() - start);
 
-    pipe_write(wfd, "x", 1);
+    write_full(wfd, "x", 1);
     waitpid(pid, &child_status, 0);
     ok = ok && WIFEXITED(child_status) && (WEXITSTATUS(child_status) == 0);
     uct_ep_destroy(ep);

@@ -32,6 +32,8 @@ typedef struct {
 
 extern uct_worker_h worker;
 extern uct_md_h     md;
+extern int          no_err_handler; /* peer-failure without an error handler */
+extern int          use_ep_check;   /* peer-failure: idle ep, uct_ep_check */
 
 const char *tl_name(void);
 double now_sec(void);
@@ -43,11 +45,18 @@ ucs_status_t count_handler(void *arg, void *data, size_t length,
 int ep_create(test_iface_t *ti, const uint8_t *dev_addr,
               const uint8_t *iface_addr, uct_ep_h *ep_p);
 int flush_ep(uct_ep_h ep, double deadline);
+int flush_iface(uct_iface_h iface, double deadline);
+int write_full(int fd, const void *buf, size_t len);
+int read_full(int fd, void *buf, size_t len);
 /* A child process linked by two pipes: it runs child(arg, wfd, rfd) and
  * never returns; the parent gets the other ends, *rfd_p and *wfd_p */
 pid_t fork_child(void (*child)(void *arg, int wfd, int rfd), void *arg,
                  int *rfd_p, int *wfd_p);
 long vm_rss_kb(void);
+
+/* ud_uct_peers.c: peer failure, many eps */
+int test_peer_failure(double timeout);
+int test_many_eps(int nprocs, int nifaces, int neps_per_iface);
 
 /* ud_uct_robust.c: pending stall, progress-less peer, ep churn, late
  * connect */
