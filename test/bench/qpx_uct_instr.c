@@ -14,6 +14,7 @@
  */
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
+#include "qpx_uct_open.h"
 #include <valgrind/callgrind.h>
 
 #include <stdio.h>
@@ -24,8 +25,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-ucs_status_t ucs_async_context_create(ucs_async_mode_t mode,
-                                      ucs_async_context_t **async_p);
 
 #define AM_ID    12
 #define BUF_SIZE 65536
@@ -75,101 +74,27 @@ static int sync_fd(int fd, int send_first)
 }
 
 
-static int xfer(int fd, void *p, size_t len, int out)
+static int ctx_open(ctx_t *c, uct_component_h *comp_p)
 {
-    ssize_t n;
-
-    while (len > 0) {
-        n = out ? write(fd, p, len) : read(fd, p, len);
-        if (n <= 0) {
-            return -1;
-        }
-        p    = (char*)p + n;
-        len -= n;
-    }
-    return 0;
-}
-
-
-static int ctx_open(ctx_t *c)
-{
-    uct_component_h *comps;
-    unsigned ncomps, i, j, k, ntls;
-    uct_component_attr_t cattr;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *if_config;
     uct_iface_params_t params;
-    uct_tl_resource_desc_t *tls;
-    uct_component_h comp = NULL;
-    uct_md_h md;
 
-    if (uct_query_components(&comps, &ncomps) != UCS_OK) {
-        return -1;
-    }
-    for (i = 0; (i < ncomps) && (c->md == NULL); ++i) {
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
-        uct_component_query(comps[i], &cattr);
-        cattr.md_resources = alloca(sizeof(*cattr.md_resources) *
-                                    cattr.md_resource_count);
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
-        uct_component_query(comps[i], &cattr);
-        for (j = 0; (j < cattr.md_resource_count) && (c->md == NULL); ++j) {
-            if (uct_md_config_read(comps[i], NULL, NULL, &md_config) !=
-                UCS_OK) {
-                continue;
-            }
-            if (uct_md_open(comps[i], cattr.md_resources[j].md_name,
-                            md_config, &md) != UCS_OK) {
-                uct_config_release(md_config);
-                continue;
-            }
-            uct_config_release(md_config);
-            if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
-                for (k = 0; k < ntls; ++k) {
-                    if (!strcmp(tls[k].tl_name, tl_name) &&
-                        !strcmp(tls[k].dev_name, dev_name)) {
-                        c->md = md;
-                        comp  = comps[i];
-                    }
-                }
-                uct_release_tl_resource_list(tls);
-            }
-            if (c->md == NULL) {
-                uct_md_close(md);
-            }
-        }
-    }
-    if (c->md == NULL) {
+    if (qpx_uct_md_open(tl_name, dev_name, comp_p, &c->md) != 0) {
         fprintf(stderr, "no %s on %s\n", tl_name, dev_name);
         return -1;
     }
-
-    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &c->async) ||
-        uct_worker_create(c->async, UCS_THREAD_MODE_SINGLE, &c->worker) ||
-        uct_md_iface_config_read(c->md, tl_name, NULL, NULL, &if_config)) {
-        return -1;
-    }
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl_name;
-    params.mode.device.dev_name = dev_name;
-    if (uct_iface_open(c->md, c->worker, &params, if_config, &c->iface)) {
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+                           &c->worker, &c->iface) != 0) {
         return -1;
     }
-    uct_config_release(if_config);
     uct_iface_query(c->iface, &c->attr);
-    uct_iface_progress_enable(c->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     uct_iface_set_am_handler(c->iface, AM_ID, am_cb, c, UCT_CB_FLAG_ASYNC);
-    (void)comp;
 
     if (posix_memalign(&c->buf, 4096, BUF_SIZE) ||
         uct_md_mem_reg(c->md, c->buf, BUF_SIZE, UCT_MD_MEM_ACCESS_ALL,
                        &c->memh)) {
         return -1;
     }
-    uct_release_component_list(comps);
     return 0;
 }
 
@@ -190,8 +115,8 @@ static int ctx_connect(ctx_t *c, uct_component_h comp)
         return -1;
     }
     local.buf_addr = (uintptr_t)c->buf;
-    if (xfer(c->sock, &local, sizeof(local), 1) ||
-        xfer(c->sock, &remote, sizeof(remote), 0) ||
+    if (qpx_uct_xfer(c->sock, &local, sizeof(local), 1) ||
+        qpx_uct_xfer(c->sock, &remote, sizeof(remote), 0) ||
         uct_ep_connect_to_ep(c->ep, (uct_device_addr_t*)remote.dev_addr,
                              (uct_ep_addr_t*)remote.ep_addr)) {
         return -1;
@@ -323,28 +248,9 @@ static void run_receiver(ctx_t *c)
 }
 
 
-static uct_component_h find_comp(uct_md_h md)
-{
-    uct_md_attr_t attr;
-    uct_component_h *comps, comp = NULL;
-    uct_component_attr_t cattr;
-    unsigned n, i;
-
-    uct_md_query(md, &attr);
-    uct_query_components(&comps, &n);
-    for (i = 0; i < n; ++i) {
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        uct_component_query(comps[i], &cattr);
-        if (!strcmp(cattr.name, attr.component_name)) {
-            comp = comps[i];
-        }
-    }
-    return comp; /* the list is kept: components live as long as libuct */
-}
-
-
 int main(int argc, char **argv)
 {
+    uct_component_h comp;
     ctx_t c;
     int sv[2], opt, status;
     pid_t pid;
@@ -373,7 +279,7 @@ int main(int argc, char **argv)
     pid    = fork();
     c.sock = (pid == 0) ? sv[1] : sv[0];
     close((pid == 0) ? sv[0] : sv[1]);
-    if (ctx_open(&c) || ctx_connect(&c, find_comp(c.md))) {
+    if (ctx_open(&c, &comp) || ctx_connect(&c, comp)) {
         fprintf(stderr, "%s: setup failed\n", (pid == 0) ? "receiver" :
                                                            "sender");
         return 1;

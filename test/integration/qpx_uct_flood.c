@@ -12,6 +12,7 @@
  */
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
+#include "qpx_uct_open.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-ucs_status_t ucs_async_context_create(ucs_async_mode_t mode,
-                                      ucs_async_context_t **async_p);
 
 #define AM_ID    13
 #define MAX_EPS  64
@@ -79,102 +78,29 @@ static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 }
 
 
-static int xfer(int fd, void *p, size_t len, int out)
-{
-    ssize_t n;
-
-    while (len > 0) {
-        n = out ? write(fd, p, len) : read(fd, p, len);
-        if (n <= 0) {
-            return -1;
-        }
-        p    = (char*)p + n;
-        len -= n;
-    }
-    return 0;
-}
-
-
 static int ctx_open(ctx_t *c)
 {
-    uct_component_h *comps;
-    unsigned ncomps, i, j, k, ntls;
-    uct_component_attr_t cattr;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *if_config;
     uct_iface_params_t params;
-    uct_tl_resource_desc_t *tls;
-    uct_component_h comp = NULL;
-    uct_md_h md;
+    uct_component_h comp;
 
-    if (uct_query_components(&comps, &ncomps) != UCS_OK) {
-        return -1;
-    }
-    for (i = 0; (i < ncomps) && (c->md == NULL); ++i) {
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
-        uct_component_query(comps[i], &cattr);
-        cattr.md_resources = alloca(sizeof(*cattr.md_resources) *
-                                    cattr.md_resource_count);
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
-        uct_component_query(comps[i], &cattr);
-        for (j = 0; (j < cattr.md_resource_count) && (c->md == NULL); ++j) {
-            if (uct_md_config_read(comps[i], NULL, NULL, &md_config) !=
-                UCS_OK) {
-                continue;
-            }
-            if (uct_md_open(comps[i], cattr.md_resources[j].md_name,
-                            md_config, &md) != UCS_OK) {
-                uct_config_release(md_config);
-                continue;
-            }
-            uct_config_release(md_config);
-            if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
-                for (k = 0; k < ntls; ++k) {
-                    if (!strcmp(tls[k].tl_name, tl_name) &&
-                        !strcmp(tls[k].dev_name, dev_name)) {
-                        c->md = md;
-                        comp  = comps[i];
-                    }
-                }
-                uct_release_tl_resource_list(tls);
-            }
-            if (c->md == NULL) {
-                uct_md_close(md);
-            }
-        }
-    }
-    if (c->md == NULL) {
+    if (qpx_uct_md_open(tl_name, dev_name, &comp, &c->md) != 0) {
         fprintf(stderr, "no %s on %s\n", tl_name, dev_name);
         return -1;
     }
-
-    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &c->async) ||
-        uct_worker_create(c->async, UCS_THREAD_MODE_SINGLE, &c->worker) ||
-        uct_md_iface_config_read(c->md, tl_name, NULL, NULL, &if_config)) {
-        return -1;
-    }
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.err_handler          = err_cb;
-    params.err_handler_arg      = c;
-    params.err_handler_flags    = UCT_CB_FLAG_ASYNC;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl_name;
-    params.mode.device.dev_name = dev_name;
-    if (uct_iface_open(c->md, c->worker, &params, if_config, &c->iface)) {
+    params.field_mask        = UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.err_handler       = err_cb;
+    params.err_handler_arg   = c;
+    params.err_handler_flags = UCT_CB_FLAG_ASYNC;
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+                           &c->worker, &c->iface) != 0) {
         return -1;
     }
-    uct_config_release(if_config);
     uct_iface_query(c->iface, &c->attr);
-    uct_iface_progress_enable(c->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     uct_iface_set_am_handler(c->iface, AM_ID, am_cb, c, UCT_CB_FLAG_ASYNC);
-    (void)comp;
 
-    uct_release_component_list(comps);
     return 0;
 }
 
@@ -197,8 +123,8 @@ static int ctx_connect(ctx_t *c)
             return -1;
         }
     }
-    if (xfer(c->sock, &local, sizeof(local), 1) ||
-        xfer(c->sock, &remote, sizeof(remote), 0)) {
+    if (qpx_uct_xfer(c->sock, &local, sizeof(local), 1) ||
+        qpx_uct_xfer(c->sock, &remote, sizeof(remote), 0)) {
         return -1;
     }
     for (i = 0; i < num_eps; ++i) {
@@ -261,8 +187,8 @@ static int run_sender(ctx_t *c)
     }
 
     /* Ask the receiver what arrived */
-    xfer(c->sock, &sent, sizeof(sent), 1);
-    xfer(c->sock, result, sizeof(result), 0);
+    qpx_uct_xfer(c->sock, &sent, sizeof(sent), 1);
+    qpx_uct_xfer(c->sock, result, sizeof(result), 0);
     printf("%s: %u endpoints x %u messages: sent %llu, received %llu, "
            "out of order %llu, sender errors %d, receiver errors %llu, "
            "%.2f s\n", tl_name, num_eps, num_msgs, (unsigned long long)sent,
@@ -296,7 +222,7 @@ static void run_receiver(ctx_t *c)
     result[0] = c->received;
     result[1] = c->bad;
     result[2] = c->failed;
-    xfer(c->sock, result, sizeof(result), 1);
+    qpx_uct_xfer(c->sock, result, sizeof(result), 1);
 }
 
 

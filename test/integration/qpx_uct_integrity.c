@@ -25,12 +25,9 @@
 #include <time.h>
 
 #include "qpx_uct_integrity.h"
+#include "qpx_uct_open.h"
 #include <sys/socket.h>
 #include <sys/wait.h>
-
-ucs_status_t ucs_async_context_create(ucs_async_mode_t mode,
-                                      ucs_async_context_t **async_p);
-void ucs_async_context_destroy(ucs_async_context_t *async);
 
 
 static int passed, failed, skipped;
@@ -66,20 +63,6 @@ int check(const void *p, uint32_t seed, size_t len)
     return 1;
 }
 
-static int xfer(int fd, void *p, size_t len, int out)
-{
-    ssize_t n;
-    while (len > 0) {
-        n = out ? write(fd, p, len) : read(fd, p, len);
-        if (n <= 0) {
-            return -1;
-        }
-        p = (char*)p + n;
-        len -= n;
-    }
-    return 0;
-}
-
 /* AM payload: 4-byte seed, then pattern bytes */
 static ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
@@ -107,85 +90,28 @@ static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 
 static int ctx_open(ctx_t *c)
 {
-    uct_component_h *comps;
-    unsigned ncomps, i, j;
-    uct_component_attr_t cattr;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *if_config;
     uct_iface_params_t params;
-    ucs_status_t status;
     uct_md_attr_t md_attr;
 
-    if (uct_query_components(&comps, &ncomps) != UCS_OK) {
-        return 77;
-    }
-    for (i = 0; i < ncomps && c->md == NULL; ++i) {
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
-        uct_component_query(comps[i], &cattr);
-        cattr.md_resources = alloca(sizeof(*cattr.md_resources) *
-                                    cattr.md_resource_count);
-        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
-        uct_component_query(comps[i], &cattr);
-        for (j = 0; j < cattr.md_resource_count && c->md == NULL; ++j) {
-            uct_tl_resource_desc_t *tls;
-            unsigned ntls, k;
-            uct_md_h md;
-            if (uct_md_config_read(comps[i], NULL, NULL, &md_config) != UCS_OK) {
-                continue;
-            }
-            status = uct_md_open(comps[i], cattr.md_resources[j].md_name,
-                                 md_config, &md);
-            uct_config_release(md_config);
-            if (status != UCS_OK) {
-                continue;
-            }
-            if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
-                for (k = 0; k < ntls; ++k) {
-                    if (!strcmp(tls[k].tl_name, tl_name) &&
-                        !strcmp(tls[k].dev_name, dev_name)) {
-                        c->md   = md;
-                        c->comp = comps[i];
-                    }
-                }
-                uct_release_tl_resource_list(tls);
-            }
-            if (c->md == NULL) {
-                uct_md_close(md);
-            }
-        }
-    }
-    uct_release_component_list(comps);
-    if (c->md == NULL) {
+    if (qpx_uct_md_open(tl_name, dev_name, &c->comp, &c->md) != 0) {
         printf("SKIP: no %s on %s\n", tl_name, dev_name);
         return 77;
     }
-
     uct_md_query(c->md, &md_attr);
     c->rkey_size = md_attr.rkey_packed_size;
-    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &c->async) ||
-        uct_worker_create(c->async, UCS_THREAD_MODE_SINGLE, &c->worker) ||
-        uct_md_iface_config_read(c->md, tl_name, NULL, NULL, &if_config)) {
-        return 1;
-    }
+
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                        UCT_IFACE_PARAM_FIELD_DEVICE |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl_name;
-    params.mode.device.dev_name = dev_name;
-    params.err_handler          = err_cb;
-    params.err_handler_arg      = c;
-    params.err_handler_flags    = UCT_CB_FLAG_ASYNC;
-    status = uct_iface_open(c->md, c->worker, &params, if_config, &c->iface);
-    uct_config_release(if_config);
-    if (status != UCS_OK) {
+    params.field_mask        = UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.err_handler       = err_cb;
+    params.err_handler_arg   = c;
+    params.err_handler_flags = UCT_CB_FLAG_ASYNC;
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+                           &c->worker, &c->iface) != 0) {
         return 1;
     }
     uct_iface_query(c->iface, &c->attr);
-    uct_iface_progress_enable(c->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     if (c->attr.cap.flags & (UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
                              UCT_IFACE_FLAG_AM_ZCOPY)) {
         uct_iface_set_am_handler(c->iface, AM_ID, am_cb, c, 0);
@@ -220,8 +146,8 @@ int ctx_connect(ctx_t *c, peer_info_t *remote)
         return -1;
     }
     local.buf_addr = (uintptr_t)c->buf;
-    if (xfer(c->sock, &local, sizeof(local), 1) ||
-        xfer(c->sock, remote, sizeof(*remote), 0)) {
+    if (qpx_uct_xfer(c->sock, &local, sizeof(local), 1) ||
+        qpx_uct_xfer(c->sock, remote, sizeof(*remote), 0)) {
         return -1;
     }
     return uct_ep_connect_to_ep(c->ep, (uct_device_addr_t*)remote->dev_addr,
@@ -248,7 +174,7 @@ static int run_target(ctx_t *c)
             uct_worker_progress(c->worker);
             continue;
         }
-        xfer(c->sock, &cmd, sizeof(cmd), 0);
+        qpx_uct_xfer(c->sock, &cmd, sizeof(cmd), 0);
         switch (cmd.cmd) {
         case CMD_CHECK:
             reply = check(c->buf, cmd.seed, cmd.len);
@@ -270,7 +196,7 @@ static int run_target(ctx_t *c)
         case CMD_RECONNECT:
             /* A fresh endpoint pair: the initiator's was canceled */
             reply = 1;
-            xfer(c->sock, &reply, sizeof(reply), 1);
+            qpx_uct_xfer(c->sock, &reply, sizeof(reply), 1);
             uct_ep_destroy(c->ep);
             if (ctx_connect(c, &remote)) {
                 return 1;
@@ -278,10 +204,10 @@ static int run_target(ctx_t *c)
             continue;
         default:
             reply = 0;
-            xfer(c->sock, &reply, sizeof(reply), 1);
+            qpx_uct_xfer(c->sock, &reply, sizeof(reply), 1);
             goto out;
         }
-        xfer(c->sock, &reply, sizeof(reply), 1);
+        qpx_uct_xfer(c->sock, &reply, sizeof(reply), 1);
     }
 out:
     return 0;
@@ -295,8 +221,8 @@ uint64_t remote_cmd(ctx_t *c, uint32_t op, uint32_t seed, uint64_t len,
     cmd_t cmd = {op, seed, len, value};
     uint64_t reply = 0;
 
-    xfer(c->sock, &cmd, sizeof(cmd), 1);
-    xfer(c->sock, &reply, sizeof(reply), 0);
+    qpx_uct_xfer(c->sock, &cmd, sizeof(cmd), 1);
+    qpx_uct_xfer(c->sock, &reply, sizeof(reply), 0);
     return reply;
 }
 

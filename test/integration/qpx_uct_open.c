@@ -1,0 +1,129 @@
+/*
+ * Opening a UCT transport by name (see qpx_uct_open.h).
+ */
+#include "qpx_uct_open.h"
+
+#include <alloca.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Not in the installed headers of every UCX version */
+ucs_status_t ucs_async_context_create(ucs_async_mode_t mode,
+                                      ucs_async_context_t **async_p);
+
+
+/* Whether md offers tl_name on dev_name */
+static int qpx_uct_md_has(uct_md_h md, const char *tl_name,
+                          const char *dev_name)
+{
+    uct_tl_resource_desc_t *tls;
+    unsigned ntls, k;
+    int found = 0;
+
+    if (uct_md_query_tl_resources(md, &tls, &ntls) != UCS_OK) {
+        return 0;
+    }
+    for (k = 0; k < ntls; ++k) {
+        found |= !strcmp(tls[k].tl_name, tl_name) &&
+                 !strcmp(tls[k].dev_name, dev_name);
+    }
+    uct_release_tl_resource_list(tls);
+    return found;
+}
+
+int qpx_uct_md_open(const char *tl_name, const char *dev_name,
+                    uct_component_h *comp_p, uct_md_h *md_p)
+{
+    uct_component_attr_t cattr;
+    uct_md_config_t *md_config;
+    uct_component_h *comps;
+    unsigned ncomps, i, j;
+    ucs_status_t status;
+    uct_md_h md;
+
+    if (uct_query_components(&comps, &ncomps) != UCS_OK) {
+        return 77;
+    }
+    for (i = 0; i < ncomps; ++i) {
+        cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        uct_component_query(comps[i], &cattr);
+        cattr.md_resources = alloca(sizeof(*cattr.md_resources) *
+                                    cattr.md_resource_count);
+        cattr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+        uct_component_query(comps[i], &cattr);
+        for (j = 0; j < cattr.md_resource_count; ++j) {
+            if (uct_md_config_read(comps[i], NULL, NULL, &md_config) !=
+                UCS_OK) {
+                continue;
+            }
+            status = uct_md_open(comps[i], cattr.md_resources[j].md_name,
+                                 md_config, &md);
+            uct_config_release(md_config);
+            if (status != UCS_OK) {
+                continue;
+            }
+            if (qpx_uct_md_has(md, tl_name, dev_name)) {
+                *comp_p = comps[i];
+                *md_p   = md;
+                uct_release_component_list(comps);
+                return 0;
+            }
+            uct_md_close(md);
+        }
+    }
+    uct_release_component_list(comps);
+    return 77;
+}
+
+int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
+                       uct_iface_params_t *params,
+                       ucs_async_context_t **async_p, uct_worker_h *worker_p,
+                       uct_iface_h *iface_p)
+{
+    uct_iface_config_t *if_config;
+    ucs_async_context_t *async;
+    uct_worker_h worker;
+    ucs_status_t status;
+    uct_iface_h iface;
+
+    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) !=
+        UCS_OK) {
+        return -1;
+    }
+    if ((uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) !=
+         UCS_OK) ||
+        (uct_md_iface_config_read(md, tl_name, NULL, NULL, &if_config) !=
+         UCS_OK)) {
+        return -1; /* the process exits: nothing to undo */
+    }
+    params->field_mask          |= UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                   UCT_IFACE_PARAM_FIELD_DEVICE;
+    params->open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params->mode.device.tl_name  = tl_name;
+    params->mode.device.dev_name = dev_name;
+    status = uct_iface_open(md, worker, params, if_config, &iface);
+    uct_config_release(if_config);
+    if (status != UCS_OK) {
+        return -1;
+    }
+    uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    *async_p  = async;
+    *worker_p = worker;
+    *iface_p  = iface;
+    return 0;
+}
+
+int qpx_uct_xfer(int fd, void *p, size_t len, int out)
+{
+    ssize_t n;
+
+    while (len > 0) {
+        n = out ? write(fd, p, len) : read(fd, p, len);
+        if (n <= 0) {
+            return -1;
+        }
+        p    = (char*)p + n;
+        len -= n;
+    }
+    return 0;
+}

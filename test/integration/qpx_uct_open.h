@@ -1,0 +1,33 @@
+/*
+ * Opening a UCT transport by name, for the test and benchmark programs that
+ * drive qpx (or UCX's own transports) through the public UCT API.
+ */
+#ifndef QPX_UCT_OPEN_H_
+#define QPX_UCT_OPEN_H_
+
+#include <uct/api/uct.h>
+#include <ucs/async/async_fwd.h>
+#include <stddef.h>
+
+/*
+ * The memory domain whose component offers tl_name on dev_name.
+ * Returns 0 (outputs set), or 77 when no component offers it.
+ */
+int qpx_uct_md_open(const char *tl_name, const char *dev_name,
+                    uct_component_h *comp_p, uct_md_h *md_p);
+
+/*
+ * An async context (thread mode), a worker and the interface tl_name on
+ * dev_name of md. params may carry more fields (error handler and so on):
+ * the open mode and the device are set here. Progress is enabled.
+ * Returns 0 (outputs set) or -1.
+ */
+int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
+                       uct_iface_params_t *params,
+                       ucs_async_context_t **async_p, uct_worker_h *worker_p,
+                       uct_iface_h *iface_p);
+
+/* All of len bytes through fd: out != 0 writes, else reads. 0 or -1. */
+int qpx_uct_xfer(int fd, void *p, size_t len, int out);
+
+#endif
