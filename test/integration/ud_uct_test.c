@@ -340,7 +340,8 @@ static void side_cleanup(test_side_t *side)
     free(side->zbuf);
 }
 
-int flush_ep(uct_ep_h ep, double deadline)
+/* Flush ep, or iface when ep is NULL, with a completion, until deadline */
+static int flush_wait(uct_ep_h ep, uct_iface_h iface, double deadline)
 {
     test_comp_t fc;
     ucs_status_t status;
@@ -350,19 +351,25 @@ int flush_ep(uct_ep_h ep, double deadline)
     fc.comp.status = UCS_OK;
     fc.done        = 0;
     do {
-        status = uct_ep_flush(ep, 0, &fc.comp);
+        status = (ep != NULL) ? uct_ep_flush(ep, 0, &fc.comp) :
+                                uct_iface_flush(iface, 0, &fc.comp);
         uct_worker_progress(worker);
     } while ((status == UCS_ERR_NO_RESOURCE) && (now_sec() < deadline));
     if (status == UCS_OK) {
         return 1;
     } else if (status != UCS_INPROGRESS) {
-        fprintf(stderr, "uct_ep_flush: %s\n", ucs_status_string(status));
+        fprintf(stderr, "flush: %s\n", ucs_status_string(status));
         return 0;
     }
     while ((fc.done == 0) && (now_sec() < deadline)) {
         uct_worker_progress(worker);
     }
     return fc.done == 1;
+}
+
+int flush_ep(uct_ep_h ep, double deadline)
+{
+    return flush_wait(ep, NULL, deadline);
 }
 
 /* Connect the two sides with CONNECT_TO_EP instead (UD_TEST_CONNECT=ep) */
@@ -393,27 +400,7 @@ static int connect_to_ep_pair(test_side_t *s0, test_side_t *s1)
 /* uct_iface_flush with a completion: every ep of the iface acknowledged */
 int flush_iface(uct_iface_h iface, double deadline)
 {
-    test_comp_t fc;
-    ucs_status_t status;
-
-    fc.comp.func   = comp_cb;
-    fc.comp.count  = 1;
-    fc.comp.status = UCS_OK;
-    fc.done        = 0;
-    do {
-        status = uct_iface_flush(iface, 0, &fc.comp);
-        uct_worker_progress(worker);
-    } while ((status == UCS_ERR_NO_RESOURCE) && (now_sec() < deadline));
-    if (status == UCS_OK) {
-        return 1;
-    } else if (status != UCS_INPROGRESS) {
-        fprintf(stderr, "uct_iface_flush: %s\n", ucs_status_string(status));
-        return 0;
-    }
-    while ((fc.done == 0) && (now_sec() < deadline)) {
-        uct_worker_progress(worker);
-    }
-    return fc.done == 1;
+    return flush_wait(NULL, iface, deadline);
 }
 
 static int test_integrity(const test_resource_t *res, uint64_t count)
