@@ -381,46 +381,68 @@ static void test_iface_flush(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
     ok ? pass("iface flush with a completion") : fail("iface flush");
 }
 
-static void test_flush_cancel(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
+/* n 64 KiB get_zcopy operations into c->buf; returns how many are
+ * outstanding (the others completed at once and are marked done) */
+static int post_gets(ctx_t *c, comp_t *comps, int n, uint64_t raddr,
+                     uct_rkey_t rkey)
 {
-    comp_t comps[64], fcomp;
-    uct_iov_t iov;
     ucs_status_t status;
-    int i, posted = 0, done = 0, ok;
+    uct_iov_t iov;
+    int i, posted = 0;
 
-    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
-        skip("flush cancel: no get_zcopy");
-        return;
-    }
-    for (i = 0; i < 64; ++i) {
+    for (i = 0; i < n; ++i) {
         comp_init(&comps[i]);
         iov.buffer = (char*)c->buf + i * 65536;
         iov.length = 65536;
         iov.memh   = c->memh;
         iov.stride = 0;
         iov.count  = 1;
-        status = uct_ep_get_zcopy(c->ep, &iov, 1, raddr, rkey, &comps[i].super);
+        status = uct_ep_get_zcopy(c->ep, &iov, 1, raddr, rkey,
+                                  &comps[i].super);
         if (status != UCS_INPROGRESS) {
             comps[i].done = 1;
             continue;
         }
         ++posted;
     }
+    return posted;
+}
+
+/* Progress until the n completions are done, and flush_comp too unless it
+ * is NULL (bounded); returns how many of the n are done */
+static int wait_comps(ctx_t *c, comp_t *comps, int n, comp_t *flush_comp)
+{
+    int i, done = 0;
+
+    for (i = 0; (i < 1000000) &&
+                ((done < n) || ((flush_comp != NULL) && !flush_comp->done));
+         ++i) {
+        uct_worker_progress(c->worker);
+        for (done = 0; (done < n) && comps[done].done; ++done) {
+        }
+    }
+    return done;
+}
+
+static void test_flush_cancel(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
+{
+    comp_t comps[64], fcomp;
+    ucs_status_t status;
+    int posted, ok;
+    char what[128];
+
+    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
+        skip("flush cancel: no get_zcopy");
+        return;
+    }
+    posted = post_gets(c, comps, 64, raddr, rkey);
     comp_init(&fcomp);
     status = uct_ep_flush(c->ep, UCT_FLUSH_FLAG_CANCEL, &fcomp.super);
     ok = (wait_op(c, status, &fcomp) == 0) || (status == UCS_INPROGRESS);
-    for (i = 0; (i < 1000000) && (done < 64); ++i) {
-        uct_worker_progress(c->worker);
-        for (done = 0; (done < 64) && comps[done].done; ++done) {
-        }
-    }
-    ok = ok && (done == 64);
-    {
-        char what[128];
-        snprintf(what, sizeof(what),
-                 "flush(CANCEL): all %d outstanding gets completed", posted);
-        ok ? pass(what) : fail(what);
-    }
+    ok = ok && (wait_comps(c, comps, 64, NULL) == 64);
+    snprintf(what, sizeof(what),
+             "flush(CANCEL): all %d outstanding gets completed", posted);
+    ok ? pass(what) : fail(what);
 }
 
 /* Flush of the interface with CANCEL and a completion: every outstanding
@@ -431,9 +453,8 @@ static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
                                     uct_rkey_bundle_t *bundle)
 {
     comp_t comps[32], fcomp;
-    uct_iov_t iov;
     ucs_status_t status;
-    int i, posted = 0, done = 0, ok;
+    int posted, done, ok;
     char what[160];
 
     if (!(c->attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
@@ -453,21 +474,7 @@ static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
     }
     *rkey = bundle->rkey;
 
-    for (i = 0; i < 32; ++i) {
-        comp_init(&comps[i]);
-        iov.buffer = (char*)c->buf + i * 65536;
-        iov.length = 65536;
-        iov.memh   = c->memh;
-        iov.stride = 0;
-        iov.count  = 1;
-        status = uct_ep_get_zcopy(c->ep, &iov, 1, remote->buf_addr, *rkey,
-                                  &comps[i].super);
-        if (status != UCS_INPROGRESS) {
-            comps[i].done = 1;
-            continue;
-        }
-        ++posted;
-    }
+    posted = post_gets(c, comps, 32, remote->buf_addr, *rkey);
 
     comp_init(&fcomp);
     status = uct_iface_flush(c->iface, UCT_FLUSH_FLAG_CANCEL, &fcomp.super);
@@ -475,15 +482,10 @@ static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
         fail("iface flush(CANCEL) with a completion: unsupported");
         return;
     }
-    ok = (status == UCS_OK) || (status == UCS_INPROGRESS);
-    for (i = 0; (i < 1000000) && ((done < 32) ||
-                                  ((status == UCS_INPROGRESS) && !fcomp.done));
-         ++i) {
-        uct_worker_progress(c->worker);
-        for (done = 0; (done < 32) && comps[done].done; ++done) {
-        }
-    }
-    ok = ok && (done == 32) && ((status == UCS_OK) || fcomp.done);
+    ok   = (status == UCS_OK) || (status == UCS_INPROGRESS);
+    done = wait_comps(c, comps, 32,
+                      (status == UCS_INPROGRESS) ? &fcomp : NULL);
+    ok   = ok && (done == 32) && ((status == UCS_OK) || fcomp.done);
     snprintf(what, sizeof(what), "iface flush(CANCEL) with a completion: "
              "returned %s, all %d outstanding gets completed",
              ucs_status_string(status), posted);
