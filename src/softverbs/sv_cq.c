@@ -323,6 +323,23 @@ static void sv_cqe_to_wc(const struct sv_cqe *c, struct ibv_wc *wc)
     wc->dlid_path_bits = c->dlid_path_bits;
 }
 
+/*
+ * Nothing to poll: no local requester has unfinished work on this CQ, no
+ * flush was asked for, and the next slot is not written. Reads without the
+ * lock, only to skip it: a CQE published meanwhile is found by the next
+ * poll, as one that lands just after an HCA's CQ was read.
+ */
+static int sv_cq_idle(struct sv_cq *cq)
+{
+    uint64_t h = __atomic_load_n(&cq->ring->head, __ATOMIC_RELAXED);
+
+    return !__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED) &&
+           !__atomic_load_n(&cq->shm->flush_req, __ATOMIC_RELAXED) &&
+           /* acquire: pairs with the producer's release store of seq */
+           (__atomic_load_n(&cq->slots[h & (cq->ring->size - 1)].h.seq,
+                            __ATOMIC_ACQUIRE) != h + 1);
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
     struct sv_cq *cq = sv_cq(ibcq);
@@ -331,6 +348,9 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 
     if (num < 0) {
         return -1;
+    }
+    if (sv_cq_idle(cq)) {
+        return 0;
     }
     pthread_mutex_lock(&cq->lock);
     sv_cq_progress(cq);

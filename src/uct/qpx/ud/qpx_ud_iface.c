@@ -480,8 +480,10 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 
     iface->now = qpx_ud_time_ns();
     /* Send completions first: a NAK received below may ask to resend a
-     * packet whose earlier post is only finished once it is polled */
-    count          = qpx_ud_iface_poll_tx(iface);
+     * packet whose earlier post is only finished once it is polled. Every
+     * send is signaled: with all slots free there is nothing to poll. */
+    count          = (iface->tx.available < iface->tx.queue_len) ?
+                     qpx_ud_iface_poll_tx(iface) : 0;
     rx_count       = qpx_ud_iface_poll_rx(iface);
     iface->rx_idle = (rx_count == 0);
     count         += rx_count;

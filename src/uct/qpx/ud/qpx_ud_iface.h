@@ -222,6 +222,7 @@ typedef struct qpx_ud_iface {
     struct {
         ucs_mpool_t       mp;
         unsigned          available;   /* free SQ slots */
+        unsigned          queue_len;   /* SQ slots: available when idle */
         unsigned          max_inline;
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* mtu - header */

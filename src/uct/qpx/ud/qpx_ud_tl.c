@@ -210,8 +210,9 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         goto err_destroy_srq;
     }
     iface->tx.max_inline = init_attr.cap.max_inline_data;
-    iface->tx.available  = ucs_min(init_attr.cap.max_send_wr,
+    iface->tx.queue_len  = ucs_min(init_attr.cap.max_send_wr,
                                    config->tx_queue_len);
+    iface->tx.available  = iface->tx.queue_len;
 
     memset(&qp_attr, 0, sizeof(qp_attr));
     qp_attr.qp_state   = IBV_QPS_INIT;
