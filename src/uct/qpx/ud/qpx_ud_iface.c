@@ -278,10 +278,34 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
     qpx_ud_iface_async_leave(iface);
 }
 
+void qpx_ud_iface_post_recv_init(qpx_ud_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < QPX_UD_RX_BATCH; ++i) {
+        iface->rx.sges[i].length = iface->rx.buf_len;
+        iface->rx.wrs[i].sg_list = &iface->rx.sges[i];
+        iface->rx.wrs[i].num_sge = 1;
+        iface->rx.wrs[i].next    = (i + 1 < QPX_UD_RX_BATCH) ?
+                                   &iface->rx.wrs[i + 1] : NULL;
+    }
+    iface->rx.num_recycled = 0;
+}
+
+/* A consumed buffer, kept for the next repost */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_rx_recycle(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
+{
+    if (iface->rx.num_recycled < QPX_UD_RX_BATCH) {
+        iface->rx.recycled[iface->rx.num_recycled++] = rdesc;
+    } else {
+        ucs_mpool_put(rdesc);
+    }
+}
+
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
 {
-    struct ibv_recv_wr wrs[QPX_UD_RX_BATCH], *bad_wr;
-    struct ibv_sge sges[QPX_UD_RX_BATCH];
+    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr, *wr;
     qpx_ud_recv_desc_t *rdesc;
     unsigned i, count;
     int ret;
@@ -289,18 +313,19 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
     while (iface->rx.available > 0) {
         count = ucs_min(iface->rx.available, QPX_UD_RX_BATCH);
         for (i = 0; i < count; ++i) {
-            rdesc = ucs_mpool_get(&iface->rx.mp);
-            if (rdesc == NULL) {
-                break;
+            if (iface->rx.num_recycled > 0) {
+                rdesc = iface->rx.recycled[--iface->rx.num_recycled];
+            } else {
+                rdesc = ucs_mpool_get(&iface->rx.mp);
+                if (rdesc == NULL) {
+                    break;
+                }
             }
-            sges[i].addr   = (uintptr_t)(qpx_ud_iface_rx_payload(iface, rdesc) -
-                                         sizeof(qpx_ud_hdr_t) - QPX_UD_GRH_LEN);
-            sges[i].length = iface->rx.buf_len;
-            sges[i].lkey   = rdesc->lkey;
-            wrs[i].wr_id   = (uintptr_t)rdesc;
-            wrs[i].sg_list = &sges[i];
-            wrs[i].num_sge = 1;
-            wrs[i].next    = &wrs[i + 1];
+            iface->rx.sges[i].addr = (uintptr_t)
+                    (qpx_ud_iface_rx_payload(iface, rdesc) -
+                     sizeof(qpx_ud_hdr_t) - QPX_UD_GRH_LEN);
+            iface->rx.sges[i].lkey = rdesc->lkey;
+            wrs[i].wr_id           = (uintptr_t)rdesc;
         }
         if (i == 0) {
             return;
@@ -309,13 +334,19 @@ void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
         ret = (iface->srq != NULL) ?
               ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
               ibv_post_recv(iface->qp, wrs, &bad_wr);
+        wrs[i - 1].next = (i < QPX_UD_RX_BATCH) ? &wrs[i] : NULL;
         if (ret != 0) {
+            /* The buffers from bad_wr on were not posted */
+            for (wr = bad_wr; wr != &wrs[i]; ++wr) {
+                ucs_mpool_put((void*)(uintptr_t)wr->wr_id);
+            }
             if (iface->async.in_async) {
                 /* Maybe a process exiting with the iface open (the device
                  * torn down under the timer): the user's next progress
                  * retries, and decides */
                 ucs_debug("qpx_ud: async ibv_post_recv() failed: %s",
                           strerror(ret));
+                iface->rx.available -= bad_wr - wrs;
                 return;
             }
             ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
@@ -345,20 +376,20 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
         ++iface->rx.available;
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
             ++iface->stats.rx_bad_status;
-            ucs_mpool_put(rdesc);
+            qpx_ud_iface_rx_recycle(iface, rdesc);
             continue;
         }
 
         if (ucs_unlikely(wc[i].byte_len < QPX_UD_GRH_LEN + sizeof(*hdr))) {
             ++iface->stats.rx_short;
-            ucs_mpool_put(rdesc);
+            qpx_ud_iface_rx_recycle(iface, rdesc);
             continue;
         }
 
         hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
         if (!qpx_ud_ep_rx(iface, rdesc, hdr,
                           wc[i].byte_len - QPX_UD_GRH_LEN)) {
-            ucs_mpool_put(rdesc);
+            qpx_ud_iface_rx_recycle(iface, rdesc);
         } /* else kept by the AM handler or ahead of a gap */
     }
 

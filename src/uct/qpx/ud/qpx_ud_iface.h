@@ -242,6 +242,13 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* delivered: send explicit ack */
         unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
         uct_recv_desc_t   release;     /* for descs kept by AM handlers */
+        /* Buffers consumed by the last poll, reposted as they are (no
+         * mpool round trip), and the WR chain to post them (sg_list,
+         * num_sge, lengths and links set at init) */
+        qpx_ud_recv_desc_t *recycled[QPX_UD_RX_BATCH];
+        unsigned          num_recycled;
+        struct ibv_recv_wr wrs[QPX_UD_RX_BATCH];
+        struct ibv_sge    sges[QPX_UD_RX_BATCH];
     } rx;
     struct {
         qpx_ud_ep_t       **table;
@@ -351,6 +358,7 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
 void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
+void qpx_ud_iface_post_recv_init(qpx_ud_iface_t *iface);
 void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface);
 uint64_t qpx_ud_time_ns(void);
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);

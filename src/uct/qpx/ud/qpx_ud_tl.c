@@ -394,6 +394,7 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     }
 
     iface->rx.available = config->rx_queue_len;
+    qpx_ud_iface_post_recv_init(iface);
     qpx_ud_iface_post_recv(iface);
     if (iface->rx.available == config->rx_queue_len) {
         ucs_error("qpx_ud: could not post any receive buffer");
