@@ -29,4 +29,14 @@ out=$(ud_run env UCX_QPX_UD_SRQ=y SOFTVERBS_UD_DROP=0.05 \
       SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
 qpx_check "UCX_QPX_UD_SRQ=y, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
+
+# The send queue at its smallest (every send signaled, sends refused while
+# both slots are in use) and at the largest completion moderation
+for cfg in "UCX_QPX_UD_TX_QUEUE_LEN=2" "UCX_QPX_UD_TX_MODERATION=64"; do
+    out=$(ud_run env $cfg SOFTVERBS_UD_DROP=0.02 timeout 300 \
+          "$UD_TEST" integrity 20000 2>&1); rc=$?
+    echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 |
+        sed 's/^/  /'
+    qpx_check "$cfg, 2% drop: 20000 messages each way" [ $rc -eq 0 ]
+done
 qpx_finish

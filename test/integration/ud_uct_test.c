@@ -309,7 +309,10 @@ static ucs_status_t send_next(test_side_t *side)
         if (status == UCS_INPROGRESS) {
             side->zbusy = 1;
             return UCS_OK;
-        } else if (status == UCS_OK) {
+        }
+        /* Done, refused or failed: no zcopy of ours is in flight */
+        side->zbusy = 0;
+        if (status == UCS_OK) {
             side->zc.done = 1;
         }
         return status;

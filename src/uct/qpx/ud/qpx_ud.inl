@@ -99,16 +99,24 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     wr.sg_list           = sge;
     wr.num_sge           = 1 + desc->iovcnt;
     wr.opcode            = IBV_WR_SEND;
-    wr.send_flags        = IBV_SEND_SIGNALED;
     wr.wr.ud.ah          = peer->ah;
     wr.wr.ud.remote_qpn  = peer->key.qpn;
     wr.wr.ud.remote_qkey = QPX_UD_QKEY;
     if ((desc->iovcnt == 0) && (desc->length <= iface->tx.max_inline)) {
-        /* The device copies the data now: the descriptor is free to go */
-        wr.send_flags |= IBV_SEND_INLINE;
-        wr.wr_id       = 0;
+        /* The device copies the data now: the descriptor is free to go.
+         * A completion only returns send slots: one in moderation is
+         * asked for, and its wr_id says how many slots it returns. */
+        if (iface->tx.unsignaled + 1 < iface->tx.moderation) {
+            wr.send_flags = IBV_SEND_INLINE;
+            wr.wr_id      = 0;
+        } else {
+            wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+            wr.wr_id      = iface->tx.unsignaled + 1;
+        }
     } else {
+        wr.send_flags  = IBV_SEND_SIGNALED;
         wr.wr_id       = (uintptr_t)desc;
+        desc->sq_slots = iface->tx.unsignaled + 1;
         ++desc->posted;
     }
 
@@ -117,7 +125,7 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
         if (iface->async.in_async) {
             /* Not sent: a later resend or the user's progress decides
              * (qpx_ud_iface_post_recv says why) */
-            desc->posted -= (wr.wr_id != 0);
+            desc->posted -= (wr.wr_id == (uintptr_t)desc);
             return;
         }
         /* The send queue was checked: this is a device failure */
@@ -125,6 +133,12 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
         abort();
     }
     --iface->tx.available;
+    if (wr.send_flags & IBV_SEND_SIGNALED) {
+        iface->tx.unsignaled = 0;
+        ++iface->tx.signaled;
+    } else {
+        ++iface->tx.unsignaled;
+    }
 }
 
 /* Allocate a descriptor for a new reliable packet on ep */

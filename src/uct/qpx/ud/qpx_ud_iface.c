@@ -21,6 +21,12 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"TX_QUEUE_LEN", "256", "Length of the send queue of the UD QP.",
      ucs_offsetof(qpx_ud_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
 
+    {"TX_MODERATION", "16",
+     "Request a send completion for one inline send in N (1..64): the others\n"
+     "are completed by the next requested one. Sends whose buffer the device\n"
+     "reads later (not inline) always request one.",
+     ucs_offsetof(qpx_ud_iface_config_t, tx_moderation), UCS_CONFIG_TYPE_UINT},
+
     {"RX_QUEUE_LEN", "1024", "Length of the receive queue of the UD QP.",
      ucs_offsetof(qpx_ud_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
 
@@ -411,11 +417,21 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
                 ucs_debug("qpx_ud: send completion with status %s",
                           ibv_wc_status_str(wc[i].status));
             }
-            ++iface->tx.available;
-            desc = (qpx_ud_send_desc_t*)(uintptr_t)wc[i].wr_id;
-            if (desc != NULL) {
-                qpx_ud_iface_send_completed(iface, desc);
+            if (wc[i].wr_id == 0) {
+                /* An unsignaled send reported in error: its slot comes
+                 * back with the next signaled one */
+                continue;
             }
+            --iface->tx.signaled;
+            if (wc[i].wr_id <= QPX_UD_TX_MODERATION_MAX) {
+                /* inline: wr_id is the number of slots it completes */
+                iface->tx.available += wc[i].wr_id;
+                continue;
+            }
+            desc                 = (qpx_ud_send_desc_t*)(uintptr_t)
+                                   wc[i].wr_id;
+            iface->tx.available += desc->sq_slots;
+            qpx_ud_iface_send_completed(iface, desc);
         }
         if (n < QPX_UD_RX_BATCH) {
             count += (n > 0) ? n : 0;
@@ -511,10 +527,10 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 
     iface->now = qpx_ud_time_ns();
     /* Send completions first: a NAK received below may ask to resend a
-     * packet whose earlier post is only finished once it is polled. Every
-     * send is signaled: with all slots free there is nothing to poll. */
-    count          = (iface->tx.available < iface->tx.queue_len) ?
-                     qpx_ud_iface_poll_tx(iface) : 0;
+     * packet whose earlier post is only finished once it is polled. Only
+     * signaled sends make completions. */
+    count          = (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) :
+                     0;
     rx_count       = qpx_ud_iface_poll_rx(iface);
     iface->rx_idle = (rx_count == 0);
     count         += rx_count;

@@ -19,6 +19,7 @@
 #define QPX_UD_EP_IDX_MASK   ((1u << QPX_UD_EP_IDX_BITS) - 1)
 #define QPX_UD_MAX_IOV       2
 #define QPX_UD_RX_BATCH      16
+#define QPX_UD_TX_MODERATION_MAX 64
 
 
 /* Packet types */
@@ -96,6 +97,7 @@ KHASH_INIT(qpx_ud_peers, qpx_ud_peer_key_t, qpx_ud_peer_t*, 1,
 typedef struct qpx_ud_iface_config {
     uct_iface_config_t super;
     unsigned           tx_queue_len;
+    unsigned           tx_moderation;
     unsigned           rx_queue_len;
     unsigned           window;
     double             timeout;
@@ -156,6 +158,7 @@ typedef struct qpx_ud_send_desc {
     uint8_t           posted;     /* sends not yet completed by the device */
     uint8_t           released;   /* acked or purged: free when posted == 0 */
     uint8_t           iovcnt;     /* zcopy: user buffers after the header */
+    uint8_t           sq_slots;   /* send slots its completion frees */
     struct ibv_sge    iov[QPX_UD_MAX_IOV];
 } qpx_ud_send_desc_t;
 
@@ -222,7 +225,10 @@ typedef struct qpx_ud_iface {
     struct {
         ucs_mpool_t       mp;
         unsigned          available;   /* free SQ slots */
-        unsigned          queue_len;   /* SQ slots: available when idle */
+        unsigned          queue_len;   /* SQ slots */
+        unsigned          moderation;  /* one inline send in N signaled */
+        unsigned          unsignaled;  /* posted since the last signaled */
+        unsigned          signaled;    /* signaled sends not yet polled */
         unsigned          max_inline;
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* mtu - header */

@@ -213,6 +213,12 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
     iface->tx.queue_len  = ucs_min(init_attr.cap.max_send_wr,
                                    config->tx_queue_len);
     iface->tx.available  = iface->tx.queue_len;
+    /* At most half the queue unsignaled: the other half always has a
+     * completion coming that returns the slots */
+    iface->tx.moderation = ucs_min(config->tx_moderation,
+                                   iface->tx.queue_len / 2);
+    iface->tx.unsignaled = 0;
+    iface->tx.signaled   = 0;
 
     memset(&qp_attr, 0, sizeof(qp_attr));
     qp_attr.qp_state   = IBV_QPS_INIT;
@@ -263,6 +269,12 @@ static ucs_status_t qpx_ud_iface_init_config(qpx_ud_iface_t *iface,
     rel->nak_holdoff  = rel->rto_init / 4;
     rel->probe_time   = rel->rto_init / 4;
     iface->tick       = ucs_max(config->timer_tick * 1e9, 1000);
+    if ((config->tx_moderation < 1) ||
+        (config->tx_moderation > QPX_UD_TX_MODERATION_MAX)) {
+        ucs_error("qpx_ud: TX_MODERATION must be 1..%d",
+                  QPX_UD_TX_MODERATION_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if ((config->tx_queue_len < 2) || (config->rx_queue_len < 2)) {
         ucs_error("qpx_ud: TX_QUEUE_LEN and RX_QUEUE_LEN must be at least 2");
         return UCS_ERR_INVALID_PARAM;
