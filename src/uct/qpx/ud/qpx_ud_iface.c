@@ -534,7 +534,12 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     rx_count       = qpx_ud_iface_poll_rx(iface);
     iface->rx_idle = (rx_count == 0);
     count         += rx_count;
-    qpx_ud_iface_post_recv(iface);
+    /* In batches: each post writes the receive queue's producer index,
+     * which the sending side reads (a cache line between cores or a
+     * doorbell on an HCA) */
+    if (iface->rx.available >= iface->rx.post_batch) {
+        qpx_ud_iface_post_recv(iface);
+    }
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {
         iface->next_tick = iface->now + iface->tick;

@@ -242,6 +242,7 @@ typedef struct qpx_ud_iface {
         ucs_mpool_t       mp;
         unsigned          queue_len;
         unsigned          available;   /* RQ slots to refill */
+        unsigned          post_batch;  /* refill once this many are free */
         size_t            buf_len;     /* GRH + mtu */
         size_t            headroom;    /* rx_headroom the user asked for */
         size_t            hdr_room;    /* max(headroom, GRH + header) */

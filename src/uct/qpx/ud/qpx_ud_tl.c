@@ -405,7 +405,9 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_tx_mp;
     }
 
-    iface->rx.available = config->rx_queue_len;
+    iface->rx.available  = config->rx_queue_len;
+    iface->rx.post_batch = ucs_max(ucs_min(QPX_UD_RX_BATCH,
+                                           config->rx_queue_len / 4), 1);
     qpx_ud_iface_post_recv_init(iface);
     qpx_ud_iface_post_recv(iface);
     if (iface->rx.available == config->rx_queue_len) {
