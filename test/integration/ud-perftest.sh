@@ -24,7 +24,7 @@ perftest() {
     if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ -n "$final" ]; then
         qpx_pass "$name: $final"
     else
-        echo "$out" | tail -5 | sed 's/^/  /'
+        echo "$out" | grep -v "^[|+]" | tail -40 | sed 's/^/  /'
         qpx_fail "$name (client $crc, server $src)"
     fi
 }
