@@ -8,7 +8,7 @@
 
 out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 300 "$UD_TEST" ep-churn 10000 2>&1); rc=$?
 echo "$out" | grep -E "ep-churn|qpx_ud stats" | sed 's/^/  /'
-[ $rc -ne 0 ] && echo "$out" | tail -5 | sed 's/^/  exit '"$rc"': /'
+[ $rc -ne 0 ] && echo "$out" | tail -40 | sed 's/^/  exit '"$rc"': /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
 qpx_check "10k eps created/destroyed: all delivered, VmRSS growth < 64 B/ep" [ $rc -eq 0 ]
 left=$(echo "$out" | sed -n 's/.* eps=\([0-9]*\).*/\1/p' | sort -n | tail -1)
@@ -19,7 +19,7 @@ qpx_check "receiving iface: at most 1 ep left at close" [ "${left:-99999}" -le 1
 out=$(ud_run env SOFTVERBS_UD_DROP=0.05 QPX_UD_PRINT_STATS=1 timeout 300 \
       "$UD_TEST" ep-churn 5000 2>&1); rc=$?
 echo "$out" | grep -E "ep-churn|qpx_ud stats" | sed 's/^/  /'
-[ $rc -ne 0 ] && echo "$out" | tail -5 | sed 's/^/  exit '"$rc"': /'
+[ $rc -ne 0 ] && echo "$out" | tail -40 | sed 's/^/  exit '"$rc"': /'
 left=$(echo "$out" | sed -n 's/.* eps=\([0-9]*\).*/\1/p' | sort -n | tail -1)
 echo "  eps left on the interfaces at close: ${left:-?}"
 qpx_check "5% loss, 5k eps: all delivered, at most 3 eps left" \
