@@ -39,7 +39,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 4      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 5      /* bump when a shared structure changes */
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
  * version */
@@ -223,6 +223,8 @@ struct sv_shm_hdr {
     uint64_t arena_len;
     uint64_t arena_top;           /* bump pointer, under lock */
     uint64_t free_list[48];       /* by power-of-two size class */
+    uint64_t quarantine_head;     /* freed blocks, oldest first, waiting */
+    uint64_t quarantine_tail;     /* before they go to free_list */
     pthread_mutex_t lock;         /* robust, process-shared */
     pthread_mutex_t atomic_lock_unused;
     int32_t  atomic_owner;        /* spinlock for remote atomics: pid */

@@ -169,6 +169,51 @@ static int sv_size_class(uint64_t len)
     return c;
 }
 
+/*
+ * A freed ring is not reused at once. A requester of another process may
+ * have looked the QP or CQ up just before its owner destroyed it (or died
+ * and was reaped) and still be writing a WQE or CQE into it: the in_use
+ * store stops new lookups, not one in progress. Such a write into memory
+ * already given to a new object of a third process corrupted its queues.
+ * Freed blocks wait in FIFO order for SV_QUARANTINE_NS (far longer than a
+ * request takes) before they return to their free list; when memory runs
+ * short, blocks older than SV_QUARANTINE_MIN_NS are taken.
+ */
+#define SV_QUARANTINE_NS     1000000000ull
+#define SV_QUARANTINE_MIN_NS 10000000ull
+
+struct sv_shm_qblk {
+    uint64_t next;
+    uint64_t freed_ns;
+    uint64_t len;
+};
+
+static void sv_shm_free_list_push(struct sv_shm_hdr *h, uint64_t off, int c)
+{
+    *(uint64_t *)sv_shm_ptr(off) = h->free_list[c];
+    h->free_list[c] = off;
+}
+
+/* Blocks freed at least min_age_ns ago go to their free lists */
+static void sv_shm_quarantine_release(struct sv_shm_hdr *h,
+                                      uint64_t min_age_ns)
+{
+    uint64_t now = sv_now_ns(), off;
+    struct sv_shm_qblk *b;
+
+    while ((off = h->quarantine_head) != 0) {
+        b = sv_shm_ptr(off);
+        if (now - b->freed_ns < min_age_ns) {
+            break;
+        }
+        h->quarantine_head = b->next;
+        if (h->quarantine_head == 0) {
+            h->quarantine_tail = 0;
+        }
+        sv_shm_free_list_push(h, off, sv_size_class(b->len));
+    }
+}
+
 /* Take the head of free list c; 0 when it is empty */
 static uint64_t sv_shm_free_list_pop(struct sv_shm_hdr *h, int c)
 {
@@ -198,7 +243,7 @@ static uint64_t sv_shm_alloc_split(struct sv_shm_hdr *h, int c)
         }
         while (j > c) {
             --j;
-            sv_shm_free(off + ((uint64_t)1 << j), (uint64_t)1 << j);
+            sv_shm_free_list_push(h, off + ((uint64_t)1 << j), j);
         }
         return off;
     }
@@ -214,11 +259,14 @@ uint64_t sv_shm_alloc(uint64_t len)
     if (c >= 48) {
         return 0;
     }
+    sv_shm_quarantine_release(h, SV_QUARANTINE_NS);
     off = sv_shm_free_list_pop(h, c);
     if ((off == 0) && (h->arena_top + sz > h->arena_off + h->arena_len) &&
-        (h->num_qp == 0) && (h->num_cq == 0) && (h->num_srq == 0)) {
+        (h->num_qp == 0) && (h->num_cq == 0) && (h->num_srq == 0) &&
+        (h->quarantine_head == 0)) {
         /* Nothing holds arena memory (only QP, CQ and SRQ rings live
-         * there): start the arena again instead of failing */
+         * there, and none waits in quarantine): start the arena again
+         * instead of failing */
         memset(h->free_list, 0, sizeof(h->free_list));
         h->arena_top = h->arena_off;
     }
@@ -229,9 +277,17 @@ uint64_t sv_shm_alloc(uint64_t len)
     }
     if (off == 0) {
         off = sv_shm_alloc_split(h, c);
+    }
+    if ((off == 0) && (h->quarantine_head != 0)) {
+        /* Short of memory: take blocks that waited a little */
+        sv_shm_quarantine_release(h, SV_QUARANTINE_MIN_NS);
+        off = sv_shm_free_list_pop(h, c);
         if (off == 0) {
-            return 0;
+            off = sv_shm_alloc_split(h, c);
         }
+    }
+    if (off == 0) {
+        return 0;
     }
     memset(sv_shm_ptr(off), 0, sz);
     return off;
@@ -240,13 +296,21 @@ uint64_t sv_shm_alloc(uint64_t len)
 void sv_shm_free(uint64_t off, uint64_t len)
 {
     struct sv_shm_hdr *h = sv_g.shm;
-    int c = sv_size_class(len);
+    struct sv_shm_qblk *b;
 
     if (off == 0) {
         return;
     }
-    *(uint64_t *)sv_shm_ptr(off) = h->free_list[c];
-    h->free_list[c] = off;
+    b           = sv_shm_ptr(off);
+    b->next     = 0;
+    b->freed_ns = sv_now_ns();
+    b->len      = len;
+    if (h->quarantine_tail != 0) {
+        ((struct sv_shm_qblk *)sv_shm_ptr(h->quarantine_tail))->next = off;
+    } else {
+        h->quarantine_head = off;
+    }
+    h->quarantine_tail = off;
 }
 
 /*
