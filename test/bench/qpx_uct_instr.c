@@ -76,14 +76,11 @@ static int sync_fd(int fd, int send_first)
 
 static int ctx_open(ctx_t *c, uct_component_h *comp_p)
 {
-    uct_iface_params_t params;
-
     if (qpx_uct_md_open(tl_name, dev_name, comp_p, &c->md) != 0) {
         fprintf(stderr, "no %s on %s\n", tl_name, dev_name);
         return -1;
     }
-    memset(&params, 0, sizeof(params));
-    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, NULL, NULL, &c->async,
                            &c->worker, &c->iface) != 0) {
         return -1;
     }

@@ -80,21 +80,13 @@ static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 
 static int ctx_open(ctx_t *c)
 {
-    uct_iface_params_t params;
     uct_component_h comp;
 
     if (qpx_uct_md_open(tl_name, dev_name, &comp, &c->md) != 0) {
         fprintf(stderr, "no %s on %s\n", tl_name, dev_name);
         return -1;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask        = UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.err_handler       = err_cb;
-    params.err_handler_arg   = c;
-    params.err_handler_flags = UCT_CB_FLAG_ASYNC;
-    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, err_cb, c, &c->async,
                            &c->worker, &c->iface) != 0) {
         return -1;
     }

@@ -90,7 +90,6 @@ static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 
 static int ctx_open(ctx_t *c)
 {
-    uct_iface_params_t params;
     uct_md_attr_t md_attr;
 
     if (qpx_uct_md_open(tl_name, dev_name, &c->comp, &c->md) != 0) {
@@ -100,14 +99,7 @@ static int ctx_open(ctx_t *c)
     uct_md_query(c->md, &md_attr);
     c->rkey_size = md_attr.rkey_packed_size;
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask        = UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.err_handler       = err_cb;
-    params.err_handler_arg   = c;
-    params.err_handler_flags = UCT_CB_FLAG_ASYNC;
-    if (qpx_uct_iface_open(c->md, tl_name, dev_name, &params, &c->async,
+    if (qpx_uct_iface_open(c->md, tl_name, dev_name, err_cb, c, &c->async,
                            &c->worker, &c->iface) != 0) {
         return 1;
     }

@@ -76,10 +76,11 @@ int qpx_uct_md_open(const char *tl_name, const char *dev_name,
 }
 
 int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
-                       uct_iface_params_t *params,
+                       uct_error_handler_t err_cb, void *err_arg,
                        ucs_async_context_t **async_p, uct_worker_h *worker_p,
                        uct_iface_h *iface_p)
 {
+    uct_iface_params_t params;
     uct_iface_config_t *if_config;
     ucs_async_context_t *async;
     uct_worker_h worker;
@@ -96,12 +97,21 @@ int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
          UCS_OK)) {
         return -1; /* the process exits: nothing to undo */
     }
-    params->field_mask          |= UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                   UCT_IFACE_PARAM_FIELD_DEVICE;
-    params->open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params->mode.device.tl_name  = tl_name;
-    params->mode.device.dev_name = dev_name;
-    status = uct_iface_open(md, worker, params, if_config, &iface);
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl_name;
+    params.mode.device.dev_name = dev_name;
+    if (err_cb != NULL) {
+        params.field_mask        |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                    UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                    UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.err_handler        = err_cb;
+        params.err_handler_arg    = err_arg;
+        params.err_handler_flags  = UCT_CB_FLAG_ASYNC;
+    }
+    status = uct_iface_open(md, worker, &params, if_config, &iface);
     uct_config_release(if_config);
     if (status != UCS_OK) {
         return -1;

@@ -18,12 +18,12 @@ int qpx_uct_md_open(const char *tl_name, const char *dev_name,
 
 /*
  * An async context (thread mode), a worker and the interface tl_name on
- * dev_name of md. params may carry more fields (error handler and so on):
- * the open mode and the device are set here. Progress is enabled.
+ * dev_name of md, with err_cb(err_arg, ...) as its error handler (called
+ * from any thread) unless err_cb is NULL. Progress is enabled.
  * Returns 0 (outputs set) or -1.
  */
 int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
-                       uct_iface_params_t *params,
+                       uct_error_handler_t err_cb, void *err_arg,
                        ucs_async_context_t **async_p, uct_worker_h *worker_p,
                        uct_iface_h *iface_p);
 
