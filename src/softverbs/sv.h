@@ -39,7 +39,8 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 5      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 6      /* bump when a shared structure changes */
+#define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
  * version */
@@ -223,8 +224,13 @@ struct sv_shm_hdr {
     uint64_t arena_len;
     uint64_t arena_top;           /* bump pointer, under lock */
     uint64_t free_list[48];       /* by power-of-two size class */
-    uint64_t quarantine_head;     /* freed blocks, oldest first, waiting */
-    uint64_t quarantine_tail;     /* before they go to free_list */
+    struct {                      /* freed blocks waiting before they go */
+        uint64_t off;             /* to free_list, a FIFO kept outside  */
+        uint64_t len;             /* the blocks (a late writer may still */
+        uint64_t freed_ns;        /* touch their first bytes) */
+    } quarantine[SV_QUARANTINE_MAX];
+    uint32_t quarantine_first;
+    uint32_t quarantine_count;
     pthread_mutex_t lock;         /* robust, process-shared */
     pthread_mutex_t atomic_lock_unused;
     int32_t  atomic_owner;        /* spinlock for remote atomics: pid */

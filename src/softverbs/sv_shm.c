@@ -177,16 +177,12 @@ static int sv_size_class(uint64_t len)
  * already given to a new object of a third process corrupted its queues.
  * Freed blocks wait in FIFO order for SV_QUARANTINE_NS (far longer than a
  * request takes) before they return to their free list; when memory runs
- * short, blocks older than SV_QUARANTINE_MIN_NS are taken.
+ * short, blocks older than SV_QUARANTINE_MIN_NS are taken. The FIFO lives
+ * in the registry header, not in the blocks: a late responder may still
+ * advance a freed receive queue's head, the block's first word.
  */
 #define SV_QUARANTINE_NS     1000000000ull
 #define SV_QUARANTINE_MIN_NS 10000000ull
-
-struct sv_shm_qblk {
-    uint64_t next;
-    uint64_t freed_ns;
-    uint64_t len;
-};
 
 static void sv_shm_free_list_push(struct sv_shm_hdr *h, uint64_t off, int c)
 {
@@ -194,23 +190,27 @@ static void sv_shm_free_list_push(struct sv_shm_hdr *h, uint64_t off, int c)
     h->free_list[c] = off;
 }
 
+/* The oldest quarantined block goes to its free list */
+static void sv_shm_quarantine_pop(struct sv_shm_hdr *h)
+{
+    uint32_t k = h->quarantine_first;
+
+    sv_shm_free_list_push(h, h->quarantine[k].off,
+                          sv_size_class(h->quarantine[k].len));
+    h->quarantine_first = (k + 1) % SV_QUARANTINE_MAX;
+    --h->quarantine_count;
+}
+
 /* Blocks freed at least min_age_ns ago go to their free lists */
 static void sv_shm_quarantine_release(struct sv_shm_hdr *h,
                                       uint64_t min_age_ns)
 {
-    uint64_t now = sv_now_ns(), off;
-    struct sv_shm_qblk *b;
+    uint64_t now = sv_now_ns();
 
-    while ((off = h->quarantine_head) != 0) {
-        b = sv_shm_ptr(off);
-        if (now - b->freed_ns < min_age_ns) {
-            break;
-        }
-        h->quarantine_head = b->next;
-        if (h->quarantine_head == 0) {
-            h->quarantine_tail = 0;
-        }
-        sv_shm_free_list_push(h, off, sv_size_class(b->len));
+    while ((h->quarantine_count > 0) &&
+           (now - h->quarantine[h->quarantine_first].freed_ns >=
+            min_age_ns)) {
+        sv_shm_quarantine_pop(h);
     }
 }
 
@@ -263,7 +263,7 @@ uint64_t sv_shm_alloc(uint64_t len)
     off = sv_shm_free_list_pop(h, c);
     if ((off == 0) && (h->arena_top + sz > h->arena_off + h->arena_len) &&
         (h->num_qp == 0) && (h->num_cq == 0) && (h->num_srq == 0) &&
-        (h->quarantine_head == 0)) {
+        (h->quarantine_count == 0)) {
         /* Nothing holds arena memory (only QP, CQ and SRQ rings live
          * there, and none waits in quarantine): start the arena again
          * instead of failing */
@@ -278,7 +278,7 @@ uint64_t sv_shm_alloc(uint64_t len)
     if (off == 0) {
         off = sv_shm_alloc_split(h, c);
     }
-    if ((off == 0) && (h->quarantine_head != 0)) {
+    if ((off == 0) && (h->quarantine_count > 0)) {
         /* Short of memory: take blocks that waited a little */
         sv_shm_quarantine_release(h, SV_QUARANTINE_MIN_NS);
         off = sv_shm_free_list_pop(h, c);
@@ -296,21 +296,19 @@ uint64_t sv_shm_alloc(uint64_t len)
 void sv_shm_free(uint64_t off, uint64_t len)
 {
     struct sv_shm_hdr *h = sv_g.shm;
-    struct sv_shm_qblk *b;
+    uint32_t k;
 
     if (off == 0) {
         return;
     }
-    b           = sv_shm_ptr(off);
-    b->next     = 0;
-    b->freed_ns = sv_now_ns();
-    b->len      = len;
-    if (h->quarantine_tail != 0) {
-        ((struct sv_shm_qblk *)sv_shm_ptr(h->quarantine_tail))->next = off;
-    } else {
-        h->quarantine_head = off;
+    if (h->quarantine_count == SV_QUARANTINE_MAX) {
+        sv_shm_quarantine_pop(h); /* full: the oldest has waited most */
     }
-    h->quarantine_tail = off;
+    k = (h->quarantine_first + h->quarantine_count) % SV_QUARANTINE_MAX;
+    h->quarantine[k].off      = off;
+    h->quarantine[k].len      = len;
+    h->quarantine[k].freed_ns = sv_now_ns();
+    ++h->quarantine_count;
 }
 
 /*
