@@ -225,7 +225,6 @@ typedef struct qpx_ud_iface {
     struct {
         ucs_mpool_t       mp;
         unsigned          available;   /* free SQ slots */
-        unsigned          queue_len;   /* SQ slots */
         unsigned          moderation;  /* one inline send in N signaled */
         unsigned          unsignaled;  /* posted since the last signaled */
         unsigned          signaled;    /* signaled sends not yet polled */

@@ -210,13 +210,12 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
         goto err_destroy_srq;
     }
     iface->tx.max_inline = init_attr.cap.max_inline_data;
-    iface->tx.queue_len  = ucs_min(init_attr.cap.max_send_wr,
+    iface->tx.available  = ucs_min(init_attr.cap.max_send_wr,
                                    config->tx_queue_len);
-    iface->tx.available  = iface->tx.queue_len;
     /* At most half the queue unsignaled: the other half always has a
      * completion coming that returns the slots */
     iface->tx.moderation = ucs_min(config->tx_moderation,
-                                   iface->tx.queue_len / 2);
+                                   iface->tx.available / 2);
     iface->tx.unsignaled = 0;
     iface->tx.signaled   = 0;
 
