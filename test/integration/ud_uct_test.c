@@ -12,6 +12,7 @@
  * Exit 0 pass, 1 fail, 77 cannot run (no qpx_ud resource).
  */
 #include "ud_uct_test.h"
+#include "qpx_uct_open.h"
 
 #include <uct/api/uct.h>
 
@@ -466,34 +467,15 @@ static int test_integrity(const test_resource_t *res, uint64_t count)
 /* ------------------------------------------------------------------------
  * Child processes: open ifaces, publish their addresses, serve until told
  */
+/* The pipe helpers of the qpx_ud tests: 1 when all of len went through */
 int write_full(int fd, const void *buf, size_t len)
 {
-    const char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n <= 0) {
-            return 0;
-        }
-        p += n; len -= n;
-    }
-    return 1;
+    return qpx_uct_xfer(fd, (void*)buf, len, 1) == 0;
 }
 
 int read_full(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = read(fd, p, len);
-        if (n <= 0) {
-            return 0;
-        }
-        p += n; len -= n;
-    }
-    return 1;
+    return qpx_uct_xfer(fd, buf, len, 0) == 0;
 }
 
 ucs_status_t count_handler(void *arg, void *data, size_t length,
