@@ -248,6 +248,22 @@ void qpx_iface_event_signal(qpx_iface_t *iface);
 ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
                               int solicited_only);
 
+/*
+ * Tell the user that ep failed with status, describing it with the printf
+ * format. As UCX's own transports do: the failure is logged at the
+ * interface's failure level (UCX_QPX_<TL>_FAILURE) when the error handler
+ * took it, and at the fatal level when it did not (UCP without peer error
+ * handling returns the error: nobody can act on it, so UCX's error handling
+ * -- UCX_HANDLE_ERRORS -- ends the process with that message instead of
+ * leaving it waiting forever for the peer). Without an error handler (a UCT
+ * user that asked for none) the failure is logged as an error and the
+ * endpoint stays failed. Returns what the handler returned; the handler may
+ * have destroyed ep.
+ */
+ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
+                                         ucs_status_t status, const char *fmt,
+                                         ...) UCS_F_PRINTF(4, 5);
+
 /* IBTA timeout exponent for a time in seconds: 4.096us * 2^code */
 uint8_t qpx_iface_timeout_code(double timeout);
 

@@ -294,12 +294,12 @@ void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
         return;
     }
 
-    ucs_diag("qp 0x%x failed: %s, reporting %s", ep->qp->qp_num,
-             ibv_wc_status_str(wc_status), ucs_status_string(status));
     qpx_rc_ep_set_error(ep, status);
     /* The handler may destroy ep: nothing touches it afterwards */
-    (void)uct_iface_handle_ep_err(&iface->super.super.super, &ep->super.super,
-                                  status);
+    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super,
+                                      status, "qpx_rc: qp 0x%x failed: %s",
+                                      ep->qp->qp_num,
+                                      ibv_wc_status_str(wc_status));
 }
 
 

@@ -353,17 +353,13 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return;
     }
 
-    if (iface->super.err_handler == NULL) {
-        ucs_error("qpx_ud: endpoint %p to qpn 0x%x: no acknowledgement for "
-                  "%.3f seconds, peer considered failed (no error handler)",
-                  ep, ep->peer->key.qpn,
-                  iface->rel_config.peer_timeout / 1e9);
-    } else {
-        ucs_debug("qpx_ud: endpoint %p to qpn 0x%x timed out", ep,
-                  ep->peer->key.qpn);
-    }
-    uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
-                            UCS_ERR_ENDPOINT_TIMEOUT);
+    (void)qpx_iface_report_ep_failure(&iface->super, &ep->super.super,
+                                      UCS_ERR_ENDPOINT_TIMEOUT,
+                                      "qpx_ud: endpoint %p to qpn 0x%x: no "
+                                      "acknowledgement for %.3f seconds, peer "
+                                      "considered failed", ep,
+                                      ep->peer->key.qpn,
+                                      iface->rel_config.peer_timeout / 1e9);
 }
 
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)

@@ -7,7 +7,7 @@
 
 #include "qpx_ud_rel.h"
 
-#include <uct/qpx/base/qpx_md.h>
+#include <uct/qpx/base/qpx_iface.h>
 #include <ucs/datastruct/khash.h>
 #include <infiniband/verbs.h>
 
