@@ -23,7 +23,10 @@
 
 
 ucs_config_field_t qpx_iface_config_table[] = {
-    {"", "", NULL, ucs_offsetof(qpx_iface_config_t, super),
+    /* Named "QPX_", not "": UCX's parser reads a sub-table without a name
+     * under the bare UCX_<NAME> (UCX_SEG_SIZE is UCP's own knob). Named, it
+     * is read as UCX_QPX_<NAME>, then UCX_QPX_<TL>_<NAME> overrides it. */
+    {"QPX_", "", NULL, ucs_offsetof(qpx_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
     {"SEG_SIZE", "8k",

@@ -13,7 +13,9 @@
 
 
 ucs_config_field_t qpx_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(qpx_md_config_t, super),
+    /* UCX_QPX_<NAME> only: unnamed, UCX's common MD options would also be
+     * read under their bare UCX_<NAME> */
+    {"QPX_", "", NULL, ucs_offsetof(qpx_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
     {"REG_OVERHEAD", "16us",

@@ -22,7 +22,8 @@ static const char *qpx_rc_mtu_names[] = {
 
 
 static ucs_config_field_t qpx_rc_iface_config_table[] = {
-    {"", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
+    /* Shared qpx options: UCX_QPX_<NAME>, overridden by UCX_QPX_RC_<NAME> */
+    {"QPX_", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
     {"TIMEOUT", "1.0s",

@@ -15,7 +15,9 @@
 
 
 ucs_config_field_t qpx_ud_iface_config_table[] = {
-    {"", "", NULL, ucs_offsetof(qpx_ud_iface_config_t, super),
+    /* UCX_QPX_<NAME>, overridden by UCX_QPX_UD_<NAME>; never the bare
+     * UCX_<NAME> of UCX's common table (see qpx_iface_config_table) */
+    {"QPX_", "", NULL, ucs_offsetof(qpx_ud_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
     {"TX_QUEUE_LEN", "256", "Length of the send queue of the UD QP.",

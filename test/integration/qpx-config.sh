@@ -1,0 +1,76 @@
+#!/bin/sh
+# qpx reads its settings only under UCX_QPX_*: a qpx-wide UCX_QPX_<NAME> for
+# what its transports share, overridden per transport by UCX_QPX_RC_<NAME> /
+# UCX_QPX_UD_<NAME>. UCX's bare names (UCX_SEG_SIZE is UCP's own knob,
+# UCX_TX_QUEUE_LEN, UCX_FAILURE of UCX's common interface table) must not
+# change qpx. Checked on the values UCX's parser reports (ucx_info -c) and on
+# what an opened interface reports (ucx_info -d: am_bcopy follows SEG_SIZE).
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/rc_lib.sh"
+rc_setup
+command -v ucx_info >/dev/null || qpx_skip_all "ucx_info missing"
+export UCX_NET_DEVICES=softverbs0:1
+
+# cfg VAR [ENV...]: value of UCX_QPX_... VAR in ucx_info -c under ENV
+cfg() {
+    var=$1; shift
+    env "$@" LD_PRELOAD="$QPX_MODULE" ucx_info -c 2>/dev/null |
+        sed -n "s/^$var=//p"
+}
+
+# expect NAME VAR WANT [ENV...]
+expect() {
+    name=$1 var=$2 want=$3; shift 3
+    got=$(cfg "$var" "$@")
+    if [ "$got" = "$want" ]; then
+        qpx_pass "$name: $var=$got"
+    else
+        qpx_fail "$name: $var is '$got', expected '$want'"
+    fi
+}
+
+[ -n "$(cfg UCX_QPX_RC_SEG_SIZE)" ] ||
+    qpx_skip_all "ucx_info -c does not list qpx's settings"
+
+expect "default" UCX_QPX_RC_SEG_SIZE 8K
+expect "UCP's UCX_SEG_SIZE leaves qpx_rc alone" UCX_QPX_RC_SEG_SIZE 8K \
+    UCX_SEG_SIZE=4k
+expect "UCX_TX_QUEUE_LEN leaves qpx_rc alone" UCX_QPX_RC_TX_QUEUE_LEN 256 \
+    UCX_TX_QUEUE_LEN=32
+expect "UCX_TX_QUEUE_LEN leaves qpx_ud alone" UCX_QPX_UD_TX_QUEUE_LEN 256 \
+    UCX_TX_QUEUE_LEN=32
+expect "UCX_FAILURE leaves qpx_rc alone" UCX_QPX_RC_FAILURE DIAG \
+    UCX_FAILURE=error
+expect "UCX_FAILURE leaves qpx_ud alone" UCX_QPX_UD_FAILURE DIAG \
+    UCX_FAILURE=error
+expect "UCX_QPX_SEG_SIZE sets qpx_rc" UCX_QPX_RC_SEG_SIZE 4K \
+    UCX_QPX_SEG_SIZE=4k
+expect "UCX_QPX_RC_SEG_SIZE overrides UCX_QPX_SEG_SIZE" UCX_QPX_RC_SEG_SIZE 2K \
+    UCX_QPX_SEG_SIZE=4k UCX_QPX_RC_SEG_SIZE=2k
+expect "UCX_QPX_FAILURE sets qpx_rc" UCX_QPX_RC_FAILURE ERROR \
+    UCX_QPX_FAILURE=error
+expect "UCX_QPX_FAILURE sets qpx_ud" UCX_QPX_UD_FAILURE ERROR \
+    UCX_QPX_FAILURE=error
+expect "UCX_QPX_UD_FAILURE overrides UCX_QPX_FAILURE" UCX_QPX_UD_FAILURE WARN \
+    UCX_QPX_FAILURE=error UCX_QPX_UD_FAILURE=warn
+expect "UCX_QPX_UD_FAILURE leaves qpx_rc alone" UCX_QPX_RC_FAILURE ERROR \
+    UCX_QPX_FAILURE=error UCX_QPX_UD_FAILURE=warn
+
+# What the opened interface uses: am_bcopy is SEG_SIZE - 1
+bcopy() {
+    env "$@" LD_PRELOAD="$QPX_MODULE" ucx_info -d -t qpx_rc 2>/dev/null |
+        sed -n 's/.*am_bcopy: <= \([0-9]*\).*/\1/p' | head -n 1
+}
+for c in "8191 A=1" "8191 UCX_SEG_SIZE=4k" "4095 UCX_QPX_SEG_SIZE=4k" \
+         "2047 UCX_QPX_SEG_SIZE=4k UCX_QPX_RC_SEG_SIZE=2k"; do
+    want=${c%% *} envs=${c#* }
+    # shellcheck disable=SC2086
+    got=$(bcopy $envs)
+    if [ "$got" = "$want" ]; then
+        qpx_pass "qpx_rc interface under $envs: am_bcopy $got"
+    else
+        qpx_fail "qpx_rc interface under $envs: am_bcopy '$got', expected $want"
+    fi
+done
+
+qpx_finish
