@@ -152,7 +152,12 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    if (!ucs_arbiter_group_is_empty(&ep->pending)) {
+    /* Requests queued before this flush must go first. Not when the flush
+     * is itself the pending request being dispatched (UCP queues its flush
+     * and calls uct_ep_flush again from the pending callback): whatever was
+     * queued before it has left, and refusing would deschedule the group
+     * with nothing in flight to reschedule it. */
+    if (!qpx_ud_ep_pending_is_clear(iface, ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -276,16 +281,16 @@ ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
         return UCS_ARBITER_CB_RESULT_STOP;
     }
 
-    iface->tx.in_pending = 1;
+    iface->tx.pending_ep = ep;
     if (qpx_ud_ep_tx_check(iface, ep) == UCS_ERR_NO_RESOURCE) {
         /* Only the ep's own window or handshake: its ack reschedules it */
-        iface->tx.in_pending = 0;
+        iface->tx.pending_ep = NULL;
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
 
     /* A failed ep runs its requests too: they see the error and finish */
     status               = req->func(req);
-    iface->tx.in_pending = 0;
+    iface->tx.pending_ep = NULL;
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {

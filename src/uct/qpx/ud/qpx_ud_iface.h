@@ -233,7 +233,9 @@ typedef struct qpx_ud_iface {
         size_t            max_payload; /* mtu - header */
         size_t            max_short;
         ucs_arbiter_t     pending;
-        int               in_pending;  /* dispatching pending requests */
+        /* The endpoint whose pending request is running: that request may
+         * send (or flush) although its own group is not empty */
+        qpx_ud_ep_t       *pending_ep;
         int               no_desc;     /* mp at max_bufs and empty: set by a
                                           failed get, cleared by any put */
     } tx;
