@@ -69,20 +69,22 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
         goto err_put_qp;
     }
 
+    /* The words the peer writes: its credit count (flow control) and its
+     * close notice (keepalive), registered together */
+    UCS_STATIC_ASSERT(ucs_offsetof(qpx_rc_ep_t, fc.peer_closed) ==
+                      ucs_offsetof(qpx_rc_ep_t, fc.consumed_by_peer) +
+                      sizeof(uint64_t));
     self->fc.enabled = (iface->config.fc_wnd > 0);
-    self->fc.mr      = NULL;
-    if (self->fc.enabled) {
-        self->fc.mr = ibv_reg_mr(iface->super.md->pd,
-                                 (void*)&self->fc.consumed_by_peer,
-                                 sizeof(self->fc.consumed_by_peer),
-                                 IBV_ACCESS_LOCAL_WRITE |
-                                 IBV_ACCESS_REMOTE_WRITE);
-        if (self->fc.mr == NULL) {
-            ucs_error("qp 0x%x: ibv_reg_mr(flow control) failed: %m",
-                      self->qp->qp_num);
-            status = UCS_ERR_IO_ERROR;
-            goto err_put_qp;
-        }
+    self->fc.mr      = ibv_reg_mr(iface->super.md->pd,
+                                  (void*)&self->fc.consumed_by_peer,
+                                  2 * sizeof(uint64_t),
+                                  IBV_ACCESS_LOCAL_WRITE |
+                                  IBV_ACCESS_REMOTE_WRITE);
+    if (self->fc.mr == NULL) {
+        ucs_error("qp 0x%x: ibv_reg_mr(endpoint control words) failed: %m",
+                  self->qp->qp_num);
+        status = UCS_ERR_IO_ERROR;
+        goto err_put_qp;
     }
 
     status = qpx_iface_qp_map_add(&iface->super, self->qp->qp_num, self);
@@ -99,7 +101,9 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->tx.sq_available = iface->super.config.tx_queue_len;
     self->tx.unsignaled   = 0;
     self->tx.fence        = 0;
+    self->tx.keepalive_sn = 0;
     self->fc.consumed_by_peer = 0;
+    self->fc.peer_closed  = 0;
     self->fc.sent         = 0;
     self->fc.consumed     = 0;
     self->fc.reported     = 0;
@@ -112,9 +116,7 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     return UCS_OK;
 
 err_dereg:
-    if (self->fc.mr != NULL) {
-        ibv_dereg_mr(self->fc.mr);
-    }
+    ibv_dereg_mr(self->fc.mr);
 err_put_qp:
     qpx_iface_qp_put(&iface->super, self->qp);
     return status;
@@ -172,10 +174,10 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         ucs_list_del(&self->resched);
     }
     ucs_list_del(&self->list);
+    /* Before the QP goes back to RESET, which discards what it holds */
+    qpx_rc_ep_post_close_notice(self);
     qpx_iface_qp_put(&iface->super, self->qp);
-    if (self->fc.mr != NULL) {
-        ibv_dereg_mr(self->fc.mr);
-    }
+    ibv_dereg_mr(self->fc.mr);
     ucs_debug("qpx_rc ep %p destroyed", self);
 }
 
@@ -193,11 +195,10 @@ ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
     memset(rc_addr, 0, sizeof(*rc_addr));
     qpx_rc_pack24(rc_addr->qp_num, ep->qp->qp_num);
     qpx_rc_pack24(rc_addr->psn, ep->psn);
-    if (ep->fc.enabled) {
-        rc_addr->flags   = QPX_RC_EP_ADDR_FLAG_FC;
-        rc_addr->fc_rkey = ep->fc.mr->rkey;
-        rc_addr->fc_addr = (uintptr_t)&ep->fc.consumed_by_peer;
-    }
+    rc_addr->flags   = QPX_RC_EP_ADDR_FLAG_CTL |
+                       (ep->fc.enabled ? QPX_RC_EP_ADDR_FLAG_FC : 0);
+    rc_addr->fc_rkey = ep->fc.mr->rkey;
+    rc_addr->fc_addr = (uintptr_t)&ep->fc.consumed_by_peer;
     return UCS_OK;
 }
 
@@ -239,13 +240,16 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
         return status;
     }
 
-    /* Flow control needs both sides: without the peer's counter, rely on
-     * RNR retries only */
-    if (ep->fc.enabled && (rc_addr->flags & QPX_RC_EP_ADDR_FLAG_FC)) {
+    if (rc_addr->flags & QPX_RC_EP_ADDR_FLAG_CTL) {
         ep->fc.remote_addr = rc_addr->fc_addr;
         ep->fc.remote_rkey = rc_addr->fc_rkey;
-    } else {
-        ep->fc.enabled     = 0;
+        ep->flags         |= QPX_RC_EP_FLAG_PEER_CTL;
+    }
+    /* Flow control needs both sides: without the peer's counter, rely on
+     * RNR retries only */
+    if (!(rc_addr->flags & QPX_RC_EP_ADDR_FLAG_FC) ||
+        !(rc_addr->flags & QPX_RC_EP_ADDR_FLAG_CTL)) {
+        ep->fc.enabled = 0;
     }
 
     ep->flags |= QPX_RC_EP_FLAG_CONNECTED;
@@ -366,13 +370,36 @@ ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK; /* already reported */
     }
     if (!(ep->flags & QPX_RC_EP_FLAG_CONNECTED) ||
-        (ep->tx.sn != ep->tx.acked_sn)) {
-        /* Outstanding requests detect a failure by themselves */
+        ((ep->tx.sn != ep->tx.acked_sn) &&
+         (ep->tx.signaled_sn == ep->tx.sn))) {
+        /* The last request is signalled and outstanding: it completes, or
+         * fails when the peer is gone (unsignalled ones at the tail would
+         * never report: they get the probe) */
         return UCS_OK;
     }
 
     /* A zero-length write the peer's HCA must acknowledge */
     return qpx_rc_ep_post_nop(ep);
+}
+
+
+void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep)
+{
+    /* Not probed: endpoints whose peer closed them (the next send fails,
+     * rightly) and ones still carrying traffic (it detects a failure by
+     * itself) */
+    if (!ep->fc.peer_closed && (ep->tx.sn == ep->tx.keepalive_sn) &&
+        ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR)) ==
+         QPX_RC_EP_FLAG_CONNECTED)) {
+        /* Idle for a whole interval: a signalled zero-length write the
+         * peer's HCA must acknowledge. A dead peer makes it fail after the
+         * transport retries. Also when unsignalled requests are still
+         * unacknowledged: they may have been executed long ago, and without
+         * a signalled request after them nothing would ever report on them.
+         * Without a free slot the next round tries again. */
+        (void)qpx_rc_ep_post_nop(ep);
+    }
+    ep->tx.keepalive_sn = ep->tx.sn;
 }
 
 

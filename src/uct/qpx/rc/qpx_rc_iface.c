@@ -68,6 +68,15 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      "Offer the device's 64-bit atomics.",
      ucs_offsetof(qpx_rc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
 
+    {"KEEPALIVE_INTERVAL", "2s",
+     "Every interval, an endpoint to which nothing was posted since the last "
+     "one is probed with a zero-length RDMA write, so that a peer that died "
+     "while this side only waits for it fails the endpoint (after about "
+     "TIMEOUT x (RETRY_COUNT + 1)) instead of going unnoticed. Endpoints "
+     "whose peer destroyed its side are not probed. 0: off.",
+     ucs_offsetof(qpx_rc_iface_config_t, keepalive_interval),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -247,6 +256,57 @@ static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
 }
 
 
+/* A keepalive round: every endpoint idle since the last one is probed */
+static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_rc_iface_t *iface)
+{
+    qpx_rc_ep_t *ep;
+
+    iface->keepalive.due = 0;
+    ucs_list_for_each(ep, &iface->eps, list) {
+        qpx_rc_ep_keepalive(ep);
+    }
+}
+
+
+/* Async timer (the worker's async thread or signal): progress runs the
+ * round. The event fd wakes a worker that sleeps in ucp_worker_wait. */
+static void qpx_rc_iface_keepalive_timer(int id, ucs_event_set_types_t events,
+                                         void *arg)
+{
+    qpx_rc_iface_t *iface = arg;
+
+    (void)id;
+    (void)events;
+    iface->keepalive.due = 1;
+    qpx_iface_event_signal(&iface->super);
+}
+
+
+static ucs_status_t qpx_rc_iface_keepalive_init(qpx_rc_iface_t *iface,
+                                                double interval)
+{
+    ucs_async_context_t *async = iface->super.super.worker->async;
+    ucs_status_t status;
+
+    iface->keepalive.due      = 0;
+    iface->keepalive.timer_id = -1;
+    iface->keepalive.interval = (ucs_time_t)(interval *
+                                             ucs_get_cpu_clocks_per_sec());
+    if ((iface->keepalive.interval == 0) || (async == NULL)) {
+        return UCS_OK;
+    }
+
+    status = ucs_async_add_timer(async->mode, iface->keepalive.interval,
+                                 qpx_rc_iface_keepalive_timer, iface, async,
+                                 &iface->keepalive.timer_id);
+    if (status != UCS_OK) {
+        ucs_error("qpx_rc: failed to add the keepalive timer: %s",
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
+
 /* Completions event_arm took out of the CQs */
 static UCS_F_NOINLINE unsigned
 qpx_rc_iface_backlog_progress(qpx_rc_iface_t *iface)
@@ -287,6 +347,9 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
     }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
         qpx_rc_iface_resched(iface);
+    }
+    if (ucs_unlikely(iface->keepalive.due)) {
+        qpx_rc_iface_keepalive(iface);
     }
     ucs_arbiter_dispatch(&iface->super.arbiter, 1, qpx_rc_ep_arbiter_dispatch,
                          NULL);
@@ -418,6 +481,7 @@ static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
     }
 
     if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
+        iface->keepalive.due ||
         !ucs_list_is_empty(&iface->resched) ||
         !ucs_arbiter_is_empty(&iface->super.arbiter)) {
         qpx_iface_event_signal(&iface->super);
@@ -597,6 +661,11 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         return UCS_ERR_NO_MEMORY;
     }
 
+    status = qpx_rc_iface_keepalive_init(self, config->keepalive_interval);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     ucs_debug("qpx_rc iface %p: inline %zu sge %u fc %u/%u", self,
               self->super.config.max_inline, self->super.config.max_send_sge,
               self->config.fc_wnd, self->super.rx.queue_len);
@@ -606,6 +675,10 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
 
 static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 {
+    if (self->keepalive.timer_id >= 0) {
+        /* sync: the timer callback is not running when this returns */
+        ucs_async_remove_handler(self->keepalive.timer_id, 1);
+    }
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_rc iface %p closed with endpoints", self);
     }

@@ -85,7 +85,8 @@ typedef struct qpx_rc_ep_addr {
 } UCS_S_PACKED qpx_rc_ep_addr_t;
 
 enum {
-    QPX_RC_EP_ADDR_FLAG_FC = UCS_BIT(0)
+    QPX_RC_EP_ADDR_FLAG_FC  = UCS_BIT(0), /* the sender does flow control */
+    QPX_RC_EP_ADDR_FLAG_CTL = UCS_BIT(1)  /* fc_addr/fc_rkey are valid */
 };
 
 
@@ -93,7 +94,8 @@ enum {
     QPX_RC_EP_FLAG_CONNECTED = UCS_BIT(0),
     QPX_RC_EP_FLAG_ERROR     = UCS_BIT(1), /* QP in ERR: failed or canceled */
     QPX_RC_EP_FLAG_FC_UPDATE = UCS_BIT(2), /* credit update waits for a slot */
-    QPX_RC_EP_FLAG_RESCHED   = UCS_BIT(3)  /* on iface->resched */
+    QPX_RC_EP_FLAG_RESCHED   = UCS_BIT(3), /* on iface->resched */
+    QPX_RC_EP_FLAG_PEER_CTL  = UCS_BIT(4)  /* peer's control words known */
 };
 
 
@@ -111,6 +113,7 @@ typedef struct qpx_rc_iface_config {
     unsigned           fc_wnd_size;     /* 0: no flow control */
     int                atomics;         /* allow device atomics */
     int                events;          /* offer event notification */
+    double             keepalive_interval; /* 0: no keepalive */
 } qpx_rc_iface_config_t;
 
 
@@ -125,6 +128,13 @@ typedef struct qpx_rc_iface {
      * fails is seen, and a device whose requester advances in the poster's
      * verbs calls (softverbs) retries what waits for the peer */
     uint64_t        tx_unacked;
+    /* Idle endpoints are probed every interval, so that a peer that died
+     * while we wait for it (nothing posted to it) is still detected */
+    struct {
+        ucs_time_t      interval;  /* 0: off */
+        int             timer_id;  /* async timer, -1: none */
+        volatile int    due;       /* set by the timer, taken by progress */
+    } keepalive;
     struct {
         struct qpx_rc_ep *ep;     /* endpoint of the last receive */
         uint32_t         qp_num;
@@ -170,10 +180,14 @@ struct qpx_rc_ep {
         int             sq_available;
         unsigned        unsignaled;
         int             fence;          /* IBV_SEND_FENCE for the next post */
+        uint64_t        keepalive_sn;   /* sn at the last keepalive round */
         ucs_list_link_t ops;
     } tx;
     struct {
-        volatile uint64_t consumed_by_peer; /* written by the peer */
+        /* The two control words the peer writes (one registration, its
+         * address and rkey are in our ep address): */
+        volatile uint64_t consumed_by_peer; /* its count of our messages */
+        volatile uint64_t peer_closed;      /* != 0: it destroyed its ep */
         uint64_t          sent;
         uint64_t          consumed;         /* messages we received */
         uint64_t          reported;         /* last count written to peer */
@@ -218,6 +232,12 @@ void qpx_rc_iface_resched(qpx_rc_iface_t *iface);
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 /* Write our consumed-message count to the peer (flow control) */
 void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep);
+/* Tell the peer (RDMA write of its peer_closed word) that this endpoint is
+ * destroyed: its keepalive then stops probing, instead of taking our gone QP
+ * for a dead peer */
+void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep);
+/* Probe ep if nothing was posted to it since the last round */
+void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep);
 /* Finish operations up to sn with status */
 void qpx_rc_ep_complete_ops(qpx_rc_ep_t *ep, uint64_t sn, ucs_status_t status);
 

@@ -457,6 +457,39 @@ ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)
 }
 
 
+void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep)
+{
+    static const uint64_t closed = 1;
+    struct ibv_send_wr wr, *bad_wr;
+    struct ibv_sge sge;
+    int ret;
+
+    if ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR |
+                      QPX_RC_EP_FLAG_PEER_CTL)) !=
+        (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_PEER_CTL) ||
+        (ep->tx.sq_available <= 0) || ep->fc.peer_closed) {
+        return;
+    }
+
+    /* Outside the endpoint's accounting, unsignalled: the endpoint is going
+     * away, and a completion of it (an error) finds no endpoint. Inline, so
+     * nothing of ours must outlive the post. */
+    sge.addr   = (uintptr_t)&closed;
+    sge.length = sizeof(closed);
+    sge.lkey   = 0;
+    qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1,
+                   ep->fc.remote_addr + sizeof(uint64_t), ep->fc.remote_rkey);
+    wr.wr_id      = qpx_rc_ep_wr_id(ep, ep->tx.sn + 1);
+    wr.next       = NULL;
+    wr.send_flags = IBV_SEND_INLINE;
+    ret = ibv_post_send(ep->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_debug("qp 0x%x: close notice not posted: %s", ep->qp->qp_num,
+                  strerror(ret));
+    }
+}
+
+
 void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep)
 {
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);

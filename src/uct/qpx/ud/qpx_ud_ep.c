@@ -659,6 +659,9 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
         if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
             ++iface->stats.eps_reclaimed;
             qpx_ud_ep_free(iface, ep);
+        } else {
+            /* Closed, not dead: the keepalive leaves it alone */
+            ep->flags |= QPX_UD_EP_FLAG_PEER_GONE;
         }
         return 0;
     case QPX_UD_PKT_ACK:

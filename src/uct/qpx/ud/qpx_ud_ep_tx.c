@@ -180,16 +180,12 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
     return UCS_INPROGRESS;
 }
 
-ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
-                             uct_completion_t *comp)
+/* A reliable probe: no ack within the timeout fails the endpoint */
+static ucs_status_t qpx_ud_ep_probe(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     qpx_ud_send_desc_t *desc;
     ucs_status_t status;
 
-    (void)flags;
-    (void)comp;
     if (!qpx_ud_rel_tx_is_idle(&ep->tx)) {
         return UCS_OK; /* packets in flight: the peer timeout watches them */
     }
@@ -199,7 +195,6 @@ ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
         return status;
     }
 
-    /* A reliable probe: no ack within the timeout fails the endpoint */
     desc = qpx_ud_ep_desc_get(iface, ep);
     if (desc == NULL) {
         return UCS_ERR_NO_RESOURCE;
@@ -209,6 +204,32 @@ ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
     desc->length = sizeof(qpx_ud_hdr_t);
     qpx_ud_ep_send_desc(iface, ep, desc);
     return UCS_OK;
+}
+
+ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+
+    (void)flags;
+    (void)comp;
+    return qpx_ud_ep_probe(qpx_ud_ep_iface(ep), ep);
+}
+
+void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    /* Probed: user endpoints, connected, that sent nothing for a whole
+     * interval; not ones whose peer closed its side (their next send
+     * fails, rightly). An endpoint with packets in flight is already
+     * watched by the peer timeout; one that cannot send now (pending
+     * requests, no descriptor) is tried again next round. */
+    if (((ep->flags & (QPX_UD_EP_FLAG_USER | QPX_UD_EP_FLAG_CONNECTED |
+                       QPX_UD_EP_FLAG_FAILED | QPX_UD_EP_FLAG_PEER_GONE)) ==
+         (QPX_UD_EP_FLAG_USER | QPX_UD_EP_FLAG_CONNECTED)) &&
+        (ep->tx.next_psn == ep->keepalive_psn)) {
+        (void)qpx_ud_ep_probe(iface, ep);
+    }
+    ep->keepalive_psn = ep->tx.next_psn;
 }
 
 ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,

@@ -86,6 +86,15 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "instead of the QP's own receive queue (docs/performance.md).",
      ucs_offsetof(qpx_ud_iface_config_t, srq), UCS_CONFIG_TYPE_BOOL},
 
+    {"KEEPALIVE_INTERVAL", "2s",
+     "Every interval, a connected endpoint that sent nothing since the last "
+     "one sends a reliable probe, so that a peer that died while this side "
+     "only waits for it fails the endpoint after TIMEOUT instead of going "
+     "unnoticed. Endpoints whose peer destroyed its side (DISC) are not "
+     "probed. 0: off.",
+     ucs_offsetof(qpx_ud_iface_config_t, keepalive_interval),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -520,6 +529,22 @@ void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface)
     ucs_list_head_init(&iface->discs);
 }
 
+/* A keepalive round: connected user endpoints that sent nothing during the
+ * last interval send a probe */
+static UCS_F_NOINLINE void qpx_ud_iface_keepalive(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep;
+    unsigned i;
+
+    iface->keepalive.next = iface->now + iface->keepalive.interval;
+    for (i = 0; i < iface->eps.capacity; ++i) {
+        ep = iface->eps.table[i];
+        if (ep != NULL) {
+            qpx_ud_ep_keepalive(iface, ep);
+        }
+    }
+}
+
 /* Receive, send completions, timers and control packets: what the async
  * timer may run too. User callbacks are deferred while in_async. */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
@@ -550,6 +575,10 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
         }
         if (ucs_unlikely(!ucs_list_is_empty(&iface->discs))) {
             qpx_ud_iface_discs_timer(iface);
+        }
+        if ((iface->keepalive.interval > 0) &&
+            ((int64_t)(iface->now - iface->keepalive.next) >= 0)) {
+            qpx_ud_iface_keepalive(iface);
         }
     }
 

@@ -111,6 +111,7 @@ typedef struct qpx_ud_iface_config {
     int                async_progress;
     double             async_idle;
     int                srq;
+    double             keepalive_interval;
 } qpx_ud_iface_config_t;
 
 
@@ -125,7 +126,8 @@ enum {
     QPX_UD_EP_FLAG_ACK_REQ    = UCS_BIT(6), /* send an ACK_REQ packet */
     QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
     QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
-    QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9)  /* explicit ack once rx is idle */
+    QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9), /* explicit ack once rx is idle */
+    QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10) /* DISC: the peer's ep is gone */
 };
 
 
@@ -145,6 +147,7 @@ typedef struct qpx_ud_ep {
     ucs_list_link_t     ctl_list;    /* in iface->ctl_eps */
     uint64_t            ack_time;    /* first unacked delivery */
     uint64_t            ack_req_time; /* last ACK_REQ sent, 0: answered */
+    qpx_ud_psn_t        keepalive_psn; /* tx.next_psn at the last round */
 } qpx_ud_ep_t;
 
 
@@ -271,6 +274,10 @@ typedef struct qpx_ud_iface {
     ucs_list_link_t       ctl_eps;      /* control packets to send */
     ucs_list_link_t       failed_eps;   /* to report to the error handler */
     ucs_list_link_t       discs;        /* qpx_ud_disc_t to repeat */
+    struct {
+        uint64_t          interval;     /* ns, 0: off */
+        uint64_t          next;         /* time of the next round */
+    } keepalive;
     uint64_t              next_tick;
     uint64_t              tick;
     uint64_t              now;
@@ -331,6 +338,8 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+/* Probe ep (a reliable NOP) if it sent nothing since the last round */
+void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_free_all(qpx_ud_iface_t *iface);

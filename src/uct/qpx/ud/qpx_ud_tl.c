@@ -352,6 +352,8 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     iface->rx.release.cb  = qpx_ud_iface_release_desc;
     iface->now            = qpx_ud_time_ns();
     iface->next_tick      = iface->now + iface->tick;
+    iface->keepalive.interval = config->keepalive_interval * 1e9;
+    iface->keepalive.next     = iface->now + iface->keepalive.interval;
     iface->eps.free_head  = UINT32_MAX;
     kh_init_inplace(qpx_ud_peers, &iface->peers);
     ucs_list_head_init(&iface->active_eps);
