@@ -173,11 +173,26 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
         return -1;
     }
     ring = sv_shm_ptr(scq->ring_off);
-    t = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
-    do {
+    for (;;) {
+        /*
+         * Tail is read before head, so that tail - head never overstates
+         * the entries waiting (the consumer can only have moved head on
+         * since tail was read), and a difference that wraps (head overtook
+         * the tail read, while this producer was descheduled between the two
+         * reads) is read again. Before, a tail left from an earlier read was
+         * compared with a newer head: the unsigned difference wrapped into a
+         * false overrun and a CQE was dropped from a CQ with room
+         * (oversubscribed 8-rank MPI jobs stalled).
+         * acquire: the head load is not moved before the tail load.
+         */
+        t = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
         /* acquire: the consumer has read the slot before moving head */
         h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+        if ((int64_t)(t - h) < 0) {
+            continue;
+        }
         if (t - h >= ring->cqe) {
+            /* head was read after tail: the CQ really was full */
             if (!__atomic_exchange_n(&scq->overrun, 1, __ATOMIC_RELAXED)) {
                 sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
                             cq_index, scq->cookie);
@@ -185,9 +200,11 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
             sv_error("cq %u overrun", cq_index);
             return -1;
         }
-    } while (!__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
-                                          __ATOMIC_ACQ_REL,
-                                          __ATOMIC_RELAXED));
+        if (__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            break;
+        }
+    }
     slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
     memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
            sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
