@@ -11,8 +11,11 @@
 #include <uct/qpx/base/qpx_md.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 
 /* A fake device: the wrapped calls hand out these addresses, never touch them */
@@ -32,6 +35,14 @@ static unsigned           runtime_major, runtime_minor;
 static int                runtime_version_fails;
 static int                component_registrations;
 static int                last_reg_access;
+/* Asynchronous events: the fake context's async fd is the read end of a
+ * pipe; a byte written to it makes the events queued below "arrive" */
+static int                event_pipe[2] = {-1, -1};
+static struct ibv_async_event event_queue[8];
+static int                event_count, event_next;
+static int                events_got, events_acked; /* async thread */
+static struct ibv_cq      fake_cq = {.cqe = 255};
+static struct ibv_qp      fake_qp = {.qp_num = 0x1234};
 
 
 struct ibv_device **__wrap_ibv_get_device_list(int *num)
@@ -43,6 +54,29 @@ struct ibv_device **__wrap_ibv_get_device_list(int *num)
 void __wrap_ibv_free_device_list(struct ibv_device **list)
 {
     assert_ptr_equal(list, fake_devices);
+}
+
+int __wrap_ibv_get_async_event(struct ibv_context *ctx,
+                               struct ibv_async_event *event)
+{
+    char buf[16];
+
+    assert_ptr_equal(ctx, &fake_ctx);
+    if (event_next == event_count) {
+        /* nothing more: empty the fd as the real library's read does */
+        while (read(ctx->async_fd, buf, sizeof(buf)) > 0) {
+        }
+        errno = EAGAIN;
+        return -1;
+    }
+    *event = event_queue[event_next++];
+    __atomic_add_fetch(&events_got, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void __wrap_ibv_ack_async_event(struct ibv_async_event *event)
+{
+    __atomic_add_fetch(&events_acked, 1, __ATOMIC_RELEASE);
 }
 
 const char *__wrap_ibv_get_device_name(struct ibv_device *device)
@@ -171,6 +205,11 @@ static int test_setup(void **state)
     fail_pd         = 0;
     fail_dereg      = 0;
     mr_live = ctx_live = pd_live = 0;
+    if (event_pipe[0] < 0) {
+        assert_int_equal(pipe(event_pipe), 0);
+    }
+    fake_ctx.async_fd = event_pipe[0];
+    event_count = event_next = events_got = events_acked = 0;
     return 0;
 }
 
@@ -242,6 +281,76 @@ static void test_md_open_pd_fails(void **state)
                      UCS_ERR_NO_MEMORY);
     assert_ptr_equal(md, (void*)0x1);
     assert_int_equal(ctx_live, 0); /* the device was closed again */
+}
+
+/* Wait up to 5 s for the async thread to have acknowledged n events */
+static int wait_acked(int n)
+{
+    struct timespec ts = {0, 1000000};
+    int i;
+
+    for (i = 0; i < 5000; ++i) {
+        if (__atomic_load_n(&events_acked, __ATOMIC_ACQUIRE) >= n) {
+            return 1;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* Events the device reports are read on the async thread and each one is
+ * acknowledged (ibv_destroy_* would wait forever for an unacknowledged
+ * one); after md close nothing is read any more */
+static void test_md_async_events(void **state)
+{
+    uct_md_h md;
+
+    event_queue[0].event_type     = IBV_EVENT_CQ_ERR;
+    event_queue[0].element.cq     = &fake_cq;
+    event_queue[1].event_type     = IBV_EVENT_QP_FATAL;
+    event_queue[1].element.qp     = &fake_qp;
+    event_queue[2].event_type     = IBV_EVENT_PORT_ERR;
+    event_queue[2].element.port_num = 1;
+    event_queue[3].event_type     = IBV_EVENT_QP_LAST_WQE_REACHED;
+    event_queue[3].element.qp     = &fake_qp;
+    event_count                   = 4;
+
+    md = open_md();
+    assert_int_equal(write(event_pipe[1], "e", 1), 1);
+    assert_true(wait_acked(4));
+    assert_int_equal(__atomic_load_n(&events_got, __ATOMIC_ACQUIRE), 4);
+    md->ops->close(md);
+
+    /* closed: a new event is not read */
+    event_queue[4].event_type     = IBV_EVENT_COMM_EST;
+    event_queue[4].element.qp     = &fake_qp;
+    event_count                   = 5;
+    assert_int_equal(write(event_pipe[1], "e", 1), 1);
+    usleep(100000);
+    assert_int_equal(__atomic_load_n(&events_got, __ATOMIC_ACQUIRE), 4);
+    {
+        char buf[16];
+        struct pollfd pfd = {.fd = event_pipe[0], .events = POLLIN};
+
+        /* drain for the next test */
+        while ((poll(&pfd, 1, 0) == 1) &&
+               (read(event_pipe[0], buf, sizeof(buf)) > 0)) {
+        }
+    }
+    assert_int_equal(ctx_live, 0);
+}
+
+/* An async fd qpx cannot watch fails md open cleanly */
+static void test_md_async_fd_bad(void **state)
+{
+    qpx_md_config_t config = {};
+    uct_md_h md            = (void*)0x1;
+
+    fake_ctx.async_fd = -1;
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_ERR_IO_ERROR);
+    assert_ptr_equal(md, (void*)0x1);
+    assert_int_equal(ctx_live, 0);
 }
 
 static void test_md_query(void **state)
@@ -380,6 +489,8 @@ int main(void)
         cmocka_unit_test_setup(test_md_open_unknown_device, test_setup),
         cmocka_unit_test_setup(test_md_open_device_fails, test_setup),
         cmocka_unit_test_setup(test_md_open_pd_fails, test_setup),
+        cmocka_unit_test_setup(test_md_async_events, test_setup),
+        cmocka_unit_test_setup(test_md_async_fd_bad, test_setup),
         cmocka_unit_test_setup(test_md_query, test_setup),
         cmocka_unit_test_setup(test_mem_reg_enomem, test_setup),
         cmocka_unit_test_setup(test_mem_reg_rkey_roundtrip, test_setup),

@@ -83,6 +83,7 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
 
     memset(dev, 0, sizeof(*dev));
     ucs_strncpy_zero(dev->name, name, sizeof(dev->name));
+    dev->events_fd = -1;
 
     dev->ctx = ibv_open_device(ibdev);
     if (dev->ctx == NULL) {
@@ -120,6 +121,9 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
                   port->bandwidth / 1e6);
     }
 
+    if (qpx_device_events_start(dev) != UCS_OK) {
+        goto err_close;
+    }
     return UCS_OK;
 
 err_close:
@@ -132,6 +136,7 @@ err_close:
 void qpx_device_close(qpx_device_t *dev)
 {
     if (dev->ctx != NULL) {
+        qpx_device_events_stop(dev);
         ibv_close_device(dev->ctx);
         dev->ctx = NULL;
     }

@@ -30,6 +30,7 @@ typedef struct qpx_device {
     uint8_t                 first_port;
     uint8_t                 num_ports;
     qpx_device_port_t       ports[QPX_DEVICE_MAX_PORTS];
+    int                     events_fd;  /* async fd watched, -1: none */
 } qpx_device_t;
 
 
@@ -49,6 +50,13 @@ enum {
 ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev);
 
 void qpx_device_close(qpx_device_t *dev);
+
+/* Watch the device's asynchronous events (CQ overrun, QP and port errors)
+ * on UCX's async thread: each is logged and acknowledged at once
+ * (qpx_device_event.c) */
+ucs_status_t qpx_device_events_start(qpx_device_t *dev);
+
+void qpx_device_events_stop(qpx_device_t *dev);
 
 /* Port by number (1-based), or NULL if the device has no such port */
 qpx_device_port_t *qpx_device_port(qpx_device_t *dev, uint8_t port_num);
