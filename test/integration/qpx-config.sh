@@ -73,4 +73,18 @@ for c in "8191 A=1" "8191 UCX_SEG_SIZE=4k" "4095 UCX_QPX_SEG_SIZE=4k" \
     fi
 done
 
+# Inline size above the device's (softverbs: 512 bytes): a device that
+# refuses it gets the largest size it takes, not a power-of-two fraction of
+# the request (halving 1000000 stops at 488)
+for policy in fail clamp; do
+    got=$(env SOFTVERBS_CAP_POLICY=$policy UCX_QPX_RC_TX_MAX_INLINE=1000000 \
+              LD_PRELOAD="$QPX_MODULE" ucx_info -d -t qpx_rc 2>/dev/null |
+          sed -n 's/.*put_short: <= \([0-9]*\).*/\1/p' | head -n 1)
+    if [ "$got" = 512 ]; then
+        qpx_pass "qpx_rc, TX_MAX_INLINE=1000000, cap policy $policy: put_short $got"
+    else
+        qpx_fail "qpx_rc, TX_MAX_INLINE=1000000, cap policy $policy: put_short '$got', expected 512 (the device limit)"
+    fi
+done
+
 qpx_finish

@@ -27,4 +27,11 @@ run "defaults" ""
 run "5% drop + 5% reorder" "" SOFTVERBS_UD_DROP=0.05 SOFTVERBS_UD_REORDER=0.05
 run "small window and queues" "" UCX_QPX_UD_WINDOW=8 UCX_QPX_UD_TX_QUEUE_LEN=8 \
     UCX_QPX_UD_RX_QUEUE_LEN=64 SOFTVERBS_UD_DROP=0.02
+# Caps above what the device gives: a device that refuses them (fail) and
+# one that grants its limit instead (clamp); the interface must open within
+# the limits and move the same data
+run "caps above the device, policy fail" "" SOFTVERBS_CAP_POLICY=fail \
+    UCX_QPX_UD_TX_QUEUE_LEN=100000 UCX_QPX_UD_RX_QUEUE_LEN=100000
+run "caps above the device, policy clamp" "" SOFTVERBS_CAP_POLICY=clamp \
+    UCX_QPX_UD_TX_QUEUE_LEN=100000 UCX_QPX_UD_RX_QUEUE_LEN=100000
 qpx_finish

@@ -44,16 +44,63 @@ static int qpx_qp_caps_clamp(const qpx_device_t *dev, struct ibv_qp_cap *cap,
 }
 
 
+/*
+ * The device took inline size ok and refused refused (> ok): find the
+ * largest size between them it takes, by bisection, so that a device whose
+ * limit is not a power-of-two fraction of the request (512 when 1000000
+ * was asked) is not left with half of it. Each try creates a QP; the best
+ * one is kept in *qp_p and *attr (its granted caps). Returns whether a
+ * better QP replaced *qp_p.
+ */
+static int qpx_qp_inline_search(struct ibv_pd *pd,
+                                 struct ibv_qp_init_attr *attr,
+                                 struct ibv_qp **qp_p, uint32_t ok,
+                                 uint32_t refused)
+{
+    struct ibv_qp_init_attr try_attr;
+    struct ibv_qp *qp;
+    int replaced = 0;
+    uint32_t mid;
+
+    while (refused - ok > 1) {
+        mid                          = ok + (refused - ok) / 2;
+        try_attr                     = *attr;
+        try_attr.cap.max_inline_data = mid;
+        qp = ibv_create_qp(pd, &try_attr);
+        if (qp == NULL) {
+            if (errno != EINVAL) {
+                /* out of resources: keep what we have */
+                ucs_debug("ibv_create_qp(inline %u) failed: %m", mid);
+                break;
+            }
+            refused = mid;
+            continue;
+        }
+
+        ibv_destroy_qp(*qp_p);
+        *qp_p    = qp;
+        *attr    = try_attr;
+        ok       = mid;
+        replaced = 1;
+    }
+
+    return replaced;
+}
+
+
 ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
                            struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr attr = *init_attr;
+    uint32_t refused_inline      = 0;
     int clamped                  = 0;
+    struct ibv_qp_init_attr req;
     struct ibv_qp *qp;
 
     for (;;) {
-        qp = ibv_create_qp(pd, &attr);
+        req = attr;
+        qp  = ibv_create_qp(pd, &attr);
         if (qp != NULL) {
             break;
         }
@@ -83,7 +130,17 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                       attr.cap.max_recv_sge);
             return UCS_ERR_INVALID_PARAM;
         }
-        attr.cap.max_inline_data /= 2;
+        refused_inline             = attr.cap.max_inline_data;
+        attr.cap.max_inline_data  /= 2;
+    }
+
+    if (refused_inline != 0) {
+        /* req: the caps the device took, as asked (attr holds them as
+         * granted) */
+        if (qpx_qp_inline_search(pd, &req, &qp, req.cap.max_inline_data,
+                                 refused_inline)) {
+            attr = req;
+        }
     }
 
     /* ibv_create_qp(3): the cap fields now hold what was granted, which can

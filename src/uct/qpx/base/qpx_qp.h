@@ -25,7 +25,7 @@
 
 
 /* Well-known Q_Key of qpx UD QPs */
-#define QPX_QP_UD_QKEY 0x1ee7a330u
+#define QPX_QP_UD_QKEY 0x1ee7a331u
 
 
 /* Attributes of RTR and RTS (RC; UD uses only sq_psn) */

@@ -12,7 +12,7 @@
 #include <infiniband/verbs.h>
 
 
-#define QPX_UD_QKEY          0x1ee7a331u
+#define QPX_UD_QKEY          QPX_QP_UD_QKEY  /* one Q_Key for every qpx UD QP */
 #define QPX_UD_GRH_LEN       40
 #define QPX_UD_EP_ID_NULL    0xffffffffu
 #define QPX_UD_EP_IDX_BITS   20                 /* up to 1M eps per iface */

@@ -166,52 +166,57 @@ static void qpx_ud_iface_recv_desc_init(uct_iface_h tl_iface, void *obj,
 }
 
 static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
-                                           const qpx_ud_iface_config_t *config)
+                                           const qpx_ud_iface_config_t *config,
+                                           unsigned tx_len)
 {
     struct ibv_srq_init_attr srq_attr;
     struct ibv_qp_init_attr init_attr;
-    struct ibv_qp_attr qp_attr;
-    unsigned inline_try;
+    qpx_qp_connect_attr_t conn;
+    ucs_status_t status;
 
     if (config->srq) {
         memset(&srq_attr, 0, sizeof(srq_attr));
-        srq_attr.attr.max_wr  = config->rx_queue_len;
+        srq_attr.attr.max_wr  = iface->rx.queue_len;
         srq_attr.attr.max_sge = 1;
         iface->srq = ibv_create_srq(iface->md->pd, &srq_attr);
         if (iface->srq == NULL) {
             ucs_error("qpx_ud: ibv_create_srq(%u) on %s failed: %m",
-                      config->rx_queue_len, iface->md->dev.name);
+                      iface->rx.queue_len, iface->md->dev.name);
             return UCS_ERR_IO_ERROR;
         }
+        /* ibv_create_srq(3): max_wr now holds what was granted */
+        iface->rx.queue_len = ucs_min(iface->rx.queue_len,
+                                      srq_attr.attr.max_wr);
     }
 
-    /* Ask for inline data first, then retry without: not every device has it */
-    for (inline_try = 0; inline_try < 2; ++inline_try) {
-        memset(&init_attr, 0, sizeof(init_attr));
-        init_attr.send_cq             = iface->send_cq;
-        init_attr.recv_cq             = iface->recv_cq;
-        init_attr.qp_type             = IBV_QPT_UD;
-        init_attr.cap.max_send_wr     = config->tx_queue_len;
-        init_attr.srq                 = iface->srq;
-        init_attr.cap.max_recv_wr     = (iface->srq != NULL) ? 0 :
-                                        config->rx_queue_len;
-        init_attr.cap.max_send_sge    = 1 + QPX_UD_MAX_IOV;
-        init_attr.cap.max_recv_sge    = 1;
-        init_attr.cap.max_inline_data = (inline_try == 0) ? 128 : 0;
-        iface->qp = ibv_create_qp(iface->md->pd, &init_attr);
-        if (iface->qp != NULL) {
-            break;
-        }
-    }
-    if (iface->qp == NULL) {
-        ucs_error("qpx_ud: ibv_create_qp(UD, sq %u, rq %u) on %s failed: %m",
-                  config->tx_queue_len, config->rx_queue_len,
-                  iface->md->dev.name);
+    /* Caps above the device's: base retries within its limits (a device
+     * that refuses them) or takes what it grants (one that clamps), then
+     * with smaller inline sizes; the granted caps are read back */
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.send_cq             = iface->send_cq;
+    init_attr.recv_cq             = iface->recv_cq;
+    init_attr.qp_type             = IBV_QPT_UD;
+    init_attr.srq                 = iface->srq;
+    init_attr.cap.max_send_wr     = tx_len;
+    /* ibv_create_qp(3): max_recv_* are ignored with an SRQ */
+    init_attr.cap.max_recv_wr     = (iface->srq != NULL) ? 0 :
+                                    iface->rx.queue_len;
+    init_attr.cap.max_send_sge    = 1 + QPX_UD_MAX_IOV;
+    init_attr.cap.max_recv_sge    = 1;
+    init_attr.cap.max_inline_data = 128;
+    status = qpx_qp_create(iface->md->pd, &iface->md->dev, &init_attr,
+                           &iface->qp);
+    if (status != UCS_OK) {
+        ucs_error("qpx_ud: no UD QP on %s (send queue %u, receive queue %u)",
+                  iface->md->dev.name, tx_len, iface->rx.queue_len);
         goto err_destroy_srq;
     }
+    if (iface->srq == NULL) {
+        iface->rx.queue_len = ucs_min(iface->rx.queue_len,
+                                      init_attr.cap.max_recv_wr);
+    }
     iface->tx.max_inline = init_attr.cap.max_inline_data;
-    iface->tx.available  = ucs_min(init_attr.cap.max_send_wr,
-                                   config->tx_queue_len);
+    iface->tx.available  = ucs_min(init_attr.cap.max_send_wr, tx_len);
     /* At most half the queue unsignaled: the other half always has a
      * completion coming that returns the slots */
     iface->tx.moderation = ucs_min(config->tx_moderation,
@@ -219,27 +224,16 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *iface,
     iface->tx.unsignaled = 0;
     iface->tx.signaled   = 0;
 
-    memset(&qp_attr, 0, sizeof(qp_attr));
-    qp_attr.qp_state   = IBV_QPS_INIT;
-    qp_attr.pkey_index = 0;
-    qp_attr.port_num   = iface->port_num;
-    qp_attr.qkey       = QPX_UD_QKEY;
-    if (ibv_modify_qp(iface->qp, &qp_attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                      IBV_QP_PORT | IBV_QP_QKEY)) {
-        ucs_error("qpx_ud: failed to move the UD QP to INIT: %m");
-        goto err_destroy;
+    /* RESET -> INIT (Q_Key) -> RTR -> RTS through base's lifecycle */
+    memset(&conn, 0, sizeof(conn));
+    status = qpx_qp_to_init(iface->qp, iface->port_num, 0, QPX_UD_QKEY);
+    if (status == UCS_OK) {
+        status = qpx_qp_to_rtr(iface->qp, &conn);
     }
-
-    qp_attr.qp_state = IBV_QPS_RTR;
-    if (ibv_modify_qp(iface->qp, &qp_attr, IBV_QP_STATE)) {
-        ucs_error("qpx_ud: failed to move the UD QP to RTR: %m");
-        goto err_destroy;
+    if (status == UCS_OK) {
+        status = qpx_qp_to_rts(iface->qp, &conn);
     }
-
-    qp_attr.qp_state = IBV_QPS_RTS;
-    qp_attr.sq_psn   = 0;
-    if (ibv_modify_qp(iface->qp, &qp_attr, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
-        ucs_error("qpx_ud: failed to move the UD QP to RTS: %m");
+    if (status != UCS_OK) {
         goto err_destroy;
     }
 
@@ -252,7 +246,7 @@ err_destroy_srq:
         ibv_destroy_srq(iface->srq);
         iface->srq = NULL;
     }
-    return UCS_ERR_IO_ERROR;
+    return status;
 }
 
 static ucs_status_t qpx_ud_iface_init_config(qpx_ud_iface_t *iface,
@@ -292,6 +286,7 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     uct_iface_mpool_config_t mp_config;
     qpx_ud_iface_t *iface;
     ucs_status_t status;
+    unsigned tx_len;
     size_t mtu;
 
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
@@ -362,23 +357,40 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
     ucs_list_head_init(&iface->discs);
     ucs_arbiter_init(&iface->tx.pending);
 
-    iface->send_cq = ibv_create_cq(md->dev.ctx, config->tx_queue_len, NULL,
-                                   NULL, 0);
+    /* Queues within what the device advertises (a CQ entry per work
+     * request); the QP and SRQ may grant less still */
+    tx_len = ucs_min(config->tx_queue_len,
+                     ucs_min((unsigned)md->dev.attr.max_qp_wr,
+                             (unsigned)md->dev.attr.max_cqe));
+    iface->rx.queue_len = ucs_min(iface->rx.queue_len,
+                                  ucs_min((unsigned)(config->srq ?
+                                                     md->dev.attr.max_srq_wr :
+                                                     md->dev.attr.max_qp_wr),
+                                          (unsigned)md->dev.attr.max_cqe));
+    if ((tx_len != config->tx_queue_len) ||
+        (iface->rx.queue_len != config->rx_queue_len)) {
+        ucs_debug("qpx_ud: %s limits the send queue to %u and the receive "
+                  "queue to %u (asked %u and %u)", md->dev.name, tx_len,
+                  iface->rx.queue_len, config->tx_queue_len,
+                  config->rx_queue_len);
+    }
+
+    iface->send_cq = ibv_create_cq(md->dev.ctx, tx_len, NULL, NULL, 0);
     if (iface->send_cq == NULL) {
-        ucs_error("qpx_ud: ibv_create_cq(%u) failed: %m", config->tx_queue_len);
+        ucs_error("qpx_ud: ibv_create_cq(%u) failed: %m", tx_len);
         status = UCS_ERR_IO_ERROR;
         goto err_cleanup_base;
     }
 
-    iface->recv_cq = ibv_create_cq(md->dev.ctx, config->rx_queue_len, NULL,
+    iface->recv_cq = ibv_create_cq(md->dev.ctx, iface->rx.queue_len, NULL,
                                    NULL, 0);
     if (iface->recv_cq == NULL) {
-        ucs_error("qpx_ud: ibv_create_cq(%u) failed: %m", config->rx_queue_len);
+        ucs_error("qpx_ud: ibv_create_cq(%u) failed: %m", iface->rx.queue_len);
         status = UCS_ERR_IO_ERROR;
         goto err_destroy_send_cq;
     }
 
-    status = qpx_ud_iface_create_qp(iface, config);
+    status = qpx_ud_iface_create_qp(iface, config, tx_len);
     if (status != UCS_OK) {
         goto err_destroy_recv_cq;
     }
@@ -400,18 +412,18 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
                                   sizeof(qpx_ud_recv_desc_t) +
                                   iface->rx.hdr_room + mtu, 0,
                                   64, &mp_config,
-                                  config->rx_queue_len,
+                                  iface->rx.queue_len,
                                   qpx_ud_iface_recv_desc_init, "qpx_ud_rx");
     if (status != UCS_OK) {
         goto err_cleanup_tx_mp;
     }
 
-    iface->rx.available  = config->rx_queue_len;
+    iface->rx.available  = iface->rx.queue_len;
     iface->rx.post_batch = ucs_max(ucs_min(QPX_UD_RX_BATCH,
-                                           config->rx_queue_len / 4), 1);
+                                           iface->rx.queue_len / 4), 1);
     qpx_ud_iface_post_recv_init(iface);
     qpx_ud_iface_post_recv(iface);
-    if (iface->rx.available == config->rx_queue_len) {
+    if (iface->rx.available == iface->rx.queue_len) {
         ucs_error("qpx_ud: could not post any receive buffer");
         status = UCS_ERR_NO_MEMORY;
         goto err_cleanup_rx_mp;
