@@ -87,4 +87,25 @@ for policy in fail clamp; do
     fi
 done
 
+# UCP leaves RC at scale, as with UCX's rc_verbs,ud_verbs: qpx_rc reports a
+# latency that grows with the number of peers and at most MAX_NUM_EPS (256)
+lane0() { # NUM_EPS ENV...
+    n=$1; shift
+    env "$@" UCX_TLS=qpx_rc,qpx_ud LD_PRELOAD="$QPX_MODULE" \
+        ucx_info -e -u t -n "$n" 2>/dev/null |
+        sed -n 's/.*lane\[0\]: *[0-9]*:\(qpx_[a-z]*\)\/.*/\1/p' | head -n 1
+}
+for c in "16 qpx_rc A=1" "4096 qpx_ud A=1" "16 qpx_ud UCX_QPX_RC_MAX_NUM_EPS=8" \
+         "300 qpx_ud A=1" "200 qpx_rc A=1"; do
+    n=${c%% *} rest=${c#* }
+    want=${rest%% *} envs=${rest#* }
+    # shellcheck disable=SC2086
+    got=$(lane0 "$n" $envs)
+    if [ "$got" = "$want" ]; then
+        qpx_pass "UCP over qpx_rc,qpx_ud for $n peers ($envs): $got"
+    else
+        qpx_fail "UCP over qpx_rc,qpx_ud for $n peers ($envs): '$got', expected $want"
+    fi
+done
+
 qpx_finish

@@ -22,8 +22,11 @@ static const char *qpx_rc_mtu_names[] = {
 
 
 static ucs_config_field_t qpx_rc_iface_config_table[] = {
-    /* Shared qpx options: UCX_QPX_<NAME>, overridden by UCX_QPX_RC_<NAME> */
-    {"QPX_", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
+    /* Shared qpx options: UCX_QPX_<NAME>, overridden by UCX_QPX_RC_<NAME>.
+     * One QP (and its HCA context) per peer: beyond MAX_NUM_EPS peers UCP
+     * picks a transport whose cost does not grow with them (qpx_ud), as it
+     * does with UCX's own RC (256 too) */
+    {"QPX_", "QPX_MAX_NUM_EPS=256", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
     {"TIMEOUT", "1.0s",
@@ -421,6 +424,10 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
     /* Posting, the doorbell and polling cost more than a plain verbs RC */
     iface_attr->overhead     = 75e-9;
     iface_attr->latency.c   += 50e-9;
+    /* Every connected peer is one more QP context the HCA caches: latency
+     * grows with their number (1 ns each, UCX's estimate for its RC), so
+     * UCP weighs RC against UD by the number of peers it expects */
+    iface_attr->latency.m   += 1e-9;
     return UCS_OK;
 }
 
