@@ -15,11 +15,30 @@ else
     qpx_fail "UCX_QPX_* variables missing from ucx_info -c -f"
 fi
 
-out=$(env -u QPX_MODULE "$QPXRUN" --quiet --hw ucx_info -c -f 2>&1)
+# UCX 1.13 loads only the modules it was built with: without the preload
+# (no qpxrun) there is no qpx, whether or not qpx is installed
+out=$(env -u LD_PRELOAD ucx_info -c -f 2>&1)
 if grep -q '^UCX_QPX_' <<<"$out"; then
     qpx_fail "no qpx without the preload"
 else
     qpx_pass "no qpx without the preload"
+fi
+
+# Without QPX_MODULE qpxrun uses the installed module: it names it, or says
+# it is not installed (both are right; which one depends on make install)
+out=$(env -u QPX_MODULE "$QPXRUN" --soft --env 2>&1)
+rc=$?
+default=$(sed -n "s/^module=\${QPX_MODULE:-'\(.*\)'}$/\1/p" "$QPXRUN")
+if [ -z "$default" ]; then
+    qpx_fail "qpxrun without QPX_MODULE: no default module path in $QPXRUN"
+elif [ -r "$default" ] && [ $rc -eq 0 ] &&
+     grep -q "^export LD_PRELOAD='$default" <<<"$out"; then
+    qpx_pass "qpxrun without QPX_MODULE preloads the installed $default"
+elif [ ! -r "$default" ] && [ $rc -eq 2 ] &&
+     grep -q "not found at $default" <<<"$out"; then
+    qpx_pass "qpxrun without QPX_MODULE, nothing installed: clear error"
+else
+    qpx_fail "qpxrun without QPX_MODULE (default $default): exit $rc: $out"
 fi
 
 out=$("$QPXRUN" --soft --env)
