@@ -679,12 +679,17 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         goto err_destroy_queues;
     }
 
-    mp_config = config->rx.mp;
+    /* A chunk holds at least the whole receive queue: the first fill is one
+     * registration, not one per RX_BUFS_GROW buffers */
+    mp_config           = config->rx.mp;
+    mp_config.bufs_grow = ucs_min(ucs_max(mp_config.bufs_grow,
+                                          self->rx.queue_len),
+                                  mp_config.max_bufs); /* -1: UINT_MAX */
     status = uct_iface_mpool_init(&self->super, &self->rx_mp,
                                   self->config.rx_hdr_offset +
                                   self->config.seg_size, 0,
                                   QPX_IFACE_DESC_ALIGN, &mp_config,
-                                  config->rx.mp.bufs_grow,
+                                  mp_config.bufs_grow,
                                   qpx_iface_desc_init, "qpx_rx_desc");
     if (status != UCS_OK) {
         goto err_pool_cleanup;

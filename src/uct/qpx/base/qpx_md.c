@@ -321,3 +321,102 @@ err_free_list:
     ibv_free_device_list(devices);
     return status;
 }
+
+
+/* ---- registered pool ---- */
+
+typedef struct qpx_md_reg_mpool_priv {
+    qpx_md_t *md;
+    int      access;
+} qpx_md_reg_mpool_priv_t;
+
+/* Chunk header: the registration of the chunk */
+typedef struct qpx_md_reg_chunk {
+    struct ibv_mr *mr;
+} UCS_V_ALIGNED(64) qpx_md_reg_chunk_t;
+
+
+static ucs_status_t qpx_md_reg_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
+                                           void **chunk_p)
+{
+    qpx_md_reg_mpool_priv_t *priv = ucs_mpool_priv(mp);
+    size_t size                   = sizeof(qpx_md_reg_chunk_t) + *size_p;
+    qpx_md_reg_chunk_t *chunk;
+    int ret;
+
+    ret = posix_memalign((void**)&chunk, 64, size);
+    if (ret != 0) {
+        ucs_error("%s: failed to allocate %zu bytes for %s", priv->md->dev.name,
+                  size, ucs_mpool_name(mp));
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    chunk->mr = ibv_reg_mr(priv->md->pd, chunk, size, priv->access);
+    if (chunk->mr == NULL) {
+        ucs_error("%s: ibv_reg_mr(%s, %zu bytes) failed: %m",
+                  priv->md->dev.name, ucs_mpool_name(mp), size);
+        free(chunk);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    *chunk_p = chunk + 1;
+    return UCS_OK;
+}
+
+
+static void qpx_md_reg_chunk_release(ucs_mpool_t *mp, void *ptr)
+{
+    qpx_md_reg_chunk_t *chunk = (qpx_md_reg_chunk_t*)ptr - 1;
+    int ret;
+
+    ret = ibv_dereg_mr(chunk->mr);
+    if (ret != 0) {
+        ucs_warn("ibv_dereg_mr(%s) failed: %s", ucs_mpool_name(mp),
+                 strerror(ret));
+    }
+    free(chunk);
+}
+
+
+static void qpx_md_reg_obj_init(ucs_mpool_t *mp, void *obj, void *ptr)
+{
+    qpx_md_reg_chunk_t *chunk = (qpx_md_reg_chunk_t*)ptr - 1;
+    qpx_md_reg_elem_t *elem   = obj;
+
+    elem->lkey = chunk->mr->lkey;
+    elem->rkey = chunk->mr->rkey;
+}
+
+
+static ucs_mpool_ops_t qpx_md_reg_mpool_ops = {
+    .chunk_alloc   = qpx_md_reg_chunk_alloc,
+    .chunk_release = qpx_md_reg_chunk_release,
+    .obj_init      = qpx_md_reg_obj_init,
+    .obj_cleanup   = NULL
+};
+
+
+ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
+                                   size_t elem_size, unsigned elems_per_chunk,
+                                   int access, const char *name)
+{
+    qpx_md_reg_mpool_priv_t *priv;
+    ucs_status_t status;
+
+    if (elem_size < sizeof(qpx_md_reg_elem_t)) {
+        ucs_error("%s: element of %zu bytes cannot hold its keys", name,
+                  elem_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    status = ucs_mpool_init(mp, sizeof(*priv), elem_size, 0, 8,
+                            elems_per_chunk, UINT_MAX, &qpx_md_reg_mpool_ops,
+                            name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    priv         = ucs_mpool_priv(mp);
+    priv->md     = md;
+    priv->access = access;
+    return UCS_OK;
+}

@@ -64,4 +64,22 @@ ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
 /* ibv access flags for a registration with the given UCT flags */
 int qpx_md_access_flags(unsigned uct_flags);
 
+
+/* What every element of a registered pool starts with: the keys of the
+ * registration of its chunk */
+typedef struct qpx_md_reg_elem {
+    uint32_t lkey;
+    uint32_t rkey;
+} qpx_md_reg_elem_t;
+
+/*
+ * A memory pool of elements (starting with qpx_md_reg_elem_t) registered
+ * with the given ibv access flags, one registration per chunk of
+ * elems_per_chunk: small objects a peer writes (endpoint control words)
+ * share registrations instead of taking one each.
+ */
+ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
+                                   size_t elem_size, unsigned elems_per_chunk,
+                                   int access, const char *name);
+
 #endif

@@ -70,26 +70,19 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     }
 
     /* The words the peer writes: its credit count (flow control) and its
-     * close notice (keepalive), registered together */
-    UCS_STATIC_ASSERT(ucs_offsetof(qpx_rc_ep_t, fc.peer_closed) ==
-                      ucs_offsetof(qpx_rc_ep_t, fc.consumed_by_peer) +
-                      sizeof(uint64_t));
+     * close notice (keepalive), in a registered slot of the interface */
     self->fc.enabled = (iface->config.fc_wnd > 0);
-    self->fc.mr      = ibv_reg_mr(iface->super.md->pd,
-                                  (void*)&self->fc.consumed_by_peer,
-                                  2 * sizeof(uint64_t),
-                                  IBV_ACCESS_LOCAL_WRITE |
-                                  IBV_ACCESS_REMOTE_WRITE);
-    if (self->fc.mr == NULL) {
-        ucs_error("qp 0x%x: ibv_reg_mr(endpoint control words) failed: %m",
-                  self->qp->qp_num);
-        status = UCS_ERR_IO_ERROR;
+    self->fc.ctl     = ucs_mpool_get(&iface->ctl_mp);
+    if (self->fc.ctl == NULL) {
+        ucs_error("qp 0x%x: no endpoint control words (registration "
+                  "failed)", self->qp->qp_num);
+        status = UCS_ERR_NO_MEMORY;
         goto err_put_qp;
     }
 
     status = qpx_iface_qp_map_add(&iface->super, self->qp->qp_num, self);
     if (status != UCS_OK) {
-        goto err_dereg;
+        goto err_put_ctl;
     }
 
     self->id              = iface->next_ep_id++;
@@ -102,8 +95,8 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->tx.unsignaled   = 0;
     self->tx.fence        = 0;
     self->tx.keepalive_sn = 0;
-    self->fc.consumed_by_peer = 0;
-    self->fc.peer_closed  = 0;
+    self->fc.ctl->consumed_by_peer = 0;
+    self->fc.ctl->peer_closed      = 0;
     self->fc.sent         = 0;
     self->fc.consumed     = 0;
     self->fc.reported     = 0;
@@ -115,8 +108,8 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     ucs_debug("qpx_rc ep %p qp 0x%x created", self, self->qp->qp_num);
     return UCS_OK;
 
-err_dereg:
-    ibv_dereg_mr(self->fc.mr);
+err_put_ctl:
+    ucs_mpool_put(self->fc.ctl);
 err_put_qp:
     qpx_iface_qp_put(&iface->super, self->qp);
     return status;
@@ -177,7 +170,10 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     /* Before the QP goes back to RESET, which discards what it holds */
     qpx_rc_ep_post_close_notice(self);
     qpx_iface_qp_put(&iface->super, self->qp);
-    ibv_dereg_mr(self->fc.mr);
+    /* A late write of the old peer cannot reach the slot once it serves a
+     * new endpoint: it comes through our QP, now reset (or reconnected to
+     * another peer, whose packets only it accepts) */
+    ucs_mpool_put(self->fc.ctl);
     ucs_debug("qpx_rc ep %p destroyed", self);
 }
 
@@ -197,8 +193,8 @@ ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
     qpx_rc_pack24(rc_addr->psn, ep->psn);
     rc_addr->flags   = QPX_RC_EP_ADDR_FLAG_CTL |
                        (ep->fc.enabled ? QPX_RC_EP_ADDR_FLAG_FC : 0);
-    rc_addr->fc_rkey = ep->fc.mr->rkey;
-    rc_addr->fc_addr = (uintptr_t)&ep->fc.consumed_by_peer;
+    rc_addr->fc_rkey = ep->fc.ctl->keys.rkey;
+    rc_addr->fc_addr = (uintptr_t)&ep->fc.ctl->consumed_by_peer;
     return UCS_OK;
 }
 
@@ -388,7 +384,7 @@ void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep)
     /* Not probed: endpoints whose peer closed them (the next send fails,
      * rightly) and ones still carrying traffic (it detects a failure by
      * itself) */
-    if (!ep->fc.peer_closed && (ep->tx.sn == ep->tx.keepalive_sn) &&
+    if (!ep->fc.ctl->peer_closed && (ep->tx.sn == ep->tx.keepalive_sn) &&
         ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR)) ==
          QPX_RC_EP_FLAG_CONNECTED)) {
         /* Idle for a whole interval: a signalled zero-length write the

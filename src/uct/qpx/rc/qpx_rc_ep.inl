@@ -32,7 +32,7 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
     /* consumed_by_peer is written by the device (the peer's RDMA write) and
      * only grows; a stale read only delays sending, so no barrier */
     return !ep->fc.enabled ||
-           ((ep->fc.sent - ep->fc.consumed_by_peer) < iface->config.fc_wnd);
+           ((ep->fc.sent - ep->fc.ctl->consumed_by_peer) < iface->config.fc_wnd);
 }
 
 

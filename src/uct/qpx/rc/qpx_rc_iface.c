@@ -668,15 +668,28 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = qpx_rc_iface_keepalive_init(self, config->keepalive_interval);
+    /* Endpoints' control words: 256 endpoints per registration */
+    status = qpx_md_reg_mpool_init(self->super.md, &self->ctl_mp,
+                                   sizeof(qpx_rc_ep_ctl_t), 256,
+                                   IBV_ACCESS_LOCAL_WRITE |
+                                   IBV_ACCESS_REMOTE_WRITE, "qpx_rc_ep_ctl");
     if (status != UCS_OK) {
         return status;
+    }
+
+    status = qpx_rc_iface_keepalive_init(self, config->keepalive_interval);
+    if (status != UCS_OK) {
+        goto err_ctl_mp_cleanup;
     }
 
     ucs_debug("qpx_rc iface %p: inline %zu sge %u fc %u/%u", self,
               self->super.config.max_inline, self->super.config.max_send_sge,
               self->config.fc_wnd, self->super.rx.queue_len);
     return UCS_OK;
+
+err_ctl_mp_cleanup:
+    ucs_mpool_cleanup(&self->ctl_mp, 1);
+    return status;
 }
 
 
@@ -689,6 +702,7 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_rc iface %p closed with endpoints", self);
     }
+    ucs_mpool_cleanup(&self->ctl_mp, ucs_list_is_empty(&self->eps));
 }
 
 

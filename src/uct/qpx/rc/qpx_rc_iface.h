@@ -14,8 +14,10 @@
  *
  * Active-message flow control: an endpoint may have fc_wnd messages
  * unconsumed at the peer. The peer RDMA-writes the count of messages it has
- * consumed into ep->fc.consumed_by_peer (registered, address in the ep
- * address), so credit updates never consume a receive buffer.
+ * consumed into the endpoint's control words (ep->fc.ctl, a slot of the
+ * interface's registered ctl_mp: one memory registration per 256
+ * endpoints, not one each; address and rkey in the ep address), so credit
+ * updates never consume a receive buffer.
  */
 #ifndef QPX_RC_IFACE_H_
 #define QPX_RC_IFACE_H_
@@ -102,6 +104,16 @@ enum {
 typedef struct qpx_rc_ep qpx_rc_ep_t;
 
 
+/* The words a peer RDMA-writes into an endpoint: a slot of the interface's
+ * registered ctl_mp, so that endpoints share registrations */
+typedef struct qpx_rc_ep_ctl {
+    qpx_md_reg_elem_t keys;             /* of the chunk holding the slot */
+    volatile uint64_t consumed_by_peer; /* its count of our messages */
+    volatile uint64_t peer_closed;      /* != 0: it destroyed its ep; the
+                                           word after consumed_by_peer */
+} qpx_rc_ep_ctl_t;
+
+
 typedef struct qpx_rc_iface_config {
     qpx_iface_config_t super;
     double             timeout;
@@ -120,6 +132,8 @@ typedef struct qpx_rc_iface_config {
 typedef struct qpx_rc_iface {
     qpx_iface_t     super;
     ucs_list_link_t eps;
+    ucs_mpool_t     ctl_mp;   /* endpoints' control words (qpx_rc_ep_ctl_t),
+                                 registered a chunk at a time */
     ucs_list_link_t resched;  /* eps whose pending requests wait for credits
                                  or buffers */
     uint16_t        next_ep_id;
@@ -184,17 +198,14 @@ struct qpx_rc_ep {
         ucs_list_link_t ops;
     } tx;
     struct {
-        /* The two control words the peer writes (one registration, its
-         * address and rkey are in our ep address): */
-        volatile uint64_t consumed_by_peer; /* its count of our messages */
-        volatile uint64_t peer_closed;      /* != 0: it destroyed its ep */
+        /* The words the peer writes (address and rkey in our ep address) */
+        qpx_rc_ep_ctl_t   *ctl;
         uint64_t          sent;
         uint64_t          consumed;         /* messages we received */
         uint64_t          reported;         /* last count written to peer */
         uint64_t          remote_addr;
         uint32_t          remote_rkey;
         int               enabled;
-        struct ibv_mr     *mr;
     } fc;
 };
 

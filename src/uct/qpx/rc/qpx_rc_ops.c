@@ -467,7 +467,7 @@ void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep)
     if ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR |
                       QPX_RC_EP_FLAG_PEER_CTL)) !=
         (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_PEER_CTL) ||
-        (ep->tx.sq_available <= 0) || ep->fc.peer_closed) {
+        (ep->tx.sq_available <= 0) || ep->fc.ctl->peer_closed) {
         return;
     }
 

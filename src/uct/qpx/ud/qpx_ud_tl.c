@@ -406,13 +406,14 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
         goto err_destroy_qp;
     }
 
+    /* One registration for the whole receive queue */
     mp_config.max_bufs  = UINT_MAX;
-    mp_config.bufs_grow = 256;
+    mp_config.bufs_grow = ucs_max(256, iface->rx.queue_len);
     status = uct_iface_mpool_init(&iface->super, &iface->rx.mp,
                                   sizeof(qpx_ud_recv_desc_t) +
                                   iface->rx.hdr_room + mtu, 0,
                                   64, &mp_config,
-                                  iface->rx.queue_len,
+                                  mp_config.bufs_grow,
                                   qpx_ud_iface_recv_desc_init, "qpx_ud_rx");
     if (status != UCS_OK) {
         goto err_cleanup_tx_mp;
