@@ -431,23 +431,49 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
     __atomic_store_n(&h->magic, SV_MAGIC, __ATOMIC_RELEASE);
 }
 
+/* A malformed value is reported (whatever SOFTVERBS_DEBUG says: the user
+ * asked for something that is not applied) and the default kept */
+static void sv_env_bad(const char *name, const char *value, const char *want,
+                       const char *used)
+{
+    fprintf(stderr, "softverbs: %s='%s' is not %s; using %s\n", name, value,
+            want, used);
+}
+
 static double sv_env_prob(const char *name)
 {
     const char *s = getenv(name);
-    double v = s ? atof(s) : 0.0;
+    char *end;
+    double v;
 
-    return (v < 0.0) ? 0.0 : (v > 1.0) ? 1.0 : v;
+    if (s == NULL) {
+        return 0.0;
+    }
+    v = strtod(s, &end);
+    if ((end == s) || (*end != '\0') || !(v >= 0.0) || (v > 1.0)) {
+        sv_env_bad(name, s, "a probability from 0 to 1", "0");
+        return 0.0;
+    }
+    return v;
 }
 
 static uint32_t sv_env_limit(const char *name, uint32_t max)
 {
     const char *s = getenv(name);
+    char used[32];
     unsigned long v;
+    char *end;
 
     if (s == NULL) {
         return max;
     }
-    v = strtoul(s, NULL, 0);
+    errno = 0;
+    v     = strtoul(s, &end, 0);
+    if ((end == s) || (*end != '\0') || (errno != 0) || (s[0] == '-')) {
+        snprintf(used, sizeof(used), "%u", max);
+        sv_env_bad(name, s, "a number", used);
+        return max;
+    }
     return (v < max) ? (uint32_t)v : max;
 }
 
@@ -472,8 +498,7 @@ static int sv_shm_do_init(void)
     const char *mb   = getenv(SOFTVERBS_ENV_SHM_MB);
     const char *pol  = getenv(SOFTVERBS_ENV_CAP_POLICY);
     const char *dbg  = getenv(SOFTVERBS_ENV_DEBUG);
-    uint64_t arena = (mb ? strtoull(mb, NULL, 0) : 1024) << 20;
-    uint64_t total = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
+    uint64_t arena, total;
     struct sv_shm_hdr *h;
     struct stat st, st2;
     uint64_t magic;
@@ -481,18 +506,42 @@ static int sv_shm_do_init(void)
     int fd;
 
     sv_g.debug = dbg && (atoi(dbg) > 0);
+    if ((dbg != NULL) && strcmp(dbg, "0") && strcmp(dbg, "1")) {
+        sv_env_bad(SOFTVERBS_ENV_DEBUG, dbg, "0 or 1", sv_g.debug ? "1" : "0");
+    }
+    /* the arena, in MiB: 1 .. 1048576 (1 TiB) */
+    arena = 1024;
+    if (mb != NULL) {
+        char *end;
+        unsigned long long v = strtoull(mb, &end, 0);
+
+        if ((end == mb) || (*end != '\0') || (mb[0] == '-') || (v == 0) ||
+            (v > (1ull << 20))) {
+            sv_env_bad(SOFTVERBS_ENV_SHM_MB, mb, "a size from 1 to 1048576 MiB",
+                       "1024");
+        } else {
+            arena = v;
+        }
+    }
+    arena <<= 20;
+    total   = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
              path ? path : "/dev/shm/softverbs");
     for (c = sv_g.shm_path, sv_g.shm_tag = 2166136261u; *c; c++) {
         sv_g.shm_tag = (sv_g.shm_tag ^ (uint8_t)*c) * 16777619u;
     }
     sv_g.cap_fail   = pol && !strcmp(pol, "fail");
+    if ((pol != NULL) && strcmp(pol, "fail") && strcmp(pol, "clamp")) {
+        sv_env_bad(SOFTVERBS_ENV_CAP_POLICY, pol, "'fail' or 'clamp'",
+                   "clamp");
+    }
     sv_g.max_qp     = sv_env_limit(SOFTVERBS_ENV_MAX_QP, SV_QP_TBL - 1);
     sv_g.max_cq     = sv_env_limit(SOFTVERBS_ENV_MAX_CQ, SV_CQ_TBL - 1);
     sv_g.max_mr     = sv_env_limit(SOFTVERBS_ENV_MAX_MR, SV_MR_TBL - 1);
     sv_g.max_srq    = sv_env_limit(SOFTVERBS_ENV_MAX_SRQ, SV_SRQ_TBL - 1);
     sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
+    sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
     sv_g.pid        = getpid();
 
 retry:
