@@ -30,6 +30,7 @@ extern "C" {
 /* Probability (0..1) that a UD packet is held back and delivered after
  * the next one sent by the same QP (reordering). */
 #define SOFTVERBS_ENV_UD_REORDER   "SOFTVERBS_UD_REORDER"
+#define SOFTVERBS_ENV_RC_READ_REORDER "SOFTVERBS_RC_READ_REORDER"
 /* Print errors decided by the library to stderr when set to 1. */
 #define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
 

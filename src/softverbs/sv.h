@@ -260,6 +260,7 @@ struct sv_global {
     int        cap_fail;          /* SOFTVERBS_CAP_POLICY=fail */
     uint32_t   max_qp, max_cq, max_mr, max_srq;
     double     ud_drop, ud_reorder;
+    double     rc_read_reorder; /* a write/send passes an earlier read */
     int        debug;
     char       shm_path[256];
     uint32_t   shm_tag;           /* hash of the path: socket names */
@@ -412,7 +413,8 @@ struct sv_swqe {
     uint32_t rnr_left;
     uint32_t retry_left;
     uint32_t rnr_timer;           /* responder's, from its RNR NAK */
-    uint32_t pad;
+    uint32_t held;                /* read held once for a later WQE to
+                                     overtake (SOFTVERBS_RC_READ_REORDER) */
     uint64_t deadline_ns;
     union ibv_gid ud_dgid;
     struct ibv_sge sge[];         /* then inline data */

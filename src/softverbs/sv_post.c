@@ -85,6 +85,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
     w->imm_data   = wr->imm_data;
     w->length     = len;
     w->state      = SV_SWQE_POSTED;
+    w->held       = 0;
     w->rnr_left   = qp->attr.rnr_retry;
     w->retry_left = qp->attr.retry_cnt;
     switch (wr->opcode) {

@@ -230,6 +230,56 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
     }
 }
 
+static int sv_req_is_read_or_atomic(const struct sv_swqe *w)
+{
+    return (w->opcode == IBV_WR_RDMA_READ) ||
+           (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
+           (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD);
+}
+
+/*
+ * RC ordering: a SEND or RDMA WRITE posted after an RDMA READ or ATOMIC may
+ * be executed before it (an HCA starts the next request while the read
+ * response is outstanding), unless it carries the fence indicator, which
+ * holds it until every earlier read and atomic has completed
+ * (ibv_post_send(3), IBV_SEND_FENCE). With SOFTVERBS_RC_READ_REORDER a read
+ * or atomic is held once, as if its response were late: the request posted
+ * after it, if it may pass, is executed first; completions stay in order
+ * (the early one is marked DONE). Returns 1 to leave the read for the next
+ * call (the next post or poll), which executes it.
+ */
+static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
+{
+    struct sv_swqe *w2;
+
+    if ((qp->qpx.qp_base.qp_type != IBV_QPT_RC) ||
+        (w->state != SV_SWQE_POSTED) || !sv_req_is_read_or_atomic(w)) {
+        return 0;
+    }
+    if (!w->held) {
+        if (!sv_chance(sv_g.rc_read_reorder)) {
+            return 0;
+        }
+        w->held = 1;
+        if (qp->sq_tail - qp->sq_head < 2) {
+            return 1; /* nothing after it yet: wait for the next call */
+        }
+    } else if (qp->sq_tail - qp->sq_head < 2) {
+        return 0; /* held once already and nothing came: execute it */
+    }
+    w2 = sv_sq_wqe(qp, qp->sq_head + 1);
+    if ((w2->state != SV_SWQE_POSTED) || sv_req_is_read_or_atomic(w2) ||
+        (w2->send_flags & IBV_SEND_FENCE)) {
+        return 0;
+    }
+    /* Kept only if it went through; else it runs again in its turn (an RNR
+     * or lost request placed nothing) */
+    if (sv_req_execute(qp, w2) == SV_RESP_ACK) {
+        w2->state = SV_SWQE_DONE;
+    }
+    return 0;
+}
+
 static void sv_req_update_pending(struct sv_qp *qp)
 {
     int pending = (qp->sq_head != qp->sq_tail);
@@ -283,6 +333,9 @@ int sv_req_progress(struct sv_qp *qp)
                 sv_req_execute(qp, w2);
                 w2->state = SV_SWQE_DONE;
             }
+        }
+        if (sv_req_overtake_read(qp, w)) {
+            break;
         }
         resp = sv_req_execute(qp, w);
         if (!sv_req_handle(qp, w, resp, &status)) {

@@ -498,6 +498,68 @@ static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
     (status != UCS_OK) ? pass(what) : fail(what);
 }
 
+/*
+ * Fences: a get posted before a put to the same remote word reads the old
+ * value when uct_ep_fence or uct_iface_fence (UCP's worker fence, hence
+ * shmem_fence) separates them. Under SOFTVERBS_RC_READ_REORDER=1 softverbs
+ * lets a write pass an earlier read unless it is fenced, as the IB ordering
+ * rules allow an HCA: the unfenced case must then read the new value, which
+ * shows that the fenced cases are tested against a device that reorders.
+ */
+static void test_fence(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
+{
+    static const char *modes[] = {"no fence", "uct_ep_fence",
+                                  "uct_iface_fence"};
+    const char *env = getenv("SOFTVERBS_RC_READ_REORDER");
+    int reorder     = (env != NULL) && (strtod(env, NULL) >= 1.0);
+    uint64_t old_val, new_val, expect, got;
+    ucs_status_t status, put_status;
+    pack_arg_t arg;
+    char what[160];
+    comp_t comp;
+    int m, ok;
+
+    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT) ||
+        !(c->attr.cap.flags & UCT_IFACE_FLAG_GET_BCOPY)) {
+        skip("fence: put_short or get_bcopy not offered");
+        return;
+    }
+    for (m = 0; m < 3; ++m) {
+        old_val = 0x1111111100000000ull + m;
+        new_val = 0x2222222200000000ull + m;
+        status  = RETRY(c, uct_ep_put_short(c->ep, &old_val, sizeof(old_val),
+                                            raddr, rkey));
+        if ((status != UCS_OK) || (flush_ep(c) != 0)) {
+            fail("fence: writing the old value");
+            return;
+        }
+
+        got = 0;
+        arg.src = NULL;
+        arg.len = sizeof(got);
+        arg.dst = &got;
+        comp_init(&comp);
+        status = RETRY(c, uct_ep_get_bcopy(c->ep, unpack_cb, &arg, sizeof(got),
+                                           raddr, rkey, &comp.super));
+        if (m == 1) {
+            uct_ep_fence(c->ep, 0);
+        } else if (m == 2) {
+            uct_iface_fence(c->iface, 0);
+        }
+        put_status = RETRY(c, uct_ep_put_short(c->ep, &new_val,
+                                               sizeof(new_val), raddr, rkey));
+        ok = (put_status == UCS_OK) && (wait_op(c, status, &comp) == 0) &&
+             (flush_ep(c) == 0);
+        expect = ((m == 0) && reorder) ? new_val : old_val;
+        snprintf(what, sizeof(what), "get then put, %s%s: read 0x%016llx "
+                 "(expected the %s value)", modes[m],
+                 reorder ? " (device reorders)" : "", (unsigned long long)got,
+                 (expect == new_val) ? "new" : "old");
+        (ok && (got == expect)) ? pass(what) : fail(what);
+    }
+}
+
+
 static double now_sec(void)
 {
     struct timespec ts;
@@ -623,6 +685,7 @@ int run_initiator(ctx_t *c, size_t max_size)
     test_get(c, rkey.rkey, remote.buf_addr, max_size);
     test_am(c);
     test_atomics(c, rkey.rkey, remote.buf_addr);
+    test_fence(c, rkey.rkey, remote.buf_addr);
     test_pending(c, rkey.rkey, remote.buf_addr);
     test_iface_flush(c, rkey.rkey, remote.buf_addr);
     c->ep_failed = 0;

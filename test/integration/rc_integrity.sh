@@ -44,4 +44,7 @@ run "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_MAX_INLINE=1000000 UCX_${P}_TX_QUEUE_LEN=10000000
 run "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \
     UCX_${P}_TX_MAX_INLINE=1000000 UCX_${P}_TX_QUEUE_LEN=10000000
+# A device that lets writes pass earlier reads (IB ordering rules): the
+# fence cases must still read the old value, the unfenced one the new
+run "writes pass unfenced reads" SOFTVERBS_RC_READ_REORDER=1
 qpx_finish

@@ -94,6 +94,7 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->tx.sq_available = iface->super.config.tx_queue_len;
     self->tx.unsignaled   = 0;
     self->tx.fence        = 0;
+    self->tx.fence_beat   = iface->fence_beat; /* nothing before it to fence */
     self->tx.keepalive_sn = 0;
     self->fc.ctl->consumed_by_peer = 0;
     self->fc.ctl->peer_closed      = 0;
@@ -341,6 +342,17 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         qpx_rc_ep_add_op(ep, &desc->op);
     }
     return UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_rc_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
+
+    /* Every endpoint's next request waits for its earlier reads and
+     * atomics (UCP's worker fence, hence shmem_fence, comes here) */
+    ++iface->fence_beat;
+    return UCS_OK;
 }
 
 

@@ -60,7 +60,10 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
     signal |= (ep->tx.unsignaled + 1 >= iface->super.config.tx_moderation);
     wr->wr_id      = qpx_rc_ep_wr_id(ep, sn);
     wr->next       = NULL;
+    /* An interface fence since our last post fences this one too */
     wr->send_flags = send_flags | ep->tx.fence |
+                     ((ep->tx.fence_beat != iface->fence_beat) ?
+                      IBV_SEND_FENCE : 0) |
                      (signal ? IBV_SEND_SIGNALED : 0);
 
     ret = ibv_post_send(ep->qp, wr, &bad_wr);
@@ -70,8 +73,9 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
         return UCS_ERR_IO_ERROR;
     }
 
-    ep->tx.sn        = sn;
-    ep->tx.fence     = 0;
+    ep->tx.sn         = sn;
+    ep->tx.fence      = 0;
+    ep->tx.fence_beat = iface->fence_beat;
     --ep->tx.sq_available;
     ++iface->tx_unacked;
     if (signal) {

@@ -142,6 +142,9 @@ typedef struct qpx_rc_iface {
      * fails is seen, and a device whose requester advances in the poster's
      * verbs calls (softverbs) retries what waits for the peer */
     uint64_t        tx_unacked;
+    /* Interface fence (uct_iface_fence): bumped by each fence; an endpoint
+     * whose next post sees a newer beat than its own sets IBV_SEND_FENCE */
+    unsigned        fence_beat;
     /* Idle endpoints are probed every interval, so that a peer that died
      * while we wait for it (nothing posted to it) is still detected */
     struct {
@@ -194,6 +197,7 @@ struct qpx_rc_ep {
         int             sq_available;
         unsigned        unsignaled;
         int             fence;          /* IBV_SEND_FENCE for the next post */
+        unsigned        fence_beat;     /* iface fence_beat at the last post */
         uint64_t        keepalive_sn;   /* sn at the last keepalive round */
         ucs_list_link_t ops;
     } tx;
@@ -225,6 +229,7 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
 ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t qpx_rc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_rc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
