@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ud-common.sh"
 
-out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 300 "$UD_TEST" ep-churn 10000 2>&1); rc=$?
+out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y timeout 300 "$UD_TEST" ep-churn 10000 2>&1); rc=$?
 echo "$out" | grep -E "ep-churn|qpx_ud stats" | sed 's/^/  /'
 [ $rc -ne 0 ] && echo "$out" | tail -40 | sed 's/^/  exit '"$rc"': /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
@@ -16,7 +16,7 @@ echo "  eps left on the interfaces at close: ${left:-?}"
 qpx_check "receiving iface: at most 1 ep left at close" [ "${left:-99999}" -le 1 ]
 
 # 5% UD loss: the DISC is repeated, a few lost ones at most
-out=$(ud_run env SOFTVERBS_UD_DROP=0.05 QPX_UD_PRINT_STATS=1 timeout 300 \
+out=$(ud_run env SOFTVERBS_UD_DROP=0.05 UCX_QPX_UD_PRINT_STATS=y timeout 300 \
       "$UD_TEST" ep-churn 5000 2>&1); rc=$?
 echo "$out" | grep -E "ep-churn|qpx_ud stats" | sed 's/^/  /'
 [ $rc -ne 0 ] && echo "$out" | tail -40 | sed 's/^/  exit '"$rc"': /'

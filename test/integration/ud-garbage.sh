@@ -1,12 +1,15 @@
 #!/bin/sh
 # qpx_ud against bad input from the network: short, truncated, unknown type,
 # unknown/stale endpoint ids, wrong source, PSNs duplicate/ahead/out of any
-# window, wrong Q_Key. Only the one well-formed AM may be delivered; every
-# other packet is dropped and counted.
+# window, wrong Q_Key, a connection request that claims another sender, a
+# packet for an endpoint from a QP that is not its peer, and a flood of 100
+# connection requests from one QP (32 half-open endpoints at most). Only the
+# one well-formed AM may be delivered; every other packet is dropped and
+# counted.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ud-common.sh"
 
-out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 60 "$UD_TEST" garbage 2>&1); rc=$?
+out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y timeout 60 "$UD_TEST" garbage 2>&1); rc=$?
 echo "$out" | sed 's/^/  /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
 qpx_check "exactly the well-formed AM delivered" [ $rc -eq 0 ]
@@ -17,4 +20,6 @@ qpx_check "unknown and stale-generation ids counted (rx_unknown_ep=$(stat rx_unk
 qpx_check "wrong source and out-of-window PSN counted (rx_stale=$(stat rx_stale))" [ "$(stat rx_stale)" = 2 ]
 qpx_check "duplicate counted (rx_dup=$(stat rx_dup))" [ "$(stat rx_dup)" = 1 ]
 qpx_check "gaps counted (rx_ahead=$(stat rx_ahead))" [ "$(stat rx_ahead)" = 2 ]
+qpx_check "forged CONN and packet from a non-peer QP counted (rx_spoofed=$(stat rx_spoofed))" [ "$(stat rx_spoofed)" = 2 ]
+qpx_check "flood beyond 32 half-open endpoints refused (rx_conn_refused=$(stat rx_conn_refused))" [ "$(stat rx_conn_refused)" = 68 ]
 qpx_finish

@@ -5,13 +5,13 @@
 . "$(dirname "$0")/ud-common.sh"
 N=${QPX_UD_INTEGRITY_MSGS:-140000}
 
-out=$(ud_run env QPX_UD_PRINT_STATS=1 "$UD_TEST" integrity 20000 2>&1); rc=$?
+out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y "$UD_TEST" integrity 20000 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|stats" | sed 's/^/  /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
 qpx_check "no loss: 20000 messages each way" [ $rc -eq 0 ]
 
 out=$(ud_run env SOFTVERBS_UD_DROP=0.05 SOFTVERBS_UD_REORDER=0.05 \
-      QPX_UD_PRINT_STATS=1 UCX_QPX_UD_RTO=2ms \
+      UCX_QPX_UD_PRINT_STATS=y UCX_QPX_UD_RTO=2ms \
       "$UD_TEST" integrity "$N" 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|stats|got seq|corrupt" | head -20 | sed 's/^/  /'
 qpx_check "5% drop + 5% reorder: $N messages each way" [ $rc -eq 0 ]

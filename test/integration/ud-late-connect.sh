@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ud-common.sh"
 
-out=$(ud_run env QPX_UD_PRINT_STATS=1 timeout 120 "$UD_TEST" late-connect 2>&1)
+out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y timeout 120 "$UD_TEST" late-connect 2>&1)
 rc=$?
 echo "$out" | grep -E "late-connect|qpx_ud stats" | sed 's/^/  /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"

@@ -9,7 +9,7 @@ mpicc -O2 -Wall -o "$prog" "$QPX_SRCDIR/test/integration/ud_mpi.c" ||
     qpx_skip_all "cannot build ud_mpi.c with mpicc"
 
 mpi() {
-    ud_run env UCX_TLS=qpx_ud QPX_UD_PRINT_STATS=1 "$@" timeout 300 \
+    ud_run env UCX_TLS=qpx_ud UCX_QPX_UD_PRINT_STATS=y "$@" timeout 300 \
         mpirun --allow-run-as-root -np 2 --mca pml ucx --mca osc ucx \
         --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca btl self "$prog" 2>&1

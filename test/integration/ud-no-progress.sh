@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ud-common.sh"
 
-out=$(ud_run env UCX_QPX_UD_TIMEOUT=2s QPX_UD_PRINT_STATS=1 timeout 120 \
+out=$(ud_run env UCX_QPX_UD_TIMEOUT=2s UCX_QPX_UD_PRINT_STATS=y timeout 120 \
       "$UD_TEST" no-progress 4 2>&1); rc=$?
 echo "$out" | grep -E "no-progress|qpx_ud stats" | sed 's/^/  /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"

@@ -2,7 +2,7 @@
  * qpx_ud against bad input from the network: a raw UD QP of the test sends
  * crafted packets to a qpx_ud endpoint connected (CONNECT_TO_EP) to that
  * raw QP. Exactly one well-formed AM may be delivered; the rest is dropped
- * and counted (checked by ud-garbage.sh from QPX_UD_PRINT_STATS).
+ * and counted (checked by ud-garbage.sh from UCX_QPX_UD_PRINT_STATS).
  */
 #include "ud_uct_test.h"
 
@@ -196,6 +196,49 @@ int test_garbage(const test_resource_t *res)
     pkt.h.psn = 1001;
     raw_send(&r, &pkt, sizeof(pkt.h) - 1, 0x1ee7a331); /* truncated */
     raw_send(&r, &pkt, sizeof(pkt), 0x12345678);       /* wrong qkey */
+
+    /* Spoofing: a CONN that claims another interface than the QP it comes
+     * from; an AM for the connected ep from a QP that is not its peer */
+    {
+        struct {
+            raw_hdr_t h;
+            uint32_t  conn_sn;
+            uint8_t   qpn[3];
+            uint8_t   dev_flags;
+            uint16_t  lid;
+            uint8_t   gid[16];
+        } __attribute__((packed)) creq;
+        uint32_t claim = r.qp->qp_num ^ 0x5;
+        raw_qp_t r2;
+        int n;
+
+        memset(&creq, 0, sizeof(creq));
+        creq.h.dest_id = 0xffffffffu; /* a request */
+        creq.h.src_id  = 500;
+        creq.h.type    = 2;
+        creq.h.psn     = 7;
+        creq.conn_sn   = 1;
+        creq.qpn[0] = claim; creq.qpn[1] = claim >> 8; creq.qpn[2] = claim >> 16;
+        creq.lid       = lid;
+        raw_send(&r, &creq, sizeof(creq), 0x1ee7a331);  /* forged source */
+
+        if (!raw_open(&r2, res->dev_name, lid, qpn)) {
+            return 1;
+        }
+        pkt.h.dest_id = conn.src_id; pkt.h.src_id = my_id;
+        pkt.h.type = 1; pkt.h.psn = 1001;
+        raw_send(&r2, &pkt, sizeof(pkt), 0x1ee7a331);   /* not the peer */
+
+        /* A flood of real requests from one QP: at most 32 half-open
+         * endpoints, the other 68 refused */
+        claim = r.qp->qp_num;
+        creq.qpn[0] = claim; creq.qpn[1] = claim >> 8; creq.qpn[2] = claim >> 16;
+        for (n = 0; n < 100; ++n) {
+            creq.conn_sn  = 1000 + n;
+            creq.h.src_id = 1000 + n;
+            raw_send(&r, &creq, sizeof(creq), 0x1ee7a331);
+        }
+    }
 
     printf("garbage: AMs delivered %lu (expected 1)\n",
            (unsigned long)b.rx_count);

@@ -22,7 +22,7 @@
  *                               millisecond (ucx_perftest in its socket
  *                               barrier); the parent flushes its iface in a
  *                               loop meanwhile (perftest's flush): the flush
- *                               must complete (run with QPX_UD_PRINT_STATS
+ *                               must complete (run with UCX_QPX_UD_PRINT_STATS=y
  *                               to see how many ACK_REQs the loop sent)
  */
 #include "ud_uct_test.h"

@@ -121,9 +121,6 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
                   port->bandwidth / 1e6);
     }
 
-    if (qpx_device_events_start(dev) != UCS_OK) {
-        goto err_close;
-    }
     return UCS_OK;
 
 err_close:

@@ -53,7 +53,10 @@ void qpx_device_close(qpx_device_t *dev);
 
 /* Watch the device's asynchronous events (CQ overrun, QP and port errors)
  * on UCX's async thread: each is logged and acknowledged at once
- * (qpx_device_event.c) */
+ * (qpx_device_event.c). Started by the first interface, not at md open:
+ * that starts UCX's async thread, which a process that forks after opening
+ * the md but before making interfaces would not have in the child (its
+ * timers would never fire). Idempotent; stopped at device close. */
 ucs_status_t qpx_device_events_start(qpx_device_t *dev);
 
 void qpx_device_events_stop(qpx_device_t *dev);

@@ -114,6 +114,10 @@ ucs_status_t qpx_device_events_start(qpx_device_t *dev)
     ucs_status_t status;
     int flags;
 
+    if (dev->events_fd >= 0) {
+        return UCS_OK; /* an earlier interface started it */
+    }
+
     flags = fcntl(fd, F_GETFL);
     if ((flags < 0) || (fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)) {
         ucs_error("%s: fcntl(async fd %d, O_NONBLOCK) failed: %m", dev->name,

@@ -614,6 +614,12 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
+    /* Its CQs and QPs report through the device's async events */
+    status = qpx_device_events_start(&self->md->dev);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     if ((config->seg_size <= init_attr->rx_hdr_len) ||
         (config->tx.queue_len == 0) || (config->rx.queue_len == 0)) {
         ucs_error("invalid qpx configuration: seg_size %zu queue lengths "

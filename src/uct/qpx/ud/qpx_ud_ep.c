@@ -128,8 +128,19 @@ err_free:
     return status;
 }
 
+/* The peer answered our CONN (an ack or data): the connection is open */
+static void qpx_ud_ep_half_open_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    if (ep->flags & QPX_UD_EP_FLAG_HALF_OPEN) {
+        ep->flags &= ~QPX_UD_EP_FLAG_HALF_OPEN;
+        --iface->conn.half_open;
+        --ep->peer->half_open;
+    }
+}
+
 static void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
+    qpx_ud_ep_half_open_clear(iface, ep);
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
     qpx_ud_ep_rx_ooo_cleanup(ep);
     ucs_arbiter_group_desched(&iface->tx.pending, &ep->pending);
@@ -491,10 +502,41 @@ void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 }
 
-/* Find (or create) the endpoint a CONN packet is for */
+/*
+ * Does the packet come from the interface it claims (qpn, dev_addr)? As the
+ * device reports it, not as the packet says: the source QPN and LID of the
+ * work completion, or on a GID-routed address (RoCE) the source GID of the
+ * GRH the receive buffer starts with.
+ */
+static int qpx_ud_ep_rx_src_is(const struct ibv_wc *wc,
+                               const qpx_ud_hdr_t *hdr, uint32_t qpn,
+                               const qpx_device_addr_t *dev_addr)
+{
+    const struct ibv_grh *grh;
+
+    if (wc->src_qp != qpn) {
+        return 0;
+    }
+    if (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        grh = (const void*)((const char*)hdr - QPX_UD_GRH_LEN);
+        return (wc->wc_flags & IBV_WC_GRH) &&
+               !memcmp(grh->sgid.raw, dev_addr->gid, sizeof(dev_addr->gid));
+    }
+    return wc->slid == dev_addr->lid;
+}
+
+/*
+ * Find (or create) the endpoint a CONN packet is for. The claimed sender
+ * must be the real one, and a sender gets at most QPX_UD_PEER_MAX_HALF_OPEN
+ * endpoints (the interface UCX_QPX_UD_MAX_HALF_OPEN) that it has not yet
+ * answered for: a flood of requests, forged or not, creates no more (a
+ * refused request of a real peer is sent again and accepted later).
+ * Half-open endpoints that are never answered go after UCX_QPX_UD_TIMEOUT.
+ */
 static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
                                              const qpx_ud_hdr_t *hdr,
-                                             size_t length)
+                                             size_t length,
+                                             const struct ibv_wc *wc)
 {
     const qpx_ud_conn_payload_t *conn = (const void*)(hdr + 1);
     qpx_ud_peer_t *peer;
@@ -502,6 +544,13 @@ static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
 
     if (length < sizeof(*hdr) + sizeof(*conn)) {
         ++iface->stats.rx_short;
+        return NULL;
+    }
+
+    /* Before any state is made for the claimed address */
+    if (!qpx_ud_ep_rx_src_is(wc, hdr, qpx_ud_iface_addr_qpn(&conn->iface_addr),
+                             &conn->dev_addr)) {
+        ++iface->stats.rx_spoofed;
         return NULL;
     }
 
@@ -518,9 +567,18 @@ static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
         }
     }
 
-    if (qpx_ud_ep_alloc(iface, peer, conn->conn_sn, 0, &ep) != UCS_OK) {
+    if ((peer->half_open >= QPX_UD_PEER_MAX_HALF_OPEN) ||
+        (iface->conn.half_open >= iface->conn.max_half_open)) {
+        ++iface->stats.rx_conn_refused;
         return NULL;
     }
+
+    if (qpx_ud_ep_alloc(iface, peer, conn->conn_sn, QPX_UD_EP_FLAG_HALF_OPEN,
+                        &ep) != UCS_OK) {
+        return NULL;
+    }
+    ++iface->conn.half_open;
+    ++peer->half_open;
     return ep;
 }
 
@@ -609,7 +667,7 @@ static void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 }
 
 int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                 qpx_ud_hdr_t *hdr, size_t length)
+                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
 {
     qpx_ud_ep_t *ep;
     uint8_t type = hdr->type;
@@ -617,7 +675,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     int kept;
 
     if ((type == QPX_UD_PKT_CONN) && (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
-        ep = qpx_ud_ep_rx_conn_lookup(iface, hdr, length);
+        ep = qpx_ud_ep_rx_conn_lookup(iface, hdr, length, wc);
         if (ep == NULL) {
             return 0;
         }
@@ -626,6 +684,13 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
         ep  = (idx < iface->eps.capacity) ? iface->eps.table[idx] : NULL;
         if ((ep == NULL) || (ep->id != hdr->dest_id)) {
             ++iface->stats.rx_unknown_ep;
+            return 0;
+        }
+        /* Only the endpoint's peer may speak for it */
+        if (ucs_unlikely((ep->peer != NULL) &&
+                         !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
+                                              &ep->peer->key.dev_addr))) {
+            ++iface->stats.rx_spoofed;
             return 0;
         }
     }
@@ -648,6 +713,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
+        qpx_ud_ep_half_open_clear(iface, ep); /* it answered our CONN */
         qpx_ud_ep_rx_ack(iface, ep, hdr);
     }
 

@@ -95,6 +95,18 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      ucs_offsetof(qpx_ud_iface_config_t, keepalive_interval),
      UCS_CONFIG_TYPE_TIME},
 
+    {"MAX_HALF_OPEN", "1024",
+     "Endpoints that peers' connection requests may create and that have not "
+     "yet been answered, in all (one remote interface gets at most 32). "
+     "Requests beyond are refused and counted; a real peer sends its request "
+     "again. Unanswered ones go after TIMEOUT.",
+     ucs_offsetof(qpx_ud_iface_config_t, max_half_open), UCS_CONFIG_TYPE_UINT},
+
+    {"PRINT_STATS", "n",
+     "Print the interface's packet counters (refused, spoofed, duplicate, "
+     "resent, ...) to stderr when it is closed.",
+     ucs_offsetof(qpx_ud_iface_config_t, print_stats), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -124,11 +136,6 @@ uint64_t qpx_ud_time_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static uint32_t qpx_ud_iface_addr_qpn(const qpx_ud_iface_addr_t *addr)
-{
-    return addr->qpn[0] | ((uint32_t)addr->qpn[1] << 8) |
-           ((uint32_t)addr->qpn[2] << 16);
-}
 
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    const qpx_device_addr_t *dev_addr,
@@ -405,7 +412,7 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
 
         hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
         if (!qpx_ud_ep_rx(iface, rdesc, hdr,
-                          wc[i].byte_len - QPX_UD_GRH_LEN)) {
+                          wc[i].byte_len - QPX_UD_GRH_LEN, &wc[i])) {
             qpx_ud_iface_rx_recycle(iface, rdesc);
         } /* else kept by the AM handler or ahead of a gap */
     }

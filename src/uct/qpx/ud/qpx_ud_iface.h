@@ -59,6 +59,12 @@ typedef struct qpx_ud_iface_addr {
     uint8_t qpn[3];
 } UCS_S_PACKED qpx_ud_iface_addr_t;
 
+static inline uint32_t qpx_ud_iface_addr_qpn(const qpx_ud_iface_addr_t *addr)
+{
+    return addr->qpn[0] | ((uint32_t)addr->qpn[1] << 8) |
+           ((uint32_t)addr->qpn[2] << 16);
+}
+
 
 typedef struct qpx_ud_ep_addr {
     qpx_ud_iface_addr_t iface_addr;
@@ -84,6 +90,7 @@ typedef struct qpx_ud_peer {
     qpx_ud_peer_key_t key;
     struct ibv_ah     *ah;
     uint32_t          next_conn_sn;
+    unsigned          half_open;  /* its eps with QPX_UD_EP_FLAG_HALF_OPEN */
     ucs_list_link_t   eps;
 } qpx_ud_peer_t;
 
@@ -112,6 +119,8 @@ typedef struct qpx_ud_iface_config {
     double             async_idle;
     int                srq;
     double             keepalive_interval;
+    unsigned           max_half_open;
+    int                print_stats;
 } qpx_ud_iface_config_t;
 
 
@@ -127,8 +136,15 @@ enum {
     QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
     QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
     QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9), /* explicit ack once rx is idle */
-    QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10) /* DISC: the peer's ep is gone */
+    QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10), /* DISC: the peer's ep is gone */
+    QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11)  /* made by a peer's CONN, which
+                                                has not answered ours yet */
 };
+
+
+/* Half-open endpoints one remote interface may hold (a peer needs one per
+ * connection it is making; more is a flood) */
+#define QPX_UD_PEER_MAX_HALF_OPEN 32
 
 
 typedef struct qpx_ud_ep {
@@ -212,6 +228,8 @@ typedef struct qpx_ud_iface_stats {
     uint64_t tx_ack_reqs;      /* ACK_REQ packets sent */
     uint64_t eps_failed;
     uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
+    uint64_t rx_spoofed;       /* source QPN/LID/GID not the one claimed */
+    uint64_t rx_conn_refused;  /* CONN beyond the half-open limits */
 } qpx_ud_iface_stats_t;
 
 
@@ -282,6 +300,11 @@ typedef struct qpx_ud_iface {
     uint64_t              tick;
     uint64_t              now;
     qpx_ud_iface_stats_t  stats;
+    int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
+    struct {
+        unsigned          half_open;    /* eps with QPX_UD_EP_FLAG_HALF_OPEN */
+        unsigned          max_half_open;
+    } conn;
     int                   rx_idle;      /* last poll found no packet */
     struct {
         ucs_async_context_t *ctx;      /* the worker's */
@@ -334,7 +357,7 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 size_t iovcnt, unsigned flags,
                                 uct_completion_t *comp);
 int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                 qpx_ud_hdr_t *hdr, size_t length);
+                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc);
 void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);

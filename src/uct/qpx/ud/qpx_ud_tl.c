@@ -315,6 +315,12 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_base;
     }
 
+    /* Its CQs and QP report through the device's async events */
+    status = qpx_device_events_start(&md->dev);
+    if (status != UCS_OK) {
+        goto err_cleanup_base;
+    }
+
     iface->port = qpx_device_port(&md->dev, iface->port_num);
     status      = qpx_ud_iface_init_config(iface, config);
     if (status != UCS_OK) {
@@ -344,6 +350,9 @@ static ucs_status_t qpx_ud_iface_open(uct_md_h uct_md, uct_worker_h worker,
                                                  QPX_UD_GRH_LEN +
                                                  sizeof(qpx_ud_hdr_t)), 8);
     iface->rx.queue_len   = config->rx_queue_len;
+    iface->print_stats    = config->print_stats;
+    iface->conn.half_open = 0;
+    iface->conn.max_half_open = config->max_half_open;
     iface->rx.release.cb  = qpx_ud_iface_release_desc;
     iface->now            = qpx_ud_time_ns();
     iface->next_tick      = iface->now + iface->tick;
@@ -476,14 +485,16 @@ static void qpx_ud_iface_close(uct_iface_h tl_iface)
               s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
               s->rx_dup, s->rx_ahead, s->rx_bad_status, s->tx_resent,
               s->tx_timeouts, s->tx_probe_resends, s->eps_failed);
-    if (getenv("QPX_UD_PRINT_STATS") != NULL) {
+    if (iface->print_stats) {
         fprintf(stderr, "qpx_ud stats: rx_short=%lu rx_bad_type=%lu "
                 "rx_unknown_ep=%lu rx_stale=%lu rx_dup=%lu rx_ahead=%lu "
-                "rx_bad_status=%lu rx_async_full=%lu tx_resent=%lu "
+                "rx_bad_status=%lu rx_async_full=%lu rx_spoofed=%lu "
+                "rx_conn_refused=%lu tx_resent=%lu "
                 "tx_timeouts=%lu tx_probe_resends=%lu tx_ack_reqs=%lu "
                 "eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
                 s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
                 s->rx_dup, s->rx_ahead, s->rx_bad_status, s->rx_async_full,
+                s->rx_spoofed, s->rx_conn_refused,
                 s->tx_resent, s->tx_timeouts, s->tx_probe_resends,
                 s->tx_ack_reqs, s->eps_failed, s->eps_reclaimed,
                 iface->eps.count);
