@@ -14,6 +14,8 @@ extern "C" {
 
 /* Number of soft HCAs on the host (default 1, at most 8). */
 #define SOFTVERBS_ENV_NUM_DEVICES  "SOFTVERBS_NUM_DEVICES"
+/* Ports of each soft HCA (1..4, default 1). */
+#define SOFTVERBS_ENV_NUM_PORTS    "SOFTVERBS_NUM_PORTS"
 /* Path of the host-wide shared registry (default /dev/shm/softverbs). */
 #define SOFTVERBS_ENV_SHM          "SOFTVERBS_SHM"
 /* Size in MiB of the registry's ring arena (default 1024, sparse). */

@@ -31,6 +31,7 @@
 #define SV_MCAST_QPS      64
 #define SV_MAX_SGE        30
 #define SV_MAX_INLINE     512
+#define SV_MAX_PORTS      4
 #define SV_MAX_WR         32768
 #define SV_MAX_CQE        (4 * 1024 * 1024 - 1)
 #define SV_MAX_RD_ATOM    16
@@ -257,6 +258,7 @@ struct sv_global {
     uint32_t   proc;              /* my slot */
     int32_t    pid;
     int        num_devs;
+    int        num_ports;         /* of every device, 1..SV_MAX_PORTS */
     int        cap_fail;          /* SOFTVERBS_CAP_POLICY=fail */
     uint32_t   max_qp, max_cq, max_mr, max_srq;
     double     ud_drop, ud_reorder;
@@ -484,7 +486,12 @@ uint64_t sv_now_ns(void);
 /* device / context */
 int  sv_devices_init(void);
 struct sv_device *sv_device_by_lid(uint16_t lid);
-void sv_device_gid(int index, union ibv_gid *gid);
+/* LID of a port: port p (1-based) of device i has i * num_ports + p */
+uint16_t sv_port_lid(int index, uint8_t port);
+/* Port a (unicast) LID belongs to */
+uint8_t sv_lid_port(uint16_t lid);
+int sv_port_valid(uint8_t port);
+void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
 void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 

@@ -13,13 +13,32 @@
 static struct sv_device sv_devs[SV_MAX_DEVS];
 static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
 
+/* An integer environment value in [min, max], or def when unset or
+ * malformed (named on stderr) */
+static int sv_env_int(const char *name, int min, int max, int def)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v;
+
+    if (s == NULL) {
+        return def;
+    }
+    v = strtol(s, &end, 0);
+    if ((end == s) || (*end != '\0') || (v < min) || (v > max)) {
+        fprintf(stderr, "softverbs: %s='%s' is not a number from %d to %d; "
+                "using %d\n", name, s, min, max, def);
+        return def;
+    }
+    return (int)v;
+}
+
 int sv_devices_init(void)
 {
-    const char *s = getenv(SOFTVERBS_ENV_NUM_DEVICES);
-    int n = s ? atoi(s) : 1;
+    int n = sv_env_int(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1);
     int i;
 
-    n = (n < 0) ? 0 : (n > SV_MAX_DEVS) ? SV_MAX_DEVS : n;
+    sv_g.num_ports = sv_env_int(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS, 1);
     for (i = 0; i < n; i++) {
         struct sv_device *d = &sv_devs[i];
         memset(d, 0, sizeof(*d));
@@ -42,16 +61,34 @@ int sv_devices_init(void)
 
 struct sv_device *sv_device_by_lid(uint16_t lid)
 {
-    if ((lid == 0) || (lid > sv_g.num_devs)) {
+    if ((lid == 0) || (lid > sv_g.num_devs * sv_g.num_ports)) {
         return NULL;
     }
-    return &sv_devs[lid - 1];
+    return &sv_devs[(lid - 1) / sv_g.num_ports];
 }
 
-void sv_device_gid(int index, union ibv_gid *gid)
+uint16_t sv_port_lid(int index, uint8_t port)
+{
+    return (uint16_t)(index * sv_g.num_ports + port);
+}
+
+uint8_t sv_lid_port(uint16_t lid)
+{
+    return (uint8_t)((lid - 1) % sv_g.num_ports + 1);
+}
+
+int sv_port_valid(uint8_t port)
+{
+    return (port >= 1) && (port <= sv_g.num_ports);
+}
+
+/* Port GUID: the node GUID for port 1, then one more bit pattern per port,
+ * so that every port has a GID of its own */
+void sv_device_gid(int index, uint8_t port, union ibv_gid *gid)
 {
     gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
-    gid->global.interface_id  = htobe64(sv_devs[index].guid);
+    gid->global.interface_id  = htobe64(sv_devs[index].guid ^
+                                        ((uint64_t)(port - 1) << 40));
 }
 
 /* Apply SOFTVERBS_CAP_POLICY to a requested capability */
@@ -150,7 +187,7 @@ void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
     a->max_srq_sge         = SV_MAX_SGE;
     a->max_pkeys           = 1;
     a->local_ca_ack_delay  = 16;
-    a->phys_port_cnt       = 1;
+    a->phys_port_cnt       = sv_g.num_ports;
 }
 
 static int sv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
@@ -186,7 +223,8 @@ SV_EXPORT int ibv_query_device(struct ibv_context *ctx,
     return sv_query_device(ctx, attr);
 }
 
-static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev)
+static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev,
+                         uint8_t port)
 {
     memset(p, 0, sizeof(*p));
     p->state           = IBV_PORT_ACTIVE;
@@ -200,7 +238,7 @@ static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev)
     p->bad_pkey_cntr   = 0;
     p->qkey_viol_cntr  = 0;
     p->pkey_tbl_len    = 1;
-    p->lid             = dev->index + 1;
+    p->lid             = sv_port_lid(dev->index, port);
     p->sm_lid          = 1;
     p->lmc             = 0;
     p->max_vl_num      = 1;
@@ -220,10 +258,10 @@ static int sv_query_port(struct ibv_context *ctx, uint8_t port,
 {
     struct ibv_port_attr p;
 
-    if (port != 1) {
+    if (!sv_port_valid(port)) {
         return EINVAL;
     }
-    sv_port_attr(&p, sv_ctx(ctx)->dev);
+    sv_port_attr(&p, sv_ctx(ctx)->dev, port);
     memcpy(attr, &p, (len < sizeof(p)) ? len : sizeof(p));
     return 0;
 }
@@ -239,11 +277,11 @@ SV_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port,
 SV_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
                             union ibv_gid *gid)
 {
-    if ((port != 1) || (index != 0)) {
+    if (!sv_port_valid(port) || (index != 0)) {
         errno = EINVAL;
         return -1;
     }
-    sv_device_gid(sv_ctx(ctx)->dev->index, gid);
+    sv_device_gid(sv_ctx(ctx)->dev->index, port, gid);
     return 0;
 }
 
@@ -253,13 +291,14 @@ SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port,
 {
     struct ibv_gid_entry e;
 
-    if ((port != 1) || (index != 0) || flags) {
+    if ((port > 255) || !sv_port_valid((uint8_t)port) || (index != 0) ||
+        flags) {
         return EINVAL;
     }
     memset(&e, 0, sizeof(e));
-    sv_device_gid(sv_ctx(ctx)->dev->index, &e.gid);
+    sv_device_gid(sv_ctx(ctx)->dev->index, (uint8_t)port, &e.gid);
     e.gid_index = 0;
-    e.port_num  = 1;
+    e.port_num  = port;
     e.gid_type  = IBV_GID_TYPE_IB;
     e.ndev_ifindex = 0;
     memcpy(entry, &e, (entry_size < sizeof(e)) ? entry_size : sizeof(e));
@@ -271,20 +310,30 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx,
                                        size_t max_entries, uint32_t flags,
                                        size_t entry_size)
 {
-    int ret;
+    int ret, port;
 
-    if (max_entries < 1) {
+    /* one GID (index 0) per port */
+    if (max_entries < (size_t)sv_g.num_ports) {
         return -EINVAL;
     }
-    ret = _ibv_query_gid_ex(ctx, 1, 0, entries, flags, entry_size);
-    return ret ? -ret : 1;
+    for (port = 1; port <= sv_g.num_ports; ++port) {
+        ret = _ibv_query_gid_ex(ctx, port, 0,
+                                (struct ibv_gid_entry *)((char *)entries +
+                                                         (port - 1) *
+                                                         entry_size),
+                                flags, entry_size);
+        if (ret) {
+            return -ret;
+        }
+    }
+    return sv_g.num_ports;
 }
 
 /* IBVERBS_PRIVATE_34: enum ibv_gid_type_sysfs, 0 is IB/RoCE v1 */
 SV_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port,
                                  unsigned int index, int *type)
 {
-    if ((port != 1) || (index != 0)) {
+    if (!sv_port_valid(port) || (index != 0)) {
         errno = EINVAL;
         return -1;
     }
@@ -295,7 +344,7 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port,
 SV_EXPORT int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
                              __be16 *pkey)
 {
-    if ((port != 1) || (index != 0)) {
+    if (!sv_port_valid(port) || (index != 0)) {
         errno = EINVAL;
         return -1;
     }
@@ -306,7 +355,7 @@ SV_EXPORT int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 SV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port,
                                  __be16 pkey)
 {
-    if ((port == 1) && ((be16toh(pkey) & 0x7fff) == 0x7fff)) {
+    if (sv_port_valid(port) && ((be16toh(pkey) & 0x7fff) == 0x7fff)) {
         return 0;
     }
     return -1;

@@ -238,7 +238,7 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 {
     struct sv_ah *ah;
 
-    if ((pd == NULL) || (attr == NULL) || (attr->port_num != 1) ||
+    if ((pd == NULL) || (attr == NULL) || !sv_port_valid(attr->port_num) ||
         ((attr->dlid == 0) && !attr->is_global) ||
         (attr->is_global && (attr->grh.sgid_index != 0))) {
         errno = EINVAL;
@@ -267,7 +267,7 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
                                   struct ibv_wc *wc, struct ibv_grh *grh,
                                   struct ibv_ah_attr *ah_attr)
 {
-    if (port_num != 1) {
+    if (!sv_port_valid(port_num)) {
         errno = EINVAL;
         return -1;
     }

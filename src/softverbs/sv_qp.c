@@ -431,7 +431,7 @@ void sv_qp_to_err(struct sv_qp *qp)
 
 static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
-    if ((mask & IBV_QP_PORT) && (a->port_num != 1)) {
+    if ((mask & IBV_QP_PORT) && !sv_port_valid(a->port_num)) {
         return EINVAL;
     }
     if ((mask & IBV_QP_PKEY_INDEX) && (a->pkey_index != 0)) {
@@ -465,7 +465,7 @@ static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
         return EINVAL;
     }
     if ((mask & IBV_QP_AV) &&
-        ((a->ah_attr.port_num > 1) ||
+        (((a->ah_attr.port_num != 0) && !sv_port_valid(a->ah_attr.port_num)) ||
          ((a->ah_attr.dlid == 0) && !a->ah_attr.is_global))) {
         return EINVAL;
     }
@@ -519,7 +519,11 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         qp->shm->access          = a->qp_access_flags;
     }
     if (mask & IBV_QP_PKEY_INDEX)      qp->attr.pkey_index = a->pkey_index;
-    if (mask & IBV_QP_PORT)            qp->attr.port_num = a->port_num;
+    if (mask & IBV_QP_PORT) {
+        /* the port whose LID peers address: checked by responders */
+        qp->attr.port_num = a->port_num;
+        qp->shm->port     = a->port_num;
+    }
     if (mask & IBV_QP_QKEY) {
         qp->attr.qkey = a->qkey;
         qp->shm->qkey = a->qkey;

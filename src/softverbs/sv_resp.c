@@ -79,7 +79,8 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
      * on that port (multicast LIDs were resolved by the requester) */
     dlid = (sq->type == IBV_QPT_UD) ? r->wqe->ud_dlid :
            r->qp->attr.ah_attr.dlid;
-    if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) && (dlid != dq->dev + 1)) {
+    if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) &&
+        (dlid != sv_port_lid(dq->dev, dq->port))) {
         return SV_RESP_NORESP;
     }
     if (sq->type == IBV_QPT_UD) {
@@ -187,11 +188,13 @@ static void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
     grh->paylen    = htobe16(paylen);
     grh->next_hdr  = 0x1b;
     grh->hop_limit = 0xff;
-    sv_device_gid(r->qp->shm->dev, &grh->sgid);
+    sv_device_gid(r->qp->shm->dev, r->qp->shm->port, &grh->sgid);
     if (r->wqe->ud_has_grh) {
         grh->dgid = r->wqe->ud_dgid;
-    } else if (r->wqe->ud_dlid < SV_MCAST_LID_BASE) {
-        sv_device_gid(r->wqe->ud_dlid - 1, &grh->dgid);
+    } else if ((r->wqe->ud_dlid < SV_MCAST_LID_BASE) &&
+               (sv_device_by_lid(r->wqe->ud_dlid) != NULL)) {
+        sv_device_gid(sv_device_by_lid(r->wqe->ud_dlid)->index,
+                      sv_lid_port(r->wqe->ud_dlid), &grh->dgid);
     }
 }
 
@@ -378,7 +381,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
     rs->cqe.opcode = (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
                      IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
     rs->cqe.src_qp = rs->r->qp->shm->qpn;
-    rs->cqe.slid   = rs->r->qp->shm->dev + 1;
+    rs->cqe.slid   = sv_port_lid(rs->r->qp->shm->dev, rs->r->qp->shm->port);
     if (rs->w->opcode != IBV_WR_SEND) {
         rs->cqe.imm_data  = rs->w->imm_data;
         rs->cqe.wc_flags |= IBV_WC_WITH_IMM;

@@ -366,7 +366,77 @@ static void svt_case_ud_drop_all(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/* Bind the device's endpoints to another port: its LID and GID */
+static void svt_dev_use_port(svt_dev_t *dev, uint8_t port)
+{
+    dev->port_num = port;
+    SVT_OK(ibv_query_port(dev->ctx, port, &dev->port));
+    SVT_OK(ibv_query_gid(dev->ctx, port, 0, &dev->gid));
+}
+
+/*
+ * SOFTVERBS_NUM_PORTS=2: the device reports two ports with their own LID
+ * and GID; rank 1's UD QP is bound to port 2 and is reached through port 2's
+ * LID only (a datagram to port 1's LID is not delivered to it); the source
+ * LID of a completion is the sender's port's.
+ */
+static void svt_case_ports_two(svt_proc_t *p)
+{
+    struct ibv_port_attr pa1, pa2, pa3;
+    union ibv_gid g1, g2;
+    struct ibv_ah_attr aa;
+    struct ibv_ah *wrong;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+    struct ibv_wc wc;
+
+    svt_dev_open(&dev);
+    SVT_CHECK(dev.attr.phys_port_cnt == 2, "phys_port_cnt %u",
+              dev.attr.phys_port_cnt);
+    SVT_OK(ibv_query_port(dev.ctx, 1, &pa1));
+    SVT_OK(ibv_query_port(dev.ctx, 2, &pa2));
+    SVT_CHECK(ibv_query_port(dev.ctx, 3, &pa3) != 0, "port 3 exists");
+    SVT_CHECK((pa1.lid != pa2.lid) && (pa2.state == IBV_PORT_ACTIVE),
+              "port LIDs %u %u, port 2 state %d", pa1.lid, pa2.lid, pa2.state);
+    SVT_OK(ibv_query_gid(dev.ctx, 1, 0, &g1));
+    SVT_OK(ibv_query_gid(dev.ctx, 2, 0, &g2));
+    SVT_CHECK(memcmp(&g1, &g2, sizeof(g1)), "ports 1 and 2 share a GID");
+
+    if (p->rank == 1) {
+        svt_dev_use_port(&dev, 2);
+    }
+    svt_ep_opts_init(&o, IBV_QPT_UD);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        SVT_CHECK(ep.remote.lid == pa1.lid, "peer LID %u", ep.remote.lid);
+        svt_post_recv(&ep, 0, 256, 1);
+        svt_sync(p, 0);
+        svt_expect_no_wc(ep.cq, 200); /* sent to port 1's LID: not ours */
+        svt_sync(p, 0);
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, &wc);
+        SVT_CHECK(wc.slid == pa1.lid, "slid %u, sender's port LID %u",
+                  wc.slid, pa1.lid);
+        svt_pattern_check(ep.buf + SVT_GRH_LEN, 16, 5, "payload");
+    } else {
+        SVT_CHECK(ep.remote.lid == pa2.lid, "peer LID %u", ep.remote.lid);
+        svt_fill(ep.buf, 16, 5);
+        memset(&aa, 0, sizeof(aa));
+        aa.dlid     = pa1.lid;
+        aa.port_num = 1;
+        SVT_NN(wrong, ibv_create_ah(dev.pd, &aa));
+        svt_sync(p, 1);
+        svt_ud_send(&ep, wrong, ep.remote.qpn, SVT_QKEY, 0, 16, 0, 1);
+        svt_sync(p, 1);
+        svt_ud_send(&ep, ep.ah, ep.remote.qpn, SVT_QKEY, 0, 16, 0, 2);
+        SVT_OK(ibv_destroy_ah(wrong));
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_ud[] = {
+    {"ports/two_ports_lid_routing", svt_case_ports_two, 2, 0, 0,
+     "SOFTVERBS_NUM_PORTS=2"},
     {"ud/drop_knob", svt_case_ud_drop_all, 2, 0, 0, "SOFTVERBS_UD_DROP=1"},
     {"ud/grh_byte_len_src_qp", svt_case_ud_grh, 2},
     {"ud/qkey_mismatch_dropped", svt_case_ud_qkey, 2},
