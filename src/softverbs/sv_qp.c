@@ -199,6 +199,14 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
+    /* An SRQ serves QPs of its own protection domain: its receive buffers
+     * are registered there, and a QP of another PD receiving into them
+     * would cross the PD boundary (IBA protection domains). Refused with
+     * EINVAL, as an invalid attribute of the request */
+    if (attr->srq && (attr->srq->pd != attr->pd)) {
+        errno = EINVAL;
+        return NULL;
+    }
     if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
         (attr->send_ops_flags & ~known_ops)) {
         errno = EOPNOTSUPP;

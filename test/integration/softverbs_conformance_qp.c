@@ -516,7 +516,8 @@ static void svt_case_caps_writeback(svt_proc_t *p)
     SVT_OK(ibv_destroy_cq(cq));
 }
 
-/* An SRQ is for RC/UD (and XRC) only; with one, max_recv_wr/sge are ignored */
+/* An SRQ is for RC/UD (and XRC) only, of the QP's PD; with one,
+ * max_recv_wr/sge are ignored */
 static void svt_case_srq_rules(svt_proc_t *p)
 {
     struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
@@ -547,6 +548,20 @@ static void svt_case_srq_rules(svt_proc_t *p)
     init.qp_type = IBV_QPT_UD;
     SVT_NN(qp, ibv_create_qp(dev.pd, &init));
     SVT_OK(ibv_destroy_qp(qp));
+
+    /* the SRQ must come from the QP's PD */
+    {
+        struct ibv_pd *pd2;
+
+        SVT_NN(pd2, ibv_alloc_pd(dev.ctx));
+        init.qp_type = IBV_QPT_RC;
+        errno        = 0;
+        qp           = ibv_create_qp(pd2, &init);
+        SVT_CHECK((qp == NULL) && (errno == EINVAL), "RC QP with another "
+                  "PD's SRQ: %s (errno %d)", qp ? "created" : "refused",
+                  errno);
+        SVT_OK(ibv_dealloc_pd(pd2));
+    }
     SVT_OK(ibv_destroy_srq(srq));
     SVT_OK(ibv_destroy_cq(cq));
 }
