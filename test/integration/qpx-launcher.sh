@@ -8,7 +8,7 @@
 [ -x "$QPXRUN" ] || qpx_skip_all "qpxrun not built at $QPXRUN"
 command -v ucx_info >/dev/null || qpx_skip_all "ucx_info not installed (ucx-utils)"
 
-out=$("$QPXRUN" --quiet --hw ucx_info -c -f 2>&1)
+out=$("$QPXRUN" --quiet --hw --force ucx_info -c -f 2>&1)
 if grep -q '^UCX_QPX_REG_OVERHEAD=' <<<"$out"; then
     qpx_pass "UCX_QPX_* variables in ucx_info -c -f"
 else
@@ -47,6 +47,19 @@ if grep -q "^export LD_PRELOAD='$QPX_MODULE" <<<"$out" &&
     qpx_pass "qpxrun --soft --env prints the exports"
 else
     qpx_fail "qpxrun --soft --env: $out"
+fi
+
+# --hw on a host without an RDMA device: a clear refusal, unless --force
+if [ -z "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+    out=$("$QPXRUN" --hw true 2>&1); rc=$?
+    if [ $rc -ne 0 ] && grep -q "no RDMA device" <<<"$out" &&
+       "$QPXRUN" --quiet --hw --force true; then
+        qpx_pass "qpxrun --hw without an RDMA device refuses (exit $rc), --force runs"
+    else
+        qpx_fail "qpxrun --hw without an RDMA device: exit $rc: $out"
+    fi
+else
+    echo "SKIP: qpxrun --hw refusal: this host has an RDMA device"
 fi
 
 if QPX_MODULE=/nonexistent/libuct_qpx.so "$QPXRUN" true 2>/dev/null; then
