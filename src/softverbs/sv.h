@@ -480,6 +480,14 @@ static inline struct sv_rwqe *sv_rq_wqe(struct sv_rq_hdr *rq, uint64_t i)
                               (size_t)(i & (rq->size - 1)) * rq->stride);
 }
 
+/* Environment values (sv_shm.c): an unsigned value in [min, max] (above
+ * max: max when clamp), def when unset; a malformed value is named on
+ * stderr and def used */
+uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
+                     uint64_t def, int clamp);
+void sv_env_bad(const char *name, const char *value, const char *want,
+                const char *used);
+
 /* time */
 uint64_t sv_now_ns(void);
 

@@ -13,32 +13,13 @@
 static struct sv_device sv_devs[SV_MAX_DEVS];
 static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
 
-/* An integer environment value in [min, max], or def when unset or
- * malformed (named on stderr) */
-static int sv_env_int(const char *name, int min, int max, int def)
-{
-    const char *s = getenv(name);
-    char *end;
-    long v;
-
-    if (s == NULL) {
-        return def;
-    }
-    v = strtol(s, &end, 0);
-    if ((end == s) || (*end != '\0') || (v < min) || (v > max)) {
-        fprintf(stderr, "softverbs: %s='%s' is not a number from %d to %d; "
-                "using %d\n", name, s, min, max, def);
-        return def;
-    }
-    return (int)v;
-}
-
 int sv_devices_init(void)
 {
-    int n = sv_env_int(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1);
+    int n = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1, 0);
     int i;
 
-    sv_g.num_ports = sv_env_int(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS, 1);
+    sv_g.num_ports = (int)sv_env_uint(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS,
+                                      1, 0);
     for (i = 0; i < n; i++) {
         struct sv_device *d = &sv_devs[i];
         memset(d, 0, sizeof(*d));

@@ -433,7 +433,7 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
 
 /* A malformed value is reported (whatever SOFTVERBS_DEBUG says: the user
  * asked for something that is not applied) and the default kept */
-static void sv_env_bad(const char *name, const char *value, const char *want,
+void sv_env_bad(const char *name, const char *value, const char *want,
                        const char *used)
 {
     fprintf(stderr, "softverbs: %s='%s' is not %s; using %s\n", name, value,
@@ -457,24 +457,28 @@ static double sv_env_prob(const char *name)
     return v;
 }
 
-static uint32_t sv_env_limit(const char *name, uint32_t max)
+uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
+                     uint64_t def, int clamp)
 {
     const char *s = getenv(name);
-    char used[32];
-    unsigned long v;
+    unsigned long long v;
+    char want[64], used[32];
     char *end;
 
     if (s == NULL) {
-        return max;
+        return def;
     }
     errno = 0;
-    v     = strtoul(s, &end, 0);
-    if ((end == s) || (*end != '\0') || (errno != 0) || (s[0] == '-')) {
-        snprintf(used, sizeof(used), "%u", max);
-        sv_env_bad(name, s, "a number", used);
-        return max;
+    v     = strtoull(s, &end, 0);
+    if ((end != s) && (*end == '\0') && (errno == 0) && (s[0] != '-') &&
+        (v >= min) && ((v <= max) || clamp)) {
+        return (v > max) ? max : v;
     }
-    return (v < max) ? (uint32_t)v : max;
+    snprintf(want, sizeof(want), "a number from %llu to %llu",
+             (unsigned long long)min, (unsigned long long)max);
+    snprintf(used, sizeof(used), "%llu", (unsigned long long)def);
+    sv_env_bad(name, s, want, used);
+    return def;
 }
 
 static void sv_atexit(void)
@@ -495,7 +499,6 @@ static int sv_proc_register(void);
 static int sv_shm_do_init(void)
 {
     const char *path = getenv(SOFTVERBS_ENV_SHM);
-    const char *mb   = getenv(SOFTVERBS_ENV_SHM_MB);
     const char *pol  = getenv(SOFTVERBS_ENV_CAP_POLICY);
     const char *dbg  = getenv(SOFTVERBS_ENV_DEBUG);
     uint64_t arena, total;
@@ -510,19 +513,7 @@ static int sv_shm_do_init(void)
         sv_env_bad(SOFTVERBS_ENV_DEBUG, dbg, "0 or 1", sv_g.debug ? "1" : "0");
     }
     /* the arena, in MiB: 1 .. 1048576 (1 TiB) */
-    arena = 1024;
-    if (mb != NULL) {
-        char *end;
-        unsigned long long v = strtoull(mb, &end, 0);
-
-        if ((end == mb) || (*end != '\0') || (mb[0] == '-') || (v == 0) ||
-            (v > (1ull << 20))) {
-            sv_env_bad(SOFTVERBS_ENV_SHM_MB, mb, "a size from 1 to 1048576 MiB",
-                       "1024");
-        } else {
-            arena = v;
-        }
-    }
+    arena = sv_env_uint(SOFTVERBS_ENV_SHM_MB, 1, 1u << 20, 1024, 0);
     arena <<= 20;
     total   = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
@@ -535,10 +526,14 @@ static int sv_shm_do_init(void)
         sv_env_bad(SOFTVERBS_ENV_CAP_POLICY, pol, "'fail' or 'clamp'",
                    "clamp");
     }
-    sv_g.max_qp     = sv_env_limit(SOFTVERBS_ENV_MAX_QP, SV_QP_TBL - 1);
-    sv_g.max_cq     = sv_env_limit(SOFTVERBS_ENV_MAX_CQ, SV_CQ_TBL - 1);
-    sv_g.max_mr     = sv_env_limit(SOFTVERBS_ENV_MAX_MR, SV_MR_TBL - 1);
-    sv_g.max_srq    = sv_env_limit(SOFTVERBS_ENV_MAX_SRQ, SV_SRQ_TBL - 1);
+    sv_g.max_qp     = sv_env_uint(SOFTVERBS_ENV_MAX_QP, 0, SV_QP_TBL - 1,
+                                  SV_QP_TBL - 1, 1);
+    sv_g.max_cq     = sv_env_uint(SOFTVERBS_ENV_MAX_CQ, 0, SV_CQ_TBL - 1,
+                                  SV_CQ_TBL - 1, 1);
+    sv_g.max_mr     = sv_env_uint(SOFTVERBS_ENV_MAX_MR, 0, SV_MR_TBL - 1,
+                                  SV_MR_TBL - 1, 1);
+    sv_g.max_srq    = sv_env_uint(SOFTVERBS_ENV_MAX_SRQ, 0, SV_SRQ_TBL - 1,
+                                  SV_SRQ_TBL - 1, 1);
     sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
