@@ -22,6 +22,12 @@ qpx_finish() {
     exit 1
 }
 
+# Open MPI over UCX only: pml ucx and osc ucx, no BTL but self, every UCX
+# transport and device allowed (UCX_TLS / UCX_NET_DEVICES of the run
+# choose), ranks may outnumber cores: mpirun $QPX_MPIRUN_ARGS -np N PROG
+QPX_MPIRUN_ARGS="--allow-run-as-root --oversubscribe --mca pml ucx --mca osc ucx
+                 --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl self"
+
 # A free TCP port on loopback for client/server tests
 qpx_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'

@@ -18,9 +18,7 @@ a2a() { # TLS ITERATIONS BLOCK [ENV...]
     tls=$1 iters=$2 block=$3; shift 3
     start=$(date +%s)
     out=$(ud_run env UCX_TLS="$tls" UCX_NET_DEVICES=softverbs0:1 "$@" \
-          timeout 240 mpirun --allow-run-as-root --oversubscribe -np 8 \
-          --mca pml ucx --mca osc ucx --mca pml_ucx_tls any \
-          --mca pml_ucx_devices any --mca btl self \
+          timeout 240 mpirun $QPX_MPIRUN_ARGS -np 8 \
           "$prog" "$iters" "$block" 2>&1)
     rc=$?
     secs=$(($(date +%s) - start))

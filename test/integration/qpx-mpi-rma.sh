@@ -16,9 +16,7 @@ mpicc -O2 -Wall -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_rma.c" ||
 rma() { # NAME TLS [ENV...]
     name=$1 tls=$2; shift 2
     out=$(ud_run env UCX_TLS="$tls" UCX_NET_DEVICES=softverbs0:1 "$@" \
-          timeout 120 mpirun --allow-run-as-root -np 2 --mca pml ucx \
-          --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-          --mca btl self "$prog" 2>&1)
+          timeout 120 mpirun $QPX_MPIRUN_ARGS -np 2 "$prog" 2>&1)
     rc=$?
     line=$(echo "$out" | grep "^rma:")
     if [ $rc -eq 0 ] && echo "$line" | grep -q "24 checks, 0 errors"; then

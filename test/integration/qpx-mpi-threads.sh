@@ -16,9 +16,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null &&
        "$QPX_SRCDIR/test/integration/qpx_mpi_threads.c"; then
     for tls in qpx_rc,qpx_ud qpx_ud; do
         out=$(ud_run env UCX_TLS="$tls" UCX_NET_DEVICES=softverbs0:1 \
-              timeout 200 mpirun --allow-run-as-root -np 2 --mca pml ucx \
-              --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-              --mca btl self "$TMP/mt" 2 30 2>&1)
+              timeout 200 mpirun $QPX_MPIRUN_ARGS -np 2 "$TMP/mt" 2 30 2>&1)
         rc=$?
         if [ $rc -eq 0 ] && echo "$out" | grep -q "^THREADS OK 2 x 30"; then
             qpx_pass "$tls: MPI_THREAD_MULTIPLE, 2 ranks x 2 threads, 30 rounds of 8 sizes, data checked"

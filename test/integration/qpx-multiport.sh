@@ -30,9 +30,7 @@ done
 a2a() { # NAME WANT_LANES TLS [ENV...]
     name=$1 want=$2 tls=$3; shift 3
     out=$(ud_run env UCX_TLS="$tls" UCX_LOG_LEVEL=info "$@" \
-          timeout 200 mpirun --allow-run-as-root --oversubscribe -np 4 \
-          --mca pml ucx --mca osc ucx --mca pml_ucx_tls any \
-          --mca pml_ucx_devices any --mca btl self "$prog" 30 1048576 2>&1)
+          timeout 200 mpirun $QPX_MPIRUN_ARGS -np 4 "$prog" 30 1048576 2>&1)
     rc=$?
     lanes=$(echo "$out" | sed -n 's/.*ep_cfg\[[0-9]*\]: tag(\(.*\))$/\1/p' | sort -u | head -1)
     if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 30 x 1048576 on 4 ranks" &&

@@ -10,9 +10,7 @@ mpicc -O2 -Wall -o "$prog" "$QPX_SRCDIR/test/integration/ud_mpi.c" ||
 
 mpi() {
     ud_run env UCX_TLS=qpx_ud UCX_QPX_UD_PRINT_STATS=y "$@" timeout 300 \
-        mpirun --allow-run-as-root -np 2 --mca pml ucx --mca osc ucx \
-        --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        --mca btl self "$prog" 2>&1
+        mpirun $QPX_MPIRUN_ARGS -np 2 "$prog" 2>&1
 }
 out=$(mpi); rc=$?
 echo "$out" | grep -E "rank|qpx_ud stats" | sed 's/^/  /'
