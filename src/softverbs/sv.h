@@ -379,6 +379,11 @@ struct sv_cq {
     uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
     struct sv_cqe cur;            /* ibv_cq_ex current entry */
     struct sv_cq *next, *prev;    /* sv_g.cq_list */
+    /* events handed to the user, under cq.cq.mutex: ibv_destroy_cq waits
+     * until as many were acknowledged (ibv_ack_cq_events,
+     * ibv_ack_async_event), as libibverbs does with the kernel's counts */
+    uint32_t comp_events_reported;
+    uint32_t async_events_reported;
 };
 
 struct sv_srq {
@@ -387,6 +392,7 @@ struct sv_srq {
     struct sv_shm_srq *shm;
     struct sv_rq_hdr *ring;
     pthread_mutex_t lock;
+    uint32_t events_reported;     /* under srq.mutex, see struct sv_cq */
 };
 
 /* Send WQE, process-local (the requester is the poster) */
@@ -443,6 +449,7 @@ struct sv_qp {
     struct ibv_qp_attr attr;
     int      has_held_ud;         /* UD reordering: one held packet */
     uint64_t peer_probe_ns;       /* last liveness probe of a peer */
+    uint32_t events_reported;     /* under qpx.qp_base.mutex, see sv_cq */
     /* ibv_wr_* API state */
     struct ibv_send_wr *wr_list;
     int      wr_count, wr_cap;

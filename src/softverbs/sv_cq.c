@@ -111,6 +111,9 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
             continue; /* CQ destroyed meanwhile */
         }
         cq          = (struct ibv_cq *)(uintptr_t)msg.cookie;
+        pthread_mutex_lock(&cq->mutex);
+        sv_cq(cq)->comp_events_reported++;
+        pthread_mutex_unlock(&cq->mutex);
         *cq_out     = cq;
         *cq_context = cq->cq_context;
         return 0;
@@ -121,7 +124,7 @@ SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
     pthread_mutex_lock(&cq->mutex);
     cq->comp_events_completed += nevents;
-    pthread_cond_signal(&cq->cond);
+    pthread_cond_broadcast(&cq->cond);
     pthread_mutex_unlock(&cq->mutex);
 }
 
@@ -603,6 +606,15 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     if (cq->nqps > 0) {
         return EBUSY;
     }
+    /* man ibv_destroy_cq / ibv_get_cq_event: waits, without a timeout and
+     * through signals, until every completion and async event reported
+     * about the CQ was acknowledged (libibverbs does the same) */
+    pthread_mutex_lock(&ibcq->mutex);
+    while ((ibcq->comp_events_completed != cq->comp_events_reported) ||
+           (ibcq->async_events_completed != cq->async_events_reported)) {
+        pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+    }
+    pthread_mutex_unlock(&ibcq->mutex);
     pthread_mutex_lock(&sv_g.cq_list_lock);
     if (cq->prev != NULL) {
         cq->prev->next = cq->next;

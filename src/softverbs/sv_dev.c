@@ -483,15 +483,25 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
         }
         memset(event, 0, sizeof(*event));
         event->event_type = msg.type;
+        /* counted per object: its destroy waits for the acknowledgement */
         switch (msg.kind) {
         case SV_EV_CQ:
             event->element.cq = obj;
+            pthread_mutex_lock(&event->element.cq->mutex);
+            sv_cq(event->element.cq)->async_events_reported++;
+            pthread_mutex_unlock(&event->element.cq->mutex);
             break;
         case SV_EV_QP:
             event->element.qp = obj;
+            pthread_mutex_lock(&event->element.qp->mutex);
+            sv_qp(event->element.qp)->events_reported++;
+            pthread_mutex_unlock(&event->element.qp->mutex);
             break;
         case SV_EV_SRQ:
             event->element.srq = obj;
+            pthread_mutex_lock(&event->element.srq->mutex);
+            sv_srq(event->element.srq)->events_reported++;
+            pthread_mutex_unlock(&event->element.srq->mutex);
             break;
         default:
             event->element.port_num = 1;
@@ -501,8 +511,46 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
     }
 }
 
+/* man ibv_get_async_event: every event must be acknowledged; destroying
+ * its object waits until it is (the counts libibverbs keeps in the public
+ * part of the object, events_completed) */
 SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
+    pthread_mutex_t *mutex;
+    pthread_cond_t *cond;
+    uint32_t *completed;
+
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+        mutex     = &event->element.cq->mutex;
+        cond      = &event->element.cq->cond;
+        completed = &event->element.cq->async_events_completed;
+        break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        mutex     = &event->element.qp->mutex;
+        cond      = &event->element.qp->cond;
+        completed = &event->element.qp->events_completed;
+        break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        mutex     = &event->element.srq->mutex;
+        cond      = &event->element.srq->cond;
+        completed = &event->element.srq->events_completed;
+        break;
+    default:
+        return; /* port and device events have no object */
+    }
+    pthread_mutex_lock(mutex);
+    ++*completed;
+    pthread_cond_broadcast(cond);
+    pthread_mutex_unlock(mutex);
 }
 
 /* ---------------------------------------------------------------------

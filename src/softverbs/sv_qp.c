@@ -392,6 +392,14 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
     if (__atomic_load_n(&qp->shm->mcast_count, __ATOMIC_ACQUIRE) > 0) {
         return EBUSY;
     }
+    /* man ibv_get_async_event: destroying the QP waits, without a timeout
+     * and through signals, until every async event reported about it was
+     * acknowledged (libibverbs waits for the kernel's count the same way) */
+    pthread_mutex_lock(&ibqp->mutex);
+    while (ibqp->events_completed != qp->events_reported) {
+        pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+    }
+    pthread_mutex_unlock(&ibqp->mutex);
     sv_cq_del_qp(qp->scq, qp);
     if (qp->rcq != qp->scq) {
         sv_cq_del_qp(qp->rcq, qp);

@@ -291,6 +291,14 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
             return EBUSY;
         }
     }
+    sv_shm_unlock();
+    /* as ibv_destroy_qp: wait until its reported events are acknowledged */
+    pthread_mutex_lock(&ibsrq->mutex);
+    while (ibsrq->events_completed != srq->events_reported) {
+        pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+    }
+    pthread_mutex_unlock(&ibsrq->mutex);
+    sv_shm_lock();
     /* release: consumers that still see in_use find a live ring */
     __atomic_store_n(&srq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(srq->shm->ring_off, srq->shm->ring_len);

@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -342,7 +343,129 @@ static void svt_case_reclaim(svt_proc_t *p)
               st.num_mr);
 }
 
+/* A destroy call run on a thread of its own, so that the case can see it
+ * block and return */
+typedef struct {
+    int           (*fn)(void *obj);
+    void          *obj;
+    volatile int  done;
+    int           ret;
+} svt_destroy_t;
+
+static void *svt_destroy_thread(void *arg)
+{
+    svt_destroy_t *d = arg;
+
+    d->ret = d->fn(d->obj);
+    __atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int svt_destroy_qp_fn(void *obj) { return ibv_destroy_qp(obj); }
+static int svt_destroy_cq_fn(void *obj) { return ibv_destroy_cq(obj); }
+
+/* Start fn(obj) on a thread; check it is still blocked 200 ms later, run
+ * ack, then check it returns 0 within 5 s */
+static void svt_destroy_waits(int (*fn)(void *), void *obj,
+                              void (*ack)(void *), void *ack_arg,
+                              const char *what)
+{
+    svt_destroy_t d = {fn, obj, 0, -1};
+    pthread_t tid;
+    double t0;
+
+    SVT_CHECK(pthread_create(&tid, NULL, svt_destroy_thread, &d) == 0,
+              "pthread_create failed");
+    svt_sleep_ms(200);
+    SVT_CHECK(!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE),
+              "%s returned (%d) with an event not acknowledged", what, d.ret);
+    ack(ack_arg);
+    t0 = svt_now_ms();
+    while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE) &&
+           (svt_now_ms() - t0 < 5000)) {
+        svt_sleep_ms(5);
+    }
+    SVT_CHECK(__atomic_load_n(&d.done, __ATOMIC_ACQUIRE),
+              "%s still blocked 5 s after the acknowledgement", what);
+    pthread_join(tid, NULL);
+    SVT_CHECK(d.ret == 0, "%s failed: %d", what, d.ret);
+}
+
+static void svt_ack_async(void *arg) { ibv_ack_async_event(arg); }
+static void svt_ack_cq(void *arg) { ibv_ack_cq_events(arg, 1); }
+
+/*
+ * ibv_destroy_qp waits until every async event reported about the QP was
+ * acknowledged, ibv_destroy_cq the same for its completion events (man
+ * ibv_get_async_event, ibv_get_cq_event; libibverbs waits on the kernel's
+ * counts, without a timeout)
+ */
+static void svt_case_destroy_waits_ack(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct ibv_qp_init_attr init;
+    struct ibv_async_event aev;
+    struct ibv_comp_channel *chan;
+    struct ibv_qp *qp, *qp2;
+    struct ibv_srq *srq;
+    struct ibv_cq *cq, *ev_cq;
+    struct ibv_recv_wr rwr = {0}, *bad;
+    struct ibv_sge sge;
+    struct ibv_mr *mr;
+    static char buf[64];
+    void *ev_ctx;
+    svt_dev_t dev;
+
+    svt_dev_open(&dev);
+    SVT_NN(chan, ibv_create_comp_channel(dev.ctx));
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, chan, 0));
+    SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+    memset(&init, 0, sizeof(init));
+    init.send_cq = init.recv_cq = cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
+    init.srq     = srq;
+    SVT_NN(qp, ibv_create_qp(dev.pd, &init));
+
+    /* a QP on an SRQ that goes to ERR reports the last WQE reached */
+    SVT_OK(ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+    SVT_OK(ibv_get_async_event(dev.ctx, &aev));
+    SVT_CHECK((aev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED) &&
+              (aev.element.qp == qp), "event %s",
+              ibv_event_type_str(aev.event_type));
+    svt_destroy_waits(svt_destroy_qp_fn, qp, svt_ack_async, &aev,
+                      "ibv_destroy_qp");
+
+    /* a completion event on the CQ: a receive flushed by ERR */
+    init.srq = NULL;
+    SVT_NN(qp2, ibv_create_qp(dev.pd, &init));
+    SVT_NN(mr, ibv_reg_mr(dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
+    sge.addr = (uintptr_t)buf; sge.length = sizeof(buf); sge.lkey = mr->lkey;
+    rwr.sg_list = &sge; rwr.num_sge = 1; rwr.wr_id = 7;
+    {
+        struct ibv_qp_attr ia = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+
+        SVT_OK(ibv_modify_qp(qp2, &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    }
+    SVT_OK(ibv_req_notify_cq(cq, 0));
+    SVT_OK(ibv_post_recv(qp2, &rwr, &bad));
+    SVT_OK(ibv_modify_qp(qp2, &attr, IBV_QP_STATE));
+    SVT_OK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx));
+    SVT_CHECK(ev_cq == cq, "CQ event for %p", (void *)ev_cq);
+    SVT_OK(ibv_destroy_qp(qp2));
+    svt_destroy_waits(svt_destroy_cq_fn, cq, svt_ack_cq, cq,
+                      "ibv_destroy_cq");
+
+    SVT_OK(ibv_dereg_mr(mr));
+    SVT_OK(ibv_destroy_srq(srq));
+    SVT_OK(ibv_destroy_comp_channel(chan));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_event[] = {
+    {"destroy/waits_for_ack", svt_case_destroy_waits_ack, 1},
     {"chan/get_cq_event_blocking", svt_case_cq_event_blocking, 2},
     {"chan/epoll", svt_case_cq_event_epoll, 2},
     {"chan/solicited_only", svt_case_cq_event_solicited, 2},
