@@ -364,6 +364,13 @@ int sv_req_progress(struct sv_qp *qp)
             qp->qpx.qp_base.state = IBV_QPS_ERR;
             sv_comp_flush_sq(qp);
             sv_qp_flush_rq(qp);
+            /* a QP on an SRQ reports reaching ERR, whatever took it there
+             * (man ibv_get_async_event: IBV_EVENT_QP_LAST_WQE_REACHED) */
+            if (qp->srq != NULL) {
+                sv_ev_async(qp->shm->ctx_id, SV_EV_QP,
+                            IBV_EVENT_QP_LAST_WQE_REACHED, qp->index,
+                            qp->shm->cookie);
+            }
             break;
         }
     }

@@ -413,6 +413,36 @@ static void svt_case_dest_qp_gone(svt_proc_t *p)
     SVT_CHECK(svt_qp_state(a.qp) == IBV_QPS_ERR, "QP not in ERR");
 }
 
+/* The same on a QP attached to an SRQ: reaching ERR through a send error
+ * (not ibv_modify_qp) still reports IBV_EVENT_QP_LAST_WQE_REACHED */
+static void svt_case_srq_qp_err_event(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_async_event aev;
+    svt_dev_t dev;
+    svt_ep_t a, b;
+    svt_ep_opts_t o;
+    svt_addr_t ba;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.timeout   = 10; /* 4 ms */
+    o.retry_cnt = 1;
+    svt_ep_create(&dev, &o, &b);
+    SVT_NN(o.srq, ibv_create_srq(dev.pd, &sa));
+    svt_ep_create(&dev, &o, &a);
+    svt_ep_addr(&b, &ba);
+    svt_ep_destroy(&b);
+    svt_ep_connect(&a, &ba);
+    SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 8, 0, 0, 0, IBV_SEND_SIGNALED, 1));
+    svt_expect_wc(a.cq, IBV_WC_RETRY_EXC_ERR, -1, 1, NULL);
+    SVT_OK(ibv_get_async_event(dev.ctx, &aev));
+    SVT_CHECK((aev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED) &&
+              (aev.element.qp == a.qp), "event %s",
+              ibv_event_type_str(aev.event_type));
+    ibv_ack_async_event(&aev);
+}
+
 /* WRs queued behind a failing one, and posted receives, flush */
 static void svt_case_flush(svt_proc_t *p)
 {
@@ -698,6 +728,7 @@ const svt_case_t svt_cases_err[] = {
     {"err/uc_bad_rkey_dropped", svt_case_uc_bad_rkey, 2},
     {"err/responder_sq_flushed", svt_case_resp_sq_flushed, 2},
     {"err/dest_qp_destroyed", svt_case_dest_qp_gone, 1},
+    {"err/srq_qp_error_last_wqe_event", svt_case_srq_qp_err_event, 1},
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},
