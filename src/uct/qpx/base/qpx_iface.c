@@ -148,10 +148,13 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
     }
 
     wrs[n - 1].next = NULL;
-    ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+    ret = (iface->srq != NULL) ? ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
+                                 ibv_post_recv(iface->rx.qp, wrs, &bad_wr);
     wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
     if (ret != 0) {
-        ucs_error("ibv_post_srq_recv(%u) failed: %s", n, strerror(ret));
+        /* The queue had room for count: the device or the QP failed */
+        ucs_error("%s(%u) failed: %s", (iface->srq != NULL) ?
+                  "ibv_post_srq_recv" : "ibv_post_recv", n, strerror(ret));
         for (i = bad_wr - wrs; i < n; ++i) {
             ucs_mpool_put((void*)(uintptr_t)wrs[i].wr_id);
         }
@@ -167,6 +170,10 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 {
     unsigned total = 0, chunk, n;
 
+    if (ucs_unlikely((iface->srq == NULL) && (iface->rx.qp == NULL))) {
+        return 0; /* no receive queue yet: qpx_iface_qp_get() makes it */
+    }
+
     if (ucs_likely(count <= iface->rx.batch)) {
         return (count == 0) ? 0 : qpx_iface_rx_post_batch(iface, count);
     }
@@ -178,6 +185,17 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
     } while ((n == chunk) && (total < count));
 
     return total;
+}
+
+
+/* The receive queue holds len buffers: refill in batches of at most a
+ * quarter of it, so that a short queue is refilled before it runs dry */
+static void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len)
+{
+    iface->rx.queue_len = ucs_min(iface->rx.queue_len, len);
+    iface->rx.available = iface->rx.queue_len;
+    iface->rx.batch     = ucs_max(1, ucs_min(iface->rx.batch,
+                                             iface->rx.queue_len / 4));
 }
 
 
@@ -205,7 +223,14 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
         iface->qp_caps_granted      = 1;
         iface->config.max_inline    = attr.cap.max_inline_data;
         iface->config.max_send_sge  = attr.cap.max_send_sge;
-        iface->config.tx_queue_len  = attr.cap.max_send_wr;
+        iface->config.tx_queue_len  = ucs_min(attr.cap.max_send_wr,
+                                              iface->config.tx_queue_len);
+        if (iface->srq == NULL) {
+            /* Its receive queue is the interface's (ibv_create_qp(3): the
+             * granted max_recv_wr may be larger than asked) */
+            iface->rx.qp = qp;
+            qpx_iface_rx_queue_set(iface, attr.cap.max_recv_wr);
+        }
     }
 
     *qp_p = qp;
@@ -517,7 +542,8 @@ static ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self)
 
 
 static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
-                                            const qpx_iface_config_t *config)
+                                            const qpx_iface_config_t *config,
+                                            int use_srq)
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
@@ -553,6 +579,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
 
+    /* A completion per receive: the queue is no longer than the CQ */
     cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
@@ -560,9 +587,18 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
         goto err_destroy_send_cq;
     }
+    self->rx.queue_len = ucs_min(config->rx.queue_len,
+                                 (unsigned)self->recv_cq->cqe);
+
+    if (!use_srq) {
+        /* The first QP's receive queue, sized when it is created */
+        self->srq = NULL;
+        qpx_iface_rx_queue_set(self, dev->attr.max_qp_wr);
+        return UCS_OK;
+    }
 
     memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = ucs_min(config->rx.queue_len,
+    srq_attr.attr.max_wr  = ucs_min(self->rx.queue_len,
                                     (unsigned)dev->attr.max_srq_wr);
     srq_attr.attr.max_sge = 1;
     self->srq = ibv_create_srq(self->md->pd, &srq_attr);
@@ -573,8 +609,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
 
     /* srq_attr.attr.max_wr now holds what the device granted */
-    self->rx.queue_len = ucs_min(srq_attr.attr.max_wr, config->rx.queue_len);
-    self->rx.available = self->rx.queue_len;
+    qpx_iface_rx_queue_set(self, srq_attr.attr.max_wr);
     return UCS_OK;
 
 err_destroy_recv_cq:
@@ -597,7 +632,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
 {
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
-    size_t rx_headroom;
+    size_t rx_headroom, seg_size;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
@@ -620,10 +655,12 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
-    if ((config->seg_size <= init_attr->rx_hdr_len) ||
+    seg_size = (init_attr->seg_size != 0) ? init_attr->seg_size :
+                                            config->seg_size;
+    if ((seg_size <= init_attr->rx_hdr_len) ||
         (config->tx.queue_len == 0) || (config->rx.queue_len == 0)) {
         ucs_error("invalid qpx configuration: seg_size %zu queue lengths "
-                  "tx %u rx %u", config->seg_size, config->tx.queue_len,
+                  "tx %u rx %u", seg_size, config->tx.queue_len,
                   config->rx.queue_len);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -633,11 +670,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
 
     self->port                      = qpx_device_port(&self->md->dev,
                                                       self->port_num);
-    self->config.seg_size           = config->seg_size;
+    self->config.seg_size           = seg_size;
     self->config.rx_headroom        = rx_headroom;
-    self->config.rx_payload_offset  = sizeof(qpx_desc_t) +
-                                      ucs_max(init_attr->rx_hdr_len,
-                                              sizeof(void*) + rx_headroom);
+    /* Aligned for the user's headroom and the release pointer before it */
+    self->config.rx_payload_offset  = ucs_align_up(sizeof(qpx_desc_t) +
+                                                   init_attr->rx_priv_len +
+                                                   ucs_max(init_attr->rx_hdr_len,
+                                                           sizeof(void*) +
+                                                           rx_headroom), 8);
     self->config.rx_hdr_offset      = self->config.rx_payload_offset -
                                       init_attr->rx_hdr_len;
     self->config.rx_headroom_offset = self->config.rx_payload_offset -
@@ -652,6 +692,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
+    self->rx.qp                     = NULL;
 
     status = qpx_iface_rx_wrs_init(self);
     if (status != UCS_OK) {
@@ -661,7 +702,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     ucs_arbiter_init(&self->arbiter);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
 
-    status = qpx_iface_create_queues(self, config);
+    status = qpx_iface_create_queues(self, config, init_attr->use_srq);
     if (status != UCS_OK) {
         goto err_destroy_map;
     }
@@ -701,12 +742,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         goto err_pool_cleanup;
     }
 
-    mp_config = config->tx.mp;
+    /* ucs_mpool refuses a chunk larger than its maximum */
+    mp_config           = config->tx.mp;
+    mp_config.bufs_grow = ucs_min(mp_config.bufs_grow, mp_config.max_bufs);
     status = uct_iface_mpool_init(&self->super, &self->tx_mp,
                                   init_attr->tx_priv_len +
                                   self->config.seg_size, 0,
                                   QPX_IFACE_DESC_ALIGN, &mp_config,
-                                  config->tx.mp.bufs_grow,
+                                  mp_config.bufs_grow,
                                   qpx_iface_desc_init, "qpx_tx_desc");
     if (status != UCS_OK) {
         goto err_rx_mp_cleanup;
@@ -723,7 +766,9 @@ err_rx_mp_cleanup:
 err_pool_cleanup:
     qpx_qp_pool_cleanup(&self->qp_pool);
 err_destroy_queues:
-    ibv_destroy_srq(self->srq);
+    if (self->srq != NULL) {
+        ibv_destroy_srq(self->srq);
+    }
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);
     qpx_iface_event_cleanup(self);
@@ -744,9 +789,11 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     qpx_qp_pool_cleanup(&self->qp_pool);
 
-    ret = ibv_destroy_srq(self->srq);
-    if (ret != 0) {
-        ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));
+    if (self->srq != NULL) {
+        ret = ibv_destroy_srq(self->srq);
+        if (ret != 0) {
+            ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));
+        }
     }
     qpx_iface_ack_events(self); /* destroying a CQ waits for its acks */
     ibv_destroy_cq(self->recv_cq);

@@ -16,10 +16,11 @@
  *
  * Receive buffer layout (offsets in qpx_iface_t.config):
  *
- *   | qpx_desc_t | ... | uct_recv_desc_t* | rx_headroom | payload ...
- *                         ^ am handler desc - 8 ^ desc      ^ rx_payload_offset
- *                            | transport hdr (rx_hdr_len) |
- *                            ^ rx_hdr_offset: where the receive lands
+ *   | qpx_desc_t | rx_priv | ... | uct_recv_desc_t* | rx_headroom | payload
+ *                                  ^ am handler desc - 8 ^ desc  ^ rx_payload
+ *                                     | transport hdr (rx_hdr_len) |   _offset
+ *                                     ^ rx_hdr_offset: where the receive lands
+ * (rx_payload_offset is 8-byte aligned; the receive is seg_size bytes)
  *
  * Using it from a transport (qpx_rc is the reference user):
  *  1. config: embed qpx_iface_config_table as the first entry of the
@@ -29,20 +30,22 @@
  *  2. init: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
  *     worker, params, config, &init_attr) with init_attr.qp_type (RC or UD),
  *     rx_hdr_len (bytes the transport puts before an AM payload in a receive
- *     buffer, e.g. 40-byte GRH + UD header), tx_priv_len (bytes of a tx_mp
- *     element before its data; start the element with qpx_desc_t),
- *     max_send_sge, use_srq (receives always come from the SRQ; verbs allows
- *     it for RC and UD QPs), access_flags (RC).
+ *     buffer, e.g. 40-byte GRH + UD header), rx_priv_len (transport bytes
+ *     after qpx_desc_t, e.g. a link for deferred delivery), seg_size (0: the
+ *     configuration's), tx_priv_len (bytes of a tx_mp element before its
+ *     data; start the element with qpx_desc_t), max_send_sge, use_srq
+ *     (receives come from the SRQ, which verbs allows for RC and UD QPs; or
+ *     from the one QP's receive queue), access_flags (RC).
  *  3. qpx_iface_qp_get() once: iface->config.max_inline, max_send_sge and
- *     tx_queue_len then hold what the device granted; give the QP back with
- *     qpx_iface_qp_put() or keep it.
+ *     tx_queue_len (and, without an SRQ, rx.queue_len) then hold what the
+ *     device granted; give the QP back with qpx_iface_qp_put() or keep it.
  *  4. qpx_iface_rx_post(iface, iface->rx.available) fills the SRQ.
  *  5. progress: poll iface->recv_cq; wc.wr_id is the qpx_desc_t*; the
  *     received bytes start at desc + config.rx_hdr_offset, the AM payload at
  *     desc + config.rx_payload_offset. Call qpx_iface_rx_user_desc() before
  *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
- *     count the slot (++rx.available, repost when >= rx.batch), else
- *     qpx_iface_rx_release(). Poll iface->send_cq yourself and add one to
+ *     count the slot (qpx_iface_rx_kept()), else qpx_iface_rx_release().
+ *     Poll iface->send_cq yourself and add one to
  *     tx.cq_available per completion polled; subtract one per signalled
  *     post.
  *  6. ops: qpx_iface_get_device_address, qpx_iface_is_reachable; tl:
@@ -94,10 +97,17 @@ extern ucs_config_field_t qpx_iface_config_table[];
 typedef struct qpx_iface_init_attr {
     enum ibv_qp_type qp_type;
     size_t           rx_hdr_len;   /* transport bytes before an AM payload */
+    size_t           rx_priv_len;  /* bytes after qpx_desc_t in a receive
+                                      buffer kept for the transport */
+    size_t           seg_size;     /* receive/bcopy buffer bytes, or 0 for
+                                      the configured SEG_SIZE (a datagram
+                                      transport: at most GRH + MTU) */
     size_t           tx_priv_len;  /* bytes of a tx descriptor before data,
                                       including qpx_desc_t */
     unsigned         max_send_sge; /* SGEs requested per send WR */
-    int              use_srq;      /* QPs receive from the SRQ */
+    int              use_srq;      /* 1: QPs receive from the SRQ; 0: no
+                                      SRQ, the first QP's own receive queue
+                                      is the interface's */
     int              access_flags; /* RC QP access flags */
 } qpx_iface_init_attr_t;
 
@@ -118,7 +128,7 @@ typedef struct qpx_iface {
                                             signal_fd */
         int                   signal_fd; /* eventfd: "progress me" */
     } event;
-    struct ibv_srq            *srq;
+    struct ibv_srq            *srq;      /* NULL: receives go to rx.qp */
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
     uct_recv_desc_t           release_desc;
@@ -128,7 +138,9 @@ typedef struct qpx_iface {
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
     struct {
-        unsigned              available; /* SRQ slots to refill */
+        struct ibv_qp         *qp;       /* without an SRQ: the QP whose
+                                            receive queue is refilled */
+        unsigned              available; /* receive slots to refill */
         unsigned              batch;
         unsigned              queue_len;
         /* Buffers released after a receive, reposted as they are (no trip
@@ -176,6 +188,15 @@ qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
     /* num_recycled <= available < batch here (a due batch is posted at
      * once, and posting empties the array): the slot exists */
     iface->rx.recycled[iface->rx.num_recycled++] = desc;
+    if (++iface->rx.available >= iface->rx.batch) {
+        qpx_iface_rx_post(iface, iface->rx.available);
+    }
+}
+
+/* A receive buffer was kept (by an AM handler, or by the transport): its
+ * slot is refilled with a fresh buffer */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_kept(qpx_iface_t *iface)
+{
     if (++iface->rx.available >= iface->rx.batch) {
         qpx_iface_rx_post(iface, iface->rx.available);
     }
