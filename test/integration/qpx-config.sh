@@ -55,6 +55,16 @@ expect "UCX_QPX_UD_FAILURE overrides UCX_QPX_FAILURE" UCX_QPX_UD_FAILURE WARN \
     UCX_QPX_FAILURE=error UCX_QPX_UD_FAILURE=warn
 expect "UCX_QPX_UD_FAILURE leaves qpx_rc alone" UCX_QPX_RC_FAILURE ERROR \
     UCX_QPX_FAILURE=error UCX_QPX_UD_FAILURE=warn
+# qpx_ud reads the interface core's options too, with its own defaults
+expect "qpx_ud's TX_MODERATION default" UCX_QPX_UD_TX_MODERATION 16
+expect "qpx_rc's TX_MODERATION default" UCX_QPX_RC_TX_MODERATION 32
+expect "qpx_ud's TX_MAX_BUFS default" UCX_QPX_UD_TX_MAX_BUFS 65536
+expect "UCX_QPX_TX_QUEUE_LEN sets qpx_ud" UCX_QPX_UD_TX_QUEUE_LEN 128 \
+    UCX_QPX_TX_QUEUE_LEN=128
+expect "UCX_QPX_UD_RX_QUEUE_LEN overrides UCX_QPX_RX_QUEUE_LEN" \
+    UCX_QPX_UD_RX_QUEUE_LEN 64 UCX_QPX_RX_QUEUE_LEN=128 UCX_QPX_UD_RX_QUEUE_LEN=64
+expect "UCX_QPX_UD_RX_QUEUE_LEN leaves qpx_rc alone" UCX_QPX_RC_RX_QUEUE_LEN 1024 \
+    UCX_QPX_UD_RX_QUEUE_LEN=64
 
 # What the opened interface uses: am_bcopy is SEG_SIZE - 1
 bcopy() {
@@ -72,6 +82,27 @@ for c in "8191 A=1" "8191 UCX_SEG_SIZE=4k" "4095 UCX_QPX_SEG_SIZE=4k" \
         qpx_fail "qpx_rc interface under $envs: am_bcopy '$got', expected $want"
     fi
 done
+
+# qpx_ud: a segment holds GRH (40) + header (16) + payload, at most GRH + MTU
+# (softverbs: 4096)
+for c in "4080 A=1" "968 UCX_QPX_SEG_SIZE=1k" "4080 UCX_SEG_SIZE=1k" \
+         "456 UCX_QPX_UD_SEG_SIZE=512"; do
+    want=${c%% *} envs=${c#* }
+    # shellcheck disable=SC2086
+    got=$(env $envs LD_PRELOAD="$QPX_MODULE" ucx_info -d -t qpx_ud 2>/dev/null |
+          sed -n 's/.*am_bcopy: <= \([0-9]*\).*/\1/p' | head -n 1)
+    if [ "$got" = "$want" ]; then
+        qpx_pass "qpx_ud interface under $envs: am_bcopy $got"
+    else
+        qpx_fail "qpx_ud interface under $envs: am_bcopy '$got', expected $want"
+    fi
+done
+got=$(env UCX_QPX_UD_SEG_SIZE=100 LD_PRELOAD="$QPX_MODULE" ucx_info -d -t qpx_ud 2>&1)
+if echo "$got" | grep -q "SEG_SIZE 100 is below 256"; then
+    qpx_pass "qpx_ud refuses SEG_SIZE=100 with a message"
+else
+    qpx_fail "qpx_ud under SEG_SIZE=100: no refusal message"
+fi
 
 # Inline size above the device's (softverbs: 512 bytes): a device that
 # refuses it gets the largest size it takes, not a power-of-two fraction of

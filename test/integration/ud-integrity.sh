@@ -31,8 +31,11 @@ echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/ 
 qpx_check "UCX_QPX_UD_SRQ=y, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
 
 # The send queue at its smallest (every send signaled, sends refused while
-# both slots are in use) and at the largest completion moderation
-for cfg in "UCX_QPX_UD_TX_QUEUE_LEN=2" "UCX_QPX_UD_TX_MODERATION=64"; do
+# both slots are in use) and at the largest completion moderation; segments
+# below the MTU (every size up to the smaller max_bcopy) and the smallest
+# receive queue (refilled one buffer at a time)
+for cfg in "UCX_QPX_UD_TX_QUEUE_LEN=2" "UCX_QPX_UD_TX_MODERATION=64" \
+           "UCX_QPX_UD_SEG_SIZE=512" "UCX_QPX_UD_RX_QUEUE_LEN=2"; do
     out=$(ud_run env $cfg SOFTVERBS_UD_DROP=0.02 timeout 300 \
           "$UD_TEST" integrity 20000 2>&1); rc=$?
     echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 |

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ud-common.sh"
 
 for qlen in 256 1024; do
-    out=$(ud_run env UCX_QPX_UD_ASYNC_PROGRESS=n UCX_QPX_UD_MAX_TX_BUFS=256 UCX_QPX_UD_WINDOW=16 \
+    out=$(ud_run env UCX_QPX_UD_ASYNC_PROGRESS=n UCX_QPX_UD_TX_MAX_BUFS=256 UCX_QPX_UD_WINDOW=16 \
           UCX_QPX_UD_TX_QUEUE_LEN=$qlen timeout 120 "$UD_TEST" pending-stall 2>&1)
     rc=$?
     echo "$out" | grep -E "pending-stall|pending_add" | sed 's/^/  /'

@@ -6,7 +6,7 @@
  *                               queued on another ep must still run once
  *                               descriptors come back, although that ep gets
  *                               no ack of its own (needs
- *                               UCX_QPX_UD_MAX_TX_BUFS=256 UCX_QPX_UD_WINDOW=16;
+ *                               UCX_QPX_UD_TX_MAX_BUFS=256 UCX_QPX_UD_WINDOW=16;
  *                               with UCX_QPX_UD_TX_QUEUE_LEN=256 the send
  *                               queue is full too and pending_add queues,
  *                               with 1024 it must not answer BUSY)
@@ -146,7 +146,7 @@ int test_pending_stall(const test_resource_t *res)
            ucs_status_string(status));
     if ((status != UCS_ERR_NO_RESOURCE) || (window == 0)) {
         fprintf(stderr, "pending-stall: descriptors not exhausted (set "
-                "UCX_QPX_UD_MAX_TX_BUFS=256 UCX_QPX_UD_WINDOW=16)\n");
+                "UCX_QPX_UD_TX_MAX_BUFS=256 UCX_QPX_UD_WINDOW=16)\n");
         return 1;
     }
 

@@ -99,7 +99,7 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
     sge[0].length = desc->length;
-    sge[0].lkey   = desc->lkey;
+    sge[0].lkey   = desc->super.lkey;
     for (i = 0; i < desc->iovcnt; ++i) {
         sge[1 + i] = desc->iov[i];
     }
@@ -111,7 +111,7 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     wr.wr.ud.ah          = peer->ah;
     wr.wr.ud.remote_qpn  = peer->key.qpn;
     wr.wr.ud.remote_qkey = QPX_UD_QKEY;
-    if ((desc->iovcnt == 0) && (desc->length <= iface->tx.max_inline)) {
+    if ((desc->iovcnt == 0) && (desc->length <= iface->super.config.max_inline)) {
         /* The device copies the data now: the descriptor is free to go.
          * A completion only returns send slots: one in moderation is
          * asked for, and its wr_id says how many slots it returns. */
@@ -131,15 +131,16 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     ret = ibv_post_send(iface->qp, &wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
-        if (iface->async.in_async) {
-            /* Not sent: a later resend or the user's progress decides
-             * (qpx_ud_iface_post_recv says why) */
-            desc->posted -= (wr.wr_id == (uintptr_t)desc);
-            return;
-        }
-        /* The send queue was checked: this is a device failure */
-        ucs_error("qpx_ud: ibv_post_send() failed: %s", strerror(ret));
-        abort();
+        /* The send queue was checked: the device failed (or, from the async
+         * timer, a process is exiting with the interface open). Not sent: a
+         * reliable packet stays in its window and is resent, and its
+         * endpoint fails by timeout if the device does not come back */
+        ucs_log(iface->async.in_async ? UCS_LOG_LEVEL_DEBUG :
+                                        UCS_LOG_LEVEL_ERROR,
+                "qpx_ud: qp 0x%x ibv_post_send() failed: %s",
+                iface->qp->qp_num, strerror(ret));
+        desc->posted -= (wr.wr_id == (uintptr_t)desc);
+        return;
     }
     --iface->tx.available;
     if (wr.send_flags & IBV_SEND_SIGNALED) {
@@ -154,7 +155,7 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
 qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->tx.mp);
+    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->super.tx_mp);
 
     if (ucs_unlikely(desc == NULL)) {
         /* Until a descriptor comes back, sends and pending_add see no
@@ -188,17 +189,17 @@ qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 
 
 /*
- * Receive buffer layout (after qpx_ud_recv_desc_t):
- *   [ hdr_room: max(rx_headroom, GRH + header) ][ payload (mtu - header) ]
- * The device writes GRH and header at the end of hdr_room; once they are
- * parsed, the AM handler may put its own descriptor (UCP's rx headroom) in
- * the rx_headroom bytes before the payload, and UCT's release pointer sits
- * right before that, where uct_iface_release_desc() looks for it.
+ * Receive buffers are the interface core's (layout in qpx_iface.h): the
+ * device writes GRH and header right before config.rx_payload_offset; once
+ * they are parsed, the AM handler may put its own descriptor (UCP's rx
+ * headroom) in the rx_headroom bytes before the payload, with UCT's release
+ * pointer right before that (qpx_iface_rx_user_desc).
  */
 static UCS_F_ALWAYS_INLINE qpx_ud_hdr_t *
 qpx_ud_iface_rx_hdr(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
 {
-    return (qpx_ud_hdr_t*)((char*)(rdesc + 1) + iface->rx.hdr_room) - 1;
+    return (qpx_ud_hdr_t*)UCS_PTR_BYTE_OFFSET(rdesc,
+                                  iface->super.config.rx_payload_offset) - 1;
 }
 
 /* Hand an AM to its handler; returns 1 when the handler kept the buffer */
@@ -209,20 +210,19 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     ucs_status_t status;
 
     if (ucs_unlikely(iface->async.in_async) &&
-        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
+        !(iface->super.super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
         /* A sync handler runs only from the user's progress: keep it */
         return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
     }
 
-    status = qpx_iface_invoke_am(&iface->super, hdr->am_id, hdr + 1,
+    status = qpx_iface_invoke_am(&iface->super.super, hdr->am_id, hdr + 1,
                                  length - sizeof(*hdr),
                                  UCT_CB_PARAM_FLAG_DESC);
     if (status != UCS_INPROGRESS) {
         return 0;
     }
 
-    *(uct_recv_desc_t**)((char*)(hdr + 1) - iface->rx.headroom -
-                         sizeof(void*)) = &iface->rx.release;
+    (void)qpx_iface_rx_user_desc(&iface->super, &rdesc->super);
     return 1;
 }
 

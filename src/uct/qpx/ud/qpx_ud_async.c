@@ -234,10 +234,10 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length)
 {
     ++iface->async.rx_count;
-    rdesc->length          = length;
-    rdesc->release         = NULL;
+    rdesc->super.flags     = length;
+    rdesc->next            = NULL;
     *iface->async.rx_tail  = rdesc;
-    iface->async.rx_tail   = (qpx_ud_recv_desc_t**)&rdesc->release;
+    iface->async.rx_tail   = &rdesc->next;
     return 1;
 }
 
@@ -248,10 +248,10 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
     unsigned i, count;
 
     while ((rdesc = iface->async.rx_head) != NULL) {
-        iface->async.rx_head = rdesc->release;
+        iface->async.rx_head = rdesc->next;
         if (!qpx_ud_iface_rx_deliver(iface, rdesc,
                                      qpx_ud_iface_rx_hdr(iface, rdesc),
-                                     rdesc->length)) {
+                                     rdesc->super.flags)) {
             ucs_mpool_put(rdesc);
         }
     }
@@ -271,8 +271,8 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
                                      const qpx_ud_iface_config_t *config)
 {
-    ucs_async_context_t *ctx = iface->super.worker->async;
-    uct_iface_ops_t *ops     = &iface->super.super.ops;
+    ucs_async_context_t *ctx = iface->super.super.worker->async;
+    uct_iface_ops_t *ops     = &iface->super.super.super.ops;
     ucs_status_t status;
 
     iface->async.rx_tail       = &iface->async.rx_head;
@@ -331,7 +331,7 @@ void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface)
 
     /* Not delivered: the interface goes away, like packets in its queue */
     while ((rdesc = iface->async.rx_head) != NULL) {
-        iface->async.rx_head = rdesc->release;
+        iface->async.rx_head = rdesc->next;
         ucs_mpool_put(rdesc);
     }
     /* Completed operations are reported, as purged ones are on close */

@@ -93,7 +93,7 @@ static ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     }
 
     status = uct_base_ep_t_init(&ep->super, &uct_base_ep_t_class, &init_count,
-                                &iface->super);
+                                &iface->super.super);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -143,7 +143,7 @@ static void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     qpx_ud_ep_half_open_clear(iface, ep);
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
     qpx_ud_ep_rx_ooo_cleanup(ep);
-    ucs_arbiter_group_desched(&iface->tx.pending, &ep->pending);
+    ucs_arbiter_group_desched(&iface->super.arbiter, &ep->pending);
     ucs_arbiter_group_cleanup(&ep->pending);
     if (ep->flags & QPX_UD_EP_FLAG_ON_ACTIVE) {
         ucs_list_del(&ep->active_list);
@@ -178,7 +178,7 @@ static ucs_status_t qpx_ud_ep_send_conn(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     conn->iface_addr.qpn[0] = qpn;
     conn->iface_addr.qpn[1] = qpn >> 8;
     conn->iface_addr.qpn[2] = qpn >> 16;
-    qpx_device_addr_pack(iface->port, &conn->dev_addr);
+    qpx_device_addr_pack(iface->super.port, &conn->dev_addr);
     desc->length = sizeof(*hdr) + sizeof(*conn);
     ep->flags   |= QPX_UD_EP_FLAG_CONN_SENT;
 
@@ -195,7 +195,7 @@ static void qpx_ud_ep_set_connected(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 {
     ep->dest_id = dest_id;
     ep->flags  |= QPX_UD_EP_FLAG_CONNECTED;
-    ucs_arbiter_group_schedule(&iface->tx.pending, &ep->pending);
+    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
 }
 
 ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
@@ -364,7 +364,7 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return;
     }
 
-    (void)qpx_iface_report_ep_failure(&iface->super, &ep->super.super,
+    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super,
                                       UCS_ERR_ENDPOINT_TIMEOUT,
                                       "qpx_ud: endpoint %p to qpn 0x%x: no "
                                       "acknowledgement for %.3f seconds, peer "
@@ -412,7 +412,7 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     qpx_ud_send_desc_t *desc;
     qpx_ud_hdr_t *hdr;
 
-    desc = ucs_mpool_get(&iface->tx.mp);
+    desc = ucs_mpool_get(&iface->super.tx_mp);
     if (desc == NULL) {
         iface->tx.no_desc = 1;
         return; /* control packets are retried by the timers */
@@ -589,7 +589,7 @@ static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
                           qpx_ud_ep_acked_cb, iface) > 0) {
         qpx_ud_ep_flushes_complete(ep, UCS_OK);
-        ucs_arbiter_group_schedule(&iface->tx.pending, &ep->pending);
+        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
     }
 
     /* A peer that keeps packets ahead of the gap needs just the missing one */
@@ -627,7 +627,7 @@ static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         return 0;
     }
 
-    rdesc->length = length;
+    rdesc->super.flags = length;
     return qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc);
 }
 
@@ -654,7 +654,8 @@ static void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     while ((rdesc = qpx_ud_rel_rx_ooo_pull(&ep->rx)) != NULL) {
         hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
         if ((hdr->type != QPX_UD_PKT_AM) ||
-            !qpx_ud_iface_rx_deliver(iface, rdesc, hdr, rdesc->length)) {
+            !qpx_ud_iface_rx_deliver(iface, rdesc, hdr,
+                                     rdesc->super.flags)) {
             ucs_mpool_put(rdesc);
         }
     }
@@ -754,7 +755,8 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
             return 0;
         }
         if (ucs_unlikely(iface->async.in_async &&
-                         (iface->async.rx_count >= iface->rx.queue_len))) {
+                         (iface->async.rx_count >=
+                          iface->super.rx.queue_len))) {
             /* The user holds enough already: not accepted, resent later;
              * the ack tells the peer we live */
             ++iface->stats.rx_async_full;

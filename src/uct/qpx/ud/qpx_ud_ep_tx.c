@@ -250,7 +250,7 @@ ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     ucs_arbiter_group_push_elem(&ep->pending, elem);
     /* Dispatch deschedules it while the ep cannot send; acks and the
      * connection reply schedule it again */
-    ucs_arbiter_group_schedule(&iface->tx.pending, &ep->pending);
+    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
     return UCS_OK;
 }
 
@@ -282,7 +282,7 @@ void qpx_ud_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
     qpx_ud_iface_t *iface    = qpx_ud_ep_iface(ep);
     qpx_ud_purge_arg_t purge = {cb, arg};
 
-    ucs_arbiter_group_purge(&iface->tx.pending, &ep->pending,
+    ucs_arbiter_group_purge(&iface->super.arbiter, &ep->pending,
                             qpx_ud_ep_pending_purge_cb, &purge);
 }
 

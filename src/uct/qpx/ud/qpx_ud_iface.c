@@ -15,22 +15,14 @@
 
 
 ucs_config_field_t qpx_ud_iface_config_table[] = {
-    /* UCX_QPX_<NAME>, overridden by UCX_QPX_UD_<NAME>; never the bare
-     * UCX_<NAME> of UCX's common table (see qpx_iface_config_table) */
-    {"QPX_", "", NULL, ucs_offsetof(qpx_ud_iface_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
-
-    {"TX_QUEUE_LEN", "256", "Length of the send queue of the UD QP.",
-     ucs_offsetof(qpx_ud_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
-
-    {"TX_MODERATION", "16",
-     "Request a send completion for one inline send in N (1..64): the others\n"
-     "are completed by the next requested one. Sends whose buffer the device\n"
-     "reads later (not inline) always request one.",
-     ucs_offsetof(qpx_ud_iface_config_t, tx_moderation), UCS_CONFIG_TYPE_UINT},
-
-    {"RX_QUEUE_LEN", "1024", "Length of the receive queue of the UD QP.",
-     ucs_offsetof(qpx_ud_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+    /* The interface core's options (SEG_SIZE, TX_/RX_ queues and buffers):
+     * UCX_QPX_<NAME>, overridden by UCX_QPX_UD_<NAME>; never the bare
+     * UCX_<NAME> (see qpx_iface_config_table). qpx_ud's own defaults: one
+     * inline send in 16 signalled (1..64), at most 64k send buffers (each
+     * holds an unacknowledged packet) */
+    {"QPX_", "TX_MODERATION=16;TX_MAX_BUFS=65536;TX_BUFS_GROW=256", NULL,
+     ucs_offsetof(qpx_ud_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
     {"WINDOW", "256",
      "Packets an endpoint may have unacknowledged (at most 16384).",
@@ -58,9 +50,6 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"ACK_THRESH", "32",
      "Packets delivered before the receiver sends an explicit ack.",
      ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
-
-    {"MAX_TX_BUFS", "65536", "Most send descriptors an interface allocates.",
-     ucs_offsetof(qpx_ud_iface_config_t, max_tx_bufs), UCS_CONFIG_TYPE_UINT},
 
     {"RX_REORDER", "256",
      "Packets an endpoint keeps when they arrive after a gap (rounded up to\n"
@@ -166,8 +155,8 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
 
-    qpx_device_ah_attr(&key.dev_addr, iface->port_num, &ah_attr);
-    peer->ah = ibv_create_ah(iface->md->pd, &ah_attr);
+    qpx_device_ah_attr(&key.dev_addr, iface->super.port_num, &ah_attr);
+    peer->ah = ibv_create_ah(iface->super.md->pd, &ah_attr);
     if (peer->ah == NULL) {
         ucs_error("qpx_ud: ibv_create_ah(lid %u) failed: %m",
                   key.dev_addr.lid);
@@ -281,106 +270,19 @@ void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
     iface->tx.no_desc = 0;
 }
 
-static UCS_F_ALWAYS_INLINE char *
-qpx_ud_iface_rx_payload(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
-{
-    return (char*)(qpx_ud_iface_rx_hdr(iface, rdesc) + 1);
-}
-
-void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *desc)
+void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 {
     qpx_ud_iface_t *iface = ucs_container_of(self, qpx_ud_iface_t,
-                                             rx.release);
-    qpx_ud_recv_desc_t *rdesc;
+                                             super.release_desc);
+    void *rdesc           = UCS_PTR_BYTE_OFFSET(user_desc,
+                            -(ptrdiff_t)iface->super.config.rx_headroom_offset);
 
-    rdesc = (qpx_ud_recv_desc_t*)((char*)desc + iface->rx.headroom -
-                                  iface->rx.hdr_room) - 1;
     /* Released from any thread, any time: the async timer may be taking
-     * receive buffers from the same pool */
+     * receive buffers from the same pool. Its receive slot was refilled
+     * when it was kept. */
     qpx_ud_iface_async_enter(iface);
     ucs_mpool_put(rdesc);
     qpx_ud_iface_async_leave(iface);
-}
-
-void qpx_ud_iface_post_recv_init(qpx_ud_iface_t *iface)
-{
-    unsigned i;
-
-    for (i = 0; i < QPX_UD_RX_BATCH; ++i) {
-        iface->rx.sges[i].length = iface->rx.buf_len;
-        iface->rx.wrs[i].sg_list = &iface->rx.sges[i];
-        iface->rx.wrs[i].num_sge = 1;
-        iface->rx.wrs[i].next    = (i + 1 < QPX_UD_RX_BATCH) ?
-                                   &iface->rx.wrs[i + 1] : NULL;
-    }
-    iface->rx.num_recycled = 0;
-}
-
-/* A consumed buffer, kept for the next repost */
-static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_rx_recycle(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
-{
-    if (iface->rx.num_recycled < QPX_UD_RX_BATCH) {
-        iface->rx.recycled[iface->rx.num_recycled++] = rdesc;
-    } else {
-        ucs_mpool_put(rdesc);
-    }
-}
-
-void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface)
-{
-    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr, *wr;
-    qpx_ud_recv_desc_t *rdesc;
-    unsigned i, count;
-    int ret;
-
-    while (iface->rx.available > 0) {
-        count = ucs_min(iface->rx.available, QPX_UD_RX_BATCH);
-        for (i = 0; i < count; ++i) {
-            if (iface->rx.num_recycled > 0) {
-                rdesc = iface->rx.recycled[--iface->rx.num_recycled];
-            } else {
-                rdesc = ucs_mpool_get(&iface->rx.mp);
-                if (rdesc == NULL) {
-                    break;
-                }
-            }
-            iface->rx.sges[i].addr = (uintptr_t)
-                    (qpx_ud_iface_rx_payload(iface, rdesc) -
-                     sizeof(qpx_ud_hdr_t) - QPX_UD_GRH_LEN);
-            iface->rx.sges[i].lkey = rdesc->lkey;
-            wrs[i].wr_id           = (uintptr_t)rdesc;
-        }
-        if (i == 0) {
-            return;
-        }
-        wrs[i - 1].next = NULL;
-        ret = (iface->srq != NULL) ?
-              ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
-              ibv_post_recv(iface->qp, wrs, &bad_wr);
-        wrs[i - 1].next = (i < QPX_UD_RX_BATCH) ? &wrs[i] : NULL;
-        if (ret != 0) {
-            /* The buffers from bad_wr on were not posted */
-            for (wr = bad_wr; wr != &wrs[i]; ++wr) {
-                ucs_mpool_put((void*)(uintptr_t)wr->wr_id);
-            }
-            if (iface->async.in_async) {
-                /* Maybe a process exiting with the iface open (the device
-                 * torn down under the timer): the user's next progress
-                 * retries, and decides */
-                ucs_debug("qpx_ud: async ibv_post_recv() failed: %s",
-                          strerror(ret));
-                iface->rx.available -= bad_wr - wrs;
-                return;
-            }
-            ucs_error("qpx_ud: ibv_post_recv() failed: %s", strerror(ret));
-            abort();
-        }
-        iface->rx.available -= i;
-        if (i < count) {
-            return;
-        }
-    }
 }
 
 static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
@@ -390,31 +292,36 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     qpx_ud_hdr_t *hdr;
     int i, n;
 
-    n = ibv_poll_cq(iface->recv_cq, QPX_UD_RX_BATCH, wc);
+    n = ibv_poll_cq(iface->super.recv_cq, QPX_UD_RX_BATCH, wc);
     if (n <= 0) {
         return 0;
     }
 
+    /* Every buffer's slot is refilled in batches (the producer index of the
+     * receive queue is a cache line the sender reads, or a doorbell): a
+     * buffer not kept is reposted as it is */
     for (i = 0; i < n; ++i) {
         rdesc = (qpx_ud_recv_desc_t*)(uintptr_t)wc[i].wr_id;
-        ++iface->rx.available;
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
             ++iface->stats.rx_bad_status;
-            qpx_ud_iface_rx_recycle(iface, rdesc);
+            qpx_iface_rx_release(&iface->super, &rdesc->super);
             continue;
         }
 
         if (ucs_unlikely(wc[i].byte_len < QPX_UD_GRH_LEN + sizeof(*hdr))) {
             ++iface->stats.rx_short;
-            qpx_ud_iface_rx_recycle(iface, rdesc);
+            qpx_iface_rx_release(&iface->super, &rdesc->super);
             continue;
         }
 
         hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
-        if (!qpx_ud_ep_rx(iface, rdesc, hdr,
-                          wc[i].byte_len - QPX_UD_GRH_LEN, &wc[i])) {
-            qpx_ud_iface_rx_recycle(iface, rdesc);
-        } /* else kept by the AM handler or ahead of a gap */
+        if (qpx_ud_ep_rx(iface, rdesc, hdr, wc[i].byte_len - QPX_UD_GRH_LEN,
+                         &wc[i])) {
+            /* kept by the AM handler, deferred, or ahead of a gap */
+            qpx_iface_rx_kept(&iface->super);
+        } else {
+            qpx_iface_rx_release(&iface->super, &rdesc->super);
+        }
     }
 
     return n;
@@ -429,7 +336,7 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
 
     /* A few batches: completions free send slots and descriptors */
     for (batch = 0; batch < 4; ++batch) {
-        n = ibv_poll_cq(iface->send_cq, QPX_UD_RX_BATCH, wc);
+        n = ibv_poll_cq(iface->super.send_cq, QPX_UD_RX_BATCH, wc);
         for (i = 0; i < n; ++i) {
             if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
                 ucs_debug("qpx_ud: send completion with status %s",
@@ -471,7 +378,7 @@ static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
         return; /* a repeat may go */
     }
 
-    desc = ucs_mpool_get(&iface->tx.mp);
+    desc = ucs_mpool_get(&iface->super.tx_mp);
     if (desc == NULL) {
         iface->tx.no_desc = 1;
         return;
@@ -568,12 +475,6 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     rx_count       = qpx_ud_iface_poll_rx(iface);
     iface->rx_idle = (rx_count == 0);
     count         += rx_count;
-    /* In batches: each post writes the receive queue's producer index,
-     * which the sending side reads (a cache line between cores or a
-     * doorbell on an HCA) */
-    if (iface->rx.available >= iface->rx.post_batch) {
-        qpx_ud_iface_post_recv(iface);
-    }
 
     if ((int64_t)(iface->now - iface->next_tick) >= 0) {
         iface->next_tick = iface->now + iface->tick;
@@ -620,7 +521,7 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
         qpx_ud_ep_notify_failed(iface, ep);
     }
 
-    ucs_arbiter_dispatch(&iface->tx.pending, 1,
+    ucs_arbiter_dispatch(&iface->super.arbiter, 1,
                          qpx_ud_iface_pending_dispatch_cb, iface);
     return count;
 }
@@ -633,7 +534,7 @@ ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
     qpx_ud_ep_t *ep;
     unsigned count = 0;
 
-    if (!ucs_arbiter_is_empty(&iface->tx.pending)) {
+    if (!ucs_arbiter_is_empty(&iface->super.arbiter)) {
         return UCS_ERR_NO_RESOURCE;
     }
 

@@ -18,8 +18,9 @@
 #define QPX_UD_EP_IDX_BITS   20                 /* up to 1M eps per iface */
 #define QPX_UD_EP_IDX_MASK   ((1u << QPX_UD_EP_IDX_BITS) - 1)
 #define QPX_UD_MAX_IOV       2
-#define QPX_UD_RX_BATCH      16
+#define QPX_UD_RX_BATCH      16                 /* completions polled at once */
 #define QPX_UD_TX_MODERATION_MAX 64
+#define QPX_UD_MIN_SEG_SIZE  256                /* GRH + header + payload */
 
 
 /* Packet types */
@@ -102,10 +103,7 @@ KHASH_INIT(qpx_ud_peers, qpx_ud_peer_key_t, qpx_ud_peer_t*, 1,
 
 
 typedef struct qpx_ud_iface_config {
-    uct_iface_config_t super;
-    unsigned           tx_queue_len;
-    unsigned           tx_moderation;
-    unsigned           rx_queue_len;
+    qpx_iface_config_t super;  /* SEG_SIZE, TX_/RX_ queues and buffers */
     unsigned           window;
     double             timeout;
     double             rto;
@@ -113,7 +111,6 @@ typedef struct qpx_ud_iface_config {
     double             backoff;
     double             timer_tick;
     unsigned           ack_thresh;
-    unsigned           max_tx_bufs;
     unsigned           rx_reorder;
     int                async_progress;
     double             async_idle;
@@ -167,12 +164,13 @@ typedef struct qpx_ud_ep {
 } qpx_ud_ep_t;
 
 
-/* Send descriptor: header and inline payload follow it */
+/* Send descriptor (an element of the interface's tx_mp): header and inline
+ * payload follow it */
 typedef struct qpx_ud_send_desc {
+    qpx_desc_t        super;      /* lkey */
     qpx_ud_rel_desc_t rel;
     qpx_ud_ep_t       *ep;
     uct_completion_t  *comp;
-    uint32_t          lkey;
     uint16_t          length;     /* header + copied payload */
     uint8_t           posted;     /* sends not yet completed by the device */
     uint8_t           released;   /* acked or purged: free when posted == 0 */
@@ -184,12 +182,13 @@ typedef struct qpx_ud_send_desc {
 #define qpx_ud_send_desc_hdr(_desc) ((qpx_ud_hdr_t*)((_desc) + 1))
 
 
-/* Receive descriptor: GRH, header and payload follow it */
+/* Receive descriptor (an element of the interface's rx_mp; layout in
+ * qpx_iface.h): GRH, header and payload follow at config.rx_hdr_offset */
 typedef struct qpx_ud_recv_desc {
-    uint32_t lkey;
-    uint32_t length;    /* kept ahead of a gap: packet length */
-    void     *release;  /* may hold the release pointer: see hdr_room;
-                           next in iface->async.rx_head until delivered */
+    qpx_desc_t              super;  /* lkey; flags: packet length when kept
+                                       ahead of a gap or deferred */
+    struct qpx_ud_recv_desc *next;  /* in iface->async.rx_head until
+                                       delivered */
 } qpx_ud_recv_desc_t;
 
 
@@ -234,50 +233,27 @@ typedef struct qpx_ud_iface_stats {
 
 
 typedef struct qpx_ud_iface {
-    uct_base_iface_t      super;
-    qpx_md_t              *md;
-    uint8_t               port_num;
-    qpx_device_port_t     *port;
-    struct ibv_cq         *send_cq;
-    struct ibv_cq         *recv_cq;
+    qpx_iface_t           super;       /* CQs, receive queue and buffers,
+                                          send buffers, pending arbiter */
     struct ibv_qp         *qp;
-    struct ibv_srq        *srq;        /* UCX_QPX_UD_SRQ=y, else NULL */
     qpx_ud_rel_config_t   rel_config;
     struct {
-        ucs_mpool_t       mp;
         unsigned          available;   /* free SQ slots */
         unsigned          moderation;  /* one inline send in N signaled */
         unsigned          unsignaled;  /* posted since the last signaled */
         unsigned          signaled;    /* signaled sends not yet polled */
-        unsigned          max_inline;
         unsigned          ack_thresh;  /* in flight: ask for an ack */
-        size_t            max_payload; /* mtu - header */
+        size_t            max_payload; /* seg_size - GRH - header */
         size_t            max_short;
-        ucs_arbiter_t     pending;
         /* The endpoint whose pending request is running: that request may
          * send (or flush) although its own group is not empty */
         qpx_ud_ep_t       *pending_ep;
-        int               no_desc;     /* mp at max_bufs and empty: set by a
-                                          failed get, cleared by any put */
+        int               no_desc;     /* tx_mp at max_bufs and empty: set by
+                                          a failed get, cleared by any put */
     } tx;
     struct {
-        ucs_mpool_t       mp;
-        unsigned          queue_len;
-        unsigned          available;   /* RQ slots to refill */
-        unsigned          post_batch;  /* refill once this many are free */
-        size_t            buf_len;     /* GRH + mtu */
-        size_t            headroom;    /* rx_headroom the user asked for */
-        size_t            hdr_room;    /* max(headroom, GRH + header) */
         unsigned          ack_thresh;  /* delivered: send explicit ack */
         unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
-        uct_recv_desc_t   release;     /* for descs kept by AM handlers */
-        /* Buffers consumed by the last poll, reposted as they are (no
-         * mpool round trip), and the WR chain to post them (sg_list,
-         * num_sge, lengths and links set at init) */
-        qpx_ud_recv_desc_t *recycled[QPX_UD_RX_BATCH];
-        unsigned          num_recycled;
-        struct ibv_recv_wr wrs[QPX_UD_RX_BATCH];
-        struct ibv_sge    sges[QPX_UD_RX_BATCH];
     } rx;
     struct {
         qpx_ud_ep_t       **table;
@@ -327,6 +303,9 @@ typedef struct qpx_ud_iface {
     } async;
 } qpx_ud_iface_t;
 
+
+UCS_CLASS_DECLARE(qpx_ud_iface_t, uct_md_h, uct_worker_h,
+                  const uct_iface_params_t*, const uct_iface_config_t*);
 
 extern uct_tl_t qpx_ud_tl;
 extern ucs_config_field_t qpx_ud_iface_config_table[];
@@ -398,8 +377,6 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
 void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
-void qpx_ud_iface_post_recv_init(qpx_ud_iface_t *iface);
-void qpx_ud_iface_post_recv(qpx_ud_iface_t *iface);
 uint64_t qpx_ud_time_ns(void);
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
