@@ -98,7 +98,7 @@ static ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
         goto err_free;
     }
 
-    status = qpx_ud_iface_ep_add(iface, ep);
+    status = qpx_ep_table_add(&iface->eps, ep, &ep->id);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -152,7 +152,7 @@ static void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         ucs_list_del(&ep->ctl_list);
     }
     ucs_list_del(&ep->peer_list);
-    qpx_ud_iface_ep_remove(iface, ep);
+    qpx_ep_table_remove(&iface->eps, ep->id);
     free(ep);
 }
 
@@ -277,15 +277,17 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
 
 void qpx_ud_ep_free_all(qpx_ud_iface_t *iface)
 {
+    qpx_ud_ep_t *ep;
     unsigned i;
 
     for (i = 0; i < iface->eps.capacity; ++i) {
-        if (iface->eps.table[i] != NULL) {
-            if (iface->eps.table[i]->flags & QPX_UD_EP_FLAG_USER) {
+        ep = qpx_ep_table_slot(&iface->eps, i);
+        if (ep != NULL) {
+            if (ep->flags & QPX_UD_EP_FLAG_USER) {
                 ucs_warn("qpx_ud: iface %p closed with endpoint %p",
-                         iface, iface->eps.table[i]);
+                         iface, ep);
             }
-            qpx_ud_ep_free(iface, iface->eps.table[i]);
+            qpx_ud_ep_free(iface, ep);
         }
     }
 }
@@ -672,7 +674,6 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 {
     qpx_ud_ep_t *ep;
     uint8_t type = hdr->type;
-    unsigned idx;
     int kept;
 
     if ((type == QPX_UD_PKT_CONN) && (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
@@ -681,9 +682,8 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
             return 0;
         }
     } else {
-        idx = hdr->dest_id & QPX_UD_EP_IDX_MASK;
-        ep  = (idx < iface->eps.capacity) ? iface->eps.table[idx] : NULL;
-        if ((ep == NULL) || (ep->id != hdr->dest_id)) {
+        ep = qpx_ep_table_lookup(&iface->eps, hdr->dest_id);
+        if (ep == NULL) {
             ++iface->stats.rx_unknown_ep;
             return 0;
         }

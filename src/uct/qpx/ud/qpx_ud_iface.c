@@ -193,67 +193,6 @@ void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface)
     kh_destroy_inplace(qpx_ud_peers, &iface->peers);
 }
 
-ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
-{
-    unsigned i, idx, capacity;
-    void *table, *gen, *next;
-
-    if (iface->eps.free_head == UINT32_MAX) {
-        capacity = ucs_max(64, iface->eps.capacity * 2);
-        if (capacity > QPX_UD_EP_IDX_MASK) {
-            ucs_error("qpx_ud: more than %u endpoints", QPX_UD_EP_IDX_MASK);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-        table = realloc(iface->eps.table, capacity * sizeof(void*));
-        if (table == NULL) {
-            goto err_nomem;
-        }
-        iface->eps.table = table;
-        gen = realloc(iface->eps.gen, capacity * sizeof(uint16_t));
-        if (gen == NULL) {
-            goto err_nomem;
-        }
-        iface->eps.gen = gen;
-        next = realloc(iface->eps.free_next, capacity * sizeof(uint32_t));
-        if (next == NULL) {
-            goto err_nomem;
-        }
-        iface->eps.free_next = next;
-        for (i = iface->eps.capacity; i < capacity; ++i) {
-            iface->eps.table[i]     = NULL;
-            iface->eps.gen[i]       = 0;
-            iface->eps.free_next[i] = (i + 1 < capacity) ? i + 1 : UINT32_MAX;
-        }
-        iface->eps.free_head = iface->eps.capacity;
-        iface->eps.capacity  = capacity;
-    }
-
-    idx                  = iface->eps.free_head;
-    iface->eps.free_head = iface->eps.free_next[idx];
-    iface->eps.table[idx] = ep;
-    ep->id = idx | ((uint32_t)iface->eps.gen[idx] << QPX_UD_EP_IDX_BITS);
-    ++iface->eps.count;
-    return UCS_OK;
-
-err_nomem:
-    /* arrays that did grow keep their new size; capacity is unchanged */
-    ucs_error("qpx_ud: failed to grow the endpoint table");
-    return UCS_ERR_NO_MEMORY;
-}
-
-void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
-{
-    unsigned idx = ep->id & QPX_UD_EP_IDX_MASK;
-
-    iface->eps.table[idx]     = NULL;
-    /* A new generation: packets for the old ep no longer match its id */
-    iface->eps.gen[idx]       = (iface->eps.gen[idx] + 1) &
-                                ((1u << (32 - QPX_UD_EP_IDX_BITS)) - 1);
-    iface->eps.free_next[idx] = iface->eps.free_head;
-    iface->eps.free_head      = idx;
-    --iface->eps.count;
-}
-
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc)
 {
@@ -452,7 +391,7 @@ static UCS_F_NOINLINE void qpx_ud_iface_keepalive(qpx_ud_iface_t *iface)
 
     iface->keepalive.next = iface->now + iface->keepalive.interval;
     for (i = 0; i < iface->eps.capacity; ++i) {
-        ep = iface->eps.table[i];
+        ep = qpx_ep_table_slot(&iface->eps, i);
         if (ep != NULL) {
             qpx_ud_ep_keepalive(iface, ep);
         }

@@ -8,15 +8,14 @@
 #include "qpx_ud_rel.h"
 
 #include <uct/qpx/base/qpx_iface.h>
+#include <uct/qpx/base/qpx_ep_table.h>
 #include <ucs/datastruct/khash.h>
 #include <infiniband/verbs.h>
 
 
 #define QPX_UD_QKEY          QPX_QP_UD_QKEY  /* one Q_Key for every qpx UD QP */
 #define QPX_UD_GRH_LEN       40
-#define QPX_UD_EP_ID_NULL    0xffffffffu
-#define QPX_UD_EP_IDX_BITS   20                 /* up to 1M eps per iface */
-#define QPX_UD_EP_IDX_MASK   ((1u << QPX_UD_EP_IDX_BITS) - 1)
+#define QPX_UD_EP_ID_NULL    QPX_EP_ID_NULL     /* CONN: no receiver ep yet */
 #define QPX_UD_MAX_IOV       2
 #define QPX_UD_RX_BATCH      16                 /* completions polled at once */
 #define QPX_UD_TX_MODERATION_MAX 64
@@ -255,14 +254,7 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* delivered: send explicit ack */
         unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
     } rx;
-    struct {
-        qpx_ud_ep_t       **table;
-        uint16_t          *gen;
-        unsigned          capacity;
-        unsigned          count;
-        unsigned          free_head;   /* free index list through gen[] */
-        uint32_t          *free_next;
-    } eps;
+    qpx_ep_table_t        eps;         /* ids in packets: dest_id */
     khash_t(qpx_ud_peers) peers;
     ucs_list_link_t       active_eps;   /* window non-empty or ack owed */
     ucs_list_link_t       ctl_eps;      /* control packets to send */
@@ -366,8 +358,6 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
 void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                             uint32_t dest_id, uint32_t src_id);
 void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface);
-ucs_status_t qpx_ud_iface_ep_add(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
-void qpx_ud_iface_ep_remove(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    const qpx_device_addr_t *dev_addr,
                                    const qpx_ud_iface_addr_t *iface_addr,

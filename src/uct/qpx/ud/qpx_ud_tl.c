@@ -286,7 +286,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->next_tick           = self->now + self->tick;
     self->keepalive.interval  = config->keepalive_interval * 1e9;
     self->keepalive.next      = self->now + self->keepalive.interval;
-    self->eps.free_head       = UINT32_MAX;
+    qpx_ep_table_init(&self->eps);
     kh_init_inplace(qpx_ud_peers, &self->peers);
     ucs_list_head_init(&self->active_eps);
     ucs_list_head_init(&self->ctl_eps);
@@ -366,9 +366,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
                  strerror(ret));
     }
     qpx_ud_iface_peers_cleanup(self);
-    free(self->eps.table);
-    free(self->eps.gen);
-    free(self->eps.free_next);
+    qpx_ep_table_cleanup(&self->eps);
     /* The interface core destroys the CQs and the SRQ, and frees the
      * buffers (those the device held when the QP went away are no leaks) */
 }
