@@ -472,40 +472,6 @@ ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
 }
 
 
-uint8_t qpx_iface_timeout_code(double timeout)
-{
-    double t     = 4.096e-6 * 2;
-    uint8_t code = 1;
-
-    while ((t < timeout) && (code < 31)) {
-        t *= 2;
-        ++code;
-    }
-    return code;
-}
-
-
-uint8_t qpx_iface_rnr_timer_code(double timeout)
-{
-    /* IBTA table 45 (ms): code n >= 1 is roughly 0.01 * 1.25^(n-1)... use
-     * the standard approximation of the nearest code not below timeout */
-    static const double table_ms[32] = {
-        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
-        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
-        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
-        491.52};
-    double ms = timeout * 1e3;
-    uint8_t code;
-
-    for (code = 1; code < 32; ++code) {
-        if (table_ms[code] >= ms) {
-            return code;
-        }
-    }
-    return 0;
-}
-
-
 static void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
 {
     free(self->rx.sges);

@@ -285,10 +285,4 @@ ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
                                          ucs_status_t status, const char *fmt,
                                          ...) UCS_F_PRINTF(4, 5);
 
-/* IBTA timeout exponent for a time in seconds: 4.096us * 2^code */
-uint8_t qpx_iface_timeout_code(double timeout);
-
-/* IBTA min RNR timer code for a time in seconds */
-uint8_t qpx_iface_rnr_timer_code(double timeout);
-
 #endif

@@ -89,4 +89,10 @@ struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool);
  * transition fails */
 void qpx_qp_pool_put(qpx_qp_pool_t *pool, struct ibv_qp *qp);
 
+/* IBTA local ACK timeout exponent for a time in seconds: 4.096us * 2^code */
+uint8_t qpx_qp_timeout_code(double timeout);
+
+/* IBTA min RNR NAK timer code for a time in seconds */
+uint8_t qpx_qp_rnr_timer_code(double timeout);
+
 #endif

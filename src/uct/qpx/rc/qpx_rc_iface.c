@@ -582,8 +582,8 @@ static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
                                        (unsigned)dev->attr.max_qp_rd_atom));
     conn->max_dest_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
                                        (unsigned)dev->attr.max_qp_init_rd_atom));
-    conn->min_rnr_timer      = qpx_iface_rnr_timer_code(config->rnr_timeout);
-    conn->timeout            = qpx_iface_timeout_code(config->timeout);
+    conn->min_rnr_timer      = qpx_qp_rnr_timer_code(config->rnr_timeout);
+    conn->timeout            = qpx_qp_timeout_code(config->timeout);
     conn->retry_cnt          = ucs_min(config->retry_count, 7);
     conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
 }

@@ -52,6 +52,18 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     return UCS_OK;
 }
 
+/* Have ep send a control packet (flag: ack, NAK, ack request) from the
+ * interface's progress */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint32_t flag)
+{
+    ep->flags |= flag;
+    if (!(ep->flags & QPX_UD_EP_FLAG_ON_CTL)) {
+        ep->flags |= QPX_UD_EP_FLAG_ON_CTL;
+        ucs_list_add_tail(&iface->ctl_eps, &ep->ctl_list);
+    }
+}
+
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_activate(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {

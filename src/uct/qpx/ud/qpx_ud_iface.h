@@ -304,6 +304,19 @@ extern ucs_config_field_t qpx_ud_iface_config_table[];
 
 
 /* qpx_ud_ep.c */
+ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                             uint32_t conn_sn, uint32_t flags,
+                             qpx_ud_ep_t **ep_p);
+void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+ucs_status_t qpx_ud_ep_send_conn(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_set_connected(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                             uint32_t dest_id);
+/* The peer answered our CONN: ep is no longer half-open */
+void qpx_ud_ep_half_open_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+/* An acknowledged send (qpx_ud_rel_tx_ack callback; arg: the iface) */
+void qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg);
+/* Complete the flushes the acknowledged PSNs cover (all, on an error) */
+void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status);
 ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
 void qpx_ud_ep_destroy(uct_ep_h tl_ep);
 ucs_status_t qpx_ud_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
@@ -327,9 +340,6 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 unsigned header_length, const uct_iov_t *iov,
                                 size_t iovcnt, unsigned flags,
                                 uct_completion_t *comp);
-int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc);
-void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 /* Probe ep (a reliable NOP) if it sent nothing since the last round */
@@ -337,9 +347,12 @@ void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_free_all(qpx_ud_iface_t *iface);
-void qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                            uint32_t flag);
 void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+
+/* qpx_ud_ep_rx.c: returns 1 when the buffer is kept */
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc);
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 
 /* qpx_ud_async.c */
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,

@@ -1,0 +1,323 @@
+/*
+ * qpx_ud receive: the endpoint a packet is for (bound to its real source),
+ * connection requests, ordering (deliver, keep ahead of a gap, drop), and
+ * the acknowledgement it calls for.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_ud.inl"
+
+#include <string.h>
+
+
+/*
+ * Does the packet come from the interface it claims (qpn, dev_addr)? As the
+ * device reports it, not as the packet says: the source QPN and LID of the
+ * work completion, or on a GID-routed address (RoCE) the source GID of the
+ * GRH the receive buffer starts with.
+ */
+static int qpx_ud_ep_rx_src_is(const struct ibv_wc *wc,
+                               const qpx_ud_hdr_t *hdr, uint32_t qpn,
+                               const qpx_device_addr_t *dev_addr)
+{
+    const struct ibv_grh *grh;
+
+    if (wc->src_qp != qpn) {
+        return 0;
+    }
+    if (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        grh = (const void*)((const char*)hdr - QPX_UD_GRH_LEN);
+        return (wc->wc_flags & IBV_WC_GRH) &&
+               !memcmp(grh->sgid.raw, dev_addr->gid, sizeof(dev_addr->gid));
+    }
+    return wc->slid == dev_addr->lid;
+}
+
+/*
+ * Find (or create) the endpoint a CONN packet is for. The claimed sender
+ * must be the real one, and a sender gets at most QPX_UD_PEER_MAX_HALF_OPEN
+ * endpoints (the interface UCX_QPX_UD_MAX_HALF_OPEN) that it has not yet
+ * answered for: a flood of requests, forged or not, creates no more (a
+ * refused request of a real peer is sent again and accepted later).
+ * Half-open endpoints that are never answered go after UCX_QPX_UD_TIMEOUT.
+ */
+static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
+                                             const qpx_ud_hdr_t *hdr,
+                                             size_t length,
+                                             const struct ibv_wc *wc)
+{
+    const qpx_ud_conn_payload_t *conn = (const void*)(hdr + 1);
+    qpx_ud_peer_t *peer;
+    qpx_ud_ep_t *ep;
+
+    if (length < sizeof(*hdr) + sizeof(*conn)) {
+        ++iface->stats.rx_short;
+        return NULL;
+    }
+
+    /* Before any state is made for the claimed address */
+    if (!qpx_ud_ep_rx_src_is(wc, hdr, qpx_ud_iface_addr_qpn(&conn->iface_addr),
+                             &conn->dev_addr)) {
+        ++iface->stats.rx_spoofed;
+        return NULL;
+    }
+
+    if (qpx_ud_iface_peer_get(iface, &conn->dev_addr, &conn->iface_addr,
+                              &peer) != UCS_OK) {
+        return NULL;
+    }
+
+    ucs_list_for_each(ep, &peer->eps, peer_list) {
+        if ((ep->conn_sn == conn->conn_sn) &&
+            ((ep->dest_id == QPX_UD_EP_ID_NULL) ||
+             (ep->dest_id == hdr->src_id))) {
+            return ep;
+        }
+    }
+
+    if ((peer->half_open >= QPX_UD_PEER_MAX_HALF_OPEN) ||
+        (iface->conn.half_open >= iface->conn.max_half_open)) {
+        ++iface->stats.rx_conn_refused;
+        return NULL;
+    }
+
+    if (qpx_ud_ep_alloc(iface, peer, conn->conn_sn, QPX_UD_EP_FLAG_HALF_OPEN,
+                        &ep) != UCS_OK) {
+        return NULL;
+    }
+    ++iface->conn.half_open;
+    ++peer->half_open;
+    return ep;
+}
+
+/* The ack (and NAK) a received header carries */
+static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                             const qpx_ud_hdr_t *hdr)
+{
+    ep->ack_req_time = 0; /* the peer answers: it may be asked again */
+    if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
+                          qpx_ud_ep_acked_cb, iface) > 0) {
+        qpx_ud_ep_flushes_complete(ep, UCS_OK);
+        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
+    }
+
+    /* A peer that keeps packets ahead of the gap needs just the missing one */
+    if ((hdr->flags & QPX_UD_PKT_FLAG_NAK) &&
+        qpx_ud_rel_tx_nak(&ep->tx, iface->now,
+                          (hdr->flags & QPX_UD_PKT_FLAG_OOO) ?
+                          1 : QPX_UD_REL_MAX_WINDOW)) {
+        qpx_ud_ep_resend(iface, ep);
+    }
+
+    /* An ack after a probe (explicit or carried by data) that still does not
+     * cover everything: the rest was lost at the tail */
+    if (qpx_ud_rel_tx_probe_reply(&ep->tx)) {
+        ++iface->stats.tx_probe_resends;
+        qpx_ud_ep_resend(iface, ep);
+    }
+}
+
+/* Keep a packet that arrived ahead of a gap until the gap is filled */
+static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                             qpx_ud_recv_desc_t *rdesc, qpx_ud_hdr_t *hdr,
+                             size_t length)
+{
+    void **slots;
+
+    if ((ep->rx.ooo == NULL) && (iface->rx.ooo_capacity > 0)) {
+        slots = calloc(iface->rx.ooo_capacity, sizeof(*slots));
+        if (slots == NULL) {
+            return 0; /* go-back-N resends it */
+        }
+        qpx_ud_rel_rx_ooo_init(&ep->rx, slots, iface->rx.ooo_capacity);
+    }
+
+    if ((hdr->type != QPX_UD_PKT_AM) && (hdr->type != QPX_UD_PKT_NOP)) {
+        return 0;
+    }
+
+    rdesc->super.flags = length;
+    return qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc);
+}
+
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
+{
+    void *rdesc;
+
+    if (ep->rx.ooo == NULL) {
+        return;
+    }
+    while ((rdesc = qpx_ud_rel_rx_ooo_purge_one(&ep->rx)) != NULL) {
+        ucs_mpool_put(rdesc);
+    }
+    free(ep->rx.ooo);
+    ep->rx.ooo = NULL;
+}
+
+/* Deliver the packets kept after the one just delivered, in order */
+static void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    qpx_ud_recv_desc_t *rdesc;
+    qpx_ud_hdr_t *hdr;
+
+    while ((rdesc = qpx_ud_rel_rx_ooo_pull(&ep->rx)) != NULL) {
+        hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
+        if ((hdr->type != QPX_UD_PKT_AM) ||
+            !qpx_ud_iface_rx_deliver(iface, rdesc, hdr,
+                                     rdesc->super.flags)) {
+            ucs_mpool_put(rdesc);
+        }
+    }
+
+    if (ep->rx.ooo_count > 0) {
+        /* Another gap: report it now rather than wait for more packets */
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
+                                          QPX_UD_EP_FLAG_NAK);
+    }
+}
+
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
+{
+    qpx_ud_ep_t *ep;
+    uint8_t type = hdr->type;
+    int kept;
+
+    if ((type == QPX_UD_PKT_CONN) && (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
+        ep = qpx_ud_ep_rx_conn_lookup(iface, hdr, length, wc);
+        if (ep == NULL) {
+            return 0;
+        }
+    } else {
+        ep = qpx_ep_table_lookup(&iface->eps, hdr->dest_id);
+        if (ep == NULL) {
+            ++iface->stats.rx_unknown_ep;
+            return 0;
+        }
+        /* Only the endpoint's peer may speak for it */
+        if (ucs_unlikely((ep->peer != NULL) &&
+                         !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
+                                              &ep->peer->key.dev_addr))) {
+            ++iface->stats.rx_spoofed;
+            return 0;
+        }
+    }
+
+    if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
+        ++iface->stats.rx_stale;
+        return 0;
+    }
+
+    if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED)) {
+        if ((type != QPX_UD_PKT_CONN) || (ep->peer == NULL)) {
+            ++iface->stats.rx_stale;
+            return 0;
+        }
+        qpx_ud_ep_set_connected(iface, ep, hdr->src_id);
+    } else if (ucs_unlikely(hdr->src_id != ep->dest_id)) {
+        /* From an earlier endpoint of the same peer */
+        ++iface->stats.rx_stale;
+        return 0;
+    }
+
+    if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
+        qpx_ud_ep_half_open_clear(iface, ep); /* it answered our CONN */
+        qpx_ud_ep_rx_ack(iface, ep, hdr);
+    }
+
+    switch (type) {
+    case QPX_UD_PKT_DISC:
+        /* The peer's ep is gone: one we made for it goes too. The id's
+         * generation changes, so its late packets find no ep. A user's ep
+         * stays: its next sends fail by timeout. */
+        if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
+            ++iface->stats.eps_reclaimed;
+            qpx_ud_ep_free(iface, ep);
+        } else {
+            /* Closed, not dead: the keepalive leaves it alone */
+            ep->flags |= QPX_UD_EP_FLAG_PEER_GONE;
+        }
+        return 0;
+    case QPX_UD_PKT_ACK:
+        /* An answer, even without progress: the peer is alive, maybe
+         * computing with a full async queue (qpx_ud_async.c) */
+        qpx_ud_rel_tx_peer_alive(&ep->tx, iface->now);
+        return 0;
+    case QPX_UD_PKT_ACK_REQ:
+        if (ep->rx.initialized) {
+            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
+                                   ((ep->rx.ooo_count > 0) ?
+                                    QPX_UD_EP_FLAG_NAK : 0));
+        }
+        return 0;
+    case QPX_UD_PKT_CONN:
+        if (!ep->rx.initialized) {
+            qpx_ud_rel_rx_start(&ep->rx, hdr->psn);
+        }
+        break;
+    case QPX_UD_PKT_AM:
+    case QPX_UD_PKT_NOP:
+        if (!ep->rx.initialized) {
+            ++iface->stats.rx_ahead; /* its CONN was lost: wait for it */
+            return 0;
+        }
+        if (ucs_unlikely(iface->async.in_async &&
+                         (iface->async.rx_count >=
+                          iface->super.rx.queue_len))) {
+            /* The user holds enough already: not accepted, resent later;
+             * the ack tells the peer we live */
+            ++iface->stats.rx_async_full;
+            qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+            return 0;
+        }
+        break;
+    default:
+        ++iface->stats.rx_bad_type;
+        return 0;
+    }
+
+    switch (qpx_ud_rel_rx_check(&ep->rx, hdr->psn)) {
+    case QPX_UD_REL_RX_DELIVER:
+        break;
+    case QPX_UD_REL_RX_DUPLICATE:
+        ++iface->stats.rx_dup;
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+        return 0;
+    case QPX_UD_REL_RX_AHEAD:
+        ++iface->stats.rx_ahead;
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
+                                          QPX_UD_EP_FLAG_NAK);
+        return qpx_ud_ep_rx_keep(iface, ep, rdesc, hdr, length);
+    default:
+        ++iface->stats.rx_stale;
+        return 0;
+    }
+
+    /* Deliver first (and what was kept behind it), then decide the ack */
+    kept = 0;
+    if (type == QPX_UD_PKT_AM) {
+        kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
+    }
+    if (ep->rx.ooo_count > 0) {
+        qpx_ud_ep_rx_pull(iface, ep);
+    }
+
+    /* Acknowledge now, soon, or with the next send */
+    if (qpx_ud_rel_rx_unacked(&ep->rx) == 1) {
+        ep->ack_time = iface->now;
+    }
+    if ((hdr->flags & QPX_UD_PKT_FLAG_ACK_REQ) ||
+        (qpx_ud_rel_rx_unacked(&ep->rx) >= iface->rx.ack_thresh)) {
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+    } else {
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_IDLE);
+        qpx_ud_ep_activate(iface, ep);
+    }
+
+    if ((type == QPX_UD_PKT_CONN) && !(ep->flags & QPX_UD_EP_FLAG_CONN_SENT)) {
+        qpx_ud_ep_send_conn(iface, ep); /* reply: our id and first PSN */
+    }
+    return kept;
+}
