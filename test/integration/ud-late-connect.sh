@@ -4,6 +4,7 @@
 # then calls progress only once a millisecond. A flush loop that sent one
 # ACK_REQ per call used to fill the peer's receive queue, so that the
 # retransmitted connection request never found a buffer: a hang.
+# Also: an interface flush with CANCEL while the peer does not progress.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ud-common.sh"
 
@@ -21,4 +22,11 @@ reqs=$(echo "$out" | grep "qpx_ud stats" | tail -1 |
 echo "  flushing side sent ${reqs:-?} ACK_REQ packets"
 qpx_check "the flush loop sends a bounded number of ACK_REQs" \
     [ "${reqs:-1000000}" -lt 1000 ]
+
+# Without async progress the peer stays silent while the zcopy sends wait
+out=$(ud_run env UCX_QPX_UD_ASYNC_PROGRESS=n timeout 120 "$UD_TEST" flush-cancel 2>&1)
+rc=$?
+echo "$out" | grep -E "flush-cancel" | sed 's/^/  /'
+qpx_check "iface flush(CANCEL): every send in flight completes canceled, then sends are refused" \
+    [ $rc -eq 0 ]
 qpx_finish

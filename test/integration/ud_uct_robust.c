@@ -24,6 +24,12 @@
  *                               loop meanwhile (perftest's flush): the flush
  *                               must complete (run with UCX_QPX_UD_PRINT_STATS=y
  *                               to see how many ACK_REQs the loop sent)
+ *   ud_uct_test flush-cancel    zcopy AMs in flight to a peer that does not
+ *                               progress (run with
+ *                               UCX_QPX_UD_ASYNC_PROGRESS=n): uct_iface_flush
+ *                               with CANCEL completes every one of them with
+ *                               UCS_ERR_CANCELED at once, and the endpoint
+ *                               then refuses sends
  */
 #include "ud_uct_test.h"
 
@@ -471,5 +477,113 @@ int test_late_connect(const test_resource_t *res)
     ok = ok && WIFEXITED(child_status) && (WEXITSTATUS(child_status) == 0);
     uct_ep_destroy(ep);
     uct_iface_close(a.iface);
+    return ok ? 0 : 1;
+}
+
+
+/* ------------------------------------------------------------------------
+ * flush-cancel
+ */
+#define CANCEL_NUM_SENDS 8
+#define CANCEL_LEN       2048
+
+typedef struct {
+    uct_completion_t comp;
+    ucs_status_t     status;
+    int              calls;
+} cancel_comp_t;
+
+static void cancel_comp_cb(uct_completion_t *self)
+{
+    cancel_comp_t *c = ucs_container_of(self, cancel_comp_t, comp);
+
+    c->status = self->status;
+    ++c->calls;
+}
+
+static void cancel_comp_init(cancel_comp_t *c)
+{
+    c->comp.func   = cancel_comp_cb;
+    c->comp.count  = 1;
+    c->comp.status = UCS_OK;
+    c->status      = UCS_INPROGRESS;
+    c->calls       = 0;
+}
+
+int test_flush_cancel(const test_resource_t *res)
+{
+    cancel_comp_t comps[CANCEL_NUM_SENDS], fcomp;
+    int i, posted = 0, canceled = 0, ok;
+    ucs_status_t status, flush_status;
+    uct_mem_h memh;
+    test_iface_t a, b;
+    uct_iov_t iov;
+    uint64_t hdr = 0;
+    uct_ep_h ep;
+    void *buf;
+
+    buf = calloc(1, CANCEL_LEN);
+    if ((buf == NULL) || !iface_open(res, &a) || !iface_open(res, &b) ||
+        !ep_create(&a, b.dev_addr, b.iface_addr, &ep) ||
+        (uct_md_mem_reg(md, buf, CANCEL_LEN, UCT_MD_MEM_ACCESS_ALL, &memh) !=
+         UCS_OK)) {
+        fprintf(stderr, "flush-cancel: setup failed\n");
+        return 1;
+    }
+    uct_iface_set_am_handler(b.iface, AM_ID, count_handler, &b, 0);
+
+    /* Connected and idle: one message through, acknowledged */
+    while (uct_ep_am_short(ep, AM_ID, hdr, NULL, 0) == UCS_ERR_NO_RESOURCE) {
+        uct_worker_progress(worker);
+    }
+    if (!flush_ep(ep, now_sec() + 30)) {
+        fprintf(stderr, "flush-cancel: the first flush failed\n");
+        return 1;
+    }
+
+    /* The peer stops progressing: nothing is acknowledged any more */
+    iov.buffer = buf;
+    iov.length = CANCEL_LEN;
+    iov.memh   = memh;
+    iov.stride = 0;
+    iov.count  = 1;
+    for (i = 0; i < CANCEL_NUM_SENDS; ++i) {
+        cancel_comp_init(&comps[i]);
+        status = uct_ep_am_zcopy(ep, AM_ID, &hdr, sizeof(hdr), &iov, 1, 0,
+                                 &comps[i].comp);
+        if (status == UCS_INPROGRESS) {
+            ++posted;
+        } else {
+            comps[i].status = status;
+        }
+        uct_iface_progress(a.iface);
+    }
+
+    cancel_comp_init(&fcomp);
+    flush_status = uct_iface_flush(a.iface, UCT_FLUSH_FLAG_CANCEL,
+                                   &fcomp.comp);
+    uct_iface_progress(a.iface);
+    for (i = 0; i < CANCEL_NUM_SENDS; ++i) {
+        canceled += (comps[i].calls == 1) &&
+                    (comps[i].status == UCS_ERR_CANCELED);
+    }
+    status = uct_ep_am_short(ep, AM_ID, hdr, NULL, 0);
+    printf("flush-cancel: %d zcopy in flight, iface flush(CANCEL) %s, %d "
+           "completed canceled, send afterwards: %s\n", posted,
+           ucs_status_string(flush_status), canceled,
+           ucs_status_string(status));
+    ok = (posted == CANCEL_NUM_SENDS) && (flush_status == UCS_OK) &&
+         (fcomp.calls == 0) && (canceled == posted) &&
+         (status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE);
+
+    /* The peer catches up with what reached it; nothing breaks */
+    for (i = 0; i < 1000; ++i) {
+        uct_worker_progress(worker);
+    }
+    uct_ep_destroy(ep);
+    uct_md_mem_dereg(md, memh);
+    uct_iface_close(a.iface);
+    uct_iface_close(b.iface);
+    free(buf);
     return ok ? 0 : 1;
 }

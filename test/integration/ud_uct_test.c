@@ -6,7 +6,8 @@
  *                                every message must arrive once, in order,
  *                                intact; flush must complete
  *   (peer-failure and many-eps: ud_uct_peers.c; pending-stall,
- *   no-progress, ep-churn, late-connect: ud_uct_robust.c; garbage:
+ *   no-progress, ep-churn, late-connect, flush-cancel: ud_uct_robust.c;
+ *   garbage:
  *   ud_uct_raw.c)
  *
  * Exit 0 pass, 1 fail, 77 cannot run (no qpx_ud resource).
@@ -564,6 +565,8 @@ int main(int argc, char **argv)
         return test_init(&res) ? test_no_progress(&res, atof(argv[2])) : 77;
     } else if ((argc >= 2) && !strcmp(argv[1], "late-connect")) {
         return test_init(&res) ? test_late_connect(&res) : 77;
+    } else if ((argc >= 2) && !strcmp(argv[1], "flush-cancel")) {
+        return test_init(&res) ? test_flush_cancel(&res) : 77;
     } else if ((argc >= 3) && !strcmp(argv[1], "ep-churn")) {
         return test_init(&res) ? test_ep_churn(&res, atoi(argv[2])) : 77;
     } else if ((argc >= 5) && !strcmp(argv[1], "many-eps")) {
@@ -572,6 +575,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: %s integrity N | garbage | "
             "peer-failure TIMEOUT [no-handler|ep-check] | "
             "many-eps PROCS IFACES EPS_PER_IFACE | pending-stall | "
-            "no-progress SECONDS | ep-churn N | late-connect\n", argv[0]);
+            "no-progress SECONDS | ep-churn N | late-connect | "
+            "flush-cancel\n", argv[0]);
     return 1;
 }

@@ -64,6 +64,7 @@ int test_pending_stall(const test_resource_t *res);
 int test_no_progress(const test_resource_t *res, double pause);
 int test_ep_churn(const test_resource_t *res, int count);
 int test_late_connect(const test_resource_t *res);
+int test_flush_cancel(const test_resource_t *res);
 
 /* ud_uct_raw.c: crafted packets from a raw UD QP */
 int test_garbage(const test_resource_t *res);

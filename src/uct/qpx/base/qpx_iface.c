@@ -14,8 +14,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <string.h>
-#include <stdarg.h>
-#include <stdio.h>
 
 
 /* Buffers start on a cache line */
@@ -441,34 +439,6 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
-}
-
-
-ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
-                                         ucs_status_t status, const char *fmt,
-                                         ...)
-{
-    ucs_log_level_t level;
-    char what[256];
-    va_list ap;
-
-    /* Described before the handler runs: it may destroy ep */
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-
-    if (iface->err_handler == NULL) {
-        ucs_error("%s (no error handler): %s", what,
-                  ucs_status_string(status));
-        return status;
-    }
-
-    status = iface->err_handler(iface->err_handler_arg, ep, status);
-    level  = (status == UCS_OK) ? iface->config.failure_level :
-                                  UCS_LOG_LEVEL_FATAL;
-    ucs_log(level, "%s%s", what,
-            (status == UCS_OK) ? "" : " (the error handler did not take it)");
-    return status;
 }
 
 

@@ -270,6 +270,23 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
                               int solicited_only);
 
 /*
+ * uct_iface_flush over the endpoints of the list eps (each linked at
+ * link_offset), with ep_flush each transport's uct_ep_flush. One completion
+ * scheme for every transport: comp is called once, when every endpoint
+ * flush that was under way has completed, with the first error any of them
+ * had. Refused (UCS_ERR_NO_RESOURCE) while the interface has pending
+ * requests, before anything is flushed. When an endpoint refuses with comp
+ * given, the call returns that error and comp is never called (the
+ * endpoint flushes already under way complete silently). With
+ * UCT_FLUSH_FLAG_CANCEL every endpoint's flush cancels its operations and
+ * the call returns UCS_OK.
+ */
+ucs_status_t qpx_iface_flush_eps(qpx_iface_t *iface, unsigned flags,
+                                 uct_completion_t *comp, ucs_list_link_t *eps,
+                                 size_t link_offset,
+                                 uct_ep_flush_func_t ep_flush);
+
+/*
  * Tell the user that ep failed with status, describing it with the printf
  * format. As UCX's own transports do: the failure is logged at the
  * interface's failure level (UCX_QPX_<TL>_FAILURE) when the error handler

@@ -516,51 +516,10 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    unsigned count        = 0;
-    ucs_status_t status;
-    qpx_rc_ep_t *ep, *tmp;
 
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        /* Canceling is synchronous: every endpoint's QP goes to ERR and its
-         * outstanding operations complete with UCS_ERR_CANCELED before
-         * qpx_rc_ep_flush() returns, so nothing is left for comp to wait
-         * for (UCS_OK: the completion is not called) */
-        ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
-            (void)qpx_rc_ep_flush(&ep->super.super, flags, NULL);
-        }
-        return UCS_OK;
-    }
-
-    ucs_list_for_each(ep, &iface->eps, list) {
-        if (comp != NULL) {
-            ++comp->count;
-        }
-        status = qpx_rc_ep_flush(&ep->super.super, flags, comp);
-        if (status == UCS_INPROGRESS) {
-            ++count;
-            continue;
-        }
-        if (comp != NULL) {
-            --comp->count;
-        } else if (status == UCS_ERR_NO_RESOURCE) {
-            /* Pending requests or a full queue: the caller progresses and
-             * asks again */
-            ++count;
-            continue;
-        }
-        if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
-            return status;
-        }
-    }
-
-    if (count == 0) {
-        return UCS_OK;
-    }
-
-    /* One increment per flushed endpoint, minus the one decrement this
-     * flush owes the caller: the last endpoint completes the user's count */
-    if (comp != NULL) {
-        --comp->count;
-    }
-    return UCS_INPROGRESS;
+    /* With CANCEL, each QP goes to ERR and its operations complete with
+     * UCS_ERR_CANCELED before qpx_rc_ep_flush() returns */
+    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
+                               ucs_offsetof(qpx_rc_ep_t, list),
+                               qpx_rc_ep_flush);
 }

@@ -38,8 +38,10 @@ qpx_ud_ep_pending_is_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
-        return UCS_ERR_ENDPOINT_TIMEOUT;
+    if (ucs_unlikely(ep->flags & (QPX_UD_EP_FLAG_FAILED |
+                                  QPX_UD_EP_FLAG_CANCELED))) {
+        return (ep->flags & QPX_UD_EP_FLAG_FAILED) ?
+               UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CANCELED;
     }
 
     if (ucs_unlikely(!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||

@@ -148,7 +148,12 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* Unacknowledged packets complete with UCS_ERR_CANCELED now; the
+         * endpoint then refuses sends, as uct_ep_flush(3) says: the peer
+         * may miss what was canceled, and later packets would wait behind
+         * that gap forever */
         qpx_ud_ep_cancel(iface, ep);
+        ep->flags |= QPX_UD_EP_FLAG_CANCELED;
         return UCS_OK;
     }
 

@@ -469,49 +469,10 @@ ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
-    qpx_ud_flush_req_t *req;
-    qpx_ud_ep_t *ep;
-    unsigned count = 0;
 
-    if (!ucs_arbiter_is_empty(&iface->super.arbiter)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    (void)flags;
-    ucs_list_for_each(ep, &iface->active_eps, active_list) {
-        if (qpx_ud_rel_tx_is_idle(&ep->tx)) {
-            continue;
-        }
-        if (comp != NULL) {
-            /* One flush request per busy ep, all counting down comp */
-            req = malloc(sizeof(*req));
-            if (req == NULL) {
-                ucs_error("qpx_ud: failed to allocate a flush request");
-                goto err_undo;
-            }
-            req->psn  = ep->tx.next_psn - 1;
-            req->comp = comp;
-            ucs_list_add_tail(&ep->flushes, &req->list);
-            comp->count += (count > 0); /* the caller's count covers one */
-        }
-        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_REQ);
-        ++count;
-    }
-
-    return (count > 0) ? UCS_INPROGRESS : UCS_OK;
-
-err_undo:
-    /* Take back the requests of this call: the busy eps before this one */
-    ucs_list_for_each(ep, &iface->active_eps, active_list) {
-        if (count == 0) {
-            break;
-        }
-        if (!qpx_ud_rel_tx_is_idle(&ep->tx)) {
-            req = ucs_list_tail(&ep->flushes, qpx_ud_flush_req_t, list);
-            ucs_list_del(&req->list);
-            free(req);
-            comp->count -= (--count > 0);
-        }
-    }
-    return UCS_ERR_NO_MEMORY;
+    /* Only endpoints with packets in flight (or acks owed) have anything
+     * to flush or cancel: they are the active ones */
+    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->active_eps,
+                               ucs_offsetof(qpx_ud_ep_t, active_list),
+                               qpx_ud_ep_flush);
 }

@@ -133,8 +133,10 @@ enum {
     QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
     QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9), /* explicit ack once rx is idle */
     QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10), /* DISC: the peer's ep is gone */
-    QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11)  /* made by a peer's CONN, which
+    QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11), /* made by a peer's CONN, which
                                                 has not answered ours yet */
+    QPX_UD_EP_FLAG_CANCELED   = UCS_BIT(12)  /* flushed with CANCEL: sends
+                                                refused (uct_ep_flush(3)) */
 };
 
 

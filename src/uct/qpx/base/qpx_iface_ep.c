@@ -1,0 +1,157 @@
+/*
+ * What an interface does over its endpoints, for every transport: flush
+ * them all with one completion scheme, and report one that failed.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_iface.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+
+/* The completion every endpoint flush of one interface flush counts down;
+ * it calls the user's, unless the interface flush was given up */
+typedef struct qpx_iface_flush_req {
+    uct_completion_t super;
+    uct_completion_t *comp;  /* the user's; NULL: given up, call nobody */
+} qpx_iface_flush_req_t;
+
+
+static void qpx_iface_flush_req_done(uct_completion_t *self)
+{
+    qpx_iface_flush_req_t *req = ucs_container_of(self, qpx_iface_flush_req_t,
+                                                  super);
+
+    if (req->comp != NULL) {
+        qpx_invoke_completion(req->comp, self->status);
+    }
+    free(req);
+}
+
+
+ucs_status_t qpx_iface_flush_eps(qpx_iface_t *iface, unsigned flags,
+                                 uct_completion_t *comp, ucs_list_link_t *eps,
+                                 size_t link_offset,
+                                 uct_ep_flush_func_t ep_flush)
+{
+    qpx_iface_flush_req_t *req = NULL;
+    ucs_list_link_t *link, *next;
+    unsigned in_progress       = 0;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* Each endpoint's outstanding operations complete with
+         * UCS_ERR_CANCELED before its flush returns: nothing is left for
+         * comp to wait for (UCS_OK: it is not called) */
+        for (link = eps->next; link != eps; link = next) {
+            next = link->next; /* the flush may unlink the endpoint */
+            ep   = UCS_PTR_BYTE_OFFSET(link, -(ptrdiff_t)link_offset);
+            (void)ep_flush(ep, flags, NULL);
+        }
+        return UCS_OK;
+    }
+
+    /* Requests queued before this flush go first; checked before any
+     * endpoint is flushed, so that a refusal leaves nothing behind */
+    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (comp != NULL) {
+        req = malloc(sizeof(*req));
+        if (req == NULL) {
+            ucs_error("failed to allocate an interface flush request");
+            return UCS_ERR_NO_MEMORY;
+        }
+        req->super.func   = qpx_iface_flush_req_done;
+        req->super.count  = 1; /* held by this call until the loop ends */
+        req->super.status = UCS_OK;
+        req->comp         = comp;
+    }
+
+    for (link = eps->next; link != eps; link = next) {
+        next = link->next;
+        ep   = UCS_PTR_BYTE_OFFSET(link, -(ptrdiff_t)link_offset);
+        if (req != NULL) {
+            ++req->super.count; /* the endpoint's flush may count it down */
+        }
+        status = ep_flush(ep, flags, (req != NULL) ? &req->super : NULL);
+        if (status == UCS_INPROGRESS) {
+            ++in_progress;
+            continue;
+        }
+        if (req != NULL) {
+            --req->super.count; /* done now: it will not */
+        }
+        if ((status == UCS_OK) || (status == UCS_ERR_CANCELED) ||
+            (status == UCS_ERR_ENDPOINT_TIMEOUT)) {
+            /* nothing outstanding, or nothing that will ever complete
+             * (a failed endpoint's operations completed with its error) */
+            continue;
+        }
+        if ((status == UCS_ERR_NO_RESOURCE) && (req == NULL)) {
+            /* No room for the flush now: the caller asks again */
+            ++in_progress;
+            continue;
+        }
+        goto err_give_up;
+    }
+
+    if (req == NULL) {
+        return (in_progress > 0) ? UCS_INPROGRESS : UCS_OK;
+    }
+
+    /* Drop this call's hold; if the endpoint flushes already completed
+     * (or none was under way), the result is returned instead of calling
+     * comp */
+    if (--req->super.count > 0) {
+        return UCS_INPROGRESS;
+    }
+    status = req->super.status;
+    free(req);
+    return status;
+
+err_give_up:
+    /* The flushes already under way complete into req, which then calls
+     * nobody: the caller, told status, asks again */
+    if (req != NULL) {
+        req->comp = NULL;
+        if (--req->super.count == 0) {
+            free(req);
+        }
+    }
+    return status;
+}
+
+
+ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
+                                         ucs_status_t status, const char *fmt,
+                                         ...)
+{
+    ucs_log_level_t level;
+    char what[256];
+    va_list ap;
+
+    /* Described before the handler runs: it may destroy ep */
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+
+    if (iface->err_handler == NULL) {
+        ucs_error("%s (no error handler): %s", what,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    status = iface->err_handler(iface->err_handler_arg, ep, status);
+    level  = (status == UCS_OK) ? iface->config.failure_level :
+                                  UCS_LOG_LEVEL_FATAL;
+    ucs_log(level, "%s%s", what,
+            (status == UCS_OK) ? "" : " (the error handler did not take it)");
+    return status;
+}
