@@ -16,6 +16,7 @@ export LD_LIBRARY_PATH="$B/src/softverbs/.libs"
 for tl in $TLS; do
     mkdir -p "$TMP/$tl"
     LD_PRELOAD=$MOD timeout 600 valgrind --tool=callgrind --collect-atstart=no \
+        --compress-strings=no \
         --callgrind-out-file="$TMP/$tl/cg.%p" "$PROG" -x "$tl" -d "$DEV" \
         -b 128 -r 64 >"$TMP/$tl/log" 2>&1
 done
@@ -39,3 +40,28 @@ for phase in "put_short" "am_short" "am receive (progress)" \
     done
     echo
 done
+
+# The same counts split by whose code ran them: the transport's own library
+# (libuct_qpx; libuct_ib for UCX's transports), the rest of UCX, softverbs,
+# and the rest (libc, the test program). The comparison that matters is the
+# first column of qpx against the first column of UCX's transport.
+SPLIT="$(dirname "$0")/cg_split.awk"
+echo
+printf '%-26s' "split: own/ucx/sv/other"; for tl in $TLS; do printf '%24s' "$tl"; done; echo
+for phase in "put_short" "am_short" "am receive (progress)" \
+             "sender progress per am" "empty progress (sender)"; do
+    printf '%-26s' "$phase"
+    for tl in $TLS; do
+        ops=$(grep "^$phase " "$TMP/$tl/log" | awk '{print $(NF-3)}' | head -1)
+        files=$(grep -l "Client Request: $phase\$" "$TMP/$tl"/cg.* 2>/dev/null)
+        if [ -n "$files" ] && [ -n "$ops" ]; then
+            # shellcheck disable=SC2086
+            printf '%24s' "$(awk -f "$SPLIT" $files |
+                awk -v n="$ops" '{printf "%.0f/%.0f/%.0f/%.0f", $1/n, $2/n, $3/n, $4/n}')"
+        else
+            printf '%24s' "n/a"
+        fi
+    done
+    echo
+done
+
