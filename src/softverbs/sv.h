@@ -274,16 +274,21 @@ struct sv_global {
 
 extern struct sv_global sv_g;
 
+/* the registry file, its locks and this process's slot (sv_shm.c) */
 int  sv_shm_init(void);
 void sv_shm_lock(void);
 void sv_shm_unlock(void);
 void sv_atomic_lock(void);
 void sv_atomic_unlock(void);
+/* the arena allocator (sv_shm_alloc.c) */
 uint64_t sv_shm_alloc(uint64_t len);      /* under lock; 0 on failure */
 void sv_shm_free(uint64_t off, uint64_t len);
+/* liveness of process slots, reclaim of dead processes (sv_reap.c) */
 void sv_shm_reap(void);
 void sv_shm_recount(void);                   /* under lock */
 int  sv_proc_alive(uint32_t proc, int32_t pid);
+/* start time of a process (/proc/<pid>/stat), 0 when unknown */
+uint64_t sv_proc_start_time(int32_t pid);
 static inline void *sv_shm_ptr(uint64_t off) { return sv_g.base + off; }
 
 static inline struct sv_shm_qp *sv_shm_qp_lookup(uint32_t qpn)
@@ -305,8 +310,8 @@ static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
 }
 
 /* ---------------------------------------------------------------------
- * Events: completion channels and async fds are abstract unix datagram
- * sockets, so that any process can wake them.
+ * Events (sv_event.c): completion channels and async fds are abstract unix
+ * datagram sockets, so that any process can wake them.
  * ------------------------------------------------------------------- */
 enum sv_ev_kind { SV_EV_COMP = 1, SV_EV_CQ, SV_EV_QP, SV_EV_SRQ, SV_EV_PORT };
 
@@ -487,13 +492,15 @@ static inline struct sv_rwqe *sv_rq_wqe(struct sv_rq_hdr *rq, uint64_t i)
                               (size_t)(i & (rq->size - 1)) * rq->stride);
 }
 
-/* Environment values (sv_shm.c): an unsigned value in [min, max] (above
+/* Environment values (sv_env.c): an unsigned value in [min, max] (above
  * max: max when clamp), def when unset; a malformed value is named on
  * stderr and def used */
 uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
                      uint64_t def, int clamp);
 void sv_env_bad(const char *name, const char *value, const char *want,
                 const char *used);
+/* the SOFTVERBS_* settings into sv_g; returns the arena size in bytes */
+uint64_t sv_env_init(void);
 
 /* time */
 uint64_t sv_now_ns(void);

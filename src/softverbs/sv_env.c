@@ -1,0 +1,102 @@
+/*
+ * softverbs environment: the SOFTVERBS_* settings, parsed strictly; a
+ * malformed value is named on stderr and the default used.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A malformed value is reported (whatever SOFTVERBS_DEBUG says: the user
+ * asked for something that is not applied) and the default kept */
+void sv_env_bad(const char *name, const char *value, const char *want,
+                       const char *used)
+{
+    fprintf(stderr, "softverbs: %s='%s' is not %s; using %s\n", name, value,
+            want, used);
+}
+
+static double sv_env_prob(const char *name)
+{
+    const char *s = getenv(name);
+    char *end;
+    double v;
+
+    if (s == NULL) {
+        return 0.0;
+    }
+    v = strtod(s, &end);
+    if ((end == s) || (*end != '\0') || !(v >= 0.0) || (v > 1.0)) {
+        sv_env_bad(name, s, "a probability from 0 to 1", "0");
+        return 0.0;
+    }
+    return v;
+}
+
+uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
+                     uint64_t def, int clamp)
+{
+    const char *s = getenv(name);
+    unsigned long long v;
+    char want[64], used[32];
+    char *end;
+
+    if (s == NULL) {
+        return def;
+    }
+    errno = 0;
+    v     = strtoull(s, &end, 0);
+    if ((end != s) && (*end == '\0') && (errno == 0) && (s[0] != '-') &&
+        (v >= min) && ((v <= max) || clamp)) {
+        return (v > max) ? max : v;
+    }
+    snprintf(want, sizeof(want), "a number from %llu to %llu",
+             (unsigned long long)min, (unsigned long long)max);
+    snprintf(used, sizeof(used), "%llu", (unsigned long long)def);
+    sv_env_bad(name, s, want, used);
+    return def;
+}
+
+/*
+ * The SOFTVERBS_* settings, read when the registry is first opened: into
+ * sv_g, with the registry path and its tag. Returns the size of the arena
+ * in bytes (SOFTVERBS_SHM_MB).
+ */
+uint64_t sv_env_init(void)
+{
+    const char *path = getenv(SOFTVERBS_ENV_SHM);
+    const char *pol  = getenv(SOFTVERBS_ENV_CAP_POLICY);
+    const char *dbg  = getenv(SOFTVERBS_ENV_DEBUG);
+    uint64_t arena;
+    const char *c;
+
+    sv_g.debug = dbg && (atoi(dbg) > 0);
+    if ((dbg != NULL) && strcmp(dbg, "0") && strcmp(dbg, "1")) {
+        sv_env_bad(SOFTVERBS_ENV_DEBUG, dbg, "0 or 1", sv_g.debug ? "1" : "0");
+    }
+    /* the arena, in MiB: 1 .. 1048576 (1 TiB) */
+    arena = sv_env_uint(SOFTVERBS_ENV_SHM_MB, 1, 1u << 20, 1024, 0);
+    arena <<= 20;
+    snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
+             path ? path : "/dev/shm/softverbs");
+    for (c = sv_g.shm_path, sv_g.shm_tag = 2166136261u; *c; c++) {
+        sv_g.shm_tag = (sv_g.shm_tag ^ (uint8_t)*c) * 16777619u;
+    }
+    sv_g.cap_fail   = pol && !strcmp(pol, "fail");
+    if ((pol != NULL) && strcmp(pol, "fail") && strcmp(pol, "clamp")) {
+        sv_env_bad(SOFTVERBS_ENV_CAP_POLICY, pol, "'fail' or 'clamp'",
+                   "clamp");
+    }
+    sv_g.max_qp     = sv_env_uint(SOFTVERBS_ENV_MAX_QP, 0, SV_QP_TBL - 1,
+                                  SV_QP_TBL - 1, 1);
+    sv_g.max_cq     = sv_env_uint(SOFTVERBS_ENV_MAX_CQ, 0, SV_CQ_TBL - 1,
+                                  SV_CQ_TBL - 1, 1);
+    sv_g.max_mr     = sv_env_uint(SOFTVERBS_ENV_MAX_MR, 0, SV_MR_TBL - 1,
+                                  SV_MR_TBL - 1, 1);
+    sv_g.max_srq    = sv_env_uint(SOFTVERBS_ENV_MAX_SRQ, 0, SV_SRQ_TBL - 1,
+                                  SV_SRQ_TBL - 1, 1);
+    sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
+    sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
+    sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
+    return arena;
+}

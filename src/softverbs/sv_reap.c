@@ -1,0 +1,162 @@
+/*
+ * softverbs reclaim: whether the process that owns a registry slot is
+ * still alive (pid and start time), and the release of every object of
+ * dead processes, with the recount of the live objects.
+ */
+#include "sv.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+
+uint64_t sv_proc_start_time(int32_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long st = 0;
+    ssize_t n;
+    int fd, i;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    /* field 22 (starttime) counted after the ")" closing the comm */
+    p = strrchr(buf, ')');
+    if (p == NULL) {
+        return 0;
+    }
+    for (i = 2; (i < 22) && (p != NULL); i++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (p != NULL) {
+        st = strtoull(p + 1, NULL, 10);
+    }
+    return st;
+}
+
+int sv_proc_alive(uint32_t proc, int32_t pid)
+{
+    struct sv_shm_proc *p = &sv_g.shm->procs[proc % SV_PROC_TBL];
+
+    if (pid == sv_g.pid) {
+        return 1;
+    }
+    if (pid <= 0) {
+        return 0;
+    }
+    if (!p->in_use || (p->pid != pid)) {
+        return 0;
+    }
+    if ((kill(pid, 0) < 0) && (errno == ESRCH)) {
+        return 0;
+    }
+    return sv_proc_start_time(pid) == p->start_time;
+}
+
+/*
+ * Recount the live objects of each kind from the tables. The counters
+ * decide the SOFTVERBS_MAX_* limits; a creator that finds a limit reached
+ * calls this after reaping, so a counter that drifted (a process killed
+ * between an update of an entry and of its counter) cannot refuse every
+ * creation on a registry that is in fact empty. Called with the lock held.
+ */
+void sv_shm_recount(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i, n;
+
+    for (i = n = 0; i < SV_QP_TBL; i++) {
+        n += !!h->qps[i].in_use;
+    }
+    h->num_qp = n;
+    for (i = n = 0; i < SV_CQ_TBL; i++) {
+        n += !!h->cqs[i].in_use;
+    }
+    h->num_cq = n;
+    for (i = n = 0; i < SV_SRQ_TBL; i++) {
+        n += !!h->srqs[i].in_use;
+    }
+    h->num_srq = n;
+    for (i = n = 0; i < SV_MR_TBL; i++) {
+        n += !!h->mrs[i].in_use;
+    }
+    h->num_mr = n;
+}
+
+/* Release every object of dead processes. Called with the lock held. */
+void sv_shm_reap(void)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint8_t dead[SV_PROC_TBL];
+    int any = 0;
+    uint32_t i;
+
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        dead[i] = h->procs[i].in_use &&
+                  !sv_proc_alive(i, h->procs[i].pid);
+        any |= dead[i];
+    }
+    if (!any) {
+        return;
+    }
+    /* release stores of in_use below: lookups stop before the rings go
+     * back to the allocator */
+    for (i = 0; i < SV_QP_TBL; i++) {
+        struct sv_shm_qp *q = &h->qps[i];
+        if (q->in_use && dead[q->proc]) {
+            __atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(q->rq_off, q->rq_len);
+            h->num_qp--;
+        }
+    }
+    for (i = 0; i < SV_CQ_TBL; i++) {
+        struct sv_shm_cq *c = &h->cqs[i];
+        if (c->in_use && dead[c->proc]) {
+            __atomic_store_n(&c->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(c->ring_off, c->ring_len);
+            h->num_cq--;
+        }
+    }
+    for (i = 0; i < SV_SRQ_TBL; i++) {
+        struct sv_shm_srq *s = &h->srqs[i];
+        if (s->in_use && dead[s->proc]) {
+            __atomic_store_n(&s->in_use, 0, __ATOMIC_RELEASE);
+            sv_shm_free(s->ring_off, s->ring_len);
+            h->num_srq--;
+        }
+    }
+    for (i = 0; i < SV_MR_TBL; i++) {
+        struct sv_shm_mr *m = &h->mrs[i];
+        if (m->in_use && dead[m->proc]) {
+            __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
+            h->num_mr--;
+        }
+    }
+    for (i = 0; i < SV_MCAST_TBL; i++) {
+        struct sv_shm_mcast *g = &h->mcast[i];
+        int j, k;
+        for (j = k = 0; g->in_use && (j < g->nqp); j++) {
+            if (sv_shm_qp_lookup(g->qpn[j]) != NULL) {
+                g->qpn[k++] = g->qpn[j];
+            }
+        }
+        if (g->in_use) {
+            g->nqp = k;
+            g->in_use = (k > 0);
+        }
+    }
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        if (dead[i]) {
+            h->procs[i].in_use = 0;
+        }
+    }
+}
