@@ -276,6 +276,9 @@ extern struct sv_global sv_g;
 
 /* the registry file, its locks and this process's slot (sv_shm.c) */
 int  sv_shm_init(void);
+/* hook run once by the first sv_shm_init() that attaches the registry; set
+ * from a constructor (the devices, sv_dev.c) */
+void sv_shm_set_init_hook(void (*hook)(void));
 void sv_shm_lock(void);
 void sv_shm_unlock(void);
 void sv_atomic_lock(void);
@@ -506,7 +509,6 @@ uint64_t sv_env_init(void);
 uint64_t sv_now_ns(void);
 
 /* device / context */
-int  sv_devices_init(void);
 struct sv_device *sv_device_by_lid(uint16_t lid);
 /* LID of a port: port p (1-based) of device i has i * num_ports + p */
 uint16_t sv_port_lid(int index, uint8_t port);

@@ -13,7 +13,9 @@
 static struct sv_device sv_devs[SV_MAX_DEVS];
 static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
 
-int sv_devices_init(void)
+/* The device list, from SOFTVERBS_NUM_DEVICES and SOFTVERBS_NUM_PORTS:
+ * built once, when the registry is first attached (sv_shm_init) */
+static void sv_devices_init(void)
 {
     int n = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1, 0);
     int i;
@@ -37,7 +39,14 @@ int sv_devices_init(void)
     }
     sv_dev_list[n] = NULL;
     sv_g.num_devs  = n;
-    return 0;
+}
+
+/* Runs when libibverbs.so.1 is loaded, before any verbs or stats call can
+ * attach the registry: the registry calls back through this hook, and so
+ * depends on no device code */
+static void __attribute__((constructor)) sv_devices_register(void)
+{
+    sv_shm_set_init_hook(sv_devices_init);
 }
 
 struct sv_device *sv_device_by_lid(uint16_t lid)

@@ -30,6 +30,7 @@ struct sv_global sv_g = { .cq_list_lock = PTHREAD_MUTEX_INITIALIZER };
 static pthread_mutex_t sv_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sv_init_done;
 static int sv_init_status;
+static void (*sv_init_hook)(void);
 
 void sv_log(const char *fmt, ...)
 {
@@ -257,13 +258,28 @@ static void sv_atfork_child(void)
     }
 }
 
+/*
+ * The layer above the registry (the devices, sv_dev.c) has its own setup
+ * to do once the registry is attached. It registers it here, from a
+ * constructor, so that the registry never calls into device code. The hook
+ * runs once, under sv_init_lock, before sv_shm_init() returns to anyone.
+ */
+void sv_shm_set_init_hook(void (*hook)(void))
+{
+    pthread_mutex_lock(&sv_init_lock);
+    sv_init_hook = hook;
+    pthread_mutex_unlock(&sv_init_lock);
+}
+
 int sv_shm_init(void)
 {
     pthread_mutex_lock(&sv_init_lock);
     if (!sv_init_done) {
         sv_init_status = sv_shm_do_init();
         if (sv_init_status == 0) {
-            sv_devices_init();
+            if (sv_init_hook != NULL) {
+                sv_init_hook();
+            }
             pthread_atfork(NULL, NULL, sv_atfork_child);
         }
         sv_init_done = 1;
