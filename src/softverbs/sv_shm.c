@@ -8,7 +8,7 @@
  * (the magic), the robust registry lock and the atomics spinlock, and this
  * process's slot (attach, exit, fork). The arena allocator is in
  * sv_shm_alloc.c, the reclaim of dead processes' objects in sv_reap.c,
- * event sockets in sv_event.c, statistics in sv_stats.c and the
+ * event sockets in sv_event.c, statistics in sv_stats_api.c and the
  * SOFTVERBS_* settings in sv_env.c.
  */
 #include "sv.h"
