@@ -573,7 +573,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
 
-    self->md = ucs_derived_of(md, qpx_md_t);
+    self->md  = ucs_derived_of(md, qpx_md_t);
+    self->ops = init_attr->ops;
     if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
         ucs_error("qpx interfaces open only in device mode");
         return UCS_ERR_UNSUPPORTED;
@@ -636,6 +637,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     }
 
     ucs_arbiter_init(&self->arbiter);
+    self->pending.ep = NULL;
+    ucs_list_head_init(&self->pending.resched);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
 
     status = qpx_iface_create_queues(self, config, init_attr->use_srq);

@@ -12,7 +12,8 @@
  *    interface's caps, keep RESET QPs for reuse and destroy the rest,
  *  - a qpn -> object map for transports that find an endpoint by the QP
  *    number of a completion (qpx_iface_qp_map_*),
- *  - an arbiter for pending requests.
+ *  - the arbiter of the endpoints' pending queues (qpx_ep.h), run with
+ *    what the transport answers through qpx_iface_ops_t.
  *
  * Receive buffer layout (offsets in qpx_iface_t.config):
  *
@@ -28,7 +29,8 @@
  *     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)}); variables then read
  *     UCX_QPX_<TL>_SEG_SIZE, _TX_QUEUE_LEN, _RX_QUEUE_LEN, ...
  *  2. init: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
- *     worker, params, config, &init_attr) with init_attr.qp_type (RC or UD),
+ *     worker, params, config, &init_attr) with init_attr.ops (the
+     transport's answers, qpx_iface_ops_t), qp_type (RC or UD),
  *     rx_hdr_len (bytes the transport puts before an AM payload in a receive
  *     buffer, e.g. 40-byte GRH + UD header), rx_priv_len (transport bytes
  *     after qpx_desc_t, e.g. a link for deferred delivery), seg_size (0: the
@@ -93,8 +95,42 @@ typedef struct qpx_iface_config {
 extern ucs_config_field_t qpx_iface_config_table[];
 
 
+typedef struct qpx_iface qpx_iface_t;
+typedef struct qpx_ep    qpx_ep_t;
+
+
+/* Whether an endpoint may post now, as its transport sees it */
+typedef enum {
+    QPX_EP_TX_OK,    /* it may post */
+    QPX_EP_TX_WAIT,  /* not now; the transport schedules its pending requests
+                        again (qpx_ep_pending_schedule) when the resource
+                        returns: a send completion, an acknowledgement */
+    QPX_EP_TX_RETRY  /* a request may or may not go (flow-control credits
+                        that only messages need, a failed endpoint whose
+                        requests must run to see the error); nothing
+                        announces a change, so a refused request is tried
+                        again on the next progress */
+} qpx_ep_tx_state_t;
+
+
+/*
+ * What a transport tells base (qpx_iface_init_attr_t.ops). Base runs every
+ * transport's pending queues with these answers and nothing else of the
+ * transport's state.
+ */
+typedef struct qpx_iface_ops {
+    /* Interface-wide send resources are used up (send CQ entries, send
+     * slots of a shared QP, descriptors): pending dispatch stops, and goes
+     * on with the same request at the next progress */
+    int               (*tx_exhausted)(qpx_iface_t *iface);
+    /* The endpoint's own resources (see qpx_ep_tx_state_t) */
+    qpx_ep_tx_state_t (*ep_tx_state)(qpx_iface_t *iface, qpx_ep_t *ep);
+} qpx_iface_ops_t;
+
+
 /* What a transport asks of the interface core */
 typedef struct qpx_iface_init_attr {
+    const qpx_iface_ops_t *ops;   /* the transport's answers */
     enum ibv_qp_type qp_type;
     size_t           rx_hdr_len;   /* transport bytes before an AM payload */
     size_t           rx_priv_len;  /* bytes after qpx_desc_t in a receive
@@ -115,8 +151,10 @@ typedef struct qpx_iface_init_attr {
 KHASH_MAP_INIT_INT(qpx_qp_map, void*);
 
 
-typedef struct qpx_iface {
+
+struct qpx_iface {
     uct_base_iface_t          super;
+    const qpx_iface_ops_t     *ops;
     qpx_md_t                  *md;
     qpx_device_port_t         *port;
     uint8_t                   port_num;
@@ -132,7 +170,12 @@ typedef struct qpx_iface {
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
     uct_recv_desc_t           release_desc;
-    ucs_arbiter_t             arbiter;
+    ucs_arbiter_t             arbiter;   /* of the eps' pending groups */
+    struct {
+        qpx_ep_t              *ep;       /* whose pending request runs now */
+        ucs_list_link_t       resched;   /* qpx_ep_t: schedule again at the
+                                            next progress */
+    } pending;
     qpx_qp_pool_t             qp_pool;
     khash_t(qpx_qp_map)       qp_map;
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
@@ -168,7 +211,7 @@ typedef struct qpx_iface {
         unsigned              max_send_sge; /* granted by the first QP */
         int                   access_flags;
     } config;
-} qpx_iface_t;
+};
 
 
 UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,

@@ -56,7 +56,7 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     }
 
     iface = ucs_derived_of(params->iface, qpx_rc_iface_t);
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
+    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
 
     status = qpx_iface_qp_get(&iface->super, &self->qp);
     if (status != UCS_OK) {
@@ -104,7 +104,6 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->fc.remote_addr  = 0;
     self->fc.remote_rkey  = 0;
     ucs_list_head_init(&self->tx.ops);
-    ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->eps, &self->list);
     ucs_debug("qpx_rc ep %p qp 0x%x created", self, self->qp->qp_num);
     return UCS_OK;
@@ -114,17 +113,6 @@ err_put_ctl:
 err_put_qp:
     qpx_iface_qp_put(&iface->super, self->qp);
     return status;
-}
-
-
-static ucs_arbiter_cb_result_t
-qpx_rc_ep_purge_warn_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                        ucs_arbiter_elem_t *elem, void *arg)
-{
-    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
-
-    ucs_warn("ep %p destroyed with pending request %p", arg, req);
-    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
 }
 
 
@@ -141,9 +129,6 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(self);
     qpx_rc_op_t *op;
 
-    ucs_arbiter_group_purge(&iface->super.arbiter, &self->arb_group,
-                            qpx_rc_ep_purge_warn_cb, self);
-    ucs_arbiter_group_cleanup(&self->arb_group);
     qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
     if (iface->rx_cache.ep == self) {
         iface->rx_cache.ep = NULL;
@@ -164,9 +149,6 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         ++iface->super.tx.cq_available;
     }
 
-    if (self->flags & QPX_RC_EP_FLAG_RESCHED) {
-        ucs_list_del(&self->resched);
-    }
     ucs_list_del(&self->list);
     /* Before the QP goes back to RESET, which discards what it holds */
     qpx_rc_ep_post_close_notice(self);
@@ -179,7 +161,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
 }
 
 
-UCS_CLASS_DEFINE(qpx_rc_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE(qpx_rc_ep_t, qpx_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_ep_t, uct_ep_t);
 
@@ -270,7 +252,7 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
     iface->tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
     qpx_rc_ep_complete_ops(ep, UINT64_MAX, status);
-    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+    qpx_ep_pending_schedule(&iface->super, &ep->super);
 }
 
 
@@ -297,7 +279,7 @@ void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 
     qpx_rc_ep_set_error(ep, status);
     /* The handler may destroy ep: nothing touches it afterwards */
-    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super,
+    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super.super,
                                       status, "qpx_rc: qp 0x%x failed: %s",
                                       ep->qp->qp_num,
                                       ibv_wc_status_str(wc_status));
@@ -408,107 +390,6 @@ void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep)
         (void)qpx_rc_ep_post_nop(ep);
     }
     ep->tx.keepalive_sn = ep->tx.sn;
-}
-
-
-ucs_status_t qpx_rc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                   unsigned flags)
-{
-    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
-    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    ucs_arbiter_elem_t *elem = (ucs_arbiter_elem_t*)req->priv;
-
-    if (qpx_rc_ep_has_tx_resources(iface, ep) &&
-        qpx_rc_ep_has_fc_credits(iface, ep) &&
-        ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        return UCS_ERR_BUSY;
-    }
-
-    UCS_STATIC_ASSERT(sizeof(ucs_arbiter_elem_t) <= UCT_PENDING_REQ_PRIV_LEN);
-    ucs_arbiter_elem_init(elem);
-    ucs_arbiter_group_push_elem(&ep->arb_group, elem);
-    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
-    return UCS_OK;
-}
-
-
-typedef struct {
-    uct_pending_purge_callback_t cb;
-    void                         *arg;
-} qpx_rc_purge_ctx_t;
-
-
-static ucs_arbiter_cb_result_t
-qpx_rc_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                   ucs_arbiter_elem_t *elem, void *arg)
-{
-    qpx_rc_purge_ctx_t *ctx = arg;
-    uct_pending_req_t *req  = ucs_container_of(elem, uct_pending_req_t, priv);
-
-    if (ctx->cb != NULL) {
-        ctx->cb(req, ctx->arg);
-    }
-    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-}
-
-
-void qpx_rc_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                             void *arg)
-{
-    qpx_rc_ep_t *ep         = ucs_derived_of(tl_ep, qpx_rc_ep_t);
-    qpx_rc_iface_t *iface   = qpx_rc_ep_iface(ep);
-    qpx_rc_purge_ctx_t ctx  = {cb, arg};
-
-    ucs_arbiter_group_purge(&iface->super.arbiter, &ep->arb_group,
-                            qpx_rc_ep_purge_cb, &ctx);
-}
-
-
-ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
-                                                   ucs_arbiter_group_t *group,
-                                                   ucs_arbiter_elem_t *elem,
-                                                   void *arg)
-{
-    qpx_rc_ep_t *ep        = ucs_container_of(group, qpx_rc_ep_t, arb_group);
-    qpx_rc_iface_t *iface  = qpx_rc_ep_iface(ep);
-    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
-    ucs_status_t status;
-
-    if (iface->super.tx.cq_available <= 0) {
-        return UCS_ARBITER_CB_RESULT_STOP;
-    }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep)) {
-        /* A send completion of this ep schedules it again */
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-    }
-
-    status = req->func(req);
-    if (status == UCS_OK) {
-        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-    } else if (status == UCS_INPROGRESS) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    }
-
-    /* Out of credits (they arrive without a completion) or buffers: the
-     * next progress schedules the group again */
-    if (qpx_rc_ep_has_tx_resources(iface, ep) &&
-        !(ep->flags & QPX_RC_EP_FLAG_RESCHED)) {
-        ep->flags |= QPX_RC_EP_FLAG_RESCHED;
-        ucs_list_add_tail(&iface->resched, &ep->resched);
-    }
-    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-}
-
-
-void qpx_rc_iface_resched(qpx_rc_iface_t *iface)
-{
-    qpx_rc_ep_t *ep, *tmp;
-
-    ucs_list_for_each_safe(ep, tmp, &iface->resched, resched) {
-        ucs_list_del(&ep->resched);
-        ep->flags &= ~QPX_RC_EP_FLAG_RESCHED;
-        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
-    }
 }
 
 

@@ -11,7 +11,7 @@
 
 static UCS_F_ALWAYS_INLINE qpx_rc_iface_t *qpx_rc_ep_iface(qpx_rc_ep_t *ep)
 {
-    return ucs_derived_of(ep->super.super.iface, qpx_rc_iface_t);
+    return ucs_derived_of(ep->super.super.super.iface, qpx_rc_iface_t);
 }
 
 

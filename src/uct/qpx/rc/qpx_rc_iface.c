@@ -227,7 +227,7 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
     if (ep->flags & QPX_RC_EP_FLAG_FC_UPDATE) {
         qpx_rc_ep_fc_update(ep);
     }
-    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->arb_group);
+    qpx_ep_pending_schedule(&iface->super, &ep->super);
 }
 
 
@@ -348,14 +348,10 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
         (iface->tx_unacked != 0)) {
         count += qpx_rc_iface_poll_tx(iface);
     }
-    if (ucs_unlikely(!ucs_list_is_empty(&iface->resched))) {
-        qpx_rc_iface_resched(iface);
-    }
     if (ucs_unlikely(iface->keepalive.due)) {
         qpx_rc_iface_keepalive(iface);
     }
-    ucs_arbiter_dispatch(&iface->super.arbiter, 1, qpx_rc_ep_arbiter_dispatch,
-                         NULL);
+    qpx_iface_pending_progress(&iface->super);
     return count;
 }
 
@@ -489,8 +485,7 @@ static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
 
     if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
         iface->keepalive.due ||
-        !ucs_list_is_empty(&iface->resched) ||
-        !ucs_arbiter_is_empty(&iface->super.arbiter)) {
+        qpx_iface_pending_is_due(&iface->super)) {
         qpx_iface_event_signal(&iface->super);
     }
     return UCS_OK;
@@ -543,8 +538,8 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .ep_atomic64_post         = qpx_rc_ep_atomic64_post,
     .ep_atomic32_fetch        = qpx_rc_ep_atomic32_fetch,
     .ep_atomic64_fetch        = qpx_rc_ep_atomic64_fetch,
-    .ep_pending_add           = qpx_rc_ep_pending_add,
-    .ep_pending_purge         = qpx_rc_ep_pending_purge,
+    .ep_pending_add           = qpx_ep_pending_add,
+    .ep_pending_purge         = qpx_ep_pending_purge,
     .ep_flush                 = qpx_rc_ep_flush,
     .ep_fence                 = qpx_rc_ep_fence,
     .ep_check                 = qpx_rc_ep_check,
@@ -589,6 +584,35 @@ static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
 }
 
 
+/* Send CQ entries are the interface-wide resource */
+static int qpx_rc_iface_tx_exhausted(qpx_iface_t *iface)
+{
+    return iface->tx.cq_available <= 0;
+}
+
+
+static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
+                                            qpx_ep_t *base_ep)
+{
+    qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
+    qpx_rc_ep_t *ep       = ucs_derived_of(base_ep, qpx_rc_ep_t);
+
+    if (!qpx_rc_ep_has_tx_resources(iface, ep)) {
+        return QPX_EP_TX_WAIT; /* a send completion of ep schedules it */
+    }
+    /* Credits arrive as the peer's RDMA write, without a completion; a
+     * put or get does not need them */
+    return qpx_rc_ep_has_fc_credits(iface, ep) ? QPX_EP_TX_OK :
+                                                 QPX_EP_TX_RETRY;
+}
+
+
+static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
+    .tx_exhausted = qpx_rc_iface_tx_exhausted,
+    .ep_tx_state  = qpx_rc_ep_tx_state
+};
+
+
 static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -601,6 +625,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     unsigned max_fc;
 
     memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.ops          = &qpx_rc_iface_base_ops;
     init_attr.qp_type      = IBV_QPT_RC;
     init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
     init_attr.tx_priv_len  = sizeof(qpx_rc_tx_desc_t);
@@ -615,7 +640,6 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);
-    ucs_list_head_init(&self->resched);
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
     self->backlog.rx_count = 0;

@@ -22,7 +22,7 @@
 #ifndef QPX_RC_IFACE_H_
 #define QPX_RC_IFACE_H_
 
-#include <uct/qpx/base/qpx_iface.h>
+#include <uct/qpx/base/qpx_ep.h>
 
 
 #define QPX_RC_TL_NAME        "qpx_rc"
@@ -96,8 +96,7 @@ enum {
     QPX_RC_EP_FLAG_CONNECTED = UCS_BIT(0),
     QPX_RC_EP_FLAG_ERROR     = UCS_BIT(1), /* QP in ERR: failed or canceled */
     QPX_RC_EP_FLAG_FC_UPDATE = UCS_BIT(2), /* credit update waits for a slot */
-    QPX_RC_EP_FLAG_RESCHED   = UCS_BIT(3), /* on iface->resched */
-    QPX_RC_EP_FLAG_PEER_CTL  = UCS_BIT(4)  /* peer's control words known */
+    QPX_RC_EP_FLAG_PEER_CTL  = UCS_BIT(3)  /* peer's control words known */
 };
 
 
@@ -134,8 +133,6 @@ typedef struct qpx_rc_iface {
     ucs_list_link_t eps;
     ucs_mpool_t     ctl_mp;   /* endpoints' control words (qpx_rc_ep_ctl_t),
                                  registered a chunk at a time */
-    ucs_list_link_t resched;  /* eps whose pending requests wait for credits
-                                 or buffers */
     uint16_t        next_ep_id;
     /* Requests posted and not yet known complete, over all endpoints: while
      * any exist the send CQ is polled, so that an unsignalled request that
@@ -182,11 +179,9 @@ typedef struct qpx_rc_iface {
 
 
 struct qpx_rc_ep {
-    uct_base_ep_t       super;
+    qpx_ep_t            super;          /* interface, pending queue */
     struct ibv_qp       *qp;
     ucs_list_link_t     list;           /* in iface->eps */
-    ucs_list_link_t     resched;        /* in iface->resched */
-    ucs_arbiter_group_t arb_group;
     uint32_t            psn;
     uint16_t            id;             /* tags wr_id against a reused QP */
     uint8_t             flags;
@@ -232,18 +227,8 @@ ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t qpx_rc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                   unsigned flags);
-void qpx_rc_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                             void *arg);
 ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp);
-ucs_arbiter_cb_result_t qpx_rc_ep_arbiter_dispatch(ucs_arbiter_t *arbiter,
-                                                   ucs_arbiter_group_t *group,
-                                                   ucs_arbiter_elem_t *elem,
-                                                   void *arg);
-/* Schedule again the pending groups that waited for credits */
-void qpx_rc_iface_resched(qpx_rc_iface_t *iface);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 /* Write our consumed-message count to the peer (flow control) */

@@ -14,7 +14,7 @@
 static UCS_F_ALWAYS_INLINE qpx_ud_iface_t *
 qpx_ud_ep_iface(qpx_ud_ep_t *ep)
 {
-    return ucs_derived_of(ep->super.super.iface, qpx_ud_iface_t);
+    return ucs_derived_of(ep->super.super.super.iface, qpx_ud_iface_t);
 }
 
 /* No send slot or no descriptor, whatever the endpoint */
@@ -22,16 +22,6 @@ static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
 {
     return (iface->tx.available == 0) || iface->tx.no_desc;
-}
-
-/* Nothing queued ahead of a new operation on ep: its pending queue is empty,
- * or the operation comes from ep's pending request being dispatched, which
- * is the head of that queue */
-static UCS_F_ALWAYS_INLINE int
-qpx_ud_ep_pending_is_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
-{
-    return ucs_arbiter_group_is_empty(&ep->pending) ||
-           (iface->tx.pending_ep == ep);
 }
 
 /* Whether a new reliable packet may be sent on ep now */
@@ -47,7 +37,7 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     if (ucs_unlikely(!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
                      !qpx_ud_rel_tx_can_send(&ep->tx) ||
                      qpx_ud_iface_tx_exhausted(iface) ||
-                     !qpx_ud_ep_pending_is_clear(iface, ep))) {
+                     !qpx_ep_pending_is_clear(&iface->super, &ep->super))) {
         return UCS_ERR_NO_RESOURCE;
     }
 

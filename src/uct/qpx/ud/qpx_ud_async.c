@@ -106,7 +106,7 @@ static ucs_status_t qpx_ud_async_pending_add(uct_ep_h ep,
                                              unsigned flags)
 {
     return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
-                             qpx_ud_ep_pending_add, ep, req, flags);
+                             qpx_ep_pending_add, ep, req, flags);
 }
 
 static void qpx_ud_async_pending_purge(uct_ep_h ep,
@@ -116,7 +116,7 @@ static void qpx_ud_async_pending_purge(uct_ep_h ep,
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
 
     qpx_ud_iface_async_block(iface);
-    qpx_ud_ep_pending_purge(ep, cb, arg);
+    qpx_ep_pending_purge(ep, cb, arg);
     qpx_ud_iface_async_unblock(iface);
 }
 

@@ -75,7 +75,6 @@ ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 {
     qpx_ud_ep_t *ep;
     ucs_status_t status;
-    int init_count = 1;
 
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL) {
@@ -83,15 +82,14 @@ ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_base_ep_t_init(&ep->super, &uct_base_ep_t_class, &init_count,
-                                &iface->super.super);
+    status = UCS_CLASS_INIT(qpx_ep_t, &ep->super, &iface->super);
     if (status != UCS_OK) {
         goto err_free;
     }
 
     status = qpx_ep_table_add(&iface->eps, ep, &ep->id);
     if (status != UCS_OK) {
-        goto err_free;
+        goto err_cleanup;
     }
 
     ep->dest_id = QPX_UD_EP_ID_NULL;
@@ -103,7 +101,6 @@ ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     qpx_ud_rel_tx_init(&ep->tx, &iface->rel_config,
                        (qpx_ud_psn_t)((ep->id * 40503u) ^ iface->now));
     qpx_ud_rel_rx_init(&ep->rx);
-    ucs_arbiter_group_init(&ep->pending);
     ucs_list_head_init(&ep->flushes);
     if (peer != NULL) {
         ucs_list_add_tail(&peer->eps, &ep->peer_list);
@@ -114,6 +111,8 @@ ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     *ep_p = ep;
     return UCS_OK;
 
+err_cleanup:
+    UCS_CLASS_CLEANUP_CALL(&qpx_ep_t_class, &ep->super);
 err_free:
     free(ep);
     return status;
@@ -134,8 +133,7 @@ void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     qpx_ud_ep_half_open_clear(iface, ep);
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
     qpx_ud_ep_rx_ooo_cleanup(ep);
-    ucs_arbiter_group_desched(&iface->super.arbiter, &ep->pending);
-    ucs_arbiter_group_cleanup(&ep->pending);
+    UCS_CLASS_CLEANUP_CALL(&qpx_ep_t_class, &ep->super);
     if (ep->flags & QPX_UD_EP_FLAG_ON_ACTIVE) {
         ucs_list_del(&ep->active_list);
     }
@@ -186,7 +184,7 @@ void qpx_ud_ep_set_connected(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 {
     ep->dest_id = dest_id;
     ep->flags  |= QPX_UD_EP_FLAG_CONNECTED;
-    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
+    qpx_ep_pending_schedule(&iface->super, &ep->super);
 }
 
 ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
@@ -223,7 +221,7 @@ ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     ucs_list_for_each(ep, &peer->eps, peer_list) {
         if (!(ep->flags & QPX_UD_EP_FLAG_USER) && (ep->conn_sn == conn_sn)) {
             ep->flags |= QPX_UD_EP_FLAG_USER;
-            *ep_p      = &ep->super.super;
+            *ep_p      = &ep->super.super.super;
             return UCS_OK;
         }
     }
@@ -241,7 +239,7 @@ ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 
 out:
     if (status == UCS_OK) {
-        *ep_p = &ep->super.super;
+        *ep_p = &ep->super.super.super;
     }
     return status;
 }
@@ -357,7 +355,7 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return;
     }
 
-    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super,
+    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super.super,
                                       UCS_ERR_ENDPOINT_TIMEOUT,
                                       "qpx_ud: endpoint %p to qpn 0x%x: no "
                                       "acknowledgement for %.3f seconds, peer "

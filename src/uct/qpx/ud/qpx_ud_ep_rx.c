@@ -100,7 +100,7 @@ static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
                           qpx_ud_ep_acked_cb, iface) > 0) {
         qpx_ud_ep_flushes_complete(ep, UCS_OK);
-        ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
+        qpx_ep_pending_schedule(&iface->super, &ep->super);
     }
 
     /* A peer that keeps packets ahead of the gap needs just the missing one */

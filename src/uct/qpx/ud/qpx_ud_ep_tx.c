@@ -162,7 +162,7 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
      * and calls uct_ep_flush again from the pending callback): whatever was
      * queued before it has left, and refusing would deschedule the group
      * with nothing in flight to reschedule it. */
-    if (!qpx_ud_ep_pending_is_clear(iface, ep)) {
+    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -235,94 +235,4 @@ void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         (void)qpx_ud_ep_probe(iface, ep);
     }
     ep->keepalive_psn = ep->tx.next_psn;
-}
-
-ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                   unsigned flags)
-{
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
-    ucs_arbiter_elem_t *elem;
-
-    (void)flags;
-    if (ucs_arbiter_group_is_empty(&ep->pending) &&
-        (qpx_ud_ep_tx_check(iface, ep) == UCS_OK)) {
-        return UCS_ERR_BUSY;
-    }
-
-    elem = (ucs_arbiter_elem_t*)req->priv;
-    ucs_arbiter_elem_init(elem);
-    ucs_arbiter_group_push_elem(&ep->pending, elem);
-    /* Dispatch deschedules it while the ep cannot send; acks and the
-     * connection reply schedule it again */
-    ucs_arbiter_group_schedule(&iface->super.arbiter, &ep->pending);
-    return UCS_OK;
-}
-
-typedef struct {
-    uct_pending_purge_callback_t cb;
-    void                         *arg;
-} qpx_ud_purge_arg_t;
-
-static ucs_arbiter_cb_result_t
-qpx_ud_ep_pending_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                           ucs_arbiter_elem_t *elem, void *arg)
-{
-    qpx_ud_purge_arg_t *purge = arg;
-    uct_pending_req_t *req    = ucs_container_of(elem, uct_pending_req_t,
-                                                 priv);
-
-    (void)arbiter;
-    (void)group;
-    if (purge->cb != NULL) {
-        purge->cb(req, purge->arg);
-    }
-    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-}
-
-void qpx_ud_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                             void *arg)
-{
-    qpx_ud_ep_t *ep          = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface    = qpx_ud_ep_iface(ep);
-    qpx_ud_purge_arg_t purge = {cb, arg};
-
-    ucs_arbiter_group_purge(&iface->super.arbiter, &ep->pending,
-                            qpx_ud_ep_pending_purge_cb, &purge);
-}
-
-ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
-        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-        ucs_arbiter_elem_t *elem, void *arg)
-{
-    qpx_ud_iface_t *iface  = arg;
-    qpx_ud_ep_t *ep        = ucs_container_of(group, qpx_ud_ep_t, pending);
-    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
-    ucs_status_t status;
-
-    (void)arbiter;
-    /* Interface-wide resources: the group stays scheduled, so progress
-     * dispatches it again as soon as a send slot or descriptor is free */
-    if (qpx_ud_iface_tx_exhausted(iface)) {
-        return UCS_ARBITER_CB_RESULT_STOP;
-    }
-
-    iface->tx.pending_ep = ep;
-    if (qpx_ud_ep_tx_check(iface, ep) == UCS_ERR_NO_RESOURCE) {
-        /* Only the ep's own window or handshake: its ack reschedules it */
-        iface->tx.pending_ep = NULL;
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-    }
-
-    /* A failed ep runs its requests too: they see the error and finish */
-    status               = req->func(req);
-    iface->tx.pending_ep = NULL;
-    if (status == UCS_OK) {
-        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-    } else if (status == UCS_INPROGRESS) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    } else if (qpx_ud_iface_tx_exhausted(iface)) {
-        return UCS_ARBITER_CB_RESULT_STOP;
-    }
-    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }

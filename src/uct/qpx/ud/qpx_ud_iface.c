@@ -460,8 +460,7 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
         qpx_ud_ep_notify_failed(iface, ep);
     }
 
-    ucs_arbiter_dispatch(&iface->super.arbiter, 1,
-                         qpx_ud_iface_pending_dispatch_cb, iface);
+    qpx_iface_pending_progress(&iface->super);
     return count;
 }
 

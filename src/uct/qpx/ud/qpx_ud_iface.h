@@ -7,7 +7,7 @@
 
 #include "qpx_ud_rel.h"
 
-#include <uct/qpx/base/qpx_iface.h>
+#include <uct/qpx/base/qpx_ep.h>
 #include <uct/qpx/base/qpx_ep_table.h>
 #include <ucs/datastruct/khash.h>
 #include <infiniband/verbs.h>
@@ -146,7 +146,7 @@ enum {
 
 
 typedef struct qpx_ud_ep {
-    uct_base_ep_t       super;
+    qpx_ep_t            super;       /* interface, pending queue */
     uint32_t            id;
     uint32_t            dest_id;
     uint32_t            conn_sn;
@@ -154,7 +154,6 @@ typedef struct qpx_ud_ep {
     qpx_ud_peer_t       *peer;
     qpx_ud_rel_tx_t     tx;
     qpx_ud_rel_rx_t     rx;
-    ucs_arbiter_group_t pending;
     ucs_list_link_t     flushes;     /* qpx_ud_flush_req_t, psn order */
     ucs_list_link_t     peer_list;   /* in peer->eps */
     ucs_list_link_t     active_list; /* in iface->active_eps */
@@ -246,9 +245,6 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* seg_size - GRH - header */
         size_t            max_short;
-        /* The endpoint whose pending request is running: that request may
-         * send (or flush) although its own group is not empty */
-        qpx_ud_ep_t       *pending_ep;
         int               no_desc;     /* tx_mp at max_bufs and empty: set by
                                           a failed get, cleared by any put */
     } tx;
@@ -329,10 +325,6 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
-ucs_status_t qpx_ud_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                   unsigned flags);
-void qpx_ud_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                             void *arg);
 ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                 const void *payload, unsigned length);
 ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -386,8 +378,5 @@ uint64_t qpx_ud_time_ns(void);
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp);
-ucs_arbiter_cb_result_t qpx_ud_iface_pending_dispatch_cb(
-        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-        ucs_arbiter_elem_t *elem, void *arg);
 
 #endif

@@ -90,8 +90,8 @@ static uct_iface_ops_t qpx_ud_iface_ops = {
     .ep_am_short_iov          = uct_base_ep_am_short_iov,
     .ep_am_bcopy              = qpx_ud_ep_am_bcopy,
     .ep_am_zcopy              = qpx_ud_ep_am_zcopy,
-    .ep_pending_add           = qpx_ud_ep_pending_add,
-    .ep_pending_purge         = qpx_ud_ep_pending_purge,
+    .ep_pending_add           = qpx_ep_pending_add,
+    .ep_pending_purge         = qpx_ep_pending_purge,
     .ep_flush                 = qpx_ud_ep_flush,
     .ep_fence                 = uct_base_ep_fence,
     .ep_check                 = qpx_ud_ep_check,
@@ -217,6 +217,35 @@ static ucs_status_t qpx_ud_iface_seg_size(qpx_md_t *md,
     return UCS_OK;
 }
 
+/* No send slot of the interface's QP, or no descriptor */
+static int qpx_ud_iface_base_tx_exhausted(qpx_iface_t *iface)
+{
+    return qpx_ud_iface_tx_exhausted(ucs_derived_of(iface, qpx_ud_iface_t));
+}
+
+static qpx_ep_tx_state_t qpx_ud_ep_tx_state(qpx_iface_t *iface,
+                                            qpx_ep_t *base_ep)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(base_ep, qpx_ud_ep_t);
+
+    (void)iface;
+    if (ep->flags & (QPX_UD_EP_FLAG_FAILED | QPX_UD_EP_FLAG_CANCELED)) {
+        /* Its requests run: they see the error and finish */
+        return QPX_EP_TX_RETRY;
+    }
+    if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
+        !qpx_ud_rel_tx_can_send(&ep->tx)) {
+        /* The connection reply or an ack schedules it again */
+        return QPX_EP_TX_WAIT;
+    }
+    return QPX_EP_TX_OK;
+}
+
+static const qpx_iface_ops_t qpx_ud_iface_base_ops = {
+    .tx_exhausted = qpx_ud_iface_base_tx_exhausted,
+    .ep_tx_state  = qpx_ud_ep_tx_state
+};
+
 UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -240,6 +269,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.ops          = &qpx_ud_iface_base_ops;
     init_attr.qp_type      = IBV_QPT_UD;
     init_attr.rx_hdr_len   = QPX_UD_GRH_LEN + sizeof(qpx_ud_hdr_t);
     init_attr.rx_priv_len  = sizeof(qpx_ud_recv_desc_t) - sizeof(qpx_desc_t);
@@ -267,7 +297,6 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->tx.max_short    = ucs_min(self->tx.max_payload, 256) -
                             sizeof(uint64_t);
     self->tx.ack_thresh   = ucs_max(config->window / 2, 1);
-    self->tx.pending_ep   = NULL;
     self->tx.no_desc      = 0;
     self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);

@@ -1,0 +1,93 @@
+/*
+ * qpx endpoint core, shared by every qpx transport: what every endpoint
+ * has (its interface, its queue of pending requests) and the pending queue
+ * itself, run by base with the transport's answers (qpx_iface_ops_t).
+ *
+ * A transport's endpoint starts with a qpx_ep_t and is initialized with
+ * UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, iface) (or UCS_CLASS_INIT for one it
+ * allocates itself, cleaned up with UCS_CLASS_CLEANUP_CALL). Its
+ * uct_iface_ops take qpx_ep_pending_add and qpx_ep_pending_purge as they
+ * are; its progress calls qpx_iface_pending_progress(); when a resource
+ * that qpx_iface_ops_t.ep_tx_state reported as QPX_EP_TX_WAIT returns, it
+ * calls qpx_ep_pending_schedule().
+ *
+ * Order: a request queued on an endpoint goes before any new operation on
+ * it. A send path that must keep that order checks
+ * qpx_ep_pending_is_clear(): true when nothing is queued, or when the
+ * operation comes from the endpoint's own pending request being dispatched
+ * (UCP calls uct_ep_flush and sends from its pending callbacks).
+ */
+#ifndef QPX_EP_H_
+#define QPX_EP_H_
+
+#include "qpx_iface.h"
+
+
+struct qpx_ep {
+    uct_base_ep_t       super;
+    ucs_arbiter_group_t arb_group;  /* pending requests, in order */
+    ucs_list_link_t     resched;    /* in iface->pending.resched */
+    int                 on_resched;
+};
+
+
+UCS_CLASS_DECLARE(qpx_ep_t, qpx_iface_t*);
+
+
+static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_ep_iface(qpx_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, qpx_iface_t);
+}
+
+/* Nothing is queued ahead of a new operation on ep */
+static UCS_F_ALWAYS_INLINE int qpx_ep_pending_is_clear(qpx_iface_t *iface,
+                                                       qpx_ep_t *ep)
+{
+    return ucs_arbiter_group_is_empty(&ep->arb_group) ||
+           (iface->pending.ep == ep);
+}
+
+/* ep's requests may run again (its resource came back) */
+static UCS_F_ALWAYS_INLINE void qpx_ep_pending_schedule(qpx_iface_t *iface,
+                                                        qpx_ep_t *ep)
+{
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+}
+
+/* uct_ep_pending_add: UCS_ERR_BUSY when the endpoint could send now (and
+ * nothing is queued on it), else the request is queued */
+ucs_status_t qpx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                unsigned flags);
+
+/* uct_ep_pending_purge: every queued request is removed and given to cb */
+void qpx_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                          void *arg);
+
+/* Schedule again the endpoints whose refused requests nothing announces */
+void qpx_iface_pending_resched(qpx_iface_t *iface);
+
+ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
+                                                      ucs_arbiter_group_t *group,
+                                                      ucs_arbiter_elem_t *elem,
+                                                      void *arg);
+
+/* From the transport's progress: run pending requests while the transport
+ * says they can go */
+static UCS_F_ALWAYS_INLINE void qpx_iface_pending_progress(qpx_iface_t *iface)
+{
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->pending.resched))) {
+        qpx_iface_pending_resched(iface);
+    }
+    ucs_arbiter_dispatch(&iface->arbiter, 1, qpx_iface_pending_dispatch_cb,
+                         iface);
+}
+
+/* Whether progress has pending work that no completion event announces
+ * (before arming: the interface must not sleep on it) */
+static UCS_F_ALWAYS_INLINE int qpx_iface_pending_is_due(qpx_iface_t *iface)
+{
+    return !ucs_arbiter_is_empty(&iface->arbiter) ||
+           !ucs_list_is_empty(&iface->pending.resched);
+}
+
+#endif
