@@ -1,0 +1,319 @@
+/*
+ * Unit tests of base's receive refill (qpx_iface_rx_post, _release, _kept):
+ * what each posted WR carries, batching, buffers released after a receive
+ * going back as they are, kept ones replaced by fresh ones, a post that
+ * fails part-way, and an empty buffer pool. The SRQ is a fake whose
+ * post_srq_recv records the WRs (ibv_post_srq_recv calls through the
+ * context's ops).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include <uct/qpx/base/qpx_iface.h>
+
+
+#define TEST_BATCH     4
+#define TEST_SEG_SIZE  256
+#define TEST_HDR_OFF   24
+#define TEST_MAX_BUFS  12
+#define TEST_MAX_POSTS 64
+
+typedef struct test_post {
+    uint64_t wr_id;
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+} test_post_t;
+
+typedef struct test_ctx {
+    qpx_iface_t        iface;
+    struct ibv_context verbs_ctx;
+    struct ibv_srq     srq;
+    test_post_t        posted[TEST_MAX_POSTS];
+    unsigned           num_posted;
+    unsigned           num_calls;  /* post_srq_recv calls */
+    int                fail_at;    /* WR index of the next call to refuse,
+                                      or -1 */
+} test_ctx_t;
+
+static test_ctx_t *ctx;
+
+
+static int test_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                              struct ibv_recv_wr **bad_wr)
+{
+    int i;
+
+    assert_ptr_equal(srq, &ctx->srq);
+    ++ctx->num_calls;
+    for (i = 0; wr != NULL; wr = wr->next, ++i) {
+        if (i == ctx->fail_at) {
+            ctx->fail_at = -1;
+            *bad_wr      = wr;
+            return ENOMEM;
+        }
+        assert_int_equal(wr->num_sge, 1);
+        assert_true(ctx->num_posted < TEST_MAX_POSTS);
+        ctx->posted[ctx->num_posted].wr_id  = wr->wr_id;
+        ctx->posted[ctx->num_posted].addr   = wr->sg_list[0].addr;
+        ctx->posted[ctx->num_posted].length = wr->sg_list[0].length;
+        ctx->posted[ctx->num_posted].lkey   = wr->sg_list[0].lkey;
+        ++ctx->num_posted;
+    }
+    return 0;
+}
+
+static void test_desc_init(ucs_mpool_t *mp, void *obj, void *chunk)
+{
+    (void)mp;
+    (void)chunk;
+    /* a distinct key per buffer, to see that each WR carries its own */
+    ((qpx_desc_t*)obj)->lkey = (uint32_t)((uintptr_t)obj >> 4);
+}
+
+static ucs_mpool_ops_t test_mp_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = test_desc_init,
+    .obj_cleanup   = NULL
+};
+
+static int test_setup(void **state)
+{
+    qpx_iface_t *iface;
+    unsigned i;
+
+    ctx = calloc(1, sizeof(*ctx));
+    assert_non_null(ctx);
+    iface                                = &ctx->iface;
+    ctx->fail_at                         = -1;
+    ctx->verbs_ctx.ops.post_srq_recv     = test_post_srq_recv;
+    ctx->srq.context                     = &ctx->verbs_ctx;
+    iface->srq                           = &ctx->srq;
+    iface->config.seg_size               = TEST_SEG_SIZE;
+    iface->config.rx_hdr_offset          = TEST_HDR_OFF;
+    iface->rx.batch                      = TEST_BATCH;
+    iface->rx.queue_len                  = 16;
+    iface->rx.available                  = 16;
+    assert_int_equal(ucs_mpool_init(&iface->rx_mp, 0,
+                                    TEST_HDR_OFF + TEST_SEG_SIZE, 0, 64, 4,
+                                    TEST_MAX_BUFS, &test_mp_ops, "test_rx"),
+                     UCS_OK);
+
+    /* as the interface sets them up: one chain with the constant fields */
+    iface->rx.recycled = calloc(TEST_BATCH, sizeof(*iface->rx.recycled));
+    iface->rx.wrs      = calloc(TEST_BATCH, sizeof(*iface->rx.wrs));
+    iface->rx.sges     = calloc(TEST_BATCH, sizeof(*iface->rx.sges));
+    for (i = 0; i < TEST_BATCH; ++i) {
+        iface->rx.sges[i].length = TEST_SEG_SIZE;
+        iface->rx.wrs[i].sg_list = &iface->rx.sges[i];
+        iface->rx.wrs[i].num_sge = 1;
+        iface->rx.wrs[i].next    = (i + 1 < TEST_BATCH) ?
+                                   &iface->rx.wrs[i + 1] : NULL;
+    }
+    *state = ctx;
+    return 0;
+}
+
+static int test_teardown(void **state)
+{
+    qpx_iface_t *iface = &ctx->iface;
+    unsigned i;
+
+    /* the posted buffers come back as a QP flush would return them */
+    for (i = 0; i < ctx->num_posted; ++i) {
+        if (ctx->posted[i].wr_id != 0) {
+            ucs_mpool_put((void*)(uintptr_t)ctx->posted[i].wr_id);
+        }
+    }
+    ucs_mpool_cleanup(&iface->rx_mp, 1);
+    free(iface->rx.recycled);
+    free(iface->rx.wrs);
+    free(iface->rx.sges);
+    free(ctx);
+    *state = NULL;
+    return 0;
+}
+
+/* Every WR from the first-th on carries its own buffer, at the receive
+ * offset, with the buffer's key and the segment size */
+static void test_check_posted(unsigned first)
+{
+    qpx_desc_t *desc;
+    unsigned i, j;
+
+    for (i = first; i < ctx->num_posted; ++i) {
+        desc = (qpx_desc_t*)(uintptr_t)ctx->posted[i].wr_id;
+        assert_non_null(desc);
+        assert_int_equal(ctx->posted[i].addr,
+                         (uintptr_t)desc + TEST_HDR_OFF);
+        assert_int_equal(ctx->posted[i].length, TEST_SEG_SIZE);
+        assert_int_equal(ctx->posted[i].lkey, desc->lkey);
+        for (j = 0; j < i; ++j) {
+            assert_true(ctx->posted[j].wr_id != ctx->posted[i].wr_id);
+        }
+    }
+}
+
+/* Take the buffer of the n-th posted WR out, as a receive completion does */
+static qpx_desc_t *test_complete(unsigned n)
+{
+    qpx_desc_t *desc = (qpx_desc_t*)(uintptr_t)ctx->posted[n].wr_id;
+
+    ctx->posted[n].wr_id = 0;
+    return desc;
+}
+
+
+/* A refill larger than a batch is posted in batches, each one chain */
+static void test_post_batches(void **state)
+{
+    (void)state;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, 10), 10);
+    assert_int_equal(ctx->num_posted, 10);
+    assert_int_equal(ctx->num_calls, 3);   /* 4 + 4 + 2 */
+    assert_int_equal(ctx->iface.rx.available, 6);
+    test_check_posted(0);
+    /* the chain is whole again for the next batch */
+    assert_ptr_equal(ctx->iface.rx.wrs[1].next, &ctx->iface.rx.wrs[2]);
+    assert_null(ctx->iface.rx.wrs[TEST_BATCH - 1].next);
+}
+
+
+/* Released buffers wait for a whole batch and then go back as they are */
+static void test_release_recycles(void **state)
+{
+    qpx_desc_t *desc[TEST_BATCH];
+    unsigned i;
+
+    (void)state;
+    ctx->iface.rx.available = TEST_BATCH;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH), TEST_BATCH);
+    assert_int_equal(ctx->iface.rx.available, 0);
+
+    for (i = 0; i < TEST_BATCH; ++i) {
+        desc[i] = test_complete(i);
+    }
+    for (i = 0; i < TEST_BATCH - 1; ++i) {
+        qpx_iface_rx_release(&ctx->iface, desc[i]);
+        assert_int_equal(ctx->num_calls, 1);  /* not yet a batch */
+    }
+    qpx_iface_rx_release(&ctx->iface, desc[TEST_BATCH - 1]);
+    assert_int_equal(ctx->num_calls, 2);
+    assert_int_equal(ctx->num_posted, 2 * TEST_BATCH);
+    for (i = 0; i < TEST_BATCH; ++i) {
+        assert_int_equal(ctx->posted[TEST_BATCH + i].wr_id,
+                         (uintptr_t)desc[i]);
+    }
+    test_check_posted(TEST_BATCH);
+    assert_int_equal(ctx->iface.rx.available, 0);
+    assert_int_equal(ctx->iface.rx.num_recycled, 0);
+}
+
+
+/* Kept buffers are replaced by fresh ones; with released ones in the same
+ * batch, the released go first */
+static void test_kept_and_released(void **state)
+{
+    qpx_desc_t *kept[2], *released[2];
+    unsigned i;
+
+    (void)state;
+    ctx->iface.rx.available = TEST_BATCH;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH), TEST_BATCH);
+    kept[0]     = test_complete(0);
+    released[0] = test_complete(1);
+    kept[1]     = test_complete(2);
+    released[1] = test_complete(3);
+    qpx_iface_rx_kept(&ctx->iface);
+    qpx_iface_rx_release(&ctx->iface, released[0]);
+    qpx_iface_rx_kept(&ctx->iface);
+    assert_int_equal(ctx->num_calls, 1);
+    qpx_iface_rx_release(&ctx->iface, released[1]);
+    assert_int_equal(ctx->num_calls, 2);
+
+    assert_int_equal(ctx->num_posted, 2 * TEST_BATCH);
+    assert_int_equal(ctx->posted[4].wr_id, (uintptr_t)released[0]);
+    assert_int_equal(ctx->posted[5].wr_id, (uintptr_t)released[1]);
+    for (i = 6; i < 8; ++i) {   /* fresh: neither kept buffer */
+        assert_true(ctx->posted[i].wr_id != (uintptr_t)kept[0]);
+        assert_true(ctx->posted[i].wr_id != (uintptr_t)kept[1]);
+    }
+    test_check_posted(TEST_BATCH);
+    /* the user gives the kept ones back later, to the pool */
+    ucs_mpool_put(kept[0]);
+    ucs_mpool_put(kept[1]);
+}
+
+
+/* A post refused part-way: the WRs before the refused one count, the rest
+ * go back to the pool and their slots stay to be refilled */
+static void test_post_fails(void **state)
+{
+    (void)state;
+    ctx->iface.rx.available = TEST_BATCH;
+    ctx->fail_at            = 2;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH), 2);
+    assert_int_equal(ctx->num_posted, 2);
+    assert_int_equal(ctx->iface.rx.available, TEST_BATCH - 2);
+
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH - 2),
+                     TEST_BATCH - 2);
+    assert_int_equal(ctx->iface.rx.available, 0);
+    test_check_posted(0);
+}
+
+
+/* The pool at its limit: what it gives is posted, the rest stays owed */
+static void test_pool_empty(void **state)
+{
+    (void)state;
+    ctx->iface.rx.available = 16;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, 16), TEST_MAX_BUFS);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
+    assert_int_equal(ctx->iface.rx.available, 16 - TEST_MAX_BUFS);
+    test_check_posted(0);
+
+    /* a buffer back in the pool is posted at the next refill */
+    ucs_mpool_put(test_complete(0));
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface,
+                                       ctx->iface.rx.available), 1);
+}
+
+
+/* Without an SRQ or a QP there is nowhere to post yet */
+static void test_no_queue(void **state)
+{
+    (void)state;
+    ctx->iface.srq = NULL;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH), 0);
+    assert_int_equal(ctx->num_calls, 0);
+    assert_int_equal(ctx->iface.rx.available, 16);
+}
+
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_post_batches, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_release_recycles, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_kept_and_released, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_post_fails, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_empty, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_no_queue, test_setup,
+                                        test_teardown)
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
