@@ -23,7 +23,7 @@ check_rc=$?
 # One row per test program with the cases it counted in its own closing line
 # ("N passed, N failed" or cmocka's); the totals are cases. A program that
 # failed without counting a failed case counts as one failed case.
-pass=0; fail=0; skip=0
+pass=0; fail=0; skip=0; runs=0
 for trs in $(find . -name '*.trs' | sort); do
     log=${trs%.trs}.log
     res=$(sed -n 's/^:test-result: //p' "$trs")
@@ -32,6 +32,8 @@ for trs in $(find . -name '*.trs' | sort); do
     if [ -n "$line" ]; then
         p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
         f=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/' <<<"$line")
+        r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
+        runs=$((runs + ${r:-0}))
     elif grep -q '^\[==========\] .* test(s) run' "$log"; then
         p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
         f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
@@ -55,5 +57,8 @@ if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
     tail -30 check.out
     fail=1
 fi
+# Runs: a benchmark or example program ran to its end and printed its
+# result, with no payload checked; the integrity programs check the data
+echo "of the passed, $runs are runs (no data checked)"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

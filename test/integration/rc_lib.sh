@@ -46,7 +46,7 @@ rc_pair() {
     wait $spid
     src=$?
     if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q "^Final:" "$RC_TMP/cli.log"; then
-        qpx_pass "$name: $(grep '^Final:' "$RC_TMP/cli.log" | awk '{print $4 " us, " $7 " MB/s, " $9 " msg/s"}')"
+        qpx_run_pass "$name: $(grep '^Final:' "$RC_TMP/cli.log" | awk '{print $4 " us, " $7 " MB/s, " $9 " msg/s"}')"
     else
         qpx_fail "$name (client exit $crc, server exit $src)"
         for f in "$RC_TMP/cli.log" "$RC_TMP/srv.log"; do echo "---- $f"; tail -n 8 "$f"; done

@@ -22,7 +22,7 @@ perftest() {
     wait $spid; src=$?
     final=$(echo "$out" | grep '^Final:')
     if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ -n "$final" ]; then
-        qpx_pass "$name: $final"
+        qpx_run_pass "$name: $final"
     else
         echo "$out" | grep -v "^[|+]" | tail -40 | sed 's/^/  /'
         qpx_fail "$name (client $crc, server $src)"
