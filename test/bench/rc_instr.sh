@@ -2,7 +2,8 @@
 # Instructions per operation (callgrind, exact) of qpx_rc beside rc_verbs:
 # qpx_uct_instr collects each phase separately, so polling an empty queue
 # while waiting for the peer is not counted. Prints a table, never asserts.
-#   sh test/bench/rc_instr.sh [builddir]    Env: BENCH_TLS, BENCH_DEV
+#   sh test/bench/rc_instr.sh [builddir]
+#   Env: BENCH_TLS, BENCH_DEV, BENCH_BURST (sends per round, 128), BENCH_ROUNDS (64)
 B=$(cd "${1:-build}" && pwd)
 PROG="$B/test/bench/qpx_uct_instr"
 MOD="$B/src/.libs/libuct_qpx.so"
@@ -18,7 +19,7 @@ for tl in $TLS; do
     LD_PRELOAD=$MOD timeout 600 valgrind --tool=callgrind --collect-atstart=no \
         --compress-strings=no \
         --callgrind-out-file="$TMP/$tl/cg.%p" "$PROG" -x "$tl" -d "$DEV" \
-        -b 128 -r 64 >"$TMP/$tl/log" 2>&1
+        -b "${BENCH_BURST:-128}" -r "${BENCH_ROUNDS:-64}" >"$TMP/$tl/log" 2>&1
 done
 
 # phase name -> Ir / ops, from the dumps (desc: Trigger: Client Request: X)
@@ -47,7 +48,7 @@ done
 # first column of qpx against the first column of UCX's transport.
 SPLIT="$(dirname "$0")/cg_split.awk"
 echo
-printf '%-26s' "split: own/ucx/sv/other"; for tl in $TLS; do printf '%24s' "$tl"; done; echo
+printf '%-26s' "split: own/ucx/sv/other"; for tl in $TLS; do printf ' %25s' "$tl"; done; echo
 for phase in "put_short" "am_short" "am receive (progress)" \
              "sender progress per am" "empty progress (sender)"; do
     printf '%-26s' "$phase"
@@ -56,10 +57,10 @@ for phase in "put_short" "am_short" "am receive (progress)" \
         files=$(grep -l "Client Request: $phase\$" "$TMP/$tl"/cg.* 2>/dev/null)
         if [ -n "$files" ] && [ -n "$ops" ]; then
             # shellcheck disable=SC2086
-            printf '%24s' "$(awk -f "$SPLIT" $files |
+            printf ' %25s' "$(awk -f "$SPLIT" $files |
                 awk -v n="$ops" '{printf "%.0f/%.0f/%.0f/%.0f", $1/n, $2/n, $3/n, $4/n}')"
         else
-            printf '%24s' "n/a"
+            printf ' %25s' "n/a"
         fi
     done
     echo
