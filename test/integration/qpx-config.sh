@@ -6,8 +6,8 @@
 # change qpx. Checked on the values UCX's parser reports (ucx_info -c) and on
 # what an opened interface reports (ucx_info -d: am_bcopy follows SEG_SIZE).
 . "$QPX_SRCDIR/test/integration/lib.sh"
-. "$QPX_SRCDIR/test/integration/rc_lib.sh"
-rc_setup
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx_rc
 command -v ucx_info >/dev/null || qpx_skip_all "ucx_info missing"
 export UCX_NET_DEVICES=softverbs0:1
 

@@ -6,23 +6,23 @@
 # one repost batch must fit in the receive queue (16 x 3 + 8 <= 64). Then
 # the same flood with the default window and RNR retries, which recover.
 . "$QPX_SRCDIR/test/integration/lib.sh"
-. "$QPX_SRCDIR/test/integration/rc_lib.sh"
-rc_setup
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx_rc
 
 prog="$QPX_TESTDIR/qpx_uct_flood"
 [ -x "$prog" ] || qpx_skip_all "$prog not built"
-P=$(echo "$RC_TL" | tr a-z A-Z)
+P=$QPX_TL_ENV
 
 run() { # name env...
     name=$1; shift
-    env "$@" LD_PRELOAD="$QPX_MODULE" timeout 200 "$prog" -x "$RC_TL" \
-        -d "$RC_DEV" -e 16 -n 20000 >"$RC_TMP/out" 2>&1
+    env "$@" LD_PRELOAD="$QPX_MODULE" timeout 200 "$prog" -x "$QPX_TL" \
+        -d "$QPX_DEV" -e 16 -n 20000 >"$TL_TMP/out" 2>&1
     ret=$?
-    [ $ret -eq 77 ] && { cat "$RC_TMP/out"; qpx_skip_all "$RC_TL not available"; }
+    [ $ret -eq 77 ] && { cat "$TL_TMP/out"; qpx_skip_all "$QPX_TL not available"; }
     if [ $ret -eq 0 ]; then
-        qpx_pass "$name: $(grep "endpoints x" "$RC_TMP/out")"
+        qpx_pass "$name: $(grep "endpoints x" "$TL_TMP/out")"
     else
-        echo "---- output ($name, env: $*, exit $ret)"; tail -40 "$RC_TMP/out"
+        echo "---- output ($name, env: $*, exit $ret)"; tail -40 "$TL_TMP/out"
         qpx_fail "$name (exit $ret)"
     fi
 }

@@ -6,24 +6,24 @@
 # with event notification, so qpx_rc must carry the lanes there too, and a
 # lost event would hang the test (timeout: failure).
 . "$QPX_SRCDIR/test/integration/lib.sh"
-. "$QPX_SRCDIR/test/integration/rc_lib.sh"
-rc_setup
-export UCX_TLS="$RC_TL,ud_verbs"
-export UCX_NET_DEVICES="$RC_DEV"
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx_rc
+export UCX_TLS="$QPX_TL,ud_verbs"
+export UCX_NET_DEVICES="$QPX_DEV"
 
 for t in "tag_lat" "tag_bw -s 1048576" "ucp_put_lat" "ucp_put_bw -s 4194304" \
          "ucp_get -s 65536" "ucp_am_lat" "ucp_am_bw -s 100000" "stream_lat" \
          "stream_bw -s 65536" "ucp_add" "ucp_fadd" "ucp_cswap"; do
-    rc_pair "UCP $t" -t $t -n 2000 -w 10
+    tl_pair "UCP $t" -t $t -n 2000 -w 10
 done
 
 # Lane report: which transport carries each lane
 lanes() { # test expected-lane
-    UCX_LOG_LEVEL=info rc_pair "UCP $1 lanes" -t "$1" -n 100 -w 1
-    if grep -q "ep_cfg.*$2($RC_TL/" "$RC_TMP/cli.log"; then
-        qpx_pass "$1: $2 lane on $RC_TL ($(grep -o 'ep_cfg\[[0-9]*\]: .*' "$RC_TMP/cli.log" | head -1))"
+    UCX_LOG_LEVEL=info tl_pair "UCP $1 lanes" -t "$1" -n 100 -w 1
+    if grep -q "ep_cfg.*$2($QPX_TL/" "$TL_TMP/cli.log"; then
+        qpx_pass "$1: $2 lane on $QPX_TL ($(grep -o 'ep_cfg\[[0-9]*\]: .*' "$TL_TMP/cli.log" | head -1))"
     else
-        qpx_fail "$1: no $2 lane on $RC_TL"; grep "ep_cfg" "$RC_TMP/cli.log"
+        qpx_fail "$1: no $2 lane on $QPX_TL"; grep "ep_cfg" "$TL_TMP/cli.log"
     fi
 }
 # Event-driven progress (uct_iface_event_fd_get / uct_iface_event_arm,
@@ -32,17 +32,17 @@ lanes() { # test expected-lane
 # way). stream_bw hung in half of the runs before event_arm stopped
 # returning BUSY for work it found (UCP's check of an idle interface sleeps
 # after a BUSY).
-P=$(echo "$RC_TL" | tr a-z A-Z)
+P=$QPX_TL_ENV
 export UCX_${P}_EVENTS=y
 for t in "tag_lat" "tag_bw -s 1048576" "ucp_am_lat" "ucp_am_bw -s 100000" \
          "stream_lat -s 8000" "stream_bw -s 65536" "stream_bw -s 8000"; do
-    rc_pair "UCP $t, sleep mode" -t $t -E sleep -n 2000 -w 10
+    tl_pair "UCP $t, sleep mode" -t $t -E sleep -n 2000 -w 10
 done
-UCX_LOG_LEVEL=info rc_pair "UCP tag_lat sleep mode lanes" -t tag_lat -E sleep -n 100 -w 1
-if grep -q "ep_cfg.*tag($RC_TL/" "$RC_TMP/cli.log"; then
-    qpx_pass "sleep mode: tag lane on $RC_TL"
+UCX_LOG_LEVEL=info tl_pair "UCP tag_lat sleep mode lanes" -t tag_lat -E sleep -n 100 -w 1
+if grep -q "ep_cfg.*tag($QPX_TL/" "$TL_TMP/cli.log"; then
+    qpx_pass "sleep mode: tag lane on $QPX_TL"
 else
-    qpx_fail "sleep mode: no tag lane on $RC_TL (no event support?)"; grep "ep_cfg" "$RC_TMP/cli.log"
+    qpx_fail "sleep mode: no tag lane on $QPX_TL (no event support?)"; grep "ep_cfg" "$TL_TMP/cli.log"
 fi
 unset UCX_${P}_EVENTS
 

@@ -1,0 +1,95 @@
+# The per-transport test library (sourced after lib.sh): the ucx_perftest
+# matrix (tl-perftest.sh) and the data-integrity runs (tl_integrity) take
+# the transport from QPX_TL and the device from QPX_DEV (default
+# softverbs0:1), so that a qpx transport joins them with one line, e.g.
+#   QPX_TL=qpx_ud . "$QPX_SRCDIR/test/integration/tl-perftest.sh"
+
+# tl_setup DEFAULT_TL: QPX_TL (or DEFAULT_TL), softverbs first in the
+# library path, a temporary directory TL_TMP
+tl_setup() {
+    QPX_TL=${QPX_TL:-$1}
+    QPX_TL_ENV=$(echo "$QPX_TL" | tr a-z A-Z)  # UCX_<this>_* variables
+    QPX_DEV=${QPX_DEV:-softverbs0:1}
+    [ -f "$QPX_MODULE" ] || qpx_skip_all "module $QPX_MODULE not built"
+    [ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ] ||
+        qpx_skip_all "softverbs not built in $SOFTVERBS_LIBDIR"
+    command -v ucx_perftest >/dev/null || qpx_skip_all "ucx_perftest missing"
+    # UCX skips a verbs device without its /dev/infiniband node
+    if [ ! -e /dev/infiniband/uverbs0 ]; then
+        { mkdir -p /dev/infiniband && ln -sf /dev/null /dev/infiniband/uverbs0; } \
+            2>/dev/null || qpx_skip_all "cannot create /dev/infiniband/uverbs0"
+    fi
+    export LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    TL_TMP=$(mktemp -d)
+    trap 'rm -rf "$TL_TMP"' EXIT
+}
+
+# Wait until something listens on TCP port $1 (up to 10 s)
+tl_wait_port() {
+    i=0
+    while [ $i -lt 100 ]; do
+        ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# tl_pair NAME ARGS...: ucx_perftest server and client with ARGS; passes
+# when both exit 0 and the client printed its final line
+tl_pair() {
+    name=$1; shift
+    port=$(qpx_free_port)
+    LD_PRELOAD=$QPX_MODULE timeout 120 ucx_perftest -p "$port" "$@" \
+        >"$TL_TMP/srv.log" 2>&1 &
+    spid=$!
+    tl_wait_port "$port"
+    LD_PRELOAD=$QPX_MODULE timeout 120 ucx_perftest -p "$port" "$@" 127.0.0.1 \
+        >"$TL_TMP/cli.log" 2>&1
+    crc=$?
+    wait $spid
+    src=$?
+    if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q "^Final:" "$TL_TMP/cli.log"; then
+        qpx_run_pass "$name: $(grep '^Final:' "$TL_TMP/cli.log" | awk '{print $4 " us, " $7 " MB/s, " $9 " msg/s"}')"
+    else
+        qpx_fail "$name (client exit $crc, server exit $src)"
+        for f in "$TL_TMP/cli.log" "$TL_TMP/srv.log"; do echo "---- $f"; tail -n 8 "$f"; done
+    fi
+}
+
+# The capability line of ucx_info -d for the transport, e.g. "put_zcopy"
+tl_has_cap() {
+    LD_PRELOAD=$QPX_MODULE ucx_info -d -t "$QPX_TL" 2>/dev/null |
+        grep -A40 "Transport: $QPX_TL" | grep -q "$1"
+}
+
+# tl_integrity NAME [ENV...]: the two-process UCT data-integrity program
+# (qpx_uct_integrity: every operation the transport advertises, each size
+# class, payload checked) over QPX_TL with the environment ENV
+tl_integrity() {
+    name=$1; shift
+    prog="$QPX_TESTDIR/qpx_uct_integrity"
+    [ -x "$prog" ] || qpx_skip_all "$prog not built"
+    env "$@" LD_PRELOAD="$QPX_MODULE" timeout 300 "$prog" -x "$QPX_TL" \
+        -d "$QPX_DEV" >"$TL_TMP/out" 2>&1
+    ret=$?
+    if [ $ret -eq 77 ]; then
+        cat "$TL_TMP/out"; qpx_skip_all "$QPX_TL not available"
+    fi
+    summary=$(tail -1 "$TL_TMP/out")
+    if [ $ret -eq 0 ]; then
+        qpx_pass "$name: $summary"
+        return 0
+    fi
+    # Both processes (initiator and forked target) write to this file;
+    # print all of it so that a failure explains itself
+    case $ret in
+    124) why="timed out after 300 s" ;;
+    1)   why="a check failed" ;;
+    *)   why="exit $ret" ;;
+    esac
+    echo "---- output of both sides ($name, env: $*)"
+    tail -200 "$TL_TMP/out"
+    echo "----"
+    qpx_fail "$name: $why: $(grep -c '^FAIL' "$TL_TMP/out") FAIL lines, last line: $summary"
+}
