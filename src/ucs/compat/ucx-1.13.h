@@ -383,10 +383,16 @@ void uct_ep_set_iface(uct_ep_h ep, uct_iface_t *iface);
  */
 #include <ucs/async/async_fwd.h>
 #include <ucs/config/types.h>
+#include <ucs/type/spinlock.h>
 
 struct ucs_async_context {
     union {
-        char                  thread[56]; /* ucs_async_thread_context_t */
+        union {
+            /* UCS_ASYNC_MODE_THREAD_SPINLOCK: the lock UCS_ASYNC_BLOCK
+             * takes (ucs_async_thread_context_t starts with it) */
+            ucs_recursive_spinlock_t spinlock;
+            char                     raw[56];  /* and the mutex mode's */
+        } thread;
         char                  signal[24]; /* ucs_async_signal_context_t */
         int                   poll_block;
     };
@@ -460,6 +466,8 @@ _Static_assert(sizeof(uct_tl_device_resource_t) == 40, "tl device resource");
 _Static_assert(sizeof(uct_base_ep_t) == 8, "uct_base_ep_t layout");
 _Static_assert(sizeof(ucs_async_context_t) == 96, "ucs_async_context_t layout");
 _Static_assert(offsetof(ucs_async_context_t, mode) == 56, "async mode");
+_Static_assert(sizeof(((ucs_async_context_t*)0)->thread) == 56,
+               "ucs_async_thread_context_t layout");
 _Static_assert(sizeof(ucs_async_ops_t) == 112, "ucs_async_ops_t layout");
 _Static_assert(offsetof(ucs_async_ops_t, context_try_block) == 56,
                "async ops context_try_block");
