@@ -1,7 +1,8 @@
 /*
  * Unit tests of base's interface flush over endpoints (qpx_iface_flush_eps):
  * one completion for many endpoint flushes, the first error reported,
- * refusals that leave nothing behind, CANCEL, and endpoint flushes that
+ * pending requests not waited for (and never UCS_ERR_NO_RESOURCE), CANCEL,
+ * refusals that leave nothing behind, and endpoint flushes that
  * complete before they return. Endpoints are fakes: their uct_ep_flush
  * returns what each test tells it to.
  */
@@ -202,8 +203,10 @@ test_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
 }
 
-/* Pending requests go first: refused before any endpoint is flushed */
-static void test_pending_first(void **state)
+/* Pending requests are not issued operations: a flush does not wait for
+ * them, and never answers UCS_ERR_NO_RESOURCE (UCP's worker flush fails on
+ * it); without a completion it says UCS_INPROGRESS while any are queued */
+static void test_pending_not_issued(void **state)
 {
     ucs_arbiter_group_t group;
     ucs_arbiter_elem_t elem;
@@ -215,14 +218,17 @@ static void test_pending_first(void **state)
     ucs_arbiter_group_push_elem(&group, &elem);
     ucs_arbiter_group_schedule(&ctx->iface.arbiter, &group);
 
-    assert_int_equal(test_flush(0, &ctx->comp), UCS_ERR_NO_RESOURCE);
+    assert_int_equal(test_flush(0, NULL), UCS_INPROGRESS);
+    assert_int_equal(test_flush(0, &ctx->comp), UCS_OK);
     for (i = 0; i < NUM_EPS; ++i) {
-        assert_int_equal(ctx->ep[i].calls, 0);
+        assert_int_equal(ctx->ep[i].calls, 2);
     }
+    assert_int_equal(ctx->comp_calls, 0);
 
     ucs_arbiter_group_desched(&ctx->iface.arbiter, &group);
     ucs_arbiter_group_purge(&ctx->iface.arbiter, &group, test_purge_cb, NULL);
     ucs_arbiter_group_cleanup(&group);
+    assert_int_equal(test_flush(0, NULL), UCS_OK);
 }
 
 
@@ -261,7 +267,7 @@ int main(void)
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_done_before_return, test_setup,
                                         test_teardown),
-        cmocka_unit_test_setup_teardown(test_pending_first, test_setup,
+        cmocka_unit_test_setup_teardown(test_pending_not_issued, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_cancel, test_setup,
                                         test_teardown)

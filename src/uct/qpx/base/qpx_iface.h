@@ -317,10 +317,12 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
  * link_offset), with ep_flush each transport's uct_ep_flush. One completion
  * scheme for every transport: comp is called once, when every endpoint
  * flush that was under way has completed, with the first error any of them
- * had. Refused (UCS_ERR_NO_RESOURCE) while the interface has pending
- * requests, before anything is flushed. When an endpoint refuses with comp
- * given, the call returns that error and comp is never called (the
- * endpoint flushes already under way complete silently). With
+ * had. Requests still pending are not waited for (they are not issued
+ * yet); without comp the call returns UCS_INPROGRESS while there are any,
+ * and an endpoint that refuses (UCS_ERR_NO_RESOURCE) counts as in
+ * progress. When an endpoint refuses with comp given, the call returns
+ * that error and comp is never called (the endpoint flushes already under
+ * way complete silently). With
  * UCT_FLUSH_FLAG_CANCEL every endpoint's flush cancels its operations and
  * the call returns UCS_OK.
  */

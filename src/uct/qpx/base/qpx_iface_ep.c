@@ -40,7 +40,7 @@ ucs_status_t qpx_iface_flush_eps(qpx_iface_t *iface, unsigned flags,
 {
     qpx_iface_flush_req_t *req = NULL;
     ucs_list_link_t *link, *next;
-    unsigned in_progress       = 0;
+    unsigned in_progress;
     ucs_status_t status;
     uct_ep_h ep;
 
@@ -56,11 +56,13 @@ ucs_status_t qpx_iface_flush_eps(qpx_iface_t *iface, unsigned flags,
         return UCS_OK;
     }
 
-    /* Requests queued before this flush go first; checked before any
-     * endpoint is flushed, so that a refusal leaves nothing behind */
-    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
+    /* Requests still queued are not issued operations, which are all a
+     * flush covers (uct_iface_flush(3) returns only UCS_OK or
+     * UCS_INPROGRESS: UCP's worker flush fails on anything else). Like
+     * UCX's own transports, a caller without a completion is told
+     * UCS_INPROGRESS while any are queued, so that it asks again after
+     * they have gone out */
+    in_progress = ucs_arbiter_is_empty(&iface->arbiter) ? 0 : 1;
 
     if (comp != NULL) {
         req = malloc(sizeof(*req));
