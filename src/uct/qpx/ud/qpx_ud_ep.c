@@ -428,8 +428,14 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 /* Send owed control packets; stays on the control list if the SQ is full */
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    /* Nothing more arrived: acknowledge now instead of at the next tick */
-    if ((ep->flags & QPX_UD_EP_FLAG_ACK_IDLE) && iface->rx_idle) {
+    /* Nothing more arrived: acknowledge now instead of at the next tick,
+     * once a quarter of ACK_THRESH is owed. A receiver faster than its
+     * sender finds its queue empty after nearly every packet: acking each
+     * time sent one ack per message in an 8-byte am_bw, which the sender
+     * then had to receive. A lone packet is acked by the tick, a flush by
+     * its ACK_REQ. */
+    if ((ep->flags & QPX_UD_EP_FLAG_ACK_IDLE) && iface->rx_idle &&
+        (qpx_ud_rel_rx_unacked(&ep->rx) >= iface->rx.idle_ack_thresh)) {
         ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
     }
 

@@ -250,6 +250,9 @@ typedef struct qpx_ud_iface {
     } tx;
     struct {
         unsigned          ack_thresh;  /* delivered: send explicit ack */
+        unsigned          idle_ack_thresh; /* delivered, and nothing more
+                                              arrived: ack without waiting
+                                              for the tick */
         unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
     } rx;
     qpx_ep_table_t        eps;         /* ids in packets: dest_id */
