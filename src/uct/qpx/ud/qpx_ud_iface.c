@@ -48,7 +48,8 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      ucs_offsetof(qpx_ud_iface_config_t, timer_tick), UCS_CONFIG_TYPE_TIME},
 
     {"ACK_THRESH", "32",
-     "Packets delivered before the receiver sends an explicit ack.",
+     "Packets delivered before the receiver sends an explicit ack (an idle\n"
+     "receiver acks once a quarter of it is owed, else at the next tick).",
      ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
 
     {"RX_REORDER", "256",
