@@ -151,8 +151,13 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
     wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
     if (ret != 0) {
         /* The queue had room for count: the device or the QP failed */
-        ucs_error("%s(%u) failed: %s", (iface->srq != NULL) ?
-                  "ibv_post_srq_recv" : "ibv_post_recv", n, strerror(ret));
+        if (iface->srq != NULL) {
+            ucs_error("ibv_post_srq_recv(srq %p, %u WRs) failed: %s",
+                      iface->srq, n, strerror(ret));
+        } else {
+            ucs_error("ibv_post_recv(qp 0x%x, %u WRs) failed: %s",
+                      iface->rx.qp->qp_num, n, strerror(ret));
+        }
         for (i = bad_wr - wrs; i < n; ++i) {
             ucs_mpool_put((void*)(uintptr_t)wrs[i].wr_id);
         }
