@@ -1,6 +1,6 @@
 /*
- * qpx_rc endpoint control path: creation, connection, flush, pending
- * requests and failure handling.
+ * qpx_rc endpoint control path: creation, connection, flush, fence,
+ * keepalive and failure handling (its pending queue is base's, qpx_ep.c).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"

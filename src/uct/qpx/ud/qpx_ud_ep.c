@@ -1,7 +1,7 @@
 /*
  * qpx_ud endpoints: lifetime, connection handshake, acknowledgements
- * received, retransmission, control packets, timers, peer failure. Sends,
- * flush and pending are in qpx_ud_ep_tx.c, receive in qpx_ud_ep_rx.c.
+ * received, retransmission, control packets, timers, peer failure. Sends
+ * and flush are in qpx_ud_ep_tx.c, receive in qpx_ud_ep_rx.c.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"

@@ -1,5 +1,6 @@
 /*
- * qpx_ud endpoint operations: active messages, flush, keepalive, pending.
+ * qpx_ud endpoint operations: active messages, flush, keepalive (its
+ * pending queue is base's, qpx_ep.c).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
