@@ -463,6 +463,14 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
+    /* Only the standard fields can be read: the device has no clock
+     * (completion_timestamp_mask 0), no VLAN, flow tags or tag matching.
+     * mlx5 refuses wc_flags it cannot provide with ENOTSUP (rdma-core
+     * providers/mlx5/verbs.c, create_cq) */
+    if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
     if (sv_cap_check(&cqe, SV_MAX_CQE)) {
         errno = EINVAL;
         return NULL;

@@ -195,14 +195,37 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     if (size < sizeof(struct ibv_device_attr)) {
         return EINVAL;
     }
+    /* Every field of struct ibv_device_attr_ex is either something the
+     * device honours, or 0 with its capability flag clear (man
+     * ibv_query_device_ex: a field of 0 means the feature is absent) */
     memset(&a, 0, sizeof(a));
     sv_device_attr(&a.orig_attr, sv_ctx(ctx)->dev);
-    a.max_dm_size                = 0;
-    a.raw_packet_caps            = 0;
+    a.comp_mask                  = 0;
+    /* no IBV_DEVICE_XRC, MEM_WINDOW, MEM_MGT_EXTENSIONS, RAW_*: the same
+     * flags as ibv_query_device, none of the 64-bit-only ones */
+    a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
+    /* no on-demand paging tables (IBV_ACCESS_ON_DEMAND is accepted but
+     * translates nothing, see docs/softverbs.md) */
+    memset(&a.odp_caps, 0, sizeof(a.odp_caps));
     a.xrc_odp_caps               = 0;
+    /* no clock: ibv_create_cq_ex refuses the completion timestamp flags */
     a.completion_timestamp_mask  = 0;
     a.hca_core_clock             = 0;
-    a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
+    /* no raw packet QPs, WQs, RSS, TSO, rate limiting, tag matching, CQ
+     * moderation (ibv_modify_cq), device memory, PCI atomics */
+    memset(&a.tso_caps, 0, sizeof(a.tso_caps));
+    memset(&a.rss_caps, 0, sizeof(a.rss_caps));
+    a.max_wq_type_rq             = 0;
+    memset(&a.packet_pacing_caps, 0, sizeof(a.packet_pacing_caps));
+    a.raw_packet_caps            = 0;
+    memset(&a.tm_caps, 0, sizeof(a.tm_caps));
+    memset(&a.cq_mod_caps, 0, sizeof(a.cq_mod_caps));
+    a.max_dm_size                = 0;
+    memset(&a.pci_atomic_caps, 0, sizeof(a.pci_atomic_caps));
+    /* libibverbs fills phys_port_cnt_ex from the kernel's port count and
+     * falls back to phys_port_cnt (rdma-core libibverbs/cmd_device.c,
+     * ibv_cmd_query_device_any): both always agree */
+    a.phys_port_cnt_ex           = a.orig_attr.phys_port_cnt;
     memcpy(attr, &a, (size < sizeof(a)) ? size : sizeof(a));
     return 0;
 }
