@@ -165,33 +165,94 @@ static void sv_qp_free_shm(struct sv_qp *qp)
     sv_shm_unlock();
 }
 
+/* The send operations softverbs executes per QP type through ibv_wr_*:
+ * those of a ConnectX device (rdma-core providers/mlx5/qp.c,
+ * MLX5_SUPPORTED_SEND_OPS_FLAGS_RC/_UC/_UD; rxe's check_qp_init_attr in
+ * providers/rxe/rxe.c has the same per-type sets) less memory windows,
+ * invalidation and TSO, which softverbs does not have */
+static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
+{
+    uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+    if (type == IBV_QPT_UD) {
+        return ops;
+    }
+    ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    if (type == IBV_QPT_UC) {
+        return ops;
+    }
+    return ops | IBV_QP_EX_WITH_RDMA_READ |
+           IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+}
+
+/* The comp_mask attributes of ibv_create_qp_ex (RC/UC/UD): 0 or the errno.
+ * - A bit libibverbs does not define: EINVAL, as libibverbs' own check
+ *   (ibv_cmd_create_qp_ex2 in rdma-core libibverbs/cmd_qp.c; mlx5
+ *   create_qp returns NULL before it without setting errno).
+ * - XRCD, IND_TABLE, RX_HASH: EOPNOTSUPP, the device has no XRC or RSS
+ *   (rxe refuses the comp_mask bits it lacks with EOPNOTSUPP,
+ *   check_qp_init_attr in rdma-core providers/rxe/rxe.c).
+ * - MAX_TSO_HEADER: EINVAL, TSO exists only on raw packet QPs (mlx5
+ *   create_qp refuses it on any other type, providers/mlx5/verbs.c).
+ * - CREATE_FLAGS: 0 is accepted; IBV_QP_CREATE_SOURCE_QPN on a non-UD QP
+ *   is EINVAL (mlx5 create_qp); any flag otherwise EOPNOTSUPP, softverbs
+ *   supports none (rxe: RXE_QP_CREATE_FLAGS_SUP 0, EOPNOTSUPP).
+ * - SEND_OPS_FLAGS beyond sv_qp_send_ops(): EOPNOTSUPP (mlx5
+ *   mlx5_qp_fill_wr_pfns in providers/mlx5/qp.c, rxe check_qp_init_attr) */
+static int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr)
+{
+    const uint32_t known = (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS << 1) - 1;
+
+    if (attr->comp_mask & ~known) {
+        return EINVAL;
+    }
+    if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_IND_TABLE |
+                           IBV_QP_INIT_ATTR_RX_HASH)) {
+        return EOPNOTSUPP;
+    }
+    if (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) {
+        return EINVAL;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+        (attr->create_flags != 0)) {
+        if ((attr->create_flags & IBV_QP_CREATE_SOURCE_QPN) &&
+            (attr->qp_type != IBV_QPT_UD)) {
+            return EINVAL;
+        }
+        return EOPNOTSUPP;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+        (attr->send_ops_flags & ~sv_qp_send_ops(attr->qp_type))) {
+        return EOPNOTSUPP;
+    }
+    return 0;
+}
+
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr)
 {
-    const uint64_t known_ops = IBV_QP_EX_WITH_RDMA_WRITE |
-                               IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                               IBV_QP_EX_WITH_SEND |
-                               IBV_QP_EX_WITH_SEND_WITH_IMM |
-                               IBV_QP_EX_WITH_RDMA_READ |
-                               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
     struct sv_shm_hdr *h = sv_g.shm;
     struct ibv_qp_cap cap = attr->cap;
     struct sv_shm_qp *s = NULL;
     uint32_t i = 0, n, sq_size;
     struct sv_qp *qp;
     uint64_t rq_len = 0;
+    int err;
 
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL) ||
-        (attr->send_cq == NULL) || (attr->recv_cq == NULL) ||
-        (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
-                             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+        (attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
         errno = EINVAL;
         return NULL;
     }
     if ((attr->qp_type != IBV_QPT_RC) && (attr->qp_type != IBV_QPT_UC) &&
         (attr->qp_type != IBV_QPT_UD)) {
         errno = EOPNOTSUPP;
+        return NULL;
+    }
+    err = sv_qp_init_attr_check(attr);
+    if (err != 0) {
+        errno = err;
         return NULL;
     }
     /* man ibv_create_qp: an SRQ is usable with RC and UD QPs only here */
@@ -205,11 +266,6 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
      * EINVAL, as an invalid attribute of the request */
     if (attr->srq && (attr->srq->pd != attr->pd)) {
         errno = EINVAL;
-        return NULL;
-    }
-    if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-        (attr->send_ops_flags & ~known_ops)) {
-        errno = EOPNOTSUPP;
         return NULL;
     }
     if (cap.max_send_wr == 0) {
@@ -372,6 +428,11 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
     return qp;
 }
 
+/* The ibv_wr_* API exists for QPs created with
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only: libibverbs returns NULL for a QP
+ * without VERBS_QP_EX, which mlx5 sets only for that comp_mask bit
+ * (rdma-core libibverbs/verbs.c ibv_qp_to_qp_ex, providers/mlx5/verbs.c
+ * create_qp). errno is set as well, to tell the caller why */
 SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 {
     struct sv_qp *qp = sv_qp(ibqp);

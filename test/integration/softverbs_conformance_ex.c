@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 static int svt_all_zero(const void *p, size_t len)
 {
@@ -115,9 +116,292 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/* ---------------------------------------------------------------------
+ * ibv_create_qp_ex
+ * ------------------------------------------------------------------- */
+
+/* The send operations a device of mlx5's class takes per QP type (rdma-core
+ * providers/mlx5/qp.c, MLX5_SUPPORTED_SEND_OPS_FLAGS_*, restricted to those
+ * softverbs executes) */
+static uint64_t svt_ex_ops(enum ibv_qp_type type)
+{
+    uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+    if (type != IBV_QPT_UD) {
+        ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    }
+    if (type == IBV_QPT_RC) {
+        ops |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    }
+    return ops;
+}
+
+static void svt_ex_init(struct ibv_qp_init_attr_ex *init, svt_dev_t *dev,
+                        struct ibv_cq *cq, enum ibv_qp_type type)
+{
+    memset(init, 0, sizeof(*init));
+    init->qp_type          = type;
+    init->send_cq          = cq;
+    init->recv_cq          = cq;
+    init->cap.max_send_wr  = 16;
+    init->cap.max_recv_wr  = 16;
+    init->cap.max_send_sge = 2;
+    init->cap.max_recv_sge = 2;
+    init->comp_mask        = IBV_QP_INIT_ATTR_PD;
+    init->pd               = dev->pd;
+}
+
+/* An endpoint whose QP comes from ibv_create_qp_ex with init (its CQ is
+ * filled in) */
+static void svt_ex_ep(svt_dev_t *dev, enum ibv_qp_type type,
+                      struct ibv_qp_init_attr_ex *init, svt_ep_t *ep)
+{
+    svt_ep_opts_t o;
+
+    svt_ep_opts_init(&o, type);
+    o.buf_size = 8192;
+    svt_ep_create(dev, &o, ep);
+    SVT_OK(ibv_destroy_qp(ep->qp));
+    init->send_cq = init->recv_cq = ep->cq;
+    SVT_NN(ep->qp, ibv_create_qp_ex(dev->ctx, init));
+    SVT_CHECK(ep->qp->qp_type == type, "qp_type %d, asked %d",
+              ep->qp->qp_type, type);
+}
+
+/* Receive one message of len bytes (seed) at offset 4096 of b */
+static void svt_ex_expect_recv(svt_ep_t *b, enum ibv_qp_type type,
+                               size_t len, uint32_t seed, int with_imm,
+                               uint64_t wr_id)
+{
+    size_t grh = (type == IBV_QPT_UD) ? SVT_GRH_LEN : 0;
+    struct ibv_wc wc;
+
+    svt_expect_wc(b->cq, IBV_WC_SUCCESS,
+                  (with_imm == 2) ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+                  wr_id, &wc);
+    SVT_CHECK(wc.byte_len == len + grh, "byte_len %u, expected %zu",
+              wc.byte_len, len + grh);
+    SVT_CHECK(!with_imm || ((wc.wc_flags & IBV_WC_WITH_IMM) &&
+                            (ntohl(wc.imm_data) == 0x1234 + seed)),
+              "immediate data missing or wrong (flags 0x%x)", wc.wc_flags);
+    if (with_imm != 2) {
+        svt_pattern_check(b->buf + 4096 + grh, len, seed, "received payload");
+    }
+}
+
+/* Common attribute sets of ibv_create_qp_ex (arg: the QP type): each one
+ * gives a QP that moves data, through ibv_post_send and, when
+ * send_ops_flags were given, through ibv_wr_* */
+static void svt_case_create_qp_ex(svt_proc_t *p)
+{
+    enum ibv_qp_type type = (enum ibv_qp_type)p->arg;
+    static const struct {
+        uint32_t mask;
+        int      ops; /* send_ops_flags: 0 none, 1 SEND only, 2 all */
+    } sets[] = {
+        {IBV_QP_INIT_ATTR_PD, 0},
+        {IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, 0},
+        {IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 1},
+        {IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 2},
+        {IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+         IBV_QP_INIT_ATTR_CREATE_FLAGS, 2},
+    };
+    struct ibv_qp_init_attr_ex init;
+    svt_addr_t aa, ba;
+    struct ibv_qp_ex *qpx;
+    svt_ep_t a, b;
+    svt_dev_t dev;
+    uint32_t seed;
+    uint64_t v;
+    size_t i;
+
+    svt_dev_open(&dev);
+    for (i = 0; i < sizeof(sets) / sizeof(sets[0]); ++i) {
+        seed = 10 * (uint32_t)i;
+        svt_ex_init(&init, &dev, NULL, type);
+        init.comp_mask      = sets[i].mask;
+        init.create_flags   = 0;
+        init.send_ops_flags = (sets[i].ops == 2) ? svt_ex_ops(type) :
+                              (sets[i].ops == 1) ? IBV_QP_EX_WITH_SEND : 0;
+        svt_ex_ep(&dev, type, &init, &a);
+        svt_ex_ep(&dev, type, &init, &b);
+        svt_ep_addr(&a, &aa);
+        svt_ep_addr(&b, &ba);
+        svt_ep_connect(&a, &ba);
+        svt_ep_connect(&b, &aa);
+
+        /* ibv_post_send works on every extended QP */
+        svt_fill(a.buf, 256, seed);
+        svt_post_recv(&b, 4096, 2048, 1);
+        SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 256, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 2, NULL);
+        svt_ex_expect_recv(&b, type, 256, seed, 0, 1);
+        if (type != IBV_QPT_UD) {
+            svt_fill(a.buf + 512, 300, seed + 1);
+            SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 512, 300,
+                                 svt_raddr(&a, 512), a.remote.rkey, 0,
+                                 IBV_SEND_SIGNALED, 3));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 3, NULL);
+            svt_pattern_check(b.buf + 512, 300, seed + 1, "RDMA write");
+        }
+
+        /* ibv_qp_to_qp_ex: only a QP created with send_ops_flags has the
+         * ibv_wr_* API (libibverbs returns NULL otherwise, mlx5 sets
+         * VERBS_QP_EX only for IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) */
+        errno = 0;
+        qpx   = ibv_qp_to_qp_ex(a.qp);
+        if (sets[i].ops == 0) {
+            SVT_CHECK(qpx == NULL, "ibv_qp_to_qp_ex of a QP created "
+                      "without send_ops_flags returned the wr_* API");
+        } else {
+            SVT_CHECK(qpx != NULL, "ibv_qp_to_qp_ex failed (errno %d)",
+                      errno);
+            svt_fill(a.buf + 1024, 200, seed + 2);
+            svt_post_recv(&b, 4096, 2048, 4);
+            ibv_wr_start(qpx);
+            qpx->wr_id    = 5;
+            qpx->wr_flags = IBV_SEND_SIGNALED;
+            if (sets[i].ops == 2) {
+                ibv_wr_send_imm(qpx, htonl(0x1234 + seed + 2));
+            } else {
+                ibv_wr_send(qpx);
+            }
+            ibv_wr_set_sge(qpx, a.mr->lkey, (uintptr_t)a.buf + 1024, 200);
+            if (type == IBV_QPT_UD) {
+                ibv_wr_set_ud_addr(qpx, a.ah, a.remote.qpn, SVT_QKEY);
+            }
+            SVT_OK(ibv_wr_complete(qpx));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 5, NULL);
+            svt_ex_expect_recv(&b, type, 200, seed + 2, sets[i].ops == 2, 4);
+        }
+        if ((sets[i].ops == 2) && (type != IBV_QPT_UD)) {
+            svt_fill(a.buf + 2048, 100, seed + 3);
+            svt_post_recv(&b, 4096, 2048, 6);
+            ibv_wr_start(qpx);
+            qpx->wr_id    = 7;
+            qpx->wr_flags = IBV_SEND_SIGNALED;
+            ibv_wr_rdma_write_imm(qpx, a.remote.rkey, svt_raddr(&a, 2048),
+                                  htonl(0x1234 + seed + 3));
+            ibv_wr_set_sge(qpx, a.mr->lkey, (uintptr_t)a.buf + 2048, 100);
+            SVT_OK(ibv_wr_complete(qpx));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 7, NULL);
+            svt_ex_expect_recv(&b, type, 100, seed + 3, 2, 6);
+            svt_pattern_check(b.buf + 2048, 100, seed + 3,
+                              "wr_rdma_write_imm");
+        }
+        if ((sets[i].ops == 2) && (type == IBV_QPT_RC)) {
+            svt_fill(b.buf + 3000, 64, seed + 4);
+            memset(b.buf + 3072, 0, 8);
+            ibv_wr_start(qpx);
+            qpx->wr_id    = 8;
+            qpx->wr_flags = IBV_SEND_SIGNALED;
+            ibv_wr_rdma_read(qpx, a.remote.rkey, svt_raddr(&a, 3000));
+            ibv_wr_set_sge(qpx, a.mr->lkey, (uintptr_t)a.buf + 3000, 64);
+            qpx->wr_id    = 9;
+            ibv_wr_atomic_fetch_add(qpx, a.remote.rkey, svt_raddr(&a, 3072),
+                                    7);
+            ibv_wr_set_sge(qpx, a.mr->lkey, (uintptr_t)a.buf + 3200, 8);
+            qpx->wr_id    = 10;
+            ibv_wr_atomic_cmp_swp(qpx, a.remote.rkey, svt_raddr(&a, 3072),
+                                  7, 99);
+            ibv_wr_set_sge(qpx, a.mr->lkey, (uintptr_t)a.buf + 3208, 8);
+            SVT_OK(ibv_wr_complete(qpx));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 8, NULL);
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 9, NULL);
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 10, NULL);
+            svt_pattern_check(a.buf + 3000, 64, seed + 4, "wr_rdma_read");
+            memcpy(&v, b.buf + 3072, 8);
+            SVT_CHECK(v == 99, "remote word %llu after fetch_add 7 and "
+                      "cmp_swp 7->99", (unsigned long long)v);
+        }
+        svt_ep_destroy(&a);
+        svt_ep_destroy(&b);
+    }
+    svt_dev_close(&dev);
+}
+
+/* Attributes ibv_create_qp_ex must refuse, with the errno of rdma-core's
+ * providers (see sv_create_qp_ex) */
+static void svt_case_create_qp_ex_refused(svt_proc_t *p)
+{
+    static const struct {
+        const char       *what;
+        enum ibv_qp_type type;
+        uint32_t         mask;       /* added to IBV_QP_INIT_ATTR_PD */
+        uint32_t         create_flags;
+        uint64_t         ops;
+        int              no_pd;
+        int              err;
+    } bad[] = {
+        {"comp_mask bit 7 (unknown)", IBV_QPT_RC, 1u << 7, 0, 0, 0, EINVAL},
+        {"comp_mask bit 31 (unknown)", IBV_QPT_UD, 1u << 31, 0, 0, 0, EINVAL},
+        {"no IBV_QP_INIT_ATTR_PD", IBV_QPT_RC, IBV_QP_INIT_ATTR_CREATE_FLAGS,
+         0, 0, 1, EINVAL},
+        {"IBV_QP_INIT_ATTR_XRCD", IBV_QPT_RC, IBV_QP_INIT_ATTR_XRCD, 0, 0, 0,
+         EOPNOTSUPP},
+        {"IBV_QP_INIT_ATTR_IND_TABLE", IBV_QPT_UD, IBV_QP_INIT_ATTR_IND_TABLE,
+         0, 0, 0, EOPNOTSUPP},
+        {"IBV_QP_INIT_ATTR_RX_HASH", IBV_QPT_UD, IBV_QP_INIT_ATTR_RX_HASH, 0,
+         0, 0, EOPNOTSUPP},
+        {"IBV_QP_INIT_ATTR_MAX_TSO_HEADER on RC", IBV_QPT_RC,
+         IBV_QP_INIT_ATTR_MAX_TSO_HEADER, 0, 0, 0, EINVAL},
+        {"create flag SOURCE_QPN on UD", IBV_QPT_UD,
+         IBV_QP_INIT_ATTR_CREATE_FLAGS, IBV_QP_CREATE_SOURCE_QPN, 0, 0,
+         EOPNOTSUPP},
+        {"create flag SOURCE_QPN on RC", IBV_QPT_RC,
+         IBV_QP_INIT_ATTR_CREATE_FLAGS, IBV_QP_CREATE_SOURCE_QPN, 0, 0,
+         EINVAL},
+        {"create flag BLOCK_SELF_MCAST_LB", IBV_QPT_UD,
+         IBV_QP_INIT_ATTR_CREATE_FLAGS, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, 0,
+         0, EOPNOTSUPP},
+        {"UD with RDMA_WRITE", IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE, 0, EOPNOTSUPP},
+        {"UC with RDMA_READ", IBV_QPT_UC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_RDMA_READ, 0, EOPNOTSUPP},
+        {"UC with ATOMIC_FETCH_AND_ADD", IBV_QPT_UC,
+         IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, 0, EOPNOTSUPP},
+        {"RC with LOCAL_INV", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV, 0, EOPNOTSUPP},
+    };
+    struct ibv_qp_init_attr_ex init;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    svt_dev_t dev;
+    size_t i;
+
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        svt_ex_init(&init, &dev, cq, bad[i].type);
+        init.comp_mask     |= bad[i].mask;
+        if (bad[i].no_pd) {
+            init.comp_mask &= ~IBV_QP_INIT_ATTR_PD;
+        }
+        init.create_flags   = bad[i].create_flags;
+        init.send_ops_flags = bad[i].ops;
+        errno = 0;
+        qp    = ibv_create_qp_ex(dev.ctx, &init);
+        if (qp != NULL) {
+            SVT_OK(ibv_destroy_qp(qp));
+        }
+        SVT_CHECK((qp == NULL) && (errno == bad[i].err), "%s: %s, errno %d "
+                  "(expected %d)", bad[i].what, qp ? "created" : "refused",
+                  errno, bad[i].err);
+    }
+    SVT_OK(ibv_destroy_cq(cq));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_ex[] = {
     {"ex/device_attr_ex", svt_case_device_attr_ex, 1, 1},
     {"ex/device_attr_ex_3ports", svt_case_device_attr_ex, 1, 3, 0,
      "SOFTVERBS_NUM_PORTS=3"},
+    {"ex/create_qp_ex_rc", svt_case_create_qp_ex, 1, IBV_QPT_RC},
+    {"ex/create_qp_ex_uc", svt_case_create_qp_ex, 1, IBV_QPT_UC},
+    {"ex/create_qp_ex_ud", svt_case_create_qp_ex, 1, IBV_QPT_UD},
+    {"ex/create_qp_ex_refused", svt_case_create_qp_ex_refused, 1},
     {NULL}
 };
