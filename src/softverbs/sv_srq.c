@@ -138,6 +138,51 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
     return ret;
 }
 
+/* The comp_mask and type of ibv_create_srq_ex: 0 or the errno. Only
+ * basic SRQs exist (IBV_SRQ_INIT_ATTR_CQ and _XRCD are ignored for them,
+ * as by mlx5_create_srq_ex):
+ * - comp_mask from IBV_SRQ_INIT_ATTR_RESERVED up: EOPNOTSUPP, and no
+ *   IBV_SRQ_INIT_ATTR_PD: EINVAL (libibverbs ibv_cmd_create_srq_ex,
+ *   rdma-core libibverbs/cmd_srq.c);
+ * - a type that is none of BASIC, XRC, TM: EINVAL (mlx5_create_srq_ex,
+ *   providers/mlx5/verbs.c);
+ * - XRC without IBV_SRQ_INIT_ATTR_XRCD and _CQ, TM without _CQ, _TM and
+ *   max_num_tags: EINVAL (libibverbs ibv_icmd_create_srq);
+ * - a valid XRC or TM request: EOPNOTSUPP, the device has neither
+ *   (IBV_DEVICE_XRC clear, tm_caps 0), as Linux's rxe, siw and bnxt_re
+ *   refuse every SRQ type but IB_SRQT_BASIC (rxe_create_srq) */
+static int sv_srq_init_attr_check(const struct ibv_srq_init_attr_ex *attr)
+{
+    enum ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ?
+                             attr->srq_type : IBV_SRQT_BASIC;
+
+    if (attr->comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED) {
+        return EOPNOTSUPP;
+    }
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || (attr->pd == NULL)) {
+        return EINVAL;
+    }
+    switch (type) {
+    case IBV_SRQT_BASIC:
+        return 0;
+    case IBV_SRQT_XRC:
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+            !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ)) {
+            return EINVAL;
+        }
+        return EOPNOTSUPP;
+    case IBV_SRQT_TM:
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+            !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
+            (attr->tm_cap.max_num_tags == 0)) {
+            return EINVAL;
+        }
+        return EOPNOTSUPP;
+    default:
+        return EINVAL;
+    }
+}
+
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
                                  struct ibv_srq_init_attr_ex *attr)
 {
@@ -146,12 +191,11 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     struct sv_srq *srq;
     uint32_t wr, sge, i;
     uint64_t len = 0;
+    int err;
 
-    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || (attr->pd == NULL) ||
-        ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-         (attr->srq_type != IBV_SRQT_BASIC))) {
-        errno = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? EOPNOTSUPP :
-                EINVAL;
+    err = sv_srq_init_attr_check(attr);
+    if (err != 0) {
+        errno = err;
         return NULL;
     }
     wr  = attr->attr.max_wr;

@@ -395,6 +395,151 @@ static void svt_case_create_qp_ex_refused(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/* ---------------------------------------------------------------------
+ * ibv_create_srq_ex
+ * ------------------------------------------------------------------- */
+
+/* A basic SRQ from ibv_create_srq_ex, with the comp_mask sets programs
+ * pass, works like one from ibv_create_srq: RC and UD QPs receive through
+ * it */
+static void svt_case_create_srq_ex(svt_proc_t *p)
+{
+    static const uint32_t masks[] = {
+        IBV_SRQ_INIT_ATTR_PD,
+        IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE,
+        IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ,
+        IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ,
+    };
+    static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UD};
+    struct ibv_srq_init_attr_ex sa;
+    struct ibv_srq_attr qa;
+    struct ibv_recv_wr rwr, *bad;
+    struct ibv_sge sge;
+    struct ibv_srq *srq;
+    struct ibv_cq *cq;
+    struct ibv_wc wc;
+    svt_ep_opts_t o;
+    svt_addr_t aa, ba;
+    svt_ep_t a, b;
+    svt_dev_t dev;
+    size_t i, t, grh;
+    uint32_t seed;
+
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 64, NULL, NULL, 0));
+    for (i = 0; i < sizeof(masks) / sizeof(masks[0]); ++i) {
+        for (t = 0; t < sizeof(types) / sizeof(types[0]); ++t) {
+            seed = 100 + 10 * (uint32_t)i + (uint32_t)t;
+            memset(&sa, 0, sizeof(sa));
+            sa.srq_context  = &sa;
+            sa.attr.max_wr  = 8;
+            sa.attr.max_sge = 1;
+            sa.comp_mask    = masks[i];
+            sa.srq_type     = IBV_SRQT_BASIC;
+            sa.pd           = dev.pd;
+            sa.cq           = cq;
+            SVT_NN(srq, ibv_create_srq_ex(dev.ctx, &sa));
+            SVT_CHECK(srq->srq_context == &sa && srq->pd == dev.pd &&
+                      srq->context == dev.ctx, "SRQ fields not set");
+            SVT_CHECK(sa.attr.max_wr >= 8 && sa.attr.max_sge >= 1,
+                      "granted max_wr %u max_sge %u", sa.attr.max_wr,
+                      sa.attr.max_sge);
+            SVT_OK(ibv_query_srq(srq, &qa));
+            SVT_CHECK(qa.max_wr >= 8, "ibv_query_srq max_wr %u", qa.max_wr);
+
+            svt_ep_opts_init(&o, types[t]);
+            o.buf_size = 8192;
+            svt_ep_create(&dev, &o, &a);
+            o.srq = srq;
+            svt_ep_create(&dev, &o, &b);
+            svt_ep_addr(&a, &aa);
+            svt_ep_addr(&b, &ba);
+            svt_ep_connect(&a, &ba);
+            svt_ep_connect(&b, &aa);
+
+            grh = (types[t] == IBV_QPT_UD) ? SVT_GRH_LEN : 0;
+            sge.addr   = (uintptr_t)b.buf + 4096;
+            sge.length = 2048;
+            sge.lkey   = b.mr->lkey;
+            memset(&rwr, 0, sizeof(rwr));
+            rwr.wr_id   = 11;
+            rwr.sg_list = &sge;
+            rwr.num_sge = 1;
+            SVT_OK(ibv_post_srq_recv(srq, &rwr, &bad));
+            svt_fill(a.buf, 333, seed);
+            SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 333, 0, 0, 0,
+                                 IBV_SEND_SIGNALED, 12));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 12, NULL);
+            svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 11, &wc);
+            SVT_CHECK(wc.qp_num == b.qp->qp_num && wc.byte_len == 333 + grh,
+                      "SRQ receive: qp_num 0x%x byte_len %u", wc.qp_num,
+                      wc.byte_len);
+            svt_pattern_check(b.buf + 4096 + grh, 333, seed, "SRQ payload");
+            svt_ep_destroy(&a);
+            svt_ep_destroy(&b);
+            SVT_OK(ibv_destroy_srq(srq));
+        }
+    }
+    SVT_OK(ibv_destroy_cq(cq));
+    svt_dev_close(&dev);
+}
+
+/* SRQ types and attributes ibv_create_srq_ex refuses on a device without
+ * XRC and tag matching (see sv_create_srq_ex for the rules) */
+static void svt_case_create_srq_ex_refused(svt_proc_t *p)
+{
+    const uint32_t pt = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+    const struct {
+        const char        *what;
+        uint32_t          mask;
+        enum ibv_srq_type type;
+        int               err;
+    } bad[] = {
+        {"XRC SRQ", pt | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+         IBV_SRQT_XRC, EOPNOTSUPP},
+        {"XRC SRQ without XRCD and CQ", pt, IBV_SRQT_XRC, EINVAL},
+        {"tag-matching SRQ", pt | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
+         IBV_SRQT_TM, EOPNOTSUPP},
+        {"tag-matching SRQ without TM", pt | IBV_SRQ_INIT_ATTR_CQ,
+         IBV_SRQT_TM, EINVAL},
+        {"srq_type 7", pt, (enum ibv_srq_type)7, EINVAL},
+        {"comp_mask IBV_SRQ_INIT_ATTR_RESERVED", pt |
+         IBV_SRQ_INIT_ATTR_RESERVED, IBV_SRQT_BASIC, EOPNOTSUPP},
+        {"no IBV_SRQ_INIT_ATTR_PD", IBV_SRQ_INIT_ATTR_TYPE |
+         IBV_SRQ_INIT_ATTR_CQ, IBV_SRQT_BASIC, EINVAL},
+    };
+    struct ibv_srq_init_attr_ex sa;
+    struct ibv_srq *srq;
+    struct ibv_cq *cq;
+    svt_dev_t dev;
+    size_t i;
+
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        memset(&sa, 0, sizeof(sa));
+        sa.attr.max_wr         = 8;
+        sa.attr.max_sge        = 1;
+        sa.comp_mask           = bad[i].mask;
+        sa.srq_type            = bad[i].type;
+        sa.pd                  = dev.pd;
+        sa.cq                  = cq;
+        sa.xrcd                = NULL; /* none can be opened */
+        sa.tm_cap.max_num_tags = 16;
+        sa.tm_cap.max_ops      = 16;
+        errno = 0;
+        srq   = ibv_create_srq_ex(dev.ctx, &sa);
+        if (srq != NULL) {
+            SVT_OK(ibv_destroy_srq(srq));
+        }
+        SVT_CHECK((srq == NULL) && (errno == bad[i].err), "%s: %s, errno %d "
+                  "(expected %d)", bad[i].what, srq ? "created" : "refused",
+                  errno, bad[i].err);
+    }
+    SVT_OK(ibv_destroy_cq(cq));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_ex[] = {
     {"ex/device_attr_ex", svt_case_device_attr_ex, 1, 1},
     {"ex/device_attr_ex_3ports", svt_case_device_attr_ex, 1, 3, 0,
@@ -403,5 +548,7 @@ const svt_case_t svt_cases_ex[] = {
     {"ex/create_qp_ex_uc", svt_case_create_qp_ex, 1, IBV_QPT_UC},
     {"ex/create_qp_ex_ud", svt_case_create_qp_ex, 1, IBV_QPT_UD},
     {"ex/create_qp_ex_refused", svt_case_create_qp_ex_refused, 1},
+    {"ex/create_srq_ex", svt_case_create_srq_ex, 1},
+    {"ex/create_srq_ex_refused", svt_case_create_srq_ex_refused, 1},
     {NULL}
 };
