@@ -58,6 +58,27 @@ if want ibv_devinfo; then
         echo "$out" | head -n 20 | sed 's/^/  | /'
     fi
 fi
+if want ibv_devinfo; then
+    # An unknown device: ibv_devinfo prints "IB device 'X' wasn't found" and
+    # returns -1 from main, exit status 255 (rdma-core v44
+    # libibverbs/examples/devinfo.c; exit 1 is only for an -i below 1 or a
+    # device that fails to open). A port beyond phys_port_cnt: "Invalid
+    # port requested for device", exit 4 (same file, print_hca_cap).
+    out=$(timeout 10 ibv_devinfo -d nosuchdev 2>&1); rc=$?
+    if [ $rc -eq 255 ] && echo "$out" | grep -q "^IB device 'nosuchdev' wasn't found$"; then
+        qpx_pass "ibv_devinfo -d nosuchdev: exit 255, not found"
+    else
+        qpx_fail "ibv_devinfo -d nosuchdev (exit $rc, expected 255 and \"IB device 'nosuchdev' wasn't found\")"
+        echo "$out" | head -n 5 | sed 's/^/  | /'
+    fi
+    out=$(timeout 10 ibv_devinfo -d "$D" -i 9 2>&1); rc=$?
+    if [ $rc -eq 4 ] && echo "$out" | grep -q "^Invalid port requested for device$"; then
+        qpx_pass "ibv_devinfo -i 9: exit 4, invalid port"
+    else
+        qpx_fail "ibv_devinfo -d $D -i 9 (exit $rc, expected 4 and \"Invalid port requested for device\")"
+        echo "$out" | head -n 5 | sed 's/^/  | /'
+    fi
+fi
 
 # name, pattern, program + options (the client adds 127.0.0.1)
 pingpong() {
