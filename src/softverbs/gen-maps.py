@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 # Regenerates the version scripts: every symbol defined with SV_EXPORT gets
 # the default version node the real rdma-core library gives it. The version
-# lists were taken from rdma-core 44's libraries with objdump -T.
+# lists were taken from rdma-core 44's libraries with objdump -T:
+#   for l in libibverbs libmlx5; do objdump -T /usr/lib/x86_64-linux-gnu/$l.so.1 |
+#       awk '/DF|DO/ && !/\*UND\*/ {print $(NF-1), $NF}' > $l.txt; done
+#   ./gen-maps.py libibverbs.txt libmlx5.txt
 import re, sys, glob
+
+symver = {}  # name -> the nodes its .symver directives bind
 
 def exported(files):
     syms = set()
@@ -17,12 +22,22 @@ def exported(files):
                     break
                 i -= 1
             syms.add(re.search(r'(\w+)\)?\s*$', proto[:i]).group(1))
+        # sv_stub.h: SV_STUB_NULL(type, name, ...), SV_STUB_<kind>(name, ...)
+        for m in re.finditer(r'^SV_STUB_(\w+)\(([^,]*),\s*(\w+)', src, re.M):
+            syms.add(m.group(3) if m.group(1) == 'NULL' else m.group(2).strip())
+        # versions bound by ".symver impl, name@NODE" (or @@NODE): the
+        # implementation is not exported under its own name, and the version
+        # script lists name in each NODE (as rdma-core's maps do)
+        for impl, name, node in re.findall(r'\.symver\s+(\w+),\s*(\w+)@@?([\w.]+)', src):
+            syms.discard(impl)
+            symver.setdefault(name, set()).add(node)
     return syms
 
 def emit(nodes, syms, fname):
     out, prev = [], None
     for i, n in enumerate(nodes):
-        ss = sorted(s for s in syms if syms[s] == n)
+        ss = sorted(set(s for s in syms if syms[s] == n) |
+                    set(s for s in symver if n in symver[s]))
         body = ''.join('\t%s;\n' % s for s in ss)
         if i == 0:
             body = 'global:\n' + body + 'local:\n\t*;\n'

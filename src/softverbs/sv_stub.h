@@ -27,4 +27,35 @@
         return EOPNOTSUPP; \
     }
 
+/* Returns EOPNOTSUPP and sets errno to it as well (rdma-core's mlx5 dr_*
+ * calls: "errno = EOPNOTSUPP; return errno;") */
+#define SV_STUB_ERRNO(_name, ...) \
+    SV_EXPORT int _name(__VA_ARGS__) \
+    { \
+        errno = EOPNOTSUPP; \
+        return EOPNOTSUPP; \
+    }
+
+/* Returns -EOPNOTSUPP (calls documented as returning -errno) */
+#define SV_STUB_NEG(_name, ...) \
+    SV_EXPORT int _name(__VA_ARGS__) \
+    { \
+        return -EOPNOTSUPP; \
+    }
+
+/* Returns -1 with errno EOPNOTSUPP (file descriptor results, where a
+ * positive error would read as a valid descriptor) */
+#define SV_STUB_FD(_name, ...) \
+    SV_EXPORT int _name(__VA_ARGS__) \
+    { \
+        errno = EOPNOTSUPP; \
+        return -1; \
+    }
+
+/* Nothing to release: no object of this kind is ever handed out */
+#define SV_STUB_VOID(_name, ...) \
+    SV_EXPORT void _name(__VA_ARGS__) \
+    { \
+    }
+
 #endif
