@@ -585,5 +585,6 @@ int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
                   const struct iovec *riov, int rcnt);
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
                  const struct iovec *riov, int rcnt);
+void sv_mem_allow_peers(void);
 
 #endif

@@ -4,8 +4,67 @@
  */
 #include "sv.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------
+ * Yama
+ * ------------------------------------------------------------------- */
+/*
+ * process_vm_readv/writev need PTRACE_MODE_ATTACH access to the peer
+ * (process_vm_readv(2)). With Yama's kernel.yama.ptrace_scope=1 only an
+ * ancestor, or a process the target named with PR_SET_PTRACER, has it
+ * (Documentation/admin-guide/LSM/Yama.rst), so two softverbs processes
+ * started side by side could not reach each other. Each softverbs process
+ * lets any process of its user in, as UCX's CMA transport does at scope 1
+ * (uct_cma_test_ptrace_scope, src/uct/sm/scopy/cma/cma_md.c). Without Yama
+ * the prctl fails with EINVAL: nothing to allow. Called at initialization
+ * and in a forked child (the permission is per process).
+ */
+void sv_mem_allow_peers(void)
+{
+    if ((prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) &&
+        (errno != EINVAL)) {
+        sv_error("prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY) failed: %m");
+    }
+}
+
+/*
+ * process_vm_*v refused with EPERM: Yama at scope 2 or 3, a peer that did
+ * not allow us (scope 1), or another user's process. Nothing a retry can
+ * fix, so the operation completes in error (the callers' -EPERM); said once
+ * per process on stderr whatever SOFTVERBS_DEBUG says, since without it the
+ * error completion has no visible cause.
+ */
+static void sv_mem_eperm(int32_t pid, int write)
+{
+    static int reported;
+    char scope[8] = "absent";
+    ssize_t n;
+    int fd;
+
+    if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED)) {
+        return;
+    }
+    fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, scope, sizeof(scope) - 1);
+        scope[(n > 0) ? n : 0] = '\0';
+        scope[strcspn(scope, "\n")] = '\0';
+        close(fd);
+    }
+    fprintf(stderr,
+            "softverbs: process_vm_%sv(pid %d): Operation not permitted "
+            "(kernel.yama.ptrace_scope=%s): this process may not access the "
+            "peer's memory. The processes must run as the same user, and "
+            "kernel.yama.ptrace_scope be 0 or 1 (2 needs CAP_SYS_PTRACE; "
+            "sysctl -w kernel.yama.ptrace_scope=1). Operations to such a peer "
+            "complete in error.\n",
+            write ? "write" : "read", pid, scope);
+}
 
 /* ---------------------------------------------------------------------
  * Memory movement
@@ -47,7 +106,8 @@ size_t sv_iov_len(const struct iovec *iov, int cnt)
     return len;
 }
 
-/* Returns 0, or -ESRCH when the peer process is gone, -EFAULT otherwise */
+/* Returns 0, or -ESRCH when the peer process is gone, -EPERM when it may
+ * not be accessed (sv_mem_eperm), -EFAULT otherwise */
 static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
                        const struct iovec *riov, int rcnt, int write)
 {
@@ -69,6 +129,10 @@ static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
                 process_vm_readv(pid, liov, lcnt, riov, rcnt, 0);
     if (n == (ssize_t)total) {
         return 0;
+    }
+    if ((n < 0) && (errno == EPERM)) {
+        sv_mem_eperm(pid, write);
+        return -EPERM;
     }
     if (n < 0) {
         sv_error("process_vm_%sv(pid %d) failed: %m",

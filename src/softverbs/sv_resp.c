@@ -405,6 +405,31 @@ static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
     return SV_RESPST_COMPLETE;
 }
 
+/*
+ * A move into or out of the peer's memory failed. The peer gone (or its
+ * memory unmapped): no response, as to a lost packet. -EPERM (sv_mem_eperm:
+ * Yama, another user) is no better on a retry, so it does not wait out the
+ * retries: the request is NAKed with a remote operational error (the
+ * responder could not complete it), also on UC, and a receive WQE it took
+ * (SEND, WRITE_WITH_IMM) completes with IBV_WC_GENERAL_ERR (RC: the
+ * responder QP goes to ERR, as for any receive WQE error). UD requesters
+ * complete successfully (unacknowledged); the receiver sees the error.
+ */
+static enum sv_resp_state sv_resp_xfer_failed(struct sv_resp *rs, int ret,
+                                              int took_wqe)
+{
+    if (ret != -EPERM) {
+        rs->result = SV_RESP_NORESP;
+        return SV_RESPST_DONE;
+    }
+    if (took_wqe) {
+        rs->cqe.status = IBV_WC_GENERAL_ERR;
+        sv_resp_recv_error(rs, SV_RESP_NAK_OP);
+    }
+    rs->result = SV_RESP_NAK_OP;
+    return took_wqe ? SV_RESPST_COMPLETE : SV_RESPST_DONE;
+}
+
 /* SEND: scatter the payload (and the GRH for UD) into the receive WQE */
 static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
 {
@@ -413,7 +438,7 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
     struct sv_resp_req *r = rs->r;
     struct sv_shm_qp *dq = rs->dq;
     int ud = (dq->type == IBV_QPT_UD);
-    int rcnt = 0, lcnt = 0, i;
+    int rcnt = 0, lcnt = 0, i, ret;
     struct ibv_grh grh;
     ssize_t cap;
     size_t len;
@@ -453,9 +478,9 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
         rs->cqe.inl_nsge = rcnt;
         return SV_RESPST_COMPLETE;
     }
-    if (sv_mem_write(dq->pid, liov, lcnt, riov, rcnt) < 0) {
-        rs->result = SV_RESP_NORESP;
-        return SV_RESPST_DONE;
+    ret = sv_mem_write(dq->pid, liov, lcnt, riov, rcnt);
+    if (ret < 0) {
+        return sv_resp_xfer_failed(rs, ret, 1);
     }
     return SV_RESPST_COMPLETE;
 }
@@ -465,15 +490,16 @@ static enum sv_resp_state sv_resp_exec_atomic(struct sv_resp *rs)
     struct sv_swqe *w = rs->w;
     struct iovec liov;
     uint64_t old, val;
+    int ret;
 
     liov.iov_base = &old;
     liov.iov_len  = 8;
     /* one host-wide lock: atomics are atomic against each other */
     sv_atomic_lock();
-    if (sv_mem_read(rs->dq->pid, &liov, 1, &rs->riov, 1) < 0) {
+    ret = sv_mem_read(rs->dq->pid, &liov, 1, &rs->riov, 1);
+    if (ret < 0) {
         sv_atomic_unlock();
-        rs->result = SV_RESP_NORESP;
-        return SV_RESPST_DONE;
+        return sv_resp_xfer_failed(rs, ret, 0);
     }
     if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
         val = (old == w->compare_add) ? w->swap : old;
@@ -481,11 +507,10 @@ static enum sv_resp_state sv_resp_exec_atomic(struct sv_resp *rs)
         val = old + w->compare_add;
     }
     liov.iov_base = &val;
-    if ((val != old) &&
-        (sv_mem_write(rs->dq->pid, &liov, 1, &rs->riov, 1) < 0)) {
+    ret = (val != old) ? sv_mem_write(rs->dq->pid, &liov, 1, &rs->riov, 1) : 0;
+    if (ret < 0) {
         sv_atomic_unlock();
-        rs->result = SV_RESP_NORESP;
-        return SV_RESPST_DONE;
+        return sv_resp_xfer_failed(rs, ret, 0);
     }
     sv_atomic_unlock();
     /* the original value lands in the requester's local buffer */
@@ -506,11 +531,12 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
         return sv_resp_exec_send(rs);
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
-        if ((w->length > 0) &&
-            (sv_mem_write(rs->dq->pid, r->liov, r->liovcnt, &rs->riov,
-                          1) < 0)) {
-            rs->result = SV_RESP_NORESP;
-            return SV_RESPST_DONE;
+        ret = (w->length > 0) ?
+              sv_mem_write(rs->dq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
+              0;
+        if (ret < 0) {
+            return sv_resp_xfer_failed(rs, ret,
+                                       w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
         }
         rs->result       = SV_RESP_ACK;
         rs->cqe.byte_len = w->length;
@@ -520,7 +546,10 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
         ret = (w->length > 0) ?
               sv_mem_read(rs->dq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
               0;
-        rs->result = (ret < 0) ? SV_RESP_NORESP : SV_RESP_ACK;
+        if (ret < 0) {
+            return sv_resp_xfer_failed(rs, ret, 0);
+        }
+        rs->result = SV_RESP_ACK;
         return SV_RESPST_DONE;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:

@@ -162,6 +162,7 @@ static int sv_shm_do_init(void)
     arena    = sv_env_init();
     total    = ((sizeof(struct sv_shm_hdr) + 4095) & ~4095ull) + arena;
     sv_g.pid = getpid();
+    sv_mem_allow_peers();
 
 retry:
     fd = open(sv_g.shm_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -254,6 +255,7 @@ static void sv_atfork_child(void)
      * inherited stay owned by the parent */
     if (sv_g.shm != NULL) {
         sv_g.pid = getpid();
+        sv_mem_allow_peers();
         sv_proc_register();
     }
 }
