@@ -19,6 +19,46 @@ D=$SVT_DEV
 
 want() { [ -z "$SVT_CLIENTS" ] || echo "$1" | grep -Eq "$SVT_CLIENTS"; }
 
+# --- symbol sets -------------------------------------------------------------
+# A program linked against the real library binds name@version; one the
+# replacement does not define fails to load. Every symbol@version the system's
+# rdma-core library defines must be defined by the replacement, except for
+# libibverbs: IBVERBS_PRIVATE_* (the provider interface, which only rdma-core's
+# own providers link against) and the hidden IBVERBS_1.0/1.1 compat versions
+# (the pre-1.1 ABI with its own structure layouts), not implemented.
+svt_symbols() {
+    objdump -T "$1" | awk '/ D[FO] / && !/\*UND\*/ {print $(NF-1), $NF}' | sort -u
+}
+if want symbols; then
+    ldconfig=$(PATH=$PATH:/sbin:/usr/sbin command -v ldconfig)
+    if ! command -v objdump >/dev/null || [ -z "$ldconfig" ]; then
+        echo "SKIP: symbol sets (objdump or ldconfig not installed)"
+    else
+        for lib in libmlx5 libefa libibverbs; do
+            sys=$("$ldconfig" -p | sed -n "s/^[[:space:]]*$lib\.so\.1 (.*) => //p" |
+                  head -n 1)
+            if [ -z "$sys" ]; then
+                echo "SKIP: $lib symbol set (no system $lib.so.1)"
+                continue
+            fi
+            skip='^$' but=
+            if [ $lib = libibverbs ]; then
+                skip='^IBVERBS_PRIVATE_|^\(IBVERBS_1\.[01]\) '
+                but=" (but IBVERBS_PRIVATE_*, compat IBVERBS_1.0/1.1)"
+            fi
+            svt_symbols "$sys" | grep -Ev "$skip" >"$SVT_TMP/$lib.sys"
+            svt_symbols "$SOFTVERBS_LIBDIR/$lib.so.1" >"$SVT_TMP/$lib.sv"
+            missing=$(comm -23 "$SVT_TMP/$lib.sys" "$SVT_TMP/$lib.sv")
+            if [ -s "$SVT_TMP/$lib.sys" ] && [ -z "$missing" ]; then
+                qpx_pass "$lib.so.1 defines every symbol@version of $sys$but"
+            else
+                qpx_fail "$lib.so.1 lacks $(echo "$missing" | grep -c .) symbol@version of $sys"
+                echo "$missing" | head -n 20 | sed 's/^/  | /'
+            fi
+        done
+    fi
+fi
+
 # --- ibverbs-utils ---------------------------------------------------------
 if want ibv_devices; then
     out=$(timeout 10 ibv_devices 2>&1); rc=$?
