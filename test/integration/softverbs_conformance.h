@@ -202,5 +202,6 @@ extern const svt_case_t svt_cases_ud[];
 extern const svt_case_t svt_cases_event[];
 extern const svt_case_t svt_cases_stress[];
 extern const svt_case_t svt_cases_ex[];
+extern const svt_case_t svt_cases_sys[];
 
 #endif

@@ -1,0 +1,210 @@
+/*
+ * softverbs conformance: what the host and the installed libraries bring.
+ * Yama refusing process_vm_*v between peers (injected), and the mlx5dv
+ * functions softverbs does not implement, reached at their exact symbol
+ * versions.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "softverbs_conformance.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/mlx5dv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+
+/*
+ * Yama refusing process_vm_*v (kernel.yama.ptrace_scope, a peer that did not
+ * allow us), injected: with SVT_INJECT_EPERM=1 in a rank's environment the
+ * suite's own process_vm_readv/writev fail with EPERM. The softverbs library
+ * binds these before libc's: the executable is linked with -rdynamic and is
+ * first in the lookup scope.
+ */
+static int svt_eperm_injected(void)
+{
+    static int injected = -1;
+    const char *s;
+
+    if (injected < 0) {
+        s        = getenv("SVT_INJECT_EPERM");
+        injected = (s != NULL) && !strcmp(s, "1");
+    }
+    return injected;
+}
+
+ssize_t process_vm_writev(pid_t pid, const struct iovec *lvec,
+                          unsigned long liovcnt, const struct iovec *rvec,
+                          unsigned long riovcnt, unsigned long flags)
+{
+    if (svt_eperm_injected()) {
+        errno = EPERM;
+        return -1;
+    }
+    return syscall(SYS_process_vm_writev, pid, lvec, liovcnt, rvec, riovcnt,
+                   flags);
+}
+
+ssize_t process_vm_readv(pid_t pid, const struct iovec *lvec,
+                         unsigned long liovcnt, const struct iovec *rvec,
+                         unsigned long riovcnt, unsigned long flags)
+{
+    if (svt_eperm_injected()) {
+        errno = EPERM;
+        return -1;
+    }
+    return syscall(SYS_process_vm_readv, pid, lvec, liovcnt, rvec, riovcnt,
+                   flags);
+}
+
+/* stderr into a temporary file until svt_stderr_end(), which returns how
+ * often needle was written there */
+static int svt_stderr_begin(void)
+{
+    char path[] = "/tmp/svt-stderr.XXXXXX";
+    int fd, saved;
+
+    fflush(stderr);
+    fd = mkstemp(path);
+    SVT_CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+    unlink(path);
+    saved = dup(2);
+    SVT_CHECK((saved >= 0) && (dup2(fd, 2) == 2), "dup2: %s", strerror(errno));
+    close(fd);
+    return saved;
+}
+
+static int svt_stderr_end(int saved, const char *needle, char *text,
+                          size_t size)
+{
+    const char *at;
+    ssize_t n;
+    int count = 0;
+
+    fflush(stderr);
+    n = pread(2, text, size - 1, 0);
+    text[(n > 0) ? n : 0] = '\0';
+    dup2(saved, 2);
+    close(saved);
+    for (at = strstr(text, needle); at != NULL;
+         at = strstr(at + 1, needle)) {
+        count++;
+    }
+    return count;
+}
+
+/*
+ * Every process_vm_*v refused with EPERM (as by Yama): an RDMA WRITE and,
+ * on another QP, an RDMA READ complete at once with a remote operational
+ * error (not after the transport retries, not never), and the cause,
+ * naming kernel.yama.ptrace_scope, is on stderr once (arg 0). A SEND too
+ * large for the CQ slot: the requester gets the same error, the receive WQE
+ * completes with IBV_WC_GENERAL_ERR (arg 1).
+ */
+static void svt_case_yama_eperm(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_t ep, ep2;
+    svt_ep_opts_t o;
+    char text[4096];
+    int saved, n;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->arg == 0) {
+        svt_ep_pair(p, !p->rank, &dev, &o, &ep2);
+    }
+    if (p->rank == 1) {
+        if (p->arg == 1) {
+            svt_post_recv(&ep, 0, 8192, 1);
+        }
+        svt_sync(p, 0);
+        if (p->arg == 1) {
+            svt_expect_wc(ep.cq, IBV_WC_GENERAL_ERR, -1, 1, NULL);
+        }
+        svt_sync(p, 0);
+        return;
+    }
+    svt_sync(p, 1);
+    saved = svt_stderr_begin();
+    if (p->arg == 0) {
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 4096, svt_raddr(&ep, 0),
+                             ep.remote.rkey, 0, IBV_SEND_SIGNALED, 1));
+        svt_expect_wc(ep.cq, IBV_WC_REM_OP_ERR, -1, 1, NULL);
+        SVT_OK(svt_post_send(&ep2, IBV_WR_RDMA_READ, 0, 4096,
+                             svt_raddr(&ep2, 0), ep2.remote.rkey, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep2.cq, IBV_WC_REM_OP_ERR, -1, 2, NULL);
+    } else {
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 8192, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 3));
+        svt_expect_wc(ep.cq, IBV_WC_REM_OP_ERR, -1, 3, NULL);
+    }
+    n = svt_stderr_end(saved,
+                       "Operation not permitted (kernel.yama.ptrace_scope=",
+                       text, sizeof(text));
+    SVT_CHECK(n == 1, "the EPERM cause (naming kernel.yama.ptrace_scope) is "
+              "on stderr %d times, expected once; stderr:\n%s", n, text);
+    svt_sync(p, 1);
+}
+
+/*
+ * libmlx5 entry points softverbs does not implement fail as rdma-core's do
+ * on a device without the feature, and exist at rdma-core's versions: int
+ * results EOPNOTSUPP, pointers NULL with errno EOPNOTSUPP.
+ */
+static void svt_case_mlx5dv_unsupported(svt_proc_t *p)
+{
+    __typeof__(mlx5dv_reserved_qpn_alloc) *qpn_alloc;
+    __typeof__(mlx5dv_dr_domain_create) *domain_create;
+    __typeof__(mlx5dv_init_obj) *init_obj_1_0;
+    struct mlx5dv_obj obj;
+    svt_dev_t dev;
+    uint32_t qpn = 0;
+    void *h;
+    int ret;
+
+    svt_dev_open(&dev);
+    h = dlopen("libmlx5.so.1", RTLD_NOW | RTLD_LOCAL);
+    SVT_CHECK(h != NULL, "dlopen(libmlx5.so.1): %s", dlerror());
+    qpn_alloc     = (__typeof__(qpn_alloc))
+                    dlvsym(h, "mlx5dv_reserved_qpn_alloc", "MLX5_1.18");
+    domain_create = (__typeof__(domain_create))
+                    dlvsym(h, "mlx5dv_dr_domain_create", "MLX5_1.10");
+    init_obj_1_0  = (__typeof__(init_obj_1_0))
+                    dlvsym(h, "mlx5dv_init_obj", "MLX5_1.0");
+    SVT_CHECK((qpn_alloc != NULL) && (domain_create != NULL) &&
+              (init_obj_1_0 != NULL), "libmlx5 lacks a symbol: %s",
+              dlerror());
+    ret = qpn_alloc(dev.ctx, &qpn);
+    SVT_CHECK(ret == EOPNOTSUPP, "mlx5dv_reserved_qpn_alloc returned %d, "
+              "expected EOPNOTSUPP", ret);
+    errno = 0;
+    SVT_CHECK(domain_create(dev.ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX) == NULL,
+              "mlx5dv_dr_domain_create succeeded");
+    SVT_CHECK(errno == EOPNOTSUPP, "mlx5dv_dr_domain_create: errno %d, "
+              "expected EOPNOTSUPP", errno);
+    memset(&obj, 0, sizeof(obj));
+    ret = init_obj_1_0(&obj, 0);
+    SVT_CHECK(ret == EOPNOTSUPP, "mlx5dv_init_obj@MLX5_1.0 returned %d, "
+              "expected EOPNOTSUPP", ret);
+    dlclose(h);
+    svt_dev_close(&dev);
+}
+
+
+const svt_case_t svt_cases_sys[] = {
+    {"err/yama_eperm_write_read", svt_case_yama_eperm, 2, 0, 0,
+     "SVT_INJECT_EPERM=1"},
+    {"err/yama_eperm_send", svt_case_yama_eperm, 2, 1, 0, "SVT_INJECT_EPERM=1"},
+    {"err/mlx5dv_unsupported", svt_case_mlx5dv_unsupported, 1},
+    {NULL}
+};
