@@ -40,28 +40,31 @@ static int svt_eperm_injected(void)
     return injected;
 }
 
-ssize_t process_vm_writev(pid_t pid, const struct iovec *lvec,
-                          unsigned long liovcnt, const struct iovec *rvec,
-                          unsigned long riovcnt, unsigned long flags)
+static ssize_t svt_process_vm(long nr, pid_t pid, const struct iovec *lvec,
+                              unsigned long liovcnt, const struct iovec *rvec,
+                              unsigned long riovcnt, unsigned long flags)
 {
     if (svt_eperm_injected()) {
         errno = EPERM;
         return -1;
     }
-    return syscall(SYS_process_vm_writev, pid, lvec, liovcnt, rvec, riovcnt,
-                   flags);
+    return syscall(nr, pid, lvec, liovcnt, rvec, riovcnt, flags);
+}
+
+ssize_t process_vm_writev(pid_t pid, const struct iovec *lvec,
+                          unsigned long liovcnt, const struct iovec *rvec,
+                          unsigned long riovcnt, unsigned long flags)
+{
+    return svt_process_vm(SYS_process_vm_writev, pid, lvec, liovcnt, rvec,
+                          riovcnt, flags);
 }
 
 ssize_t process_vm_readv(pid_t pid, const struct iovec *lvec,
                          unsigned long liovcnt, const struct iovec *rvec,
                          unsigned long riovcnt, unsigned long flags)
 {
-    if (svt_eperm_injected()) {
-        errno = EPERM;
-        return -1;
-    }
-    return syscall(SYS_process_vm_readv, pid, lvec, liovcnt, rvec, riovcnt,
-                   flags);
+    return svt_process_vm(SYS_process_vm_readv, pid, lvec, liovcnt, rvec,
+                          riovcnt, flags);
 }
 
 /* stderr into a temporary file until svt_stderr_end(), which returns how
