@@ -38,6 +38,10 @@ a2a qpx_ud 30 1048576
 # rank, 128 in all: the job failed); they now share one registration per
 # 256 endpoints and the receive queue is one registration (5 a rank, as
 # UCX's rc_verbs,ud_verbs). Eager messages only: UCP's own registrations of
-# user buffers (rendezvous) are not qpx's to save.
-a2a qpx_rc,qpx_ud 200 64 SOFTVERBS_MAX_MR=64
+# user buffers (rendezvous) are not qpx's to save. The limit counts every
+# process of the registry: the job gets a registry of its own, so that tests
+# running beside it (make -j2 check) do not spend its regions.
+a2a_shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-a2a-$$
+a2a qpx_rc,qpx_ud 200 64 SOFTVERBS_MAX_MR=64 SOFTVERBS_SHM="$a2a_shm"
+rm -f "$a2a_shm"
 qpx_finish
