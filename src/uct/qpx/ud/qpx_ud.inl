@@ -24,6 +24,13 @@ qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
     return (iface->tx.available == 0) || iface->tx.no_desc;
 }
 
+/* The endpoint's own part: connected, and room in its window */
+static UCS_F_ALWAYS_INLINE int qpx_ud_ep_window_open(qpx_ud_ep_t *ep)
+{
+    return (ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
+           qpx_ud_rel_tx_can_send(&ep->tx);
+}
+
 /* Whether a new reliable packet may be sent on ep now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
@@ -34,8 +41,7 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
                UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CANCELED;
     }
 
-    if (ucs_unlikely(!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
-                     !qpx_ud_rel_tx_can_send(&ep->tx) ||
+    if (ucs_unlikely(!qpx_ud_ep_window_open(ep) ||
                      qpx_ud_iface_tx_exhausted(iface) ||
                      !qpx_ep_pending_is_clear(&iface->super, &ep->super))) {
         return UCS_ERR_NO_RESOURCE;

@@ -233,8 +233,7 @@ static qpx_ep_tx_state_t qpx_ud_ep_tx_state(qpx_iface_t *iface,
         /* Its requests run: they see the error and finish */
         return QPX_EP_TX_RETRY;
     }
-    if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
-        !qpx_ud_rel_tx_can_send(&ep->tx)) {
+    if (!qpx_ud_ep_window_open(ep)) {
         /* The connection reply or an ack schedules it again */
         return QPX_EP_TX_WAIT;
     }
