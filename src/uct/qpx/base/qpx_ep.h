@@ -82,6 +82,21 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_pending_progress(qpx_iface_t *iface)
                          iface);
 }
 
+/*
+ * Tell the user that ep failed with status, describing it with the printf
+ * format. As UCX's own transports do: the failure is logged at the
+ * interface's failure level (UCX_QPX_<TL>_FAILURE) when the error handler
+ * took it, and at the fatal level when it did not (UCP without peer error
+ * handling returns the error: nobody can act on it, so UCX's error handling
+ * -- UCX_HANDLE_ERRORS -- ends the process with that message instead of
+ * leaving it waiting forever for the peer). Without an error handler (a UCT
+ * user that asked for none) the failure is logged as an error and the
+ * endpoint stays failed. Returns what the handler returned; the handler may
+ * have destroyed ep.
+ */
+ucs_status_t qpx_ep_report_failure(qpx_ep_t *ep, ucs_status_t status,
+                                   const char *fmt, ...) UCS_F_PRINTF(3, 4);
+
 /* Whether progress has pending work that no completion event announces
  * (before arming: the interface must not sleep on it) */
 static UCS_F_ALWAYS_INLINE int qpx_iface_pending_is_due(qpx_iface_t *iface)

@@ -30,7 +30,7 @@
  *     UCX_QPX_<TL>_SEG_SIZE, _TX_QUEUE_LEN, _RX_QUEUE_LEN, ...
  *  2. init: UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md,
  *     worker, params, config, &init_attr) with init_attr.ops (the
-     transport's answers, qpx_iface_ops_t), qp_type (RC or UD),
+ *     transport's answers, qpx_iface_ops_t), qp_type (RC or UD),
  *     rx_hdr_len (bytes the transport puts before an AM payload in a receive
  *     buffer, e.g. 40-byte GRH + UD header), rx_priv_len (transport bytes
  *     after qpx_desc_t, e.g. a link for deferred delivery), seg_size (0: the
@@ -149,7 +149,6 @@ typedef struct qpx_iface_init_attr {
 
 
 KHASH_MAP_INIT_INT(qpx_qp_map, void*);
-
 
 
 struct qpx_iface {
@@ -330,21 +329,5 @@ ucs_status_t qpx_iface_flush_eps(qpx_iface_t *iface, unsigned flags,
                                  uct_completion_t *comp, ucs_list_link_t *eps,
                                  size_t link_offset,
                                  uct_ep_flush_func_t ep_flush);
-
-/*
- * Tell the user that ep failed with status, describing it with the printf
- * format. As UCX's own transports do: the failure is logged at the
- * interface's failure level (UCX_QPX_<TL>_FAILURE) when the error handler
- * took it, and at the fatal level when it did not (UCP without peer error
- * handling returns the error: nobody can act on it, so UCX's error handling
- * -- UCX_HANDLE_ERRORS -- ends the process with that message instead of
- * leaving it waiting forever for the peer). Without an error handler (a UCT
- * user that asked for none) the failure is logged as an error and the
- * endpoint stays failed. Returns what the handler returned; the handler may
- * have destroyed ep.
- */
-ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
-                                         ucs_status_t status, const char *fmt,
-                                         ...) UCS_F_PRINTF(4, 5);
 
 #endif

@@ -6,7 +6,7 @@
 #  include "config.h"
 #endif
 
-#include "qpx_iface.h"
+#include "qpx_ep.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -131,10 +131,10 @@ err_give_up:
 }
 
 
-ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
-                                         ucs_status_t status, const char *fmt,
-                                         ...)
+ucs_status_t qpx_ep_report_failure(qpx_ep_t *ep, ucs_status_t status,
+                                   const char *fmt, ...)
 {
+    uct_base_iface_t *iface = &qpx_ep_iface(ep)->super;
     ucs_log_level_t level;
     char what[256];
     va_list ap;
@@ -150,7 +150,8 @@ ucs_status_t qpx_iface_report_ep_failure(uct_base_iface_t *iface, uct_ep_h ep,
         return status;
     }
 
-    status = iface->err_handler(iface->err_handler_arg, ep, status);
+    status = iface->err_handler(iface->err_handler_arg, &ep->super.super,
+                                status);
     level  = (status == UCS_OK) ? iface->config.failure_level :
                                   UCS_LOG_LEVEL_FATAL;
     ucs_log(level, "%s%s", what,

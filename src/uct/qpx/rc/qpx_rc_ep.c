@@ -270,8 +270,7 @@ static ucs_status_t qpx_rc_wc_status(enum ibv_wc_status wc_status)
 
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 {
-    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    ucs_status_t status   = qpx_rc_wc_status(wc_status);
+    ucs_status_t status = qpx_rc_wc_status(wc_status);
 
     if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
         return;
@@ -279,10 +278,9 @@ void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 
     qpx_rc_ep_set_error(ep, status);
     /* The handler may destroy ep: nothing touches it afterwards */
-    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super.super,
-                                      status, "qpx_rc: qp 0x%x failed: %s",
-                                      ep->qp->qp_num,
-                                      ibv_wc_status_str(wc_status));
+    (void)qpx_ep_report_failure(&ep->super, status,
+                                "qpx_rc: qp 0x%x failed: %s", ep->qp->qp_num,
+                                ibv_wc_status_str(wc_status));
 }
 
 

@@ -355,13 +355,11 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return;
     }
 
-    (void)qpx_iface_report_ep_failure(&iface->super.super, &ep->super.super.super,
-                                      UCS_ERR_ENDPOINT_TIMEOUT,
-                                      "qpx_ud: endpoint %p to qpn 0x%x: no "
-                                      "acknowledgement for %.3f seconds, peer "
-                                      "considered failed", ep,
-                                      ep->peer->key.qpn,
-                                      iface->rel_config.peer_timeout / 1e9);
+    (void)qpx_ep_report_failure(&ep->super, UCS_ERR_ENDPOINT_TIMEOUT,
+                                "qpx_ud: endpoint %p to qpn 0x%x: no "
+                                "acknowledgement for %.3f seconds, peer "
+                                "considered failed", ep, ep->peer->key.qpn,
+                                iface->rel_config.peer_timeout / 1e9);
 }
 
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
