@@ -22,15 +22,25 @@ for tl in $TLS; do
         -b "${BENCH_BURST:-128}" -r "${BENCH_ROUNDS:-64}" >"$TMP/$tl/log" 2>&1
 done
 
-# phase name -> Ir / ops, from the dumps (desc: Trigger: Client Request: X)
+# Operations of a phase (TL PHASE), from the program's log
+phase_ops() {
+    grep "^$2 " "$TMP/$1/log" | awk '{print $(NF-3)}' | head -1
+}
+
+# The callgrind dumps of a phase (TL PHASE): desc "Trigger: Client Request: X"
+phase_dumps() {
+    grep -l "Client Request: $2\$" "$TMP/$1"/cg.* 2>/dev/null
+}
+
+# phase name -> Ir / ops, from the dumps
 printf '%-26s' "instructions per op"; for tl in $TLS; do printf '%12s' "$tl"; done; echo
 for phase in "put_short" "am_short" "am receive (progress)" \
              "sender progress per am" "empty progress (sender)" \
              "empty progress (recv)"; do
     printf '%-26s' "$phase"
     for tl in $TLS; do
-        ops=$(grep "^$phase " "$TMP/$tl/log" | awk '{print $(NF-3)}' | head -1)
-        ir=$(grep -l "Client Request: $phase\$" "$TMP/$tl"/cg.* 2>/dev/null |
+        ops=$(phase_ops "$tl" "$phase")
+        ir=$(phase_dumps "$tl" "$phase" |
              while read -r f; do sed -n 's/^summary: *//p' "$f"; done |
              awk '{s+=$1} END{if (NR) print s}')
         if [ -n "$ir" ] && [ -n "$ops" ]; then
@@ -53,8 +63,8 @@ for phase in "put_short" "am_short" "am receive (progress)" \
              "sender progress per am" "empty progress (sender)"; do
     printf '%-26s' "$phase"
     for tl in $TLS; do
-        ops=$(grep "^$phase " "$TMP/$tl/log" | awk '{print $(NF-3)}' | head -1)
-        files=$(grep -l "Client Request: $phase\$" "$TMP/$tl"/cg.* 2>/dev/null)
+        ops=$(phase_ops "$tl" "$phase")
+        files=$(phase_dumps "$tl" "$phase")
         if [ -n "$files" ] && [ -n "$ops" ]; then
             # shellcheck disable=SC2086
             printf ' %25s' "$(awk -f "$SPLIT" $files |
@@ -65,4 +75,3 @@ for phase in "put_short" "am_short" "am receive (progress)" \
     done
     echo
 done
-
