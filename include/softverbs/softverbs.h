@@ -36,22 +36,32 @@ extern "C" {
 /* Print errors decided by the library to stderr when set to 1. */
 #define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
 
-/* Live objects of one process (pid) or of the whole host (pid == 0). */
+/* Live objects of one process (pid) or of the whole host (pid == 0).
+ * The fields up to mr_bytes are SOFTVERBS_1.0's structure (programs linked
+ * against that version get only those); the DC fields came with 1.1. */
 struct softverbs_stats {
     uint32_t pid;
     uint32_t num_qp;
-    uint32_t num_qp_by_type[4];   /* RC, UC, UD, other */
+    uint32_t num_qp_by_type[4];   /* RC, UC, UD, other (DCI and DCT) */
     uint32_t num_qp_by_state[7];  /* enum ibv_qp_state */
     uint32_t num_cq;
     uint32_t num_srq;
     uint32_t num_mr;
     uint64_t mr_bytes;
+    /* SOFTVERBS_1.1 */
+    uint32_t num_dci;             /* mlx5 DC initiators */
+    uint32_t num_dct;             /* mlx5 DC targets */
+    uint64_t dc_switches;         /* DCI WQEs sent to another target than
+                                     the DCI's WQE before */
+    uint64_t dc_key_violations;   /* DC requests a DCT dropped for a wrong
+                                     access key */
 };
 
 /*
  * Fill stats with the live objects of process pid (0: all processes).
- * Returns 0 or an errno value. Exported as softverbs_get_stats@SOFTVERBS_1.0
- * from the replacement libibverbs.so.1.
+ * Returns 0 or an errno value. Exported as softverbs_get_stats@SOFTVERBS_1.1
+ * (and @SOFTVERBS_1.0, filling the 1.0 fields only) from the replacement
+ * libibverbs.so.1.
  */
 int softverbs_get_stats(uint32_t pid, struct softverbs_stats *stats);
 
@@ -59,7 +69,8 @@ int softverbs_get_stats(uint32_t pid, struct softverbs_stats *stats);
  * Fill up to max entries of stats, one per process that has the registry
  * attached (pid set), from a single pass over the registry. Returns the
  * number of entries filled, or a negative errno value. Exported as
- * softverbs_get_proc_stats@SOFTVERBS_1.0.
+ * softverbs_get_proc_stats@SOFTVERBS_1.1 (and @SOFTVERBS_1.0, an array of
+ * 1.0 structures).
  */
 int softverbs_get_proc_stats(struct softverbs_stats *stats, int max);
 

@@ -6,6 +6,7 @@
 #define SV_H
 
 #include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
 #include <softverbs/softverbs.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -40,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 6      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 7      /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -61,6 +62,14 @@ void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---------------------------------------------------------------------
  * Shared registry (one file in /dev/shm, mapped by every process)
  * ------------------------------------------------------------------- */
+
+/* QP types of the registry (sv_shm_qp.type): the ibv_qp_type values, and
+ * the mlx5 DC initiator and target, which applications see as
+ * IBV_QPT_DRIVER QPs (mlx5dv_create_qp(3)) */
+enum {
+    SV_QPT_DCI = 0xd0,
+    SV_QPT_DCT = 0xd1,
+};
 
 enum sv_qp_flag {
     SV_QPF_ERR_BY_PEER = 1 << 0,  /* moved to ERR by a remote requester */
@@ -196,6 +205,11 @@ struct sv_shm_qp {
     uint64_t rq_off;              /* own RQ ring (0: none) */
     uint64_t rq_len;
     uint64_t cookie;
+    uint64_t dc_key;              /* DCT: the access key requests must carry */
+    uint64_t dc_switches;         /* DCI: WQEs sent to another target than
+                                     the WQE before (written by the owner) */
+    uint64_t dc_key_violations;   /* DCT: requests dropped for a wrong key
+                                     (any requester, atomic add) */
 };
 
 struct sv_shm_mr {
@@ -421,7 +435,8 @@ struct sv_swqe {
     uint64_t remote_addr;
     uint64_t compare_add;
     uint64_t swap;
-    uint32_t ud_qpn, ud_qkey;
+    uint32_t ud_qpn, ud_qkey;     /* DCI: the DCT number in ud_qpn */
+    uint64_t dc_key;              /* DCI: the target's access key */
     uint16_t ud_dlid;
     uint8_t  ud_port;
     uint8_t  ud_has_grh;
@@ -438,7 +453,9 @@ struct sv_swqe {
 
 struct sv_qp {
     struct ibv_qp_ex qpx;         /* begins with struct ibv_qp */
+    struct mlx5dv_qp_ex dv;       /* DCI: mlx5dv_qp_ex_from_ibv_qp_ex() */
     uint32_t index;
+    uint8_t  sv_type;             /* registry type: ibv_qp_type or SV_QPT_ */
     struct sv_shm_qp *shm;
     struct sv_cq *scq, *rcq;
     struct sv_srq *srq;
@@ -462,6 +479,9 @@ struct sv_qp {
     struct ibv_send_wr *wr_list;
     int      wr_count, wr_cap;
     int      wr_err;
+    /* DCI: the target of the last WQE executed (switch counting) */
+    uint32_t dc_last_dctn;
+    uint16_t dc_last_dlid;
 };
 
 static inline struct sv_context *sv_ctx(struct ibv_context *c)
@@ -471,6 +491,12 @@ static inline struct sv_context *sv_ctx(struct ibv_context *c)
 static inline struct sv_qp *sv_qp(struct ibv_qp *q)
 {
     return sv_container_of(q, struct sv_qp, qpx.qp_base);
+}
+/* A reliable requester: RC, or a DC initiator (acknowledged, retried, RDMA
+ * read and atomics; mlx5dv_create_qp(3): "DCI ... reliable") */
+static inline int sv_qp_reliable(uint8_t sv_type)
+{
+    return (sv_type == IBV_QPT_RC) || (sv_type == SV_QPT_DCI);
 }
 static inline struct sv_cq *sv_cq(struct ibv_cq *c)
 {
@@ -536,6 +562,7 @@ uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out);
 uint32_t sv_rq_count(struct sv_rq_hdr *rq);
 int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                       struct ibv_recv_wr **bad);
+int  sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 /* QP */
 int  sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
@@ -547,6 +574,22 @@ void sv_qp_flush_rq(struct sv_qp *qp);
 void sv_qp_init_wr_ops(struct sv_qp *qp);
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
+/* A QP of registry type sv_type (attributes checked by the caller) */
+struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
+                            struct ibv_qp_init_attr_ex *attr, uint8_t sv_type);
+/* DC address of a WR built by the ibv_wr_* API (mlx5dv_wr_set_dc_addr) */
+struct sv_dc_addr {
+    struct ibv_ah *ah;            /* NULL: not set */
+    uint32_t dctn;
+    uint64_t key;
+};
+/* mlx5dv_qp_ex of a DCI (sv_dc.c) */
+void sv_dc_init_dv_ops(struct sv_qp *qp);
+/* ibv_modify_qp of a DCI or DCT: 0 or EINVAL */
+int  sv_dc_modify_check(struct sv_qp *qp, enum ibv_qp_state cur,
+                        enum ibv_qp_state next, int mask);
+/* the DC address of the WR being built (sv_post.c) */
+struct sv_dc_addr *sv_wr_cur_dc(struct sv_qp *qp);
 
 /* requester / responder / completer */
 enum sv_resp_status {
@@ -567,6 +610,7 @@ struct sv_resp_req {
     int liovcnt;
     uint32_t dest_qpn;
     uint32_t qkey;
+    uint64_t dc_key;              /* DCI: the key the request carries */
     uint8_t  min_rnr_timer;       /* out: responder's timer */
 };
 

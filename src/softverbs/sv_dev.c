@@ -437,6 +437,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     v->create_qp_ex    = sv_create_qp_ex;
     v->create_cq_ex    = sv_create_cq_ex;
     v->create_srq_ex   = sv_create_srq_ex;
+    v->get_srq_num     = sv_get_srq_num;
     return &v->context;
 
 err_close_async:

@@ -1,28 +1,44 @@
 /*
- * softverbs libmlx5.so.1: the soft HCA is not an mlx5 device, so
- * mlx5dv_is_supported() is false and every direct-verbs entry point fails
- * with EOPNOTSUPP. The library defines each symbol@version rdma-core 44's
- * libmlx5.so.1 defines (version nodes MLX5_1.0 .. MLX5_1.24, and the
- * MLX5_1.0 compat mlx5dv_init_obj), so any program linked against it loads.
- *
- * DC support (mlx5dv_create_qp with MLX5DV_QP_INIT_ATTR_MASK_DC and
- * mlx5dv_wr_set_dc_addr) would add DCI/DCT QP types to the QP layer:
- * a DCI is a requester whose destination is taken per WR, a DCT a
- * responder reached by (DCT number, DC key), as UD is per WR today.
+ * softverbs libmlx5.so.1. The soft HCA offers the mlx5 direct verbs of DC
+ * (mlx5dv_create_qp, mlx5dv_qp_ex_from_ibv_qp_ex, mlx5dv_query_device:
+ * sv_dc.c) and nothing else of mlx5: it has no WQE buffers, doorbells or
+ * UARs to hand out (mlx5dv_init_obj), so mlx5dv_is_supported() is false,
+ * and programs that drive an mlx5 queue directly (UCX's rc_mlx5, dc_mlx5,
+ * ud_mlx5) leave the device to their verbs transports. Every other
+ * direct-verbs entry point fails with EOPNOTSUPP. The library defines each
+ * symbol@version rdma-core 44's libmlx5.so.1 defines (version nodes
+ * MLX5_1.0 .. MLX5_1.24, and the MLX5_1.0 compat mlx5dv_init_obj), so any
+ * program linked against it loads.
  */
 #include <infiniband/mlx5dv.h>
 #include <errno.h>
 #include <stddef.h>
 
 #include "sv_stub.h"
+#include "sv_provider.h"
 
 SV_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
 {
     return false;
 }
 
-SV_STUB_ERR(mlx5dv_query_device, struct ibv_context *ctx,
-            struct mlx5dv_context *attrs)
+SV_EXPORT int mlx5dv_query_device(struct ibv_context *ctx,
+                                  struct mlx5dv_context *attrs)
+{
+    return softverbs_dv_query_device(ctx, attrs);
+}
+
+SV_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
+                                          struct ibv_qp_init_attr_ex *qp_attr,
+                                          struct mlx5dv_qp_init_attr *dv_attr)
+{
+    return softverbs_dv_create_qp(context, qp_attr, dv_attr);
+}
+
+SV_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+{
+    return softverbs_dv_qp_ex_from_ibv_qp_ex(qp);
+}
 
 
 SV_STUB_NULL(struct ibv_context *, mlx5dv_open_device,
@@ -31,13 +47,6 @@ SV_STUB_NULL(struct ibv_context *, mlx5dv_open_device,
 SV_STUB_NULL(struct ibv_cq_ex *, mlx5dv_create_cq, struct ibv_context *context,
              struct ibv_cq_init_attr_ex *cq_attr,
              struct mlx5dv_cq_init_attr *mlx5_cq_attr)
-
-SV_STUB_NULL(struct ibv_qp *, mlx5dv_create_qp, struct ibv_context *context,
-             struct ibv_qp_init_attr_ex *qp_attr,
-             struct mlx5dv_qp_init_attr *mlx5_qp_attr)
-
-SV_STUB_NULL(struct mlx5dv_qp_ex *, mlx5dv_qp_ex_from_ibv_qp_ex,
-             struct ibv_qp_ex *qp)
 
 SV_STUB_NULL(struct mlx5dv_mkey *, mlx5dv_create_mkey,
              struct mlx5dv_mkey_init_attr *attr)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int sv_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+static int sv_opcode_ok(uint8_t type, enum ibv_wr_opcode op)
 {
     switch (op) {
     case IBV_WR_SEND:
@@ -17,19 +17,28 @@ static int sv_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
         return 1;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return type != IBV_QPT_UD;
+        return (type != IBV_QPT_UD) && (type != SV_QPT_DCT);
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        return type == IBV_QPT_RC;
+        return sv_qp_reliable(type);
     default:
         return 0;
     }
 }
 
-static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
+/* A WR built by the ibv_wr_* API, with room for its DC address */
+struct sv_wr_ent {
+    struct ibv_send_wr wr;
+    struct sv_dc_addr  dc;
+    struct ibv_sge     sge[];
+};
+
+/* dc: the WR's DC address (a DCI's WR from the ibv_wr_* API), else NULL */
+static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
+                       const struct sv_dc_addr *dc)
 {
-    enum ibv_qp_type type = qp->qpx.qp_base.qp_type;
+    uint8_t type = qp->sv_type;
     struct sv_swqe *w;
     uint32_t len = 0;
     char *inl;
@@ -44,6 +53,11 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
         return ENOMEM;
     }
     if ((type == IBV_QPT_UD) && (wr->wr.ud.ah == NULL)) {
+        return EINVAL;
+    }
+    /* A DCI WR names its target by mlx5dv_wr_set_dc_addr(); without one
+     * there is nobody to send to */
+    if ((type == SV_QPT_DCI) && ((dc == NULL) || (dc->ah == NULL))) {
         return EINVAL;
     }
     w = sv_sq_wqe(qp, qp->sq_tail);
@@ -113,13 +127,22 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr)
         w->ud_port    = ah->attr.port_num;
         w->ud_has_grh = ah->attr.is_global;
         w->ud_dgid    = ah->attr.grh.dgid;
+    } else if (type == SV_QPT_DCI) {
+        struct sv_ah *ah = sv_container_of(dc->ah, struct sv_ah, ah);
+        w->ud_qpn     = dc->dctn;
+        w->dc_key     = dc->key;
+        w->ud_dlid    = ah->attr.dlid;
+        w->ud_port    = ah->attr.port_num;
+        w->ud_has_grh = ah->attr.is_global;
+        w->ud_dgid    = ah->attr.grh.dgid;
     }
     qp->sq_tail++;
     return 0;
 }
 
-int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-                 struct ibv_send_wr **bad)
+/* from_wr_api: the WRs are sv_wr_ent entries (their DC addresses apply) */
+static int sv_post_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                        struct ibv_send_wr **bad, int from_wr_api)
 {
     struct sv_qp *qp = sv_qp(ibqp);
     enum ibv_qp_state st;
@@ -135,7 +158,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         return EINVAL;
     }
     for (; wr != NULL; wr = wr->next) {
-        ret = sv_post_one(qp, wr);
+        ret = sv_post_one(qp, wr, from_wr_api ?
+                          &sv_container_of(wr, struct sv_wr_ent, wr)->dc :
+                          NULL);
         if (ret != 0) {
             *bad = wr;
             break;
@@ -144,6 +169,12 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     pthread_mutex_unlock(&qp->lock);
     sv_req_progress(qp);
     return ret;
+}
+
+int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                 struct ibv_send_wr **bad)
+{
+    return sv_post_list(ibqp, wr, bad, 0);
 }
 
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
@@ -178,11 +209,6 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
  * ibv_wr_* API: WRs are built in a per-QP array and posted by
  * wr_complete through the same path as ibv_post_send.
  * ------------------------------------------------------------------- */
-struct sv_wr_ent {
-    struct ibv_send_wr wr;
-    struct ibv_sge sge[];
-};
-
 static inline size_t sv_wr_ent_size(struct sv_qp *qp)
 {
     return (sizeof(struct sv_wr_ent) +
@@ -226,6 +252,7 @@ static struct ibv_send_wr *sv_wr_new(struct ibv_qp_ex *q,
     }
     e = sv_wr_ent(qp, qp->wr_count++);
     memset(&e->wr, 0, sizeof(e->wr));
+    memset(&e->dc, 0, sizeof(e->dc));
     e->wr.wr_id      = q->wr_id;
     e->wr.send_flags = q->wr_flags;
     e->wr.opcode     = op;
@@ -242,6 +269,13 @@ static struct ibv_send_wr *sv_wr_cur(struct ibv_qp_ex *q)
         return NULL;
     }
     return &sv_wr_ent(qp, qp->wr_count - 1)->wr;
+}
+
+struct sv_dc_addr *sv_wr_cur_dc(struct sv_qp *qp)
+{
+    struct ibv_send_wr *wr = sv_wr_cur(&qp->qpx);
+
+    return wr ? &sv_container_of(wr, struct sv_wr_ent, wr)->dc : NULL;
 }
 
 static void sv_wr_send(struct ibv_qp_ex *q)
@@ -442,7 +476,7 @@ static int sv_wr_complete(struct ibv_qp_ex *q)
         sv_wr_ent(qp, i)->wr.next = &sv_wr_ent(qp, i + 1)->wr;
     }
     sv_wr_ent(qp, qp->wr_count - 1)->wr.next = NULL;
-    ret = sv_post_send(&q->qp_base, &sv_wr_ent(qp, 0)->wr, &bad);
+    ret = sv_post_list(&q->qp_base, &sv_wr_ent(qp, 0)->wr, &bad, 1);
     qp->wr_count = 0;
     return ret;
 }

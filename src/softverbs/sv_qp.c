@@ -147,7 +147,7 @@ static const struct sv_qp_trans sv_qp_table[7][7] = {
     },
 };
 
-static int sv_qp_type_idx(enum ibv_qp_type t)
+static int sv_qp_type_idx(uint8_t t)
 {
     return (t == IBV_QPT_RC) ? 0 : (t == IBV_QPT_UC) ? 1 : 2;
 }
@@ -232,12 +232,6 @@ static int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr)
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr)
 {
-    struct sv_shm_hdr *h = sv_g.shm;
-    struct ibv_qp_cap cap = attr->cap;
-    struct sv_shm_qp *s = NULL;
-    uint32_t i = 0, n, sq_size;
-    struct sv_qp *qp;
-    uint64_t rq_len = 0;
     int err;
 
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL) ||
@@ -268,6 +262,19 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
+    return sv_qp_create(ctx, attr, attr->qp_type);
+}
+
+struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
+                            struct ibv_qp_init_attr_ex *attr, uint8_t sv_type)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct ibv_qp_cap cap = attr->cap;
+    struct sv_shm_qp *s = NULL;
+    uint32_t i = 0, n, sq_size;
+    struct sv_qp *qp;
+    uint64_t rq_len = 0;
+
     if (cap.max_send_wr == 0) {
         cap.max_send_wr = 1;
     }
@@ -280,8 +287,9 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
-    if (attr->srq) {
-        /* man ibv_create_qp: ignored when the QP uses an SRQ */
+    if (attr->srq || (sv_type == SV_QPT_DCI)) {
+        /* man ibv_create_qp: ignored when the QP uses an SRQ; a DCI has no
+         * receive queue (its SRQ, if given, is not used) */
         cap.max_recv_wr = cap.max_recv_sge = 0;
     } else {
         if (cap.max_recv_wr == 0) {
@@ -331,7 +339,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         goto err_free_sq;
     }
     memset(s, 0, sizeof(*s));
-    if (!attr->srq) {
+    if (!attr->srq && (sv_type != SV_QPT_DCI)) {
         s->rq_off = sv_rq_alloc(&cap.max_recv_wr, &cap.max_recv_sge,
                                 &rq_len);
         if (s->rq_off == 0) {
@@ -351,13 +359,14 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     s->pid     = sv_g.pid;
     s->ctx_id  = sv_ctx(ctx)->ctx_id;
     s->pd_id   = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
-    s->type    = attr->qp_type;
+    s->type    = sv_type;
     s->dev     = sv_ctx(ctx)->dev->index;
     s->port    = 1;
     s->state   = IBV_QPS_RESET;
     s->scq     = sv_cq(attr->send_cq)->index;
     s->rcq     = sv_cq(attr->recv_cq)->index;
-    s->srq     = attr->srq ? sv_srq(attr->srq)->index + 1 : 0;
+    s->srq     = (attr->srq && (sv_type != SV_QPT_DCI)) ?
+                 sv_srq(attr->srq)->index + 1 : 0;
     s->sq_sig_all = attr->sq_sig_all;
     s->cookie  = (uintptr_t)&qp->qpx.qp_base;
     /* release: the entry is complete before lookups see in_use */
@@ -365,11 +374,13 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     h->num_qp++;
     sv_shm_unlock();
 
-    qp->index = i;
-    qp->shm   = s;
+    qp->index   = i;
+    qp->shm     = s;
+    qp->sv_type = sv_type;
     qp->scq   = sv_cq(attr->send_cq);
     qp->rcq   = sv_cq(attr->recv_cq);
-    qp->srq   = attr->srq ? sv_srq(attr->srq) : NULL;
+    qp->srq   = (attr->srq && (sv_type != SV_QPT_DCI)) ?
+                sv_srq(attr->srq) : NULL;
     qp->rq    = s->rq_off ? sv_shm_ptr(s->rq_off) : NULL;
     qp->cap   = cap;
     pthread_mutex_init(&qp->lock, NULL);
@@ -380,7 +391,8 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     qp->qpx.qp_base.recv_cq    = attr->recv_cq;
     qp->qpx.qp_base.srq        = attr->srq;
     qp->qpx.qp_base.handle     = i;
-    qp->qpx.qp_base.qp_num     = s->qpn;
+    /* a DCT has its number from RTR on (see ibv_modify_qp) */
+    qp->qpx.qp_base.qp_num     = (sv_type == SV_QPT_DCT) ? 0 : s->qpn;
     qp->qpx.qp_base.state      = IBV_QPS_RESET;
     qp->qpx.qp_base.qp_type    = attr->qp_type;
     pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
@@ -392,6 +404,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         qp->send_ops_flags = attr->send_ops_flags;
     }
     sv_qp_init_wr_ops(qp);
+    sv_dc_init_dv_ops(qp);
     sv_pd_ref(attr->pd, 1);
     sv_cq_add_qp(qp->scq, qp);
     if (qp->rcq != qp->scq) {
@@ -563,7 +576,7 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     struct sv_qp *qp = sv_qp(ibqp);
     const struct sv_qp_trans *t;
     enum ibv_qp_state cur, next;
-    int ti = sv_qp_type_idx(ibqp->qp_type);
+    int ti = sv_qp_type_idx(qp->sv_type);
     int ret;
 
     if (a == NULL) {
@@ -579,11 +592,17 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         return EINVAL;
     }
     t = &sv_qp_table[cur][next];
-    if (!t->valid || ((mask & t->req[ti]) != t->req[ti]) ||
-        (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))) {
+    if ((qp->sv_type == SV_QPT_DCI) || (qp->sv_type == SV_QPT_DCT)) {
+        ret = sv_dc_modify_check(qp, cur, next, mask);
+    } else {
+        ret = (!t->valid || ((mask & t->req[ti]) != t->req[ti]) ||
+               (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))) ?
+              EINVAL : 0;
+    }
+    if (ret != 0) {
         sv_error("qp 0x%x: invalid modify %d->%d mask 0x%x",
-                 ibqp->qp_num, cur, next, mask);
-        return EINVAL;
+                 qp->shm->qpn, cur, next, mask);
+        return ret;
     }
     ret = sv_qp_check_attr(qp, a, mask);
     if (ret != 0) {
@@ -642,6 +661,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
             __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
         }
         qp->sq_head = qp->sq_tail = qp->sq_retired = 0;
+        qp->dc_last_dctn = 0; /* a reset DCI is connected to nobody */
+        qp->dc_last_dlid = 0;
         if (qp->rq != NULL) {
             /* release: consumers see an empty ring from now on */
             __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
@@ -649,6 +670,11 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     }
     qp->attr.qp_state = next;
     ibqp->state       = next;
+    if ((qp->sv_type == SV_QPT_DCT) && (next == IBV_QPS_RTR)) {
+        /* the DCT exists on the HCA from RTR on, and its number with it
+         * (rdma-core providers/mlx5/verbs.c modify_dct: qp_num = dctn) */
+        ibqp->qp_num = qp->shm->qpn;
+    }
     /* release: attributes above are visible to requesters seeing state */
     __atomic_store_n(&qp->shm->state, next, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&qp->lock);
@@ -675,6 +701,11 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
     struct sv_qp *qp = sv_qp(ibqp);
 
     if ((attr == NULL) || (init == NULL)) {
+        return EINVAL;
+    }
+    /* a DCT is queried in RTR only (the kernel's mlx5_ib_dct_query_qp) */
+    if ((qp->sv_type == SV_QPT_DCT) &&
+        (__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) != IBV_QPS_RTR)) {
         return EINVAL;
     }
     pthread_mutex_lock(&qp->lock);

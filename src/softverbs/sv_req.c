@@ -127,6 +127,35 @@ static int sv_req_mcast(struct sv_qp *qp, struct sv_resp_req *r)
     return SV_RESP_ACK;
 }
 
+/*
+ * DCI: the target is the WQE's (DCT number, LID, DC key). A DCI is
+ * connected to one target at a time: a WQE for another target than the one
+ * before makes the DCI leave the old target and connect to the new one (the
+ * mlx5 DC "disconnect/reconnect"; WQEs still run in posting order, so order
+ * within the DCI holds across the switch). Each switch is counted in the
+ * registry (softverbs-stat dc_switches). A LID that no port has: the
+ * packets are lost, no response, as for RC.
+ */
+static int sv_req_dc(struct sv_qp *qp, struct sv_resp_req *r)
+{
+    struct sv_swqe *w = r->wqe;
+
+    if ((w->ud_qpn != qp->dc_last_dctn) || (w->ud_dlid != qp->dc_last_dlid)) {
+        if (qp->dc_last_dlid != 0) {
+            /* relaxed: a counter read by softverbs-stat, owner writes only */
+            __atomic_store_n(&qp->shm->dc_switches, qp->shm->dc_switches + 1,
+                             __ATOMIC_RELAXED);
+        }
+        qp->dc_last_dctn = w->ud_qpn;
+        qp->dc_last_dlid = w->ud_dlid;
+    }
+    if (sv_device_by_lid(w->ud_dlid) == NULL) {
+        return SV_RESP_NORESP;
+    }
+    r->dc_key = w->dc_key;
+    return sv_req_deliver(qp, r, w->ud_qpn);
+}
+
 /* Execute one WQE once; returns an sv_resp_status */
 static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
 {
@@ -146,7 +175,10 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
     r.liov    = liov;
     r.liovcnt = cnt;
 
-    if (qp->qpx.qp_base.qp_type != IBV_QPT_UD) {
+    if (qp->sv_type == SV_QPT_DCI) {
+        return sv_req_dc(qp, &r);
+    }
+    if (qp->sv_type != IBV_QPT_UD) {
         return sv_req_deliver(qp, &r, qp->attr.dest_qp_num);
     }
     /* UD: the Q_Key of the WR, or the QP's if its high bit is set
@@ -170,7 +202,7 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
 static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
                          enum ibv_wc_status *status)
 {
-    enum ibv_qp_type type = qp->qpx.qp_base.qp_type;
+    int reliable = sv_qp_reliable(qp->sv_type);
     uint64_t tmo;
 
     switch (resp) {
@@ -178,7 +210,7 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
         *status = IBV_WC_SUCCESS;
         return 1;
     case SV_RESP_RNR:
-        if (type != IBV_QPT_RC) {
+        if (!reliable) {
             *status = IBV_WC_SUCCESS; /* UC: the message is dropped */
             return 1;
         }
@@ -194,7 +226,7 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
                          sv_rnr_timer_us[w->rnr_timer & 31];
         return 0;
     case SV_RESP_NORESP:
-        if (type != IBV_QPT_RC) {
+        if (!reliable) {
             *status = IBV_WC_SUCCESS;
             return 1;
         }
@@ -252,7 +284,7 @@ static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
 {
     struct sv_swqe *w2;
 
-    if ((qp->qpx.qp_base.qp_type != IBV_QPT_RC) ||
+    if (!sv_qp_reliable(qp->sv_type) ||
         (w->state != SV_SWQE_POSTED) || !sv_req_is_read_or_atomic(w)) {
         return 0;
     }
@@ -326,7 +358,7 @@ int sv_req_progress(struct sv_qp *qp)
             continue;
         }
         /* UD reordering: the next datagram overtakes this one */
-        if ((qp->qpx.qp_base.qp_type == IBV_QPT_UD) &&
+        if ((qp->sv_type == IBV_QPT_UD) &&
             (qp->sq_tail - qp->sq_head > 1) && sv_chance(sv_g.ud_reorder)) {
             w2 = sv_sq_wqe(qp, qp->sq_head + 1);
             if (w2->state == SV_SWQE_POSTED) {
@@ -345,7 +377,7 @@ int sv_req_progress(struct sv_qp *qp)
         if (status != IBV_WC_SUCCESS) {
             sv_error("qp 0x%x: wr_id 0x%lx failed: %s", qp->shm->qpn,
                      (unsigned long)w->wr_id, ibv_wc_status_str(status));
-            if (qp->qpx.qp_base.qp_type != IBV_QPT_RC) {
+            if (!sv_qp_reliable(qp->sv_type)) {
                 /* UC/UD: a send error takes the QP to SQE, the receive
                  * queue keeps working (IBA spec 10.3.1, SQ Error state) */
                 /* release: requesters see the state after the WC */

@@ -60,6 +60,24 @@ static int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq)
     return 1;
 }
 
+/*
+ * A DC request whose key is not the DCT's. The DCT counts the violation
+ * (the dctc field dc_access_key_violation_count of the mlx5 PRM) and drops
+ * the packet without a response: the DCI retries until it completes with
+ * IBV_WC_RETRY_EXC_ERR and goes to ERR. Nothing is written, no event is
+ * raised (a DCT reports no async events: the kernel's qpc.c passes only
+ * DCT_DRAINED for DCTs), and the DCT keeps serving its other initiators.
+ */
+static int sv_resp_dc_key_violation(struct sv_resp_req *r,
+                                    struct sv_shm_qp *dq)
+{
+    /* relaxed: a statistic; requesters of any process add to it */
+    __atomic_fetch_add(&dq->dc_key_violations, 1, __ATOMIC_RELAXED);
+    sv_error("dct 0x%x: request from dci 0x%x with a wrong DC key, dropped",
+             dq->qpn, r->qp->shm->qpn);
+    return SV_RESP_NORESP;
+}
+
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
@@ -72,13 +90,14 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     /* acquire: the responder's attributes (dest QPN, access, Q_Key) were
      * stored before its state (release in ibv_modify_qp) */
     st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
-    if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) || (dq->type != sq->type)) {
+    if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) ||
+        (dq->type != ((sq->type == SV_QPT_DCI) ? SV_QPT_DCT : sq->type))) {
         return SV_RESP_NORESP; /* packets are silently dropped */
     }
     /* the packet goes to the port of the destination LID: the QP must be
      * on that port (multicast LIDs were resolved by the requester) */
-    dlid = (sq->type == IBV_QPT_UD) ? r->wqe->ud_dlid :
-           r->qp->attr.ah_attr.dlid;
+    dlid = ((sq->type == IBV_QPT_UD) || (sq->type == SV_QPT_DCI)) ?
+           r->wqe->ud_dlid : r->qp->attr.ah_attr.dlid;
     if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) &&
         (dlid != sv_port_lid(dq->dev, dq->port))) {
         return SV_RESP_NORESP;
@@ -86,6 +105,10 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     if (sq->type == IBV_QPT_UD) {
         if (dq->qkey != r->qkey) {
             return SV_RESP_NORESP; /* Q_Key violation: dropped */
+        }
+    } else if (sq->type == SV_QPT_DCI) {
+        if (dq->dc_key != r->dc_key) {
+            return sv_resp_dc_key_violation(r, dq);
         }
     } else if (dq->dest_qpn != sq->qpn) {
         return SV_RESP_NORESP;    /* not connected to us */
@@ -262,6 +285,12 @@ static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
                                        sv_resp_after_checks(rs);
 }
 
+/* A responder that answers (ACK/NAK): RC, and a DC target */
+static int sv_resp_acked(const struct sv_shm_qp *dq)
+{
+    return (dq->type == IBV_QPT_RC) || (dq->type == SV_QPT_DCT);
+}
+
 enum sv_resp_err {
     SV_RESP_ERR_NONE,
     SV_RESP_ERR_PENDING,               /* responder QP must go to ERR */
@@ -309,14 +338,14 @@ static void sv_resp_qp_set_err(struct sv_resp *rs)
 static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
 {
     struct sv_swqe *w = rs->w;
-    int rc = (rs->dq->type == IBV_QPT_RC);
+    int rc = sv_resp_acked(rs->dq);
 
     sv_error("qp 0x%x: remote access error from qp 0x%x: rkey 0x%x "
              "addr 0x%lx len %u", rs->dq->qpn, rs->r->qp->shm->qpn, w->rkey,
              (unsigned long)w->remote_addr, w->length);
-    if (rc) {
+    if (rs->dq->type == IBV_QPT_RC) {
         sv_resp_set_error(rs, IBV_EVENT_QP_ACCESS_ERR);
-    } else {
+    } else if (!rc) {
         rs->result = SV_RESP_ACK;
     }
     if (!rc || !sv_resp_needs_wqe(w->opcode)) {
@@ -398,8 +427,10 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
  * event; rxe class C). UC and UD have no NAK: the requester succeeds. */
 static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
 {
-    if (rs->dq->type == IBV_QPT_RC) {
+    if (sv_resp_acked(rs->dq)) {
         rs->result = nak;
+    }
+    if (rs->dq->type == IBV_QPT_RC) {
         sv_resp_set_error(rs, -1);
     }
     return SV_RESPST_COMPLETE;

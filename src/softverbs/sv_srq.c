@@ -352,3 +352,12 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
     free(srq);
     return 0;
 }
+
+/* ibv_get_srq_num(3) (the verbs_context op): the SRQ number, which mlx5
+ * gives for any SRQ (rdma-core providers/mlx5/verbs.c mlx5_get_srq_num);
+ * here the registry index */
+int sv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+    *srq_num = sv_srq(ibsrq)->index;
+    return 0;
+}

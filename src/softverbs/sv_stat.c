@@ -4,6 +4,7 @@
  * Output, one record a line, "key=value" fields:
  *   proc pid=<pid> qp=<n> rc=<n> uc=<n> ud=<n> reset=.. init=.. rtr=..
  *        rts=.. sqd=.. sqe=.. err=.. cq=<n> srq=<n> mr=<n> mr_bytes=<n>
+ *        dci=<n> dct=<n> dc_switches=<n> dc_key_violations=<n>
  *   total pid=0 ... (same fields)
  * With -p PID only that process is shown; with -q only the total line.
  */
@@ -18,14 +19,17 @@
 static void sv_stat_print(const char *tag, const struct softverbs_stats *s)
 {
     printf("%s pid=%u qp=%u rc=%u uc=%u ud=%u reset=%u init=%u rtr=%u "
-           "rts=%u sqd=%u sqe=%u err=%u cq=%u srq=%u mr=%u mr_bytes=%llu\n",
+           "rts=%u sqd=%u sqe=%u err=%u cq=%u srq=%u mr=%u mr_bytes=%llu "
+           "dci=%u dct=%u dc_switches=%llu dc_key_violations=%llu\n",
            tag, s->pid, s->num_qp, s->num_qp_by_type[0],
            s->num_qp_by_type[1], s->num_qp_by_type[2],
            s->num_qp_by_state[IBV_QPS_RESET], s->num_qp_by_state[IBV_QPS_INIT],
            s->num_qp_by_state[IBV_QPS_RTR], s->num_qp_by_state[IBV_QPS_RTS],
            s->num_qp_by_state[IBV_QPS_SQD], s->num_qp_by_state[IBV_QPS_SQE],
            s->num_qp_by_state[IBV_QPS_ERR], s->num_cq, s->num_srq, s->num_mr,
-           (unsigned long long)s->mr_bytes);
+           (unsigned long long)s->mr_bytes, s->num_dci, s->num_dct,
+           (unsigned long long)s->dc_switches,
+           (unsigned long long)s->dc_key_violations);
 }
 
 int main(int argc, char **argv)

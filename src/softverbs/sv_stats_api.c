@@ -15,6 +15,15 @@ static void sv_stats_add_qp(struct softverbs_stats *s, struct sv_shm_qp *q)
                       (q->type == IBV_QPT_UC) ? 1 :
                       (q->type == IBV_QPT_UD) ? 2 : 3]++;
     s->num_qp_by_state[(q->state < 7) ? q->state : 6]++;
+    if (q->type == SV_QPT_DCI) {
+        s->num_dci++;
+        /* relaxed: counters, written without the registry lock */
+        s->dc_switches += __atomic_load_n(&q->dc_switches, __ATOMIC_RELAXED);
+    } else if (q->type == SV_QPT_DCT) {
+        s->num_dct++;
+        s->dc_key_violations += __atomic_load_n(&q->dc_key_violations,
+                                                __ATOMIC_RELAXED);
+    }
 }
 
 /* One pass over the registry; st[SV_PROC_TBL] gets the host total */
@@ -70,7 +79,15 @@ static struct softverbs_stats *sv_stats_snapshot(void)
     return st;
 }
 
-SV_EXPORT int softverbs_get_stats(uint32_t pid, struct softverbs_stats *out)
+/* the versions of softverbs_get_stats and softverbs_get_proc_stats, bound
+ * by .symver below (default visibility for that; the version script keeps
+ * only the public names) */
+SV_EXPORT int sv_get_stats_1_1(uint32_t pid, struct softverbs_stats *out);
+SV_EXPORT int sv_get_stats_1_0(uint32_t pid, void *out);
+SV_EXPORT int sv_get_proc_stats_1_1(struct softverbs_stats *out, int max);
+SV_EXPORT int sv_get_proc_stats_1_0(void *out, int max);
+
+SV_EXPORT int sv_get_stats_1_1(uint32_t pid, struct softverbs_stats *out)
 {
     struct softverbs_stats *st, s;
     uint32_t i;
@@ -100,7 +117,7 @@ SV_EXPORT int softverbs_get_stats(uint32_t pid, struct softverbs_stats *out)
     return 0;
 }
 
-SV_EXPORT int softverbs_get_proc_stats(struct softverbs_stats *out, int max)
+SV_EXPORT int sv_get_proc_stats_1_1(struct softverbs_stats *out, int max)
 {
     struct softverbs_stats *st;
     int i, n = 0, ret;
@@ -117,6 +134,50 @@ SV_EXPORT int softverbs_get_proc_stats(struct softverbs_stats *out, int max)
         if (st[i].pid != 0) {
             out[n++] = st[i];
         }
+    }
+    free(st);
+    return n;
+}
+
+/*
+ * SOFTVERBS_1.0's structure is the prefix of 1.1's up to mr_bytes: programs
+ * linked against 1.0 bind the @SOFTVERBS_1.0 versions, which write that
+ * much per entry (the default, @@SOFTVERBS_1.1, writes the whole).
+ */
+#define SV_STATS_1_0_SIZE offsetof(struct softverbs_stats, num_dci)
+
+__asm__(".symver sv_get_stats_1_1, softverbs_get_stats@@SOFTVERBS_1.1");
+__asm__(".symver sv_get_stats_1_0, softverbs_get_stats@SOFTVERBS_1.0");
+__asm__(".symver sv_get_proc_stats_1_1, softverbs_get_proc_stats@@SOFTVERBS_1.1");
+__asm__(".symver sv_get_proc_stats_1_0, softverbs_get_proc_stats@SOFTVERBS_1.0");
+
+SV_EXPORT int sv_get_stats_1_0(uint32_t pid, void *out)
+{
+    struct softverbs_stats s;
+    int ret = sv_get_stats_1_1(pid, &s);
+
+    if (ret == 0) {
+        memcpy(out, &s, SV_STATS_1_0_SIZE);
+    }
+    return ret;
+}
+
+SV_EXPORT int sv_get_proc_stats_1_0(void *out, int max)
+{
+    struct softverbs_stats *st;
+    int i, n;
+
+    if (max <= 0) {
+        return 0;
+    }
+    st = malloc(sizeof(*st) * max);
+    if (st == NULL) {
+        return -ENOMEM;
+    }
+    n = sv_get_proc_stats_1_1(st, max);
+    for (i = 0; i < n; i++) {
+        memcpy((char *)out + (size_t)i * SV_STATS_1_0_SIZE, &st[i],
+               SV_STATS_1_0_SIZE);
     }
     free(st);
     return n;

@@ -153,6 +153,16 @@ perftest "ib_atomic_lat" "$PT_LAT" "ib_atomic_lat -n 1000"
 perftest "ib_atomic_bw" "$PT_BW"  "ib_atomic_bw -n 1000"
 perftest "ib_send_lat -c UD" "$PT_LAT" "ib_send_lat -c UD -n 1000 -s 64"
 perftest "ib_write_lat -c UC" "$PT_LAT" "ib_write_lat -c UC -n 1000 -s 64"
+# mlx5 DC (mlx5dv_create_qp, DCIs and a DCT on an SRQ, ibv_wr_* with
+# mlx5dv_wr_set_dc_addr_stream)
+perftest "ib_write_lat -c DC" "$PT_LAT" "ib_write_lat -c DC -n 1000 -s 64"
+perftest "ib_write_bw -c DC"  "$PT_BW"  "ib_write_bw -c DC -n 500 -s 65536"
+perftest "ib_read_lat -c DC"  "$PT_LAT" "ib_read_lat -c DC -n 1000 -s 64"
+perftest "ib_read_bw -c DC"   "$PT_BW"  "ib_read_bw -c DC -n 500 -s 65536"
+perftest "ib_send_lat -c DC"  "$PT_LAT" "ib_send_lat -c DC -n 1000 -s 64"
+perftest "ib_send_bw -c DC"   "$PT_BW"  "ib_send_bw -c DC -n 500 -s 65536"
+perftest "ib_atomic_bw -c DC" "$PT_BW"  "ib_atomic_bw -c DC -n 1000"
+perftest "ib_atomic_lat -c DC" "$PT_LAT" "ib_atomic_lat -c DC -n 1000"
 
 svt_check_released "no objects left after the clients exited"
 

@@ -265,15 +265,17 @@ static void svt_case_unique_ids(svt_proc_t *p)
 
 /*
  * A process holding objects dies. softverbs' own accounting
- * (softverbs_get_stats, found with dlsym so that this program still links
- * against any libibverbs) must drop them, and with the host-wide
+ * (softverbs_get_stats@SOFTVERBS_1.0, found with dlvsym so that this
+ * program still links against any libibverbs, and so that the 1.0
+ * structure's version is the one checked) must drop them, and with the host-wide
  * SOFTVERBS_MAX_QP=4 another process can create 4 QPs again.
  */
 typedef struct {
     uint32_t pid, num_qp, num_qp_by_type[4], num_qp_by_state[7];
     uint32_t num_cq, num_srq, num_mr;
     uint64_t mr_bytes;
-} svt_stats_t; /* layout of struct softverbs_stats */
+    uint64_t guard;     /* must stay as it is: 1.0 writes no further */
+} svt_stats_t; /* layout of SOFTVERBS_1.0's struct softverbs_stats */
 typedef int (*svt_get_stats_fn_t)(uint32_t pid, svt_stats_t *stats);
 
 static void svt_case_reclaim(svt_proc_t *p)
@@ -305,10 +307,15 @@ static void svt_case_reclaim(svt_proc_t *p)
         svt_sync(p, 0);
         kill(getpid(), SIGKILL);
     }
-    get_stats = (svt_get_stats_fn_t)dlsym(RTLD_DEFAULT, "softverbs_get_stats");
-    SVT_CHECK(get_stats != NULL, "softverbs_get_stats not exported");
+    get_stats = (svt_get_stats_fn_t)dlvsym(RTLD_DEFAULT, "softverbs_get_stats",
+                                           "SOFTVERBS_1.0");
+    SVT_CHECK(get_stats != NULL, "softverbs_get_stats@SOFTVERBS_1.0 not "
+              "exported");
     pid1 = svt_xchg_u64(p, 1, 0);
+    st.guard = 0x5a5a5a5a5a5a5a5aull;
     SVT_OK(get_stats((uint32_t)pid1, &st));
+    SVT_CHECK(st.guard == 0x5a5a5a5a5a5a5a5aull, "softverbs_get_stats@"
+              "SOFTVERBS_1.0 wrote beyond the 1.0 structure");
     SVT_CHECK(st.num_qp == 4 && st.num_cq == 1 && st.num_mr == 1 &&
               st.mr_bytes >= sizeof(buf), "live peer: stats show %u QPs, %u "
               "CQs, %u MRs (%llu bytes); expected 4, 1, 1 (%zu bytes)",
