@@ -554,9 +554,12 @@ static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
         (a->max_dest_rd_atomic > SV_MAX_RD_ATOM)) {
         return EINVAL;
     }
+    /* the AV of a DCI or DCT gives its port, SL and GRH only (the target
+     * comes per WR; mlx5_ib uses no DLID of it), so a zero DLID is fine */
     if ((mask & IBV_QP_AV) &&
         (((a->ah_attr.port_num != 0) && !sv_port_valid(a->ah_attr.port_num)) ||
-         ((a->ah_attr.dlid == 0) && !a->ah_attr.is_global))) {
+         ((a->ah_attr.dlid == 0) && !a->ah_attr.is_global &&
+          (qp->sv_type != SV_QPT_DCI) && (qp->sv_type != SV_QPT_DCT)))) {
         return EINVAL;
     }
     if ((mask & IBV_QP_ACCESS_FLAGS) &&

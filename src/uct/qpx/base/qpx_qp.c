@@ -19,6 +19,8 @@ static const char *qpx_qp_type_str(enum ibv_qp_type type)
         return "RC";
     case IBV_QPT_UD:
         return "UD";
+    case IBV_QPT_DRIVER:
+        return "DC";
     default:
         return "?";
     }
@@ -54,6 +56,7 @@ static int qpx_qp_caps_clamp(const qpx_device_t *dev, struct ibv_qp_cap *cap,
  */
 static int qpx_qp_inline_search(struct ibv_pd *pd,
                                  struct ibv_qp_init_attr *attr,
+                                 qpx_qp_create_func_t create_func, void *arg,
                                  struct ibv_qp **qp_p, uint32_t ok,
                                  uint32_t refused)
 {
@@ -66,18 +69,18 @@ static int qpx_qp_inline_search(struct ibv_pd *pd,
         mid                          = ok + (refused - ok) / 2;
         try_attr                     = *attr;
         try_attr.cap.max_inline_data = mid;
-        qp = ibv_create_qp(pd, &try_attr);
+        qp = create_func(pd, &try_attr, arg);
         if (qp == NULL) {
             if (errno != EINVAL) {
                 /* out of resources: keep what we have */
-                ucs_debug("ibv_create_qp(inline %u) failed: %m", mid);
+                ucs_debug("create qp (inline %u) failed: %m", mid);
                 break;
             }
             refused = mid;
             continue;
         }
 
-        ibv_destroy_qp(*qp_p);
+        qpx_qp_destroy(*qp_p);
         *qp_p    = qp;
         *attr    = try_attr;
         ok       = mid;
@@ -88,9 +91,27 @@ static int qpx_qp_inline_search(struct ibv_pd *pd,
 }
 
 
+static struct ibv_qp *qpx_qp_verbs_create(struct ibv_pd *pd,
+                                          struct ibv_qp_init_attr *attr,
+                                          void *arg)
+{
+    return ibv_create_qp(pd, attr);
+}
+
+
 ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
                            struct ibv_qp **qp_p)
+{
+    return qpx_qp_create_with(pd, dev, init_attr, qpx_qp_verbs_create, NULL,
+                              qp_p);
+}
+
+
+ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
+                                struct ibv_qp_init_attr *init_attr,
+                                qpx_qp_create_func_t create_func, void *arg,
+                                struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr attr = *init_attr;
     uint32_t refused_inline      = 0;
@@ -100,13 +121,13 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
 
     for (;;) {
         req = attr;
-        qp  = ibv_create_qp(pd, &attr);
+        qp  = create_func(pd, &attr, arg);
         if (qp != NULL) {
             break;
         }
 
         if (errno != EINVAL) {
-            ucs_error("ibv_create_qp(%s, send_wr %u sge %u inline %u) "
+            ucs_error("create qp (%s, send_wr %u sge %u inline %u) "
                       "failed: %m", qpx_qp_type_str(attr.qp_type),
                       attr.cap.max_send_wr, attr.cap.max_send_sge,
                       attr.cap.max_inline_data);
@@ -123,7 +144,7 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
         }
 
         if (attr.cap.max_inline_data == 0) {
-            ucs_error("ibv_create_qp(%s) refused caps send_wr %u sge %u "
+            ucs_error("create qp (%s) refused caps send_wr %u sge %u "
                       "recv_wr %u sge %u even without inline: %m",
                       qpx_qp_type_str(attr.qp_type), attr.cap.max_send_wr,
                       attr.cap.max_send_sge, attr.cap.max_recv_wr,
@@ -137,8 +158,8 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
     if (refused_inline != 0) {
         /* req: the caps the device took, as asked (attr holds them as
          * granted) */
-        if (qpx_qp_inline_search(pd, &req, &qp, req.cap.max_inline_data,
-                                 refused_inline)) {
+        if (qpx_qp_inline_search(pd, &req, create_func, arg, &qp,
+                                 req.cap.max_inline_data, refused_inline)) {
             attr = req;
         }
     }
@@ -160,8 +181,8 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
 }
 
 
-static ucs_status_t qpx_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-                                  int mask)
+ucs_status_t qpx_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+                           int mask)
 {
     int ret = ibv_modify_qp(qp, attr, mask);
 

@@ -12,6 +12,12 @@
  *   qpx_qp_to_reset() any -> RESET (for reuse, see qpx_qp_pool_t)
  *   qpx_qp_destroy()
  *
+ * mlx5 DC QPs (qpx_qp_dc.c, built with HAVE_MLX5DV): qpx_qp_dci_create(),
+ * qpx_qp_dct_create(), qpx_qp_dci_connect() (RESET -> RTS, also to recover
+ * a DCI from ERR after qpx_qp_to_reset()), qpx_qp_dct_listen() (RESET ->
+ * RTR); qpx_qp_to_reset(), qpx_qp_to_err() and qpx_qp_destroy() serve them
+ * too.
+ *
  * A QP pool keeps RESET QPs of one configuration so that an endpoint that
  * goes away gives its QP to the next one instead of destroying it.
  */
@@ -61,6 +67,22 @@ ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
                            struct ibv_qp **qp_p);
 
+/* How qpx_qp_create_with() creates one QP: NULL with errno on failure (EINVAL:
+ * caps refused, tried again smaller), attr->cap the granted caps on success */
+typedef struct ibv_qp *(*qpx_qp_create_func_t)(struct ibv_pd *pd,
+                                               struct ibv_qp_init_attr *attr,
+                                               void *arg);
+
+/* qpx_qp_create() with another way to create (ibv_create_qp there) */
+ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
+                                struct ibv_qp_init_attr *init_attr,
+                                qpx_qp_create_func_t create_func, void *arg,
+                                struct ibv_qp **qp_p);
+
+/* ibv_modify_qp, logged on failure */
+ucs_status_t qpx_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+                           int mask);
+
 ucs_status_t qpx_qp_to_init(struct ibv_qp *qp, uint8_t port_num,
                             int access_flags, uint32_t qkey);
 
@@ -94,5 +116,30 @@ uint8_t qpx_qp_timeout_code(double timeout);
 
 /* IBTA min RNR NAK timer code for a time in seconds */
 uint8_t qpx_qp_rnr_timer_code(double timeout);
+
+
+/* A DC initiator: init_attr gives the CQs (send_cq, recv_cq) and the send
+ * caps, negotiated as qpx_qp_create() does; its SRQ and receive caps are
+ * not used (a DCI has no receive queue). It takes every RC operation
+ * through the ibv_wr_* API (ibv_qp_to_qp_ex + mlx5dv_qp_ex_from_ibv_qp_ex) */
+ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
+                               struct ibv_qp_init_attr *init_attr,
+                               struct ibv_qp **qp_p);
+
+/* A DC target on init_attr->srq (required) with access key dc_key; its
+ * number (qp_num) exists once qpx_qp_dct_listen() has moved it to RTR */
+ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
+                               struct ibv_qp_init_attr *init_attr,
+                               uint64_t dc_key, struct ibv_qp **qp_p);
+
+/* DCI: RESET -> INIT -> RTR -> RTS; of conn, ah_attr.port_num (the port),
+ * path_mtu, timeout, retry_cnt, rnr_retry, max_rd_atomic and sq_psn */
+ucs_status_t qpx_qp_dci_connect(struct ibv_qp *qp, uint8_t port_num,
+                                const qpx_qp_connect_attr_t *conn);
+
+/* DCT: RESET -> INIT -> RTR; of conn, ah_attr, path_mtu and min_rnr_timer */
+ucs_status_t qpx_qp_dct_listen(struct ibv_qp *qp, uint8_t port_num,
+                               int access_flags,
+                               const qpx_qp_connect_attr_t *conn);
 
 #endif
