@@ -215,7 +215,7 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
     }
 
     attr   = iface->qp_init_attr;
-    status = qpx_qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
+    status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
     if (status != UCS_OK) {
         return status;
     }
@@ -665,6 +665,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         self->qp_init_attr.cap.max_recv_sge = 1;
     }
 
+    self->qp_create = (init_attr->qp_create != NULL) ? init_attr->qp_create :
+                      qpx_qp_create;
     status = qpx_qp_pool_init(&self->qp_pool, config->qp_pool_size);
     if (status != UCS_OK) {
         goto err_destroy_queues;

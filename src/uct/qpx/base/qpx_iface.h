@@ -145,6 +145,12 @@ typedef struct qpx_iface_init_attr {
                                       SRQ, the first QP's own receive queue
                                       is the interface's */
     int              access_flags; /* RC QP access flags */
+    /* How the interface's QPs are created (qpx_iface_qp_get): NULL for
+     * qpx_qp_create (ibv_create_qp), or another creator with its cap
+     * negotiation, such as qpx_qp_dci_create for DC initiators */
+    ucs_status_t     (*qp_create)(struct ibv_pd *pd, const qpx_device_t *dev,
+                                  struct ibv_qp_init_attr *init_attr,
+                                  struct ibv_qp **qp_p);
 } qpx_iface_init_attr_t;
 
 
@@ -176,6 +182,9 @@ struct qpx_iface {
                                             next progress */
     } pending;
     qpx_qp_pool_t             qp_pool;
+    ucs_status_t              (*qp_create)(struct ibv_pd*, const qpx_device_t*,
+                                           struct ibv_qp_init_attr*,
+                                           struct ibv_qp**);
     khash_t(qpx_qp_map)       qp_map;
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
