@@ -117,8 +117,11 @@ static int ctx_open(ctx_t *c)
     return 0;
 }
 
+/* An endpoint to the peer: connected to its endpoint (CONNECT_TO_EP), or
+ * else created to its interface (CONNECT_TO_IFACE, e.g. qpx_dc) */
 int ctx_connect(ctx_t *c, peer_info_t *remote)
 {
+    int to_ep = !!(c->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
     uct_ep_params_t ep_params;
     peer_info_t local;
 
@@ -126,21 +129,31 @@ int ctx_connect(ctx_t *c, peer_info_t *remote)
     ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     ep_params.iface      = c->iface;
     if ((c->attr.ep_addr_len > sizeof(local.ep_addr)) ||
+        (c->attr.iface_addr_len > sizeof(local.iface_addr)) ||
         (c->attr.device_addr_len > sizeof(local.dev_addr)) ||
         (c->rkey_size > sizeof(local.rkey)) ||
-        !(c->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP) ||
-        uct_ep_create(&ep_params, &c->ep) ||
-        uct_ep_get_address(c->ep, (uct_ep_addr_t*)local.ep_addr) ||
+        (!to_ep && !(c->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE)) ||
+        (to_ep && (uct_ep_create(&ep_params, &c->ep) ||
+                   uct_ep_get_address(c->ep, (uct_ep_addr_t*)local.ep_addr))) ||
+        (!to_ep && uct_iface_get_address(c->iface,
+                                         (uct_iface_addr_t*)local.iface_addr)) ||
         uct_iface_get_device_address(c->iface,
                                      (uct_device_addr_t*)local.dev_addr) ||
         uct_md_mkey_pack(c->md, c->memh, local.rkey)) {
-        fprintf(stderr, "%s: cannot create a connect-to-ep endpoint\n", tl_name);
+        fprintf(stderr, "%s: cannot create an endpoint\n", tl_name);
         return -1;
     }
     local.buf_addr = (uintptr_t)c->buf;
     if (qpx_uct_xfer(c->sock, &local, sizeof(local), 1) ||
         qpx_uct_xfer(c->sock, remote, sizeof(*remote), 0)) {
         return -1;
+    }
+    if (!to_ep) {
+        ep_params.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.dev_addr    = (uct_device_addr_t*)remote->dev_addr;
+        ep_params.iface_addr  = (uct_iface_addr_t*)remote->iface_addr;
+        return uct_ep_create(&ep_params, &c->ep) ? -1 : 0;
     }
     return uct_ep_connect_to_ep(c->ep, (uct_device_addr_t*)remote->dev_addr,
                                 (uct_ep_addr_t*)remote->ep_addr) ? -1 : 0;

@@ -36,6 +36,7 @@ typedef struct {
     uint8_t  rkey[64];
     uint8_t  dev_addr[64];
     uint8_t  ep_addr[128];
+    uint8_t  iface_addr[64];   /* a connect-to-iface transport's */
 } peer_info_t;
 
 /* Commands from the initiator to the target */

@@ -11,10 +11,16 @@
 
 extern uct_tl_t qpx_rc_tl;
 extern uct_tl_t qpx_ud_tl;
+#ifdef HAVE_MLX5DV
+extern uct_tl_t qpx_dc_tl;
+#endif
 
 
 uct_tl_t *const qpx_transports[] = {
     &qpx_rc_tl,
     &qpx_ud_tl,
+#ifdef HAVE_MLX5DV
+    &qpx_dc_tl,
+#endif
     NULL
 };

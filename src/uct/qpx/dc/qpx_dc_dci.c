@@ -1,0 +1,426 @@
+/*
+ * qpx_dc DCI pool: creation, the policies that give endpoints a DCI, send
+ * completions, and a DCI's failure and recovery (see qpx_dc_iface.h).
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_dc.inl"
+
+
+static ucs_status_t qpx_dc_dci_connect(qpx_dc_iface_t *iface,
+                                       qpx_dc_dci_t *dci)
+{
+    return qpx_qp_dci_connect(dci->qp, iface->super.port_num,
+                              &iface->config.conn);
+}
+
+
+static void qpx_dc_dci_reset_counters(qpx_dc_iface_t *iface,
+                                      qpx_dc_dci_t *dci)
+{
+    dci->acked_sn     = dci->sn;
+    dci->signaled_sn  = dci->sn;
+    dci->sq_available = iface->super.config.tx_queue_len;
+    dci->unsignaled   = 0;
+    dci->quota_used   = 0;
+    dci->flags        = 0;
+}
+
+
+static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
+                                    uint8_t index)
+{
+    ucs_status_t status;
+
+    status = qpx_iface_qp_get(&iface->super, &dci->qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    dci->qpx = ibv_qp_to_qp_ex(dci->qp);
+    dci->mqp = (dci->qpx == NULL) ? NULL :
+               mlx5dv_qp_ex_from_ibv_qp_ex(dci->qpx);
+    if (dci->mqp == NULL) {
+        ucs_error("dci 0x%x has no ibv_wr_* interface: %m", dci->qp->qp_num);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_destroy;
+    }
+
+    status = qpx_dc_dci_connect(iface, dci);
+    if (status != UCS_OK) {
+        goto err_destroy;
+    }
+
+    dci->index     = index;
+    dci->gen       = 0;
+    dci->sn        = 0;
+    dci->owner_id  = QPX_EP_ID_NULL;
+    dci->target_id = QPX_EP_ID_NULL;
+    dci->last_used = 0;
+    ucs_list_head_init(&dci->ops);
+    qpx_dc_dci_reset_counters(iface, dci);
+    return UCS_OK;
+
+err_destroy:
+    qpx_qp_destroy(dci->qp);
+    return status;
+}
+
+
+ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
+                                      unsigned num_dci)
+{
+    ucs_status_t status = UCS_OK;
+    unsigned i;
+
+    iface->num_dci  = 0;
+    iface->num_free = 0;
+    for (i = 0; i < num_dci; ++i) {
+        status = qpx_dc_dci_init(iface, &iface->dcis[i], i);
+        if (status != UCS_OK) {
+            break;
+        }
+        ++iface->num_dci;
+    }
+
+    if (iface->num_dci == 0) {
+        return status;
+    }
+    if (iface->num_dci < num_dci) {
+        /* Out of QPs or memory on the HCA: fewer DCIs, not no interface */
+        ucs_warn("qpx_dc: %s:%d got %u of %u DCIs (%s)",
+                 iface->super.md->dev.name, iface->super.port_num,
+                 iface->num_dci, num_dci, ucs_status_string(status));
+    }
+
+    /* Stack of free DCIs, lowest index on top */
+    for (i = 0; i < iface->num_dci; ++i) {
+        iface->free_dcis[i] = iface->num_dci - 1 - i;
+    }
+    iface->num_free = iface->num_dci;
+    return UCS_OK;
+}
+
+
+void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface)
+{
+    qpx_dc_dci_t *dci;
+    qpx_dc_op_t *op;
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        while (!ucs_list_is_empty(&dci->ops)) {
+            op = ucs_list_extract_head(&dci->ops, qpx_dc_op_t, list);
+            op->cb(op, UCS_ERR_CANCELED);
+        }
+        qpx_qp_destroy(dci->qp);
+    }
+    iface->num_dci = 0;
+}
+
+
+static UCS_F_ALWAYS_INLINE int qpx_dc_dci_is_idle(qpx_dc_dci_t *dci)
+{
+    return dci->acked_sn == dci->sn;
+}
+
+
+/* The idle DCI owned by another endpoint that was used least recently, or
+ * NULL (sticky) */
+static qpx_dc_dci_t *qpx_dc_iface_dci_victim(qpx_dc_iface_t *iface)
+{
+    qpx_dc_dci_t *dci, *victim = NULL;
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (qpx_dc_dci_is_idle(dci) && !dci->flags &&
+            ((victim == NULL) || (dci->last_used < victim->last_used))) {
+            victim = dci;
+        }
+    }
+    return victim;
+}
+
+
+int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+        return 1;
+    }
+    if (iface->num_free > 0) {
+        return 1;
+    }
+    return (iface->config.policy == QPX_DC_POLICY_STICKY) &&
+           (qpx_dc_iface_dci_victim(iface) != NULL);
+}
+
+
+static void qpx_dc_iface_dci_assign(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
+                                    qpx_dc_dci_t *dci)
+{
+    dci->owner_id   = ep->id;
+    dci->quota_used = 0;
+    ep->dci         = dci->index;
+    ep->last_sn     = dci->sn; /* nothing of ep's is outstanding on it */
+}
+
+
+ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    qpx_dc_ep_t *owner;
+    qpx_dc_dci_t *dci;
+
+    /* Requests of ep already waiting go first (the arbiter runs them) */
+    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+        /* one DCI for the endpoint's life, shared, never given back */
+        iface->rand_state = iface->rand_state * 6364136223846793005ull +
+                            1442695040888963407ull;
+        ep->dci     = (iface->rand_state >> 33) % iface->num_dci;
+        ep->last_sn = iface->dcis[ep->dci].sn;
+        return UCS_OK;
+    }
+
+    if (iface->num_free > 0) {
+        dci = &iface->dcis[iface->free_dcis[--iface->num_free]];
+    } else if ((iface->config.policy == QPX_DC_POLICY_STICKY) &&
+               ((dci = qpx_dc_iface_dci_victim(iface)) != NULL)) {
+        /* idle: nothing of its owner is outstanding on it */
+        owner = qpx_ep_table_lookup(&iface->ep_table, dci->owner_id);
+        if (owner != NULL) {
+            owner->dci = QPX_DC_DCI_NONE;
+        }
+    } else {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    qpx_dc_iface_dci_assign(iface, ep, dci);
+    return UCS_OK;
+}
+
+
+/* dcs, dcs_quota: an idle DCI goes back to the pool */
+static void qpx_dc_iface_dci_put(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci)
+{
+    qpx_dc_ep_t *owner = qpx_ep_table_lookup(&iface->ep_table, dci->owner_id);
+
+    if (owner != NULL) {
+        owner->dci = QPX_DC_DCI_NONE;
+    }
+    dci->owner_id = QPX_EP_ID_NULL;
+    iface->free_dcis[iface->num_free++] = dci->index;
+}
+
+
+static UCS_F_ALWAYS_INLINE int qpx_dc_iface_policy_releases(qpx_dc_iface_t *iface)
+{
+    return (iface->config.policy == QPX_DC_POLICY_DCS) ||
+           (iface->config.policy == QPX_DC_POLICY_DCS_QUOTA);
+}
+
+
+/*
+ * dci has nothing outstanding: under dcs and dcs_quota it goes back to the
+ * pool; under sticky it stays with its endpoint, unless that endpoint was
+ * destroyed while dci was busy (an orphan). A DCI out of service (ERROR
+ * after a failed recovery) is never given out again.
+ */
+static void qpx_dc_dci_idle_release(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci)
+{
+    if (!qpx_dc_dci_is_idle(dci) || dci->flags) {
+        return;
+    }
+    if (qpx_dc_iface_policy_releases(iface) ||
+        ((iface->config.policy == QPX_DC_POLICY_STICKY) &&
+         (dci->owner_id == QPX_EP_ID_NULL))) {
+        qpx_dc_iface_dci_put(iface, dci);
+    }
+}
+
+
+void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    qpx_dc_dci_t *dci;
+
+    if ((ep->dci == QPX_DC_DCI_NONE) ||
+        (iface->config.policy == QPX_DC_POLICY_RAND)) {
+        ep->dci = QPX_DC_DCI_NONE;
+        return;
+    }
+
+    dci           = &iface->dcis[ep->dci];
+    ep->dci       = QPX_DC_DCI_NONE;
+    dci->owner_id = QPX_EP_ID_NULL;
+    if (qpx_dc_dci_is_idle(dci) && !dci->flags) {
+        iface->free_dcis[iface->num_free++] = dci->index;
+        qpx_dc_iface_tx_wake(iface);
+    }
+    /* else: given back when its last request completes (orphan) */
+}
+
+
+void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    if (!(ep->flags & QPX_DC_EP_FLAG_WAITING)) {
+        ep->flags |= QPX_DC_EP_FLAG_WAITING;
+        ucs_list_add_tail(&iface->tx_wait, &ep->wait_link);
+    }
+}
+
+
+void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface)
+{
+    qpx_dc_ep_t *ep;
+
+    while (!ucs_list_is_empty(&iface->tx_wait)) {
+        ep = ucs_list_extract_head(&iface->tx_wait, qpx_dc_ep_t, wait_link);
+        ep->flags &= ~QPX_DC_EP_FLAG_WAITING;
+        qpx_ep_pending_schedule(&iface->super, &ep->super);
+    }
+}
+
+
+static void qpx_dc_dci_complete_ops(qpx_dc_dci_t *dci, uint64_t sn,
+                                    ucs_status_t status)
+{
+    qpx_dc_op_t *op;
+
+    while (!ucs_list_is_empty(&dci->ops)) {
+        op = ucs_list_head(&dci->ops, qpx_dc_op_t, list);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_list_del(&op->list);
+        op->cb(op, op->canceled ? UCS_ERR_CANCELED : status);
+    }
+}
+
+
+static ucs_status_t qpx_dc_wc_status(enum ibv_wc_status wc_status)
+{
+    switch (wc_status) {
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    default:
+        return UCS_ERR_CONNECTION_RESET;
+    }
+}
+
+
+/*
+ * dci completed with an error and went to ERR: every request on it is lost.
+ * The endpoints with work outstanding on it fail; its operations finish
+ * with the error; it is moved through RESET back to RTS (a new generation,
+ * so that the flush completions of its old requests are dropped) and serves
+ * the other endpoints again.
+ */
+static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
+                              enum ibv_wc_status wc_status)
+{
+    ucs_status_t status = qpx_dc_wc_status(wc_status);
+    uint32_t failed[64];
+    unsigned num_failed = 0, i;
+    qpx_dc_ep_t *ep;
+    char reason[128];
+
+    ucs_debug("dci 0x%x failed: %s", dci->qp->qp_num,
+              ibv_wc_status_str(wc_status));
+    dci->flags |= QPX_DC_DCI_FLAG_ERROR;
+
+    /* The endpoints that had work on it: their last post is not acked */
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if ((ep->dci == dci->index) && (ep->last_sn > dci->acked_sn) &&
+            !(ep->flags & QPX_DC_EP_FLAG_ERROR) &&
+            (num_failed < ucs_static_array_size(failed))) {
+            failed[num_failed++] = ep->id;
+            ep->flags  |= QPX_DC_EP_FLAG_ERROR;
+            ep->status  = status;
+        }
+    }
+
+    iface->tx_unacked -= dci->sn - dci->acked_sn;
+    qpx_dc_dci_complete_ops(dci, UINT64_MAX, status);
+
+    /* Back to RTS. The flushed requests' completions of this life carry the
+     * old generation and are dropped */
+    ++dci->gen;
+    if ((qpx_qp_to_reset(dci->qp) != UCS_OK) ||
+        (qpx_dc_dci_connect(iface, dci) != UCS_OK)) {
+        ucs_error("dci 0x%x could not be recovered: out of service",
+                  dci->qp->qp_num);
+        dci->sq_available = 0; /* never used again */
+        dci->acked_sn     = dci->sn;
+    } else {
+        qpx_dc_dci_reset_counters(iface, dci);
+    }
+
+    qpx_dc_dci_idle_release(iface, dci);
+
+    snprintf(reason, sizeof(reason), "dci 0x%x: %s", dci->qp->qp_num,
+             ibv_wc_status_str(wc_status));
+    for (i = 0; i < num_failed; ++i) {
+        /* a handler may have destroyed any of them */
+        ep = qpx_ep_table_lookup(&iface->ep_table, failed[i]);
+        if (ep != NULL) {
+            qpx_dc_ep_set_failed(ep, status, reason);
+        }
+    }
+    qpx_dc_iface_tx_wake(iface);
+}
+
+
+static void qpx_dc_iface_tx_completion(qpx_dc_iface_t *iface,
+                                       const struct ibv_wc *wc)
+{
+    unsigned index = wc->wr_id >> QPX_DC_DCI_SHIFT;
+    qpx_dc_dci_t *dci;
+    uint64_t sn;
+
+    if (ucs_unlikely(index >= iface->num_dci)) {
+        return;
+    }
+    dci = &iface->dcis[index];
+    if (ucs_unlikely((((wc->wr_id >> QPX_DC_GEN_SHIFT) & QPX_DC_GEN_MASK) !=
+                      dci->gen) || (dci->flags & QPX_DC_DCI_FLAG_ERROR))) {
+        return; /* a request of an earlier life of the DCI */
+    }
+
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        qpx_dc_dci_failed(iface, dci, wc->status);
+        return;
+    }
+
+    /* wr_id carries the low bits of sn; acked_sn < sn <= dci->sn */
+    sn = dci->sn - ((dci->sn - wc->wr_id) & QPX_DC_SN_MASK);
+    dci->sq_available += sn - dci->acked_sn;
+    iface->tx_unacked -= sn - dci->acked_sn;
+    dci->acked_sn      = sn;
+    qpx_dc_dci_complete_ops(dci, sn, UCS_OK);
+
+    qpx_dc_dci_idle_release(iface, dci);
+}
+
+
+unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
+                                 const struct ibv_wc *wc, int n)
+{
+    int i;
+
+    /* Error completions of unsignalled requests must not push the count
+     * past the CQ */
+    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
+                                           iface->super.tx.cq_size);
+    for (i = 0; i < n; ++i) {
+        qpx_dc_iface_tx_completion(iface, &wc[i]);
+    }
+    qpx_dc_iface_tx_wake(iface);
+    return n;
+}

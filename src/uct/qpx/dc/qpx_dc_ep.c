@@ -1,0 +1,258 @@
+/*
+ * qpx_dc endpoint control path: creation (to a peer interface: its device
+ * address and DCT number), flush, fence, ep_check, failure, and the answer
+ * to base's pending dispatch.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_dc.inl"
+
+
+static uint32_t qpx_dc_unpack24(const uint8_t *src)
+{
+    return src[0] | ((uint32_t)src[1] << 8) | ((uint32_t)src[2] << 16);
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
+{
+    const uint64_t need = UCT_EP_PARAM_FIELD_IFACE |
+                          UCT_EP_PARAM_FIELD_DEV_ADDR |
+                          UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    const qpx_dc_iface_addr_t *iface_addr;
+    const qpx_device_addr_t *dev_addr;
+    qpx_dc_iface_t *iface;
+    ucs_status_t status;
+
+    if ((params->field_mask & need) != need) {
+        ucs_error("qpx_dc connects to an interface: ep_create needs the "
+                  "interface, the peer's device and interface addresses");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    iface      = ucs_derived_of(params->iface, qpx_dc_iface_t);
+    dev_addr   = (const qpx_device_addr_t*)params->dev_addr;
+    iface_addr = (const qpx_dc_iface_addr_t*)params->iface_addr;
+    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
+
+    if (!qpx_device_addr_is_reachable(iface->super.port, dev_addr)) {
+        ucs_error("qpx_dc: peer lid %u is not reachable from %s:%d",
+                  dev_addr->lid, iface->super.md->dev.name,
+                  iface->super.port_num);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    status = qpx_ah_cache_get(&iface->ah_cache, dev_addr, &self->ah);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_ep_table_add(&iface->ep_table, self, &self->id);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->dct_num    = qpx_dc_unpack24(iface_addr->dct_num);
+    self->dci        = QPX_DC_DCI_NONE;
+    self->flags      = 0;
+    self->status     = UCS_OK;
+    self->last_sn    = 0;
+    self->fence      = 0;
+    self->fence_beat = iface->fence_beat;
+    ucs_list_add_tail(&iface->eps, &self->list);
+    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+        /* its DCI for life (nothing is pending yet: this cannot fail) */
+        (void)qpx_dc_iface_dci_get(iface, self);
+    }
+
+    ucs_debug("qpx_dc ep %p: dct 0x%x lid %u", self, self->dct_num,
+              dev_addr->lid);
+    return UCS_OK;
+}
+
+
+UCS_CLASS_CLEANUP_FUNC(qpx_dc_ep_t)
+{
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(self);
+
+    /* Its operations still on a DCI name it by id only: they complete
+     * without it (the table no longer finds it) */
+    qpx_dc_iface_dci_detach(iface, self);
+    if (self->flags & QPX_DC_EP_FLAG_WAITING) {
+        ucs_list_del(&self->wait_link);
+    }
+    ucs_list_del(&self->list);
+    qpx_ep_table_remove(&iface->ep_table, self->id);
+}
+
+
+UCS_CLASS_DEFINE(qpx_dc_ep_t, qpx_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_ep_t, uct_ep_t);
+
+
+void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
+                          const char *reason)
+{
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+
+    ep->flags  |= QPX_DC_EP_FLAG_ERROR;
+    ep->status  = status;
+    /* Its requests run now and see the error */
+    qpx_ep_pending_schedule(&iface->super, &ep->super);
+    /* The handler may destroy ep: nothing touches it afterwards */
+    (void)qpx_ep_report_failure(&ep->super, status,
+                                "qpx_dc: ep to dct 0x%x failed: %s",
+                                ep->dct_num, reason);
+}
+
+
+/* ep's operations on its DCI complete with UCS_ERR_CANCELED when the DCI
+ * completes them (a posted request cannot be taken back without failing
+ * the DCI for the endpoints that share it) */
+static void qpx_dc_ep_cancel(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    qpx_dc_op_t *op;
+
+    if (ep->dci == QPX_DC_DCI_NONE) {
+        return;
+    }
+    ucs_list_for_each(op, &iface->dcis[ep->dci].ops, list) {
+        if (op->ep_id == ep->id) {
+            op->canceled = 1;
+        }
+    }
+}
+
+
+ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+    qpx_dc_tx_desc_t *desc;
+    qpx_dc_dci_t *dci;
+    ucs_status_t status;
+
+    if ((flags & UCT_FLUSH_FLAG_CANCEL) &&
+        !(ep->flags & QPX_DC_EP_FLAG_ERROR)) {
+        qpx_dc_ep_cancel(iface, ep);
+        /* After a canceling flush the endpoint is in error, as an RC QP
+         * moved to ERR: further operations return UCS_ERR_CANCELED. The
+         * flush still completes when the canceled operations have */
+        status = qpx_dc_ep_flush(tl_ep, 0, comp);
+        ep->flags  |= QPX_DC_EP_FLAG_ERROR;
+        ep->status  = UCS_ERR_CANCELED;
+        return status;
+    }
+
+    /* A failed endpoint's operations finished with its error (canceled
+     * ones finish as its DCI completes them) */
+    if ((ep->flags & QPX_DC_EP_FLAG_ERROR) || (ep->dci == QPX_DC_DCI_NONE)) {
+        return UCS_OK;
+    }
+
+    dci = &iface->dcis[ep->dci];
+    if (dci->acked_sn >= ep->last_sn) {
+        return UCS_OK;
+    }
+
+    /* A signalled request at the tail completes everything before it */
+    if (dci->signaled_sn != dci->sn) {
+        status = qpx_dc_ep_post_nop(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (comp != NULL) {
+        desc = ucs_mpool_get(&iface->super.tx_mp);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_comp_release, comp);
+    }
+    return UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp)
+{
+    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+
+    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
+                               ucs_offsetof(qpx_dc_ep_t, list),
+                               qpx_dc_ep_flush);
+}
+
+
+ucs_status_t qpx_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+
+    /* Every endpoint's next request waits for its earlier reads and
+     * atomics (UCP's worker fence, hence shmem_fence, comes here) */
+    ++iface->fence_beat;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    qpx_dc_ep_t *ep = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+
+    /* The next request waits for the DCI's earlier reads and atomics, which
+     * include the endpoint's own (IBV_SEND_FENCE orders within the DCI) */
+    ep->fence = IBV_SEND_FENCE;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp)
+{
+    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+
+    if ((flags != 0) || (comp != NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ep->flags & QPX_DC_EP_FLAG_ERROR) {
+        return UCS_OK; /* already reported */
+    }
+    if ((ep->dci != QPX_DC_DCI_NONE) &&
+        (iface->dcis[ep->dci].acked_sn < ep->last_sn) &&
+        (iface->dcis[ep->dci].signaled_sn >= ep->last_sn)) {
+        /* a signalled request of ep is outstanding: it completes, or fails
+         * when the peer is gone */
+        return UCS_OK;
+    }
+
+    /* A zero-length write the peer's DCT must acknowledge; a dead peer
+     * fails it after the retries (about UCX_QPX_DC_TIMEOUT) */
+    return qpx_dc_ep_post_nop(ep);
+}
+
+
+qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
+                                     qpx_ep_t *base_ep)
+{
+    qpx_dc_iface_t *iface = ucs_derived_of(base_iface, qpx_dc_iface_t);
+    qpx_dc_ep_t *ep       = ucs_derived_of(base_ep, qpx_dc_ep_t);
+
+    if (ep->flags & QPX_DC_EP_FLAG_ERROR) {
+        return QPX_EP_TX_OK; /* its requests run and see the error */
+    }
+    if ((ep->dci == QPX_DC_DCI_NONE) ?
+        qpx_dc_iface_dci_can_get(iface, ep) :
+        qpx_dc_dci_has_tx_resources(iface, &iface->dcis[ep->dci])) {
+        return QPX_EP_TX_OK;
+    }
+
+    /* A DCI given back or a completion on ep's DCI schedules it again */
+    qpx_dc_ep_tx_wait(iface, ep);
+    return QPX_EP_TX_WAIT;
+}

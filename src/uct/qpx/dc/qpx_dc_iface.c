@@ -1,0 +1,530 @@
+/*
+ * qpx_dc interface: configuration, the DCT, attributes, progress and the
+ * tl.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_dc.inl"
+
+#include <inttypes.h>
+#include <time.h>
+
+
+static const char *qpx_dc_policy_names[] = {
+    [QPX_DC_POLICY_DCS]       = "dcs",
+    [QPX_DC_POLICY_DCS_QUOTA] = "dcs_quota",
+    [QPX_DC_POLICY_RAND]      = "rand",
+    [QPX_DC_POLICY_STICKY]    = "sticky",
+    [QPX_DC_POLICY_LAST]      = NULL
+};
+
+
+static ucs_config_field_t qpx_dc_iface_config_table[] = {
+    /* Shared qpx options: UCX_QPX_<NAME>, overridden by UCX_QPX_DC_<NAME>.
+     * MAX_NUM_EPS stays UCT's unlimited default: a DC interface costs the
+     * same QPs whatever its number of peers */
+    {"QPX_", "", NULL,
+     ucs_offsetof(qpx_dc_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
+
+    {"NUM_DCI", "8",
+     "DC initiators of the interface (1..64): the endpoints that can have "
+     "requests in flight at once.",
+     ucs_offsetof(qpx_dc_iface_config_t, num_dci), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_POLICY", "dcs",
+     "How endpoints get a DC initiator:\n"
+     " dcs       - an endpoint holds a DCI while it has requests in flight\n"
+     " dcs_quota - dcs, and an endpoint that posted QUOTA requests while\n"
+     "             others wait for a DCI stops until it gave its DCI back\n"
+     " rand      - each endpoint sends on a DCI picked at random, shared\n"
+     " sticky    - dcs, but an idle DCI stays with its endpoint (still\n"
+     "             connected to its target) until another endpoint needs it",
+     ucs_offsetof(qpx_dc_iface_config_t, policy),
+     UCS_CONFIG_TYPE_ENUM(qpx_dc_policy_names)},
+
+    {"QUOTA", "32",
+     "dcs_quota: requests an endpoint may post on its DCI while others wait "
+     "for one.",
+     ucs_offsetof(qpx_dc_iface_config_t, quota), UCS_CONFIG_TYPE_UINT},
+
+    {"TIMEOUT", "10s",
+     "A request unacknowledged this long (its retries included) fails the "
+     "endpoints with work on its DCI: a dead peer is detected within it.",
+     ucs_offsetof(qpx_dc_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Transport retries within TIMEOUT (0..7).",
+     ucs_offsetof(qpx_dc_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Retries after receiver-not-ready (0..7, 7: infinite, so that a flood "
+     "of messages into a full receive queue slows senders down instead of "
+     "failing their DCIs).",
+     ucs_offsetof(qpx_dc_iface_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "1ms",
+     "Delay the DCT asks for after a receiver-not-ready.",
+     ucs_offsetof(qpx_dc_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"MAX_RD_ATOMIC", "4",
+     "Outstanding RDMA reads and atomics per DCI (capped by the device).",
+     ucs_offsetof(qpx_dc_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
+
+    {"ATOMICS", "y",
+     "Offer the device's 64-bit atomics.",
+     ucs_offsetof(qpx_dc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+
+/* Poll up to max completions of cq into wc; 0 on error */
+static UCS_F_ALWAYS_INLINE int qpx_dc_iface_poll_cq(struct ibv_cq *cq,
+                                                   int max, struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(cq, max, wc);
+
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        return 0;
+    }
+    return n;
+}
+
+
+/* Active messages received by the DCT */
+static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_DC_MAX_POLL];
+    qpx_dc_hdr_t *hdr;
+    ucs_status_t status;
+    qpx_desc_t *desc;
+    uint8_t am_id;
+    int i, n;
+
+    n = qpx_dc_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
+    for (i = 0; i < n; ++i) {
+        desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
+        if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
+                         (wc[i].byte_len < sizeof(*hdr)))) {
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                ucs_debug("receive on dct 0x%x dropped: %s, %u bytes",
+                          wc[i].qp_num, ibv_wc_status_str(wc[i].status),
+                          wc[i].byte_len);
+            }
+            qpx_iface_rx_release(&iface->super, desc);
+            continue;
+        }
+
+        /* The release pointer may overlap the header: read the id first */
+        hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
+        am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
+        (void)qpx_iface_rx_user_desc(&iface->super, desc);
+        status = qpx_iface_invoke_am(&iface->super.super, am_id, hdr + 1,
+                                     wc[i].byte_len - sizeof(*hdr),
+                                     UCT_CB_PARAM_FLAG_DESC);
+        if (ucs_likely(status != UCS_INPROGRESS)) {
+            qpx_iface_rx_release(&iface->super, desc);
+        } else {
+            qpx_iface_rx_kept(&iface->super);
+        }
+    }
+    return n;
+}
+
+
+static unsigned qpx_dc_iface_poll_tx(qpx_dc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_DC_MAX_POLL];
+    int n;
+
+    n = qpx_dc_iface_poll_cq(iface->super.send_cq, QPX_DC_MAX_POLL, wc);
+    return (n == 0) ? 0 : qpx_dc_iface_tx_process(iface, wc, n);
+}
+
+
+static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+    unsigned count;
+
+    count = qpx_dc_iface_poll_rx(iface);
+    /* An idle send CQ is not polled: nothing signalled is outstanding and
+     * every request posted is known complete */
+    if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
+        (iface->tx_unacked != 0)) {
+        count += qpx_dc_iface_poll_tx(iface);
+    }
+    qpx_iface_pending_progress(&iface->super);
+    return count;
+}
+
+
+static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
+                                       uct_iface_attr_t *iface_attr)
+{
+    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+    size_t seg_size       = iface->super.config.seg_size;
+
+    qpx_iface_query(&iface->super, iface_attr);
+
+    iface_attr->iface_addr_len = sizeof(qpx_dc_iface_addr_t);
+    iface_attr->ep_addr_len    = 0;
+    iface_attr->cap.flags      = UCT_IFACE_FLAG_PUT_SHORT |
+                                 UCT_IFACE_FLAG_PUT_BCOPY |
+                                 UCT_IFACE_FLAG_PUT_ZCOPY |
+                                 UCT_IFACE_FLAG_GET_BCOPY |
+                                 UCT_IFACE_FLAG_GET_ZCOPY |
+                                 UCT_IFACE_FLAG_AM_SHORT |
+                                 UCT_IFACE_FLAG_AM_BCOPY |
+                                 UCT_IFACE_FLAG_AM_ZCOPY |
+                                 UCT_IFACE_FLAG_PENDING |
+                                 UCT_IFACE_FLAG_CB_SYNC |
+                                 UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                 UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                                 UCT_IFACE_FLAG_EP_CHECK;
+
+    iface_attr->cap.put.max_short       = iface->config.max_put_short;
+    iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
+    iface_attr->cap.put.min_zcopy       = 0;
+    iface_attr->cap.put.max_zcopy       = iface->config.max_zcopy;
+    iface_attr->cap.put.opt_zcopy_align = 1;
+    iface_attr->cap.put.align_mtu       = 1;
+    iface_attr->cap.put.max_iov         = iface->config.max_iov;
+
+    iface_attr->cap.get.max_bcopy       = iface->config.max_bcopy;
+    iface_attr->cap.get.min_zcopy       = 0;
+    iface_attr->cap.get.max_zcopy       = iface->config.max_zcopy;
+    iface_attr->cap.get.opt_zcopy_align = 1;
+    iface_attr->cap.get.align_mtu       = 1;
+    iface_attr->cap.get.max_iov         = iface->config.max_iov;
+
+    iface_attr->cap.am.max_short        = iface->config.max_am_short;
+    iface_attr->cap.am.max_bcopy        = seg_size - sizeof(qpx_dc_hdr_t);
+    iface_attr->cap.am.min_zcopy        = 0;
+    iface_attr->cap.am.max_zcopy        = seg_size - sizeof(qpx_dc_hdr_t);
+    iface_attr->cap.am.opt_zcopy_align  = 1;
+    iface_attr->cap.am.align_mtu        = 1;
+    iface_attr->cap.am.max_hdr          = ucs_min(seg_size -
+                                                  sizeof(qpx_dc_hdr_t), 128);
+    iface_attr->cap.am.max_iov          = iface->config.max_iov;
+
+    if (iface->config.atomics) {
+        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+
+    /* An RC QP's costs, plus the DC connect a target switch may need; the
+     * cost does not grow with the number of peers (latency.m 0) */
+    iface_attr->overhead     = 80e-9;
+    iface_attr->latency.c   += 60e-9;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_dc_iface_get_address(uct_iface_h tl_iface,
+                                             uct_iface_addr_t *addr)
+{
+    qpx_dc_iface_t *iface          = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+    qpx_dc_iface_addr_t *dc_addr   = (qpx_dc_iface_addr_t*)addr;
+    uint32_t dct_num               = iface->dct->qp_num;
+
+    dc_addr->dct_num[0] = dct_num & 0xff;
+    dc_addr->dct_num[1] = (dct_num >> 8) & 0xff;
+    dc_addr->dct_num[2] = (dct_num >> 16) & 0xff;
+    return UCS_OK;
+}
+
+
+static ucs_status_t
+qpx_dc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                        uint64_t remote_addr, uct_rkey_t rkey)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t
+qpx_dc_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                         uint32_t value, uint32_t *result,
+                         uint64_t remote_addr, uct_rkey_t rkey,
+                         uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static ucs_status_t
+qpx_dc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
+                         uint64_t remote_addr, uct_rkey_t rkey,
+                         uint32_t *result, uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+static void qpx_dc_iface_t_delete(uct_iface_t *tl_iface);
+
+
+static uct_iface_ops_t qpx_dc_iface_ops = {
+    .ep_put_short             = qpx_dc_ep_put_short,
+    .ep_put_bcopy             = qpx_dc_ep_put_bcopy,
+    .ep_put_zcopy             = qpx_dc_ep_put_zcopy,
+    .ep_get_bcopy             = qpx_dc_ep_get_bcopy,
+    .ep_get_zcopy             = qpx_dc_ep_get_zcopy,
+    .ep_am_short              = qpx_dc_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = qpx_dc_ep_am_bcopy,
+    .ep_am_zcopy              = qpx_dc_ep_am_zcopy,
+    .ep_atomic_cswap64        = qpx_dc_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = qpx_dc_ep_atomic_cswap32,
+    .ep_atomic32_post         = qpx_dc_ep_atomic32_post,
+    .ep_atomic64_post         = qpx_dc_ep_atomic64_post,
+    .ep_atomic32_fetch        = qpx_dc_ep_atomic32_fetch,
+    .ep_atomic64_fetch        = qpx_dc_ep_atomic64_fetch,
+    .ep_pending_add           = qpx_ep_pending_add,
+    .ep_pending_purge         = qpx_ep_pending_purge,
+    .ep_flush                 = qpx_dc_ep_flush,
+    .ep_fence                 = qpx_dc_ep_fence,
+    .ep_check                 = qpx_dc_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_dc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_dc_ep_t),
+    .iface_flush              = qpx_dc_iface_flush,
+    .iface_fence              = qpx_dc_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = qpx_dc_iface_progress,
+    .iface_close              = qpx_dc_iface_t_delete,
+    .iface_query              = qpx_dc_iface_query,
+    .iface_get_device_address = qpx_iface_get_device_address,
+    .iface_get_address        = qpx_dc_iface_get_address,
+    .iface_is_reachable       = qpx_iface_is_reachable
+};
+
+
+/* Send CQ entries are the interface-wide resource */
+static int qpx_dc_iface_tx_exhausted(qpx_iface_t *iface)
+{
+    return iface->tx.cq_available <= 0;
+}
+
+
+static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
+    .tx_exhausted = qpx_dc_iface_tx_exhausted,
+    .ep_tx_state  = qpx_dc_ep_tx_state
+};
+
+
+/* The attributes of DCIs (RTR, RTS) and of the DCT (RTR) */
+static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
+                                   const qpx_dc_iface_config_t *config)
+{
+    const qpx_device_t *dev     = &self->super.md->dev;
+    qpx_qp_connect_attr_t *conn = &self->config.conn;
+    unsigned tries              = ucs_min(config->retry_count, 7) + 1;
+    qpx_device_addr_t self_addr;
+
+    memset(conn, 0, sizeof(*conn));
+    /* The local port's address vector: its GRH on RoCE */
+    qpx_device_addr_pack(self->super.port, &self_addr);
+    qpx_device_ah_attr(&self_addr, self->super.port_num, &conn->ah_attr);
+    conn->path_mtu      = self->super.port->attr.active_mtu;
+    conn->max_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
+                                  (unsigned)dev->attr.max_qp_rd_atom));
+    conn->min_rnr_timer = qpx_qp_rnr_timer_code(config->rnr_timeout);
+    /* TIMEOUT bounds the whole: each of the tries waits a share of it */
+    conn->timeout       = qpx_qp_timeout_code(config->timeout / tries);
+    conn->retry_cnt     = tries - 1;
+    conn->rnr_retry     = ucs_min(config->rnr_retry_count, 7);
+    conn->sq_psn        = 0;
+}
+
+
+static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
+{
+    ucs_status_t status;
+
+    status = qpx_qp_dct_create(self->super.md->pd, &self->super.qp_init_attr,
+                               QPX_DC_KEY, &self->dct);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_qp_dct_listen(self->dct, self->super.port_num,
+                               IBV_ACCESS_LOCAL_WRITE |
+                               IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ |
+                               IBV_ACCESS_REMOTE_ATOMIC, &self->config.conn);
+    if (status != UCS_OK) {
+        qpx_qp_destroy(self->dct);
+    }
+    return status;
+}
+
+
+static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const qpx_dc_iface_config_t *config =
+            ucs_derived_of(tl_config, qpx_dc_iface_config_t);
+    qpx_iface_init_attr_t init_attr;
+    ucs_status_t status;
+
+    if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
+        ucs_error("qpx_dc: NUM_DCI=%u is out of 1..%d", config->num_dci,
+                  QPX_DC_MAX_DCI);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.ops          = &qpx_dc_iface_base_ops;
+    init_attr.qp_type      = IBV_QPT_DRIVER;
+    init_attr.rx_hdr_len   = sizeof(qpx_dc_hdr_t);
+    init_attr.tx_priv_len  = sizeof(qpx_dc_tx_desc_t);
+    init_attr.max_send_sge = 8;
+    init_attr.use_srq      = 1;
+    init_attr.qp_create    = qpx_qp_dci_create;
+
+    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_dc_iface_ops,
+                              &uct_base_iface_internal_ops, md, worker, params,
+                              &config->super, &init_attr);
+
+    ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->tx_wait);
+    qpx_ep_table_init(&self->ep_table);
+    qpx_ah_cache_init(&self->ah_cache, self->super.md->pd,
+                      self->super.port_num);
+    self->tx_unacked      = 0;
+    self->fence_beat      = 0;
+    self->tick            = 0;
+    self->target_switches = 0;
+    self->rand_state      = ((uint64_t)(uintptr_t)self ^
+                             (uint64_t)time(NULL)) | 1;
+
+    qpx_dc_iface_init_conn(self, config);
+    self->config.policy     = (qpx_dc_policy_t)config->policy;
+    self->config.quota      = ucs_max(1, config->quota);
+    self->config.signal_all = (self->config.policy != QPX_DC_POLICY_RAND);
+
+    /* The DCIs first: the first one fixes the caps (inline, SGEs) */
+    status = qpx_dc_iface_dcis_create(self, config->num_dci);
+    if (status != UCS_OK) {
+        goto err_cleanup;
+    }
+    if ((self->super.config.max_send_sge < 2) ||
+        (self->super.config.max_inline < sizeof(qpx_dc_am_short_hdr_t))) {
+        ucs_error("qpx_dc: %s:%d granted %u SGEs and %zu inline bytes, "
+                  "need 2 and %zu", self->super.md->dev.name,
+                  self->super.port_num, self->super.config.max_send_sge,
+                  self->super.config.max_inline,
+                  sizeof(qpx_dc_am_short_hdr_t));
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_destroy_dcis;
+    }
+
+    status = qpx_dc_iface_dct_create(self);
+    if (status != UCS_OK) {
+        goto err_destroy_dcis;
+    }
+
+    self->config.max_put_short = self->super.config.max_inline;
+    self->config.max_am_short  = self->super.config.max_inline -
+                                 sizeof(qpx_dc_am_short_hdr_t);
+    self->config.max_bcopy     = self->super.config.seg_size;
+    self->config.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
+                                         1ul << 30);
+    self->config.max_iov       = self->super.config.max_send_sge - 1;
+    self->config.atomics       = config->atomics &&
+                                 (self->super.md->dev.attr.atomic_cap !=
+                                  IBV_ATOMIC_NONE);
+
+    if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
+        ucs_error("qpx_dc: failed to post receive buffers");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_destroy_dct;
+    }
+
+    ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), inline %zu sge %u",
+              self, self->dct->qp_num, self->num_dci,
+              qpx_dc_policy_names[self->config.policy],
+              self->super.config.max_inline, self->super.config.max_send_sge);
+    return UCS_OK;
+
+err_destroy_dct:
+    qpx_qp_destroy(self->dct);
+err_destroy_dcis:
+    qpx_dc_iface_dcis_destroy(self);
+err_cleanup:
+    qpx_ah_cache_cleanup(&self->ah_cache);
+    qpx_ep_table_cleanup(&self->ep_table);
+    return status;
+}
+
+
+static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
+{
+    if (!ucs_list_is_empty(&self->eps)) {
+        ucs_warn("qpx_dc iface %p closed with endpoints", self);
+    }
+    ucs_debug("qpx_dc iface %p: %" PRIu64 " target switches", self,
+              self->target_switches);
+    qpx_qp_destroy(self->dct);
+    qpx_dc_iface_dcis_destroy(self);
+    qpx_ah_cache_cleanup(&self->ah_cache);
+    qpx_ep_table_cleanup(&self->ep_table);
+}
+
+
+UCS_CLASS_DEFINE(qpx_dc_iface_t, qpx_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_iface_t, uct_iface_t);
+
+
+/*
+ * The device's active ports, if it offers DC: mlx5dv_query_device answers
+ * on an mlx5 device (and on softverbs) and fails with EOPNOTSUPP on any
+ * other (rdma-core's mlx5dv wrappers without the provider's ops), so that
+ * qpx_dc offers no resource there rather than one whose interface cannot
+ * open.
+ */
+static ucs_status_t qpx_dc_query_devices(uct_md_h tl_md,
+                                         uct_tl_device_resource_t **devices_p,
+                                         unsigned *num_devices_p)
+{
+    qpx_md_t *md = ucs_derived_of(tl_md, qpx_md_t);
+    struct mlx5dv_context dv_attr;
+    int ret;
+
+    memset(&dv_attr, 0, sizeof(dv_attr));
+    ret = mlx5dv_query_device(md->dev.ctx, &dv_attr);
+    if (ret != 0) {
+        ucs_debug("qpx_dc: %s has no DC (mlx5dv_query_device: %s)",
+                  md->dev.name, strerror(ret));
+        *devices_p     = NULL;
+        *num_devices_p = 0;
+        return UCS_OK;
+    }
+    return qpx_iface_query_devices(tl_md, devices_p, num_devices_p);
+}
+
+
+uct_tl_t qpx_dc_tl = {
+    .name          = QPX_DC_TL_NAME,
+    .query_devices = qpx_dc_query_devices,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_dc_iface_t),
+    .config        = {
+        .name   = "qpx_dc transport",
+        .prefix = "QPX_DC_",
+        .table  = qpx_dc_iface_config_table,
+        .size   = sizeof(qpx_dc_iface_config_t),
+    }
+};

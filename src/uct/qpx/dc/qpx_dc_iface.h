@@ -1,0 +1,296 @@
+/*
+ * qpx_dc: mlx5 Dynamically Connected transport. One DC target (DCT) per
+ * interface, on the interface's SRQ, receives from any peer that knows its
+ * number (the interface address: UCT_IFACE_FLAG_CONNECT_TO_IFACE, no
+ * wireup); a pool of DC initiators (DCIs) sends to any target, the target
+ * given with each work request (mlx5dv_wr_set_dc_addr). The number of QPs is
+ * the pool's size + 1, whatever the number of endpoints.
+ *
+ * DCI policies (UCX_QPX_DC_TX_POLICY, qpx_dc_dci.c):
+ *  - dcs:       an endpoint takes a free DCI when it sends and gives it back
+ *               when all its work on it completed; without a free one its
+ *               requests wait (pending) until a DCI is given back;
+ *  - dcs_quota: dcs, but an endpoint that posted QUOTA requests on its DCI
+ *               while others wait for one stops until it gave the DCI back;
+ *  - rand:      each endpoint sends on one DCI picked at random at creation,
+ *               shared with other endpoints;
+ *  - sticky:    dcs, but a DCI stays with its endpoint when idle, and is
+ *               taken from it only when another endpoint needs a DCI and
+ *               none is free (the idle one used least recently): an
+ *               endpoint that sends again finds its DCI still connected to
+ *               its target, without a target switch.
+ *
+ * Send accounting is per DCI, as qpx_rc's is per endpoint: each request
+ * posted on a DCI gets the next sequence number; one in tx_moderation is
+ * signalled, and a signalled completion for sn completes everything up to
+ * sn. wr_id = DCI index | DCI generation | sn: a DCI recovered after an
+ * error (RESET -> RTS) has a new generation, and completions of its old
+ * life are dropped.
+ *
+ * A DCI completion error fails the endpoints that had work on it
+ * (UCS_ERR_ENDPOINT_TIMEOUT for retries exceeded, UCS_ERR_CONNECTION_RESET
+ * otherwise), and the DCI is recovered for the others.
+ */
+#ifndef QPX_DC_IFACE_H_
+#define QPX_DC_IFACE_H_
+
+#include <uct/qpx/base/qpx_ep.h>
+#include <uct/qpx/base/qpx_ah.h>
+#include <uct/qpx/base/qpx_ep_table.h>
+
+#include <infiniband/mlx5dv.h>
+
+
+#define QPX_DC_TL_NAME        "qpx_dc"
+/* Access key of every qpx DCT: a DCI must carry it */
+#define QPX_DC_KEY            0x1ee7a332ull
+#define QPX_DC_MAX_POLL       32
+#define QPX_DC_MAX_DCI        64
+#define QPX_DC_DCI_NONE       0xff
+#define QPX_DC_SQ_RESERVE     1   /* send slot kept for flush and ep_check */
+#define QPX_DC_SN_BITS        40
+#define QPX_DC_SN_MASK        ((1ull << QPX_DC_SN_BITS) - 1)
+#define QPX_DC_GEN_SHIFT      QPX_DC_SN_BITS
+#define QPX_DC_GEN_MASK       0xffffull
+#define QPX_DC_DCI_SHIFT      56
+
+
+typedef enum {
+    QPX_DC_POLICY_DCS,
+    QPX_DC_POLICY_DCS_QUOTA,
+    QPX_DC_POLICY_RAND,
+    QPX_DC_POLICY_STICKY,
+    QPX_DC_POLICY_LAST
+} qpx_dc_policy_t;
+
+
+/* Wire header of an active message */
+typedef struct qpx_dc_hdr {
+    uint8_t am_id;
+} UCS_S_PACKED qpx_dc_hdr_t;
+
+
+typedef struct qpx_dc_am_short_hdr {
+    qpx_dc_hdr_t dc;
+    uint64_t     am_hdr;
+} UCS_S_PACKED qpx_dc_am_short_hdr_t;
+
+
+/* Interface address: the DCT number */
+typedef struct qpx_dc_iface_addr {
+    uint8_t dct_num[3];
+} UCS_S_PACKED qpx_dc_iface_addr_t;
+
+
+typedef struct qpx_dc_op qpx_dc_op_t;
+typedef void (*qpx_dc_op_cb_t)(qpx_dc_op_t *op, ucs_status_t status);
+
+
+/* An operation to finish when its request completes, queued on its DCI */
+struct qpx_dc_op {
+    ucs_list_link_t  list;
+    uint64_t         sn;
+    qpx_dc_op_cb_t   cb;
+    uct_completion_t *comp;
+    uint32_t         ep_id;     /* the endpoint that posted it */
+    uint8_t          canceled;  /* its endpoint flushed with CANCEL */
+    union {
+        struct {
+            uct_unpack_callback_t unpack_cb;
+            void                  *arg;
+            size_t                length;
+        } get;
+        uint64_t *result;
+    };
+};
+
+
+/* A send buffer from the interface's tx_mp */
+typedef struct qpx_dc_tx_desc {
+    qpx_desc_t  super;
+    qpx_dc_op_t op;
+} qpx_dc_tx_desc_t;
+
+#define qpx_dc_tx_desc_data(_desc) ((void*)((_desc) + 1))
+
+
+enum {
+    QPX_DC_DCI_FLAG_ERROR = UCS_BIT(0)  /* failed, not yet recovered */
+};
+
+
+/* A DC initiator of the pool */
+typedef struct qpx_dc_dci {
+    struct ibv_qp       *qp;
+    struct ibv_qp_ex    *qpx;        /* ibv_wr_* */
+    struct mlx5dv_qp_ex *mqp;        /* mlx5dv_wr_set_dc_addr */
+    uint64_t            sn;          /* last posted */
+    uint64_t            acked_sn;    /* last completed */
+    uint64_t            signaled_sn; /* last signalled */
+    int                 sq_available;
+    unsigned            unsignaled;
+    unsigned            quota_used;  /* posts since its endpoint took it */
+    uint16_t            gen;
+    uint8_t             index;
+    uint8_t             flags;
+    uint32_t            owner_id;    /* dcs, sticky: its endpoint's id */
+    uint32_t            target_id;   /* endpoint id of the last post */
+    uint64_t            last_used;   /* sticky: iface tick of the last post */
+    ucs_list_link_t     ops;         /* qpx_dc_op_t, by sn */
+} qpx_dc_dci_t;
+
+
+typedef struct qpx_dc_iface_config {
+    qpx_iface_config_t super;
+    unsigned           num_dci;
+    int                policy;          /* qpx_dc_policy_t */
+    unsigned           quota;
+    double             timeout;
+    unsigned           retry_count;
+    unsigned           rnr_retry_count;
+    double             rnr_timeout;
+    unsigned           max_rd_atomic;
+    int                atomics;
+} qpx_dc_iface_config_t;
+
+
+typedef struct qpx_dc_iface {
+    qpx_iface_t      super;
+    struct ibv_qp    *dct;
+    qpx_ah_cache_t   ah_cache;
+    qpx_ep_table_t   ep_table;
+    ucs_list_link_t  eps;
+    /* Endpoints whose requests wait for a DCI or for a DCI's send slots:
+     * scheduled again when a DCI is given back or completes requests */
+    ucs_list_link_t  tx_wait;
+    qpx_dc_dci_t     dcis[QPX_DC_MAX_DCI];
+    uint8_t          free_dcis[QPX_DC_MAX_DCI]; /* stack of free DCIs */
+    unsigned         num_dci;
+    unsigned         num_free;
+    /* Requests posted and not yet known complete (see qpx_rc_iface_t) */
+    uint64_t         tx_unacked;
+    unsigned         fence_beat;
+    uint64_t         tick;          /* posts so far: sticky's clock */
+    uint64_t         rand_state;
+    uint64_t         target_switches; /* posts to another endpoint than the
+                                         DCI's post before */
+    struct {
+        qpx_qp_connect_attr_t conn;  /* DCI and DCT attributes */
+        qpx_dc_policy_t       policy;
+        unsigned              quota;
+        size_t                max_put_short;
+        size_t                max_am_short;
+        size_t                max_bcopy;
+        size_t                max_zcopy;
+        size_t                max_iov;
+        int                   atomics;
+        int                   signal_all; /* every request signalled */
+    } config;
+} qpx_dc_iface_t;
+
+
+enum {
+    QPX_DC_EP_FLAG_ERROR   = UCS_BIT(0), /* failed: operations return status */
+    QPX_DC_EP_FLAG_WAITING = UCS_BIT(1)  /* in iface->tx_wait */
+};
+
+
+typedef struct qpx_dc_ep {
+    qpx_ep_t        super;
+    ucs_list_link_t list;        /* in iface->eps */
+    ucs_list_link_t wait_link;   /* in iface->tx_wait */
+    struct ibv_ah   *ah;         /* the peer port's, from the iface cache */
+    uint32_t        dct_num;
+    uint32_t        id;          /* in iface->ep_table */
+    uint64_t        last_sn;     /* sn of its last post on its DCI */
+    ucs_status_t    status;      /* with QPX_DC_EP_FLAG_ERROR */
+    uint8_t         dci;         /* QPX_DC_DCI_NONE: none held */
+    uint8_t         flags;
+    int             fence;       /* IBV_SEND_FENCE for the next post */
+    unsigned        fence_beat;
+} qpx_dc_ep_t;
+
+
+extern uct_tl_t qpx_dc_tl;
+
+UCS_CLASS_DECLARE(qpx_dc_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(qpx_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(qpx_dc_ep_t, uct_ep_t);
+
+
+/* DCI pool (qpx_dc_dci.c) */
+ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
+                                      unsigned num_dci);
+void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface);
+/* Give ep a DCI under the policy; UCS_ERR_NO_RESOURCE when none can be
+ * had now (ep then waits in iface->tx_wait if queue is set) */
+ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+/* Whether qpx_dc_iface_dci_get() would give ep a DCI now */
+int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+/* ep no longer needs its DCI (destroyed): released now or when idle */
+void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+/* Handle n send completions */
+unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
+                                 const struct ibv_wc *wc, int n);
+/* Schedule every waiting endpoint's pending requests */
+void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
+/* Make ep wait for a DCI or send slots */
+void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+
+/* Endpoint control (qpx_dc_ep.c) */
+ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t qpx_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
+ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                             uct_completion_t *comp);
+ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                uct_completion_t *comp);
+/* ep failed with status (its DCI failed): finish its operations, tell the
+ * user; the handler may destroy ep */
+void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
+                          const char *reason);
+qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
+                                     qpx_ep_t *base_ep);
+
+/* Data path (qpx_dc_ops.c) */
+ucs_status_t qpx_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                 unsigned length, uint64_t remote_addr,
+                                 uct_rkey_t rkey);
+ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                            void *arg, uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t qpx_dc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
+                                 uct_unpack_callback_t unpack_cb, void *arg,
+                                 size_t length, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length);
+ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags);
+ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                     uint64_t value, uint64_t remote_addr,
+                                     uct_rkey_t rkey);
+ucs_status_t qpx_dc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                      uint64_t value, uint64_t *result,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp);
+ucs_status_t qpx_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                      uint64_t swap, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uint64_t *result,
+                                      uct_completion_t *comp);
+/* A signalled zero-length RDMA write to ep's target (flush, ep_check) */
+ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep);
+void qpx_dc_op_comp_release(qpx_dc_op_t *op, ucs_status_t status);
+
+#endif
