@@ -323,130 +323,6 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 }
 
 
-ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
-{
-    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
-
-    *fd_p = iface->event.epfd;
-    return UCS_OK;
-}
-
-
-/* Consume the channel's pending events; returns how many, -1 on error */
-static int qpx_iface_ack_events(qpx_iface_t *iface)
-{
-    unsigned send_events = 0, recv_events = 0;
-    struct ibv_cq *cq;
-    void *cq_context;
-
-    while (ibv_get_cq_event(iface->comp_channel, &cq, &cq_context) == 0) {
-        if (cq == iface->send_cq) {
-            ++send_events;
-        } else if (cq == iface->recv_cq) {
-            ++recv_events;
-        }
-    }
-    if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
-        ucs_error("ibv_get_cq_event(fd %d) failed: %m",
-                  iface->comp_channel->fd);
-        return -1;
-    }
-
-    if (send_events > 0) {
-        ibv_ack_cq_events(iface->send_cq, send_events);
-    }
-    if (recv_events > 0) {
-        ibv_ack_cq_events(iface->recv_cq, recv_events);
-    }
-    return send_events + recv_events;
-}
-
-
-void qpx_iface_event_signal(qpx_iface_t *iface)
-{
-    uint64_t one = 1;
-
-    if (write(iface->event.signal_fd, &one, sizeof(one)) != sizeof(one)) {
-        /* EAGAIN: the counter is already non-zero, the fd readable */
-        ucs_trace("eventfd %d write: %m", iface->event.signal_fd);
-    }
-}
-
-
-/* The iface's event fd: epoll over the channel and the signal eventfd */
-static ucs_status_t qpx_iface_event_init(qpx_iface_t *self)
-{
-    struct epoll_event ev;
-
-    self->event.signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (self->event.signal_fd < 0) {
-        ucs_error("eventfd() failed: %m");
-        return UCS_ERR_IO_ERROR;
-    }
-
-    self->event.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (self->event.epfd < 0) {
-        ucs_error("epoll_create1() failed: %m");
-        goto err_close_signal;
-    }
-
-    memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN;
-    if ((epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->comp_channel->fd,
-                   &ev) < 0) ||
-        (epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->event.signal_fd,
-                   &ev) < 0)) {
-        ucs_error("epoll_ctl(%d, ADD) failed: %m", self->event.epfd);
-        goto err_close_epfd;
-    }
-    return UCS_OK;
-
-err_close_epfd:
-    close(self->event.epfd);
-err_close_signal:
-    close(self->event.signal_fd);
-    return UCS_ERR_IO_ERROR;
-}
-
-
-static void qpx_iface_event_cleanup(qpx_iface_t *self)
-{
-    close(self->event.epfd);
-    close(self->event.signal_fd);
-}
-
-
-ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
-{
-    int events = qpx_iface_ack_events(iface);
-    uint64_t count;
-
-    if (events < 0) {
-        return UCS_ERR_IO_ERROR;
-    }
-    if (read(iface->event.signal_fd, &count, sizeof(count)) ==
-        sizeof(count)) {
-        ++events;
-    }
-    return (events > 0) ? UCS_ERR_BUSY : UCS_OK;
-}
-
-
-ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
-                              int solicited_only)
-{
-    int ret = ibv_req_notify_cq(cq, solicited_only);
-
-    if (ret != 0) {
-        ucs_error("ibv_req_notify_cq(%s cq, solicited_only %d) failed: %s",
-                  (cq == iface->send_cq) ? "send" : "recv", solicited_only,
-                  strerror(ret));
-        return UCS_ERR_IO_ERROR;
-    }
-    return UCS_OK;
-}
-
-
 static void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
 {
     free(self->rx.sges);
@@ -642,7 +518,12 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     }
 
     ucs_arbiter_init(&self->arbiter);
-    self->pending.ep = NULL;
+    self->pending.ep          = NULL;
+    self->backlog.rx_count    = 0;
+    self->backlog.tx_count    = 0;
+    self->keepalive.interval  = 0;
+    self->keepalive.timer_id  = -1;
+    self->keepalive.due       = 0;
     ucs_list_head_init(&self->pending.resched);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
 
@@ -731,6 +612,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
 {
     int ret;
 
+    qpx_iface_keepalive_stop(self);
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     qpx_qp_pool_cleanup(&self->qp_pool);

@@ -157,6 +157,10 @@ typedef struct qpx_iface_init_attr {
 KHASH_MAP_INIT_INT(qpx_qp_map, void*);
 
 
+/* Completions event_arm may take out of each CQ (qpx_iface_event_arm) */
+#define QPX_IFACE_BACKLOG 32
+
+
 struct qpx_iface {
     uct_base_iface_t          super;
     const qpx_iface_ops_t     *ops;
@@ -206,6 +210,24 @@ struct qpx_iface {
         int                   cq_available;
         int                   cq_size;   /* cq_available when all polled */
     } tx;
+    /* Completions that event_arm polled (they arrived before the CQs were
+     * armed, so no event announces them): the transport's progress handles
+     * them first, and empties the counts before it does */
+    struct {
+        unsigned              rx_count;
+        unsigned              tx_count;
+        struct ibv_wc         rx[QPX_IFACE_BACKLOG];
+        struct ibv_wc         tx[QPX_IFACE_BACKLOG];
+    } backlog;
+    /* Idle endpoints are probed every interval (qpx_iface_keepalive_start),
+     * so that a peer that died while we only wait for it is still detected:
+     * the timer sets due, the transport's progress runs a round when it
+     * sees it (and clears it) */
+    struct {
+        ucs_time_t            interval;  /* 0: off */
+        int                   timer_id;  /* async timer, -1: none */
+        volatile int          due;
+    } keepalive;
     struct {
         size_t                seg_size;
         size_t                rx_hdr_offset;
@@ -319,6 +341,21 @@ void qpx_iface_event_signal(qpx_iface_t *iface);
  * completions of requests sent with IBV_SEND_SOLICITED) */
 ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
                               int solicited_only);
+
+/* uct_iface_ops.iface_event_arm of a transport that polls the interface's
+ * two CQs and handles iface->backlog in its progress (see
+ * qpx_iface_event.c) */
+ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
+
+/* The keepalive timer every interval seconds (0: none) */
+ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval);
+void qpx_iface_keepalive_stop(qpx_iface_t *iface);
+
+/* For base's own use (qpx_iface.c): the event fd's life, and consuming the
+ * channel's pending events (returns how many, -1 on error) */
+ucs_status_t qpx_iface_event_init(qpx_iface_t *self);
+void qpx_iface_event_cleanup(qpx_iface_t *self);
+int qpx_iface_ack_events(qpx_iface_t *iface);
 
 /*
  * uct_iface_flush over the endpoints of the list eps (each linked at

@@ -264,49 +264,10 @@ static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_rc_iface_t *iface)
 {
     qpx_rc_ep_t *ep;
 
-    iface->keepalive.due = 0;
+    iface->super.keepalive.due = 0;
     ucs_list_for_each(ep, &iface->eps, list) {
         qpx_rc_ep_keepalive(ep);
     }
-}
-
-
-/* Async timer (the worker's async thread or signal): progress runs the
- * round. The event fd wakes a worker that sleeps in ucp_worker_wait. */
-static void qpx_rc_iface_keepalive_timer(int id, ucs_event_set_types_t events,
-                                         void *arg)
-{
-    qpx_rc_iface_t *iface = arg;
-
-    (void)id;
-    (void)events;
-    iface->keepalive.due = 1;
-    qpx_iface_event_signal(&iface->super);
-}
-
-
-static ucs_status_t qpx_rc_iface_keepalive_init(qpx_rc_iface_t *iface,
-                                                double interval)
-{
-    ucs_async_context_t *async = iface->super.super.worker->async;
-    ucs_status_t status;
-
-    iface->keepalive.due      = 0;
-    iface->keepalive.timer_id = -1;
-    iface->keepalive.interval = (ucs_time_t)(interval *
-                                             ucs_get_cpu_clocks_per_sec());
-    if ((iface->keepalive.interval == 0) || (async == NULL)) {
-        return UCS_OK;
-    }
-
-    status = ucs_async_add_timer(async->mode, iface->keepalive.interval,
-                                 qpx_rc_iface_keepalive_timer, iface, async,
-                                 &iface->keepalive.timer_id);
-    if (status != UCS_OK) {
-        ucs_error("qpx_rc: failed to add the keepalive timer: %s",
-                  ucs_status_string(status));
-    }
-    return status;
 }
 
 
@@ -317,16 +278,16 @@ qpx_rc_iface_backlog_progress(qpx_rc_iface_t *iface)
     unsigned count = 0, n;
 
     /* Reset before processing: a handler may arm the interface again */
-    n                      = iface->backlog.rx_count;
-    iface->backlog.rx_count = 0;
+    n                             = iface->super.backlog.rx_count;
+    iface->super.backlog.rx_count = 0;
     if (n > 0) {
-        count += qpx_rc_iface_rx_process(iface, iface->backlog.rx, n);
+        count += qpx_rc_iface_rx_process(iface, iface->super.backlog.rx, n);
     }
 
-    n                      = iface->backlog.tx_count;
-    iface->backlog.tx_count = 0;
+    n                             = iface->super.backlog.tx_count;
+    iface->super.backlog.tx_count = 0;
     if (n > 0) {
-        count += qpx_rc_iface_tx_process(iface, iface->backlog.tx, n);
+        count += qpx_rc_iface_tx_process(iface, iface->super.backlog.tx, n);
     }
     return count;
 }
@@ -337,8 +298,8 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
     unsigned count = 0;
 
-    if (ucs_unlikely((iface->backlog.rx_count | iface->backlog.tx_count) !=
-                     0)) {
+    if (ucs_unlikely((iface->super.backlog.rx_count |
+                      iface->super.backlog.tx_count) != 0)) {
         count += qpx_rc_iface_backlog_progress(iface);
     }
     count += qpx_rc_iface_poll_rx(iface);
@@ -348,7 +309,7 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
         (iface->tx_unacked != 0)) {
         count += qpx_rc_iface_poll_tx(iface);
     }
-    if (ucs_unlikely(iface->keepalive.due)) {
+    if (ucs_unlikely(iface->super.keepalive.due)) {
         qpx_rc_iface_keepalive(iface);
     }
     qpx_iface_pending_progress(&iface->super);
@@ -435,63 +396,6 @@ static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
 }
 
 
-/*
- * Arm the event fd (qpx_iface_event_fd_get) for the next send completion
- * and active message. Both CQs are armed whatever events asks for: pending
- * requests advance on send completions even when the user waits only for
- * receives (a spurious wakeup is allowed, a missed one hangs).
- *
- * Work that no completion event will announce makes the fd readable at once
- * (qpx_iface_event_signal) instead of returning UCS_ERR_BUSY: events that
- * were pending, completions that arrived before arming (softverbs raises
- * events only for later ones; they are moved to the backlog), and pending
- * requests that can be dispatched or wait for credits (credits arrive by
- * RDMA write, without a completion). UCP's check of a deactivated interface
- * (ucp_worker_iface_check_events) may go to sleep right after a BUSY.
- */
-static ucs_status_t qpx_rc_iface_event_arm(uct_iface_h tl_iface,
-                                           unsigned events)
-{
-    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    ucs_status_t status;
-    int signal;
-
-    status = qpx_iface_pre_arm(&iface->super);
-    if ((status != UCS_OK) && (status != UCS_ERR_BUSY)) {
-        return status;
-    }
-    signal = (status == UCS_ERR_BUSY);
-
-    /* Only active messages consume receives: each one is an event */
-    status = qpx_iface_arm_cq(&iface->super, iface->super.send_cq, 0);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = qpx_iface_arm_cq(&iface->super, iface->super.recv_cq, 0);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    if (iface->backlog.tx_count == 0) {
-        iface->backlog.tx_count = qpx_rc_iface_poll_cq(iface->super.send_cq,
-                                                       QPX_RC_MAX_POLL,
-                                                       iface->backlog.tx);
-    }
-    if (iface->backlog.rx_count == 0) {
-        iface->backlog.rx_count = qpx_rc_iface_poll_cq(iface->super.recv_cq,
-                                                       QPX_RC_MAX_POLL,
-                                                       iface->backlog.rx);
-    }
-
-    if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
-        iface->keepalive.due ||
-        qpx_iface_pending_is_due(&iface->super)) {
-        qpx_iface_event_signal(&iface->super);
-    }
-    return UCS_OK;
-}
-
-
 static ucs_status_t
 qpx_rc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
                         uint64_t remote_addr, uct_rkey_t rkey)
@@ -553,7 +457,7 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_rc_iface_progress,
     .iface_event_fd_get       = qpx_iface_event_fd_get,
-    .iface_event_arm          = qpx_rc_iface_event_arm,
+    .iface_event_arm          = qpx_iface_event_arm,
     .iface_close              = qpx_rc_iface_t_delete,
     .iface_query              = qpx_rc_iface_query,
     .iface_get_device_address = qpx_iface_get_device_address,
@@ -642,8 +546,6 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&self->eps);
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
-    self->backlog.rx_count = 0;
-    self->backlog.tx_count = 0;
     self->next_ep_id = 0;
     self->tx_unacked = 0;
 
@@ -701,7 +603,8 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
 
-    status = qpx_rc_iface_keepalive_init(self, config->keepalive_interval);
+    status = qpx_iface_keepalive_start(&self->super,
+                                       config->keepalive_interval);
     if (status != UCS_OK) {
         goto err_ctl_mp_cleanup;
     }
@@ -719,10 +622,8 @@ err_ctl_mp_cleanup:
 
 static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 {
-    if (self->keepalive.timer_id >= 0) {
-        /* sync: the timer callback is not running when this returns */
-        ucs_async_remove_handler(self->keepalive.timer_id, 1);
-    }
+    /* no keepalive round may run on the endpoints' state from here on */
+    qpx_iface_keepalive_stop(&self->super);
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_rc iface %p closed with endpoints", self);
     }

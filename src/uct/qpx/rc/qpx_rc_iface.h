@@ -142,25 +142,10 @@ typedef struct qpx_rc_iface {
     /* Interface fence (uct_iface_fence): bumped by each fence; an endpoint
      * whose next post sees a newer beat than its own sets IBV_SEND_FENCE */
     unsigned        fence_beat;
-    /* Idle endpoints are probed every interval, so that a peer that died
-     * while we wait for it (nothing posted to it) is still detected */
-    struct {
-        ucs_time_t      interval;  /* 0: off */
-        int             timer_id;  /* async timer, -1: none */
-        volatile int    due;       /* set by the timer, taken by progress */
-    } keepalive;
     struct {
         struct qpx_rc_ep *ep;     /* endpoint of the last receive */
         uint32_t         qp_num;
     } rx_cache;
-    /* Completions that event_arm polled (they arrived before the CQs were
-     * armed, so no event announces them); the next progress handles them */
-    struct {
-        unsigned         rx_count;
-        unsigned         tx_count;
-        struct ibv_wc    rx[QPX_RC_MAX_POLL];
-        struct ibv_wc    tx[QPX_RC_MAX_POLL];
-    } backlog;
     struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
         size_t                max_put_short;

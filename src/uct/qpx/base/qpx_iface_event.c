@@ -1,0 +1,258 @@
+/*
+ * qpx interface events and timers: the event fd (an epoll over the CQs'
+ * completion channel and an eventfd the interface signals itself), arming
+ * with the completions that arrived before it kept in a backlog, and the
+ * keepalive timer that makes progress probe idle endpoints.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_ep.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+
+ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+
+    *fd_p = iface->event.epfd;
+    return UCS_OK;
+}
+
+
+/* Consume the channel's pending events; returns how many, -1 on error */
+int qpx_iface_ack_events(qpx_iface_t *iface)
+{
+    unsigned send_events = 0, recv_events = 0;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->comp_channel, &cq, &cq_context) == 0) {
+        if (cq == iface->send_cq) {
+            ++send_events;
+        } else if (cq == iface->recv_cq) {
+            ++recv_events;
+        }
+    }
+    if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
+        ucs_error("ibv_get_cq_event(fd %d) failed: %m",
+                  iface->comp_channel->fd);
+        return -1;
+    }
+
+    if (send_events > 0) {
+        ibv_ack_cq_events(iface->send_cq, send_events);
+    }
+    if (recv_events > 0) {
+        ibv_ack_cq_events(iface->recv_cq, recv_events);
+    }
+    return send_events + recv_events;
+}
+
+
+void qpx_iface_event_signal(qpx_iface_t *iface)
+{
+    uint64_t one = 1;
+
+    if (write(iface->event.signal_fd, &one, sizeof(one)) != sizeof(one)) {
+        /* EAGAIN: the counter is already non-zero, the fd readable */
+        ucs_trace("eventfd %d write: %m", iface->event.signal_fd);
+    }
+}
+
+
+/* The iface's event fd: epoll over the channel and the signal eventfd */
+ucs_status_t qpx_iface_event_init(qpx_iface_t *self)
+{
+    struct epoll_event ev;
+
+    self->event.signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (self->event.signal_fd < 0) {
+        ucs_error("eventfd() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    self->event.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->event.epfd < 0) {
+        ucs_error("epoll_create1() failed: %m");
+        goto err_close_signal;
+    }
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if ((epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->comp_channel->fd,
+                   &ev) < 0) ||
+        (epoll_ctl(self->event.epfd, EPOLL_CTL_ADD, self->event.signal_fd,
+                   &ev) < 0)) {
+        ucs_error("epoll_ctl(%d, ADD) failed: %m", self->event.epfd);
+        goto err_close_epfd;
+    }
+    return UCS_OK;
+
+err_close_epfd:
+    close(self->event.epfd);
+err_close_signal:
+    close(self->event.signal_fd);
+    return UCS_ERR_IO_ERROR;
+}
+
+
+void qpx_iface_event_cleanup(qpx_iface_t *self)
+{
+    close(self->event.epfd);
+    close(self->event.signal_fd);
+}
+
+
+ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
+{
+    int events = qpx_iface_ack_events(iface);
+    uint64_t count;
+
+    if (events < 0) {
+        return UCS_ERR_IO_ERROR;
+    }
+    if (read(iface->event.signal_fd, &count, sizeof(count)) ==
+        sizeof(count)) {
+        ++events;
+    }
+    return (events > 0) ? UCS_ERR_BUSY : UCS_OK;
+}
+
+
+ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
+                              int solicited_only)
+{
+    int ret = ibv_req_notify_cq(cq, solicited_only);
+
+    if (ret != 0) {
+        ucs_error("ibv_req_notify_cq(%s cq, solicited_only %d) failed: %s",
+                  (cq == iface->send_cq) ? "send" : "recv", solicited_only,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+
+/* Up to QPX_IFACE_BACKLOG completions of cq into wc; 0 on error */
+static int qpx_iface_backlog_poll(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(cq, QPX_IFACE_BACKLOG, wc);
+
+    if (n < 0) {
+        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        return 0;
+    }
+    return n;
+}
+
+
+/*
+ * Arm the event fd for the next send completion and active message. Both
+ * CQs are armed whatever events asks for: pending requests advance on send
+ * completions even when the user waits only for receives (a spurious
+ * wakeup is allowed, a missed one hangs).
+ *
+ * Work that no completion event will announce makes the fd readable at once
+ * (qpx_iface_event_signal) instead of returning UCS_ERR_BUSY: events that
+ * were pending, completions that arrived before arming (softverbs raises
+ * events only for later ones; they are moved to iface->backlog, which the
+ * transport's progress handles first), a due keepalive round, and pending
+ * requests that can be dispatched or wait for credits (credits may arrive
+ * by RDMA write, without a completion). UCP's check of a deactivated
+ * interface (ucp_worker_iface_check_events) may go to sleep right after a
+ * BUSY.
+ */
+ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+    ucs_status_t status;
+    int signal;
+
+    status = qpx_iface_pre_arm(iface);
+    if ((status != UCS_OK) && (status != UCS_ERR_BUSY)) {
+        return status;
+    }
+    signal = (status == UCS_ERR_BUSY);
+
+    /* Only active messages consume receives: each one is an event */
+    status = qpx_iface_arm_cq(iface, iface->send_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = qpx_iface_arm_cq(iface, iface->recv_cq, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (iface->backlog.tx_count == 0) {
+        iface->backlog.tx_count = qpx_iface_backlog_poll(iface->send_cq,
+                                                         iface->backlog.tx);
+    }
+    if (iface->backlog.rx_count == 0) {
+        iface->backlog.rx_count = qpx_iface_backlog_poll(iface->recv_cq,
+                                                         iface->backlog.rx);
+    }
+
+    if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
+        iface->keepalive.due || qpx_iface_pending_is_due(iface)) {
+        qpx_iface_event_signal(iface);
+    }
+    return UCS_OK;
+}
+
+
+/* Async timer (the worker's async thread or signal): progress runs the
+ * round. The event fd wakes a worker that sleeps in ucp_worker_wait. */
+static void qpx_iface_keepalive_timer(int id, ucs_event_set_types_t events,
+                                      void *arg)
+{
+    qpx_iface_t *iface = arg;
+
+    (void)id;
+    (void)events;
+    iface->keepalive.due = 1;
+    qpx_iface_event_signal(iface);
+}
+
+
+ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
+{
+    ucs_async_context_t *async = iface->super.worker->async;
+    ucs_status_t status;
+
+    iface->keepalive.due      = 0;
+    iface->keepalive.timer_id = -1;
+    iface->keepalive.interval = (ucs_time_t)(interval *
+                                             ucs_get_cpu_clocks_per_sec());
+    if ((iface->keepalive.interval == 0) || (async == NULL)) {
+        return UCS_OK;
+    }
+
+    status = ucs_async_add_timer(async->mode, iface->keepalive.interval,
+                                 qpx_iface_keepalive_timer, iface, async,
+                                 &iface->keepalive.timer_id);
+    if (status != UCS_OK) {
+        ucs_error("%s:%d: failed to add the keepalive timer: %s",
+                  iface->md->dev.name, iface->port_num,
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
+
+void qpx_iface_keepalive_stop(qpx_iface_t *iface)
+{
+    if (iface->keepalive.timer_id >= 0) {
+        /* sync: the timer callback is not running when this returns */
+        ucs_async_remove_handler(iface->keepalive.timer_id, 1);
+        iface->keepalive.timer_id = -1;
+    }
+}
