@@ -30,6 +30,8 @@ trap 'rm -rf "$TMP"' EXIT
 # spending half a minute on UCX's backtrace
 SHORT="UCX_HANDLE_ERRORS=none UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=3
        UCX_QPX_RC_KEEPALIVE_INTERVAL=500ms UCX_QPX_UD_TIMEOUT=3s
+       UCX_QPX_DC_TIMEOUT=400ms UCX_QPX_DC_RETRY_COUNT=3
+       UCX_QPX_DC_KEEPALIVE_INTERVAL=500ms
        UCX_QPX_UD_KEEPALIVE_INTERVAL=500ms UCX_WARN_UNUSED_ENV_VARS=n"
 
 # perf ARGS... &: exec so that $! is ucx_perftest itself, the process the
@@ -136,9 +138,10 @@ normal_case() {
 }
 
 # qpx_rc: 100 ms x (3 + 1) tries after at most 0.5 s idle; UD: 3 s
-for tls in qpx_rc,qpx_ud qpx_ud; do
+for tls in qpx_rc,qpx_ud qpx_ud qpx_dc; do
     case $tls in
         qpx_rc*) bound=8 ;;
+        qpx_dc)  bound=8 ;;
         *)       bound=15 ;;
     esac
     for mode in default peer; do

@@ -109,6 +109,7 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     }
 
     ++dci->sn;
+    ++ep->posts;
     ep->last_sn    = dci->sn;
     ep->fence      = 0;
     ep->fence_beat = iface->fence_beat;

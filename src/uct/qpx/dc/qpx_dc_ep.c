@@ -59,6 +59,8 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     self->flags      = 0;
     self->status     = UCS_OK;
     self->last_sn    = 0;
+    self->posts      = 0;
+    self->keepalive_posts = 0;
     self->fence      = 0;
     self->fence_beat = iface->fence_beat;
     ucs_list_add_tail(&iface->eps, &self->list);
@@ -255,4 +257,23 @@ qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
     /* A DCI given back or a completion on ep's DCI schedules it again */
     qpx_dc_ep_tx_wait(iface, ep);
     return QPX_EP_TX_WAIT;
+}
+
+
+void qpx_dc_iface_keepalive(qpx_dc_iface_t *iface)
+{
+    qpx_dc_ep_t *ep;
+
+    iface->super.keepalive.due = 0;
+    ucs_list_for_each(ep, &iface->eps, list) {
+        /* Idle for a whole interval after having sent (a peer it never
+         * addressed is nobody to watch): a signalled zero-length write the
+         * peer's DCT must acknowledge; a dead peer fails it after the
+         * retries. Without a DCI or a slot now, the next round tries */
+        if ((ep->posts != 0) && (ep->posts == ep->keepalive_posts) &&
+            !(ep->flags & QPX_DC_EP_FLAG_ERROR)) {
+            (void)qpx_dc_ep_post_nop(ep);
+        }
+        ep->keepalive_posts = ep->posts;
+    }
 }

@@ -78,6 +78,20 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "Offer the device's 64-bit atomics.",
      ucs_offsetof(qpx_dc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
 
+    {"EVENTS", "y",
+     "Offer event notification (uct_iface_event_fd_get/arm through a "
+     "completion channel of the send and receive CQs). UCP uses a transport "
+     "in wakeup mode (ucp_worker_wait) only when it is offered.",
+     ucs_offsetof(qpx_dc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
+    {"KEEPALIVE_INTERVAL", "2s",
+     "Every interval, an endpoint that sent before and nothing since the "
+     "last one is probed with a zero-length RDMA write, so that a peer that "
+     "died while this side only waits for it fails the endpoint (within "
+     "TIMEOUT) instead of going unnoticed. 0: off.",
+     ucs_offsetof(qpx_dc_iface_config_t, keepalive_interval),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -96,17 +110,16 @@ static UCS_F_ALWAYS_INLINE int qpx_dc_iface_poll_cq(struct ibv_cq *cq,
 }
 
 
-/* Active messages received by the DCT */
-static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
+/* Handle n receive completions of the DCT: active messages */
+static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
+                                        const struct ibv_wc *wc, int n)
 {
-    struct ibv_wc wc[QPX_DC_MAX_POLL];
     qpx_dc_hdr_t *hdr;
     ucs_status_t status;
     qpx_desc_t *desc;
     uint8_t am_id;
-    int i, n;
+    int i;
 
-    n = qpx_dc_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
@@ -137,6 +150,38 @@ static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
 }
 
 
+static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_DC_MAX_POLL];
+    int n;
+
+    n = qpx_dc_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
+    return (n == 0) ? 0 : qpx_dc_iface_rx_process(iface, wc, n);
+}
+
+
+/* Completions event_arm took out of the CQs (qpx_iface_event_arm) */
+static UCS_F_NOINLINE unsigned
+qpx_dc_iface_backlog_progress(qpx_dc_iface_t *iface)
+{
+    unsigned count = 0, n;
+
+    /* Reset before processing: a handler may arm the interface again */
+    n                             = iface->super.backlog.rx_count;
+    iface->super.backlog.rx_count = 0;
+    if (n > 0) {
+        count += qpx_dc_iface_rx_process(iface, iface->super.backlog.rx, n);
+    }
+
+    n                             = iface->super.backlog.tx_count;
+    iface->super.backlog.tx_count = 0;
+    if (n > 0) {
+        count += qpx_dc_iface_tx_process(iface, iface->super.backlog.tx, n);
+    }
+    return count;
+}
+
+
 static unsigned qpx_dc_iface_poll_tx(qpx_dc_iface_t *iface)
 {
     struct ibv_wc wc[QPX_DC_MAX_POLL];
@@ -150,14 +195,21 @@ static unsigned qpx_dc_iface_poll_tx(qpx_dc_iface_t *iface)
 static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-    unsigned count;
+    unsigned count = 0;
 
-    count = qpx_dc_iface_poll_rx(iface);
+    if (ucs_unlikely((iface->super.backlog.rx_count |
+                      iface->super.backlog.tx_count) != 0)) {
+        count += qpx_dc_iface_backlog_progress(iface);
+    }
+    count += qpx_dc_iface_poll_rx(iface);
     /* An idle send CQ is not polled: nothing signalled is outstanding and
      * every request posted is known complete */
     if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
         (iface->tx_unacked != 0)) {
         count += qpx_dc_iface_poll_tx(iface);
+    }
+    if (ucs_unlikely(iface->super.keepalive.due)) {
+        qpx_dc_iface_keepalive(iface);
     }
     qpx_iface_pending_progress(&iface->super);
     return count;
@@ -187,6 +239,12 @@ static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
                                  UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                                  UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                                  UCT_IFACE_FLAG_EP_CHECK;
+
+    if (iface->config.events) {
+        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                      UCT_IFACE_FLAG_EVENT_RECV |
+                                      UCT_IFACE_FLAG_EVENT_FD;
+    }
 
     iface_attr->cap.put.max_short       = iface->config.max_put_short;
     iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
@@ -300,6 +358,8 @@ static uct_iface_ops_t qpx_dc_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_dc_iface_progress,
+    .iface_event_fd_get       = qpx_iface_event_fd_get,
+    .iface_event_arm          = qpx_iface_event_arm,
     .iface_close              = qpx_dc_iface_t_delete,
     .iface_query              = qpx_dc_iface_query,
     .iface_get_device_address = qpx_iface_get_device_address,
@@ -444,10 +504,17 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.atomics       = config->atomics &&
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
+    self->config.events        = config->events;
 
     if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
         ucs_error("qpx_dc: failed to post receive buffers");
         status = UCS_ERR_NO_MEMORY;
+        goto err_destroy_dct;
+    }
+
+    status = qpx_iface_keepalive_start(&self->super,
+                                       config->keepalive_interval);
+    if (status != UCS_OK) {
         goto err_destroy_dct;
     }
 
@@ -470,6 +537,8 @@ err_cleanup:
 
 static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 {
+    /* no keepalive round may run on the endpoints' state from here on */
+    qpx_iface_keepalive_stop(&self->super);
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_dc iface %p closed with endpoints", self);
     }

@@ -151,6 +151,8 @@ typedef struct qpx_dc_iface_config {
     double             rnr_timeout;
     unsigned           max_rd_atomic;
     int                atomics;
+    int                events;          /* offer event notification */
+    double             keepalive_interval; /* 0: no keepalive */
 } qpx_dc_iface_config_t;
 
 
@@ -184,6 +186,7 @@ typedef struct qpx_dc_iface {
         size_t                max_zcopy;
         size_t                max_iov;
         int                   atomics;
+        int                   events;
         int                   signal_all; /* every request signalled */
     } config;
 } qpx_dc_iface_t;
@@ -203,6 +206,8 @@ typedef struct qpx_dc_ep {
     uint32_t        dct_num;
     uint32_t        id;          /* in iface->ep_table */
     uint64_t        last_sn;     /* sn of its last post on its DCI */
+    uint64_t        posts;       /* requests posted so far */
+    uint64_t        keepalive_posts; /* posts at the last keepalive round */
     ucs_status_t    status;      /* with QPX_DC_EP_FLAG_ERROR */
     uint8_t         dci;         /* QPX_DC_DCI_NONE: none held */
     uint8_t         flags;
@@ -232,6 +237,9 @@ void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 /* Handle n send completions */
 unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
                                  const struct ibv_wc *wc, int n);
+/* A keepalive round: every endpoint that sent before and nothing since the
+ * last round is probed (qpx_dc_ep.c) */
+void qpx_dc_iface_keepalive(qpx_dc_iface_t *iface);
 /* Schedule every waiting endpoint's pending requests */
 void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
 /* Make ep wait for a DCI or send slots */
