@@ -25,6 +25,18 @@ qpx_check() {
 
 qpx_skip_all() { echo "SKIP: $*"; exit 77; }
 
+# qpx_has_tl TL: the module offers transport TL over softverbs (qpx_dc is
+# built only with libmlx5); says SKIP for the cases it guards when not
+qpx_has_tl() {
+    if LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+       LD_PRELOAD="$QPX_MODULE" ucx_info -d 2>/dev/null |
+       grep -q "Transport: $1\$"; then
+        return 0
+    fi
+    echo "SKIP: the $1 cases: $1 not built (no libmlx5)"
+    return 1
+}
+
 qpx_finish() {
     runs=""
     [ "$QPX_RUNS" -gt 0 ] && runs=" ($QPX_RUNS of the passed are runs: no data checked)"

@@ -33,6 +33,13 @@ a2a() { # TLS ITERATIONS BLOCK [ENV...]
 
 a2a qpx_rc,qpx_ud 300 1048576
 a2a qpx_ud 30 1048576
+# qpx_dc alone: 8 ranks, 8 peers each (itself included), 8 DCIs per rank;
+# and 2 DCIs, so that endpoints wait for one (pending) under dcs_quota
+if qpx_has_tl qpx_dc; then
+    a2a qpx_dc 100 1048576
+    a2a qpx_dc 50 65536 UCX_QPX_DC_NUM_DCI=2 UCX_QPX_DC_TX_POLICY=dcs_quota \
+        UCX_QPX_DC_QUOTA=4
+fi
 # Registrations: 64 memory regions on the whole host for 8 ranks. Each
 # qpx_rc endpoint used to register its control words on its own (16 MRs a
 # rank, 128 in all: the job failed); they now share one registration per

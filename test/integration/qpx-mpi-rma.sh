@@ -34,4 +34,10 @@ rma "qpx_ud, 32-packet window, 1% loss" qpx_ud,self UCX_QPX_UD_WINDOW=32 \
 rma "qpx_rc,qpx_ud,self" qpx_rc,qpx_ud,self
 rma "qpx_rc,qpx_ud,self, 8-entry send queue" qpx_rc,qpx_ud,self \
     UCX_QPX_RC_TX_QUEUE_LEN=8
+if qpx_has_tl qpx_dc; then
+    rma "qpx_dc,self" qpx_dc,self
+    rma "qpx_dc,self, one DCI, 8-entry send queue, sticky" qpx_dc,self \
+        UCX_QPX_DC_NUM_DCI=1 UCX_QPX_DC_TX_QUEUE_LEN=8 \
+        UCX_QPX_DC_TX_POLICY=sticky
+fi
 qpx_finish

@@ -1,6 +1,7 @@
 /*
  * OpenSHMEM over UCX (spml ucx): puts, gets, atomic add, fetch-add and
- * compare-swap between 2 PEs; each PE prints "PE n: OK" when right.
+ * compare-swap among the PEs (each to the next); each PE prints "PE n: OK"
+ * when right.
  */
 #include <shmem.h>
 #include <stdio.h>

@@ -1,14 +1,16 @@
 #!/bin/sh
-# UCP over qpx_rc: UCX_TLS=qpx_rc,ud_verbs (UCX's UD carries wireup);
-# ucx_perftest UCP tests, and UCX's lane report shows qpx_rc carrying the
-# tag, RMA, AM and stream lanes. With -E sleep, ucx_perftest waits in
-# ucp_worker_wait (event fd + ucp_worker_arm): UCP uses only transports
-# with event notification, so qpx_rc must carry the lanes there too, and a
-# lost event would hang the test (timeout: failure).
+# UCP over one qpx transport QPX_TL (run by rc_ucp.sh, dc-ucp.sh):
+# UCX_TLS=$QPX_UCP_TLS (default: QPX_TL,ud_verbs, UCX's UD carrying wireup
+# for a connect-to-ep transport); ucx_perftest UCP tests, and UCX's lane
+# report shows QPX_TL carrying the tag, RMA, AM and stream lanes. With
+# -E sleep, ucx_perftest waits in ucp_worker_wait (event fd +
+# ucp_worker_arm): UCP uses only transports with event notification, so
+# QPX_TL must carry the lanes there too, and a lost event would hang the
+# test (timeout: failure).
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
-export UCX_TLS="$QPX_TL,ud_verbs"
+export UCX_TLS="${QPX_UCP_TLS:-$QPX_TL,ud_verbs}"
 export UCX_NET_DEVICES="$QPX_DEV"
 
 for t in "tag_lat" "tag_bw -s 1048576" "ucp_put_lat" "ucp_put_bw -s 4194304" \
