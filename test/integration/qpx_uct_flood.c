@@ -31,6 +31,7 @@
 typedef struct {
     uint8_t dev_addr[64];
     uint8_t ep_addr[MAX_EPS][128];
+    uint8_t iface_addr[64];   /* a connect-to-iface transport's */
 } addrs_t;
 
 typedef struct {
@@ -97,19 +98,25 @@ static int ctx_open(ctx_t *c)
 }
 
 
+/* num_eps endpoints to the peer: connected to its endpoints one to one
+ * (CONNECT_TO_EP), or else all created to its interface (CONNECT_TO_IFACE,
+ * e.g. qpx_dc: one receive queue, one DCT) */
 static int ctx_connect(ctx_t *c)
 {
     static addrs_t local, remote;
+    int to_ep = !!(c->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
     uct_ep_params_t ep_params;
     unsigned i;
 
     ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     ep_params.iface      = c->iface;
     if (uct_iface_get_device_address(c->iface,
-                                     (uct_device_addr_t*)local.dev_addr)) {
+                                     (uct_device_addr_t*)local.dev_addr) ||
+        (!to_ep && (uct_iface_get_address(c->iface,
+                                          (uct_iface_addr_t*)local.iface_addr)))) {
         return -1;
     }
-    for (i = 0; i < num_eps; ++i) {
+    for (i = 0; to_ep && (i < num_eps); ++i) {
         if (uct_ep_create(&ep_params, &c->eps[i]) ||
             uct_ep_get_address(c->eps[i], (uct_ep_addr_t*)local.ep_addr[i])) {
             return -1;
@@ -119,10 +126,18 @@ static int ctx_connect(ctx_t *c)
         qpx_uct_xfer(c->sock, &remote, sizeof(remote), 0)) {
         return -1;
     }
+    if (!to_ep) {
+        ep_params.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.dev_addr    = (uct_device_addr_t*)remote.dev_addr;
+        ep_params.iface_addr  = (uct_iface_addr_t*)remote.iface_addr;
+    }
     for (i = 0; i < num_eps; ++i) {
-        if (uct_ep_connect_to_ep(c->eps[i],
+        if (to_ep ?
+            uct_ep_connect_to_ep(c->eps[i],
                                  (uct_device_addr_t*)remote.dev_addr,
-                                 (uct_ep_addr_t*)remote.ep_addr[i])) {
+                                 (uct_ep_addr_t*)remote.ep_addr[i]) :
+            uct_ep_create(&ep_params, &c->eps[i])) {
             return -1;
         }
     }
