@@ -1,9 +1,14 @@
 /*
  * softverbs registry allocator: the arena of the shared registry, which
- * holds the rings of QPs, CQs and SRQs. Power-of-two size classes with a
- * free list each, split from larger classes when a list is empty, and a
- * quarantine that keeps freed blocks from being reused at once. Every
- * function is called with the registry lock held.
+ * holds the rings of QPs, CQs and SRQs. A buddy allocator: power-of-two
+ * size classes, each block aligned to its size within the arena, a free
+ * list per class, split from larger classes when a list is empty, and a
+ * freed block merged with its buddy when that is free too, so that memory
+ * freed by many small objects serves a large one again (without merging,
+ * a host that had run many small queues could no longer create one CQ of
+ * 100000 entries with the arena all but empty). A quarantine keeps freed
+ * blocks from being reused at once. Every function is called with the
+ * registry lock held.
  */
 #include "sv.h"
 
@@ -34,9 +39,76 @@ static int sv_size_class(uint64_t len)
 #define SV_QUARANTINE_NS     1000000000ull
 #define SV_QUARANTINE_MIN_NS 10000000ull
 
-static void sv_shm_free_list_push(struct sv_shm_hdr *h, uint64_t off, int c)
+/* A free block's header, at its start (a block in use holds ring data) */
+struct sv_free_blk {
+    uint64_t magic;               /* SV_FREE_MAGIC ^ own offset */
+    uint64_t next, prev;          /* offsets in the class's list, 0: none */
+    uint32_t cls;
+    uint32_t pad;
+};
+#define SV_FREE_MAGIC 0x5356465245454c53ull /* "SVFREELS" */
+
+static inline struct sv_free_blk *sv_blk(uint64_t off)
 {
-    *(uint64_t *)sv_shm_ptr(off) = h->free_list[c];
+    return (struct sv_free_blk *)sv_shm_ptr(off);
+}
+
+static void sv_shm_free_list_unlink(struct sv_shm_hdr *h, uint64_t off)
+{
+    struct sv_free_blk *b = sv_blk(off);
+
+    if (b->prev != 0) {
+        sv_blk(b->prev)->next = b->next;
+    } else {
+        h->free_list[b->cls] = b->next;
+    }
+    if (b->next != 0) {
+        sv_blk(b->next)->prev = b->prev;
+    }
+    b->magic = 0;
+}
+
+/* The buddy of the block at off of class c, if it is free in class c */
+static uint64_t sv_shm_free_buddy(struct sv_shm_hdr *h, uint64_t off, int c)
+{
+    uint64_t buddy = h->arena_off + ((off - h->arena_off) ^ ((uint64_t)1 << c));
+    struct sv_free_blk *b;
+
+    if ((buddy < h->arena_off) ||
+        (buddy + ((uint64_t)1 << c) > h->arena_top)) {
+        return 0;
+    }
+    b = sv_blk(buddy);
+    return ((b->magic == (SV_FREE_MAGIC ^ buddy)) && (b->cls == (uint32_t)c)) ?
+           buddy : 0;
+}
+
+/* Free the block at off of class c: merged with its free buddy, class after
+ * class; with lower_top, a block that ends at the top of the arena gives
+ * the space back to the bump pointer instead */
+static void sv_shm_free_list_push(struct sv_shm_hdr *h, uint64_t off, int c,
+                                  int lower_top)
+{
+    struct sv_free_blk *b;
+    uint64_t buddy;
+
+    while ((c < 47) && ((buddy = sv_shm_free_buddy(h, off, c)) != 0)) {
+        sv_shm_free_list_unlink(h, buddy);
+        off = (buddy < off) ? buddy : off;
+        ++c;
+    }
+    if (lower_top && (off + ((uint64_t)1 << c) == h->arena_top)) {
+        h->arena_top = off;
+        return;
+    }
+    b        = sv_blk(off);
+    b->magic = SV_FREE_MAGIC ^ off;
+    b->cls   = c;
+    b->prev  = 0;
+    b->next  = h->free_list[c];
+    if (b->next != 0) {
+        sv_blk(b->next)->prev = off;
+    }
     h->free_list[c] = off;
 }
 
@@ -46,7 +118,7 @@ static void sv_shm_quarantine_pop(struct sv_shm_hdr *h)
     uint32_t k = h->quarantine_first;
 
     sv_shm_free_list_push(h, h->quarantine[k].off,
-                          sv_size_class(h->quarantine[k].len));
+                          sv_size_class(h->quarantine[k].len), 1);
     h->quarantine_first = (k + 1) % SV_QUARANTINE_MAX;
     --h->quarantine_count;
 }
@@ -70,8 +142,34 @@ static uint64_t sv_shm_free_list_pop(struct sv_shm_hdr *h, int c)
     uint64_t off = h->free_list[c];
 
     if (off != 0) {
-        h->free_list[c] = *(uint64_t *)sv_shm_ptr(off);
+        sv_shm_free_list_unlink(h, off);
     }
+    return off;
+}
+
+/* A block of class c from the top of the arena, aligned to its size; the
+ * space skipped to align it goes to the free lists. 0 when it does not fit */
+static uint64_t sv_shm_alloc_top(struct sv_shm_hdr *h, int c)
+{
+    uint64_t sz  = (uint64_t)1 << c;
+    uint64_t rel = h->arena_top - h->arena_off;
+    uint64_t off = h->arena_off + ((rel + sz - 1) & ~(sz - 1));
+    uint64_t gap;
+    int g;
+
+    if (off + sz > h->arena_off + h->arena_len) {
+        return 0;
+    }
+    /* the gap [top, off) in aligned power-of-two pieces */
+    while (h->arena_top < off) {
+        rel = h->arena_top - h->arena_off;
+        g   = __builtin_ctzll(rel);
+        for (gap = (uint64_t)1 << g; h->arena_top + gap > off; gap >>= 1, --g)
+            ;
+        h->arena_top += gap;
+        sv_shm_free_list_push(h, h->arena_top - gap, g, 0);
+    }
+    h->arena_top = off + sz;
     return off;
 }
 
@@ -93,7 +191,7 @@ static uint64_t sv_shm_alloc_split(struct sv_shm_hdr *h, int c)
         }
         while (j > c) {
             --j;
-            sv_shm_free_list_push(h, off + ((uint64_t)1 << j), j);
+            sv_shm_free_list_push(h, off + ((uint64_t)1 << j), j, 0);
         }
         return off;
     }
@@ -111,22 +209,18 @@ uint64_t sv_shm_alloc(uint64_t len)
     }
     sv_shm_quarantine_release(h, SV_QUARANTINE_NS);
     off = sv_shm_free_list_pop(h, c);
-    if ((off == 0) && (h->arena_top + sz > h->arena_off + h->arena_len) &&
-        (h->num_qp == 0) && (h->num_cq == 0) && (h->num_srq == 0) &&
-        (h->quarantine_count == 0)) {
+    if (off == 0) {
+        off = sv_shm_alloc_split(h, c);
+    }
+    if ((off == 0) && (h->num_qp == 0) && (h->num_cq == 0) &&
+        (h->num_srq == 0) && (h->quarantine_count == 0)) {
         /* Nothing holds arena memory (only QP, CQ and SRQ rings live
-         * there, and none waits in quarantine): start the arena again
-         * instead of failing */
+         * there, and none waits in quarantine): start the arena again */
         memset(h->free_list, 0, sizeof(h->free_list));
         h->arena_top = h->arena_off;
     }
-    if ((off == 0) && (h->arena_top + sz <= h->arena_off + h->arena_len)) {
-        off = h->arena_top;
-        h->arena_top += sz;
-        return off;
-    }
     if (off == 0) {
-        off = sv_shm_alloc_split(h, c);
+        off = sv_shm_alloc_top(h, c);
     }
     if ((off == 0) && (h->quarantine_count > 0)) {
         /* Short of memory: take blocks that waited a little */

@@ -1,8 +1,9 @@
 /*
  * softverbs conformance: what the host and the installed libraries bring.
- * Yama refusing process_vm_*v between peers (injected), and the mlx5dv
+ * Yama refusing process_vm_*v between peers (injected), the mlx5dv
  * functions softverbs does not implement, reached at their exact symbol
- * versions.
+ * versions, and the registry's memory given back whole after many small
+ * objects.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -204,10 +205,57 @@ static void svt_case_mlx5dv_unsupported(svt_proc_t *p)
 }
 
 
+/*
+ * The registry's arena after many small queues: freed memory serves one
+ * large queue again. The arena (SOFTVERBS_SHM_MB=64 for this case) is
+ * filled with CQs whose rings take 256 KiB blocks, all destroyed but one
+ * small CQ that stays (so the arena is never simply started again); after
+ * the quarantine, a CQ whose ring needs a quarter of the arena must be
+ * created. A softverbs that kept freed blocks in their size class only
+ * answered ENOMEM ("registry arena full") with the arena all but empty.
+ */
+static void svt_case_arena_merge(svt_proc_t *p)
+{
+    struct ibv_cq *keep, *big, *cqs[1024];
+    struct ibv_wc wc;
+    svt_dev_t dev;
+    int n, i, big_cqe;
+
+    svt_dev_open(&dev);
+    SVT_NN(keep, ibv_create_cq(dev.ctx, 1, NULL, NULL, 0));
+    for (n = 0; n < 1024; ++n) {
+        cqs[n] = ibv_create_cq(dev.ctx, 511, NULL, NULL, 0);
+        if (cqs[n] == NULL) {
+            break;
+        }
+    }
+    SVT_CHECK((n > 16) && (n < 1024) && (errno == ENOMEM), "filled the arena "
+              "with %d CQs of 511 entries (errno %d): expected ENOMEM after "
+              "more than 16", n, errno);
+    for (i = 0; i < n; ++i) {
+        SVT_OK(ibv_destroy_cq(cqs[i]));
+    }
+    svt_sleep_ms(1100); /* the quarantine of freed rings */
+
+    /* n blocks of 256 KiB were free: a ring of n/4 of them, in one piece */
+    for (big_cqe = 1; big_cqe * 2 <= n * 1024 / 4; big_cqe *= 2)
+        ;
+    big = ibv_create_cq(dev.ctx, big_cqe / 2 - 1, NULL, NULL, 0);
+    SVT_CHECK(big != NULL, "a CQ of %d entries (%d KiB) after %d CQs of "
+              "256 KiB were destroyed: %s", big_cqe / 2 - 1, big_cqe / 8, n,
+              strerror(errno));
+    SVT_CHECK(ibv_poll_cq(big, 1, &wc) == 0, "the new CQ polls empty");
+    SVT_OK(ibv_destroy_cq(big));
+    SVT_OK(ibv_destroy_cq(keep));
+    svt_dev_close(&dev);
+}
+
+
 const svt_case_t svt_cases_sys[] = {
     {"err/yama_eperm_write_read", svt_case_yama_eperm, 2, 0, 0,
      "SVT_INJECT_EPERM=1"},
     {"err/yama_eperm_send", svt_case_yama_eperm, 2, 1, 0, "SVT_INJECT_EPERM=1"},
     {"err/mlx5dv_unsupported", svt_case_mlx5dv_unsupported, 1},
+    {"sys/arena_merge", svt_case_arena_merge, 1, 0, 0, "SOFTVERBS_SHM_MB=64"},
     {NULL}
 };
