@@ -34,5 +34,8 @@ peers "4096 eps (dcs)" -- -m many -p 4 -i 4 -e 4096
 peers "1024 eps (sticky, 2 DCIs)" UCX_QPX_DC_TX_POLICY=sticky \
     UCX_QPX_DC_NUM_DCI=2 -- -m many -p 2 -i 2 -e 1024
 peers "1024 eps (rand)" UCX_QPX_DC_TX_POLICY=rand -- -m many -p 2 -i 2 -e 1024
+peers "1024 eps (spread)" UCX_QPX_DC_TX_POLICY=spread -- -m many -p 2 -i 2 -e 1024
 peers "failures" UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3 -- -m fail
+peers "failures (spread)" UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3 \
+    UCX_QPX_DC_TX_POLICY=spread -- -m fail
 qpx_finish

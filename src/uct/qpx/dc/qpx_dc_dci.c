@@ -59,6 +59,7 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     dci->owner_id  = QPX_EP_ID_NULL;
     dci->target_id = QPX_EP_ID_NULL;
     dci->last_used = 0;
+    dci->num_targets = 0;
     ucs_list_head_init(&dci->ops);
     qpx_dc_dci_reset_counters(iface, dci);
     return UCS_OK;
@@ -146,9 +147,39 @@ static qpx_dc_dci_t *qpx_dc_iface_dci_victim(qpx_dc_iface_t *iface)
 }
 
 
+/* Whether endpoints keep one shared DCI for life (rand, spread) */
+static UCS_F_ALWAYS_INLINE int qpx_dc_iface_policy_fixed(qpx_dc_iface_t *iface)
+{
+    return (iface->config.policy == QPX_DC_POLICY_RAND) ||
+           (iface->config.policy == QPX_DC_POLICY_SPREAD);
+}
+
+
+/* spread: the DCI of another endpoint to ep's target, else the one with the
+ * fewest endpoints */
+static uint8_t qpx_dc_iface_dci_spread(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    qpx_dc_ep_t *other;
+    unsigned i, best = 0;
+
+    ucs_list_for_each(other, &iface->eps, list) {
+        if ((other != ep) && (other->dci != QPX_DC_DCI_NONE) &&
+            (other->ah == ep->ah) && (other->dct_num == ep->dct_num)) {
+            return other->dci;
+        }
+    }
+    for (i = 1; i < iface->num_dci; ++i) {
+        if (iface->dcis[i].num_targets < iface->dcis[best].num_targets) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+
 int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
 {
-    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+    if (qpx_dc_iface_policy_fixed(iface)) {
         return 1;
     }
     if (iface->num_free > 0) {
@@ -179,12 +210,17 @@ ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+    if (qpx_dc_iface_policy_fixed(iface)) {
         /* one DCI for the endpoint's life, shared, never given back */
-        iface->rand_state = iface->rand_state * 6364136223846793005ull +
-                            1442695040888963407ull;
-        ep->dci     = (iface->rand_state >> 33) % iface->num_dci;
+        if (iface->config.policy == QPX_DC_POLICY_RAND) {
+            iface->rand_state = iface->rand_state * 6364136223846793005ull +
+                                1442695040888963407ull;
+            ep->dci = (iface->rand_state >> 33) % iface->num_dci;
+        } else {
+            ep->dci = qpx_dc_iface_dci_spread(iface, ep);
+        }
         ep->last_sn = iface->dcis[ep->dci].sn;
+        ++iface->dcis[ep->dci].num_targets;
         return UCS_OK;
     }
 
@@ -249,8 +285,11 @@ void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
 {
     qpx_dc_dci_t *dci;
 
-    if ((ep->dci == QPX_DC_DCI_NONE) ||
-        (iface->config.policy == QPX_DC_POLICY_RAND)) {
+    if (ep->dci == QPX_DC_DCI_NONE) {
+        return;
+    }
+    if (qpx_dc_iface_policy_fixed(iface)) {
+        --iface->dcis[ep->dci].num_targets;
         ep->dci = QPX_DC_DCI_NONE;
         return;
     }

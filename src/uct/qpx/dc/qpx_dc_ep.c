@@ -64,7 +64,8 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     self->fence      = 0;
     self->fence_beat = iface->fence_beat;
     ucs_list_add_tail(&iface->eps, &self->list);
-    if (iface->config.policy == QPX_DC_POLICY_RAND) {
+    if ((iface->config.policy == QPX_DC_POLICY_RAND) ||
+        (iface->config.policy == QPX_DC_POLICY_SPREAD)) {
         /* its DCI for life (nothing is pending yet: this cannot fail) */
         (void)qpx_dc_iface_dci_get(iface, self);
     }

@@ -17,6 +17,7 @@ static const char *qpx_dc_policy_names[] = {
     [QPX_DC_POLICY_DCS_QUOTA] = "dcs_quota",
     [QPX_DC_POLICY_RAND]      = "rand",
     [QPX_DC_POLICY_STICKY]    = "sticky",
+    [QPX_DC_POLICY_SPREAD]    = "spread",
     [QPX_DC_POLICY_LAST]      = NULL
 };
 
@@ -41,7 +42,9 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "             others wait for a DCI stops until it gave its DCI back\n"
      " rand      - each endpoint sends on a DCI picked at random, shared\n"
      " sticky    - dcs, but an idle DCI stays with its endpoint (still\n"
-     "             connected to its target) until another endpoint needs it",
+     "             connected to its target) until another endpoint needs it\n"
+     " spread    - each endpoint sends on one shared DCI for its life: the\n"
+     "             one of its target's other endpoints, else the least used",
      ucs_offsetof(qpx_dc_iface_config_t, policy),
      UCS_CONFIG_TYPE_ENUM(qpx_dc_policy_names)},
 
@@ -471,7 +474,9 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     qpx_dc_iface_init_conn(self, config);
     self->config.policy     = (qpx_dc_policy_t)config->policy;
     self->config.quota      = ucs_max(1, config->quota);
-    self->config.signal_all = (self->config.policy != QPX_DC_POLICY_RAND);
+    /* Policies that give DCIs back (or take them) need each completion */
+    self->config.signal_all = (self->config.policy != QPX_DC_POLICY_RAND) &&
+                              (self->config.policy != QPX_DC_POLICY_SPREAD);
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
     status = qpx_dc_iface_dcis_create(self, config->num_dci);

@@ -18,7 +18,13 @@
  *               taken from it only when another endpoint needs a DCI and
  *               none is free (the idle one used least recently): an
  *               endpoint that sends again finds its DCI still connected to
- *               its target, without a target switch.
+ *               its target, without a target switch;
+ *  - spread:    each endpoint sends on one DCI for its life, shared: the
+ *               DCI of another endpoint to the same target if there is one
+ *               (UCP opens several to a peer: they then share its
+ *               connection), else the DCI fewest targets use. Nothing is
+ *               taken or given back per request (as rand), and the load is
+ *               even (rand's is not).
  *
  * Send accounting is per DCI, as qpx_rc's is per endpoint: each request
  * posted on a DCI gets the next sequence number; one in tx_moderation is
@@ -60,6 +66,7 @@ typedef enum {
     QPX_DC_POLICY_DCS_QUOTA,
     QPX_DC_POLICY_RAND,
     QPX_DC_POLICY_STICKY,
+    QPX_DC_POLICY_SPREAD,
     QPX_DC_POLICY_LAST
 } qpx_dc_policy_t;
 
@@ -135,6 +142,7 @@ typedef struct qpx_dc_dci {
     uint8_t             flags;
     uint32_t            owner_id;    /* dcs, sticky: its endpoint's id */
     uint32_t            target_id;   /* endpoint id of the last post */
+    uint32_t            num_targets; /* rand, spread: endpoints on it */
     uint64_t            last_used;   /* sticky: iface tick of the last post */
     ucs_list_link_t     ops;         /* qpx_dc_op_t, by sn */
 } qpx_dc_dci_t;
