@@ -27,21 +27,37 @@ run() { # ENV... -- ARGS...
         tail -n 1
 }
 
+REPS=${BENCH_REPS:-3}
+median() { sort -g | awk '{v[NR]=$1} END{if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+# rate ENV... -- ARGS...: "msg/s switches/msg", medians of REPS runs
+rate() {
+    : >"$TMP_R"; : >"$TMP_S"
+    r=0
+    while [ $r -lt $REPS ]; do
+        line=$(run "$@")
+        echo "$line" | sed -n 's/.*: \([0-9]*\) msg\/s.*/\1/p' >>"$TMP_R"
+        echo "$line" | sed -n 's/.*msg\/s, \([0-9.]*\) DCI.*/\1/p' >>"$TMP_S"
+        r=$((r + 1))
+    done
+    echo "$(median <"$TMP_R") $(median <"$TMP_S")"
+}
+TMP_R=$(mktemp); TMP_S=$(mktemp)
+trap 'rm -f "$TMP_R" "$TMP_S"' EXIT
+
 echo
-echo "== many peers: 8-byte messages round-robin over one endpoint per peer"
-printf '%-26s %-9s %8s %14s %16s\n' "transport" "op" "peers" "msg/s" "switches/msg"
+echo "== many peers: 8-byte messages round-robin over one endpoint per peer (median of $REPS)"
+printf '%-20s %-9s %8s %14s %16s\n' "transport" "op" "peers" "msg/s" "switches/msg"
 for op in am put; do
     for p in $PEERS; do
         for pol in $POLICIES; do
-            line=$(run UCX_QPX_DC_TX_POLICY=$pol -- -x qpx_dc -m rate -p $p -n $MSGS -o $op)
-            rate=$(echo "$line" | sed -n 's/.*: \([0-9]*\) msg\/s.*/\1/p')
-            sw=$(echo "$line" | sed -n 's/.*msg\/s, \([0-9.]*\) DCI.*/\1/p')
-            printf '%-26s %-9s %8s %14s %16s\n' "qpx_dc $pol" "$op" "$p" "${rate:-n/a}" "${sw:-n/a}"
+            set -- $(rate UCX_QPX_DC_TX_POLICY=$pol -- -x qpx_dc -m rate -p $p -n $MSGS -o $op)
+            printf '%-20s %-9s %8s %14s %16s\n' "qpx_dc $pol" "$op" "$p" "$1" "$2"
         done
-        line=$(run -- -x qpx_ud -m rate -p $p -n $MSGS -o $op)
-        rate=$(echo "$line" | sed -n 's/.*: \([0-9]*\) msg\/s.*/\1/p')
-        [ "$op" = put ] && rate="(no put)"
-        printf '%-26s %-9s %8s %14s %16s\n' "qpx_ud" "$op" "$p" "${rate:-n/a}" "-"
+        if [ "$op" = am ]; then
+            set -- $(rate -- -x qpx_ud -m rate -p $p -n $MSGS -o am)
+            printf '%-20s %-9s %8s %14s %16s\n' "qpx_ud" "$op" "$p" "$1" "-"
+        fi
     done
 done
 

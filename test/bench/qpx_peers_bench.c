@@ -48,6 +48,7 @@ typedef struct {
     ucs_async_context_t *async;
     uct_worker_h        worker;
     uct_iface_h         iface;
+    uct_iface_attr_t    attr;
     uct_mem_h           memh;
     void                *buf;
 } node_t;
@@ -118,6 +119,7 @@ static int node_open(node_t *n)
         return -1;
     }
     uct_iface_set_am_handler(n->iface, AM_ID, am_cb, NULL, 0);
+    uct_iface_query(n->iface, &n->attr);
     return 0;
 }
 
@@ -130,8 +132,10 @@ static void node_addr(node_t *n, peer_addr_t *a)
     uct_md_mkey_pack(n->md, n->memh, a->rkey);
 }
 
-/* A peer process: its interfaces' addresses, then progress until told */
-static int peer_main(int sock, int nifaces)
+/* A peer process: its interfaces' addresses, then progress until told
+ * (active messages need the receiver's progress; RDMA does not, and a peer
+ * that only waits leaves the cores to the sender) */
+static int peer_main(int sock, int nifaces, int progress)
 {
     static node_t nodes[MAX_PEERS];
     peer_addr_t a;
@@ -145,7 +149,7 @@ static int peer_main(int sock, int nifaces)
         node_addr(&nodes[i], &a);
         qpx_uct_xfer(sock, &a, sizeof(a), 1);
     }
-    while (recv(sock, &c, 1, MSG_DONTWAIT) < 0) {
+    while (recv(sock, &c, 1, progress ? MSG_DONTWAIT : 0) < 0) {
         for (i = 0; i < nifaces; ++i) {
             uct_worker_progress(nodes[i].worker);
         }
@@ -153,7 +157,8 @@ static int peer_main(int sock, int nifaces)
     return 0;
 }
 
-static int spawn_peers(int npeers, peer_addr_t *addrs, int *socks, int *pids)
+static int spawn_peers(int npeers, peer_addr_t *addrs, int *socks, int *pids,
+                       int progress)
 {
     int p, i, sv[2], per = (npeers + NPROCS - 1) / NPROCS, k = 0, n;
 
@@ -163,7 +168,7 @@ static int spawn_peers(int npeers, peer_addr_t *addrs, int *socks, int *pids)
         pids[p] = fork();
         if (pids[p] == 0) {
             close(sv[0]);
-            _exit(peer_main(sv[1], n));
+            _exit(peer_main(sv[1], n, progress));
         }
         close(sv[1]);
         socks[p] = sv[0];
@@ -226,8 +231,14 @@ static int run_rate(int npeers, long msgs, int put)
     long sent;
     node_t n;
 
-    if ((npeers > MAX_PEERS) || (node_open(&n) != 0) ||
-        (spawn_peers(npeers, addrs, socks, pids) != 0)) {
+    if ((npeers > MAX_PEERS) || (node_open(&n) != 0)) {
+        return 1;
+    }
+    if (put && !(n.attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT)) {
+        printf("%s put_short %d peers: not offered\n", tl_name, npeers);
+        return 0;
+    }
+    if (spawn_peers(npeers, addrs, socks, pids, !put) != 0) {
         return 1;
     }
     for (i = 0; i < npeers; ++i) {
@@ -280,9 +291,14 @@ static int run_footprint(int neps)
     long rss0;
     sv_stats_t st;
     node_t n;
+    int put;
 
-    if ((eps == NULL) || (node_open(&n) != 0) ||
-        (spawn_peers(16, addrs, socks, pids) != 0)) {
+    if ((eps == NULL) || (node_open(&n) != 0)) {
+        return 1;
+    }
+    /* each endpoint used once: a put where offered, else a message */
+    put = !!(n.attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT);
+    if (spawn_peers(16, addrs, socks, pids, !put) != 0) {
         return 1;
     }
     for (i = 0; i < 16; ++i) {
@@ -294,7 +310,7 @@ static int run_footprint(int neps)
         if (eps[i] == NULL) {
             return 1;
         }
-        while (send_one(&n, eps[i], 1, &addrs[i % 16], rkeys[i % 16].rkey,
+        while (send_one(&n, eps[i], put, &addrs[i % 16], rkeys[i % 16].rkey,
                         i) == UCS_ERR_NO_RESOURCE) {
             uct_worker_progress(n.worker);
         }

@@ -93,3 +93,22 @@ tl_integrity() {
     echo "----"
     qpx_fail "$name: $why: $(grep -c '^FAIL' "$TL_TMP/out") FAIL lines, last line: $summary"
 }
+
+# tl_flood NAME [ENV...]: qpx_uct_flood over QPX_TL with the environment ENV:
+# 16 endpoints x 20000 active messages into one interface, every message
+# once and in order per endpoint, no endpoint failed
+tl_flood() {
+    name=$1; shift
+    prog="$QPX_TESTDIR/qpx_uct_flood"
+    [ -x "$prog" ] || qpx_skip_all "$prog not built"
+    env "$@" LD_PRELOAD="$QPX_MODULE" timeout 200 "$prog" -x "$QPX_TL" \
+        -d "$QPX_DEV" -e 16 -n 20000 >"$TL_TMP/out" 2>&1
+    ret=$?
+    [ $ret -eq 77 ] && { cat "$TL_TMP/out"; qpx_skip_all "$QPX_TL not available"; }
+    if [ $ret -eq 0 ]; then
+        qpx_pass "$name: $(grep "endpoints x" "$TL_TMP/out")"
+    else
+        echo "---- output ($name, env: $*, exit $ret)"; tail -40 "$TL_TMP/out"
+        qpx_fail "$name (exit $ret)"
+    fi
+}

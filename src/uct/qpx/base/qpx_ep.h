@@ -34,6 +34,121 @@ struct qpx_ep {
 UCS_CLASS_DECLARE(qpx_ep_t, qpx_iface_t*);
 
 
+/*
+ * An operation to finish when the request it was posted with completes:
+ * queued, in request order, on whatever the transport counts requests on
+ * (an RC endpoint, a DCI), and finished by qpx_ops_complete() with the
+ * status of the completion that covers its sequence number.
+ */
+typedef struct qpx_op qpx_op_t;
+typedef void (*qpx_op_cb_t)(qpx_op_t *op, ucs_status_t status);
+
+struct qpx_op {
+    ucs_list_link_t  list;
+    uint64_t         sn;        /* of its request */
+    qpx_op_cb_t      cb;
+    uct_completion_t *comp;
+    uint32_t         ep_id;     /* its endpoint, where several share a queue */
+    uint8_t          canceled;  /* finish with UCS_ERR_CANCELED whatever the
+                                   completion says */
+    union {
+        struct {
+            uct_unpack_callback_t unpack_cb;
+            void                  *arg;
+            size_t                length;
+        } get;
+        uint64_t *result;
+    };
+};
+
+
+/* A send buffer from the interface's tx_mp, with the operation it serves */
+typedef struct qpx_tx_desc {
+    qpx_desc_t super;
+    qpx_op_t   op;
+} qpx_tx_desc_t;
+
+#define qpx_tx_desc_data(_desc) ((void*)((_desc) + 1))
+
+
+/* Callbacks of operations on a qpx_tx_desc_t (qpx_iface_ep.c): give the
+ * buffer back; and complete op->comp; unpack a get_bcopy; copy an atomic's
+ * old value to op->result */
+void qpx_op_release(qpx_op_t *op, ucs_status_t status);
+void qpx_op_comp_release(qpx_op_t *op, ucs_status_t status);
+void qpx_op_get_bcopy(qpx_op_t *op, ucs_status_t status);
+void qpx_op_atomic_fetch(qpx_op_t *op, ucs_status_t status);
+
+
+/* Queue op on ops (posted with request sn), to run with cb */
+static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,
+                                           qpx_op_t *op, uint64_t sn,
+                                           qpx_op_cb_t cb,
+                                           uct_completion_t *comp,
+                                           uint32_t ep_id)
+{
+    op->cb       = cb;
+    op->comp     = comp;
+    op->sn       = sn;
+    op->ep_id    = ep_id;
+    op->canceled = 0;
+    ucs_list_add_tail(ops, &op->list);
+}
+
+
+/* Finish the operations of ops up to sn with status */
+static UCS_F_ALWAYS_INLINE void qpx_ops_complete(ucs_list_link_t *ops,
+                                                 uint64_t sn,
+                                                 ucs_status_t status)
+{
+    qpx_op_t *op;
+
+    while (!ucs_list_is_empty(ops)) {
+        op = ucs_list_head(ops, qpx_op_t, list);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_list_del(&op->list);
+        op->cb(op, op->canceled ? UCS_ERR_CANCELED : status);
+    }
+}
+
+
+/* SGEs from a UCT iov; returns the number of non-empty entries */
+static UCS_F_ALWAYS_INLINE size_t qpx_iov_to_sge(struct ibv_sge *sge,
+                                                 const uct_iov_t *iov,
+                                                 size_t iovcnt)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if (iov[i].length * iov[i].count == 0) {
+            continue;
+        }
+        sge[n].addr   = (uintptr_t)iov[i].buffer;
+        sge[n].length = iov[i].length * iov[i].count;
+        sge[n].lkey   = (iov[i].memh == UCT_MEM_HANDLE_NULL) ? 0 :
+                        ((qpx_mem_t*)iov[i].memh)->mr->lkey;
+        ++n;
+    }
+    return n;
+}
+
+
+/* uct_iface_ops of the 32-bit atomics, which no qpx transport offers */
+ucs_status_t qpx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                  uint32_t value, uint64_t remote_addr,
+                                  uct_rkey_t rkey);
+ucs_status_t qpx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                   uint32_t value, uint32_t *result,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp);
+ucs_status_t qpx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                   uint32_t swap, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uint32_t *result,
+                                   uct_completion_t *comp);
+
+
 static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_ep_iface(qpx_ep_t *ep)
 {
     return ucs_derived_of(ep->super.super.iface, qpx_iface_t);

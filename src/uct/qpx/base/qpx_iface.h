@@ -288,6 +288,46 @@ qpx_iface_rx_user_desc(qpx_iface_t *iface, qpx_desc_t *desc)
 }
 
 /*
+ * Hand the active message in a receive buffer (byte_len bytes received,
+ * starting with the transport's header of hdr_len bytes, whose first byte is
+ * the AM id) to its handler, and give the buffer back or count it kept.
+ */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
+                                                qpx_desc_t *desc,
+                                                size_t hdr_len,
+                                                uint32_t byte_len)
+{
+    void *hdr = UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_hdr_offset);
+    uint8_t am_id;
+    ucs_status_t status;
+
+    /* The release pointer may overlap the header: read the id first */
+    am_id = *(uint8_t*)hdr & (UCT_AM_ID_MAX - 1);
+    (void)qpx_iface_rx_user_desc(iface, desc);
+    status = qpx_iface_invoke_am(&iface->super, am_id,
+                                 UCS_PTR_BYTE_OFFSET(hdr, hdr_len),
+                                 byte_len - hdr_len, UCT_CB_PARAM_FLAG_DESC);
+    if (ucs_likely(status != UCS_INPROGRESS)) {
+        qpx_iface_rx_release(iface, desc);
+    } else {
+        qpx_iface_rx_kept(iface); /* a fresh buffer replaces it */
+    }
+}
+
+/* Poll up to max completions of cq into wc; 0 on error (logged) */
+static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(struct ibv_cq *cq, int max,
+                                                 struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(cq, max, wc);
+
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        return 0;
+    }
+    return n;
+}
+
+/*
  * A RESET QP with the interface's caps, from the pool or new. The first QP
  * created fixes iface->config.max_inline and max_send_sge (granted caps).
  */
@@ -312,6 +352,26 @@ qpx_iface_qp_map_find(qpx_iface_t *iface, uint32_t qp_num)
 
 /* Fill the attributes common to qpx transports (device, latency, bw) */
 void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr);
+
+
+/* What an RDMA transport's operations take (qpx_rc, qpx_dc), from the caps
+ * its QPs were granted */
+typedef struct qpx_iface_rdma_caps {
+    size_t   max_put_short;
+    size_t   max_am_short;
+    size_t   max_bcopy;     /* put/get */
+    size_t   max_zcopy;
+    size_t   max_iov;
+    size_t   am_hdr_len;    /* transport header before an AM payload */
+    int      atomics;       /* 64-bit add, fetch-add, compare-swap */
+    int      events;        /* event fd and arm */
+} qpx_iface_rdma_caps_t;
+
+/* The flags and limits of put, get, am (short, bcopy, zcopy), pending, the
+ * error handling and, as caps say, atomics and events; the transport adds
+ * its connection model */
+void qpx_iface_query_rdma(qpx_iface_t *iface, const qpx_iface_rdma_caps_t *caps,
+                          uct_iface_attr_t *iface_attr);
 
 /* uct_iface_ops: device address (LID/GID) and reachability */
 ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,

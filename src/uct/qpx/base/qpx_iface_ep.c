@@ -9,6 +9,7 @@
 #include "qpx_ep.h"
 
 #include <stdarg.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -157,4 +158,73 @@ ucs_status_t qpx_ep_report_failure(qpx_ep_t *ep, ucs_status_t status,
     ucs_log(level, "%s%s", what,
             (status == UCS_OK) ? "" : " (the error handler did not take it)");
     return status;
+}
+
+
+void qpx_op_release(qpx_op_t *op, ucs_status_t status)
+{
+    ucs_mpool_put(ucs_container_of(op, qpx_tx_desc_t, op));
+}
+
+
+void qpx_op_comp_release(qpx_op_t *op, ucs_status_t status)
+{
+    qpx_invoke_completion(op->comp, status);
+    ucs_mpool_put(ucs_container_of(op, qpx_tx_desc_t, op));
+}
+
+
+void qpx_op_get_bcopy(qpx_op_t *op, ucs_status_t status)
+{
+    qpx_tx_desc_t *desc = ucs_container_of(op, qpx_tx_desc_t, op);
+
+    if (status == UCS_OK) {
+        op->get.unpack_cb(op->get.arg, qpx_tx_desc_data(desc),
+                          op->get.length);
+    }
+    if (op->comp != NULL) {
+        qpx_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put(desc);
+}
+
+
+void qpx_op_atomic_fetch(qpx_op_t *op, ucs_status_t status)
+{
+    qpx_tx_desc_t *desc = ucs_container_of(op, qpx_tx_desc_t, op);
+
+    if (status == UCS_OK) {
+        /* verbs returns the original remote value in host order */
+        memcpy(op->result, qpx_tx_desc_data(desc), sizeof(uint64_t));
+    }
+    if (op->comp != NULL) {
+        qpx_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put(desc);
+}
+
+
+ucs_status_t qpx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                  uint32_t value, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+ucs_status_t qpx_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                   uint32_t value, uint32_t *result,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+
+ucs_status_t qpx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                   uint32_t swap, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uint32_t *result,
+                                   uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
 }

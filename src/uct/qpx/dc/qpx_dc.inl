@@ -132,40 +132,14 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 }
 
 
-/* Queue op (of ep) to run when the request just posted on dci completes */
+/* Queue op (of ep), to run cb when the request just posted on dci
+ * completes */
 static UCS_F_ALWAYS_INLINE void qpx_dc_dci_add_op(qpx_dc_dci_t *dci,
                                                   qpx_dc_ep_t *ep,
-                                                  qpx_dc_op_t *op,
-                                                  qpx_dc_op_cb_t cb,
+                                                  qpx_op_t *op, qpx_op_cb_t cb,
                                                   uct_completion_t *comp)
 {
-    op->cb       = cb;
-    op->comp     = comp;
-    op->sn       = dci->sn;
-    op->ep_id    = ep->id;
-    op->canceled = 0;
-    ucs_list_add_tail(&dci->ops, &op->list);
-}
-
-
-/* Fill SGEs from a UCT iov; returns the number of non-empty entries */
-static UCS_F_ALWAYS_INLINE size_t qpx_dc_iov_to_sge(struct ibv_sge *sge,
-                                                    const uct_iov_t *iov,
-                                                    size_t iovcnt)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < iovcnt; ++i) {
-        if (iov[i].length * iov[i].count == 0) {
-            continue;
-        }
-        sge[n].addr   = (uintptr_t)iov[i].buffer;
-        sge[n].length = iov[i].length * iov[i].count;
-        sge[n].lkey   = (iov[i].memh == UCT_MEM_HANDLE_NULL) ? 0 :
-                        ((qpx_mem_t*)iov[i].memh)->mr->lkey;
-        ++n;
-    }
-    return n;
+    qpx_op_add(&dci->ops, op, dci->sn, cb, comp, ep->id);
 }
 
 #endif

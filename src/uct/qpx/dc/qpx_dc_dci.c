@@ -108,13 +108,13 @@ ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
 void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface)
 {
     qpx_dc_dci_t *dci;
-    qpx_dc_op_t *op;
+    qpx_op_t *op;
     unsigned i;
 
     for (i = 0; i < iface->num_dci; ++i) {
         dci = &iface->dcis[i];
         while (!ucs_list_is_empty(&dci->ops)) {
-            op = ucs_list_extract_head(&dci->ops, qpx_dc_op_t, list);
+            op = ucs_list_extract_head(&dci->ops, qpx_op_t, list);
             op->cb(op, UCS_ERR_CANCELED);
         }
         qpx_qp_destroy(dci->qp);
@@ -326,22 +326,6 @@ void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface)
 }
 
 
-static void qpx_dc_dci_complete_ops(qpx_dc_dci_t *dci, uint64_t sn,
-                                    ucs_status_t status)
-{
-    qpx_dc_op_t *op;
-
-    while (!ucs_list_is_empty(&dci->ops)) {
-        op = ucs_list_head(&dci->ops, qpx_dc_op_t, list);
-        if (op->sn > sn) {
-            break;
-        }
-        ucs_list_del(&op->list);
-        op->cb(op, op->canceled ? UCS_ERR_CANCELED : status);
-    }
-}
-
-
 static ucs_status_t qpx_dc_wc_status(enum ibv_wc_status wc_status)
 {
     switch (wc_status) {
@@ -386,7 +370,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     }
 
     iface->tx_unacked -= dci->sn - dci->acked_sn;
-    qpx_dc_dci_complete_ops(dci, UINT64_MAX, status);
+    qpx_ops_complete(&dci->ops, UINT64_MAX, status);
 
     /* Back to RTS. The flushed requests' completions of this life carry the
      * old generation and are dropped */
@@ -442,7 +426,7 @@ static void qpx_dc_iface_tx_completion(qpx_dc_iface_t *iface,
     dci->sq_available += sn - dci->acked_sn;
     iface->tx_unacked -= sn - dci->acked_sn;
     dci->acked_sn      = sn;
-    qpx_dc_dci_complete_ops(dci, sn, UCS_OK);
+    qpx_ops_complete(&dci->ops, sn, UCS_OK);
 
     qpx_dc_dci_idle_release(iface, dci);
 }

@@ -117,7 +117,7 @@ void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
  * the DCI for the endpoints that share it) */
 static void qpx_dc_ep_cancel(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
 {
-    qpx_dc_op_t *op;
+    qpx_op_t *op;
 
     if (ep->dci == QPX_DC_DCI_NONE) {
         return;
@@ -135,7 +135,7 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci;
     ucs_status_t status;
 
@@ -175,7 +175,7 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_comp_release, comp);
+        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_comp_release, comp);
     }
     return UCS_INPROGRESS;
 }

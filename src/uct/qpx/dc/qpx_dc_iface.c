@@ -99,34 +99,17 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
 };
 
 
-/* Poll up to max completions of cq into wc; 0 on error */
-static UCS_F_ALWAYS_INLINE int qpx_dc_iface_poll_cq(struct ibv_cq *cq,
-                                                   int max, struct ibv_wc *wc)
-{
-    int n = ibv_poll_cq(cq, max, wc);
-
-    if (ucs_unlikely(n < 0)) {
-        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
-        return 0;
-    }
-    return n;
-}
-
-
 /* Handle n receive completions of the DCT: active messages */
 static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
                                         const struct ibv_wc *wc, int n)
 {
-    qpx_dc_hdr_t *hdr;
-    ucs_status_t status;
     qpx_desc_t *desc;
-    uint8_t am_id;
     int i;
 
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(*hdr)))) {
+                         (wc[i].byte_len < sizeof(qpx_dc_hdr_t)))) {
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 ucs_debug("receive on dct 0x%x dropped: %s, %u bytes",
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
@@ -136,18 +119,8 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
             continue;
         }
 
-        /* The release pointer may overlap the header: read the id first */
-        hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
-        am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
-        (void)qpx_iface_rx_user_desc(&iface->super, desc);
-        status = qpx_iface_invoke_am(&iface->super.super, am_id, hdr + 1,
-                                     wc[i].byte_len - sizeof(*hdr),
-                                     UCT_CB_PARAM_FLAG_DESC);
-        if (ucs_likely(status != UCS_INPROGRESS)) {
-            qpx_iface_rx_release(&iface->super, desc);
-        } else {
-            qpx_iface_rx_kept(&iface->super);
-        }
+        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_dc_hdr_t),
+                        wc[i].byte_len);
     }
     return n;
 }
@@ -158,7 +131,7 @@ static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
     struct ibv_wc wc[QPX_DC_MAX_POLL];
     int n;
 
-    n = qpx_dc_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
+    n = qpx_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
     return (n == 0) ? 0 : qpx_dc_iface_rx_process(iface, wc, n);
 }
 
@@ -190,7 +163,7 @@ static unsigned qpx_dc_iface_poll_tx(qpx_dc_iface_t *iface)
     struct ibv_wc wc[QPX_DC_MAX_POLL];
     int n;
 
-    n = qpx_dc_iface_poll_cq(iface->super.send_cq, QPX_DC_MAX_POLL, wc);
+    n = qpx_iface_poll_cq(iface->super.send_cq, QPX_DC_MAX_POLL, wc);
     return (n == 0) ? 0 : qpx_dc_iface_tx_process(iface, wc, n);
 }
 
@@ -223,63 +196,12 @@ static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
                                        uct_iface_attr_t *iface_attr)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-    size_t seg_size       = iface->super.config.seg_size;
 
     qpx_iface_query(&iface->super, iface_attr);
-
+    qpx_iface_query_rdma(&iface->super, &iface->config.caps, iface_attr);
+    iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     iface_attr->iface_addr_len = sizeof(qpx_dc_iface_addr_t);
     iface_attr->ep_addr_len    = 0;
-    iface_attr->cap.flags      = UCT_IFACE_FLAG_PUT_SHORT |
-                                 UCT_IFACE_FLAG_PUT_BCOPY |
-                                 UCT_IFACE_FLAG_PUT_ZCOPY |
-                                 UCT_IFACE_FLAG_GET_BCOPY |
-                                 UCT_IFACE_FLAG_GET_ZCOPY |
-                                 UCT_IFACE_FLAG_AM_SHORT |
-                                 UCT_IFACE_FLAG_AM_BCOPY |
-                                 UCT_IFACE_FLAG_AM_ZCOPY |
-                                 UCT_IFACE_FLAG_PENDING |
-                                 UCT_IFACE_FLAG_CB_SYNC |
-                                 UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                                 UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                                 UCT_IFACE_FLAG_EP_CHECK;
-
-    if (iface->config.events) {
-        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                                      UCT_IFACE_FLAG_EVENT_RECV |
-                                      UCT_IFACE_FLAG_EVENT_FD;
-    }
-
-    iface_attr->cap.put.max_short       = iface->config.max_put_short;
-    iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
-    iface_attr->cap.put.min_zcopy       = 0;
-    iface_attr->cap.put.max_zcopy       = iface->config.max_zcopy;
-    iface_attr->cap.put.opt_zcopy_align = 1;
-    iface_attr->cap.put.align_mtu       = 1;
-    iface_attr->cap.put.max_iov         = iface->config.max_iov;
-
-    iface_attr->cap.get.max_bcopy       = iface->config.max_bcopy;
-    iface_attr->cap.get.min_zcopy       = 0;
-    iface_attr->cap.get.max_zcopy       = iface->config.max_zcopy;
-    iface_attr->cap.get.opt_zcopy_align = 1;
-    iface_attr->cap.get.align_mtu       = 1;
-    iface_attr->cap.get.max_iov         = iface->config.max_iov;
-
-    iface_attr->cap.am.max_short        = iface->config.max_am_short;
-    iface_attr->cap.am.max_bcopy        = seg_size - sizeof(qpx_dc_hdr_t);
-    iface_attr->cap.am.min_zcopy        = 0;
-    iface_attr->cap.am.max_zcopy        = seg_size - sizeof(qpx_dc_hdr_t);
-    iface_attr->cap.am.opt_zcopy_align  = 1;
-    iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = ucs_min(seg_size -
-                                                  sizeof(qpx_dc_hdr_t), 128);
-    iface_attr->cap.am.max_iov          = iface->config.max_iov;
-
-    if (iface->config.atomics) {
-        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-    }
 
     /* An RC QP's costs, plus the DC connect a target switch may need; the
      * cost does not grow with the number of peers (latency.m 0) */
@@ -303,33 +225,6 @@ static ucs_status_t qpx_dc_iface_get_address(uct_iface_h tl_iface,
 }
 
 
-static ucs_status_t
-qpx_dc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
-                        uint64_t remote_addr, uct_rkey_t rkey)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
-static ucs_status_t
-qpx_dc_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                         uint32_t value, uint32_t *result,
-                         uint64_t remote_addr, uct_rkey_t rkey,
-                         uct_completion_t *comp)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
-static ucs_status_t
-qpx_dc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
-                         uint64_t remote_addr, uct_rkey_t rkey,
-                         uint32_t *result, uct_completion_t *comp)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
 static void qpx_dc_iface_t_delete(uct_iface_t *tl_iface);
 
 
@@ -344,10 +239,10 @@ static uct_iface_ops_t qpx_dc_iface_ops = {
     .ep_am_bcopy              = qpx_dc_ep_am_bcopy,
     .ep_am_zcopy              = qpx_dc_ep_am_zcopy,
     .ep_atomic_cswap64        = qpx_dc_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = qpx_dc_ep_atomic_cswap32,
-    .ep_atomic32_post         = qpx_dc_ep_atomic32_post,
+    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32,
+    .ep_atomic32_post         = qpx_ep_atomic32_post,
     .ep_atomic64_post         = qpx_dc_ep_atomic64_post,
-    .ep_atomic32_fetch        = qpx_dc_ep_atomic32_fetch,
+    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch,
     .ep_atomic64_fetch        = qpx_dc_ep_atomic64_fetch,
     .ep_pending_add           = qpx_ep_pending_add,
     .ep_pending_purge         = qpx_ep_pending_purge,
@@ -450,7 +345,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.ops          = &qpx_dc_iface_base_ops;
     init_attr.qp_type      = IBV_QPT_DRIVER;
     init_attr.rx_hdr_len   = sizeof(qpx_dc_hdr_t);
-    init_attr.tx_priv_len  = sizeof(qpx_dc_tx_desc_t);
+    init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
     init_attr.use_srq      = 1;
     init_attr.qp_create    = qpx_qp_dci_create;
@@ -499,17 +394,18 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_destroy_dcis;
     }
 
-    self->config.max_put_short = self->super.config.max_inline;
-    self->config.max_am_short  = self->super.config.max_inline -
+    self->config.caps.max_put_short = self->super.config.max_inline;
+    self->config.caps.am_hdr_len    = sizeof(qpx_dc_hdr_t);
+    self->config.caps.max_am_short  = self->super.config.max_inline -
                                  sizeof(qpx_dc_am_short_hdr_t);
-    self->config.max_bcopy     = self->super.config.seg_size;
-    self->config.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
+    self->config.caps.max_bcopy     = self->super.config.seg_size;
+    self->config.caps.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
                                          1ul << 30);
-    self->config.max_iov       = self->super.config.max_send_sge - 1;
-    self->config.atomics       = config->atomics &&
+    self->config.caps.max_iov       = self->super.config.max_send_sge - 1;
+    self->config.caps.atomics       = config->atomics &&
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
-    self->config.events        = config->events;
+    self->config.caps.events        = config->events;
 
     if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
         ucs_error("qpx_dc: failed to post receive buffers");

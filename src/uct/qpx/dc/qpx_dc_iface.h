@@ -89,38 +89,6 @@ typedef struct qpx_dc_iface_addr {
 } UCS_S_PACKED qpx_dc_iface_addr_t;
 
 
-typedef struct qpx_dc_op qpx_dc_op_t;
-typedef void (*qpx_dc_op_cb_t)(qpx_dc_op_t *op, ucs_status_t status);
-
-
-/* An operation to finish when its request completes, queued on its DCI */
-struct qpx_dc_op {
-    ucs_list_link_t  list;
-    uint64_t         sn;
-    qpx_dc_op_cb_t   cb;
-    uct_completion_t *comp;
-    uint32_t         ep_id;     /* the endpoint that posted it */
-    uint8_t          canceled;  /* its endpoint flushed with CANCEL */
-    union {
-        struct {
-            uct_unpack_callback_t unpack_cb;
-            void                  *arg;
-            size_t                length;
-        } get;
-        uint64_t *result;
-    };
-};
-
-
-/* A send buffer from the interface's tx_mp */
-typedef struct qpx_dc_tx_desc {
-    qpx_desc_t  super;
-    qpx_dc_op_t op;
-} qpx_dc_tx_desc_t;
-
-#define qpx_dc_tx_desc_data(_desc) ((void*)((_desc) + 1))
-
-
 enum {
     QPX_DC_DCI_FLAG_ERROR = UCS_BIT(0)  /* failed, not yet recovered */
 };
@@ -144,7 +112,7 @@ typedef struct qpx_dc_dci {
     uint32_t            target_id;   /* endpoint id of the last post */
     uint32_t            num_targets; /* rand, spread: endpoints on it */
     uint64_t            last_used;   /* sticky: iface tick of the last post */
-    ucs_list_link_t     ops;         /* qpx_dc_op_t, by sn */
+    ucs_list_link_t     ops;         /* qpx_op_t, by sn */
 } qpx_dc_dci_t;
 
 
@@ -188,13 +156,7 @@ typedef struct qpx_dc_iface {
         qpx_qp_connect_attr_t conn;  /* DCI and DCT attributes */
         qpx_dc_policy_t       policy;
         unsigned              quota;
-        size_t                max_put_short;
-        size_t                max_am_short;
-        size_t                max_bcopy;
-        size_t                max_zcopy;
-        size_t                max_iov;
-        int                   atomics;
-        int                   events;
+        qpx_iface_rdma_caps_t caps;
         int                   signal_all; /* every request signalled */
     } config;
 } qpx_dc_iface_t;
@@ -307,6 +269,5 @@ ucs_status_t qpx_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                       uct_completion_t *comp);
 /* A signalled zero-length RDMA write to ep's target (flush, ep_check) */
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep);
-void qpx_dc_op_comp_release(qpx_dc_op_t *op, ucs_status_t status);
 
 #endif

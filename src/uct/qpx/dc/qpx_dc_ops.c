@@ -10,53 +10,10 @@
 #include "qpx_dc.inl"
 
 
-static void qpx_dc_op_release(qpx_dc_op_t *op, ucs_status_t status)
-{
-    ucs_mpool_put(ucs_container_of(op, qpx_dc_tx_desc_t, op));
-}
-
-
-void qpx_dc_op_comp_release(qpx_dc_op_t *op, ucs_status_t status)
-{
-    qpx_invoke_completion(op->comp, status);
-    ucs_mpool_put(ucs_container_of(op, qpx_dc_tx_desc_t, op));
-}
-
-
-static void qpx_dc_op_get_bcopy(qpx_dc_op_t *op, ucs_status_t status)
-{
-    qpx_dc_tx_desc_t *desc = ucs_container_of(op, qpx_dc_tx_desc_t, op);
-
-    if (status == UCS_OK) {
-        op->get.unpack_cb(op->get.arg, qpx_dc_tx_desc_data(desc),
-                          op->get.length);
-    }
-    if (op->comp != NULL) {
-        qpx_invoke_completion(op->comp, status);
-    }
-    ucs_mpool_put(desc);
-}
-
-
-static void qpx_dc_op_atomic_fetch(qpx_dc_op_t *op, ucs_status_t status)
-{
-    qpx_dc_tx_desc_t *desc = ucs_container_of(op, qpx_dc_tx_desc_t, op);
-
-    if (status == UCS_OK) {
-        /* verbs returns the original remote value in host order */
-        memcpy(op->result, qpx_dc_tx_desc_data(desc), sizeof(uint64_t));
-    }
-    if (op->comp != NULL) {
-        qpx_invoke_completion(op->comp, status);
-    }
-    ucs_mpool_put(desc);
-}
-
-
 /* The DCI and a bounce buffer for an operation of ep, or the reason not */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_dc_ep_tx_begin_desc(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
-                        qpx_dc_dci_t **dci_p, qpx_dc_tx_desc_t **desc_p)
+                        qpx_dc_dci_t **dci_p, qpx_tx_desc_t **desc_p)
 {
     ucs_status_t status = qpx_dc_ep_tx_begin(iface, ep, dci_p);
 
@@ -78,7 +35,7 @@ ucs_status_t qpx_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     ucs_status_t status;
     int signal;
 
-    if (ucs_unlikely(length > iface->config.max_put_short)) {
+    if (ucs_unlikely(length > iface->config.caps.max_put_short)) {
         return UCS_ERR_INVALID_PARAM;
     }
     status = qpx_dc_ep_tx_begin(iface, ep, &dci);
@@ -98,7 +55,7 @@ ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci = NULL;
     ucs_status_t status;
     size_t length;
@@ -109,18 +66,18 @@ ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    length = pack_cb(qpx_dc_tx_desc_data(desc), arg);
+    length = pack_cb(qpx_tx_desc_data(desc), arg);
     signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
     ibv_wr_rdma_write(dci->qpx, (uint32_t)rkey, remote_addr);
     ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_dc_tx_desc_data(desc), length);
+                   (uintptr_t)qpx_tx_desc_data(desc), length);
     status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
     if (status != UCS_OK) {
         ucs_mpool_put(desc);
         return status;
     }
 
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_release, NULL);
+    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
     return length;
 }
 
@@ -132,14 +89,14 @@ qpx_dc_ep_rdma_zcopy(qpx_dc_ep_t *ep, int is_read, const uct_iov_t *iov,
                      uct_completion_t *comp)
 {
     qpx_dc_iface_t *iface  = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc = NULL;
-    struct ibv_sge sge[iface->config.max_iov + 1];
+    qpx_tx_desc_t *desc = NULL;
+    struct ibv_sge sge[iface->config.caps.max_iov + 1];
     qpx_dc_dci_t *dci = NULL;
     ucs_status_t status;
     size_t num_sge;
     int signal;
 
-    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+    if (ucs_unlikely(iovcnt > iface->config.caps.max_iov)) {
         return UCS_ERR_INVALID_PARAM;
     }
     status = (comp != NULL) ?
@@ -149,7 +106,7 @@ qpx_dc_ep_rdma_zcopy(qpx_dc_ep_t *ep, int is_read, const uct_iov_t *iov,
         return status;
     }
 
-    num_sge = qpx_dc_iov_to_sge(sge, iov, iovcnt);
+    num_sge = qpx_iov_to_sge(sge, iov, iovcnt);
     signal  = qpx_dc_dci_wr_start(iface, ep, dci, 0, comp != NULL);
     if (is_read) {
         ibv_wr_rdma_read(dci->qpx, (uint32_t)rkey, remote_addr);
@@ -166,7 +123,7 @@ qpx_dc_ep_rdma_zcopy(qpx_dc_ep_t *ep, int is_read, const uct_iov_t *iov,
     }
 
     if (desc != NULL) {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_comp_release, comp);
+        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_comp_release, comp);
     }
     return UCS_INPROGRESS;
 }
@@ -197,12 +154,12 @@ ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci = NULL;
     ucs_status_t status;
     int signal;
 
-    if (ucs_unlikely(length > iface->config.max_bcopy)) {
+    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
         return UCS_ERR_INVALID_PARAM;
     }
     status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
@@ -213,14 +170,14 @@ ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
     signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, 1);
     ibv_wr_rdma_read(dci->qpx, (uint32_t)rkey, remote_addr);
     ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_dc_tx_desc_data(desc), length);
+                   (uintptr_t)qpx_tx_desc_data(desc), length);
     status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
     if (status != UCS_OK) {
         ucs_mpool_put(desc);
         return status;
     }
 
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_get_bcopy, comp);
+    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_get_bcopy, comp);
     desc->op.get.unpack_cb = unpack_cb;
     desc->op.get.arg       = arg;
     desc->op.get.length    = length;
@@ -239,7 +196,7 @@ ucs_status_t qpx_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     ucs_status_t status;
     int signal;
 
-    if (ucs_unlikely((length > iface->config.max_am_short) ||
+    if (ucs_unlikely((length > iface->config.caps.max_am_short) ||
                      (id >= UCT_AM_ID_MAX))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -268,7 +225,7 @@ ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci = NULL;
     qpx_dc_hdr_t *hdr;
     ucs_status_t status;
@@ -283,7 +240,7 @@ ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
-    hdr        = qpx_dc_tx_desc_data(desc);
+    hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     length     = pack_cb(hdr + 1, arg);
     signal     = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
@@ -296,7 +253,7 @@ ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_release, NULL);
+    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
     return length;
 }
 
@@ -308,8 +265,8 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    struct ibv_sge sge[iface->config.max_iov + 1];
-    qpx_dc_tx_desc_t *desc;
+    struct ibv_sge sge[iface->config.caps.max_iov + 1];
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci = NULL;
     qpx_dc_hdr_t *hdr;
     ucs_status_t status;
@@ -321,7 +278,7 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         total += iov[i].length * iov[i].count;
     }
     if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
-                     (iovcnt > iface->config.max_iov) ||
+                     (iovcnt > iface->config.caps.max_iov) ||
                      (total > iface->super.config.seg_size))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -330,7 +287,7 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         return status;
     }
 
-    hdr        = qpx_dc_tx_desc_data(desc);
+    hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     memcpy(hdr + 1, header, header_length);
     sge[0].addr   = (uintptr_t)hdr;
@@ -338,7 +295,7 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     sge[0].lkey   = desc->super.lkey;
     signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, comp != NULL);
     ibv_wr_send(dci->qpx);
-    ibv_wr_set_sge_list(dci->qpx, 1 + qpx_dc_iov_to_sge(&sge[1], iov, iovcnt),
+    ibv_wr_set_sge_list(dci->qpx, 1 + qpx_iov_to_sge(&sge[1], iov, iovcnt),
                         sge);
     status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
     if (status != UCS_OK) {
@@ -347,8 +304,8 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
 
     qpx_dc_dci_add_op(dci, ep, &desc->op,
-                      (comp != NULL) ? qpx_dc_op_comp_release :
-                                       qpx_dc_op_release, comp);
+                      (comp != NULL) ? qpx_op_comp_release :
+                                       qpx_op_release, comp);
     return UCS_INPROGRESS;
 }
 
@@ -361,13 +318,13 @@ qpx_dc_ep_atomic(qpx_dc_ep_t *ep, int is_cswap, uint64_t add, uint64_t swap,
                  uct_completion_t *comp)
 {
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci = NULL;
     ucs_status_t status;
     int signal;
 
-    if (ucs_unlikely(!iface->config.atomics || (remote_addr % 8) != 0)) {
-        return iface->config.atomics ? UCS_ERR_INVALID_PARAM :
+    if (ucs_unlikely(!iface->config.caps.atomics || (remote_addr % 8) != 0)) {
+        return iface->config.caps.atomics ? UCS_ERR_INVALID_PARAM :
                                        UCS_ERR_UNSUPPORTED;
     }
     status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
@@ -383,7 +340,7 @@ qpx_dc_ep_atomic(qpx_dc_ep_t *ep, int is_cswap, uint64_t add, uint64_t swap,
         ibv_wr_atomic_fetch_add(dci->qpx, (uint32_t)rkey, remote_addr, add);
     }
     ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_dc_tx_desc_data(desc), sizeof(uint64_t));
+                   (uintptr_t)qpx_tx_desc_data(desc), sizeof(uint64_t));
     status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
     if (status != UCS_OK) {
         ucs_mpool_put(desc);
@@ -391,10 +348,10 @@ qpx_dc_ep_atomic(qpx_dc_ep_t *ep, int is_cswap, uint64_t add, uint64_t swap,
     }
 
     if (result != NULL) {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_atomic_fetch, comp);
+        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_atomic_fetch, comp);
         desc->op.result = result;
     } else {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_dc_op_release, NULL);
+        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
     }
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }

@@ -25,21 +25,6 @@ static uint32_t qpx_rc_unpack24(const uint8_t *src)
 }
 
 
-void qpx_rc_ep_complete_ops(qpx_rc_ep_t *ep, uint64_t sn, ucs_status_t status)
-{
-    qpx_rc_op_t *op;
-
-    while (!ucs_list_is_empty(&ep->tx.ops)) {
-        op = ucs_list_head(&ep->tx.ops, qpx_rc_op_t, list);
-        if (op->sn > sn) {
-            break;
-        }
-        ucs_list_del(&op->list);
-        op->cb(op, status);
-    }
-}
-
-
 UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
 {
     qpx_rc_iface_t *iface;
@@ -116,18 +101,18 @@ err_put_qp:
 }
 
 
-static void qpx_rc_op_drop(qpx_rc_op_t *op)
+static void qpx_rc_op_drop(qpx_op_t *op)
 {
     /* The user destroyed the endpoint: completions are not called, only our
      * buffers are released */
-    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
+    ucs_mpool_put(ucs_container_of(op, qpx_tx_desc_t, op));
 }
 
 
 UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
 {
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(self);
-    qpx_rc_op_t *op;
+    qpx_op_t *op;
 
     qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
     if (iface->rx_cache.ep == self) {
@@ -135,7 +120,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     }
 
     while (!ucs_list_is_empty(&self->tx.ops)) {
-        op = ucs_list_extract_head(&self->tx.ops, qpx_rc_op_t, list);
+        op = ucs_list_extract_head(&self->tx.ops, qpx_op_t, list);
         qpx_rc_op_drop(op);
     }
 
@@ -251,7 +236,7 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
     iface->tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
-    qpx_rc_ep_complete_ops(ep, UINT64_MAX, status);
+    qpx_ops_complete(&ep->tx.ops, UINT64_MAX, status);
     qpx_ep_pending_schedule(&iface->super, &ep->super);
 }
 
@@ -289,7 +274,7 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     ucs_status_t status;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
@@ -318,8 +303,7 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
-        qpx_rc_op_init(&desc->op, qpx_rc_op_comp_release, comp);
-        qpx_rc_ep_add_op(ep, &desc->op);
+        qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
     }
     return UCS_INPROGRESS;
 }

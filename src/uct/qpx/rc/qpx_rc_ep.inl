@@ -89,21 +89,12 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
 }
 
 
-/* Queue op to run when the request just posted completes */
-static UCS_F_ALWAYS_INLINE void qpx_rc_ep_add_op(qpx_rc_ep_t *ep,
-                                                 qpx_rc_op_t *op)
+/* Queue op, to run cb when the request just posted on ep completes */
+static UCS_F_ALWAYS_INLINE void qpx_rc_ep_add_op(qpx_rc_ep_t *ep, qpx_op_t *op,
+                                                 qpx_op_cb_t cb,
+                                                 uct_completion_t *comp)
 {
-    op->sn = ep->tx.sn;
-    ucs_list_add_tail(&ep->tx.ops, &op->list);
-}
-
-
-static UCS_F_ALWAYS_INLINE void qpx_rc_op_init(qpx_rc_op_t *op,
-                                               qpx_rc_op_cb_t cb,
-                                               uct_completion_t *comp)
-{
-    op->cb   = cb;
-    op->comp = comp;
+    qpx_op_add(&ep->tx.ops, op, ep->tx.sn, cb, comp, 0);
 }
 
 
@@ -120,25 +111,5 @@ static UCS_F_ALWAYS_INLINE void qpx_rc_wr_rdma(struct ibv_send_wr *wr,
     wr->wr.rdma.rkey        = (uint32_t)rkey;
 }
 
-
-/* Fill SGEs from a UCT iov; returns the number of non-empty entries */
-static UCS_F_ALWAYS_INLINE size_t qpx_rc_iov_to_sge(struct ibv_sge *sge,
-                                                    const uct_iov_t *iov,
-                                                    size_t iovcnt)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < iovcnt; ++i) {
-        if (iov[i].length * iov[i].count == 0) {
-            continue;
-        }
-        sge[n].addr   = (uintptr_t)iov[i].buffer;
-        sge[n].length = iov[i].length * iov[i].count;
-        sge[n].lkey   = (iov[i].memh == UCT_MEM_HANDLE_NULL) ? 0 :
-                        ((qpx_mem_t*)iov[i].memh)->mr->lkey;
-        ++n;
-    }
-    return n;
-}
 
 #endif

@@ -127,16 +127,13 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
     qpx_rc_ep_t *run_ep = NULL;
     unsigned run_count  = 0;
     uint32_t run_qp_num = 0;
-    qpx_rc_hdr_t *hdr;
     qpx_desc_t *desc;
-    ucs_status_t status;
-    uint8_t am_id;
     int i;
 
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(*hdr)))) {
+                         (wc[i].byte_len < sizeof(qpx_rc_hdr_t)))) {
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 ucs_debug("receive on qp 0x%x dropped: %s, %u bytes",
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
@@ -156,37 +153,11 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
                          qpx_rc_iface_rx_ep(iface, run_qp_num);
         }
         ++run_count;
-
-        /* The release pointer may overlap the header: read the id first */
-        hdr   = UCS_PTR_BYTE_OFFSET(desc, iface->super.config.rx_hdr_offset);
-        am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
-        (void)qpx_iface_rx_user_desc(&iface->super, desc);
-        status = qpx_iface_invoke_am(&iface->super.super, am_id,
-                                     hdr + 1, wc[i].byte_len - sizeof(*hdr),
-                                     UCT_CB_PARAM_FLAG_DESC);
-        if (ucs_likely(status != UCS_INPROGRESS)) {
-            qpx_iface_rx_release(&iface->super, desc);
-        } else if (++iface->super.rx.available >= iface->super.rx.batch) {
-            /* The handler keeps the buffer; a fresh one replaces it */
-            qpx_iface_rx_post(&iface->super, iface->super.rx.available);
-        }
+        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rc_hdr_t),
+                        wc[i].byte_len);
     }
 
     qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
-    return n;
-}
-
-
-/* Poll up to max completions of cq into wc; 0 on error */
-static UCS_F_ALWAYS_INLINE int qpx_rc_iface_poll_cq(struct ibv_cq *cq,
-                                                   int max, struct ibv_wc *wc)
-{
-    int n = ibv_poll_cq(cq, max, wc);
-
-    if (ucs_unlikely(n < 0)) {
-        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
-        return 0;
-    }
     return n;
 }
 
@@ -196,7 +167,7 @@ static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
     struct ibv_wc wc[QPX_RC_MAX_POLL];
     int n;
 
-    n = qpx_rc_iface_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
+    n = qpx_iface_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
     return (n == 0) ? 0 : qpx_rc_iface_rx_process(iface, wc, n);
 }
 
@@ -222,7 +193,7 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
     ep->tx.sq_available += sn - ep->tx.acked_sn;
     iface->tx_unacked   -= sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = sn;
-    qpx_rc_ep_complete_ops(ep, sn, UCS_OK);
+    qpx_ops_complete(&ep->tx.ops, sn, UCS_OK);
 
     if (ep->flags & QPX_RC_EP_FLAG_FC_UPDATE) {
         qpx_rc_ep_fc_update(ep);
@@ -254,7 +225,7 @@ static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
     struct ibv_wc wc[QPX_RC_MAX_POLL];
     int n;
 
-    n = qpx_rc_iface_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
+    n = qpx_iface_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
     return (n == 0) ? 0 : qpx_rc_iface_tx_process(iface, wc, n);
 }
 
@@ -321,62 +292,11 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
                                        uct_iface_attr_t *iface_attr)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    size_t seg_size       = iface->super.config.seg_size;
 
     qpx_iface_query(&iface->super, iface_attr);
-
+    qpx_iface_query_rdma(&iface->super, &iface->config.caps, iface_attr);
+    iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_EP;
     iface_attr->ep_addr_len = sizeof(qpx_rc_ep_addr_t);
-    iface_attr->cap.flags   = UCT_IFACE_FLAG_PUT_SHORT |
-                              UCT_IFACE_FLAG_PUT_BCOPY |
-                              UCT_IFACE_FLAG_PUT_ZCOPY |
-                              UCT_IFACE_FLAG_GET_BCOPY |
-                              UCT_IFACE_FLAG_GET_ZCOPY |
-                              UCT_IFACE_FLAG_AM_SHORT |
-                              UCT_IFACE_FLAG_AM_BCOPY |
-                              UCT_IFACE_FLAG_AM_ZCOPY |
-                              UCT_IFACE_FLAG_PENDING |
-                              UCT_IFACE_FLAG_CB_SYNC |
-                              UCT_IFACE_FLAG_CONNECT_TO_EP |
-                              UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                              UCT_IFACE_FLAG_EP_CHECK;
-
-    if (iface->config.events) {
-        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                                      UCT_IFACE_FLAG_EVENT_RECV |
-                                      UCT_IFACE_FLAG_EVENT_FD;
-    }
-
-    iface_attr->cap.put.max_short       = iface->config.max_put_short;
-    iface_attr->cap.put.max_bcopy       = iface->config.max_bcopy;
-    iface_attr->cap.put.min_zcopy       = 0;
-    iface_attr->cap.put.max_zcopy       = iface->config.max_zcopy;
-    iface_attr->cap.put.opt_zcopy_align = 1;
-    iface_attr->cap.put.align_mtu       = 1;
-    iface_attr->cap.put.max_iov         = iface->config.max_iov;
-
-    iface_attr->cap.get.max_bcopy       = iface->config.max_bcopy;
-    iface_attr->cap.get.min_zcopy       = 0;
-    iface_attr->cap.get.max_zcopy       = iface->config.max_zcopy;
-    iface_attr->cap.get.opt_zcopy_align = 1;
-    iface_attr->cap.get.align_mtu       = 1;
-    iface_attr->cap.get.max_iov         = iface->config.max_iov;
-
-    iface_attr->cap.am.max_short        = iface->config.max_am_short;
-    iface_attr->cap.am.max_bcopy        = seg_size - sizeof(qpx_rc_hdr_t);
-    iface_attr->cap.am.min_zcopy        = 0;
-    iface_attr->cap.am.max_zcopy        = seg_size - sizeof(qpx_rc_hdr_t);
-    iface_attr->cap.am.opt_zcopy_align  = 1;
-    iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = ucs_min(seg_size -
-                                                  sizeof(qpx_rc_hdr_t), 128);
-    iface_attr->cap.am.max_iov          = iface->config.max_iov;
-
-    if (iface->config.atomics) {
-        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-    }
 
     /* Posting, the doorbell and polling cost more than a plain verbs RC */
     iface_attr->overhead     = 75e-9;
@@ -396,33 +316,6 @@ static ucs_status_t qpx_rc_iface_get_address(uct_iface_h tl_iface,
 }
 
 
-static ucs_status_t
-qpx_rc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
-                        uint64_t remote_addr, uct_rkey_t rkey)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
-static ucs_status_t
-qpx_rc_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                         uint32_t value, uint32_t *result,
-                         uint64_t remote_addr, uct_rkey_t rkey,
-                         uct_completion_t *comp)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
-static ucs_status_t
-qpx_rc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
-                         uint64_t remote_addr, uct_rkey_t rkey,
-                         uint32_t *result, uct_completion_t *comp)
-{
-    return UCS_ERR_UNSUPPORTED;
-}
-
-
 static void qpx_rc_iface_t_delete(uct_iface_t *tl_iface);
 
 
@@ -437,10 +330,10 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .ep_am_bcopy              = qpx_rc_ep_am_bcopy,
     .ep_am_zcopy              = qpx_rc_ep_am_zcopy,
     .ep_atomic_cswap64        = qpx_rc_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = qpx_rc_ep_atomic_cswap32,
-    .ep_atomic32_post         = qpx_rc_ep_atomic32_post,
+    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32,
+    .ep_atomic32_post         = qpx_ep_atomic32_post,
     .ep_atomic64_post         = qpx_rc_ep_atomic64_post,
-    .ep_atomic32_fetch        = qpx_rc_ep_atomic32_fetch,
+    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch,
     .ep_atomic64_fetch        = qpx_rc_ep_atomic64_fetch,
     .ep_pending_add           = qpx_ep_pending_add,
     .ep_pending_purge         = qpx_ep_pending_purge,
@@ -532,7 +425,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.ops          = &qpx_rc_iface_base_ops;
     init_attr.qp_type      = IBV_QPT_RC;
     init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
-    init_attr.tx_priv_len  = sizeof(qpx_rc_tx_desc_t);
+    init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
     init_attr.use_srq      = 1;
     init_attr.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -566,17 +459,18 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     qpx_rc_iface_init_conn(self, config);
-    self->config.max_put_short = self->super.config.max_inline;
-    self->config.max_am_short  = self->super.config.max_inline -
+    self->config.caps.max_put_short = self->super.config.max_inline;
+    self->config.caps.am_hdr_len    = sizeof(qpx_rc_hdr_t);
+    self->config.caps.max_am_short  = self->super.config.max_inline -
                                  sizeof(qpx_rc_am_short_hdr_t);
-    self->config.max_bcopy     = self->super.config.seg_size;
-    self->config.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
+    self->config.caps.max_bcopy     = self->super.config.seg_size;
+    self->config.caps.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
                                          1ul << 30);
-    self->config.max_iov       = self->super.config.max_send_sge - 1;
-    self->config.atomics       = config->atomics &&
+    self->config.caps.max_iov       = self->super.config.max_send_sge - 1;
+    self->config.caps.atomics       = config->atomics &&
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
-    self->config.events        = config->events;
+    self->config.caps.events        = config->events;
     self->config.rx_poll       = QPX_RC_MAX_POLL;
     self->config.tx_poll       = QPX_RC_MAX_POLL;
 

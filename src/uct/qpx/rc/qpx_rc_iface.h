@@ -47,36 +47,6 @@ typedef struct qpx_rc_am_short_hdr {
 } UCS_S_PACKED qpx_rc_am_short_hdr_t;
 
 
-typedef struct qpx_rc_op qpx_rc_op_t;
-typedef void (*qpx_rc_op_cb_t)(qpx_rc_op_t *op, ucs_status_t status);
-
-
-/* An operation to finish when its send completes, queued on ep->tx.ops */
-struct qpx_rc_op {
-    ucs_list_link_t  list;
-    uint64_t         sn;
-    qpx_rc_op_cb_t   cb;
-    uct_completion_t *comp;
-    union {
-        struct {
-            uct_unpack_callback_t unpack_cb;
-            void                  *arg;
-            size_t                length;
-        } get;
-        uint64_t *result;
-    };
-};
-
-
-/* A send buffer from the interface's tx_mp */
-typedef struct qpx_rc_tx_desc {
-    qpx_desc_t  super;
-    qpx_rc_op_t op;
-} qpx_rc_tx_desc_t;
-
-#define qpx_rc_tx_desc_data(_desc) ((void*)((_desc) + 1))
-
-
 /* Endpoint address: QPN, PSN and the flow-control counter */
 typedef struct qpx_rc_ep_addr {
     uint8_t  qp_num[3];
@@ -148,15 +118,9 @@ typedef struct qpx_rc_iface {
     } rx_cache;
     struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
-        size_t                max_put_short;
-        size_t                max_am_short;
-        size_t                max_bcopy;
-        size_t                max_zcopy;
-        size_t                max_iov;
+        qpx_iface_rdma_caps_t caps;
         unsigned              fc_wnd;
         unsigned              fc_thresh;
-        int                   atomics;
-        int                   events;
         unsigned              rx_poll;
         unsigned              tx_poll;
     } config;
@@ -224,8 +188,6 @@ void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep);
 void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep);
 /* Probe ep if nothing was posted to it since the last round */
 void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep);
-/* Finish operations up to sn with status */
-void qpx_rc_ep_complete_ops(qpx_rc_ep_t *ep, uint64_t sn, ucs_status_t status);
 
 /* Data path (qpx_rc_ops.c) */
 ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
@@ -263,8 +225,6 @@ ucs_status_t qpx_rc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                       uint64_t swap, uint64_t remote_addr,
                                       uct_rkey_t rkey, uint64_t *result,
                                       uct_completion_t *comp);
-/* op callback: complete op->comp and release the buffer */
-void qpx_rc_op_comp_release(qpx_rc_op_t *op, ucs_status_t status);
 /* Post a signalled zero-length write (flush, ep_check); uses the reserve */
 ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep);
 

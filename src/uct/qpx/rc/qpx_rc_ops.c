@@ -10,50 +10,7 @@
 #include <string.h>
 
 
-static void qpx_rc_op_release(qpx_rc_op_t *op, ucs_status_t status)
-{
-    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
-}
-
-
-void qpx_rc_op_comp_release(qpx_rc_op_t *op, ucs_status_t status)
-{
-    qpx_invoke_completion(op->comp, status);
-    ucs_mpool_put(ucs_container_of(op, qpx_rc_tx_desc_t, op));
-}
-
-
-static void qpx_rc_op_get_bcopy(qpx_rc_op_t *op, ucs_status_t status)
-{
-    qpx_rc_tx_desc_t *desc = ucs_container_of(op, qpx_rc_tx_desc_t, op);
-
-    if (status == UCS_OK) {
-        op->get.unpack_cb(op->get.arg, qpx_rc_tx_desc_data(desc),
-                          op->get.length);
-    }
-    if (op->comp != NULL) {
-        qpx_invoke_completion(op->comp, status);
-    }
-    ucs_mpool_put(desc);
-}
-
-
-static void qpx_rc_op_atomic_fetch(qpx_rc_op_t *op, ucs_status_t status)
-{
-    qpx_rc_tx_desc_t *desc = ucs_container_of(op, qpx_rc_tx_desc_t, op);
-
-    if (status == UCS_OK) {
-        /* verbs returns the original remote value in host order */
-        memcpy(op->result, qpx_rc_tx_desc_data(desc), sizeof(uint64_t));
-    }
-    if (op->comp != NULL) {
-        qpx_invoke_completion(op->comp, status);
-    }
-    ucs_mpool_put(desc);
-}
-
-
-static UCS_F_ALWAYS_INLINE qpx_rc_tx_desc_t *
+static UCS_F_ALWAYS_INLINE qpx_tx_desc_t *
 qpx_rc_ep_get_desc(qpx_rc_iface_t *iface)
 {
     return ucs_mpool_get(&iface->super.tx_mp);
@@ -69,7 +26,7 @@ ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
-    if (ucs_unlikely(length > iface->config.max_put_short)) {
+    if (ucs_unlikely(length > iface->config.caps.max_put_short)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep))) {
@@ -89,7 +46,7 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     ucs_status_t status;
@@ -100,8 +57,8 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    length     = pack_cb(qpx_rc_tx_desc_data(desc), arg);
-    sge.addr   = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    length     = pack_cb(qpx_tx_desc_data(desc), arg);
+    sge.addr   = (uintptr_t)qpx_tx_desc_data(desc);
     sge.length = length;
     sge.lkey   = desc->super.lkey;
     qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
@@ -111,8 +68,7 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
-    qpx_rc_ep_add_op(ep, &desc->op);
+    qpx_rc_ep_add_op(ep, &desc->op, qpx_op_release, NULL);
     return length;
 }
 
@@ -125,13 +81,13 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
                      uct_completion_t *comp)
 {
     qpx_rc_iface_t *iface  = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc = NULL;
-    struct ibv_sge sge[iface->config.max_iov + 1];
+    qpx_tx_desc_t *desc = NULL;
+    struct ibv_sge sge[iface->config.caps.max_iov + 1];
     struct ibv_send_wr wr;
     ucs_status_t status;
     size_t num_sge;
 
-    if (ucs_unlikely(iovcnt > iface->config.max_iov)) {
+    if (ucs_unlikely(iovcnt > iface->config.caps.max_iov)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
@@ -139,7 +95,7 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    num_sge = qpx_rc_iov_to_sge(sge, iov, iovcnt);
+    num_sge = qpx_iov_to_sge(sge, iov, iovcnt);
     qpx_rc_wr_rdma(&wr, opcode, sge, num_sge, remote_addr, rkey);
     status = qpx_rc_ep_post(iface, ep, &wr, 0, comp != NULL);
     if (status != UCS_OK) {
@@ -150,8 +106,7 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
     }
 
     if (desc != NULL) {
-        qpx_rc_op_init(&desc->op, qpx_rc_op_comp_release, comp);
-        qpx_rc_ep_add_op(ep, &desc->op);
+        qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
     }
     return UCS_INPROGRESS;
 }
@@ -184,12 +139,12 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     ucs_status_t status;
 
-    if (ucs_unlikely(length > iface->config.max_bcopy)) {
+    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
@@ -197,7 +152,7 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    sge.addr   = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    sge.addr   = (uintptr_t)qpx_tx_desc_data(desc);
     sge.length = length;
     sge.lkey   = desc->super.lkey;
     qpx_rc_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
@@ -207,11 +162,10 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return status;
     }
 
-    qpx_rc_op_init(&desc->op, qpx_rc_op_get_bcopy, comp);
+    qpx_rc_ep_add_op(ep, &desc->op, qpx_op_get_bcopy, comp);
     desc->op.get.unpack_cb = unpack_cb;
     desc->op.get.arg       = arg;
     desc->op.get.length    = length;
-    qpx_rc_ep_add_op(ep, &desc->op);
     return UCS_INPROGRESS;
 }
 
@@ -226,7 +180,7 @@ ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     struct ibv_sge sge[2];
     ucs_status_t status;
 
-    if (ucs_unlikely((length > iface->config.max_am_short) ||
+    if (ucs_unlikely((length > iface->config.caps.max_am_short) ||
                      (id >= UCT_AM_ID_MAX))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -258,7 +212,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     qpx_rc_hdr_t *hdr;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
@@ -274,7 +228,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    hdr        = qpx_rc_tx_desc_data(desc);
+    hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     length     = pack_cb(hdr + 1, arg);
     sge.addr   = (uintptr_t)hdr;
@@ -292,8 +246,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
 
     ++ep->fc.sent;
-    qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
-    qpx_rc_ep_add_op(ep, &desc->op);
+    qpx_rc_ep_add_op(ep, &desc->op, qpx_op_release, NULL);
     return length;
 }
 
@@ -305,8 +258,8 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    struct ibv_sge sge[iface->config.max_iov + 1];
-    qpx_rc_tx_desc_t *desc;
+    struct ibv_sge sge[iface->config.caps.max_iov + 1];
+    qpx_tx_desc_t *desc;
     qpx_rc_hdr_t *hdr;
     struct ibv_send_wr wr;
     ucs_status_t status;
@@ -317,7 +270,7 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         total += iov[i].length * iov[i].count;
     }
     if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
-                     (iovcnt > iface->config.max_iov) ||
+                     (iovcnt > iface->config.caps.max_iov) ||
                      (total > iface->super.config.seg_size))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -327,7 +280,7 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    hdr        = qpx_rc_tx_desc_data(desc);
+    hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     memcpy(hdr + 1, header, header_length);
     sge[0].addr   = (uintptr_t)hdr;
@@ -335,7 +288,7 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     sge[0].lkey   = desc->super.lkey;
     wr.opcode     = IBV_WR_SEND;
     wr.sg_list    = sge;
-    wr.num_sge    = 1 + qpx_rc_iov_to_sge(&sge[1], iov, iovcnt);
+    wr.num_sge    = 1 + qpx_iov_to_sge(&sge[1], iov, iovcnt);
     status = qpx_rc_ep_post(iface, ep, &wr, 0, comp != NULL);
     if (status != UCS_OK) {
         ucs_mpool_put(desc);
@@ -343,9 +296,8 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
 
     ++ep->fc.sent;
-    qpx_rc_op_init(&desc->op, (comp != NULL) ? qpx_rc_op_comp_release :
-                                               qpx_rc_op_release, comp);
-    qpx_rc_ep_add_op(ep, &desc->op);
+    qpx_rc_ep_add_op(ep, &desc->op, (comp != NULL) ? qpx_op_comp_release :
+                                               qpx_op_release, comp);
     return UCS_INPROGRESS;
 }
 
@@ -358,13 +310,13 @@ qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
                  uint64_t *result, uct_completion_t *comp)
 {
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_rc_tx_desc_t *desc;
+    qpx_tx_desc_t *desc;
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     ucs_status_t status;
 
-    if (ucs_unlikely(!iface->config.atomics || (remote_addr % 8) != 0)) {
-        return iface->config.atomics ? UCS_ERR_INVALID_PARAM :
+    if (ucs_unlikely(!iface->config.caps.atomics || (remote_addr % 8) != 0)) {
+        return iface->config.caps.atomics ? UCS_ERR_INVALID_PARAM :
                                        UCS_ERR_UNSUPPORTED;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
@@ -372,7 +324,7 @@ qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    sge.addr                  = (uintptr_t)qpx_rc_tx_desc_data(desc);
+    sge.addr                  = (uintptr_t)qpx_tx_desc_data(desc);
     sge.length                = sizeof(uint64_t);
     sge.lkey                  = desc->super.lkey;
     wr.opcode                 = opcode;
@@ -389,12 +341,11 @@ qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
     }
 
     if (result != NULL) {
-        qpx_rc_op_init(&desc->op, qpx_rc_op_atomic_fetch, comp);
+        qpx_rc_ep_add_op(ep, &desc->op, qpx_op_atomic_fetch, comp);
         desc->op.result = result;
     } else {
-        qpx_rc_op_init(&desc->op, qpx_rc_op_release, NULL);
+        qpx_rc_ep_add_op(ep, &desc->op, qpx_op_release, NULL);
     }
-    qpx_rc_ep_add_op(ep, &desc->op);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }
 
