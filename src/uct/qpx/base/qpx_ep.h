@@ -212,6 +212,52 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_pending_progress(qpx_iface_t *iface)
 ucs_status_t qpx_ep_report_failure(qpx_ep_t *ep, ucs_status_t status,
                                    const char *fmt, ...) UCS_F_PRINTF(3, 4);
 
+/* Handles n completions of one CQ; the transport's, given as a constant
+ * to qpx_iface_progress_cqs() so that inlining makes its calls direct */
+typedef unsigned (*qpx_iface_wc_cb_t)(qpx_iface_t *iface, struct ibv_wc *wc,
+                                      int n);
+
+/* The completions event_arm took out of the CQs, handled (cold path) */
+unsigned qpx_iface_backlog_progress(qpx_iface_t *iface, qpx_iface_wc_cb_t rx,
+                                    qpx_iface_wc_cb_t tx);
+
+/*
+ * One progress round of a transport that polls the interface's two CQs:
+ * the completions event_arm took first, then the receive CQ, the send CQ
+ * unless nothing is outstanding there (tx_idle: nothing signalled and every
+ * request known complete), a due keepalive round, the pending queue.
+ */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
+                       qpx_iface_wc_cb_t tx,
+                       void (*keepalive)(qpx_iface_t *iface))
+{
+    struct ibv_wc wc[QPX_IFACE_BACKLOG];
+    unsigned count = 0;
+    int n;
+
+    if (ucs_unlikely((iface->backlog.rx_count | iface->backlog.tx_count) !=
+                     0)) {
+        count += qpx_iface_backlog_progress(iface, rx, tx);
+    }
+    n = qpx_iface_poll_cq(iface->recv_cq, QPX_IFACE_BACKLOG, wc);
+    if (n > 0) {
+        count += rx(iface, wc, n);
+    }
+    if (!tx_idle) {
+        n = qpx_iface_poll_cq(iface->send_cq, QPX_IFACE_BACKLOG, wc);
+        if (n > 0) {
+            count += tx(iface, wc, n);
+        }
+    }
+    if (ucs_unlikely(iface->keepalive.due)) {
+        iface->keepalive.due = 0;
+        keepalive(iface);
+    }
+    qpx_iface_pending_progress(iface);
+    return count;
+}
+
 /* Whether progress has pending work that no completion event announces
  * (before arming: the interface must not sleep on it) */
 static UCS_F_ALWAYS_INLINE int qpx_iface_pending_is_due(qpx_iface_t *iface)

@@ -256,3 +256,24 @@ void qpx_iface_keepalive_stop(qpx_iface_t *iface)
         iface->keepalive.timer_id = -1;
     }
 }
+
+
+unsigned qpx_iface_backlog_progress(qpx_iface_t *iface, qpx_iface_wc_cb_t rx,
+                                    qpx_iface_wc_cb_t tx)
+{
+    unsigned count = 0, n;
+
+    /* Reset before handling: a handler may arm the interface again */
+    n                       = iface->backlog.rx_count;
+    iface->backlog.rx_count = 0;
+    if (n > 0) {
+        count += rx(iface, iface->backlog.rx, n);
+    }
+
+    n                       = iface->backlog.tx_count;
+    iface->backlog.tx_count = 0;
+    if (n > 0) {
+        count += tx(iface, iface->backlog.tx, n);
+    }
+    return count;
+}

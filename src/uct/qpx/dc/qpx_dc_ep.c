@@ -261,11 +261,11 @@ qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
 }
 
 
-void qpx_dc_iface_keepalive(qpx_dc_iface_t *iface)
+void qpx_dc_iface_keepalive(qpx_iface_t *base_iface)
 {
+    qpx_dc_iface_t *iface = ucs_derived_of(base_iface, qpx_dc_iface_t);
     qpx_dc_ep_t *ep;
 
-    iface->super.keepalive.due = 0;
     ucs_list_for_each(ep, &iface->eps, list) {
         /* Idle for a whole interval after having sent (a peer it never
          * addressed is nobody to watch): a signalled zero-length write the

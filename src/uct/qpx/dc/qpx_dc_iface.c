@@ -126,69 +126,34 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
 }
 
 
-static unsigned qpx_dc_iface_poll_rx(qpx_dc_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_dc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    struct ibv_wc wc[QPX_DC_MAX_POLL];
-    int n;
-
-    n = qpx_iface_poll_cq(iface->super.recv_cq, QPX_DC_MAX_POLL, wc);
-    return (n == 0) ? 0 : qpx_dc_iface_rx_process(iface, wc, n);
+    return qpx_dc_iface_rx_process(ucs_derived_of(iface, qpx_dc_iface_t), wc,
+                                   n);
 }
 
 
-/* Completions event_arm took out of the CQs (qpx_iface_event_arm) */
-static UCS_F_NOINLINE unsigned
-qpx_dc_iface_backlog_progress(qpx_dc_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_dc_iface_tx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    unsigned count = 0, n;
-
-    /* Reset before processing: a handler may arm the interface again */
-    n                             = iface->super.backlog.rx_count;
-    iface->super.backlog.rx_count = 0;
-    if (n > 0) {
-        count += qpx_dc_iface_rx_process(iface, iface->super.backlog.rx, n);
-    }
-
-    n                             = iface->super.backlog.tx_count;
-    iface->super.backlog.tx_count = 0;
-    if (n > 0) {
-        count += qpx_dc_iface_tx_process(iface, iface->super.backlog.tx, n);
-    }
-    return count;
-}
-
-
-static unsigned qpx_dc_iface_poll_tx(qpx_dc_iface_t *iface)
-{
-    struct ibv_wc wc[QPX_DC_MAX_POLL];
-    int n;
-
-    n = qpx_iface_poll_cq(iface->super.send_cq, QPX_DC_MAX_POLL, wc);
-    return (n == 0) ? 0 : qpx_dc_iface_tx_process(iface, wc, n);
+    return qpx_dc_iface_tx_process(ucs_derived_of(iface, qpx_dc_iface_t), wc,
+                                   n);
 }
 
 
 static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-    unsigned count = 0;
 
-    if (ucs_unlikely((iface->super.backlog.rx_count |
-                      iface->super.backlog.tx_count) != 0)) {
-        count += qpx_dc_iface_backlog_progress(iface);
-    }
-    count += qpx_dc_iface_poll_rx(iface);
-    /* An idle send CQ is not polled: nothing signalled is outstanding and
-     * every request posted is known complete */
-    if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
-        (iface->tx_unacked != 0)) {
-        count += qpx_dc_iface_poll_tx(iface);
-    }
-    if (ucs_unlikely(iface->super.keepalive.due)) {
-        qpx_dc_iface_keepalive(iface);
-    }
-    qpx_iface_pending_progress(&iface->super);
-    return count;
+    /* The send CQ is idle when nothing signalled is outstanding and every
+     * request posted is known complete */
+    return qpx_iface_progress_cqs(&iface->super,
+                                  (iface->super.tx.cq_available ==
+                                   iface->super.tx.cq_size) &&
+                                  (iface->tx_unacked == 0),
+                                  qpx_dc_iface_rx_wc, qpx_dc_iface_tx_wc,
+                                  qpx_dc_iface_keepalive);
 }
 
 

@@ -50,7 +50,6 @@
 #define QPX_DC_TL_NAME        "qpx_dc"
 /* Access key of every qpx DCT: a DCI must carry it */
 #define QPX_DC_KEY            0x1ee7a332ull
-#define QPX_DC_MAX_POLL       32
 #define QPX_DC_MAX_DCI        64
 #define QPX_DC_DCI_NONE       0xff
 #define QPX_DC_SQ_RESERVE     1   /* send slot kept for flush and ep_check */
@@ -209,7 +208,7 @@ unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
                                  const struct ibv_wc *wc, int n);
 /* A keepalive round: every endpoint that sent before and nothing since the
  * last round is probed (qpx_dc_ep.c) */
-void qpx_dc_iface_keepalive(qpx_dc_iface_t *iface);
+void qpx_dc_iface_keepalive(qpx_iface_t *iface);
 /* Schedule every waiting endpoint's pending requests */
 void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
 /* Make ep wait for a DCI or send slots */

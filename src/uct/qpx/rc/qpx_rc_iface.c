@@ -162,16 +162,6 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
 }
 
 
-static unsigned qpx_rc_iface_poll_rx(qpx_rc_iface_t *iface)
-{
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
-    int n;
-
-    n = qpx_iface_poll_cq(iface->super.recv_cq, iface->config.rx_poll, wc);
-    return (n == 0) ? 0 : qpx_rc_iface_rx_process(iface, wc, n);
-}
-
-
 static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
                                        const struct ibv_wc *wc)
 {
@@ -220,71 +210,46 @@ static unsigned qpx_rc_iface_tx_process(qpx_rc_iface_t *iface,
 }
 
 
-static unsigned qpx_rc_iface_poll_tx(qpx_rc_iface_t *iface)
-{
-    struct ibv_wc wc[QPX_RC_MAX_POLL];
-    int n;
-
-    n = qpx_iface_poll_cq(iface->super.send_cq, iface->config.tx_poll, wc);
-    return (n == 0) ? 0 : qpx_rc_iface_tx_process(iface, wc, n);
-}
-
-
 /* A keepalive round: every endpoint idle since the last one is probed */
-static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_rc_iface_t *iface)
+static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_iface_t *base_iface)
 {
+    qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
     qpx_rc_ep_t *ep;
 
-    iface->super.keepalive.due = 0;
     ucs_list_for_each(ep, &iface->eps, list) {
         qpx_rc_ep_keepalive(ep);
     }
 }
 
 
-/* Completions event_arm took out of the CQs */
-static UCS_F_NOINLINE unsigned
-qpx_rc_iface_backlog_progress(qpx_rc_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    unsigned count = 0, n;
+    return qpx_rc_iface_rx_process(ucs_derived_of(iface, qpx_rc_iface_t), wc,
+                                   n);
+}
 
-    /* Reset before processing: a handler may arm the interface again */
-    n                             = iface->super.backlog.rx_count;
-    iface->super.backlog.rx_count = 0;
-    if (n > 0) {
-        count += qpx_rc_iface_rx_process(iface, iface->super.backlog.rx, n);
-    }
 
-    n                             = iface->super.backlog.tx_count;
-    iface->super.backlog.tx_count = 0;
-    if (n > 0) {
-        count += qpx_rc_iface_tx_process(iface, iface->super.backlog.tx, n);
-    }
-    return count;
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rc_iface_tx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
+{
+    return qpx_rc_iface_tx_process(ucs_derived_of(iface, qpx_rc_iface_t), wc,
+                                   n);
 }
 
 
 static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-    unsigned count = 0;
 
-    if (ucs_unlikely((iface->super.backlog.rx_count |
-                      iface->super.backlog.tx_count) != 0)) {
-        count += qpx_rc_iface_backlog_progress(iface);
-    }
-    count += qpx_rc_iface_poll_rx(iface);
-    /* An idle send CQ is not polled: nothing signalled is outstanding and
-     * every request posted is known complete */
-    if ((iface->super.tx.cq_available < iface->super.tx.cq_size) ||
-        (iface->tx_unacked != 0)) {
-        count += qpx_rc_iface_poll_tx(iface);
-    }
-    if (ucs_unlikely(iface->super.keepalive.due)) {
-        qpx_rc_iface_keepalive(iface);
-    }
-    qpx_iface_pending_progress(&iface->super);
-    return count;
+    /* The send CQ is idle when nothing signalled is outstanding and every
+     * request posted is known complete */
+    return qpx_iface_progress_cqs(&iface->super,
+                                  (iface->super.tx.cq_available ==
+                                   iface->super.tx.cq_size) &&
+                                  (iface->tx_unacked == 0),
+                                  qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
+                                  qpx_rc_iface_keepalive);
 }
 
 
@@ -471,8 +436,6 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                                  (self->super.md->dev.attr.atomic_cap !=
                                   IBV_ATOMIC_NONE);
     self->config.caps.events        = config->events;
-    self->config.rx_poll       = QPX_RC_MAX_POLL;
-    self->config.tx_poll       = QPX_RC_MAX_POLL;
 
     /* Credits never exceed what the SRQ holds beyond one repost batch */
     max_fc = (self->super.rx.queue_len > self->super.rx.batch) ?

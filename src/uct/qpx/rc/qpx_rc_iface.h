@@ -31,7 +31,6 @@
 #define QPX_RC_SN_MASK        ((1ull << QPX_RC_SN_BITS) - 1)
 #define QPX_RC_EP_ID_SHIFT    QPX_RC_SN_BITS
 #define QPX_RC_SQ_FAILED      (-(1 << 30)) /* sq_available of a dead ep */
-#define QPX_RC_MAX_POLL       32  /* completions taken per poll */
 
 
 /* Wire header of an active message */
@@ -121,8 +120,6 @@ typedef struct qpx_rc_iface {
         qpx_iface_rdma_caps_t caps;
         unsigned              fc_wnd;
         unsigned              fc_thresh;
-        unsigned              rx_poll;
-        unsigned              tx_poll;
     } config;
 } qpx_rc_iface_t;
 
