@@ -135,6 +135,18 @@ static UCS_F_ALWAYS_INLINE size_t qpx_iov_to_sge(struct ibv_sge *sge,
 }
 
 
+/* The status an endpoint fails with after a send completion error: its
+ * peer did not answer (retries exceeded: UCS_ERR_ENDPOINT_TIMEOUT), or
+ * answered with an error (UCS_ERR_CONNECTION_RESET) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_wc_failure_status(enum ibv_wc_status wc_status)
+{
+    return ((wc_status == IBV_WC_RETRY_EXC_ERR) ||
+            (wc_status == IBV_WC_RNR_RETRY_EXC_ERR)) ?
+           UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CONNECTION_RESET;
+}
+
+
 /* uct_iface_ops of the 32-bit atomics, which no qpx transport offers */
 ucs_status_t qpx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
                                   uint32_t value, uint64_t remote_addr,

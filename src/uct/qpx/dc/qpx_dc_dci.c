@@ -326,18 +326,6 @@ void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface)
 }
 
 
-static ucs_status_t qpx_dc_wc_status(enum ibv_wc_status wc_status)
-{
-    switch (wc_status) {
-    case IBV_WC_RETRY_EXC_ERR:
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    default:
-        return UCS_ERR_CONNECTION_RESET;
-    }
-}
-
-
 /*
  * dci completed with an error and went to ERR: every request on it is lost.
  * The endpoints with work outstanding on it fail; its operations finish
@@ -348,7 +336,7 @@ static ucs_status_t qpx_dc_wc_status(enum ibv_wc_status wc_status)
 static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
                               enum ibv_wc_status wc_status)
 {
-    ucs_status_t status = qpx_dc_wc_status(wc_status);
+    ucs_status_t status = qpx_wc_failure_status(wc_status);
     uint32_t failed[64];
     unsigned num_failed = 0, i;
     qpx_dc_ep_t *ep;

@@ -241,21 +241,9 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
 }
 
 
-static ucs_status_t qpx_rc_wc_status(enum ibv_wc_status wc_status)
-{
-    switch (wc_status) {
-    case IBV_WC_RETRY_EXC_ERR:
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    default:
-        return UCS_ERR_CONNECTION_RESET;
-    }
-}
-
-
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 {
-    ucs_status_t status = qpx_rc_wc_status(wc_status);
+    ucs_status_t status = qpx_wc_failure_status(wc_status);
 
     if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
         return;
