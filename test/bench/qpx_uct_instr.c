@@ -49,6 +49,7 @@ typedef struct {
     uint8_t  rkey[64];
     uint8_t  dev_addr[64];
     uint8_t  ep_addr[128];
+    uint8_t  iface_addr[64];
 } peer_t;
 
 static const char *tl_name, *dev_name = "softverbs0:1";
@@ -96,16 +97,22 @@ static int ctx_open(ctx_t *c, uct_component_h *comp_p)
 }
 
 
+/* An endpoint to the peer: to its endpoint (CONNECT_TO_EP) or else to its
+ * interface (CONNECT_TO_IFACE: qpx_dc) */
 static int ctx_connect(ctx_t *c, uct_component_h comp)
 {
+    int to_ep = !!(c->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
     uct_ep_params_t ep_params;
     peer_t local, remote;
 
     memset(&local, 0, sizeof(local));
     ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     ep_params.iface      = c->iface;
-    if (uct_ep_create(&ep_params, &c->ep) ||
-        uct_ep_get_address(c->ep, (uct_ep_addr_t*)local.ep_addr) ||
+    if ((to_ep && (uct_ep_create(&ep_params, &c->ep) ||
+                   uct_ep_get_address(c->ep,
+                                      (uct_ep_addr_t*)local.ep_addr))) ||
+        (!to_ep && uct_iface_get_address(c->iface,
+                                         (uct_iface_addr_t*)local.iface_addr)) ||
         uct_iface_get_device_address(c->iface,
                                      (uct_device_addr_t*)local.dev_addr) ||
         uct_md_mkey_pack(c->md, c->memh, local.rkey)) {
@@ -113,10 +120,22 @@ static int ctx_connect(ctx_t *c, uct_component_h comp)
     }
     local.buf_addr = (uintptr_t)c->buf;
     if (qpx_uct_xfer(c->sock, &local, sizeof(local), 1) ||
-        qpx_uct_xfer(c->sock, &remote, sizeof(remote), 0) ||
-        uct_ep_connect_to_ep(c->ep, (uct_device_addr_t*)remote.dev_addr,
-                             (uct_ep_addr_t*)remote.ep_addr)) {
+        qpx_uct_xfer(c->sock, &remote, sizeof(remote), 0)) {
         return -1;
+    }
+    if (to_ep) {
+        if (uct_ep_connect_to_ep(c->ep, (uct_device_addr_t*)remote.dev_addr,
+                                 (uct_ep_addr_t*)remote.ep_addr)) {
+            return -1;
+        }
+    } else {
+        ep_params.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.dev_addr    = (uct_device_addr_t*)remote.dev_addr;
+        ep_params.iface_addr  = (uct_iface_addr_t*)remote.iface_addr;
+        if (uct_ep_create(&ep_params, &c->ep)) {
+            return -1;
+        }
     }
     c->remote_addr = remote.buf_addr;
     return (uct_rkey_unpack(comp, remote.rkey, &c->rkey) == UCS_OK) ? 0 : -1;

@@ -71,8 +71,7 @@ qpx_dc_ep_tx_begin(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 /*
  * Start one work request of ep on dci: ibv_wr_start, its wr_id and flags.
  * signal: the caller needs a completion; it is signalled anyway when
- * tx_moderation unsignalled ones precede it, and always under a policy that
- * gives a DCI back (or takes it) once idle: only a completion tells that. Returns whether it is
+ * tx_moderation unsignalled ones precede it. Returns whether it is
  * signalled. The caller then builds it (ibv_wr_<opcode>, the SGEs) and ends
  * with qpx_dc_dci_wr_complete().
  */
@@ -80,8 +79,7 @@ static UCS_F_ALWAYS_INLINE int
 qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
                     unsigned send_flags, int signal)
 {
-    signal |= iface->config.signal_all |
-              (dci->unsignaled + 1 >= iface->super.config.tx_moderation);
+    signal |= (dci->unsignaled + 1 >= iface->super.config.tx_moderation);
     ibv_wr_start(dci->qpx);
     dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
     /* An interface fence since ep's last post fences this one too */
@@ -120,6 +118,8 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     if (dci->target_id != ep->id) {
         iface->target_switches += (dci->target_id != QPX_EP_ID_NULL);
         dci->target_id          = ep->id;
+        dci->target_ah          = ep->ah;
+        dci->target_dct         = ep->dct_num;
     }
     if (signal) {
         dci->unsignaled  = 0;

@@ -58,6 +58,8 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     dci->sn        = 0;
     dci->owner_id  = QPX_EP_ID_NULL;
     dci->target_id = QPX_EP_ID_NULL;
+    dci->target_ah = NULL;
+    dci->target_dct = 0;
     dci->last_used = 0;
     dci->num_targets = 0;
     ucs_list_head_init(&dci->ops);
@@ -200,6 +202,51 @@ static void qpx_dc_iface_dci_assign(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 }
 
 
+/*
+ * Ask for the completion of every DCI whose last requests were unsignalled:
+ * a signalled zero-length RDMA write to its last target, which completes
+ * them all. Only then is such a DCI known idle, to be given back (dcs,
+ * dcs_quota) or taken (sticky): requests are signalled one in
+ * tx_moderation, not one each, so that a busy endpoint's DCI costs no
+ * completion per request. Done when an endpoint finds no DCI; a DCI
+ * already asked (its last request signalled) is not asked again.
+ */
+void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
+{
+    qpx_dc_dci_t *dci;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if ((dci->signaled_sn == dci->sn) || dci->flags ||
+            (dci->target_ah == NULL) || (dci->sq_available <= 0) ||
+            (iface->super.tx.cq_available <= 0)) {
+            continue;
+        }
+        ibv_wr_start(dci->qpx);
+        dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
+        dci->qpx->wr_flags = IBV_SEND_SIGNALED;
+        ibv_wr_rdma_write(dci->qpx, 0, 0);
+        ibv_wr_set_sge_list(dci->qpx, 0, NULL);
+        mlx5dv_wr_set_dc_addr(dci->mqp, dci->target_ah, dci->target_dct,
+                              QPX_DC_KEY);
+        ret = ibv_wr_complete(dci->qpx);
+        if (ret != 0) {
+            ucs_error("ibv_wr_complete(dci 0x%x) failed: %s",
+                      dci->qp->qp_num, strerror(ret));
+            continue;
+        }
+        ++dci->sn;
+        --dci->sq_available;
+        ++iface->tx_unacked;
+        dci->unsignaled  = 0;
+        dci->signaled_sn = dci->sn;
+        --iface->super.tx.cq_available;
+    }
+}
+
+
 ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
 {
     qpx_dc_ep_t *owner;
@@ -234,6 +281,7 @@ ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
             owner->dci = QPX_DC_DCI_NONE;
         }
     } else {
+        qpx_dc_iface_dci_solicit(iface);
         return UCS_ERR_NO_RESOURCE;
     }
 

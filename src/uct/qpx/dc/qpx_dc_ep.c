@@ -256,6 +256,9 @@ qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
     }
 
     /* A DCI given back or a completion on ep's DCI schedules it again */
+    if (ep->dci == QPX_DC_DCI_NONE) {
+        qpx_dc_iface_dci_solicit(iface);
+    }
     qpx_dc_ep_tx_wait(iface, ep);
     return QPX_EP_TX_WAIT;
 }

@@ -334,9 +334,6 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     qpx_dc_iface_init_conn(self, config);
     self->config.policy     = (qpx_dc_policy_t)config->policy;
     self->config.quota      = ucs_max(1, config->quota);
-    /* Policies that give DCIs back (or take them) need each completion */
-    self->config.signal_all = (self->config.policy != QPX_DC_POLICY_RAND) &&
-                              (self->config.policy != QPX_DC_POLICY_SPREAD);
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
     status = qpx_dc_iface_dcis_create(self, config->num_dci);

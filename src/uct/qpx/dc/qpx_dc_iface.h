@@ -29,7 +29,10 @@
  * Send accounting is per DCI, as qpx_rc's is per endpoint: each request
  * posted on a DCI gets the next sequence number; one in tx_moderation is
  * signalled, and a signalled completion for sn completes everything up to
- * sn. wr_id = DCI index | DCI generation | sn: a DCI recovered after an
+ * sn. A DCI is known idle (to be given back, or taken) only from a
+ * completion: when an endpoint finds no DCI, every DCI whose last requests
+ * were unsignalled gets a signalled zero-length write to its last target,
+ * so that its completion comes (qpx_dc_iface_dci_solicit). wr_id = DCI index | DCI generation | sn: a DCI recovered after an
  * error (RESET -> RTS) has a new generation, and completions of its old
  * life are dropped.
  *
@@ -109,6 +112,8 @@ typedef struct qpx_dc_dci {
     uint8_t             flags;
     uint32_t            owner_id;    /* dcs, sticky: its endpoint's id */
     uint32_t            target_id;   /* endpoint id of the last post */
+    struct ibv_ah       *target_ah;  /* and its target, to solicit a */
+    uint32_t            target_dct;  /* completion (qpx_dc_dci.c) */
     uint32_t            num_targets; /* rand, spread: endpoints on it */
     uint64_t            last_used;   /* sticky: iface tick of the last post */
     ucs_list_link_t     ops;         /* qpx_op_t, by sn */
@@ -156,7 +161,6 @@ typedef struct qpx_dc_iface {
         qpx_dc_policy_t       policy;
         unsigned              quota;
         qpx_iface_rdma_caps_t caps;
-        int                   signal_all; /* every request signalled */
     } config;
 } qpx_dc_iface_t;
 
@@ -199,6 +203,8 @@ void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface);
 /* Give ep a DCI under the policy; UCS_ERR_NO_RESOURCE when none can be
  * had now (ep then waits in iface->tx_wait if queue is set) */
 ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+/* Ask for the completions that tell which DCIs are idle */
+void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface);
 /* Whether qpx_dc_iface_dci_get() would give ep a DCI now */
 int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 /* ep no longer needs its DCI (destroyed): released now or when idle */
