@@ -13,7 +13,7 @@ QPX_BUILDDIR=${QPX_BUILDDIR:-$QPX_TOP/build}
 export QPX_TOP QPX_BUILDDIR
 
 QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git
-    libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest
+    libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest rdmacm-utils
     librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind"
 
 qpx_say() { echo "==> $*"; }

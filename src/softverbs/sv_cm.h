@@ -1,0 +1,140 @@
+/*
+ * softverbs librdmacm: the RDMA connection manager between the processes of
+ * one host. What the kernel's CM does with MADs on a fabric (REQ, REP, RTU,
+ * REJ, DREQ, DREP) goes here as messages over abstract unix stream
+ * sockets: a listening id owns a socket named after the address and port
+ * it listens on, a connecting id connects to it. No thread: the messages
+ * are read and the events made when the application waits on the event
+ * channel (rdma_get_cm_event), whose fd is an epoll fd over the sockets of
+ * its ids and an eventfd for events made without a message.
+ *
+ * Address mapping, as IPoIB gives it on a fabric: every IP address of the
+ * host (loopback included) reaches the port SOFTVERBS_CM_PORT names
+ * (default softverbs0:1); see sv_cm_addr.c.
+ */
+#ifndef SV_CM_H
+#define SV_CM_H
+
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#define SV_CM_EXPORT __attribute__((visibility("default")))
+
+/* Private data a message carries at most, per rdma_conn_param (IBA CM
+ * REQ/REP/REJ private data less the 36-byte CMA header for REQ; see
+ * sv_cm_conn.c for each limit) */
+#define SV_CM_PRIV_MAX 256
+
+enum sv_cm_state {
+    SV_CM_IDLE,
+    SV_CM_ADDR_BOUND,
+    SV_CM_ADDR_RESOLVED,
+    SV_CM_ROUTE_RESOLVED,
+    SV_CM_LISTEN,
+    SV_CM_CONNECT,       /* REQ sent, waiting for REP */
+    SV_CM_REQ_RCVD,      /* passive: CONNECT_REQUEST given */
+    SV_CM_REP_SENT,      /* passive: accepted, waiting for RTU */
+    SV_CM_REP_RCVD,      /* active without QP: CONNECT_RESPONSE given */
+    SV_CM_CONNECTED,
+    SV_CM_DISCONNECTED,
+};
+
+struct sv_cm_channel;
+
+/* A queued event (the application gets &ev.event) */
+struct sv_cm_event {
+    struct rdma_cm_event event;
+    struct sv_cm_event   *next;
+    uint8_t              priv[SV_CM_PRIV_MAX];
+};
+
+struct sv_cm_id {
+    struct rdma_cm_id    id;          /* first: handed to the application */
+    struct sv_cm_channel *chan;
+    int                  sync;        /* created without a channel */
+    enum sv_cm_state     state;
+    int                  sock;        /* listening or connection socket */
+    struct sv_cm_id      *listen;     /* passive: the listener it came from */
+    struct sv_cm_id      *next;       /* in chan->ids */
+    int                  backlog;
+    int                  ports_bound; /* the bound address is held */
+    int                  bind_sock;   /* holds the bound address's name */
+    int                  own_cqs;     /* send/recv CQs created by the CM */
+    /* a passive endpoint (rdma_create_ep): the QP each request gets */
+    struct ibv_qp_init_attr *ep_qp_attr;
+    struct ibv_pd        *ep_pd;
+    struct ibv_sa_path_rec path;
+    /* the peer, from its REQ or REP */
+    uint32_t             peer_qpn;
+    uint32_t             peer_psn;
+    uint16_t             peer_lid;
+    union ibv_gid        peer_gid;
+    uint8_t              peer_resp_res;
+    uint8_t              peer_init_depth;
+    uint8_t              peer_rnr_retry;
+    uint8_t              peer_retry;
+    uint32_t             psn;
+    struct rdma_conn_param conn;      /* ours, from connect or accept */
+    uint8_t              rx[512];     /* partial message being read */
+    uint32_t             rx_len;
+    int                  events_out;  /* events given and not acked */
+    int                  disc_pending; /* our DREQ went, no answer yet */
+};
+
+struct sv_cm_channel {
+    struct rdma_event_channel ch;     /* ch.fd: the epoll fd */
+    int                  evfd;        /* signalled for queued events */
+    pthread_mutex_t      lock;
+    struct sv_cm_event   *head, *tail;
+    struct sv_cm_id      *ids;
+};
+
+static inline struct sv_cm_id *sv_cm_id(struct rdma_cm_id *id)
+{
+    return (struct sv_cm_id *)id;
+}
+
+/* events (sv_cm_chan.c) */
+struct sv_cm_channel *sv_cm_channel_new(void);
+void sv_cm_channel_free(struct sv_cm_channel *c);
+struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
+                                    enum rdma_cm_event_type type, int status);
+void sv_cm_event_queue(struct sv_cm_event *ev);
+void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
+void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
+/* A synchronous id: progress its private channel until an event for it
+ * arrives; the event is returned (to be acked) */
+int  sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **ev);
+/* A synchronous call's result: the next event of id, acked; 0 when it is
+ * expect with status 0, else -1 with errno from the event */
+int  sv_cm_sync_result(struct sv_cm_id *id, enum rdma_cm_event_type expect);
+/* Drop id's queued events (it is being destroyed) */
+void sv_cm_channel_drop(struct sv_cm_channel *c, struct sv_cm_id *id);
+/* ids (sv_cm_id.c) */
+struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
+                                enum rdma_port_space ps,
+                                enum ibv_qp_type qp_type);
+/* the connection protocol reads what arrived on id's socket */
+void sv_cm_conn_input(struct sv_cm_id *id);
+void sv_cm_listen_input(struct sv_cm_id *id);
+
+/* addresses and devices (sv_cm_addr.c) */
+int  sv_cm_addr_local(const struct sockaddr *sa);
+int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
+                       uint8_t *port);
+struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);
+socklen_t sv_cm_addr_len(const struct sockaddr *sa);
+uint16_t sv_cm_addr_port(const struct sockaddr *sa);
+void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
+/* the abstract socket name of (port space, address, port) */
+socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
+                          const struct sockaddr *sa, int wildcard);
+
+/* QPs (sv_cm_qp.c) */
+int  sv_cm_qp_to_rtr_rts(struct sv_cm_id *id);
+void sv_cm_qp_to_err(struct sv_cm_id *id);
+
+#endif

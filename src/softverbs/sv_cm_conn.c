@@ -1,0 +1,560 @@
+/*
+ * softverbs librdmacm: connections. The IBA CM exchange (IBA spec 12.4 and
+ * 12.9; the kernel's drivers/infiniband/core/cm.c, cma.c) with one message
+ * per MAD over the ids' unix stream sockets:
+ *
+ *   active                        passive
+ *   rdma_connect   -- REQ -->     listener accepts: CONNECT_REQUEST
+ *                  <-- REP --     rdma_accept (its QP to RTR/RTS)
+ *   ESTABLISHED    -- RTU -->     ESTABLISHED
+ *   (or, without a QP: CONNECT_RESPONSE, then rdma_establish sends RTU)
+ *                  <-- REJ --     rdma_reject: REJECTED, consumer reason
+ *   rdma_disconnect -- DREQ -->   DISCONNECTED (QP to ERR)
+ *   DISCONNECTED   <-- DREP --
+ *
+ * Nobody listening on the address: REJECTED with the IB CM reason "invalid
+ * service ID" (8), as a REQ to an unknown service gets on a fabric. A peer
+ * that goes away (its process died: the socket closes) during the
+ * handshake gives UNREACHABLE (active) or CONNECT_ERROR (passive) with
+ * -ETIMEDOUT, as the lost MADs would after their timeouts; once
+ * connected, DISCONNECTED.
+ *
+ * Private data, as the IBA CM MADs carry it: REQ 92 bytes less the
+ * 36-byte CMA header of RDMA_PS_TCP (56 for the user), REP 196, REJ 148;
+ * more is EINVAL. The receiver's event gives the whole field (its length is
+ * the field's, zero-padded), as the kernel's CM reports it.
+ */
+#include "sv_cm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define SV_CM_REQ_PRIV   56
+#define SV_CM_REP_PRIV   196
+#define SV_CM_REJ_PRIV   148
+#define SV_CM_REJ_INVALID_SERVICE_ID 8   /* IBA table 112, reject reasons */
+#define SV_CM_REJ_CONSUMER_DEFINED   28
+
+enum sv_cm_msg_type {
+    SV_CM_MSG_REQ = 1,
+    SV_CM_MSG_REP,
+    SV_CM_MSG_RTU,
+    SV_CM_MSG_REJ,
+    SV_CM_MSG_DREQ,
+    SV_CM_MSG_DREP,
+};
+
+/* One CM message; always sent and read whole */
+struct sv_cm_msg {
+    uint32_t type;
+    uint32_t qpn;
+    uint32_t psn;
+    int32_t  reason;                   /* REJ */
+    uint16_t lid;
+    uint8_t  resp_res;
+    uint8_t  init_depth;
+    uint8_t  retry;
+    uint8_t  rnr_retry;
+    uint8_t  priv_len;
+    uint8_t  pad;
+    union ibv_gid gid;
+    struct sockaddr_storage src;
+    struct sockaddr_storage dst;
+    uint8_t  priv[SV_CM_PRIV_MAX];
+};
+
+int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id);
+void sv_cm_qp_to_err(struct sv_cm_id *id);
+
+static int sv_cm_send(struct sv_cm_id *id, struct sv_cm_msg *m)
+{
+    ssize_t n;
+
+    if (id->sock < 0) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    n = send(id->sock, m, sizeof(*m), MSG_NOSIGNAL);
+    return (n == (ssize_t)sizeof(*m)) ? 0 : -1;
+}
+
+static void sv_cm_msg_init(struct sv_cm_id *id, struct sv_cm_msg *m,
+                           enum sv_cm_msg_type type, const void *priv,
+                           uint8_t len)
+{
+    struct ibv_port_attr pa;
+
+    memset(m, 0, sizeof(*m));
+    m->type = type;
+    m->psn  = id->psn;
+    if ((id->id.verbs != NULL) &&
+        (ibv_query_port(id->id.verbs, id->id.port_num, &pa) == 0)) {
+        m->lid = pa.lid;
+        ibv_query_gid(id->id.verbs, id->id.port_num, 0, &m->gid);
+    }
+    memcpy(&m->src, &id->id.route.addr.src_storage, sizeof(m->src));
+    memcpy(&m->dst, &id->id.route.addr.dst_storage, sizeof(m->dst));
+    if ((priv != NULL) && (len > 0)) {
+        memcpy(m->priv, priv, len);
+    }
+    m->priv_len = len;
+}
+
+static void sv_cm_close_sock(struct sv_cm_id *id)
+{
+    if (id->sock >= 0) {
+        sv_cm_channel_unwatch(id, id->sock);
+        close(id->sock);
+        id->sock = -1;
+    }
+}
+
+/* An event of id with the private data of m (the whole field len) */
+static void sv_cm_event_conn(struct sv_cm_id *id, enum rdma_cm_event_type t,
+                             int status, const struct sv_cm_msg *m,
+                             uint8_t field_len)
+{
+    struct sv_cm_event *ev = sv_cm_event_new(id, t, status);
+
+    if (ev == NULL) {
+        return;
+    }
+    if (m != NULL) {
+        memcpy(ev->priv, m->priv, field_len);
+        ev->event.param.conn.private_data     = ev->priv;
+        ev->event.param.conn.private_data_len = field_len;
+        /* the peer's resources, seen from this side: its initiator depth
+         * is what we must answer, and the reverse (cma.c) */
+        ev->event.param.conn.responder_resources = m->init_depth;
+        ev->event.param.conn.initiator_depth     = m->resp_res;
+        ev->event.param.conn.retry_count         = m->retry;
+        ev->event.param.conn.rnr_retry_count     = m->rnr_retry;
+        ev->event.param.conn.qp_num              = m->qpn;
+    }
+    if (id->listen != NULL && t == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        ev->event.listen_id = &id->listen->id;
+    }
+    sv_cm_event_queue(ev);
+}
+
+static void sv_cm_take_peer(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+    id->peer_qpn        = m->qpn;
+    id->peer_psn        = m->psn;
+    id->peer_lid        = m->lid;
+    id->peer_gid        = m->gid;
+    id->peer_resp_res   = m->resp_res;
+    id->peer_init_depth = m->init_depth;
+    id->peer_retry      = m->retry;
+    id->peer_rnr_retry  = m->rnr_retry;
+}
+
+/* The listener: a new connection (its REQ comes next, on its socket) */
+void sv_cm_listen_input(struct sv_cm_id *listener)
+{
+    struct sv_cm_id *child;
+    int fd;
+
+    while ((fd = accept4(listener->sock, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+        child = sv_cm_id_alloc(listener->chan, listener->id.context,
+                               listener->id.ps, listener->id.qp_type);
+        if (child == NULL) {
+            close(fd);
+            continue;
+        }
+        child->listen      = listener;
+        child->sock        = fd;
+        child->id.verbs    = listener->id.verbs;
+        child->id.port_num = listener->id.port_num;
+        child->id.pd       = listener->id.pd;
+        child->id.route.path_rec = &child->path;
+        sv_cm_channel_watch(child, fd);
+    }
+}
+
+/* A child whose peer left before its REQ: nobody knows it, it goes */
+static void sv_cm_child_drop(struct sv_cm_id *id)
+{
+    sv_cm_close_sock(id);
+    rdma_destroy_id(&id->id);
+}
+
+static void sv_cm_handle_req(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+    memcpy(&id->id.route.addr.src_storage, &m->dst, sizeof(m->dst));
+    memcpy(&id->id.route.addr.dst_storage, &m->src, sizeof(m->src));
+    sv_cm_take_peer(id, m);
+    memset(&id->path, 0, sizeof(id->path));
+    id->path.slid = htobe16(m->lid);
+    id->path.dlid = htobe16(m->lid);
+    id->path.sgid = m->gid;
+    id->path.dgid = m->gid;
+    id->id.route.num_paths = 1;
+    id->state = SV_CM_REQ_RCVD;
+    sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m,
+                     SV_CM_REQ_PRIV);
+}
+
+static void sv_cm_handle_rep(struct sv_cm_id *id, const struct sv_cm_msg *m)
+{
+    struct sv_cm_msg rtu;
+
+    sv_cm_take_peer(id, m);
+    if (id->id.qp == NULL) {
+        /* the application moves its QP itself, then rdma_establish */
+        id->state = SV_CM_REP_RCVD;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m,
+                         SV_CM_REP_PRIV);
+        return;
+    }
+    if (sv_cm_qp_to_rtr_rts(id) != 0) {
+        sv_cm_msg_init(id, &rtu, SV_CM_MSG_REJ, NULL, 0);
+        sv_cm_send(id, &rtu);
+        sv_cm_close_sock(id);
+        id->state = SV_CM_ROUTE_RESOLVED;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_ERROR, -errno, NULL, 0);
+        return;
+    }
+    sv_cm_msg_init(id, &rtu, SV_CM_MSG_RTU, NULL, 0);
+    sv_cm_send(id, &rtu);
+    id->state = SV_CM_CONNECTED;
+    sv_cm_event_conn(id, RDMA_CM_EVENT_ESTABLISHED, 0, m, SV_CM_REP_PRIV);
+}
+
+/* The peer's socket closed (its process exited or died) */
+static void sv_cm_handle_gone(struct sv_cm_id *id)
+{
+    enum sv_cm_state st = id->state;
+
+    sv_cm_close_sock(id);
+    switch (st) {
+    case SV_CM_CONNECT:
+        id->state = SV_CM_ROUTE_RESOLVED;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+        break;
+    case SV_CM_REQ_RCVD:
+    case SV_CM_REP_SENT:
+        id->state = SV_CM_DISCONNECTED;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, NULL,
+                         0);
+        break;
+    case SV_CM_CONNECTED:
+    case SV_CM_REP_RCVD:
+        sv_cm_qp_to_err(id);
+        id->state = SV_CM_DISCONNECTED;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        break;
+    case SV_CM_DISCONNECTED:
+        if (id->disc_pending) {
+            /* our DREQ's answer will not come: the peer is gone */
+            id->disc_pending = 0;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        }
+        break;
+    default:
+        if (id->listen != NULL) {
+            sv_cm_child_drop(id); /* before its REQ */
+        }
+        break;
+    }
+}
+
+void sv_cm_conn_input(struct sv_cm_id *id)
+{
+    struct sv_cm_msg m, reply;
+    ssize_t n;
+
+    n = recv(id->sock, &m, sizeof(m), MSG_WAITALL);
+    if (n != (ssize_t)sizeof(m)) {
+        sv_cm_handle_gone(id);
+        return;
+    }
+    switch (m.type) {
+    case SV_CM_MSG_REQ:
+        if (id->state == SV_CM_IDLE) {
+            sv_cm_handle_req(id, &m);
+        }
+        break;
+    case SV_CM_MSG_REP:
+        if (id->state == SV_CM_CONNECT) {
+            sv_cm_handle_rep(id, &m);
+        }
+        break;
+    case SV_CM_MSG_RTU:
+        if (id->state == SV_CM_REP_SENT) {
+            id->state = SV_CM_CONNECTED;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+        }
+        break;
+    case SV_CM_MSG_REJ:
+        sv_cm_close_sock(id);
+        if (id->state == SV_CM_CONNECT) {
+            /* rdma-core moves the active QP to ERR on REJECTED */
+            sv_cm_qp_to_err(id);
+            id->state = SV_CM_ROUTE_RESOLVED;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED, m.reason, &m,
+                             SV_CM_REJ_PRIV);
+        } else if (id->state == SV_CM_REP_SENT) {
+            id->state = SV_CM_DISCONNECTED;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNREFUSED,
+                             NULL, 0);
+        }
+        break;
+    case SV_CM_MSG_DREQ:
+        /* DISCONNECTED at once; the DREP goes at once too (the kernel's CM
+         * waits for this side's rdma_disconnect or destroy to send it, and
+         * the peer times out otherwise: here the peer is told now). The QP
+         * goes to ERR with this side's rdma_disconnect, as in rdma-core */
+        sv_cm_msg_init(id, &reply, SV_CM_MSG_DREP, NULL, 0);
+        sv_cm_send(id, &reply);
+        sv_cm_close_sock(id);
+        /* both sides may disconnect at once: their DREQs cross, and each
+         * answers the other's */
+        id->state        = SV_CM_DISCONNECTED;
+        id->disc_pending = 0;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        break;
+    case SV_CM_MSG_DREP:
+        sv_cm_close_sock(id);
+        if (id->disc_pending) {
+            id->disc_pending = 0;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* Connect to the listener of dst: its exact address, else the wildcard */
+static int sv_cm_dial(struct sv_cm_id *id)
+{
+    const struct sockaddr *dst = &id->id.route.addr.dst_addr;
+    struct sockaddr_un un;
+    socklen_t len;
+    int fd, w;
+
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    for (w = 0; w < 2; w++) {
+        len = sv_cm_sock_name(&un, id->id.ps, dst, w);
+        if (connect(fd, (struct sockaddr *)&un, len) == 0) {
+            return fd;
+        }
+    }
+    close(fd);
+    return -1;
+}
+
+SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
+                              struct rdma_conn_param *param)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if ((id == NULL) || (id->state != SV_CM_ROUTE_RESOLVED) ||
+        ((param != NULL) && (param->private_data_len > SV_CM_REQ_PRIV)) ||
+        ((param != NULL) && (param->private_data_len > 0) &&
+         (param->private_data == NULL))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (param != NULL) {
+        id->conn = *param;
+    } else {
+        memset(&id->conn, 0, sizeof(id->conn));
+        id->conn.rnr_retry_count = 7;
+        id->conn.retry_count     = 7;
+    }
+    id->sock = sv_cm_dial(id);
+    if (id->sock < 0) {
+        /* nobody listens there: the REQ is rejected (invalid service) */
+        sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED,
+                         SV_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+        return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) :
+                          0;
+    }
+    sv_cm_msg_init(id, &m, SV_CM_MSG_REQ, id->conn.private_data,
+                   id->conn.private_data_len);
+    m.qpn        = cm_id->qp ? cm_id->qp->qp_num : id->conn.qp_num;
+    m.resp_res   = id->conn.responder_resources;
+    m.init_depth = id->conn.initiator_depth;
+    m.retry      = id->conn.retry_count & 7;
+    m.rnr_retry  = id->conn.rnr_retry_count & 7;
+    id->conn.private_data = NULL; /* the user's buffer is not kept */
+    id->state = SV_CM_CONNECT;
+    sv_cm_channel_watch(id, id->sock);
+    if (sv_cm_send(id, &m) != 0) {
+        sv_cm_handle_gone(id);
+    }
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+SV_CM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id,
+                             struct rdma_conn_param *param)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if ((id == NULL) || (id->state != SV_CM_REQ_RCVD) ||
+        ((param != NULL) && (param->private_data_len > SV_CM_REP_PRIV))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (param != NULL) {
+        id->conn = *param;
+    } else {
+        memset(&id->conn, 0, sizeof(id->conn));
+        id->conn.rnr_retry_count = 7;
+    }
+    if ((cm_id->qp != NULL) && (sv_cm_qp_to_rtr_rts(id) != 0)) {
+        return -1;
+    }
+    sv_cm_msg_init(id, &m, SV_CM_MSG_REP, param ? param->private_data : NULL,
+                   param ? param->private_data_len : 0);
+    m.qpn        = cm_id->qp ? cm_id->qp->qp_num : id->conn.qp_num;
+    m.resp_res   = id->conn.responder_resources;
+    m.init_depth = id->conn.initiator_depth;
+    m.rnr_retry  = id->conn.rnr_retry_count & 7;
+    id->conn.private_data = NULL;
+    id->state = SV_CM_REP_SENT;
+    if (sv_cm_send(id, &m) != 0) {
+        sv_cm_handle_gone(id);
+    }
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+SV_CM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id,
+                             const void *private_data, uint8_t len)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if ((id == NULL) || (id->state != SV_CM_REQ_RCVD) ||
+        (len > SV_CM_REJ_PRIV)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, private_data, len);
+    m.reason = SV_CM_REJ_CONSUMER_DEFINED;
+    sv_cm_send(id, &m);
+    sv_cm_close_sock(id);
+    id->state = SV_CM_DISCONNECTED;
+    return 0;
+}
+
+/* The active side without a QP of its own, after CONNECT_RESPONSE */
+SV_CM_EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if ((id == NULL) || (id->state != SV_CM_REP_RCVD)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_msg_init(id, &m, SV_CM_MSG_RTU, NULL, 0);
+    if (sv_cm_send(id, &m) != 0) {
+        return -1;
+    }
+    id->state = SV_CM_CONNECTED;
+    return 0;
+}
+
+/* man rdma_disconnect: the QP goes to ERR, both sides get DISCONNECTED */
+SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if (id == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (id->state == SV_CM_DISCONNECTED) {
+        /* the peer disconnected first: answering it (its DREP went) */
+        sv_cm_qp_to_err(id);
+        return 0;
+    }
+    if ((id->state != SV_CM_CONNECTED) && (id->state != SV_CM_REP_SENT) &&
+        (id->state != SV_CM_REP_RCVD)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_qp_to_err(id);
+    sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+    id->state        = SV_CM_DISCONNECTED;
+    id->disc_pending = 1;
+    if (sv_cm_send(id, &m) != 0) {
+        id->disc_pending = 0;
+        /* the peer is gone already */
+        sv_cm_close_sock(id);
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    }
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_DISCONNECTED) : 0;
+}
+
+/* rdma_destroy_id: a connection still up is closed, the peer told */
+void sv_cm_conn_close(struct sv_cm_id *id)
+{
+    struct sv_cm_msg m;
+
+    if ((id->sock >= 0) && (id->state != SV_CM_LISTEN) &&
+        (id->state != SV_CM_DISCONNECTED)) {
+        sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+        sv_cm_send(id, &m);
+    }
+    sv_cm_close_sock(id);
+    sv_cm_channel_drop(id->chan, id);
+}
+
+/* man rdma_get_request: a synchronous listener's next connection request;
+ * the new id is synchronous too */
+SV_CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen_id,
+                                  struct rdma_cm_id **id_p)
+{
+    struct sv_cm_id *listener = sv_cm_id(listen_id);
+    struct rdma_cm_event *ev;
+    struct sv_cm_channel *chan;
+    struct sv_cm_id *child;
+
+    if ((listener == NULL) || !listener->sync ||
+        (listener->state != SV_CM_LISTEN)) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (;;) {
+        if (sv_cm_sync_wait(listener, &ev) != 0) {
+            return -1;
+        }
+        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            break;
+        }
+        rdma_ack_cm_event(ev);
+    }
+    child = sv_cm_id(ev->id);
+    rdma_ack_cm_event(ev);
+    chan = sv_cm_channel_new();
+    if ((chan == NULL) || (rdma_migrate_id(&child->id, &chan->ch) != 0)) {
+        return -1;
+    }
+    child->sync       = 1;
+    child->id.channel = NULL;
+    if (listener->ep_qp_attr != NULL) {
+        struct ibv_qp_init_attr attr = *listener->ep_qp_attr;
+
+        if (rdma_create_qp(&child->id, listener->ep_pd, &attr) != 0) {
+            rdma_reject(&child->id, NULL, 0);
+            rdma_destroy_id(&child->id);
+            return -1;
+        }
+    }
+    *id_p = &child->id;
+    return 0;
+}

@@ -1,0 +1,354 @@
+/*
+ * softverbs librdmacm: identifiers, addresses and listening (see sv_cm.h).
+ * A bound id holds its address: the abstract socket named after it is
+ * bound (not listening), so that a second bind to the same port space,
+ * address and port fails with EADDRINUSE, as the kernel's CM answers; port
+ * 0 takes a free port. resolve_addr and resolve_route answer at once (one
+ * host: every address is one hop away), with the events on the channel.
+ */
+#include "sv_cm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static void sv_cm_id_link(struct sv_cm_id *id)
+{
+    pthread_mutex_lock(&id->chan->lock);
+    id->next       = id->chan->ids;
+    id->chan->ids  = id;
+    pthread_mutex_unlock(&id->chan->lock);
+}
+
+static void sv_cm_id_unlink(struct sv_cm_id *id)
+{
+    struct sv_cm_id **pp;
+
+    pthread_mutex_lock(&id->chan->lock);
+    for (pp = &id->chan->ids; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == id) {
+            *pp = id->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&id->chan->lock);
+}
+
+struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
+                                enum rdma_port_space ps,
+                                enum ibv_qp_type qp_type)
+{
+    struct sv_cm_id *id = calloc(1, sizeof(*id));
+
+    if (id == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    id->chan            = chan;
+    id->sock            = -1;
+    id->bind_sock       = -1;
+    id->state           = SV_CM_IDLE;
+    id->id.channel      = &chan->ch;
+    id->id.context      = context;
+    id->id.ps           = ps;
+    id->id.qp_type      = qp_type;
+    id->id.route.path_rec  = &id->path;
+    id->psn             = (uint32_t)(random() & 0xffffff);
+    sv_cm_id_link(id);
+    return id;
+}
+
+/* man rdma_create_id: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD), RDMA_PS_IPOIB
+ * (UD) and RDMA_PS_IB (the QP type decides); a NULL channel makes a
+ * synchronous id */
+SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
+                                struct rdma_cm_id **id_p, void *context,
+                                enum rdma_port_space ps)
+{
+    struct sv_cm_channel *chan = (struct sv_cm_channel *)channel;
+    enum ibv_qp_type type;
+    struct sv_cm_id *id;
+    int sync = 0;
+
+    switch (ps) {
+    case RDMA_PS_TCP:
+    case RDMA_PS_IB:
+        type = IBV_QPT_RC;
+        break;
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB:
+        type = IBV_QPT_UD;
+        break;
+    default:
+        errno = EINVAL;
+        return -1;
+    }
+    if ((id_p == NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (chan == NULL) {
+        chan = sv_cm_channel_new();
+        if (chan == NULL) {
+            return -1;
+        }
+        sync = 1;
+    }
+    id = sv_cm_id_alloc(chan, context, ps, type);
+    if (id == NULL) {
+        if (sync) {
+            sv_cm_channel_free(chan);
+        }
+        return -1;
+    }
+    id->sync = sync;
+    if (sync) {
+        id->id.channel = NULL;
+    }
+    *id_p = &id->id;
+    return 0;
+}
+
+void sv_cm_qp_destroy_all(struct sv_cm_id *id);
+void sv_cm_conn_close(struct sv_cm_id *id);
+
+/* man rdma_destroy_id: the QP must be destroyed first by the user
+ * (rdma_destroy_qp); a connection still up is disconnected, the peer told */
+SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_channel *chan;
+
+    if (id == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    chan = id->chan;
+    sv_cm_conn_close(id);
+    if (id->bind_sock >= 0) {
+        close(id->bind_sock);
+    }
+    free(id->ep_qp_attr);
+    sv_cm_id_unlink(id);
+    if (id->sync) {
+        sv_cm_channel_free(chan);
+    }
+    free(id);
+    return 0;
+}
+
+/* Hold the name of (ps, addr): EADDRINUSE when another id holds it */
+static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
+{
+    struct sockaddr_un un;
+    socklen_t len;
+    int fd, tries;
+    uint16_t port = sv_cm_addr_port(sa);
+
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    for (tries = 0; tries < 1000; tries++) {
+        if (port == 0) {
+            /* an ephemeral port, as the kernel's CM picks one */
+            sv_cm_addr_set_port(sa, 32768 + (random() % 28232));
+        }
+        len = sv_cm_sock_name(&un, id->id.ps, sa, 0);
+        if (bind(fd, (struct sockaddr *)&un, len) == 0) {
+            id->bind_sock = fd;
+            return 0;
+        }
+        if ((errno != EADDRINUSE) || (port != 0)) {
+            break;
+        }
+    }
+    close(fd);
+    if (errno == EADDRINUSE) {
+        errno = EADDRINUSE;
+    }
+    return -1;
+}
+
+SV_CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sockaddr_storage sa;
+    socklen_t len;
+
+    if ((id == NULL) || (addr == NULL) || (id->state != SV_CM_IDLE) ||
+        ((len = sv_cm_addr_len(addr)) == 0) || (addr->sa_family == AF_IB)) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(&sa, addr, len);
+    /* the address must be one of the host's: it names a port */
+    if (sv_cm_addr_device((struct sockaddr *)&sa, &cm_id->verbs,
+                          &cm_id->port_num) != 0) {
+        errno = EADDRNOTAVAIL;
+        return -1;
+    }
+    /* the device's default PD, as rdma-core sets it once an id has a
+     * device (UCX creates its own QPs on id->pd) */
+    cm_id->pd = sv_cm_default_pd(cm_id->verbs);
+    if (sv_cm_bind_name(id, (struct sockaddr *)&sa) != 0) {
+        return -1;
+    }
+    memcpy(&cm_id->route.addr.src_addr, &sa, len);
+    id->state = SV_CM_ADDR_BOUND;
+    return 0;
+}
+
+/* The path to the port every host address maps to (one hop) */
+static void sv_cm_fill_path(struct sv_cm_id *id)
+{
+    struct ibv_port_attr pa;
+    union ibv_gid gid;
+
+    memset(&id->path, 0, sizeof(id->path));
+    if (ibv_query_port(id->id.verbs, id->id.port_num, &pa) == 0) {
+        id->path.slid = htobe16(pa.lid);
+        id->path.dlid = htobe16(pa.lid);
+        id->path.mtu  = pa.active_mtu;
+    }
+    if (ibv_query_gid(id->id.verbs, id->id.port_num, 0, &gid) == 0) {
+        id->path.sgid = gid;
+        id->path.dgid = gid;
+    }
+    id->path.pkey       = htobe16(0xffff);
+    id->path.packet_life_time = 14;
+    id->id.route.num_paths = 1;
+}
+
+/* man rdma_resolve_addr: binds to src (or the wildcard) if not bound, and
+ * resolves dst to the port it maps to; ADDR_RESOLVED, or ADDR_ERROR
+ * (-EHOSTUNREACH... -ENODEV in the event status for an address that is not
+ * this host's) */
+SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
+                                   struct sockaddr *src_addr,
+                                   struct sockaddr *dst_addr, int timeout_ms)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sockaddr_storage any;
+    struct sv_cm_event *ev;
+    struct ibv_context *ctx;
+    uint8_t port;
+    socklen_t len;
+
+    if ((id == NULL) || (dst_addr == NULL) ||
+        ((len = sv_cm_addr_len(dst_addr)) == 0) ||
+        ((id->state != SV_CM_IDLE) && (id->state != SV_CM_ADDR_BOUND))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (id->state == SV_CM_IDLE) {
+        if (src_addr == NULL) {
+            memset(&any, 0, sizeof(any));
+            any.ss_family = dst_addr->sa_family;
+            src_addr      = (struct sockaddr *)&any;
+        }
+        if (rdma_bind_addr(cm_id, src_addr) != 0) {
+            return -1;
+        }
+    }
+    memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
+    if (sv_cm_addr_device(dst_addr, &ctx, &port) != 0) {
+        ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+    } else {
+        id->state = SV_CM_ADDR_RESOLVED;
+        ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    }
+    if (ev == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    sv_cm_event_queue(ev);
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+
+SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_event *ev;
+
+    if ((id == NULL) || (id->state != SV_CM_ADDR_RESOLVED)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_fill_path(id);
+    id->state = SV_CM_ROUTE_RESOLVED;
+    ev = sv_cm_event_new(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    if (ev == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    sv_cm_event_queue(ev);
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+}
+
+/* man rdma_listen: the id must be bound; backlog 0 or less: the default */
+SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+
+    if ((id == NULL) || (id->state != SV_CM_ADDR_BOUND)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (listen(id->bind_sock, (backlog > 0) ? backlog : 1024) != 0) {
+        return -1;
+    }
+    id->sock      = id->bind_sock;
+    id->bind_sock = -1;
+    id->backlog   = backlog;
+    id->state     = SV_CM_LISTEN;
+    sv_cm_channel_watch(id, id->sock);
+    return 0;
+}
+
+SV_CM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *cm_id)
+{
+    return htons(sv_cm_addr_port(&cm_id->route.addr.src_addr));
+}
+
+SV_CM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *cm_id)
+{
+    return htons(sv_cm_addr_port(&cm_id->route.addr.dst_addr));
+}
+
+/* man rdma_set_option: the options exist; softverbs has one path, no
+ * type of service and no timeouts to tune: accepted and not used */
+SV_CM_EXPORT int rdma_set_option(struct rdma_cm_id *cm_id, int level,
+                                 int optname, void *optval, size_t optlen)
+{
+    if ((cm_id == NULL) || ((optval == NULL) && (optlen != 0))) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+/* man rdma_notify: an asynchronous QP event reached the CM; nothing to
+ * do here (the connection is up once established) */
+SV_CM_EXPORT int rdma_notify(struct rdma_cm_id *cm_id, enum ibv_event_type ev)
+{
+    return 0;
+}
+
+/* ECE (enhanced connection establishment): not offered */
+SV_CM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *cm_id,
+                                    struct ibv_ece *ece)
+{
+    errno = EOPNOTSUPP;
+    return -1;
+}
+
+SV_CM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *cm_id,
+                                     struct ibv_ece *ece)
+{
+    errno = EOPNOTSUPP;
+    return -1;
+}

@@ -1,0 +1,439 @@
+/*
+ * softverbs librdmacm: the QP of an id (rdma_create_qp(3)), its states as
+ * the CM moves it, SRQs, endpoints (rdma_create_ep), and what softverbs'
+ * CM does not offer (multicast, rsockets, ECE rejects), which fails
+ * cleanly.
+ *
+ * rdma_create_qp, as its manual page and rdma-core's cma.c have it: the id
+ * must be bound to a device (else EINVAL); the PD must be of that device
+ * (EINVAL), NULL meaning the CM's default PD of the device; one QP per id
+ * (EINVAL for a second); NULL CQs are created by the CM, each with a
+ * completion channel, sized by the send and receive queue lengths, exposed
+ * as id->send_cq(_channel) and id->recv_cq(_channel) and destroyed with the
+ * QP; the caps granted are written back. The QP is left ready to post
+ * receives (INIT: RC with remote read and write, UD with the CM's Q_Key);
+ * UD goes on to RTS at once (ready to send unconnected), RC to RTR/RTS when
+ * the connection is made (rdma_connect/rdma_accept), to ERR when it ends.
+ */
+#include "sv_cm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SV_CM_UDP_QKEY 0x01234567  /* RDMA_UDP_QKEY of rdma-core's cma.h */
+
+static int sv_cm_modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+    int ret = ibv_modify_qp(qp, a, mask);
+
+    if (ret != 0) {
+        errno = ret;
+        return -1;
+    }
+    return 0;
+}
+
+static int sv_cm_qp_to_init(struct sv_cm_id *id)
+{
+    struct ibv_qp_attr a;
+    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state   = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num   = id->id.port_num;
+    if (id->id.qp->qp_type == IBV_QPT_UD) {
+        a.qkey = SV_CM_UDP_QKEY;
+        mask  |= IBV_QP_QKEY;
+    } else {
+        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        mask             |= IBV_QP_ACCESS_FLAGS;
+    }
+    return sv_cm_modify(id->id.qp, &a, mask);
+}
+
+/* UD: ready to send as soon as created */
+static int sv_cm_ud_to_rts(struct sv_cm_id *id)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTR;
+    if (sv_cm_modify(id->id.qp, &a, IBV_QP_STATE) != 0) {
+        return -1;
+    }
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn   = id->psn;
+    return sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/* RC: RTR toward the peer of the REQ/REP, then RTS (cma.c's
+ * rdma_init_qp_attr values: the path's MTU and LID, the peer's QPN and
+ * PSN, reads in flight from the agreed resources) */
+int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
+{
+    struct ibv_port_attr pa;
+    struct ibv_qp_attr a;
+
+    if (id->id.qp->qp_type != IBV_QPT_RC) {
+        return 0;
+    }
+    if (ibv_query_port(id->id.verbs, id->id.port_num, &pa) != 0) {
+        pa.active_mtu = IBV_MTU_1024;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state           = IBV_QPS_RTR;
+    a.path_mtu           = pa.active_mtu;
+    a.dest_qp_num        = id->peer_qpn;
+    a.rq_psn             = id->peer_psn;
+    a.max_dest_rd_atomic = id->conn.responder_resources ?
+                           id->conn.responder_resources : 1;
+    a.min_rnr_timer      = 12;
+    a.ah_attr.dlid       = id->peer_lid;
+    a.ah_attr.port_num   = id->id.port_num;
+    if (id->peer_lid == 0) {
+        a.ah_attr.is_global     = 1;
+        a.ah_attr.grh.dgid      = id->peer_gid;
+        a.ah_attr.grh.hop_limit = 64;
+    }
+    if (sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_AV |
+                     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state      = IBV_QPS_RTS;
+    a.sq_psn        = id->psn;
+    a.timeout       = 14;
+    a.retry_cnt     = id->peer_retry ? id->peer_retry :
+                      (id->conn.retry_count & 7);
+    a.rnr_retry     = id->conn.rnr_retry_count & 7;
+    a.max_rd_atomic = id->conn.initiator_depth ? id->conn.initiator_depth : 1;
+    return sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+                        IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                        IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+void sv_cm_qp_to_err(struct sv_cm_id *id)
+{
+    struct ibv_qp_attr a;
+
+    if (id->id.qp != NULL) {
+        memset(&a, 0, sizeof(a));
+        a.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(id->id.qp, &a, IBV_QP_STATE);
+    }
+}
+
+static void sv_cm_destroy_cqs(struct sv_cm_id *id)
+{
+    struct rdma_cm_id *c = &id->id;
+
+    if (!id->own_cqs) {
+        return;
+    }
+    if (c->recv_cq && (c->recv_cq != c->send_cq)) {
+        ibv_destroy_cq(c->recv_cq);
+    }
+    if (c->send_cq) {
+        ibv_destroy_cq(c->send_cq);
+    }
+    if (c->recv_cq_channel && (c->recv_cq_channel != c->send_cq_channel)) {
+        ibv_destroy_comp_channel(c->recv_cq_channel);
+    }
+    if (c->send_cq_channel) {
+        ibv_destroy_comp_channel(c->send_cq_channel);
+    }
+    c->send_cq = c->recv_cq = NULL;
+    c->send_cq_channel = c->recv_cq_channel = NULL;
+    id->own_cqs = 0;
+}
+
+/* rdma-core's ucma_create_cqs: a CQ and a completion channel each for the
+ * send and the receive side, as deep as the queues */
+static int sv_cm_create_cqs(struct sv_cm_id *id, uint32_t send_size,
+                            uint32_t recv_size)
+{
+    struct rdma_cm_id *c = &id->id;
+
+    id->own_cqs        = 1;
+    c->recv_cq_channel = ibv_create_comp_channel(c->verbs);
+    c->send_cq_channel = ibv_create_comp_channel(c->verbs);
+    if ((c->recv_cq_channel == NULL) || (c->send_cq_channel == NULL)) {
+        goto err;
+    }
+    c->recv_cq = ibv_create_cq(c->verbs, recv_size ? recv_size : 1, c,
+                               c->recv_cq_channel, 0);
+    c->send_cq = ibv_create_cq(c->verbs, send_size ? send_size : 1, c,
+                               c->send_cq_channel, 0);
+    if ((c->recv_cq == NULL) || (c->send_cq == NULL)) {
+        goto err;
+    }
+    return 0;
+
+err:
+    sv_cm_destroy_cqs(id);
+    errno = ENOMEM;
+    return -1;
+}
+
+SV_CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id,
+                                   struct ibv_qp_init_attr_ex *attr)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct ibv_qp_init_attr_ex a;
+    struct ibv_qp *qp;
+
+    if ((id == NULL) || (attr == NULL) || (cm_id->verbs == NULL) ||
+        (cm_id->qp != NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    a = *attr;
+    if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || (a.pd == NULL)) {
+        a.pd         = cm_id->pd ? cm_id->pd : sv_cm_default_pd(cm_id->verbs);
+        a.comp_mask |= IBV_QP_INIT_ATTR_PD;
+    }
+    if ((a.pd == NULL) || (a.pd->context != cm_id->verbs)) {
+        errno = EINVAL; /* a PD of another device */
+        return -1;
+    }
+    if ((a.send_cq == NULL) || (a.recv_cq == NULL)) {
+        if (sv_cm_create_cqs(id, a.cap.max_send_wr, a.cap.max_recv_wr) != 0) {
+            return -1;
+        }
+        a.send_cq = a.send_cq ? a.send_cq : cm_id->send_cq;
+        a.recv_cq = a.recv_cq ? a.recv_cq : cm_id->recv_cq;
+    }
+    if ((a.srq == NULL) && (cm_id->srq != NULL)) {
+        a.srq = cm_id->srq;
+    }
+    qp = ibv_create_qp_ex(cm_id->verbs, &a);
+    if (qp == NULL) {
+        sv_cm_destroy_cqs(id);
+        return -1;
+    }
+    cm_id->qp      = qp;
+    cm_id->pd      = a.pd;
+    cm_id->qp_type = qp->qp_type;
+    if ((sv_cm_qp_to_init(id) != 0) ||
+        ((qp->qp_type == IBV_QPT_UD) && (sv_cm_ud_to_rts(id) != 0))) {
+        ibv_destroy_qp(qp);
+        cm_id->qp = NULL;
+        sv_cm_destroy_cqs(id);
+        return -1;
+    }
+    attr->cap = a.cap; /* granted */
+    return 0;
+}
+
+SV_CM_EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *qp_init_attr)
+{
+    struct ibv_qp_init_attr_ex a;
+    int ret;
+
+    if (qp_init_attr == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+    a.comp_mask = IBV_QP_INIT_ATTR_PD;
+    a.pd        = pd;
+    if ((pd != NULL) && (cm_id != NULL) && (cm_id->verbs != NULL) &&
+        (pd->context != cm_id->verbs)) {
+        errno = EINVAL;
+        return -1;
+    }
+    ret = rdma_create_qp_ex(cm_id, &a);
+    if (ret == 0) {
+        qp_init_attr->cap     = a.cap;
+        qp_init_attr->send_cq = cm_id->qp->send_cq;
+        qp_init_attr->recv_cq = cm_id->qp->recv_cq;
+    }
+    return ret;
+}
+
+SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
+{
+    if ((cm_id == NULL) || (cm_id->qp == NULL)) {
+        return;
+    }
+    ibv_destroy_qp(cm_id->qp);
+    cm_id->qp = NULL;
+    sv_cm_destroy_cqs(sv_cm_id(cm_id));
+}
+
+SV_CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id,
+                                    struct ibv_srq_init_attr_ex *attr)
+{
+    struct ibv_srq_init_attr_ex a;
+
+    if ((cm_id == NULL) || (attr == NULL) || (cm_id->verbs == NULL) ||
+        (cm_id->srq != NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    a = *attr;
+    if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_PD) || (a.pd == NULL)) {
+        a.pd         = cm_id->pd ? cm_id->pd : sv_cm_default_pd(cm_id->verbs);
+        a.comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+    }
+    cm_id->srq = ibv_create_srq_ex(cm_id->verbs, &a);
+    if (cm_id->srq == NULL) {
+        return -1;
+    }
+    cm_id->pd  = a.pd;
+    attr->attr = a.attr;
+    return 0;
+}
+
+SV_CM_EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                                 struct ibv_srq_init_attr *attr)
+{
+    struct ibv_srq_init_attr_ex a;
+    int ret;
+
+    if (attr == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.srq_context = attr->srq_context;
+    a.attr        = attr->attr;
+    a.comp_mask   = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
+    a.srq_type    = IBV_SRQT_BASIC;
+    a.pd          = pd;
+    ret = rdma_create_srq_ex(cm_id, &a);
+    if (ret == 0) {
+        attr->attr = a.attr;
+    }
+    return ret;
+}
+
+SV_CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
+{
+    if ((cm_id != NULL) && (cm_id->srq != NULL)) {
+        ibv_destroy_srq(cm_id->srq);
+        cm_id->srq = NULL;
+    }
+}
+
+/* man rdma_init_qp_attr: the attributes for moving a QP the application
+ * created itself to qp_attr->qp_state */
+SV_CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id,
+                                   struct ibv_qp_attr *a, int *mask)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct ibv_port_attr pa;
+    enum ibv_qp_state want;
+
+    if ((id == NULL) || (a == NULL) || (mask == NULL) ||
+        (cm_id->verbs == NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    want = a->qp_state;
+    memset(a, 0, sizeof(*a));
+    a->qp_state = want;
+    switch (want) {
+    case IBV_QPS_INIT:
+        a->port_num        = cm_id->port_num;
+        a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                IBV_QP_ACCESS_FLAGS;
+        return 0;
+    case IBV_QPS_RTR:
+        if (ibv_query_port(cm_id->verbs, cm_id->port_num, &pa) != 0) {
+            pa.active_mtu = IBV_MTU_1024;
+        }
+        a->path_mtu           = pa.active_mtu;
+        a->dest_qp_num        = id->peer_qpn;
+        a->rq_psn             = id->peer_psn;
+        a->max_dest_rd_atomic = id->conn.responder_resources ?
+                                id->conn.responder_resources : 1;
+        a->min_rnr_timer      = 12;
+        a->ah_attr.dlid       = id->peer_lid;
+        a->ah_attr.port_num   = cm_id->port_num;
+        *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                IBV_QP_MIN_RNR_TIMER;
+        return 0;
+    case IBV_QPS_RTS:
+        a->sq_psn        = id->psn;
+        a->timeout       = 14;
+        a->retry_cnt     = 7;
+        a->rnr_retry     = id->conn.rnr_retry_count & 7;
+        a->max_rd_atomic = id->conn.initiator_depth ?
+                           id->conn.initiator_depth : 1;
+        *mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+                IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+        return 0;
+    default:
+        errno = EINVAL;
+        return -1;
+    }
+}
+
+/* man rdma_create_ep: a synchronous id for res, bound (RAI_PASSIVE) or
+ * resolved to its destination, with a QP when qp_init_attr is given */
+SV_CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id_p,
+                                struct rdma_addrinfo *res, struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *qp_init_attr)
+{
+    struct rdma_cm_id *cm_id;
+    int ret;
+
+    if ((id_p == NULL) || (res == NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space) != 0) {
+        return -1;
+    }
+    if (res->ai_flags & RAI_PASSIVE) {
+        ret = rdma_bind_addr(cm_id, res->ai_src_addr);
+    } else {
+        ret = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr,
+                                2000);
+        if (ret == 0) {
+            ret = rdma_resolve_route(cm_id, 2000);
+        }
+    }
+    if ((ret == 0) && (qp_init_attr != NULL)) {
+        /* the QP type is the address's (rdma-core's rdma_create_ep) */
+        qp_init_attr->qp_type = res->ai_qp_type;
+        if (res->ai_flags & RAI_PASSIVE) {
+            /* a listener: each request it gets has its QP made with these
+             * attributes (rdma_get_request) */
+            sv_cm_id(cm_id)->ep_qp_attr = malloc(sizeof(*qp_init_attr));
+            if (sv_cm_id(cm_id)->ep_qp_attr == NULL) {
+                errno = ENOMEM;
+                ret   = -1;
+            } else {
+                *sv_cm_id(cm_id)->ep_qp_attr = *qp_init_attr;
+                sv_cm_id(cm_id)->ep_pd       = pd;
+            }
+        } else {
+            ret = rdma_create_qp(cm_id, pd, qp_init_attr);
+        }
+    }
+    if (ret != 0) {
+        rdma_destroy_id(cm_id);
+        return -1;
+    }
+    *id_p = cm_id;
+    return 0;
+}
+
+SV_CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *cm_id)
+{
+    if (cm_id == NULL) {
+        return;
+    }
+    rdma_destroy_qp(cm_id);
+    rdma_destroy_srq(cm_id);
+    rdma_destroy_id(cm_id);
+}
