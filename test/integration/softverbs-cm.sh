@@ -54,6 +54,16 @@ else
     qpx_fail "rping to a port nobody listens on (exit $rc): $(echo "$out" | tail -n 2)"
 fi
 
+# A malformed SOFTVERBS_CM_PORT is named on stderr and the default used
+next_port
+out=$(SOFTVERBS_CM_PORT=nodev:x timeout 20 rping -c -a 127.0.0.1 -p $PORT -C 1 2>&1)
+if echo "$out" | grep -q "SOFTVERBS_CM_PORT='nodev:x' is not <device>:<port>" &&
+   echo "$out" | grep -q "RDMA_CM_EVENT_REJECTED, error 8"; then
+    qpx_pass "malformed SOFTVERBS_CM_PORT reported, default port used"
+else
+    qpx_fail "malformed SOFTVERBS_CM_PORT: $(echo "$out" | head -n 2)"
+fi
+
 # ucmatose: 4 RC connections of 100 messages, then with the address bound
 next_port
 svt_run_pair "ucmatose -c 4 -C 100" 30 "^return status 0" \
