@@ -38,9 +38,9 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
 
     if (!qpx_device_addr_is_reachable(iface->super.port, dev_addr)) {
-        ucs_error("qpx_dc: peer lid %u is not reachable from %s:%d",
-                  dev_addr->lid, iface->super.md->dev.name,
-                  iface->super.port_num);
+        ucs_error("qpx_dc: peer lid %u (address flags 0x%x) is not "
+                  "reachable from %s:%d", dev_addr->lid, dev_addr->flags,
+                  iface->super.md->dev.name, iface->super.port_num);
         return UCS_ERR_UNREACHABLE;
     }
 
