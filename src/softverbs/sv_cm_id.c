@@ -86,7 +86,7 @@ SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
         errno = EINVAL;
         return -1;
     }
-    if ((id_p == NULL)) {
+    if (id_p == NULL) {
         errno = EINVAL;
         return -1;
     }
@@ -144,9 +144,9 @@ SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
 {
     struct sockaddr_un un;
-    socklen_t len;
-    int fd, tries;
     uint16_t port = sv_cm_addr_port(sa);
+    int fd, tries, ret;
+    socklen_t len;
 
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
@@ -166,10 +166,9 @@ static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
             break;
         }
     }
+    ret = errno;
     close(fd);
-    if (errno == EADDRINUSE) {
-        errno = EADDRINUSE;
-    }
+    errno = ret; /* EADDRINUSE: another id holds the address */
     return -1;
 }
 
@@ -224,9 +223,9 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
 }
 
 /* man rdma_resolve_addr: binds to src (or the wildcard) if not bound, and
- * resolves dst to the port it maps to; ADDR_RESOLVED, or ADDR_ERROR
- * (-EHOSTUNREACH... -ENODEV in the event status for an address that is not
- * this host's) */
+ * resolves dst to the port it maps to; ADDR_RESOLVED, or ADDR_ERROR with
+ * status -EHOSTUNREACH for an address that is not this host's (the
+ * kernel's resolver gives it for an address it has no route to) */
 SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
                                    struct sockaddr *src_addr,
                                    struct sockaddr *dst_addr, int timeout_ms)
