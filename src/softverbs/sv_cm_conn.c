@@ -23,6 +23,16 @@
  * 36-byte CMA header of RDMA_PS_TCP (56 for the user), REP 196, REJ 148;
  * more is EINVAL. The receiver's event gives the whole field (its length is
  * the field's, zero-padded), as the kernel's CM reports it.
+ *
+ * UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB) resolve the peer's QP with the
+ * connectionless SIDR exchange (IBA 12.11): SIDR REQ (216 bytes less the
+ * CMA header: 180 for the user) gives the listener a CONNECT_REQUEST;
+ * rdma_accept answers SIDR REP (136) with its QP number and Q_Key, and
+ * gives the passive side no event; the active side gets ESTABLISHED with
+ * param.ud (address handle attributes, QP number, Q_Key). Nobody
+ * listening: UNREACHABLE with the SIDR status "unsupported" (1);
+ * rdma_reject: UNREACHABLE, status "reject" (2) (the kernel's
+ * cma_sidr_rep_handler and cm.c's cm_sidr_req_handler).
  */
 #include "sv_cm.h"
 
@@ -36,8 +46,13 @@
 #define SV_CM_REQ_PRIV   56
 #define SV_CM_REP_PRIV   196
 #define SV_CM_REJ_PRIV   148
+#define SV_CM_SIDR_REQ_PRIV 180
+#define SV_CM_SIDR_REP_PRIV 136
 #define SV_CM_REJ_INVALID_SERVICE_ID 8   /* IBA table 112, reject reasons */
 #define SV_CM_REJ_CONSUMER_DEFINED   28
+#define SV_CM_SIDR_UNSUPPORTED       1   /* IBA table 124, SIDR REP status */
+#define SV_CM_SIDR_REJECT            2
+#define SV_CM_UDP_QKEY 0x01234567        /* RDMA_UDP_QKEY of rdma-core */
 
 enum sv_cm_msg_type {
     SV_CM_MSG_REQ = 1,
@@ -46,6 +61,8 @@ enum sv_cm_msg_type {
     SV_CM_MSG_REJ,
     SV_CM_MSG_DREQ,
     SV_CM_MSG_DREP,
+    SV_CM_MSG_SIDR_REQ,
+    SV_CM_MSG_SIDR_REP,
 };
 
 /* One CM message; always sent and read whole */
@@ -53,7 +70,8 @@ struct sv_cm_msg {
     uint32_t type;
     uint32_t qpn;
     uint32_t psn;
-    int32_t  reason;                   /* REJ */
+    int32_t  reason;                   /* REJ, SIDR REP status */
+    uint32_t qkey;                     /* SIDR REP */
     uint16_t lid;
     uint8_t  resp_res;
     uint8_t  init_depth;
@@ -136,6 +154,44 @@ static void sv_cm_event_conn(struct sv_cm_id *id, enum rdma_cm_event_type t,
         ev->event.param.conn.qp_num              = m->qpn;
     }
     if (id->listen != NULL && t == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        ev->event.listen_id = &id->listen->id;
+    }
+    sv_cm_event_queue(ev);
+}
+
+static int sv_cm_is_ud(const struct sv_cm_id *id)
+{
+    return id->id.qp_type == IBV_QPT_UD;
+}
+
+/* A UD event: private data of the whole field, and for the active side the
+ * peer's address, QP number and Q_Key */
+static void sv_cm_event_ud(struct sv_cm_id *id, enum rdma_cm_event_type t,
+                           int status, const struct sv_cm_msg *m,
+                           uint8_t field_len, int with_addr)
+{
+    struct sv_cm_event *ev = sv_cm_event_new(id, t, status);
+    struct rdma_ud_param *ud;
+
+    if (ev == NULL) {
+        return;
+    }
+    ud = &ev->event.param.ud;
+    memcpy(ev->priv, m->priv, field_len);
+    ud->private_data     = ev->priv;
+    ud->private_data_len = field_len;
+    if (with_addr) {
+        ud->ah_attr.dlid     = m->lid;
+        ud->ah_attr.port_num = id->id.port_num;
+        if (m->lid == 0) {
+            ud->ah_attr.is_global     = 1;
+            ud->ah_attr.grh.dgid      = m->gid;
+            ud->ah_attr.grh.hop_limit = 64;
+        }
+        ud->qp_num = m->qpn;
+        ud->qkey   = m->qkey;
+    }
+    if ((id->listen != NULL) && (t == RDMA_CM_EVENT_CONNECT_REQUEST)) {
         ev->event.listen_id = &id->listen->id;
     }
     sv_cm_event_queue(ev);
@@ -279,6 +335,26 @@ void sv_cm_conn_input(struct sv_cm_id *id)
             sv_cm_handle_req(id, &m);
         }
         break;
+    case SV_CM_MSG_SIDR_REQ:
+        if (id->state == SV_CM_IDLE) {
+            memcpy(&id->id.route.addr.src_storage, &m.dst, sizeof(m.dst));
+            memcpy(&id->id.route.addr.dst_storage, &m.src, sizeof(m.src));
+            sv_cm_take_peer(id, &m);
+            id->state = SV_CM_REQ_RCVD;
+            sv_cm_event_ud(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &m,
+                           SV_CM_SIDR_REQ_PRIV, 0);
+        }
+        break;
+    case SV_CM_MSG_SIDR_REP:
+        sv_cm_close_sock(id);
+        if (id->state == SV_CM_CONNECT) {
+            id->state = (m.reason == 0) ? SV_CM_CONNECTED :
+                        SV_CM_ROUTE_RESOLVED;
+            sv_cm_event_ud(id, (m.reason == 0) ? RDMA_CM_EVENT_ESTABLISHED :
+                           RDMA_CM_EVENT_UNREACHABLE, m.reason, &m,
+                           SV_CM_SIDR_REP_PRIV, m.reason == 0);
+        }
+        break;
     case SV_CM_MSG_REP:
         if (id->state == SV_CM_CONNECT) {
             sv_cm_handle_rep(id, &m);
@@ -359,7 +435,9 @@ SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
     struct sv_cm_msg m;
 
     if ((id == NULL) || (id->state != SV_CM_ROUTE_RESOLVED) ||
-        ((param != NULL) && (param->private_data_len > SV_CM_REQ_PRIV)) ||
+        ((param != NULL) &&
+         (param->private_data_len > (sv_cm_is_ud(id) ? SV_CM_SIDR_REQ_PRIV :
+                                                       SV_CM_REQ_PRIV))) ||
         ((param != NULL) && (param->private_data_len > 0) &&
          (param->private_data == NULL))) {
         errno = EINVAL;
@@ -373,6 +451,14 @@ SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
         id->conn.retry_count     = 7;
     }
     id->sock = sv_cm_dial(id);
+    if ((id->sock < 0) && sv_cm_is_ud(id)) {
+        /* nobody listens there: SIDR REP "unsupported" */
+        sv_cm_msg_init(id, &m, SV_CM_MSG_SIDR_REP, NULL, 0);
+        sv_cm_event_ud(id, RDMA_CM_EVENT_UNREACHABLE, SV_CM_SIDR_UNSUPPORTED,
+                       &m, SV_CM_SIDR_REP_PRIV, 0);
+        return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) :
+                          0;
+    }
     if (id->sock < 0) {
         /* nobody listens there: the REQ is rejected (invalid service) */
         sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED,
@@ -380,8 +466,9 @@ SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
         return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) :
                           0;
     }
-    sv_cm_msg_init(id, &m, SV_CM_MSG_REQ, id->conn.private_data,
-                   id->conn.private_data_len);
+    sv_cm_msg_init(id, &m, sv_cm_is_ud(id) ? SV_CM_MSG_SIDR_REQ :
+                                             SV_CM_MSG_REQ,
+                   id->conn.private_data, id->conn.private_data_len);
     m.qpn        = cm_id->qp ? cm_id->qp->qp_num : id->conn.qp_num;
     m.resp_res   = id->conn.responder_resources;
     m.init_depth = id->conn.initiator_depth;
@@ -403,9 +490,23 @@ SV_CM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id,
     struct sv_cm_msg m;
 
     if ((id == NULL) || (id->state != SV_CM_REQ_RCVD) ||
-        ((param != NULL) && (param->private_data_len > SV_CM_REP_PRIV))) {
+        ((param != NULL) &&
+         (param->private_data_len > (sv_cm_is_ud(id) ? SV_CM_SIDR_REP_PRIV :
+                                                       SV_CM_REP_PRIV)))) {
         errno = EINVAL;
         return -1;
+    }
+    if (sv_cm_is_ud(id)) {
+        /* SIDR REP with our QP: connectionless, no event on this side */
+        sv_cm_msg_init(id, &m, SV_CM_MSG_SIDR_REP,
+                       param ? param->private_data : NULL,
+                       param ? param->private_data_len : 0);
+        m.qpn  = cm_id->qp ? cm_id->qp->qp_num : (param ? param->qp_num : 0);
+        m.qkey = SV_CM_UDP_QKEY;
+        sv_cm_send(id, &m);
+        sv_cm_close_sock(id);
+        id->state = SV_CM_CONNECTED;
+        return 0;
     }
     if (param != NULL) {
         id->conn = *param;
@@ -441,8 +542,14 @@ SV_CM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id,
         errno = EINVAL;
         return -1;
     }
-    sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, private_data, len);
-    m.reason = SV_CM_REJ_CONSUMER_DEFINED;
+    if (sv_cm_is_ud(id)) {
+        sv_cm_msg_init(id, &m, SV_CM_MSG_SIDR_REP, private_data,
+                       (len > SV_CM_SIDR_REP_PRIV) ? SV_CM_SIDR_REP_PRIV : len);
+        m.reason = SV_CM_SIDR_REJECT;
+    } else {
+        sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, private_data, len);
+        m.reason = SV_CM_REJ_CONSUMER_DEFINED;
+    }
     sv_cm_send(id, &m);
     sv_cm_close_sock(id);
     id->state = SV_CM_DISCONNECTED;

@@ -74,6 +74,18 @@ svt_run_pair "ucmatose -b 127.0.0.1 -c 2 -C 50" 30 "^return status 0" \
     "ucmatose -b 127.0.0.1 -p $PORT -c 2 -C 50" \
     "ucmatose -s 127.0.0.1 -b 127.0.0.1 -p $PORT -c 2 -C 50"
 
+# UD: the SIDR exchange (udaddy listens on its fixed port 7174; -p is its
+# port space), and a SIDR request nobody answers: UNREACHABLE, status 1
+# ("unsupported"), as a fabric's CM answers it
+svt_run_pair "udaddy (UD, SIDR)" 30 "^return status 0" "udaddy" \
+    "udaddy -s 127.0.0.1"
+out=$(timeout 20 udaddy -s 127.0.0.1 2>&1)
+if echo "$out" | grep -q "RDMA_CM_EVENT_UNREACHABLE, error: 1"; then
+    qpx_pass "udaddy with nobody listening: UNREACHABLE, status 1"
+else
+    qpx_fail "udaddy with nobody listening: $(echo "$out" | tail -n 2)"
+fi
+
 # the synchronous API (rdma_create_ep, rdma_get_request, rdma_verbs.h)
 next_port
 svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
@@ -83,7 +95,7 @@ svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
 PT_LAT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+'
 for t in "ib_write_lat -s 64 -n 1000" "ib_write_bw -s 65536 -n 500" \
          "ib_send_lat -s 64 -n 1000" "ib_send_bw -s 65536 -n 500" \
-         "ib_read_bw -s 65536 -n 500"; do
+         "ib_read_bw -s 65536 -n 500" "ib_send_lat -c UD -s 64 -n 1000"; do
     next_port
     svt_run_pair "perftest $t -R" 30 "$PT_LAT" \
         "$t -d $D -R -p $PORT -F" "$t -d $D -R -p $PORT -F 127.0.0.1"
