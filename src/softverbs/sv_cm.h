@@ -43,6 +43,7 @@ enum sv_cm_state {
 };
 
 struct sv_cm_channel;
+struct sv_cm_mcast;
 
 /* A queued event (the application gets &ev.event) */
 struct sv_cm_event {
@@ -82,6 +83,7 @@ struct sv_cm_id {
     uint32_t             rx_len;
     int                  events_out;  /* events given and not acked */
     int                  disc_pending; /* our DREQ went, no answer yet */
+    struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
 };
 
 struct sv_cm_channel {
@@ -132,6 +134,10 @@ void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
 /* the abstract socket name of (port space, address, port) */
 socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
                           const struct sockaddr *sa, int wildcard);
+
+/* multicast (sv_cm_mcast.c) */
+int  sv_cm_addr_is_mcast(const struct sockaddr *sa);
+void sv_cm_mcast_detach_all(struct sv_cm_id *id);
 
 /* QPs (sv_cm_qp.c) */
 int  sv_cm_qp_to_rtr_rts(struct sv_cm_id *id);

@@ -132,6 +132,7 @@ SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
         close(id->bind_sock);
     }
     free(id->ep_qp_attr);
+    sv_cm_mcast_detach_all(id);
     sv_cm_id_unlink(id);
     if (id->sync) {
         sv_cm_channel_free(chan);
@@ -254,7 +255,11 @@ SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
         }
     }
     memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
-    if (sv_cm_addr_device(dst_addr, &ctx, &port) != 0) {
+    if (sv_cm_addr_is_mcast(dst_addr)) {
+        /* a multicast group is reached from the bound port */
+        id->state = SV_CM_ADDR_RESOLVED;
+        ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    } else if (sv_cm_addr_device(dst_addr, &ctx, &port) != 0) {
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
     } else {
         id->state = SV_CM_ADDR_RESOLVED;

@@ -261,6 +261,8 @@ SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
     if ((cm_id == NULL) || (cm_id->qp == NULL)) {
         return;
     }
+    /* man ibv_destroy_qp: a QP attached to a group cannot be destroyed */
+    sv_cm_mcast_detach_all(sv_cm_id(cm_id));
     ibv_destroy_qp(cm_id->qp);
     cm_id->qp = NULL;
     sv_cm_destroy_cqs(sv_cm_id(cm_id));

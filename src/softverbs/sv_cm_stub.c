@@ -1,7 +1,6 @@
 /*
- * softverbs librdmacm: what its CM does not offer yet, failing cleanly:
- * multicast joins (EOPNOTSUPP: softverbs' UD multicast is reached through
- * ibv_attach_mcast directly), ECE rejects (EOPNOTSUPP), and rsockets, whose
+ * softverbs librdmacm: what its CM does not offer, failing cleanly: ECE
+ * rejects (EOPNOTSUPP), and rsockets, whose
  * every call fails with ENOSYS (man rsocket: the functions return -1 and
  * set errno), so that programs linked against them load and are told.
  */
@@ -9,28 +8,6 @@
 
 #include <errno.h>
 #include <rdma/rsocket.h>
-
-SV_CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
-                                     struct sockaddr *addr, void *context)
-{
-    errno = EOPNOTSUPP;
-    return -1;
-}
-
-SV_CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
-                                        struct rdma_cm_join_mc_attr_ex *attr,
-                                        void *context)
-{
-    errno = EOPNOTSUPP;
-    return -1;
-}
-
-SV_CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
-                                      struct sockaddr *addr)
-{
-    errno = EADDRNOTAVAIL; /* nothing was joined */
-    return -1;
-}
 
 SV_CM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *priv,
                                  uint8_t len)

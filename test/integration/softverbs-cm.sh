@@ -86,6 +86,11 @@ else
     qpx_fail "udaddy with nobody listening: $(echo "$out" | tail -n 2)"
 fi
 
+# UD multicast: a receiver joins 224.1.1.1, a sender joins it send-only and
+# sends 10 datagrams; the receiver gets all 10 (mckey counts them)
+svt_run_pair "mckey (UD multicast)" 30 "^return status 0" \
+    "mckey -m 224.1.1.1 -C 10" "mckey -m 224.1.1.1 -s -C 10"
+
 # the synchronous API (rdma_create_ep, rdma_get_request, rdma_verbs.h)
 next_port
 svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
