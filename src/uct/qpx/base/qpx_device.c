@@ -226,23 +226,72 @@ ucs_status_t qpx_device_query_tl_resources(qpx_device_t *dev,
 }
 
 
+/* The flags of UCX 1.13's uct_ib_address_t (src/uct/ib/base/ib_device.h,
+ * enum uct_ib_address_flags), the wire format of a device address */
+enum {
+    QPX_IB_ADDR_GID_INDEX      = UCS_BIT(0),
+    QPX_IB_ADDR_PATH_MTU       = UCS_BIT(1),
+    QPX_IB_ADDR_PKEY           = UCS_BIT(2),
+    QPX_IB_ADDR_LINK_LAYER_ETH = UCS_BIT(3),
+    QPX_IB_ADDR_ROCE_IPV6      = UCS_BIT(4), /* with ETH */
+    QPX_IB_ADDR_SUBNET16       = UCS_BIT(4), /* without ETH */
+    QPX_IB_ADDR_SUBNET64       = UCS_BIT(5),
+    QPX_IB_ADDR_IF_ID          = UCS_BIT(6)
+};
+
+
 size_t qpx_device_addr_size(const qpx_device_port_t *port)
 {
-    /* IB: the LID routes inside the subnet; RoCE: the GID is the address */
-    return port->is_eth ? sizeof(qpx_device_addr_t) :
-                          offsetof(qpx_device_addr_t, gid);
+    /* flags; IB: the LID routes inside the subnet; RoCE: the GID is the
+     * address (UCX's IB transports pack the same) */
+    return 1 + (port->is_eth ? 16 : sizeof(uint16_t));
 }
 
 
-void qpx_device_addr_pack(const qpx_device_port_t *port,
-                          qpx_device_addr_t *addr)
+void qpx_device_addr_get(const qpx_device_port_t *port,
+                         qpx_device_addr_t *addr)
 {
-    addr->flags = 0;
-    addr->lid   = port->attr.lid;
+    memset(addr, 0, sizeof(*addr));
+    addr->lid = port->attr.lid;
     if (port->is_eth) {
         addr->flags |= QPX_DEVICE_ADDR_FLAG_GID | QPX_DEVICE_ADDR_FLAG_ETH;
         memcpy(addr->gid, port->gid.raw, sizeof(addr->gid));
     }
+}
+
+
+void qpx_device_addr_pack(const qpx_device_port_t *port, void *packed)
+{
+    uint8_t *p = packed;
+    uint16_t lid;
+
+    if (port->is_eth) {
+        /* RoCE version "any" (0) in the bits above ETH_LAST, IPv4 */
+        p[0] = QPX_IB_ADDR_LINK_LAYER_ETH;
+        memcpy(p + 1, port->gid.raw, 16);
+    } else {
+        p[0] = 0;
+        lid  = port->attr.lid;
+        memcpy(p + 1, &lid, sizeof(lid));
+    }
+}
+
+
+void qpx_device_addr_unpack(const void *packed, qpx_device_addr_t *addr)
+{
+    const uint8_t *p = packed;
+    uint8_t flags    = p[0];
+
+    memset(addr, 0, sizeof(*addr));
+    ++p;
+    if (flags & QPX_IB_ADDR_LINK_LAYER_ETH) {
+        addr->flags |= QPX_DEVICE_ADDR_FLAG_GID | QPX_DEVICE_ADDR_FLAG_ETH;
+        memcpy(addr->gid, p, sizeof(addr->gid));
+        return;
+    }
+    memcpy(&addr->lid, p, sizeof(addr->lid));
+    /* the rest (interface id, subnet prefix, path MTU, GID index, P_Key)
+     * routes nothing inside one subnet: LID addressing */
 }
 
 

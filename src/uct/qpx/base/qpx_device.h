@@ -34,7 +34,14 @@ typedef struct qpx_device {
 } qpx_device_t;
 
 
-/* Device address: how a peer reaches a port (LID on IB, GID on RoCE) */
+/*
+ * Device address: how a peer reaches a port (LID on IB, GID on RoCE), as
+ * qpx uses it (unpacked). On the wire (uct_iface_get_device_address) it is
+ * packed in the format of UCX's IB transports (uct_ib_address_t of UCX
+ * 1.13: a flags byte, then the LID or the GID and optional fields): UCP's
+ * client/server flow hands every transport of a device the address UCX's
+ * rdmacm connection manager packed for it, so qpx must read that format.
+ */
 typedef struct qpx_device_addr {
     uint8_t  flags;         /* QPX_DEVICE_ADDR_FLAG_* */
     uint16_t lid;
@@ -45,6 +52,9 @@ enum {
     QPX_DEVICE_ADDR_FLAG_GID = UCS_BIT(0),
     QPX_DEVICE_ADDR_FLAG_ETH = UCS_BIT(1)
 };
+
+/* Largest packed device address (flags, GID, and the optional fields) */
+#define QPX_DEVICE_ADDR_PACKED_MAX 40
 
 
 ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev);
@@ -73,10 +83,18 @@ ucs_status_t qpx_device_query_tl_resources(qpx_device_t *dev,
                                            uct_tl_device_resource_t **tl_devices_p,
                                            unsigned *num_tl_devices_p);
 
-void qpx_device_addr_pack(const qpx_device_port_t *port,
-                          qpx_device_addr_t *addr);
+/* The address of this port, unpacked */
+void qpx_device_addr_get(const qpx_device_port_t *port,
+                         qpx_device_addr_t *addr);
 
-/* Bytes of a device address of this port */
+/* The address of this port, packed (qpx_device_addr_size bytes) */
+void qpx_device_addr_pack(const qpx_device_port_t *port, void *packed);
+
+/* A packed device address (ours, or UCX's IB format from another packer)
+ * unpacked: the LID or the GID; the optional fields are not needed */
+void qpx_device_addr_unpack(const void *packed, qpx_device_addr_t *addr);
+
+/* Bytes of a packed device address of this port */
 size_t qpx_device_addr_size(const qpx_device_port_t *port);
 
 /* Is the device address reachable from this port (same fabric) */

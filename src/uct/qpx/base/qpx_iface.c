@@ -351,7 +351,7 @@ ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,
 {
     qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
 
-    qpx_device_addr_pack(iface->port, (qpx_device_addr_t*)addr);
+    qpx_device_addr_pack(iface->port, addr);
     return UCS_OK;
 }
 
@@ -361,10 +361,13 @@ int qpx_iface_is_reachable(const uct_iface_h tl_iface,
                            const uct_iface_addr_t *iface_addr)
 {
     qpx_iface_t *iface = ucs_derived_of(tl_iface, qpx_iface_t);
+    qpx_device_addr_t addr;
 
-    return (dev_addr != NULL) &&
-           qpx_device_addr_is_reachable(iface->port,
-                                        (const qpx_device_addr_t*)dev_addr);
+    if (dev_addr == NULL) {
+        return 0;
+    }
+    qpx_device_addr_unpack(dev_addr, &addr);
+    return qpx_device_addr_is_reachable(iface->port, &addr);
 }
 
 

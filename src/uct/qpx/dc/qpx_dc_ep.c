@@ -22,7 +22,7 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
                           UCT_EP_PARAM_FIELD_DEV_ADDR |
                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
     const qpx_dc_iface_addr_t *iface_addr;
-    const qpx_device_addr_t *dev_addr;
+    qpx_device_addr_t dev_addr;
     qpx_dc_iface_t *iface;
     ucs_status_t status;
 
@@ -33,18 +33,18 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     }
 
     iface      = ucs_derived_of(params->iface, qpx_dc_iface_t);
-    dev_addr   = (const qpx_device_addr_t*)params->dev_addr;
     iface_addr = (const qpx_dc_iface_addr_t*)params->iface_addr;
     UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
 
-    if (!qpx_device_addr_is_reachable(iface->super.port, dev_addr)) {
+    qpx_device_addr_unpack(params->dev_addr, &dev_addr);
+    if (!qpx_device_addr_is_reachable(iface->super.port, &dev_addr)) {
         ucs_error("qpx_dc: peer lid %u (address flags 0x%x) is not "
-                  "reachable from %s:%d", dev_addr->lid, dev_addr->flags,
+                  "reachable from %s:%d", dev_addr.lid, dev_addr.flags,
                   iface->super.md->dev.name, iface->super.port_num);
         return UCS_ERR_UNREACHABLE;
     }
 
-    status = qpx_ah_cache_get(&iface->ah_cache, dev_addr, &self->ah);
+    status = qpx_ah_cache_get(&iface->ah_cache, &dev_addr, &self->ah);
     if (status != UCS_OK) {
         return status;
     }
@@ -71,7 +71,7 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     }
 
     ucs_debug("qpx_dc ep %p: dct 0x%x lid %u", self, self->dct_num,
-              dev_addr->lid);
+              dev_addr.lid);
     return UCS_OK;
 }
 

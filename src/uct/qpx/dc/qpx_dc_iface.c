@@ -255,7 +255,7 @@ static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
 
     memset(conn, 0, sizeof(*conn));
     /* The local port's address vector: its GRH on RoCE */
-    qpx_device_addr_pack(self->super.port, &self_addr);
+    qpx_device_addr_get(self->super.port, &self_addr);
     qpx_device_ah_attr(&self_addr, self->super.port_num, &conn->ah_attr);
     conn->path_mtu      = self->super.port->attr.active_mtu;
     conn->max_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,

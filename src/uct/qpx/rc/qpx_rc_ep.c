@@ -174,12 +174,16 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
     const qpx_rc_ep_addr_t *rc_addr = (const qpx_rc_ep_addr_t*)ep_addr;
-    const qpx_device_addr_t *addr   = (const qpx_device_addr_t*)dev_addr;
     qpx_qp_connect_attr_t conn;
+    qpx_device_addr_t addr;
     ucs_status_t status;
 
-    if ((dev_addr == NULL) || (ep_addr == NULL) ||
-        !qpx_device_addr_is_reachable(iface->super.port, addr)) {
+    if ((dev_addr == NULL) || (ep_addr == NULL)) {
+        ucs_error("qp 0x%x: no peer address", ep->qp->qp_num);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    qpx_device_addr_unpack(dev_addr, &addr);
+    if (!qpx_device_addr_is_reachable(iface->super.port, &addr)) {
         ucs_error("qp 0x%x: peer address is not reachable", ep->qp->qp_num);
         return UCS_ERR_UNREACHABLE;
     }
@@ -192,7 +196,7 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
     conn.dest_qpn = qpx_rc_unpack24(rc_addr->qp_num);
     conn.rq_psn   = qpx_rc_unpack24(rc_addr->psn);
     conn.sq_psn   = ep->psn;
-    qpx_device_ah_attr(addr, iface->super.port_num, &conn.ah_attr);
+    qpx_device_ah_attr(&addr, iface->super.port_num, &conn.ah_attr);
 
     status = qpx_qp_to_rtr(ep->qp, &conn);
     if (status != UCS_OK) {

@@ -167,7 +167,7 @@ ucs_status_t qpx_ud_ep_send_conn(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     conn->iface_addr.qpn[0] = qpn;
     conn->iface_addr.qpn[1] = qpn >> 8;
     conn->iface_addr.qpn[2] = qpn >> 16;
-    qpx_device_addr_pack(iface->super.port, &conn->dev_addr);
+    qpx_device_addr_get(iface->super.port, &conn->dev_addr);
     desc->length = sizeof(*hdr) + sizeof(*conn);
     ep->flags   |= QPX_UD_EP_FLAG_CONN_SENT;
 
@@ -190,6 +190,7 @@ void qpx_ud_ep_set_connected(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(params->iface, qpx_ud_iface_t);
+    qpx_device_addr_t dev_addr;
     qpx_ud_peer_t *peer;
     qpx_ud_ep_t *ep;
     ucs_status_t status;
@@ -207,8 +208,8 @@ ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = qpx_ud_iface_peer_get(iface,
-                                   (const qpx_device_addr_t*)params->dev_addr,
+    qpx_device_addr_unpack(params->dev_addr, &dev_addr);
+    status = qpx_ud_iface_peer_get(iface, &dev_addr,
                                    (const qpx_ud_iface_addr_t*)params->iface_addr,
                                    &peer);
     if (status != UCS_OK) {
@@ -302,6 +303,7 @@ ucs_status_t qpx_ud_ep_connect_to_ep(uct_ep_h tl_ep,
     qpx_ud_ep_t *ep                 = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface           = qpx_ud_ep_iface(ep);
     const qpx_ud_ep_addr_t *ep_addr = (const qpx_ud_ep_addr_t*)uct_ep_addr;
+    qpx_device_addr_t addr;
     qpx_ud_peer_t *peer;
     ucs_status_t status;
 
@@ -310,8 +312,8 @@ ucs_status_t qpx_ud_ep_connect_to_ep(uct_ep_h tl_ep,
         return UCS_ERR_ALREADY_EXISTS;
     }
 
-    status = qpx_ud_iface_peer_get(iface, (const qpx_device_addr_t*)dev_addr,
-                                   &ep_addr->iface_addr, &peer);
+    qpx_device_addr_unpack(dev_addr, &addr);
+    status = qpx_ud_iface_peer_get(iface, &addr, &ep_addr->iface_addr, &peer);
     if (status != UCS_OK) {
         return status;
     }
