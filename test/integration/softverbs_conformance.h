@@ -207,5 +207,9 @@ extern const svt_case_t svt_cases_sys[];
 extern const svt_case_t svt_cases_dc[];
 extern const svt_case_t svt_cases_dc_data[];
 #endif
+#ifdef HAVE_RDMACM
+extern const svt_case_t svt_cases_cm[];
+extern const svt_case_t svt_cases_cm_conn[];
+#endif
 
 #endif

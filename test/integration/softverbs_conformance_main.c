@@ -37,6 +37,9 @@ static const svt_case_t *const svt_tables[] = {
 #ifdef HAVE_MLX5DV
     svt_cases_dc,   svt_cases_dc_data,
 #endif
+#ifdef HAVE_RDMACM
+    svt_cases_cm,   svt_cases_cm_conn,
+#endif
 };
 
 static char svt_self[PATH_MAX];
