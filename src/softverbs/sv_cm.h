@@ -3,10 +3,13 @@
  * one host. What the kernel's CM does with MADs on a fabric (REQ, REP, RTU,
  * REJ, DREQ, DREP) goes here as messages over abstract unix stream
  * sockets: a listening id owns a socket named after the address and port
- * it listens on, a connecting id connects to it. No thread: the messages
- * are read and the events made when the application waits on the event
- * channel (rdma_get_cm_event), whose fd is an epoll fd over the sockets of
- * its ids and an eventfd for events made without a message.
+ * it listens on, a connecting id connects to it. One thread per process
+ * (started with the first socket) reads the messages and makes the events,
+ * as the kernel's CM does apart from the application: an event channel's
+ * fd is readable exactly while events wait on it (sv_cm_chan.c). One
+ * recursive lock covers all of the CM's state; every entry point that
+ * touches an id takes it (librdmacm is thread-safe: rping's event thread
+ * takes events while its main thread disconnects and destroys the id).
  *
  * Address mapping, as IPoIB gives it on a fabric: every IP address of the
  * host (loopback included) reaches the port SOFTVERBS_CM_PORT names
@@ -84,20 +87,33 @@ struct sv_cm_id {
     int                  events_out;  /* events given and not acked */
     int                  disc_pending; /* our DREQ went, no answer yet */
     struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
+    uint64_t             serial;      /* names it to the CM thread */
+    struct sv_cm_id      *all_next;   /* in the process's list of ids */
 };
 
 struct sv_cm_channel {
-    struct rdma_event_channel ch;     /* ch.fd: the epoll fd */
-    int                  evfd;        /* signalled for queued events */
-    pthread_mutex_t      lock;
+    struct rdma_event_channel ch;     /* ch.fd: an epoll fd over evfd */
+    int                  evfd;        /* readable while events are queued */
+    pthread_mutex_t      lock;        /* the queue and evfd's count */
     struct sv_cm_event   *head, *tail;
     struct sv_cm_id      *ids;
+    int                  destroyed;   /* rdma_destroy_event_channel done */
+    struct sv_cm_channel *grave_next; /* destroyed channels (sv_cm_chan.c) */
 };
 
 static inline struct sv_cm_id *sv_cm_id(struct rdma_cm_id *id)
 {
     return (struct sv_cm_id *)id;
 }
+
+/* The CM's lock (sv_cm_chan.c): recursive; sv_cm_unlock_all releases it
+ * for a wait and returns the depth to give to sv_cm_relock */
+void sv_cm_lock(void);
+void sv_cm_unlock(void);
+int  sv_cm_unlock_all(void);
+void sv_cm_relock(int depth);
+/* The live id of a serial, NULL when it was destroyed (sv_cm_id.c) */
+struct sv_cm_id *sv_cm_id_find(uint64_t serial);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);
@@ -107,8 +123,9 @@ struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
 void sv_cm_event_queue(struct sv_cm_event *ev);
 void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
 void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
-/* A synchronous id: progress its private channel until an event for it
- * arrives; the event is returned (to be acked) */
+/* A synchronous id: wait on its private channel until an event for it
+ * arrives (with the CM's lock held, released while waiting); the event is
+ * returned (to be acked) */
 int  sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **ev);
 /* A synchronous call's result: the next event of id, acked; 0 when it is
  * expect with status 0, else -1 with errno from the event */

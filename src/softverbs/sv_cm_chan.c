@@ -1,19 +1,119 @@
 /*
- * softverbs librdmacm: event channels and events (see sv_cm.h). An event
- * channel's fd is an epoll fd over the sockets of its ids and an eventfd
- * that is made readable while events are queued, so that an application
- * that polls the fd (UCX makes it non-blocking and polls it) is woken both
- * by a peer's message and by an event made without one (ADDR_RESOLVED).
+ * softverbs librdmacm: event channels, events and the CM's thread (see
+ * sv_cm.h). The kernel's rdma_cm fd is readable when its file's event list
+ * is not empty and only then (ucma_poll), whatever arrives on the fabric
+ * meanwhile; programs rely on it (rping polls the fd, then blocks in
+ * rdma_get_cm_event). So the messages of all ids are read by one thread of
+ * the CM, which makes the events, and a channel's fd is an epoll fd over
+ * an eventfd that is readable while the channel's queue holds events.
  */
 #include "sv_cm.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+
+/* The CM's lock, recursive (entry points call each other: rdma_create_ep
+ * resolves and creates the QP, a child dropped is destroyed); the depth a
+ * thread holds is kept so that a synchronous wait can release it all */
+static pthread_mutex_t sv_cm_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static __thread int sv_cm_depth;
+
+void sv_cm_lock(void)
+{
+    pthread_mutex_lock(&sv_cm_mutex);
+    ++sv_cm_depth;
+}
+
+void sv_cm_unlock(void)
+{
+    --sv_cm_depth;
+    pthread_mutex_unlock(&sv_cm_mutex);
+}
+
+int sv_cm_unlock_all(void)
+{
+    int depth = sv_cm_depth;
+
+    while (sv_cm_depth > 0) {
+        sv_cm_unlock();
+    }
+    return depth;
+}
+
+void sv_cm_relock(int depth)
+{
+    while (depth-- > 0) {
+        sv_cm_lock();
+    }
+}
+
+/* The CM's thread: one epoll set over the sockets of every id of the
+ * process, each named by the id's serial (an id destroyed meanwhile is not
+ * found, and a new id at the same address is not mistaken for it) */
+static pthread_once_t sv_cm_thread_once = PTHREAD_ONCE_INIT;
+static int sv_cm_epfd = -1;
+
+static void *sv_cm_thread_main(void *arg)
+{
+    struct epoll_event evs[16];
+    struct sv_cm_id *id;
+    int n, i;
+
+    (void)arg;
+    for (;;) {
+        n = epoll_wait(sv_cm_epfd, evs, 16, -1);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            fprintf(stderr, "softverbs: CM thread: epoll_wait: %m\n");
+            return NULL;
+        }
+        sv_cm_lock();
+        for (i = 0; i < n; i++) {
+            id = sv_cm_id_find(evs[i].data.u64);
+            if (id == NULL) {
+                continue;
+            } else if (id->state == SV_CM_LISTEN) {
+                sv_cm_listen_input(id);
+            } else {
+                sv_cm_conn_input(id);
+            }
+        }
+        sv_cm_unlock();
+    }
+}
+
+static void sv_cm_thread_start(void)
+{
+    sigset_t all, old;
+    pthread_attr_t attr;
+    pthread_t thread;
+
+    sv_cm_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (sv_cm_epfd < 0) {
+        fprintf(stderr, "softverbs: CM: epoll_create1: %m\n");
+        return;
+    }
+    /* the application's signals go to its own threads */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    errno = pthread_create(&thread, &attr, sv_cm_thread_main, NULL);
+    if (errno != 0) {
+        fprintf(stderr, "softverbs: CM: no thread: %m\n");
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 struct sv_cm_channel *sv_cm_channel_new(void)
 {
@@ -70,17 +170,42 @@ SV_CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
     return c ? &c->ch : NULL;
 }
 
+/* Destroyed channels: kept (their fds closed, their queue freed) so that a
+ * thread that calls rdma_get_cm_event on one finds it marked and blocks,
+ * as its read(2) of the kernel's rdma_cm fd would block or fail; rping's
+ * event thread loops into rdma_get_cm_event while its main thread
+ * destroys the channel and exits. A list, so that they stay reachable */
+static pthread_mutex_t sv_cm_grave_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_cm_channel *sv_cm_grave;
+
 /* man rdma_destroy_event_channel: all ids of the channel must be
  * destroyed first (EBUSY otherwise, as rdma-core leaves it to the user;
  * freeing it under live ids would leave them dangling) */
 SV_CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 {
     struct sv_cm_channel *c = (struct sv_cm_channel *)ch;
+    struct sv_cm_event *ev;
 
+    sv_cm_lock();
     if (c->ids != NULL) {
+        sv_cm_unlock();
         return; /* ids still use it: kept, as freeing would corrupt them */
     }
-    sv_cm_channel_free(c);
+    sv_cm_unlock();
+    __atomic_store_n(&c->destroyed, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&c->lock);
+    while ((ev = c->head) != NULL) {
+        c->head = ev->next;
+        free(ev);
+    }
+    c->tail = NULL;
+    pthread_mutex_unlock(&c->lock);
+    close(c->ch.fd);
+    close(c->evfd);
+    pthread_mutex_lock(&sv_cm_grave_lock);
+    c->grave_next = sv_cm_grave;
+    sv_cm_grave   = c;
+    pthread_mutex_unlock(&sv_cm_grave_lock);
 }
 
 struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
@@ -96,6 +221,10 @@ struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
     return ev;
 }
 
+/* The channel's fd is readable while events wait and only then, as the
+ * kernel's rdma_cm fd is (ucma_poll: EPOLLIN when the file's event list is
+ * not empty): the eventfd's count is raised here and cleared when the
+ * queue empties, both under the queue's lock */
 void sv_cm_event_queue(struct sv_cm_event *ev)
 {
     struct sv_cm_channel *c = sv_cm_id(ev->event.id)->chan;
@@ -109,10 +238,19 @@ void sv_cm_event_queue(struct sv_cm_event *ev)
         c->head = ev;
     }
     c->tail = ev;
-    pthread_mutex_unlock(&c->lock);
-    /* the channel's fd reads as ready while events wait */
     if (write(c->evfd, &one, sizeof(one)) != sizeof(one)) {
-        /* EAGAIN: the counter is at its maximum, still readable */
+        /* EAGAIN: the count is at its maximum, still readable */
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The queue is empty: the fd stops being readable (with c->lock held) */
+static void sv_cm_channel_clear(struct sv_cm_channel *c)
+{
+    uint64_t count;
+
+    if (read(c->evfd, &count, sizeof(count)) < 0) {
+        /* EAGAIN: nothing was signalled */
     }
 }
 
@@ -120,43 +258,17 @@ void sv_cm_channel_watch(struct sv_cm_id *id, int fd)
 {
     struct epoll_event ev;
 
+    pthread_once(&sv_cm_thread_once, sv_cm_thread_start);
     memset(&ev, 0, sizeof(ev));
     ev.events   = EPOLLIN;
-    ev.data.ptr = id;
-    epoll_ctl(id->chan->ch.fd, EPOLL_CTL_ADD, fd, &ev);
+    ev.data.u64 = id->serial;
+    epoll_ctl(sv_cm_epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd)
 {
-    epoll_ctl(id->chan->ch.fd, EPOLL_CTL_DEL, fd, NULL);
-}
-
-/* Read what arrived on the channel's sockets, waiting up to timeout_ms
- * (-1: until something arrives); 0 when something was read or is queued */
-static int sv_cm_channel_progress(struct sv_cm_channel *c, int timeout_ms)
-{
-    struct epoll_event evs[16];
-    struct sv_cm_id *id;
-    uint64_t count;
-    int n, i;
-
-    n = epoll_wait(c->ch.fd, evs, 16, timeout_ms);
-    if (n < 0) {
-        return (errno == EINTR) ? 0 : -1;
-    }
-    for (i = 0; i < n; i++) {
-        id = evs[i].data.ptr;
-        if (id == NULL) {
-            if (read(c->evfd, &count, sizeof(count)) < 0) {
-                /* EAGAIN: already drained */
-            }
-        } else if (id->state == SV_CM_LISTEN) {
-            sv_cm_listen_input(id);
-        } else {
-            sv_cm_conn_input(id);
-        }
-    }
-    return 0;
+    (void)id;
+    epoll_ctl(sv_cm_epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* The first queued event (of id, when id is set) */
@@ -164,7 +276,6 @@ static struct sv_cm_event *sv_cm_channel_pop(struct sv_cm_channel *c,
                                              struct sv_cm_id *id)
 {
     struct sv_cm_event *ev, *prev = NULL;
-    uint64_t one = 1;
 
     pthread_mutex_lock(&c->lock);
     for (ev = c->head; ev != NULL; prev = ev, ev = ev->next) {
@@ -183,40 +294,61 @@ static struct sv_cm_event *sv_cm_channel_pop(struct sv_cm_channel *c,
             c->tail = prev;
         }
     }
-    pthread_mutex_unlock(&c->lock);
-    if ((ev != NULL) && (c->head != NULL)) {
-        /* more wait: keep the fd readable */
-        if (write(c->evfd, &one, sizeof(one)) != sizeof(one)) {
-        }
+    if ((ev != NULL) && (c->head == NULL)) {
+        sv_cm_channel_clear(c);
     }
+    pthread_mutex_unlock(&c->lock);
     return ev;
 }
 
+/* A destroyed channel's waiter: see rdma_destroy_event_channel */
+static void sv_cm_channel_block(void)
+{
+    for (;;) {
+        pause();
+    }
+}
+
+/* The next event; blocking unless the application made the fd O_NONBLOCK
+ * (UCX does): then EAGAIN when none waits. Only the channel's lock is
+ * taken: a thread taking events does not wait for one that holds the CM's
+ * lock to connect or destroy */
 SV_CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
                                    struct rdma_cm_event **event)
 {
     struct sv_cm_channel *c = (struct sv_cm_channel *)ch;
     struct sv_cm_event *ev;
-    int nonblock;
+    struct epoll_event e;
+    int flags;
 
     if ((c == NULL) || (event == NULL)) {
         errno = EINVAL;
         return -1;
     }
     for (;;) {
+        if (__atomic_load_n(&c->destroyed, __ATOMIC_ACQUIRE)) {
+            sv_cm_channel_block();
+        }
         ev = sv_cm_channel_pop(c, NULL);
         if (ev != NULL) {
-            sv_cm_id(ev->event.id)->events_out++;
+            __atomic_add_fetch(&sv_cm_id(ev->event.id)->events_out, 1,
+                               __ATOMIC_RELAXED);
             *event = &ev->event;
             return 0;
         }
-        /* the application may have made the fd non-blocking (fcntl) */
-        nonblock = !!(fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK);
-        if (sv_cm_channel_progress(c, nonblock ? 0 : -1) < 0) {
+        flags = fcntl(c->ch.fd, F_GETFL);
+        if (flags < 0) {
+            if (!__atomic_load_n(&c->destroyed, __ATOMIC_ACQUIRE)) {
+                return -1; /* EBADF: the application closed the fd */
+            }
+            continue; /* destroyed meanwhile: blocks above */
+        }
+        if (flags & O_NONBLOCK) {
+            errno = EAGAIN;
             return -1;
         }
-        if (nonblock && (c->head == NULL)) {
-            errno = EAGAIN;
+        if ((epoll_wait(c->ch.fd, &e, 1, -1) < 0) && (errno != EINTR) &&
+            !__atomic_load_n(&c->destroyed, __ATOMIC_ACQUIRE)) {
             return -1;
         }
     }
@@ -230,25 +362,32 @@ SV_CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
         errno = EINVAL;
         return -1;
     }
-    sv_cm_id(event->id)->events_out--;
+    __atomic_sub_fetch(&sv_cm_id(event->id)->events_out, 1, __ATOMIC_RELAXED);
     free(ev);
     return 0;
 }
 
 int sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **event)
 {
+    struct sv_cm_channel *c = id->chan;
     struct sv_cm_event *ev;
+    struct epoll_event e;
+    int depth;
 
     for (;;) {
-        ev = sv_cm_channel_pop(id->chan, id);
+        ev = sv_cm_channel_pop(c, id);
         if (ev != NULL) {
             id->events_out++;
             *event = &ev->event;
             return 0;
         }
-        if (sv_cm_channel_progress(id->chan, 100) < 0) {
+        /* the CM thread needs the lock to make the event */
+        depth = sv_cm_unlock_all();
+        if ((epoll_wait(c->ch.fd, &e, 1, 100) < 0) && (errno != EINTR)) {
+            sv_cm_relock(depth);
             return -1;
         }
+        sv_cm_relock(depth);
     }
 }
 
@@ -287,6 +426,9 @@ void sv_cm_channel_drop(struct sv_cm_channel *c, struct sv_cm_id *id)
     for (c->tail = NULL, ev = c->head; ev != NULL; ev = ev->next) {
         c->tail = ev;
     }
+    if (c->head == NULL) {
+        sv_cm_channel_clear(c);
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -320,8 +462,8 @@ SV_CM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 
 /* man rdma_migrate_id: the id and its future events move to another
  * channel; its socket is watched there */
-SV_CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id,
-                                 struct rdma_event_channel *channel)
+static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
+                                struct rdma_event_channel *channel)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id), **pp;
     struct sv_cm_channel *to = (struct sv_cm_channel *)channel;
@@ -348,4 +490,15 @@ SV_CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id,
         sv_cm_channel_watch(id, id->sock);
     }
     return 0;
+}
+
+SV_CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *cm_id,
+                                 struct rdma_event_channel *channel)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_migrate_id(cm_id, channel);
+    sv_cm_unlock();
+    return ret;
 }

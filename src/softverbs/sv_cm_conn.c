@@ -290,7 +290,17 @@ static void sv_cm_handle_gone(struct sv_cm_id *id)
     switch (st) {
     case SV_CM_CONNECT:
         id->state = SV_CM_ROUTE_RESOLVED;
-        sv_cm_event_conn(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+        /* The kernel's CM rejects the REQ of an id destroyed in REQ_RCVD
+         * (cm_destroy_id: IB_CM_REJ_CONSUMER_DEFINED), which is what a
+         * listener's death does to a request it holds; the REQ of a UD id
+         * (SIDR) has no reject and times out */
+        if (id->id.qp_type == IBV_QPT_UD) {
+            sv_cm_event_conn(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL,
+                             0);
+        } else {
+            sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED,
+                             SV_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+        }
         break;
     case SV_CM_REQ_RCVD:
     case SV_CM_REP_SENT:
@@ -428,8 +438,8 @@ static int sv_cm_dial(struct sv_cm_id *id)
     return -1;
 }
 
-SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
-                              struct rdma_conn_param *param)
+static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
+                             struct rdma_conn_param *param)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
@@ -483,8 +493,19 @@ SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
-SV_CM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id,
-                             struct rdma_conn_param *param)
+SV_CM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id,
+                              struct rdma_conn_param *param)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_connect(cm_id, param);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_accept(struct rdma_cm_id *cm_id,
+                            struct rdma_conn_param *param)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
@@ -531,8 +552,19 @@ SV_CM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id,
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
-SV_CM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id,
-                             const void *private_data, uint8_t len)
+SV_CM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id,
+                             struct rdma_conn_param *param)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_accept(cm_id, param);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_reject(struct rdma_cm_id *cm_id,
+                            const void *private_data, uint8_t len)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
@@ -556,8 +588,19 @@ SV_CM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id,
     return 0;
 }
 
+SV_CM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id,
+                             const void *private_data, uint8_t len)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_reject(cm_id, private_data, len);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* The active side without a QP of its own, after CONNECT_RESPONSE */
-SV_CM_EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
+static int sv_cm_api_establish(struct rdma_cm_id *cm_id)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
@@ -574,8 +617,18 @@ SV_CM_EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
     return 0;
 }
 
+SV_CM_EXPORT int rdma_establish(struct rdma_cm_id *cm_id)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_establish(cm_id);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* man rdma_disconnect: the QP goes to ERR, both sides get DISCONNECTED */
-SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
+static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
@@ -607,6 +660,16 @@ SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_DISCONNECTED) : 0;
 }
 
+SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_disconnect(cm_id);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* rdma_destroy_id: a connection still up is closed, the peer told */
 void sv_cm_conn_close(struct sv_cm_id *id)
 {
@@ -623,8 +686,8 @@ void sv_cm_conn_close(struct sv_cm_id *id)
 
 /* man rdma_get_request: a synchronous listener's next connection request;
  * the new id is synchronous too */
-SV_CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen_id,
-                                  struct rdma_cm_id **id_p)
+static int sv_cm_api_get_request(struct rdma_cm_id *listen_id,
+                                 struct rdma_cm_id **id_p)
 {
     struct sv_cm_id *listener = sv_cm_id(listen_id);
     struct rdma_cm_event *ev;
@@ -664,4 +727,15 @@ SV_CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen_id,
     }
     *id_p = &child->id;
     return 0;
+}
+
+SV_CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen_id,
+                                  struct rdma_cm_id **id_p)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_get_request(listen_id, id_p);
+    sv_cm_unlock();
+    return ret;
 }

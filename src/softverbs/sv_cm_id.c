@@ -15,8 +15,27 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+/* Every live id of the process, for the CM thread (with the CM's lock) */
+static struct sv_cm_id *sv_cm_all;
+static uint64_t sv_cm_serial;
+
+struct sv_cm_id *sv_cm_id_find(uint64_t serial)
+{
+    struct sv_cm_id *id;
+
+    for (id = sv_cm_all; id != NULL; id = id->all_next) {
+        if (id->serial == serial) {
+            return id;
+        }
+    }
+    return NULL;
+}
+
 static void sv_cm_id_link(struct sv_cm_id *id)
 {
+    id->serial   = ++sv_cm_serial;
+    id->all_next = sv_cm_all;
+    sv_cm_all    = id;
     pthread_mutex_lock(&id->chan->lock);
     id->next       = id->chan->ids;
     id->chan->ids  = id;
@@ -26,6 +45,13 @@ static void sv_cm_id_link(struct sv_cm_id *id)
 static void sv_cm_id_unlink(struct sv_cm_id *id)
 {
     struct sv_cm_id **pp;
+
+    for (pp = &sv_cm_all; *pp != NULL; pp = &(*pp)->all_next) {
+        if (*pp == id) {
+            *pp = id->all_next;
+            break;
+        }
+    }
 
     pthread_mutex_lock(&id->chan->lock);
     for (pp = &id->chan->ids; *pp != NULL; pp = &(*pp)->next) {
@@ -64,9 +90,9 @@ struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
 /* man rdma_create_id: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD), RDMA_PS_IPOIB
  * (UD) and RDMA_PS_IB (the QP type decides); a NULL channel makes a
  * synchronous id */
-SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
-                                struct rdma_cm_id **id_p, void *context,
-                                enum rdma_port_space ps)
+static int sv_cm_api_create_id(struct rdma_event_channel *channel,
+                               struct rdma_cm_id **id_p, void *context,
+                               enum rdma_port_space ps)
 {
     struct sv_cm_channel *chan = (struct sv_cm_channel *)channel;
     enum ibv_qp_type type;
@@ -112,12 +138,24 @@ SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
     return 0;
 }
 
+SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
+                                struct rdma_cm_id **id_p, void *context,
+                                enum rdma_port_space ps)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_id(channel, id_p, context, ps);
+    sv_cm_unlock();
+    return ret;
+}
+
 void sv_cm_qp_destroy_all(struct sv_cm_id *id);
 void sv_cm_conn_close(struct sv_cm_id *id);
 
 /* man rdma_destroy_id: the QP must be destroyed first by the user
  * (rdma_destroy_qp); a connection still up is disconnected, the peer told */
-SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
+static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_channel *chan;
@@ -139,6 +177,16 @@ SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
     }
     free(id);
     return 0;
+}
+
+SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_destroy_id(cm_id);
+    sv_cm_unlock();
+    return ret;
 }
 
 /* Hold the name of (ps, addr): EADDRINUSE when another id holds it */
@@ -173,7 +221,7 @@ static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
     return -1;
 }
 
-SV_CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
+static int sv_cm_api_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sockaddr_storage sa;
@@ -202,6 +250,16 @@ SV_CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
     return 0;
 }
 
+SV_CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_bind_addr(cm_id, addr);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* The path to the port every host address maps to (one hop) */
 static void sv_cm_fill_path(struct sv_cm_id *id)
 {
@@ -227,9 +285,9 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
  * resolves dst to the port it maps to; ADDR_RESOLVED, or ADDR_ERROR with
  * status -EHOSTUNREACH for an address that is not this host's (the
  * kernel's resolver gives it for an address it has no route to) */
-SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
-                                   struct sockaddr *src_addr,
-                                   struct sockaddr *dst_addr, int timeout_ms)
+static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
+                                  struct sockaddr *src_addr,
+                                  struct sockaddr *dst_addr, int timeout_ms)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sockaddr_storage any;
@@ -273,7 +331,19 @@ SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
 
-SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
+SV_CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id,
+                                   struct sockaddr *src_addr,
+                                   struct sockaddr *dst_addr, int timeout_ms)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_resolve_addr(cm_id, src_addr, dst_addr, timeout_ms);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_event *ev;
@@ -293,8 +363,18 @@ SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
 }
 
+SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_resolve_route(cm_id, timeout_ms);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* man rdma_listen: the id must be bound; backlog 0 or less: the default */
-SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
+static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
 
@@ -313,6 +393,16 @@ SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
     return 0;
 }
 
+SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_listen(cm_id, backlog);
+    sv_cm_unlock();
+    return ret;
+}
+
 SV_CM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *cm_id)
 {
     return htons(sv_cm_addr_port(&cm_id->route.addr.src_addr));
@@ -325,14 +415,25 @@ SV_CM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *cm_id)
 
 /* man rdma_set_option: the options exist; softverbs has one path, no
  * type of service and no timeouts to tune: accepted and not used */
-SV_CM_EXPORT int rdma_set_option(struct rdma_cm_id *cm_id, int level,
-                                 int optname, void *optval, size_t optlen)
+static int sv_cm_api_set_option(struct rdma_cm_id *cm_id, int level,
+                                int optname, void *optval, size_t optlen)
 {
     if ((cm_id == NULL) || ((optval == NULL) && (optlen != 0))) {
         errno = EINVAL;
         return -1;
     }
     return 0;
+}
+
+SV_CM_EXPORT int rdma_set_option(struct rdma_cm_id *cm_id, int level,
+                                 int optname, void *optval, size_t optlen)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_set_option(cm_id, level, optname, optval, optlen);
+    sv_cm_unlock();
+    return ret;
 }
 
 /* man rdma_notify: an asynchronous QP event reached the CM; nothing to

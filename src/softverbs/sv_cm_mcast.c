@@ -76,9 +76,9 @@ int sv_cm_addr_is_mcast(const struct sockaddr *sa)
     return sv_cm_mc_gid(sa, &g, &l) == 0;
 }
 
-SV_CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *cm_id,
-                                        struct rdma_cm_join_mc_attr_ex *attr,
-                                        void *context)
+static int sv_cm_api_join_multicast_ex(struct rdma_cm_id *cm_id,
+                                       struct rdma_cm_join_mc_attr_ex *attr,
+                                       void *context)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_mcast *mc;
@@ -135,8 +135,20 @@ SV_CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *cm_id,
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_MULTICAST_JOIN) : 0;
 }
 
-SV_CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id,
-                                     struct sockaddr *addr, void *context)
+SV_CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *cm_id,
+                                        struct rdma_cm_join_mc_attr_ex *attr,
+                                        void *context)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_join_multicast_ex(cm_id, attr, context);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_join_multicast(struct rdma_cm_id *cm_id,
+                                    struct sockaddr *addr, void *context)
 {
     struct rdma_cm_join_mc_attr_ex attr;
 
@@ -148,8 +160,19 @@ SV_CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id,
     return rdma_join_multicast_ex(cm_id, &attr, context);
 }
 
-SV_CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id,
-                                      struct sockaddr *addr)
+SV_CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *cm_id,
+                                     struct sockaddr *addr, void *context)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_join_multicast(cm_id, addr, context);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_leave_multicast(struct rdma_cm_id *cm_id,
+                                     struct sockaddr *addr)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_mcast **pp, *mc;
@@ -173,6 +196,17 @@ SV_CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id,
     }
     errno = EADDRNOTAVAIL; /* not joined */
     return -1;
+}
+
+SV_CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *cm_id,
+                                      struct sockaddr *addr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_leave_multicast(cm_id, addr);
+    sv_cm_unlock();
+    return ret;
 }
 
 /* The id's QP is going: every group it joined lets it go */

@@ -178,8 +178,8 @@ err:
     return -1;
 }
 
-SV_CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id,
-                                   struct ibv_qp_init_attr_ex *attr)
+static int sv_cm_api_create_qp_ex(struct rdma_cm_id *cm_id,
+                                  struct ibv_qp_init_attr_ex *attr)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct ibv_qp_init_attr_ex a;
@@ -228,8 +228,19 @@ SV_CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id,
     return 0;
 }
 
-SV_CM_EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
-                                struct ibv_qp_init_attr *qp_init_attr)
+SV_CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cm_id,
+                                   struct ibv_qp_init_attr_ex *attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_qp_ex(cm_id, attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                               struct ibv_qp_init_attr *qp_init_attr)
 {
     struct ibv_qp_init_attr_ex a;
     int ret;
@@ -256,7 +267,18 @@ SV_CM_EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
     return ret;
 }
 
-SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
+SV_CM_EXPORT int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *qp_init_attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_qp(cm_id, pd, qp_init_attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static void sv_cm_api_destroy_qp(struct rdma_cm_id *cm_id)
 {
     if ((cm_id == NULL) || (cm_id->qp == NULL)) {
         return;
@@ -268,8 +290,15 @@ SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
     sv_cm_destroy_cqs(sv_cm_id(cm_id));
 }
 
-SV_CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id,
-                                    struct ibv_srq_init_attr_ex *attr)
+SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
+{
+    sv_cm_lock();
+    sv_cm_api_destroy_qp(cm_id);
+    sv_cm_unlock();
+}
+
+static int sv_cm_api_create_srq_ex(struct rdma_cm_id *cm_id,
+                                   struct ibv_srq_init_attr_ex *attr)
 {
     struct ibv_srq_init_attr_ex a;
 
@@ -292,8 +321,19 @@ SV_CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id,
     return 0;
 }
 
-SV_CM_EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
-                                 struct ibv_srq_init_attr *attr)
+SV_CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *cm_id,
+                                    struct ibv_srq_init_attr_ex *attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_srq_ex(cm_id, attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static int sv_cm_api_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                                struct ibv_srq_init_attr *attr)
 {
     struct ibv_srq_init_attr_ex a;
     int ret;
@@ -315,7 +355,18 @@ SV_CM_EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
     return ret;
 }
 
-SV_CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
+SV_CM_EXPORT int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                                 struct ibv_srq_init_attr *attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_srq(cm_id, pd, attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static void sv_cm_api_destroy_srq(struct rdma_cm_id *cm_id)
 {
     if ((cm_id != NULL) && (cm_id->srq != NULL)) {
         ibv_destroy_srq(cm_id->srq);
@@ -323,10 +374,17 @@ SV_CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
     }
 }
 
+SV_CM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *cm_id)
+{
+    sv_cm_lock();
+    sv_cm_api_destroy_srq(cm_id);
+    sv_cm_unlock();
+}
+
 /* man rdma_init_qp_attr: the attributes for moving a QP the application
  * created itself to qp_attr->qp_state */
-SV_CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id,
-                                   struct ibv_qp_attr *a, int *mask)
+static int sv_cm_api_init_qp_attr(struct rdma_cm_id *cm_id,
+                                  struct ibv_qp_attr *a, int *mask)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct ibv_port_attr pa;
@@ -379,11 +437,22 @@ SV_CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id,
     }
 }
 
+SV_CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cm_id,
+                                   struct ibv_qp_attr *a, int *mask)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_init_qp_attr(cm_id, a, mask);
+    sv_cm_unlock();
+    return ret;
+}
+
 /* man rdma_create_ep: a synchronous id for res, bound (RAI_PASSIVE) or
  * resolved to its destination, with a QP when qp_init_attr is given */
-SV_CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id_p,
-                                struct rdma_addrinfo *res, struct ibv_pd *pd,
-                                struct ibv_qp_init_attr *qp_init_attr)
+static int sv_cm_api_create_ep(struct rdma_cm_id **id_p,
+                               struct rdma_addrinfo *res, struct ibv_pd *pd,
+                               struct ibv_qp_init_attr *qp_init_attr)
 {
     struct rdma_cm_id *cm_id;
     int ret;
@@ -430,7 +499,19 @@ SV_CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id_p,
     return 0;
 }
 
-SV_CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *cm_id)
+SV_CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id_p,
+                                struct rdma_addrinfo *res, struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *qp_init_attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_ep(id_p, res, pd, qp_init_attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static void sv_cm_api_destroy_ep(struct rdma_cm_id *cm_id)
 {
     if (cm_id == NULL) {
         return;
@@ -438,4 +519,11 @@ SV_CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *cm_id)
     rdma_destroy_qp(cm_id);
     rdma_destroy_srq(cm_id);
     rdma_destroy_id(cm_id);
+}
+
+SV_CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *cm_id)
+{
+    sv_cm_lock();
+    sv_cm_api_destroy_ep(cm_id);
+    sv_cm_unlock();
 }
