@@ -114,19 +114,23 @@ void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
 
 /* ep's operations on its DCI complete with UCS_ERR_CANCELED when the DCI
  * completes them (a posted request cannot be taken back without failing
- * the DCI for the endpoints that share it) */
-static void qpx_dc_ep_cancel(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+ * the DCI for the endpoints that share it). Returns how many of them have
+ * a completion for the caller (the others only give back a descriptor). */
+static unsigned qpx_dc_ep_cancel(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
 {
+    unsigned count = 0;
     qpx_op_t *op;
 
     if (ep->dci == QPX_DC_DCI_NONE) {
-        return;
+        return 0;
     }
     ucs_list_for_each(op, &iface->dcis[ep->dci].ops, list) {
         if (op->ep_id == ep->id) {
             op->canceled = 1;
+            count       += (op->comp != NULL);
         }
     }
+    return count;
 }
 
 
@@ -141,11 +145,19 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if ((flags & UCT_FLUSH_FLAG_CANCEL) &&
         !(ep->flags & QPX_DC_EP_FLAG_ERROR)) {
-        qpx_dc_ep_cancel(iface, ep);
         /* After a canceling flush the endpoint is in error, as an RC QP
          * moved to ERR: further operations return UCS_ERR_CANCELED. The
-         * flush still completes when the canceled operations have */
-        status = qpx_dc_ep_flush(tl_ep, 0, comp);
+         * flush completes when the canceled operations have; when none
+         * with a completion is left (requests that were complete when
+         * posted, unacknowledged on the DCI), at once: nothing the caller
+         * can observe is outstanding, and the DCI completes them without
+         * the endpoint (UCP destroys it after this flush, and its worker
+         * may be destroyed before any further progress) */
+        if (qpx_dc_ep_cancel(iface, ep) == 0) {
+            status = UCS_OK;
+        } else {
+            status = qpx_dc_ep_flush(tl_ep, 0, comp);
+        }
         ep->flags  |= QPX_DC_EP_FLAG_ERROR;
         ep->status  = UCS_ERR_CANCELED;
         return status;
