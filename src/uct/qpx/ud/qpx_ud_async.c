@@ -186,6 +186,13 @@ static unsigned qpx_ud_async_iface_progress(uct_iface_h tl_iface)
                              qpx_ud_iface_progress, tl_iface);
 }
 
+static ucs_status_t qpx_ud_async_event_arm(uct_iface_h tl_iface,
+                                           unsigned events)
+{
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_IFACE(tl_iface),
+                             qpx_ud_iface_event_arm, tl_iface, events);
+}
+
 static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
 {
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_IFACE(tl_iface);
@@ -213,6 +220,12 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     qpx_ud_iface_progress_common(iface);
     iface->async.in_async = 0;
     ++iface->async.runs;
+    /* A worker asleep in ucp_worker_wait: the packets and completions
+     * deferred here are its to deliver, and the receive event that
+     * announced them may have been consumed by this poll */
+    if (qpx_ud_iface_has_deferred(iface)) {
+        qpx_iface_event_signal(&iface->super);
+    }
 }
 
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
@@ -333,6 +346,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ops->ep_connect_to_ep      = qpx_ud_async_connect_to_ep;
     ops->iface_flush           = qpx_ud_async_iface_flush;
     ops->iface_progress        = qpx_ud_async_iface_progress;
+    ops->iface_event_arm       = qpx_ud_async_event_arm;
     ops->iface_close           = qpx_ud_async_iface_close;
     return UCS_OK;
 }

@@ -92,6 +92,11 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "again. Unanswered ones go after TIMEOUT.",
      ucs_offsetof(qpx_ud_iface_config_t, max_half_open), UCS_CONFIG_TYPE_UINT},
 
+    {"EVENTS", "y",
+     "Offer event notification (uct_iface_event_fd_get, uct_iface_event_arm):\n"
+     "a worker may sleep in ucp_worker_wait until a packet arrives.",
+     ucs_offsetof(qpx_ud_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
     {"PRINT_STATS", "n",
      "Print the interface's packet counters (refused, spoofed, duplicate, "
      "resent, ...) to stderr when it is closed.",
@@ -225,17 +230,15 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
     qpx_ud_iface_async_leave(iface);
 }
 
-static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
+/* Received packets: delivered, or their buffers given back. Also for the
+ * completions event_arm took out of the CQ (base's backlog) */
+static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
+                                   int n)
 {
-    struct ibv_wc wc[QPX_UD_RX_BATCH];
+    qpx_ud_iface_t *iface = ucs_derived_of(super, qpx_ud_iface_t);
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
-    int i, n;
-
-    n = ibv_poll_cq(iface->super.recv_cq, QPX_UD_RX_BATCH, wc);
-    if (n <= 0) {
-        return 0;
-    }
+    int i;
 
     /* Every buffer's slot is refilled in batches (the producer index of the
      * receive queue is a cache line the sender reads, or a doorbell): a
@@ -267,42 +270,65 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     return n;
 }
 
+static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
+{
+    struct ibv_wc wc[QPX_UD_RX_BATCH];
+    int n;
+
+    n = ibv_poll_cq(iface->super.recv_cq, QPX_UD_RX_BATCH, wc);
+    if (n <= 0) {
+        return 0;
+    }
+    return qpx_ud_iface_rx_wc(&iface->super, wc, n);
+}
+
+/* Send completions: slots and descriptors back (base's backlog too) */
+static unsigned qpx_ud_iface_tx_wc(qpx_iface_t *super, struct ibv_wc *wc,
+                                   int n)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(super, qpx_ud_iface_t);
+    qpx_ud_send_desc_t *desc;
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            ucs_debug("qpx_ud: send completion with status %s",
+                      ibv_wc_status_str(wc[i].status));
+        }
+        if (wc[i].wr_id == 0) {
+            /* An unsignaled send reported in error: its slot comes
+             * back with the next signaled one */
+            continue;
+        }
+        --iface->tx.signaled;
+        if (wc[i].wr_id <= QPX_UD_TX_MODERATION_MAX) {
+            /* inline: wr_id is the number of slots it completes */
+            iface->tx.available += wc[i].wr_id;
+            continue;
+        }
+        desc                 = (qpx_ud_send_desc_t*)(uintptr_t)wc[i].wr_id;
+        iface->tx.available += desc->sq_slots;
+        qpx_ud_iface_send_completed(iface, desc);
+    }
+    return n;
+}
+
 static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
 {
     struct ibv_wc wc[QPX_UD_RX_BATCH];
-    qpx_ud_send_desc_t *desc;
     unsigned count = 0, batch;
-    int i, n;
+    int n;
 
     /* A few batches: completions free send slots and descriptors */
     for (batch = 0; batch < 4; ++batch) {
         n = ibv_poll_cq(iface->super.send_cq, QPX_UD_RX_BATCH, wc);
-        for (i = 0; i < n; ++i) {
-            if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-                ucs_debug("qpx_ud: send completion with status %s",
-                          ibv_wc_status_str(wc[i].status));
-            }
-            if (wc[i].wr_id == 0) {
-                /* An unsignaled send reported in error: its slot comes
-                 * back with the next signaled one */
-                continue;
-            }
-            --iface->tx.signaled;
-            if (wc[i].wr_id <= QPX_UD_TX_MODERATION_MAX) {
-                /* inline: wr_id is the number of slots it completes */
-                iface->tx.available += wc[i].wr_id;
-                continue;
-            }
-            desc                 = (qpx_ud_send_desc_t*)(uintptr_t)
-                                   wc[i].wr_id;
-            iface->tx.available += desc->sq_slots;
-            qpx_ud_iface_send_completed(iface, desc);
-        }
-        if (n < QPX_UD_RX_BATCH) {
-            count += (n > 0) ? n : 0;
+        if (n <= 0) {
             break;
         }
-        count += n;
+        count += qpx_ud_iface_tx_wc(&iface->super, wc, n);
+        if (n < QPX_UD_RX_BATCH) {
+            break;
+        }
     }
 
     return count;
@@ -407,10 +433,17 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     unsigned count, rx_count;
 
     iface->now = qpx_ud_time_ns();
+    /* What event_arm took out of the CQs, before anything newer */
+    count = 0;
+    if (ucs_unlikely((iface->super.backlog.rx_count |
+                      iface->super.backlog.tx_count) != 0)) {
+        count = qpx_iface_backlog_progress(&iface->super, qpx_ud_iface_rx_wc,
+                                           qpx_ud_iface_tx_wc);
+    }
     /* Send completions first: a NAK received below may ask to resend a
      * packet whose earlier post is only finished once it is polled. Only
      * signaled sends make completions. */
-    count          = (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) :
+    count         += (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) :
                      0;
     rx_count       = qpx_ud_iface_poll_rx(iface);
     iface->rx_idle = (rx_count == 0);
@@ -463,6 +496,35 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
 
     qpx_iface_pending_progress(&iface->super);
     return count;
+}
+
+int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface)
+{
+    return (iface->async.rx_head != NULL) || (iface->async.comp_count > 0) ||
+           !ucs_list_is_empty(&iface->ctl_eps) ||
+           !ucs_list_is_empty(&iface->failed_eps);
+}
+
+/* Retransmissions, delayed acks and peer timeouts run from the timer walk
+ * of progress: the async timer runs it while the worker sleeps (and wakes
+ * the worker for what it delivered); without async progress the worker
+ * must not sleep while packets are unacknowledged */
+ucs_status_t qpx_ud_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    ucs_status_t status;
+
+    status = qpx_iface_event_arm(tl_iface, events);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (qpx_ud_iface_has_deferred(iface) ||
+        ((iface->async.ops == NULL) &&
+         (!ucs_list_is_empty(&iface->active_eps) ||
+          !ucs_list_is_empty(&iface->discs)))) {
+        qpx_iface_event_signal(&iface->super);
+    }
+    return UCS_OK;
 }
 
 ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,

@@ -117,6 +117,7 @@ typedef struct qpx_ud_iface_config {
     double             keepalive_interval;
     unsigned           max_half_open;
     int                print_stats;
+    int                events;
 } qpx_ud_iface_config_t;
 
 
@@ -275,6 +276,7 @@ typedef struct qpx_ud_iface {
         unsigned          max_half_open;
     } conn;
     int                   rx_idle;      /* last poll found no packet */
+    int                   events;       /* event notification offered */
     struct {
         ucs_async_context_t *ctx;      /* the worker's */
         struct ucs_async_ops *ops;     /* NULL: no async progress */
@@ -376,6 +378,14 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
+
+/* uct_iface_event_arm: base's arming, and a wakeup for the work that no
+ * completion event announces */
+ucs_status_t qpx_ud_iface_event_arm(uct_iface_h tl_iface, unsigned events);
+
+/* Work that a sleeping worker must be woken for: what the async timer
+ * received or completed, control packets and failures to report */
+int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
 uint64_t qpx_ud_time_ns(void);
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);

@@ -27,6 +27,12 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
     attr->cap.am.align_mtu       = 1;
     attr->cap.am.max_hdr         = ucs_min(max_payload, 128);
     attr->cap.am.max_iov         = QPX_UD_MAX_IOV;
+    if (iface->events) {
+        /* a send completes when its ack arrives: a receive event */
+        attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                UCT_IFACE_FLAG_EVENT_RECV |
+                                UCT_IFACE_FLAG_EVENT_FD;
+    }
 
     attr->cap.flags = UCT_IFACE_FLAG_AM_SHORT |
                       UCT_IFACE_FLAG_AM_BCOPY |
@@ -104,6 +110,8 @@ static uct_iface_ops_t qpx_ud_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_ud_iface_progress,
+    .iface_event_fd_get       = qpx_iface_event_fd_get,
+    .iface_event_arm          = qpx_ud_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(qpx_ud_iface_t),
     .iface_query              = qpx_ud_iface_query,
     .iface_get_device_address = qpx_iface_get_device_address,
@@ -309,6 +317,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
         }
     }
     self->print_stats         = config->print_stats;
+    self->events              = config->events;
     self->conn.half_open      = 0;
     self->conn.max_half_open  = config->max_half_open;
     self->now                 = qpx_ud_time_ns();
