@@ -14,7 +14,8 @@ export QPX_TOP QPX_BUILDDIR
 
 QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest rdmacm-utils
-    librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind"
+    librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind groff-base
+    slurmctld slurmd slurm-client munge"
 
 qpx_say() { echo "==> $*"; }
 

@@ -14,6 +14,21 @@
  */
 ucs_status_t qpx_component_register(void);
 
+/*
+ * The job this process belongs to, as its launcher tells it (Slurm's
+ * SLURM_* variables, else Open MPI's OMPI_COMM_WORLD_*): what the hybrid
+ * transport will size its defaults by. 0 where nobody says.
+ */
+typedef struct qpx_job_info {
+    const char *launcher;   /* "slurm", "mpirun" or "none" */
+    unsigned   ntasks;      /* processes in the job */
+    unsigned   nnodes;      /* hosts of the job */
+    unsigned   local_tasks; /* processes of the job on this host */
+    unsigned   rank;        /* this process's rank in the job */
+} qpx_job_info_t;
+
+void qpx_job_info_get(qpx_job_info_t *info);
+
 /* Transports the component offers (NULL-terminated) */
 extern uct_tl_t *const qpx_transports[];
 
