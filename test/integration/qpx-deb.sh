@@ -64,6 +64,22 @@ if [ $crc -eq 0 ] && grep -q '^Final:' "$tmp/cli.log"; then
 else
     qpx_fail "installed: ucx_perftest pair (client exit $crc)"; tail -n 5 "$tmp/cli.log"
 fi
+# The data moved through the installed transports: the integrity program
+# of this build (every operation and size class, payload checked) with the
+# installed component and softverbs
+prog=${QPX_TESTDIR:-.}/qpx_uct_integrity
+if [ -x "$prog" ]; then
+    for tl in qpx_rc qpx_ud; do
+        qpxrun --soft --quiet "$prog" -x $tl -d softverbs0:1 >"$tmp/int.log" 2>&1
+        if [ $? -eq 0 ]; then
+            qpx_pass "installed $tl: $(tail -n 1 "$tmp/int.log")"
+        else
+            qpx_fail "installed $tl: integrity program: $(tail -n 1 "$tmp/int.log")"
+        fi
+    done
+else
+    echo "SKIP: $prog not built: no data check through the installed files"
+fi
 out=$(softverbs-stat -q 2>&1)
 case "$out" in
 total*) qpx_pass "installed softverbs-stat: $out" ;;
