@@ -1,7 +1,9 @@
 #!/bin/sh
 # qpx jobs launched by Slurm, as a cluster's users launch them: a one-host
 # cluster from Debian's packages (contrib/slurm-one-host.sh: munged,
-# slurmctld, slurmd on loopback), then
+# slurmctld, slurmd on loopback), then, with qpx's environment set the way
+# docs/running.md tells users (eval "$(qpxrun --soft --env)", carried into
+# the job by Slurm's --export=ALL; the batch script does the same itself):
 #  - srun -n2 --mpi=pmix of the MPI test over UCX_TLS=qpx_rc,qpx_ud (and
 #    over qpx_dc alone where it is built): its results are checked;
 #  - sbatch --wait of a job script that runs mpirun on 2 ranks;
@@ -48,20 +50,29 @@ check() {
     fi
 }
 
-LD_PRELOAD=$QPX_MODULE UCX_TLS=qpx_rc,qpx_ud,self timeout 120 \
-    srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun.out" 2>&1
+# qpxrun of this build (the installed one takes the installed files)
+qpxrun=$QPX_BUILDDIR/contrib/qpxrun
+export QPX_MODULE SOFTVERBS_LIBDIR
+qpx_has_dc=no
+qpx_has_tl qpx_dc && qpx_has_dc=yes
+(
+    eval "$("$qpxrun" --soft --env)"
+    UCX_TLS=qpx_rc,qpx_ud,self timeout 120 \
+        srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun.out" 2>&1
+    if [ $qpx_has_dc = yes ]; then
+        UCX_TLS=qpx_dc,self timeout 120 \
+            srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun-dc.out" 2>&1
+    fi
+)
 check "srun -n2 --mpi=pmix, qpx_rc,qpx_ud" "$TL_TMP/srun.out" slurm
-
-if qpx_has_tl qpx_dc; then
-    LD_PRELOAD=$QPX_MODULE UCX_TLS=qpx_dc,self timeout 120 \
-        srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun-dc.out" 2>&1
+[ $qpx_has_dc = yes ] &&
     check "srun -n2 --mpi=pmix, qpx_dc" "$TL_TMP/srun-dc.out" slurm
-fi
 
 cat >"$TL_TMP/job.sh" <<JOB
 #!/bin/sh
 #SBATCH -n 2
-export LD_PRELOAD=$QPX_MODULE UCX_TLS=qpx_rc,qpx_ud,self
+eval "\$("$qpxrun" --soft --env)"
+export UCX_TLS=qpx_rc,qpx_ud,self
 mpirun --allow-run-as-root "$TL_TMP/qpx_mpi_test"
 JOB
 if timeout 180 sbatch --wait -o "$TL_TMP/sbatch.out" "$TL_TMP/job.sh" >"$TL_TMP/sbatch.log" 2>&1; then
