@@ -30,6 +30,17 @@ else
     qpx_finish
 fi
 
+if command -v lintian >/dev/null; then
+    errs=$(cd "$tmp" && lintian ./*.changes 2>/dev/null | grep '^E:')
+    if [ -z "$errs" ]; then
+        qpx_pass "lintian: no errors ($(cd "$tmp" && lintian ./*.changes 2>/dev/null | grep -c '^W:') warnings)"
+    else
+        qpx_fail "lintian errors:"; echo "$errs" | head -n 10
+    fi
+else
+    echo "SKIP: lintian not installed"
+fi
+
 if (cd "$tmp" && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         ./qpx_*.deb ./softverbs_*.deb ./qpx-dev_*.deb >"$tmp/install.log" 2>&1); then
     qpx_pass "apt-get install of the three packages"

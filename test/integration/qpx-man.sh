@@ -9,7 +9,7 @@ command -v groff >/dev/null || qpx_skip_all "groff missing"
 man=$QPX_SRCDIR/docs/man
 build=${QPX_BUILDDIR:-$(cd ../.. && pwd)}
 
-for page in qpxrun.1 softverbs-stat.1 softverbs.7; do
+for page in qpxrun.1 softverbs-stat.1 softverbs-setup.1 softverbs.7; do
     warn=$(groff -man -ww -z "$man/$page" 2>&1)
     if [ -f "$man/$page" ] && [ -z "$warn" ]; then
         qpx_pass "$page renders without warnings"
