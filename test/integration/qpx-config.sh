@@ -139,4 +139,20 @@ for c in "16 qpx_rc A=1" "4096 qpx_ud A=1" "16 qpx_ud UCX_QPX_RC_MAX_NUM_EPS=8" 
     fi
 done
 
+# Every UCX_QPX_* variable is explained where users look: ucx_info -c -f
+# prints a description and the syntax (unit) above each, and its value
+# (the default, when not set)
+LD_PRELOAD="$QPX_MODULE" ucx_info -c -f 2>/dev/null >"$TL_TMP/cfg"
+bad=$(awk '
+    /^#/ { if ($0 ~ /^# syntax:/) syn = 1; else if ($0 ~ /^# *[^ #]/) desc = 1; next }
+    /^UCX_QPX_/ { n++; if (!desc || !syn) { split($0, a, "="); printf "%s ", a[1] } }
+    { desc = 0; syn = 0 }
+    END { if (n == 0) print "none-listed" }' "$TL_TMP/cfg")
+count=$(grep -c '^UCX_QPX_' "$TL_TMP/cfg")
+if [ -z "$bad" ]; then
+    qpx_pass "ucx_info -c -f: all $count UCX_QPX_* variables have a description and a syntax line"
+else
+    qpx_fail "ucx_info -c -f: without description or syntax: $bad"
+fi
+
 qpx_finish
