@@ -78,8 +78,10 @@ static void *sv_cm_thread_main(void *arg)
         }
         sv_cm_lock();
         for (i = 0; i < n; i++) {
+            /* An id destroyed, or whose socket an entry point closed (an
+             * accepted SIDR), since epoll_wait returned: nothing to read */
             id = sv_cm_id_find(evs[i].data.u64);
-            if (id == NULL) {
+            if ((id == NULL) || (id->sock < 0)) {
                 continue;
             } else if (id->state == SV_CM_LISTEN) {
                 sv_cm_listen_input(id);

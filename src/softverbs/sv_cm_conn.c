@@ -287,6 +287,13 @@ static void sv_cm_handle_gone(struct sv_cm_id *id)
     enum sv_cm_state st = id->state;
 
     sv_cm_close_sock(id);
+    /* UD has no connection: a SIDR peer that goes away changes nothing
+     * here (the kernel's CM neither moves the QP nor reports it), but for
+     * a request still unanswered and a child whose REQ never came */
+    if (sv_cm_is_ud(id) && (st != SV_CM_CONNECT) &&
+        !((id->listen != NULL) && (st == SV_CM_IDLE))) {
+        return;
+    }
     switch (st) {
     case SV_CM_CONNECT:
         id->state = SV_CM_ROUTE_RESOLVED;

@@ -8,6 +8,9 @@
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
 command -v gnuplot >/dev/null || qpx_skip_all "gnuplot not installed"
+# test/bench's programs are built after the integration tests run
+make -s -C "$QPX_BUILDDIR/test/bench" cm_connect_bench >"$TL_TMP/make.log" 2>&1 ||
+    qpx_skip_all "cm_connect_bench does not build: $(tail -n 1 "$TL_TMP/make.log")"
 out=$TL_TMP/report
 BENCH_QUICK=1 BENCH_N=300 BENCH_SIZES="8 8192" BENCH_CONNS=1 \
 BENCH_SETS="qpx_rc=qpx_rc,qpx_ud rc_verbs=rc_verbs,ud_verbs" \
