@@ -55,8 +55,9 @@ void sv_cm_relock(int depth)
 }
 
 /* The CM's thread: one epoll set over the sockets of every id of the
- * process, each named by the id's serial (an id destroyed meanwhile is not
- * found, and a new id at the same address is not mistaken for it) */
+ * process, each named by the id's serial and the socket (an id destroyed
+ * meanwhile is not found, a new id at the same address is not mistaken for
+ * it, nor a new socket of the id for its old one) */
 static pthread_once_t sv_cm_thread_once = PTHREAD_ONCE_INIT;
 static int sv_cm_epfd = -1;
 
@@ -79,9 +80,11 @@ static void *sv_cm_thread_main(void *arg)
         sv_cm_lock();
         for (i = 0; i < n; i++) {
             /* An id destroyed, or whose socket an entry point closed (an
-             * accepted SIDR), since epoll_wait returned: nothing to read */
-            id = sv_cm_id_find(evs[i].data.u64);
-            if ((id == NULL) || (id->sock < 0)) {
+             * accepted SIDR) or replaced (a connect after a reject), since
+             * epoll_wait returned: nothing to read there */
+            id = sv_cm_id_find(evs[i].data.u64 >> 32);
+            if ((id == NULL) ||
+                (id->sock != (int)(uint32_t)evs[i].data.u64)) {
                 continue;
             } else if (id->state == SV_CM_LISTEN) {
                 sv_cm_listen_input(id);
@@ -263,7 +266,7 @@ void sv_cm_channel_watch(struct sv_cm_id *id, int fd)
     pthread_once(&sv_cm_thread_once, sv_cm_thread_start);
     memset(&ev, 0, sizeof(ev));
     ev.events   = EPOLLIN;
-    ev.data.u64 = id->serial;
+    ev.data.u64 = (id->serial << 32) | (uint32_t)fd;
     epoll_ctl(sv_cm_epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 

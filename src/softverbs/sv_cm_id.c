@@ -33,7 +33,7 @@ struct sv_cm_id *sv_cm_id_find(uint64_t serial)
 
 static void sv_cm_id_link(struct sv_cm_id *id)
 {
-    id->serial   = ++sv_cm_serial;
+    id->serial   = ++sv_cm_serial & 0xffffffffu; /* 32 bits: see watch */
     id->all_next = sv_cm_all;
     sv_cm_all    = id;
     pthread_mutex_lock(&id->chan->lock);
