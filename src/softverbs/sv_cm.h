@@ -88,6 +88,8 @@ struct sv_cm_id {
     int                  disc_pending; /* our DREQ went, no answer yet */
     struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
     uint64_t             serial;      /* names it to the CM thread */
+    int                  dead;        /* destroyed, events still out */
+    int                  freed;       /* claimed by the one who frees it */
     struct sv_cm_id      *all_next;   /* in the process's list of ids */
 };
 
@@ -112,6 +114,8 @@ void sv_cm_lock(void);
 void sv_cm_unlock(void);
 int  sv_cm_unlock_all(void);
 void sv_cm_relock(int depth);
+/* Free a destroyed id once its last event is acknowledged (sv_cm_id.c) */
+void sv_cm_id_release(struct sv_cm_id *id);
 /* The live id of a serial, NULL when it was destroyed (sv_cm_id.c) */
 struct sv_cm_id *sv_cm_id_find(uint64_t serial);
 

@@ -337,7 +337,7 @@ SV_CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
         ev = sv_cm_channel_pop(c, NULL);
         if (ev != NULL) {
             __atomic_add_fetch(&sv_cm_id(ev->event.id)->events_out, 1,
-                               __ATOMIC_RELAXED);
+                               __ATOMIC_SEQ_CST);
             *event = &ev->event;
             return 0;
         }
@@ -362,12 +362,17 @@ SV_CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
 SV_CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
     struct sv_cm_event *ev = (struct sv_cm_event *)event;
+    struct sv_cm_id *id;
 
     if (event == NULL) {
         errno = EINVAL;
         return -1;
     }
-    __atomic_sub_fetch(&sv_cm_id(event->id)->events_out, 1, __ATOMIC_RELAXED);
+    id = sv_cm_id(event->id);
+    if ((__atomic_sub_fetch(&id->events_out, 1, __ATOMIC_SEQ_CST) <= 0) &&
+        __atomic_load_n(&id->dead, __ATOMIC_SEQ_CST)) {
+        sv_cm_id_release(id); /* destroyed before this ack */
+    }
     free(ev);
     return 0;
 }
@@ -382,7 +387,7 @@ int sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **event)
     for (;;) {
         ev = sv_cm_channel_pop(c, id);
         if (ev != NULL) {
-            id->events_out++;
+            __atomic_add_fetch(&id->events_out, 1, __ATOMIC_SEQ_CST);
             *event = &ev->event;
             return 0;
         }

@@ -175,8 +175,21 @@ static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
     if (id->sync) {
         sv_cm_channel_free(chan);
     }
-    free(id);
+    /* The id's events are to be acknowledged first (librdmacm waits for
+     * them in rdma_destroy_id); one acknowledged later still finds the id */
+    __atomic_store_n(&id->dead, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&id->events_out, __ATOMIC_SEQ_CST) <= 0) {
+        sv_cm_id_release(id);
+    }
     return 0;
+}
+
+void sv_cm_id_release(struct sv_cm_id *id)
+{
+    /* destroy and the last ack may both get here: one frees */
+    if (__atomic_exchange_n(&id->freed, 1, __ATOMIC_SEQ_CST) == 0) {
+        free(id);
+    }
 }
 
 SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)

@@ -702,8 +702,11 @@ static void svt_case_cm_bind_port_zero(svt_proc_t *p)
     SVT_CHECK(ev->listen_id == a, "CONNECT_REQUEST for listener %p, expected "
               "%p", (void *)ev->listen_id, (void *)a);
     SVT_OK(rdma_reject(ev->id, NULL, 0));
-    SVT_OK(rdma_destroy_id(ev->id));
+    /* man rdma_destroy_id: the id's events are acknowledged first (the
+     * kernel's librdmacm waits for them) */
+    child = ev->id;
     SVT_OK(rdma_ack_cm_event(ev));
+    SVT_OK(rdma_destroy_id(child));
     svt_cm_expect(ch, RDMA_CM_EVENT_REJECTED, SVT_CM_REJ_CONSUMER, NULL);
     SVT_OK(rdma_destroy_id(c));
     SVT_OK(rdma_destroy_id(b));
