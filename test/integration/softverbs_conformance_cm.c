@@ -682,7 +682,7 @@ static void svt_case_cm_bind_port_zero(svt_proc_t *p)
 {
     struct rdma_event_channel *ch = svt_cm_channel();
     struct rdma_cm_id *a = svt_cm_bound_id(ch, RDMA_PS_TCP, 0);
-    struct rdma_cm_id *b = svt_cm_bound_id(ch, RDMA_PS_TCP, 0), *c;
+    struct rdma_cm_id *b = svt_cm_bound_id(ch, RDMA_PS_TCP, 0), *c, *child;
     struct sockaddr_in *sin;
     struct rdma_cm_event *ev;
     uint16_t pa = ntohs(rdma_get_src_port(a));
