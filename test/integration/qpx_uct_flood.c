@@ -233,6 +233,21 @@ static void run_receiver(ctx_t *c)
 }
 
 
+/* Endpoints destroyed and the interface closed, as a program ends its use
+ * of a transport (a transport's statistics print then) */
+static void ctx_close(ctx_t *c)
+{
+    unsigned i;
+
+    for (i = 0; i < num_eps; ++i) {
+        if (c->eps[i] != NULL) {
+            uct_ep_destroy(c->eps[i]);
+        }
+    }
+    uct_iface_close(c->iface);
+}
+
+
 int main(int argc, char **argv)
 {
     int sv[2], opt, status, ok;
@@ -276,10 +291,13 @@ int main(int argc, char **argv)
     }
     if (pid == 0) {
         run_receiver(&c);
+        /* the sender has its answer: nothing of ours is awaited */
+        ctx_close(&c);
         return 0;
     }
 
     ok = run_sender(&c);
+    ctx_close(&c);
     waitpid(pid, &status, 0);
     printf("%s\n", ok ? "PASS: every message delivered once, in order" :
                         "FAIL: messages lost, reordered or an endpoint "

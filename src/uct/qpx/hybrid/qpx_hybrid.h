@@ -1,0 +1,285 @@
+/*
+ * qpx: the hybrid transport.
+ *
+ * An interface of the hybrid ("qpx") opens two interfaces of its own on the
+ * same device port through UCT's public API: a qpx_dc interface (the cold
+ * path: one DCT, a few DCIs, whatever the number of peers) and a qpx_rc
+ * interface (the hot path: one RC QP per promoted peer, taken from and given
+ * back to qpx_rc's pool of RESET QPs). UCP sees one CONNECT_TO_IFACE
+ * interface whose endpoints forward every operation to the sub-endpoint of
+ * their current path.
+ *
+ * Every endpoint starts on DC. When it posts PROMOTE_THRESH operations
+ * within PROMOTE_WINDOW it is promoted: with a free slot in the RC pool
+ * (RC_POOL_SIZE QPs in use at most, those peers connected to us included),
+ * or after the least recently used promoted endpoint was demoted to make
+ * room. The switch keeps the order of everything the endpoint sent, with
+ * no header on data messages, by a handshake on the control AM id
+ * (QPX_HYBRID_AM_ID_CTL, never one of UCP's):
+ *
+ *   promotion, A's endpoint to B's interface:
+ *     A: RC ep created, PROMOTE_REQ(A's RC address) on the DC ep, then A
+ *        holds its sends (they go pending)
+ *     B: receives it after every DC message A sent before; creates an RC
+ *        ep, connects it, answers PROMOTE_REP(B's RC address) over DC, or
+ *        PROMOTE_NACK when its pool is full or an RC QP cannot be had
+ *     A: connects its RC ep and sends on it from then on. B's RC QP was not
+ *        ready before B had delivered A's DC messages, so nothing of A's on
+ *        RC can overtake them.
+ *   demotion (LRU eviction), A's endpoint:
+ *     A: DEMOTE_REQ on the RC ep, then A holds
+ *     B: receives it after every RC message A sent before; answers
+ *        DEMOTE_ACK over DC
+ *     A: flushes its RC ep (B's QP still answers), sends RELEASE over DC
+ *        and sends on DC again; its RC QP goes back to the pool
+ *     B: on RELEASE, drains its receive CQ and gives its RC QP back.
+ *
+ * The RC QP pair of a promotion carries one direction: B's endpoint to A
+ * is promoted, or not, on its own traffic.
+ */
+#ifndef QPX_HYBRID_H_
+#define QPX_HYBRID_H_
+
+#include <uct/qpx/base/qpx_ep_table.h>
+
+#include <ucs/ucx_compat.h>
+#include <ucs/datastruct/khash.h>
+#include <ucs/datastruct/list.h>
+#include <stdlib.h>
+#include <time.h>
+
+
+#define QPX_HYBRID_TL_NAME    "qpx"
+#define QPX_HYBRID_AM_ID_CTL  (UCT_AM_ID_MAX - 1)
+#define QPX_HYBRID_ADDR_MAX   64  /* bytes of a sub-interface address */
+
+
+/* Control messages (QPX_HYBRID_AM_ID_CTL) */
+typedef enum {
+    QPX_HYBRID_CTL_PROMOTE_REQ = 1, /* A -> B, DC: connect to my RC ep */
+    QPX_HYBRID_CTL_PROMOTE_REP,     /* B -> A, DC: done, here is mine */
+    QPX_HYBRID_CTL_PROMOTE_NACK,    /* B -> A, DC: no RC QP for you */
+    QPX_HYBRID_CTL_DEMOTE_REQ,      /* A -> B, RC: last message on RC */
+    QPX_HYBRID_CTL_DEMOTE_ACK,      /* B -> A, DC: all delivered */
+    QPX_HYBRID_CTL_RELEASE,         /* A -> B, DC: give the QP back */
+    QPX_HYBRID_CTL_LAST
+} qpx_hybrid_ctl_type_t;
+
+
+typedef struct qpx_hybrid_ctl_hdr {
+    uint8_t  type;           /* qpx_hybrid_ctl_type_t */
+    uint8_t  dev_addr_len;   /* of the sender's device */
+    uint8_t  iface_addr_len; /* of the sender's DC interface */
+    uint8_t  ep_addr_len;    /* of the sender's RC endpoint, or 0 */
+    uint32_t src_id;         /* sender's endpoint or connection id */
+    uint32_t dst_id;         /* receiver's endpoint or connection id */
+    /* followed by: device address, DC interface address, RC ep address */
+} UCS_S_PACKED qpx_hybrid_ctl_hdr_t;
+
+
+/* A control message received, kept until the next progress runs it */
+typedef struct qpx_hybrid_ctl_msg {
+    ucs_list_link_t      list;
+    size_t               length;
+    qpx_hybrid_ctl_hdr_t hdr; /* and the rest of the message */
+} qpx_hybrid_ctl_msg_t;
+
+
+typedef enum {
+    QPX_HYBRID_EP_COLD,      /* sends go to the DC ep */
+    QPX_HYBRID_EP_PROMOTING, /* PROMOTE_REQ sent (or due): sends held */
+    QPX_HYBRID_EP_HOT,       /* sends go to the RC ep */
+    QPX_HYBRID_EP_DEMOTING   /* DEMOTE_REQ sent (or due): sends held */
+} qpx_hybrid_ep_state_t;
+
+
+enum {
+    QPX_HYBRID_EP_FLAG_WANT_HOT   = UCS_BIT(0), /* promote at next progress */
+    QPX_HYBRID_EP_FLAG_CTL_DUE    = UCS_BIT(1), /* a REQ waits for a slot */
+    QPX_HYBRID_EP_FLAG_SWITCH_DUE = UCS_BIT(2), /* answered: switch once the
+                                                   old path is flushed */
+    QPX_HYBRID_EP_FLAG_FAILED     = UCS_BIT(3), /* a sub-ep failed */
+    QPX_HYBRID_EP_FLAG_IN_WORK    = UCS_BIT(4)  /* in iface->work_eps */
+};
+
+
+typedef struct qpx_hybrid_iface qpx_hybrid_iface_t;
+
+
+typedef struct qpx_hybrid_ep {
+    uct_base_ep_t   super;
+    /* Where a send goes now: path_ep, or NULL while the endpoint holds its
+     * sends (a switch under way, requests pending): one load decides */
+    uct_ep_h        tx_ep;
+    uct_ep_h        path_ep;     /* dc_ep or rc_ep */
+    uct_ep_h        dc_ep;
+    uct_ep_h        rc_ep;       /* PROMOTING, HOT, DEMOTING */
+    uint64_t        tx_count;    /* operations in the window */
+    uint64_t        promote_at;  /* tx_count at which to look again */
+    uint64_t        last_used;   /* iface tick of the last operation */
+    uint64_t        window_start;
+    uint64_t        last_check;  /* ep_check of a switch that waits */
+    uint32_t        id;          /* in iface->eps */
+    uint32_t        peer_conn;   /* the peer's connection id, HOT */
+    unsigned        refusals;    /* promotions refused in a row */
+    uint8_t         state;       /* qpx_hybrid_ep_state_t */
+    uint8_t         flags;
+    ucs_list_link_t pending;     /* uct_pending_req_t, by priv */
+    ucs_list_link_t pending_link;/* in iface->pending_eps */
+    ucs_list_link_t work_link;   /* in iface->work_eps */
+    ucs_list_link_t list;        /* in iface->ep_list */
+} qpx_hybrid_ep_t;
+
+
+/* An RC QP a peer promoted its endpoint to us onto (the responder side) */
+typedef struct qpx_hybrid_conn {
+    uct_ep_h        rc_ep;
+    uct_ep_h        ctl_ep;      /* DC ep to the peer, for answers */
+    uint32_t        id;          /* in iface->conns */
+    uint32_t        peer_ep;     /* the peer's endpoint id */
+    uint8_t         reply;       /* answer still due: REP or ACK, or 0 */
+    uint8_t         closing;     /* give the QP back once reply is sent */
+    uint8_t         in_work;     /* in iface->work_conns */
+    ucs_list_link_t work_link;   /* in iface->work_conns */
+} qpx_hybrid_conn_t;
+
+
+/* A sub-endpoint to destroy once it has nothing in flight */
+typedef struct qpx_hybrid_retired {
+    ucs_list_link_t list;
+    uct_ep_h        ep;
+    int             is_rc;       /* an RC QP of the pool: counted in use */
+    int             drain_rx;    /* progress the RC interface dry first */
+    unsigned        tries;
+} qpx_hybrid_retired_t;
+
+
+/* What a sub-endpoint belongs to (iface->owners) */
+enum {
+    QPX_HYBRID_OWNER_EP   = 0,   /* a qpx_hybrid_ep_t */
+    QPX_HYBRID_OWNER_CONN = 1    /* a qpx_hybrid_conn_t */
+};
+
+KHASH_MAP_INIT_INT64(qpx_hybrid_owner, uintptr_t);
+
+
+typedef struct qpx_hybrid_stats {
+    uint64_t promotions;     /* endpoints that went to RC */
+    uint64_t demotions;      /* that went back to DC (eviction) */
+    uint64_t refused;        /* promotions the peer refused (its pool) */
+    uint64_t no_slot;        /* promotions given up: pool held by peers */
+    uint64_t rc_failures;    /* RC QPs that could not be had */
+    uint64_t accepted;       /* peers' promotions to us */
+    uint64_t declined;       /* peers' promotions we refused */
+    uint64_t max_rc_in_use;
+} qpx_hybrid_stats_t;
+
+
+typedef struct qpx_hybrid_iface_config {
+    uct_iface_config_t super;
+    size_t             pool_size;     /* UCS_ULUNITS_AUTO: auto */
+    unsigned           promote_thresh;
+    double             promote_window;
+    int                print_stats;
+} qpx_hybrid_iface_config_t;
+
+
+struct qpx_hybrid_iface {
+    uct_base_iface_t    super;
+    uct_iface_h         dc;          /* the cold path */
+    uct_iface_h         rc;          /* the hot path, NULL: none (degraded) */
+    uct_iface_config_t  *dc_config;
+    uct_iface_config_t  *rc_config;
+    uct_am_callback_t   stub_am;     /* UCT's handler of an unset id */
+    qpx_ep_table_t      eps;         /* qpx_hybrid_ep_t by id */
+    qpx_ep_table_t      conns;       /* qpx_hybrid_conn_t by id */
+    khash_t(qpx_hybrid_owner) owners;/* sub-ep -> endpoint or connection */
+    ucs_list_link_t     ep_list;
+    ucs_list_link_t     pending_eps;
+    ucs_list_link_t     work_eps;    /* switches to advance */
+    ucs_list_link_t     work_conns;  /* answers to send */
+    ucs_list_link_t     ctl_msgs;    /* control messages to run */
+    ucs_list_link_t     retired;     /* qpx_hybrid_retired_t */
+    qpx_hybrid_ep_t     *dispatch_ep;/* whose pending request runs */
+    unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
+    uint64_t            tick;        /* operations so far: the LRU clock */
+    int                 rc_warned;
+    int                 am_synced;
+    struct {
+        uint8_t         dev[QPX_HYBRID_ADDR_MAX];
+        uint8_t         iface[QPX_HYBRID_ADDR_MAX];
+        size_t          dev_len;
+        size_t          iface_len;
+        size_t          rc_ep_len;
+    } addr;
+    struct {
+        unsigned        pool_size;
+        unsigned        promote_thresh;
+        uint64_t        promote_window;
+        int             print_stats;
+    } config;
+    qpx_hybrid_stats_t  stats;
+};
+
+
+extern uct_tl_t qpx_hybrid_tl;
+
+
+/* Monotonic nanoseconds (vDSO): the slow path's clock */
+static inline uint64_t qpx_hybrid_time_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static UCS_F_ALWAYS_INLINE qpx_hybrid_iface_t *
+qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, qpx_hybrid_iface_t);
+}
+
+/* qpx_hybrid_ep.c */
+UCS_CLASS_DECLARE(qpx_hybrid_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(qpx_hybrid_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(qpx_hybrid_ep_t, uct_ep_t);
+
+void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_ep_work(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff);
+ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                       unsigned flags);
+void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
+                                 uct_pending_purge_callback_t cb, void *arg);
+unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface);
+ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                 uct_completion_t *comp);
+ucs_status_t qpx_hybrid_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                 uct_completion_t *comp);
+void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
+                          void *owner, int kind);
+void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep);
+void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
+                       int drain_rx);
+unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface);
+
+/* qpx_hybrid_switch.c */
+ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
+                                    unsigned flags);
+unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
+unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn);
+ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
+                                 uint8_t type, uint32_t src_id,
+                                 uint32_t dst_id, uct_ep_h rc_ep);
+ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
+                                      ucs_status_t status);
+
+/* qpx_hybrid_ops.c */
+extern uct_iface_ops_t qpx_hybrid_iface_ops;
+
+#endif

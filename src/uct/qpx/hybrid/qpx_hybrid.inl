@@ -1,0 +1,42 @@
+/*
+ * qpx hybrid: the data path. An operation costs the sub-endpoint's plus a
+ * load and a test (held or not), and two counters (the LRU clock and the
+ * promotion count).
+ */
+#ifndef QPX_HYBRID_INL_
+#define QPX_HYBRID_INL_
+
+#include "qpx_hybrid.h"
+
+
+/* The sub-endpoint an operation goes to, or NULL: held (UCS_ERR_NO_RESOURCE,
+ * the request goes pending and runs when the switch is done) */
+static UCS_F_ALWAYS_INLINE uct_ep_h qpx_hybrid_ep_tx(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep, qpx_hybrid_ep_t)->tx_ep;
+}
+
+/* An operation was accepted by the sub-endpoint: the endpoint is the most
+ * recently used, and may have become hot */
+static UCS_F_ALWAYS_INLINE void qpx_hybrid_ep_count(uct_ep_h tl_ep)
+{
+    qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    ep->last_used = ++iface->tick;
+    if (ucs_unlikely(++ep->tx_count >= ep->promote_at)) {
+        qpx_hybrid_ep_heat(ep);
+    }
+}
+
+/* For operations that return a status: count what was accepted */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_hybrid_ep_done(uct_ep_h tl_ep, ucs_status_t status)
+{
+    if (ucs_likely((status == UCS_OK) || (status == UCS_INPROGRESS))) {
+        qpx_hybrid_ep_count(tl_ep);
+    }
+    return status;
+}
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * qpx hybrid: endpoints. Life (create, destroy), the pending queue that
+ * holds requests while the endpoint switches paths or its path has no
+ * resources, flush, fence and check, the sub-endpoint -> owner map that
+ * errors are reported through, and the retirement of sub-endpoints.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_hybrid.h"
+
+
+_Static_assert(sizeof(ucs_list_link_t) <= UCT_PENDING_REQ_PRIV_LEN,
+               "a pending request links through its priv");
+
+
+static UCS_F_ALWAYS_INLINE ucs_list_link_t *
+qpx_hybrid_req_link(uct_pending_req_t *req)
+{
+    return (ucs_list_link_t*)req->priv;
+}
+
+
+void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
+                          void *owner, int kind)
+{
+    khiter_t it;
+    int ret;
+
+    it = kh_put(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep, &ret);
+    if (ret < 0) {
+        /* Without the entry an error of sub_ep is not reported to its
+         * endpoint: logged, the endpoint still works */
+        ucs_error("qpx iface %p: no memory to track sub-endpoint %p", iface,
+                  sub_ep);
+        return;
+    }
+    kh_value(&iface->owners, it) = (uintptr_t)owner | kind;
+}
+
+
+void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep)
+{
+    khiter_t it = kh_get(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep);
+
+    if (it != kh_end(&iface->owners)) {
+        kh_del(qpx_hybrid_owner, &iface->owners, it);
+    }
+}
+
+
+/* Sends go to the path unless a switch holds them or requests wait */
+void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep)
+{
+    int open = (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
+               (((ep->state == QPX_HYBRID_EP_COLD) ||
+                 (ep->state == QPX_HYBRID_EP_HOT)) &&
+                ucs_list_is_empty(&ep->pending));
+
+    ep->tx_ep = open ? ep->path_ep : NULL;
+}
+
+
+void qpx_hybrid_ep_work(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    if (!(ep->flags & QPX_HYBRID_EP_FLAG_IN_WORK)) {
+        ep->flags |= QPX_HYBRID_EP_FLAG_IN_WORK;
+        ucs_list_add_tail(&iface->work_eps, &ep->work_link);
+    }
+}
+
+
+/* Count again from now; the next promotion needs the threshold, doubled
+ * for every promotion refused in a row (at most 1024 times) */
+void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    ep->tx_count     = 0;
+    ep->window_start = qpx_hybrid_time_ns();
+    if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
+        ep->promote_at = UINT64_MAX;
+    } else {
+        ep->promote_at = (uint64_t)iface->config.promote_thresh <<
+                         ucs_min(backoff, 10);
+    }
+}
+
+
+/* tx_count reached promote_at (the slow side of qpx_hybrid_ep_count) */
+void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+    uint64_t now;
+
+    if ((ep->state != QPX_HYBRID_EP_COLD) ||
+        (ep->flags & (QPX_HYBRID_EP_FLAG_WANT_HOT |
+                      QPX_HYBRID_EP_FLAG_FAILED))) {
+        ep->promote_at = UINT64_MAX;
+        return;
+    }
+
+    now = qpx_hybrid_time_ns();
+    if ((now - ep->window_start) > iface->config.promote_window) {
+        /* Not within the window: a new one starts */
+        ep->tx_count     = 0;
+        ep->window_start = now;
+        return;
+    }
+
+    ep->flags     |= QPX_HYBRID_EP_FLAG_WANT_HOT;
+    ep->promote_at = UINT64_MAX;
+    qpx_hybrid_ep_work(ep);
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(params->iface,
+                                               qpx_hybrid_iface_t);
+    uct_ep_params_t dc_params;
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
+        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
+        ucs_error("qpx: an endpoint connects to an interface address");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dc_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                           UCT_EP_PARAM_FIELD_DEV_ADDR |
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    dc_params.iface      = iface->dc;
+    dc_params.dev_addr   = params->dev_addr;
+    dc_params.iface_addr = params->iface_addr;
+    if (params->field_mask & UCT_EP_PARAM_FIELD_PATH_INDEX) {
+        dc_params.field_mask |= UCT_EP_PARAM_FIELD_PATH_INDEX;
+        dc_params.path_index  = params->path_index;
+    }
+    status = uct_ep_create(&dc_params, &self->dc_ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_ep_table_add(&iface->eps, self, &self->id);
+    if (status != UCS_OK) {
+        goto err_destroy_dc;
+    }
+
+    self->rc_ep     = NULL;
+    self->path_ep   = self->dc_ep;
+    self->tx_ep     = self->dc_ep;
+    self->last_used = iface->tick;
+    self->last_check = 0;
+    self->peer_conn = QPX_EP_ID_NULL;
+    self->refusals  = 0;
+    self->state     = QPX_HYBRID_EP_COLD;
+    self->flags     = 0;
+    ucs_list_head_init(&self->pending);
+    ucs_list_add_tail(&iface->ep_list, &self->list);
+    qpx_hybrid_ep_cool(self, 0);
+    qpx_hybrid_owner_set(iface, self->dc_ep, self, QPX_HYBRID_OWNER_EP);
+    ucs_debug("qpx ep %p id 0x%x: dc ep %p", self, self->id, self->dc_ep);
+    return UCS_OK;
+
+err_destroy_dc:
+    uct_ep_destroy(self->dc_ep);
+    return status;
+}
+
+
+UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_ep_t)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(self);
+
+    if (iface->dispatch_ep == self) {
+        iface->dispatch_ep = NULL; /* tells the dispatch loop it is gone */
+    }
+    if (!ucs_list_is_empty(&self->pending)) {
+        ucs_list_del(&self->pending_link);
+    }
+    if (self->flags & QPX_HYBRID_EP_FLAG_IN_WORK) {
+        ucs_list_del(&self->work_link);
+    }
+    ucs_list_del(&self->list);
+
+    if (self->rc_ep != NULL) {
+        /* The peer gives its RC QP back: told over DC (best effort; the
+         * peer drains its receive CQ before it resets the QP). A peer that
+         * only got our PROMOTE_REQ answers an endpoint id that is gone, and
+         * is told then. */
+        if (!(self->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
+            (self->peer_conn != QPX_EP_ID_NULL)) {
+            (void)qpx_hybrid_ctl_send(iface, self->dc_ep,
+                                      QPX_HYBRID_CTL_RELEASE, self->id,
+                                      self->peer_conn, NULL);
+        }
+        qpx_hybrid_owner_del(iface, self->rc_ep);
+        uct_ep_destroy(self->rc_ep);
+        iface->rc_in_use--;
+    }
+    qpx_hybrid_owner_del(iface, self->dc_ep);
+    uct_ep_destroy(self->dc_ep);
+    qpx_ep_table_remove(&iface->eps, self->id);
+    ucs_debug("qpx ep %p id 0x%x destroyed", self, self->id);
+}
+
+
+UCS_CLASS_DEFINE(qpx_hybrid_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(qpx_hybrid_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(qpx_hybrid_ep_t, uct_ep_t);
+
+
+/* Accepted always: the request runs at the next progress at the earliest,
+ * in order after the ones before it (nothing is sent meanwhile) */
+ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                       unsigned flags)
+{
+    qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    if (ucs_list_is_empty(&ep->pending)) {
+        ucs_list_add_tail(&iface->pending_eps, &ep->pending_link);
+    }
+    ucs_list_add_tail(&ep->pending, qpx_hybrid_req_link(req));
+    ep->tx_ep = NULL;
+    return UCS_OK;
+}
+
+
+void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
+                                 uct_pending_purge_callback_t cb, void *arg)
+{
+    qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+    uct_pending_req_t *req;
+    ucs_list_link_t *link;
+
+    if (ucs_list_is_empty(&ep->pending)) {
+        return;
+    }
+    ucs_list_del(&ep->pending_link);
+    while (!ucs_list_is_empty(&ep->pending)) {
+        link = ep->pending.next;
+        ucs_list_del(link);
+        req = ucs_container_of(link, uct_pending_req_t, priv);
+        if (cb != NULL) {
+            cb(req, arg);
+        }
+    }
+    qpx_hybrid_ep_update_tx(ep);
+}
+
+
+/*
+ * Run ep's requests in order until one is refused. Returns how many ran,
+ * or -1 when a request destroyed the endpoint.
+ */
+static int qpx_hybrid_ep_pending_dispatch(qpx_hybrid_iface_t *iface,
+                                          qpx_hybrid_ep_t *ep)
+{
+    uct_pending_req_t *req;
+    ucs_list_link_t *link;
+    ucs_status_t status;
+    int count = 0;
+
+    while (!ucs_list_is_empty(&ep->pending)) {
+        link = ep->pending.next;
+        req  = ucs_container_of(link, uct_pending_req_t, priv);
+
+        /* The request sends through the endpoint like any caller */
+        ep->tx_ep          = ep->path_ep;
+        iface->dispatch_ep = ep;
+        status             = req->func(req);
+        if (iface->dispatch_ep != ep) {
+            return -1;
+        }
+        iface->dispatch_ep = NULL;
+
+        if (status == UCS_OK) {
+            ucs_list_del(link);
+            ++count;
+        } else {
+            count += (status == UCS_INPROGRESS);
+            break;
+        }
+    }
+
+    if (ucs_list_is_empty(&ep->pending)) {
+        ucs_list_del(&ep->pending_link);
+    }
+    qpx_hybrid_ep_update_tx(ep);
+    return count;
+}
+
+
+unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_ep_t *ep, *tmp;
+    unsigned count = 0;
+    int ret;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_link) {
+        if (!(ep->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
+            (ep->state != QPX_HYBRID_EP_COLD) &&
+            (ep->state != QPX_HYBRID_EP_HOT)) {
+            continue; /* a switch holds it */
+        }
+        ret = qpx_hybrid_ep_pending_dispatch(iface, ep);
+        if (ret < 0) {
+            /* A request destroyed its endpoint, and tmp may be gone with
+             * it: the others run at the next progress */
+            return count + 1;
+        }
+        count += ret;
+    }
+    return count;
+}
+
+
+/*
+ * Held (a switch, requests waiting): refused, so that UCP queues the flush
+ * after them. A switch flushes the old path before the new one is used, so
+ * the current path's flush covers everything the endpoint sent.
+ */
+ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                 uct_completion_t *comp)
+{
+    qpx_hybrid_ep_t *ep = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        if ((ep->rc_ep != NULL) && (ep->rc_ep != ep->path_ep)) {
+            (void)uct_ep_flush(ep->rc_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
+        }
+        if (ep->dc_ep != ep->path_ep) {
+            (void)uct_ep_flush(ep->dc_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
+        }
+        return uct_ep_flush(ep->path_ep, flags, comp);
+    }
+
+    if (ucs_unlikely(ep->tx_ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return uct_ep_flush(ep->path_ep, flags, comp);
+}
+
+
+ucs_status_t qpx_hybrid_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    qpx_hybrid_ep_t *ep = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+
+    /* A switch completes the old path before the new one is used: a fence
+     * is needed within the current path only */
+    return uct_ep_fence(ep->path_ep, flags);
+}
+
+
+ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                 uct_completion_t *comp)
+{
+    qpx_hybrid_ep_t *ep = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+
+    return uct_ep_check(ep->path_ep, flags, comp);
+}
+
+
+void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
+                       int drain_rx)
+{
+    qpx_hybrid_retired_t *r = malloc(sizeof(*r));
+
+    qpx_hybrid_owner_del(iface, ep);
+    if (r == NULL) {
+        /* Destroyed at once: what it had in flight is canceled */
+        ucs_warn("qpx iface %p: no memory to retire ep %p: destroyed now",
+                 iface, ep);
+        uct_ep_destroy(ep);
+        iface->rc_in_use -= !!is_rc;
+        return;
+    }
+    r->ep       = ep;
+    r->is_rc    = is_rc;
+    r->drain_rx = drain_rx;
+    r->tries    = 0;
+    ucs_list_add_tail(&iface->retired, &r->list);
+}
+
+
+/* Destroy retired sub-endpoints that have nothing in flight. An RC QP a
+ * peer sent to is reset only after the RC interface's receive CQ was
+ * drained: messages it received before are delivered, not dropped */
+unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_retired_t *r, *tmp;
+    unsigned count = 0, rounds;
+    ucs_status_t status;
+
+    ucs_list_for_each_safe(r, tmp, &iface->retired, list) {
+        if (r->drain_rx && (iface->rc != NULL)) {
+            for (rounds = 0; (rounds < 64) &&
+                             (uct_iface_progress(iface->rc) > 0); ++rounds) {
+            }
+            r->drain_rx = 0;
+        }
+        status = uct_ep_flush(r->ep, 0, NULL);
+        if (((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) &&
+            (++r->tries < 1000000)) {
+            continue;
+        }
+        ucs_list_del(&r->list);
+        uct_ep_destroy(r->ep);
+        iface->rc_in_use -= !!r->is_rc;
+        free(r);
+        ++count;
+    }
+    return count;
+}

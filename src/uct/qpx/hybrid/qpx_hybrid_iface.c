@@ -1,0 +1,556 @@
+/*
+ * qpx hybrid: the interface. It opens a qpx_dc interface (cold path) and a
+ * qpx_rc interface (hot path) on its own device port through UCT's public
+ * API, progresses both, hands their active messages to the handlers UCP set
+ * on the hybrid, and describes itself to UCP from what both can do.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_hybrid.h"
+
+#include <uct/qpx/base/qpx_component.h>
+#include <uct/qpx/base/qpx_md.h>
+
+#include <string.h>
+
+
+extern uct_tl_t qpx_dc_tl;
+
+
+static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(qpx_hybrid_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"RC_POOL_SIZE", "auto",
+     "RC QPs (a number, inf or auto) an interface of the qpx transport may have in use at once, its "
+     "peers' promotions to it included. auto: 32, or from the job size the "
+     "launcher gives (N processes: 4*sqrt(N) within 16..128).",
+     ucs_offsetof(qpx_hybrid_iface_config_t, pool_size),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"PROMOTE_THRESH", "64",
+     "Operations an endpoint posts within PROMOTE_WINDOW that promote it "
+     "from DC to an RC QP (1: at its first operation).",
+     ucs_offsetof(qpx_hybrid_iface_config_t, promote_thresh),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"PROMOTE_WINDOW", "10ms",
+     "The window PROMOTE_THRESH counts in.",
+     ucs_offsetof(qpx_hybrid_iface_config_t, promote_window),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"PRINT_STATS", "n",
+     "Print the qpx transport's promotion statistics to stderr when an "
+     "interface closes.",
+     ucs_offsetof(qpx_hybrid_iface_config_t, print_stats),
+     UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+
+/* A message of one of the sub-interfaces for the handler UCP set on the
+ * hybrid (arg: the hybrid's entry, read at each message so that a handler
+ * set at any time is the one called) */
+static ucs_status_t qpx_hybrid_am_trampoline(void *arg, void *data,
+                                             size_t length, unsigned flags)
+{
+    uct_am_handler_t *handler = arg;
+
+    return handler->cb(handler->arg, data, length, flags);
+}
+
+
+static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
+                                        uct_iface_h sub)
+{
+    uct_base_iface_t *base = ucs_derived_of(sub, uct_base_iface_t);
+    unsigned id;
+
+    for (id = 0; id < QPX_HYBRID_AM_ID_CTL; ++id) {
+        base->am[id].cb    = qpx_hybrid_am_trampoline;
+        base->am[id].arg   = &iface->super.am[id];
+        base->am[id].flags = 0; /* sync */
+    }
+    base->am[QPX_HYBRID_AM_ID_CTL].cb    = qpx_hybrid_ctl_handler;
+    base->am[QPX_HYBRID_AM_ID_CTL].arg   = iface;
+    base->am[QPX_HYBRID_AM_ID_CTL].flags = 0; /* sync */
+}
+
+
+static ucs_status_t
+qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
+                          uct_worker_h worker, const uct_iface_params_t *params,
+                          const char *tl_name, uct_iface_config_t **config_p,
+                          uct_iface_h *iface_p)
+{
+    uct_iface_params_t sub_params;
+    uct_iface_config_t *config;
+    ucs_status_t status;
+
+    status = uct_md_iface_config_read(md, tl_name, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        ucs_error("qpx: reading the %s configuration failed: %s", tl_name,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    memset(&sub_params, 0, sizeof(sub_params));
+    sub_params.field_mask            = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                       UCT_IFACE_PARAM_FIELD_DEVICE |
+                                       UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    sub_params.open_mode             = UCT_IFACE_OPEN_MODE_DEVICE;
+    sub_params.mode.device.tl_name   = tl_name;
+    sub_params.mode.device.dev_name  = params->mode.device.dev_name;
+    sub_params.rx_headroom           =
+            (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+            params->rx_headroom : 0;
+    sub_params.err_handler           = qpx_hybrid_sub_ep_failed;
+    sub_params.err_handler_arg       = self;
+    sub_params.err_handler_flags     = 0;
+    if (params->field_mask & UCT_IFACE_PARAM_FIELD_CPU_MASK) {
+        sub_params.field_mask |= UCT_IFACE_PARAM_FIELD_CPU_MASK;
+        sub_params.cpu_mask    = params->cpu_mask;
+    }
+
+    status = uct_iface_open(md, worker, &sub_params, config, iface_p);
+    if (status != UCS_OK) {
+        uct_config_release(config);
+        return status;
+    }
+
+    qpx_hybrid_iface_set_sub_am(self, *iface_p);
+    *config_p = config;
+    return UCS_OK;
+}
+
+
+/* RC_POOL_SIZE=auto from the job size, when the launcher gives it */
+static unsigned qpx_hybrid_pool_size_auto(void)
+{
+    qpx_job_info_t job;
+    unsigned size, root;
+
+    qpx_job_info_get(&job);
+    if (job.ntasks == 0) {
+        size = 32;
+    } else {
+        for (root = 1; root * root < job.ntasks; ++root) {
+        }
+        size = ucs_min(128, ucs_max(16, 4 * root));
+    }
+    ucs_debug("qpx: RC pool of %u QPs (job: %s, %u processes)", size,
+              job.launcher, job.ntasks);
+    return size;
+}
+
+
+static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const qpx_hybrid_iface_config_t *config =
+            ucs_derived_of(tl_config, qpx_hybrid_iface_config_t);
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("qpx: only device open mode is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,
+                              &uct_base_iface_internal_ops, md, worker,
+                              params, tl_config);
+
+    self->stub_am   = self->super.am[QPX_HYBRID_AM_ID_CTL].cb;
+    self->dc        = NULL;
+    self->rc        = NULL;
+    self->dc_config = NULL;
+    self->rc_config = NULL;
+    self->dispatch_ep = NULL;
+    self->rc_in_use = 0;
+    self->tick      = 0;
+    self->rc_warned = 0;
+    memset(&self->stats, 0, sizeof(self->stats));
+    qpx_ep_table_init(&self->eps);
+    qpx_ep_table_init(&self->conns);
+    kh_init_inplace(qpx_hybrid_owner, &self->owners);
+    ucs_list_head_init(&self->ep_list);
+    ucs_list_head_init(&self->pending_eps);
+    ucs_list_head_init(&self->work_eps);
+    ucs_list_head_init(&self->work_conns);
+    ucs_list_head_init(&self->ctl_msgs);
+    ucs_list_head_init(&self->retired);
+
+    self->config.pool_size      = (config->pool_size == UCS_ULUNITS_AUTO) ?
+                                  qpx_hybrid_pool_size_auto() :
+                                  ucs_min(config->pool_size, UINT_MAX);
+    self->config.promote_thresh = ucs_max(1, config->promote_thresh);
+    self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
+    self->config.print_stats    = config->print_stats;
+
+    /* The cold path is required */
+    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_dc",
+                                       &self->dc_config, &self->dc);
+    if (status != UCS_OK) {
+        ucs_error("qpx: %s: no DC interface (%s)",
+                  params->mode.device.dev_name, ucs_status_string(status));
+        goto err_cleanup;
+    }
+
+    /* The hot path is not: without it every endpoint stays on DC */
+    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc",
+                                       &self->rc_config, &self->rc);
+    if (status != UCS_OK) {
+        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on DC",
+                 params->mode.device.dev_name, ucs_status_string(status));
+        self->rc = NULL;
+        self->stats.rc_failures++;
+    } else if (self->config.pool_size == 0) {
+        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on DC");
+    }
+
+    status = uct_iface_get_device_address(self->dc,
+                                          (uct_device_addr_t*)self->addr.dev);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    status = uct_iface_get_address(self->dc,
+                                   (uct_iface_addr_t*)self->addr.iface);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    status = uct_iface_query(self->dc, &attr);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    if ((attr.device_addr_len > QPX_HYBRID_ADDR_MAX) ||
+        (attr.iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
+        ucs_error("qpx: DC addresses of %zu/%zu bytes exceed %d",
+                  attr.device_addr_len, attr.iface_addr_len,
+                  QPX_HYBRID_ADDR_MAX);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_close;
+    }
+    self->addr.dev_len   = attr.device_addr_len;
+    self->addr.iface_len = attr.iface_addr_len;
+    self->addr.rc_ep_len = 0;
+    if (self->rc != NULL) {
+        status = uct_iface_query(self->rc, &attr);
+        if (status != UCS_OK) {
+            goto err_close;
+        }
+        self->addr.rc_ep_len = attr.ep_addr_len;
+    }
+
+    ucs_debug("qpx iface %p on %s: dc %p rc %p, pool %u, promote after %u "
+              "operations in %.3f ms", self, params->mode.device.dev_name,
+              self->dc, self->rc, self->config.pool_size,
+              self->config.promote_thresh, config->promote_window * 1e3);
+    return UCS_OK;
+
+err_close:
+    if (self->rc != NULL) {
+        uct_iface_close(self->rc);
+        uct_config_release(self->rc_config);
+    }
+    uct_iface_close(self->dc);
+    uct_config_release(self->dc_config);
+err_cleanup:
+    kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
+    qpx_ep_table_cleanup(&self->conns);
+    qpx_ep_table_cleanup(&self->eps);
+    return status;
+}
+
+
+static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_stats_t *s = &iface->stats;
+
+    ucs_debug("qpx iface %p closing: promotions %lu demotions %lu refused "
+              "%lu no_slot %lu rc_failures %lu accepted %lu declined %lu "
+              "max_rc_in_use %lu", iface, s->promotions, s->demotions,
+              s->refused, s->no_slot, s->rc_failures, s->accepted,
+              s->declined, s->max_rc_in_use);
+    if (iface->config.print_stats) {
+        fprintf(stderr, "qpx stats: promotions=%lu demotions=%lu refused=%lu "
+                "no_slot=%lu rc_failures=%lu accepted=%lu declined=%lu "
+                "max_rc_in_use=%lu pool=%u\n", s->promotions, s->demotions,
+                s->refused, s->no_slot, s->rc_failures, s->accepted,
+                s->declined, s->max_rc_in_use, iface->config.pool_size);
+    }
+}
+
+
+static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
+{
+    qpx_hybrid_ctl_msg_t *msg, *tmp;
+    qpx_hybrid_conn_t *conn;
+    unsigned i;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    qpx_hybrid_iface_print_stats(self);
+
+    ucs_list_for_each_safe(msg, tmp, &self->ctl_msgs, list) {
+        free(msg);
+    }
+    for (i = 0; i < self->conns.capacity; ++i) {
+        conn = qpx_ep_table_slot(&self->conns, i);
+        if (conn != NULL) {
+            qpx_hybrid_conn_destroy(self, conn);
+        }
+    }
+    /* What is still retired goes now: the interfaces close */
+    while (!ucs_list_is_empty(&self->retired)) {
+        qpx_hybrid_retired_t *r = ucs_list_extract_head(&self->retired,
+                                                        qpx_hybrid_retired_t,
+                                                        list);
+        uct_ep_destroy(r->ep);
+        free(r);
+    }
+    if (!ucs_list_is_empty(&self->ep_list)) {
+        ucs_warn("qpx iface %p closed with %zu endpoints", self,
+                 ucs_list_length(&self->ep_list));
+    }
+    if (self->rc != NULL) {
+        uct_iface_close(self->rc);
+        uct_config_release(self->rc_config);
+    }
+    uct_iface_close(self->dc);
+    uct_config_release(self->dc_config);
+    kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
+    qpx_ep_table_cleanup(&self->conns);
+    qpx_ep_table_cleanup(&self->eps);
+}
+
+
+UCS_CLASS_DEFINE(qpx_hybrid_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(qpx_hybrid_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_hybrid_iface_t, uct_iface_t);
+
+
+void qpx_hybrid_iface_close(uct_iface_h tl_iface)
+{
+    UCS_CLASS_DELETE_FUNC_NAME(qpx_hybrid_iface_t)(tl_iface);
+}
+
+
+unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    unsigned count;
+
+    count = uct_iface_progress(iface->dc);
+    if (iface->rc != NULL) {
+        count += uct_iface_progress(iface->rc);
+    }
+
+    /* Switches, answers and retirements: rare, each list empty otherwise */
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->ctl_msgs))) {
+        count += qpx_hybrid_iface_ctl_progress(iface);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->work_eps) ||
+                     !ucs_list_is_empty(&iface->work_conns))) {
+        count += qpx_hybrid_iface_work_progress(iface);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->retired))) {
+        count += qpx_hybrid_iface_retire_progress(iface);
+    }
+    if (!ucs_list_is_empty(&iface->pending_eps)) {
+        count += qpx_hybrid_iface_pending_progress(iface);
+    }
+    return count;
+}
+
+
+void qpx_hybrid_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_base_iface_progress_enable(tl_iface, flags);
+}
+
+
+/* The smaller limit of two, 0 meaning "not offered" in either */
+static void qpx_hybrid_cap_min(size_t *a, size_t b)
+{
+    *a = ucs_min(*a, b);
+}
+
+
+ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
+                                    uct_iface_attr_t *iface_attr)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    uct_iface_attr_t rc_attr;
+    ucs_status_t status;
+    uint64_t drop;
+
+    status = uct_iface_query(iface->dc, iface_attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (iface->rc == NULL) {
+        rc_attr = *iface_attr;
+    } else {
+        status = uct_iface_query(iface->rc, &rc_attr);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    /* An endpoint may move from one path to the other between two
+     * operations: it offers what both offer, within both's limits. It
+     * connects to an interface, and has no event notification (yet) */
+    drop = UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+           UCT_IFACE_FLAG_CB_ASYNC;
+    iface_attr->cap.flags       = (iface_attr->cap.flags & rc_attr.cap.flags &
+                                   ~drop) | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    iface_attr->cap.event_flags = 0;
+
+    qpx_hybrid_cap_min(&iface_attr->cap.put.max_short, rc_attr.cap.put.max_short);
+    qpx_hybrid_cap_min(&iface_attr->cap.put.max_bcopy, rc_attr.cap.put.max_bcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.put.max_zcopy, rc_attr.cap.put.max_zcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.put.max_iov, rc_attr.cap.put.max_iov);
+    qpx_hybrid_cap_min(&iface_attr->cap.get.max_short, rc_attr.cap.get.max_short);
+    qpx_hybrid_cap_min(&iface_attr->cap.get.max_bcopy, rc_attr.cap.get.max_bcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.get.max_zcopy, rc_attr.cap.get.max_zcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.get.max_iov, rc_attr.cap.get.max_iov);
+    qpx_hybrid_cap_min(&iface_attr->cap.am.max_short, rc_attr.cap.am.max_short);
+    qpx_hybrid_cap_min(&iface_attr->cap.am.max_bcopy, rc_attr.cap.am.max_bcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.am.max_zcopy, rc_attr.cap.am.max_zcopy);
+    qpx_hybrid_cap_min(&iface_attr->cap.am.max_iov, rc_attr.cap.am.max_iov);
+    qpx_hybrid_cap_min(&iface_attr->cap.am.max_hdr, rc_attr.cap.am.max_hdr);
+    iface_attr->cap.put.min_zcopy = ucs_max(iface_attr->cap.put.min_zcopy,
+                                            rc_attr.cap.put.min_zcopy);
+    iface_attr->cap.get.min_zcopy = ucs_max(iface_attr->cap.get.min_zcopy,
+                                            rc_attr.cap.get.min_zcopy);
+    iface_attr->cap.am.min_zcopy  = ucs_max(iface_attr->cap.am.min_zcopy,
+                                            rc_attr.cap.am.min_zcopy);
+    iface_attr->cap.atomic32.op_flags  &= rc_attr.cap.atomic32.op_flags;
+    iface_attr->cap.atomic32.fop_flags &= rc_attr.cap.atomic32.fop_flags;
+    iface_attr->cap.atomic64.op_flags  &= rc_attr.cap.atomic64.op_flags;
+    iface_attr->cap.atomic64.fop_flags &= rc_attr.cap.atomic64.fop_flags;
+
+    iface_attr->ep_addr_len = 0;
+    /* A busy peer is served at RC's cost; any number of peers at DC's
+     * (max_num_eps stays DC's) */
+    iface_attr->latency     = rc_attr.latency;
+    iface_attr->overhead    = rc_attr.overhead;
+    iface_attr->bandwidth   = rc_attr.bandwidth;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
+                                                 uct_device_addr_t *addr)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+
+    return uct_iface_get_device_address(iface->dc, addr);
+}
+
+
+ucs_status_t qpx_hybrid_iface_get_address(uct_iface_h tl_iface,
+                                          uct_iface_addr_t *addr)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+
+    return uct_iface_get_address(iface->dc, addr);
+}
+
+
+int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
+                                  const uct_device_addr_t *dev_addr,
+                                  const uct_iface_addr_t *iface_addr)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+
+    return uct_iface_is_reachable(iface->dc, dev_addr, iface_addr);
+}
+
+
+/*
+ * Every endpoint's operations: those of both sub-interfaces. Without comp
+ * the answer is UCS_INPROGRESS while either has any; with comp, the
+ * sub-interfaces complete theirs by themselves, and the call is refused
+ * (UCS_ERR_NO_RESOURCE) until one of them is left with work in flight.
+ */
+ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                    uct_completion_t *comp)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    ucs_status_t dc_status, rc_status;
+
+    if (comp != NULL) {
+        if (iface->rc == NULL) {
+            return uct_iface_flush(iface->dc, flags, comp);
+        }
+        rc_status = uct_iface_flush(iface->rc, flags, NULL);
+        if (rc_status == UCS_OK) {
+            return uct_iface_flush(iface->dc, flags, comp);
+        }
+        dc_status = uct_iface_flush(iface->dc, flags, NULL);
+        if (dc_status == UCS_OK) {
+            return uct_iface_flush(iface->rc, flags, comp);
+        }
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    dc_status = uct_iface_flush(iface->dc, flags, NULL);
+    rc_status = (iface->rc == NULL) ? UCS_OK :
+                uct_iface_flush(iface->rc, flags, NULL);
+    if (UCS_STATUS_IS_ERR(dc_status) && (dc_status != UCS_ERR_NO_RESOURCE)) {
+        return dc_status;
+    }
+    if (UCS_STATUS_IS_ERR(rc_status) && (rc_status != UCS_ERR_NO_RESOURCE)) {
+        return rc_status;
+    }
+    return ((dc_status == UCS_OK) && (rc_status == UCS_OK) &&
+            ucs_list_is_empty(&iface->retired)) ? UCS_OK : UCS_INPROGRESS;
+}
+
+
+ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    ucs_status_t status;
+
+    status = uct_iface_fence(iface->dc, flags);
+    if ((status == UCS_OK) && (iface->rc != NULL)) {
+        status = uct_iface_fence(iface->rc, flags);
+    }
+    return status;
+}
+
+
+/* The devices where DC is offered: the cold path needs it */
+static ucs_status_t qpx_hybrid_query_devices(uct_md_h md,
+                                             uct_tl_device_resource_t **devs_p,
+                                             unsigned *num_devs_p)
+{
+    return qpx_dc_tl.query_devices(md, devs_p, num_devs_p);
+}
+
+
+uct_tl_t qpx_hybrid_tl = {
+    .name          = QPX_HYBRID_TL_NAME,
+    .query_devices = qpx_hybrid_query_devices,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_hybrid_iface_t),
+    .config        = {
+        .name   = "qpx hybrid transport",
+        .prefix = "QPX_",
+        .table  = qpx_hybrid_iface_config_table,
+        .size   = sizeof(qpx_hybrid_iface_config_t),
+    }
+};

@@ -1,0 +1,310 @@
+/*
+ * qpx hybrid: the operations of an endpoint, each forwarded to the
+ * sub-endpoint of the endpoint's current path (qpx_hybrid.inl), and the
+ * interface's operation table.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_hybrid.inl"
+
+
+static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                            unsigned length,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_put_short(ep, buffer, length,
+                                                      remote_addr, rkey));
+}
+
+static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
+                                       uct_pack_callback_t pack_cb, void *arg,
+                                       uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    ssize_t ret;
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ret = uct_ep_put_bcopy(ep, pack_cb, arg, remote_addr, rkey);
+    if (ucs_likely(ret >= 0)) {
+        qpx_hybrid_ep_count(tl_ep);
+    }
+    return ret;
+}
+
+static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
+                                            const uct_iov_t *iov,
+                                            size_t iovcnt,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_put_zcopy(ep, iov, iovcnt,
+                                                      remote_addr, rkey,
+                                                      comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
+                                            uct_unpack_callback_t unpack_cb,
+                                            void *arg, size_t length,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_get_bcopy(ep, unpack_cb, arg,
+                                                      length, remote_addr,
+                                                      rkey, comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
+                                            const uct_iov_t *iov,
+                                            size_t iovcnt,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_get_zcopy(ep, iov, iovcnt,
+                                                      remote_addr, rkey,
+                                                      comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
+                                           uint64_t header,
+                                           const void *payload,
+                                           unsigned length)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short(ep, id, header, payload,
+                                                     length));
+}
+
+static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                               const uct_iov_t *iov,
+                                               size_t iovcnt)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short_iov(ep, id, iov,
+                                                         iovcnt));
+}
+
+static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                                      uct_pack_callback_t pack_cb, void *arg,
+                                      unsigned flags)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    ssize_t ret;
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ret = uct_ep_am_bcopy(ep, id, pack_cb, arg, flags);
+    if (ucs_likely(ret >= 0)) {
+        qpx_hybrid_ep_count(tl_ep);
+    }
+    return ret;
+}
+
+static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                           const void *header,
+                                           unsigned header_length,
+                                           const uct_iov_t *iov,
+                                           size_t iovcnt, unsigned flags,
+                                           uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_am_zcopy(ep, id, header,
+                                                     header_length, iov,
+                                                     iovcnt, flags, comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
+                                                 uint64_t compare,
+                                                 uint64_t swap,
+                                                 uint64_t remote_addr,
+                                                 uct_rkey_t rkey,
+                                                 uint64_t *result,
+                                                 uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic_cswap64(ep, compare, swap,
+                                                           remote_addr, rkey,
+                                                           result, comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic_cswap32(uct_ep_h tl_ep,
+                                                 uint32_t compare,
+                                                 uint32_t swap,
+                                                 uint64_t remote_addr,
+                                                 uct_rkey_t rkey,
+                                                 uint32_t *result,
+                                                 uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic_cswap32(ep, compare, swap,
+                                                           remote_addr, rkey,
+                                                           result, comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
+                                                unsigned opcode,
+                                                uint64_t value,
+                                                uint64_t remote_addr,
+                                                uct_rkey_t rkey)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_post(ep, opcode, value,
+                                                          remote_addr, rkey));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
+                                                unsigned opcode,
+                                                uint32_t value,
+                                                uint64_t remote_addr,
+                                                uct_rkey_t rkey)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_post(ep, opcode, value,
+                                                          remote_addr, rkey));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                                 uct_atomic_op_t opcode,
+                                                 uint64_t value,
+                                                 uint64_t *result,
+                                                 uint64_t remote_addr,
+                                                 uct_rkey_t rkey,
+                                                 uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_fetch(ep, opcode, value,
+                                                           result, remote_addr,
+                                                           rkey, comp));
+}
+
+static ucs_status_t qpx_hybrid_ep_atomic32_fetch(uct_ep_h tl_ep,
+                                                 uct_atomic_op_t opcode,
+                                                 uint32_t value,
+                                                 uint32_t *result,
+                                                 uint64_t remote_addr,
+                                                 uct_rkey_t rkey,
+                                                 uct_completion_t *comp)
+{
+    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_fetch(ep, opcode, value,
+                                                           result, remote_addr,
+                                                           rkey, comp));
+}
+
+
+/* Interface-level calls (qpx_hybrid_iface.c) */
+ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                    uct_completion_t *comp);
+ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags);
+unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);
+void qpx_hybrid_iface_progress_enable(uct_iface_h tl_iface, unsigned flags);
+ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
+                                    uct_iface_attr_t *iface_attr);
+ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
+                                                 uct_device_addr_t *addr);
+ucs_status_t qpx_hybrid_iface_get_address(uct_iface_h tl_iface,
+                                          uct_iface_addr_t *addr);
+int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
+                                  const uct_device_addr_t *dev_addr,
+                                  const uct_iface_addr_t *iface_addr);
+void qpx_hybrid_iface_close(uct_iface_h tl_iface);
+
+
+uct_iface_ops_t qpx_hybrid_iface_ops = {
+    .ep_put_short             = qpx_hybrid_ep_put_short,
+    .ep_put_bcopy             = qpx_hybrid_ep_put_bcopy,
+    .ep_put_zcopy             = qpx_hybrid_ep_put_zcopy,
+    .ep_get_bcopy             = qpx_hybrid_ep_get_bcopy,
+    .ep_get_zcopy             = qpx_hybrid_ep_get_zcopy,
+    .ep_am_short              = qpx_hybrid_ep_am_short,
+    .ep_am_short_iov          = qpx_hybrid_ep_am_short_iov,
+    .ep_am_bcopy              = qpx_hybrid_ep_am_bcopy,
+    .ep_am_zcopy              = qpx_hybrid_ep_am_zcopy,
+    .ep_atomic_cswap64        = qpx_hybrid_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = qpx_hybrid_ep_atomic_cswap32,
+    .ep_atomic64_post         = qpx_hybrid_ep_atomic64_post,
+    .ep_atomic32_post         = qpx_hybrid_ep_atomic32_post,
+    .ep_atomic64_fetch        = qpx_hybrid_ep_atomic64_fetch,
+    .ep_atomic32_fetch        = qpx_hybrid_ep_atomic32_fetch,
+    .ep_pending_add           = qpx_hybrid_ep_pending_add,
+    .ep_pending_purge         = qpx_hybrid_ep_pending_purge,
+    .ep_flush                 = qpx_hybrid_ep_flush,
+    .ep_fence                 = qpx_hybrid_ep_fence,
+    .ep_check                 = qpx_hybrid_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_hybrid_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_hybrid_ep_t),
+    .iface_flush              = qpx_hybrid_iface_flush,
+    .iface_fence              = qpx_hybrid_iface_fence,
+    .iface_progress_enable    = qpx_hybrid_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = qpx_hybrid_iface_progress,
+    .iface_close              = qpx_hybrid_iface_close,
+    .iface_query              = qpx_hybrid_iface_query,
+    .iface_get_device_address = qpx_hybrid_iface_get_device_address,
+    .iface_get_address        = qpx_hybrid_iface_get_address,
+    .iface_is_reachable       = qpx_hybrid_iface_is_reachable
+};

@@ -1,0 +1,668 @@
+/*
+ * qpx hybrid: promotion to RC and demotion to DC (the handshake is
+ * described in qpx_hybrid.h), the responder side's connections, and the
+ * errors of sub-endpoints.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_hybrid.h"
+
+#include <string.h>
+
+
+/* A switch that waits this long for its peer checks the peer is alive */
+#define QPX_HYBRID_CHECK_INTERVAL_SEC  1.0
+
+
+typedef struct qpx_hybrid_ctl_pack_arg {
+    qpx_hybrid_iface_t *iface;
+    uint8_t            type;
+    uint32_t           src_id;
+    uint32_t           dst_id;
+    uct_ep_h           rc_ep;
+} qpx_hybrid_ctl_pack_arg_t;
+
+
+static const char *qpx_hybrid_ctl_names[] = {
+    [QPX_HYBRID_CTL_PROMOTE_REQ]  = "PROMOTE_REQ",
+    [QPX_HYBRID_CTL_PROMOTE_REP]  = "PROMOTE_REP",
+    [QPX_HYBRID_CTL_PROMOTE_NACK] = "PROMOTE_NACK",
+    [QPX_HYBRID_CTL_DEMOTE_REQ]   = "DEMOTE_REQ",
+    [QPX_HYBRID_CTL_DEMOTE_ACK]   = "DEMOTE_ACK",
+    [QPX_HYBRID_CTL_RELEASE]      = "RELEASE"
+};
+
+
+static size_t qpx_hybrid_ctl_pack(void *dest, void *arg)
+{
+    qpx_hybrid_ctl_pack_arg_t *pack = arg;
+    qpx_hybrid_iface_t *iface       = pack->iface;
+    qpx_hybrid_ctl_hdr_t *hdr       = dest;
+    uint8_t *p                      = (uint8_t*)(hdr + 1);
+
+    hdr->type           = pack->type;
+    hdr->dev_addr_len   = iface->addr.dev_len;
+    hdr->iface_addr_len = iface->addr.iface_len;
+    hdr->ep_addr_len    = (pack->rc_ep != NULL) ? iface->addr.rc_ep_len : 0;
+    hdr->src_id         = pack->src_id;
+    hdr->dst_id         = pack->dst_id;
+    memcpy(p, iface->addr.dev, iface->addr.dev_len);
+    p += iface->addr.dev_len;
+    memcpy(p, iface->addr.iface, iface->addr.iface_len);
+    p += iface->addr.iface_len;
+    if ((pack->rc_ep != NULL) &&
+        (uct_ep_get_address(pack->rc_ep, (uct_ep_addr_t*)p) == UCS_OK)) {
+        p += iface->addr.rc_ep_len;
+    } else {
+        hdr->ep_addr_len = 0;
+    }
+    return UCS_PTR_BYTE_DIFF(dest, p);
+}
+
+
+ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
+                                 uint8_t type, uint32_t src_id,
+                                 uint32_t dst_id, uct_ep_h rc_ep)
+{
+    qpx_hybrid_ctl_pack_arg_t arg = {iface, type, src_id, dst_id, rc_ep};
+    ssize_t len;
+
+    len = uct_ep_am_bcopy(via, QPX_HYBRID_AM_ID_CTL, qpx_hybrid_ctl_pack,
+                          &arg, 0);
+    if (len < 0) {
+        if (len != UCS_ERR_NO_RESOURCE) {
+            ucs_debug("qpx iface %p: %s to 0x%x failed: %s", iface,
+                      qpx_hybrid_ctl_names[type], dst_id,
+                      ucs_status_string((ucs_status_t)len));
+        }
+        return (ucs_status_t)len;
+    }
+    ucs_trace("qpx iface %p: %s 0x%x -> 0x%x sent", iface,
+              qpx_hybrid_ctl_names[type], src_id, dst_id);
+    return UCS_OK;
+}
+
+
+/* A control message, in an AM handler: kept for the next progress, in the
+ * order it came (after every message of its path before it) */
+ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
+                                    unsigned flags)
+{
+    qpx_hybrid_iface_t *iface       = arg;
+    const qpx_hybrid_ctl_hdr_t *hdr = data;
+    qpx_hybrid_ctl_msg_t *msg;
+
+    if ((length < sizeof(*hdr)) || (hdr->type == 0) ||
+        (hdr->type >= QPX_HYBRID_CTL_LAST) ||
+        (length < sizeof(*hdr) + hdr->dev_addr_len + hdr->iface_addr_len +
+                  hdr->ep_addr_len) ||
+        (hdr->dev_addr_len > QPX_HYBRID_ADDR_MAX) ||
+        (hdr->iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
+        ucs_warn("qpx iface %p: malformed control message of %zu bytes "
+                 "dropped", iface, length);
+        return UCS_OK;
+    }
+
+    msg = malloc(sizeof(*msg) + length);
+    if (msg == NULL) {
+        ucs_error("qpx iface %p: no memory for a %s: dropped", iface,
+                  qpx_hybrid_ctl_names[hdr->type]);
+        return UCS_OK;
+    }
+    msg->length = length;
+    memcpy(&msg->hdr, data, length);
+    ucs_list_add_tail(&iface->ctl_msgs, &msg->list);
+    return UCS_OK;
+}
+
+
+static const void *qpx_hybrid_ctl_dev_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return &msg->hdr + 1;
+}
+
+static const void *qpx_hybrid_ctl_iface_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len);
+}
+
+static const void *qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len +
+                                              msg->hdr.iface_addr_len);
+}
+
+
+/* A DC endpoint to the sender of msg, for answers */
+static ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
+                                             const qpx_hybrid_ctl_msg_t *msg,
+                                             uct_ep_h *ep_p)
+{
+    uct_ep_params_t params;
+    ucs_status_t status;
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface->dc;
+    params.dev_addr   = qpx_hybrid_ctl_dev_addr(msg);
+    params.iface_addr = qpx_hybrid_ctl_iface_addr(msg);
+    status = uct_ep_create(&params, ep_p);
+    if (status != UCS_OK) {
+        ucs_error("qpx iface %p: no DC endpoint to answer a %s: %s", iface,
+                  qpx_hybrid_ctl_names[msg->hdr.type],
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
+
+static void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
+                                 qpx_hybrid_conn_t *conn)
+{
+    if (!conn->in_work) {
+        conn->in_work = 1;
+        ucs_list_add_tail(&iface->work_conns, &conn->work_link);
+    }
+}
+
+
+void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn)
+{
+    if (conn->in_work) {
+        ucs_list_del(&conn->work_link);
+    }
+    if (conn->id != QPX_EP_ID_NULL) {
+        qpx_ep_table_remove(&iface->conns, conn->id);
+    }
+    if (conn->rc_ep != NULL) {
+        qpx_hybrid_retire(iface, conn->rc_ep, 1, 1);
+    }
+    if (conn->ctl_ep != NULL) {
+        qpx_hybrid_retire(iface, conn->ctl_ep, 0, 0);
+    }
+    ucs_debug("qpx iface %p: connection 0x%x of peer ep 0x%x closed", iface,
+              conn->id, conn->peer_ep);
+    free(conn);
+}
+
+
+/* A peer's endpoint asks for an RC QP (PROMOTE_REQ) */
+static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
+                                   const qpx_hybrid_ctl_msg_t *msg)
+{
+    qpx_hybrid_conn_t *conn;
+    uct_ep_params_t params;
+    const char *why = NULL;
+    ucs_status_t status;
+
+    conn = calloc(1, sizeof(*conn));
+    if (conn == NULL) {
+        ucs_error("qpx iface %p: no memory for a connection", iface);
+        return;
+    }
+    conn->id      = QPX_EP_ID_NULL;
+    conn->peer_ep = msg->hdr.src_id;
+
+    status = qpx_hybrid_ctl_ep_create(iface, msg, &conn->ctl_ep);
+    if (status != UCS_OK) {
+        /* The peer waits: it sees the answer never came only if it dies */
+        free(conn);
+        return;
+    }
+    qpx_hybrid_owner_set(iface, conn->ctl_ep, conn, QPX_HYBRID_OWNER_CONN);
+
+    if (iface->rc == NULL) {
+        why = "no RC interface";
+        goto decline;
+    }
+    if (iface->rc_in_use >= iface->config.pool_size) {
+        why = "RC pool full";
+        goto decline;
+    }
+    if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
+        ucs_warn("qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
+                 "(expected %zu)", iface, msg->hdr.ep_addr_len,
+                 iface->addr.rc_ep_len);
+        why = "malformed request";
+        goto decline;
+    }
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = iface->rc;
+    status = uct_ep_create(&params, &conn->rc_ep);
+    if (status != UCS_OK) {
+        if (!iface->rc_warned) {
+            ucs_warn("qpx: no RC QP for a peer's promotion (%s): its "
+                     "endpoint stays on DC", ucs_status_string(status));
+            iface->rc_warned = 1;
+        }
+        iface->stats.rc_failures++;
+        conn->rc_ep = NULL;
+        why = "no RC QP";
+        goto decline;
+    }
+
+    status = uct_ep_connect_to_ep(conn->rc_ep, qpx_hybrid_ctl_dev_addr(msg),
+                                  qpx_hybrid_ctl_ep_addr(msg));
+    if (status != UCS_OK) {
+        why = "connect failed";
+        goto decline_destroy;
+    }
+
+    status = qpx_ep_table_add(&iface->conns, conn, &conn->id);
+    if (status != UCS_OK) {
+        why = "connection table full";
+        goto decline_destroy;
+    }
+
+    iface->rc_in_use++;
+    iface->stats.accepted++;
+    iface->stats.max_rc_in_use = ucs_max(iface->stats.max_rc_in_use,
+                                         iface->rc_in_use);
+    qpx_hybrid_owner_set(iface, conn->rc_ep, conn, QPX_HYBRID_OWNER_CONN);
+    conn->reply = QPX_HYBRID_CTL_PROMOTE_REP;
+    qpx_hybrid_conn_work(iface, conn);
+    ucs_debug("qpx iface %p: connection 0x%x accepts peer ep 0x%x", iface,
+              conn->id, conn->peer_ep);
+    return;
+
+decline_destroy:
+    uct_ep_destroy(conn->rc_ep);
+    conn->rc_ep = NULL;
+decline:
+    ucs_debug("qpx iface %p: promotion of peer ep 0x%x declined: %s", iface,
+              conn->peer_ep, why);
+    iface->stats.declined++;
+    conn->reply   = QPX_HYBRID_CTL_PROMOTE_NACK;
+    conn->closing = 1;
+    qpx_hybrid_conn_work(iface, conn);
+}
+
+
+/* Back to DC without a switch (refused, or the RC connect failed) */
+static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    ep->rc_ep     = NULL;
+    ep->peer_conn = QPX_EP_ID_NULL;
+    ep->state     = QPX_HYBRID_EP_COLD;
+    ep->flags    &= ~(QPX_HYBRID_EP_FLAG_CTL_DUE |
+                      QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+    qpx_hybrid_ep_cool(ep, backoff);
+    qpx_hybrid_ep_update_tx(ep);
+}
+
+
+/* The endpoint an answer is for, in the state it must be in */
+static qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
+                                          const qpx_hybrid_ctl_msg_t *msg,
+                                          qpx_hybrid_ep_state_t state)
+{
+    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
+
+    if ((ep == NULL) || (ep->state != state) ||
+        (ep->flags & QPX_HYBRID_EP_FLAG_FAILED)) {
+        return NULL;
+    }
+    return ep;
+}
+
+
+static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
+                               const qpx_hybrid_ctl_msg_t *msg)
+{
+    qpx_hybrid_conn_t *conn;
+    qpx_hybrid_ep_t *ep;
+    uct_ep_h ctl_ep;
+    ucs_status_t status;
+
+    ucs_trace("qpx iface %p: %s 0x%x -> 0x%x", iface,
+              qpx_hybrid_ctl_names[msg->hdr.type], msg->hdr.src_id,
+              msg->hdr.dst_id);
+
+    switch (msg->hdr.type) {
+    case QPX_HYBRID_CTL_PROMOTE_REQ:
+        qpx_hybrid_conn_accept(iface, msg);
+        break;
+    case QPX_HYBRID_CTL_PROMOTE_REP:
+        ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
+        if (ep == NULL) {
+            /* Our endpoint went away meanwhile: the peer gives its QP back */
+            if (qpx_hybrid_ctl_ep_create(iface, msg, &ctl_ep) == UCS_OK) {
+                (void)qpx_hybrid_ctl_send(iface, ctl_ep,
+                                          QPX_HYBRID_CTL_RELEASE,
+                                          msg->hdr.dst_id, msg->hdr.src_id,
+                                          NULL);
+                qpx_hybrid_retire(iface, ctl_ep, 0, 0);
+            }
+            break;
+        }
+        if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
+            status = UCS_ERR_INVALID_ADDR;
+        } else {
+            status = uct_ep_connect_to_ep(ep->rc_ep,
+                                          qpx_hybrid_ctl_dev_addr(msg),
+                                          qpx_hybrid_ctl_ep_addr(msg));
+        }
+        if (status != UCS_OK) {
+            ucs_warn("qpx ep %p: RC connect failed (%s): stays on DC", ep,
+                     ucs_status_string(status));
+            (void)qpx_hybrid_ctl_send(iface, ep->dc_ep,
+                                      QPX_HYBRID_CTL_RELEASE, ep->id,
+                                      msg->hdr.src_id, NULL);
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+            break;
+        }
+        ep->peer_conn = msg->hdr.src_id;
+        ep->flags    |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+        qpx_hybrid_ep_work(ep);
+        break;
+    case QPX_HYBRID_CTL_PROMOTE_NACK:
+        ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
+        if (ep != NULL) {
+            iface->stats.refused++;
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+        }
+        break;
+    case QPX_HYBRID_CTL_DEMOTE_REQ:
+        conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
+        if (conn != NULL) {
+            /* The QP stays until RELEASE: the peer's flush of its side
+             * needs ours to answer */
+            conn->reply = QPX_HYBRID_CTL_DEMOTE_ACK;
+            qpx_hybrid_conn_work(iface, conn);
+        }
+        break;
+    case QPX_HYBRID_CTL_DEMOTE_ACK:
+        ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_DEMOTING);
+        if (ep != NULL) {
+            ep->flags |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+            qpx_hybrid_ep_work(ep);
+        }
+        break;
+    case QPX_HYBRID_CTL_RELEASE:
+        conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
+        if (conn != NULL) {
+            qpx_hybrid_conn_destroy(iface, conn);
+        }
+        break;
+    }
+}
+
+
+unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_ctl_msg_t *msg;
+    unsigned count = 0;
+
+    while (!ucs_list_is_empty(&iface->ctl_msgs)) {
+        msg = ucs_list_extract_head(&iface->ctl_msgs, qpx_hybrid_ctl_msg_t,
+                                    list);
+        qpx_hybrid_ctl_run(iface, msg);
+        free(msg);
+        ++count;
+    }
+    return count;
+}
+
+
+/* The least recently used promoted endpoint, other than ep */
+static qpx_hybrid_ep_t *qpx_hybrid_lru_victim(qpx_hybrid_iface_t *iface,
+                                              qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_ep_t *victim = NULL, *it;
+
+    ucs_list_for_each(it, &iface->ep_list, list) {
+        if ((it != ep) && (it->state == QPX_HYBRID_EP_HOT) &&
+            !(it->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
+            ((victim == NULL) || (it->last_used < victim->last_used))) {
+            victim = it;
+        }
+    }
+    return victim;
+}
+
+
+static void qpx_hybrid_ep_demote(qpx_hybrid_ep_t *ep)
+{
+    ucs_debug("qpx ep %p id 0x%x: demoted (least recently used)", ep, ep->id);
+    ep->state  = QPX_HYBRID_EP_DEMOTING;
+    ep->flags |= QPX_HYBRID_EP_FLAG_CTL_DUE;
+    ep->last_check = qpx_hybrid_time_ns();
+    qpx_hybrid_ep_update_tx(ep);
+    qpx_hybrid_ep_work(ep);
+}
+
+
+/* Start a promotion; 0 when it must be tried again at the next progress */
+static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+    qpx_hybrid_ep_t *victim;
+    uct_ep_params_t params;
+    ucs_status_t status;
+
+    if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
+        return 1;
+    }
+
+    if (iface->rc_in_use >= iface->config.pool_size) {
+        victim = qpx_hybrid_lru_victim(iface, ep);
+        if (victim != NULL) {
+            qpx_hybrid_ep_demote(victim);
+            return 0; /* the slot comes back when the victim is on DC */
+        }
+        /* Every slot is a peer's or in a switch: stay on DC for now */
+        iface->stats.no_slot++;
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
+        qpx_hybrid_ep_cool(ep, ++ep->refusals);
+        return 1;
+    }
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = iface->rc;
+    status = uct_ep_create(&params, &ep->rc_ep);
+    if (status != UCS_OK) {
+        if (!iface->rc_warned) {
+            ucs_warn("qpx: no RC QP for a promotion (%s): endpoints stay on "
+                     "DC until one can be had", ucs_status_string(status));
+            iface->rc_warned = 1;
+        }
+        iface->stats.rc_failures++;
+        ep->rc_ep  = NULL;
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
+        qpx_hybrid_ep_cool(ep, ++ep->refusals);
+        return 1;
+    }
+
+    iface->rc_in_use++;
+    iface->stats.max_rc_in_use = ucs_max(iface->stats.max_rc_in_use,
+                                         iface->rc_in_use);
+    qpx_hybrid_owner_set(iface, ep->rc_ep, ep, QPX_HYBRID_OWNER_EP);
+    ep->state      = QPX_HYBRID_EP_PROMOTING;
+    ep->flags      = (ep->flags & ~QPX_HYBRID_EP_FLAG_WANT_HOT) |
+                     QPX_HYBRID_EP_FLAG_CTL_DUE;
+    ep->last_check = qpx_hybrid_time_ns();
+    qpx_hybrid_ep_update_tx(ep); /* held from the request on */
+    ucs_debug("qpx ep %p id 0x%x: promoting, rc ep %p", ep, ep->id,
+              ep->rc_ep);
+    return 0;
+}
+
+
+/* Advance ep's switch; 1 when it has nothing left to do */
+static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+    ucs_status_t status;
+    uint64_t now;
+
+    if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
+        return 1;
+    }
+
+    switch (ep->state) {
+    case QPX_HYBRID_EP_COLD:
+        return (ep->flags & QPX_HYBRID_EP_FLAG_WANT_HOT) ?
+               qpx_hybrid_ep_promote(ep) : 1;
+    case QPX_HYBRID_EP_PROMOTING:
+        if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
+            /* The last message on DC before the switch */
+            status = qpx_hybrid_ctl_send(iface, ep->dc_ep,
+                                         QPX_HYBRID_CTL_PROMOTE_REQ, ep->id,
+                                         QPX_EP_ID_NULL, ep->rc_ep);
+            if (status == UCS_OK) {
+                ep->flags &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+            }
+            return 0;
+        }
+        if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
+            /* DC's operations complete before RC's start (fence, flush) */
+            status = uct_ep_flush(ep->dc_ep, 0, NULL);
+            if (status != UCS_OK) {
+                return 0;
+            }
+            ep->state    = QPX_HYBRID_EP_HOT;
+            ep->path_ep  = ep->rc_ep;
+            ep->flags   &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+            ep->refusals = 0;
+            ep->promote_at = UINT64_MAX;
+            iface->stats.promotions++;
+            qpx_hybrid_ep_update_tx(ep);
+            ucs_debug("qpx ep %p id 0x%x: on RC (peer connection 0x%x)", ep,
+                      ep->id, ep->peer_conn);
+            return 1;
+        }
+        break;
+    case QPX_HYBRID_EP_DEMOTING:
+        if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
+            /* The last message on RC */
+            status = qpx_hybrid_ctl_send(iface, ep->rc_ep,
+                                         QPX_HYBRID_CTL_DEMOTE_REQ, ep->id,
+                                         ep->peer_conn, NULL);
+            if (status == UCS_OK) {
+                ep->flags &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+            }
+            return 0;
+        }
+        if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
+            status = uct_ep_flush(ep->rc_ep, 0, NULL);
+            if (status != UCS_OK) {
+                return 0;
+            }
+            /* Our side is done: the peer may reset its QP */
+            (void)qpx_hybrid_ctl_send(iface, ep->dc_ep,
+                                      QPX_HYBRID_CTL_RELEASE, ep->id,
+                                      ep->peer_conn, NULL);
+            qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+            ep->rc_ep     = NULL;
+            ep->peer_conn = QPX_EP_ID_NULL;
+            ep->state     = QPX_HYBRID_EP_COLD;
+            ep->path_ep   = ep->dc_ep;
+            ep->flags    &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+            iface->stats.demotions++;
+            qpx_hybrid_ep_cool(ep, 0);
+            qpx_hybrid_ep_update_tx(ep);
+            ucs_debug("qpx ep %p id 0x%x: on DC again", ep, ep->id);
+            return 1;
+        }
+        break;
+    default:
+        return 1;
+    }
+
+    /* Waiting for the peer: a dead peer fails the path's check */
+    now = qpx_hybrid_time_ns();
+    if ((now - ep->last_check) >
+        (uint64_t)(QPX_HYBRID_CHECK_INTERVAL_SEC * 1e9)) {
+        ep->last_check = now;
+        (void)uct_ep_check((ep->state == QPX_HYBRID_EP_PROMOTING) ?
+                           ep->dc_ep : ep->rc_ep, 0, NULL);
+    }
+    return 0;
+}
+
+
+unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_conn_t *conn, *ctmp;
+    qpx_hybrid_ep_t *ep, *tmp;
+    ucs_status_t status;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->work_eps, work_link) {
+        if (qpx_hybrid_ep_advance(ep)) {
+            ucs_list_del(&ep->work_link);
+            ep->flags &= ~QPX_HYBRID_EP_FLAG_IN_WORK;
+            ++count;
+        }
+    }
+
+    ucs_list_for_each_safe(conn, ctmp, &iface->work_conns, work_link) {
+        if (conn->reply != 0) {
+            status = qpx_hybrid_ctl_send(iface, conn->ctl_ep, conn->reply,
+                                         conn->id, conn->peer_ep,
+                                         (conn->reply ==
+                                          QPX_HYBRID_CTL_PROMOTE_REP) ?
+                                         conn->rc_ep : NULL);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                continue;
+            }
+            conn->reply = 0;
+        }
+        ucs_list_del(&conn->work_link);
+        conn->in_work = 0;
+        if (conn->closing) {
+            qpx_hybrid_conn_destroy(iface, conn);
+        }
+        ++count;
+    }
+    return count;
+}
+
+
+/* A sub-interface's error handler: the endpoint the sub-endpoint belongs
+ * to fails; a peer's connection closes */
+ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
+                                      ucs_status_t status)
+{
+    qpx_hybrid_iface_t *iface = arg;
+    qpx_hybrid_ep_t *ep;
+    uintptr_t value;
+    khiter_t it;
+
+    it = kh_get(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep);
+    if (it == kh_end(&iface->owners)) {
+        /* Retired or an answer's: nobody waits for it */
+        ucs_debug("qpx iface %p: retired sub-endpoint %p failed: %s", iface,
+                  sub_ep, ucs_status_string(status));
+        return UCS_OK;
+    }
+
+    value = kh_value(&iface->owners, it);
+    if ((value & 1) == QPX_HYBRID_OWNER_CONN) {
+        ucs_debug("qpx iface %p: a peer's connection failed: %s", iface,
+                  ucs_status_string(status));
+        qpx_hybrid_conn_destroy(iface, (qpx_hybrid_conn_t*)(value & ~1ul));
+        return UCS_OK;
+    }
+
+    ep = (qpx_hybrid_ep_t*)value;
+    if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
+        return UCS_OK; /* reported already */
+    }
+    /* Its operations (and pending requests) go to the failed sub-endpoint
+     * from now on, and finish with its error */
+    ep->flags  |= QPX_HYBRID_EP_FLAG_FAILED;
+    ep->path_ep = sub_ep;
+    qpx_hybrid_ep_update_tx(ep);
+    return uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                   status);
+}
