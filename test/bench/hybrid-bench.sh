@@ -1,0 +1,17 @@
+#!/bin/sh
+# The hybrid qpx transport beside qpx_rc and qpx_dc on the same softverbs
+# device (ucx_perftest UCT, rc_bench.sh's rows): once with every endpoint
+# promoted to RC at its first operation (the hot path), once with no RC
+# pool (the cold path). Prints tables, never asserts.
+#   sh test/bench/hybrid-bench.sh [builddir]     (default: ./build)
+# Env: BENCH_N, BENCH_REPS as rc_bench.sh.
+B=$(cd "${1:-build}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+echo "== hot: qpx with UCX_QPX_PROMOTE_THRESH=1, beside qpx_rc and qpx_dc"
+UCX_QPX_PROMOTE_THRESH=1 BENCH_TLS="qpx qpx_rc qpx_dc" BENCH_INSTR=0 \
+    sh "$HERE/rc_bench.sh" "$B"
+echo
+echo "== cold: qpx with UCX_QPX_RC_POOL_SIZE=0 (DC only), beside qpx_dc"
+UCX_QPX_RC_POOL_SIZE=0 BENCH_TLS="qpx qpx_dc" BENCH_INSTR=0 \
+    sh "$HERE/rc_bench.sh" "$B"

@@ -1,0 +1,67 @@
+#!/bin/sh
+# The hybrid qpx transport through UCT: the data-integrity program (every
+# operation qpx advertises, each size class, payload checked) on DC only,
+# promoted at the first operation, with tiny queues; and the flood program
+# (16 endpoints x 20000 active messages, every message once and in order
+# per endpoint) with promotion at every first operation and pools of 1, 2
+# and 64 QPs: the statistics printed at close must show the switches
+# happened (promotions, and demotions where the pool is smaller than the
+# endpoints), and no RC QP beyond the pool.
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx
+
+tl_integrity "DC only (RC_POOL_SIZE=0)" UCX_QPX_RC_POOL_SIZE=0
+tl_integrity "defaults" 
+tl_integrity "promoted at the first operation" UCX_QPX_PROMOTE_THRESH=1
+tl_integrity "promoted at the first operation, queues of 8" \
+    UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_TX_QUEUE_LEN=8 \
+    UCX_QPX_DC_TX_QUEUE_LEN=8 UCX_QPX_DC_NUM_DCI=1
+
+# hybrid_flood NAME POOL MIN_DEMOTIONS
+hybrid_flood() {
+    name=$1 pool=$2 min_dem=$3
+    tl_flood "$name" UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=$pool \
+        UCX_QPX_PRINT_STATS=y
+    grep -q "^PASS: every message" "$TL_TMP/out" || return
+    # The sender's line: it promotes (the receiver accepts)
+    line=$(grep "qpx stats:.*promotions=[1-9]" "$TL_TMP/out" | head -1)
+    prom=$(echo "$line" | sed -n 's/.*promotions=\([0-9]*\).*/\1/p')
+    dem=$(echo "$line" | sed -n 's/.*demotions=\([0-9]*\).*/\1/p')
+    maxrc=$(grep -o "max_rc_in_use=[0-9]*" "$TL_TMP/out" |
+            cut -d= -f2 | sort -n | tail -1)
+    if [ -n "$prom" ] && [ "${dem:-0}" -ge "$min_dem" ] &&
+       [ -n "$maxrc" ] && [ "$maxrc" -le "$pool" ]; then
+        qpx_pass "$name: $prom promotions, $dem demotions, at most $maxrc RC QPs in use (pool $pool)"
+    else
+        grep "qpx stats" "$TL_TMP/out"
+        qpx_fail "$name: promotions '$prom', demotions '$dem' (want >= $min_dem), max RC QPs '$maxrc' (pool $pool)"
+    fi
+}
+hybrid_flood "flood, pool of 1" 1 1
+hybrid_flood "flood, pool of 2" 2 1
+hybrid_flood "flood, pool of 64" 64 0
+
+# Degrade instead of fail: a registry of its own (the limit is host-wide)
+# with room for the DC QPs and a few RC QPs only. Every endpoint asks for
+# RC at its first operation; the RC QPs that cannot be had leave endpoints
+# on DC, and every message still arrives once and in order.
+limits="SOFTVERBS_SHM=$TL_TMP/shm SOFTVERBS_MAX_QP=12 UCX_QPX_DC_NUM_DCI=2"
+tl_flood "QP limit 12 (host)" $limits UCX_QPX_PROMOTE_THRESH=1 \
+    UCX_QPX_PRINT_STATS=y
+if grep -q "^PASS: every message" "$TL_TMP/out"; then
+    if grep -q "qpx stats:.*rc_failures=[1-9]" "$TL_TMP/out"; then
+        qpx_pass "QP limit 12: RC QPs refused, endpoints stayed on DC ($(grep -o 'promotions=[0-9]* demotions=[0-9]* refused=[0-9]*' "$TL_TMP/out" | tail -1), $(grep -o 'rc_failures=[0-9]*' "$TL_TMP/out" | tr '\n' ' '))"
+    else
+        grep "qpx stats" "$TL_TMP/out"
+        qpx_fail "QP limit 12: no RC QP refused: the limit did not bite"
+    fi
+fi
+# For comparison (not counted): qpx_rc under the same limit, one QP per
+# endpoint on each side
+rm -f "$TL_TMP/shm"
+env $limits LD_PRELOAD="$QPX_MODULE" timeout 100 "$QPX_TESTDIR/qpx_uct_flood" \
+    -x qpx_rc -d "$QPX_DEV" -e 16 -n 20000 >"$TL_TMP/rc.out" 2>&1
+echo "(qpx_rc under the same limit, exit $?: $(grep -E 'endpoints x|SKIP|FAIL' "$TL_TMP/rc.out" | head -1))"
+rm -f "$TL_TMP/shm"
+qpx_finish
