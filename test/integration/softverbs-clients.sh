@@ -145,7 +145,7 @@ pingpong "ibv_rc_pingpong -o -P" "$PP_OK" "ibv_rc_pingpong -n 200 -c -o -P"
 pingpong "ibv_rc_pingpong -t" "$PP_TS" "ibv_rc_pingpong -n 200 -c -t"
 pingpong "ibv_rc_pingpong -N -t" "$PP_TS" "ibv_rc_pingpong -n 200 -c -N -t"
 pingpong "ibv_rc_pingpong -j" "$PP_OK" "ibv_rc_pingpong -n 200 -c -j"
-pingpong "ibv_srq_pingpong -o" "$PP_OK" "ibv_srq_pingpong -n 200 -q 4 -o"
+pingpong "ibv_srq_pingpong -o" "$PP_OK" "ibv_srq_pingpong -n 200 -q 4 -c -o"
 SVT_REJECT=
 
 # XRC: the device reports none (no IBV_DEVICE_XRC in ibv_devinfo -v's
