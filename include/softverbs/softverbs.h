@@ -18,7 +18,7 @@ extern "C" {
 #define SOFTVERBS_ENV_NUM_PORTS    "SOFTVERBS_NUM_PORTS"
 /* Path of the host-wide shared registry (default /dev/shm/softverbs). */
 #define SOFTVERBS_ENV_SHM          "SOFTVERBS_SHM"
-/* Size in MiB of the registry's ring arena (default 1024, sparse). */
+/* Size in MiB of the registry's ring arena (default 4096, sparse). */
 #define SOFTVERBS_ENV_SHM_MB       "SOFTVERBS_SHM_MB"
 /* "clamp" (default) or "fail": caps above the device limits. */
 #define SOFTVERBS_ENV_CAP_POLICY   "SOFTVERBS_CAP_POLICY"

@@ -41,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 8      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 9      /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -133,7 +133,8 @@ struct sv_cqe {
 struct sv_cqe_inl {
     uint64_t va[SV_CQE_INL_SGE];  /* responder's addresses */
     uint32_t len[SV_CQE_INL_SGE];
-    uint8_t  pad[8];
+    uint64_t ts;                  /* completion time (sv_now_ns), CQs
+                                     created with timestamps only */
     uint8_t  data[SV_CQE_INL];
 };
 
@@ -165,6 +166,7 @@ struct sv_shm_cq {
     uint32_t armed;               /* 0, 1 = next, 2 = solicited */
     uint32_t overrun;
     uint32_t flush_req;           /* a QP of this CQ needs flushing */
+    uint32_t ts;                  /* producers stamp each CQE (inl.ts) */
 };
 
 struct sv_shm_srq {
@@ -375,7 +377,25 @@ static inline void sv_pd_ref(struct ibv_pd *pd, int delta)
 struct sv_mr {
     struct ibv_mr mr;
     uint32_t index;
+    uint32_t *dm_refs;            /* MR on device memory: the DM's MR count */
 };
+
+/* Access flags an MR takes (ibv_reg_mr(3)) */
+#define SV_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+                      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+                      IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | \
+                      IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | \
+                      IBV_ACCESS_RELAXED_ORDERING)
+/* Device memory of each device, per process (max_dm_size) */
+#define SV_MAX_DM    (128 * 1024)
+
+/* MRs (sv_obj.c): registration at iova, a DM MR's link to its DM, the
+ * verbs_context ops of MRs and device memory (sv_obj.c, sv_dm.c) */
+struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t length,
+                         uint64_t iova, unsigned access);
+void sv_mr_set_dm(struct ibv_mr *mr, uint32_t *dm_refs);
+void sv_obj_init_ops(struct verbs_context *v);
+void sv_dm_init_ops(struct verbs_context *v);
 
 struct sv_ah {
     struct ibv_ah ah;
@@ -400,6 +420,7 @@ struct sv_cq {
     int nqps, qps_cap;
     uint32_t sq_pending;          /* local QPs with unfinished send WQEs */
     struct sv_cqe cur;            /* ibv_cq_ex current entry */
+    uint64_t cur_ts;              /* its completion time */
     struct sv_cq *next, *prev;    /* sv_g.cq_list */
     /* events handed to the user, under cq.cq.mutex: ibv_destroy_cq waits
      * until as many were acknowledged (ibv_ack_cq_events,
@@ -531,8 +552,11 @@ void sv_env_bad(const char *name, const char *value, const char *want,
 /* the SOFTVERBS_* settings into sv_g; returns the arena size in bytes */
 uint64_t sv_env_init(void);
 
-/* time */
+/* time: CLOCK_MONOTONIC in ns, also the device clock of completion
+ * timestamps (1 GHz, hca_core_clock in kHz; 63-bit mask as mlx5's) */
 uint64_t sv_now_ns(void);
+#define SV_CLOCK_KHZ 1000000ull
+#define SV_TS_MASK   0x7fffffffffffffffull
 
 /* device / context */
 struct sv_device *sv_device_by_lid(uint16_t lid);
@@ -544,6 +568,13 @@ int sv_port_valid(uint8_t port);
 void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
 void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
+
+/* CQ rings (sv_cq_ring.c): max_cqe, allocation under the registry lock.
+ * A ring being resized has this bit in its tail: producers wait for the
+ * ring that replaces it */
+#define SV_CQ_TAIL_CLOSED (1ull << 63)
+uint32_t sv_cq_max_cqe(void);
+uint64_t sv_cq_ring_alloc(uint32_t cqe, uint64_t *len);
 
 /* CQ */
 int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,

@@ -12,6 +12,12 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <time.h>
+#include <sched.h>
+
+#define SV_CQ_WC_TS    (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+#define SV_CQ_WC_FLAGS (IBV_WC_STANDARD_FLAGS | SV_CQ_WC_TS)
 
 /* ---------------------------------------------------------------------
  * Completion channels
@@ -163,6 +169,31 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
     }
 }
 
+/* A producer found the ring closed by ibv_resize_cq: the ring that
+ * replaces it, once its owner published it (NULL: the CQ is gone, or its
+ * owner died in the middle of the resize) */
+static struct sv_cq_hdr *sv_cq_push_wait_ring(struct sv_shm_cq *scq,
+                                              struct sv_cq_hdr *closed)
+{
+    struct sv_cq_hdr *ring;
+    unsigned spins = 0;
+
+    for (;;) {
+        if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
+            return NULL;
+        }
+        /* acquire: pairs with the resizer's release store of ring_off */
+        ring = sv_shm_ptr(__atomic_load_n(&scq->ring_off, __ATOMIC_ACQUIRE));
+        if (ring != closed) {
+            return ring;
+        }
+        if ((++spins % 4096) == 0 && !sv_proc_alive(scq->proc, scq->pid)) {
+            return NULL;
+        }
+        sched_yield();
+    }
+}
+
 int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                const struct sv_cqe_inl *inl, int solicited)
 {
@@ -175,7 +206,9 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
         return -1;
     }
-    ring = sv_shm_ptr(scq->ring_off);
+    /* acquire: the ring is complete once its offset is seen (a resize
+     * publishes a new one, sv_cq_ring.c) */
+    ring = sv_shm_ptr(__atomic_load_n(&scq->ring_off, __ATOMIC_ACQUIRE));
     for (;;) {
         /*
          * Tail is read before head, so that tail - head never overstates
@@ -189,6 +222,14 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
          * acquire: the head load is not moved before the tail load.
          */
         t = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        if (SV_UNLIKELY(t & SV_CQ_TAIL_CLOSED)) {
+            /* being resized: push into the ring that replaces it */
+            ring = sv_cq_push_wait_ring(scq, ring);
+            if (ring == NULL) {
+                return -1;
+            }
+            continue;
+        }
         /* acquire: the consumer has read the slot before moving head */
         h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
         if ((int64_t)(t - h) < 0) {
@@ -214,6 +255,11 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     if (cqe->inl_len) {
         memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
                cqe->inl_len);
+    }
+    if (scq->ts) {
+        /* completion timestamp: when the CQE is written, as an HCA stamps
+         * it (the clock is host-wide, so any producer process may) */
+        slot->inl.ts = sv_now_ns();
     }
     /* release: the CQE body is visible before the consumer sees seq */
     __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
@@ -310,6 +356,7 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
         return 0;
     }
     *out = slot->h;
+    cq->cur_ts = slot->inl.ts;
     for (i = 0; (i < out->inl_nsge) && (i < SV_CQE_INL_SGE); i++) {
         n = slot->inl.len[i];
         if (off + n > out->inl_len) {
@@ -351,12 +398,15 @@ static void sv_cqe_to_wc(const struct sv_cqe *c, struct ibv_wc *wc)
  */
 static int sv_cq_idle(struct sv_cq *cq)
 {
-    uint64_t h = __atomic_load_n(&cq->ring->head, __ATOMIC_RELAXED);
+    /* one load of the ring: a resize in another thread replaces it */
+    struct sv_cq_hdr *ring = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+    struct sv_cq_slot *slots = (struct sv_cq_slot *)(ring + 1);
+    uint64_t h = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
 
     return !__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED) &&
            !__atomic_load_n(&cq->shm->flush_req, __ATOMIC_RELAXED) &&
            /* acquire: pairs with the producer's release store of seq */
-           (__atomic_load_n(&cq->slots[h & (cq->ring->size - 1)].h.seq,
+           (__atomic_load_n(&slots[h & (ring->size - 1)].h.seq,
                             __ATOMIC_ACQUIRE) != h + 1);
 }
 
@@ -445,6 +495,24 @@ SV_CQ_READ(slid, uint32_t, slid)
 SV_CQ_READ(sl, uint8_t, sl)
 SV_CQ_READ(dlid_path_bits, uint8_t, dlid_path_bits)
 
+/* ibv_wc_read_completion_ts: device clock cycles (ns, see SV_CLOCK_KHZ) */
+static uint64_t sv_cq_read_completion_ts(struct ibv_cq_ex *cqx)
+{
+    return ((struct sv_cq *)cqx)->cur_ts & SV_TS_MASK;
+}
+
+/* ibv_wc_read_completion_wallclock_ns: the same instant on CLOCK_REALTIME */
+static uint64_t sv_cq_read_completion_wallclock_ns(struct ibv_cq_ex *cqx)
+{
+    struct timespec rt;
+    uint64_t mono, real;
+
+    mono = sv_now_ns();
+    clock_gettime(CLOCK_REALTIME, &rt);
+    real = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+    return real - (mono - ((struct sv_cq *)cqx)->cur_ts);
+}
+
 /* ---------------------------------------------------------------------
  * Creation / destruction
  * ------------------------------------------------------------------- */
@@ -453,7 +521,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
 {
     struct sv_shm_hdr *h = sv_g.shm;
     struct sv_shm_cq *scq = NULL;
-    uint32_t cqe = attr->cqe, size, i;
+    uint32_t cqe = attr->cqe, i;
     struct sv_cq *cq;
     uint64_t len;
 
@@ -463,27 +531,25 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
-    /* Only the standard fields can be read: the device has no clock
-     * (completion_timestamp_mask 0), no VLAN, flow tags or tag matching.
-     * mlx5 refuses wc_flags it cannot provide with ENOTSUP (rdma-core
-     * providers/mlx5/verbs.c, create_cq) */
-    if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) {
+    /* The standard fields and the completion timestamps can be read; no
+     * VLAN, flow tags or tag matching. mlx5 refuses wc_flags it cannot
+     * provide with ENOTSUP (rdma-core providers/mlx5/verbs.c, create_cq) */
+    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
         errno = EOPNOTSUPP;
         return NULL;
     }
-    if (sv_cap_check(&cqe, SV_MAX_CQE)) {
+    /* above max_cqe: EINVAL whatever SOFTVERBS_CAP_POLICY says, as mlx5
+     * (create_cq: more than 2^24 entries; the kernel's mlx5_ib_create_cq:
+     * more than the device's log_max_cq_sz) */
+    if (cqe > sv_cq_max_cqe()) {
         errno = EINVAL;
         return NULL;
     }
-    for (size = 2; size < cqe + 1; size <<= 1)
-        ;
     cq = calloc(1, sizeof(*cq));
     if (cq == NULL) {
         errno = ENOMEM;
         return NULL;
     }
-    len = sizeof(struct sv_cq_hdr) + (uint64_t)size * sizeof(struct sv_cq_slot);
-
     sv_shm_lock();
     if (h->num_cq >= sv_g.max_cq) {
         sv_shm_reap();
@@ -502,7 +568,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         goto err_free;
     }
     memset(scq, 0, sizeof(*scq));
-    scq->ring_off = sv_shm_alloc(len);
+    scq->ring_off = sv_cq_ring_alloc(cqe, &len);
     if (scq->ring_off == 0) {
         sv_shm_unlock();
         sv_error("cannot create CQ: registry arena full");
@@ -514,12 +580,10 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     scq->pid      = sv_g.pid;
     scq->ctx_id   = sv_ctx(ctx)->ctx_id;
     scq->cookie   = (uintptr_t)cq;
+    scq->ts       = !!(attr->wc_flags & SV_CQ_WC_TS);
     scq->ch_id    = attr->channel ?
                     ((struct sv_comp_channel *)attr->channel)->ch_id : 0;
     cq->ring      = sv_shm_ptr(scq->ring_off);
-    memset(cq->ring, 0, len);
-    cq->ring->size = size;
-    cq->ring->cqe  = cqe;
     /* release: the ring is initialized before producers see in_use */
     __atomic_store_n(&scq->in_use, 1, __ATOMIC_RELEASE);
     h->num_cq++;
@@ -549,6 +613,13 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     cq->cq.read_slid           = sv_cq_read_slid;
     cq->cq.read_sl             = sv_cq_read_sl;
     cq->cq.read_dlid_path_bits = sv_cq_read_dlid_path_bits;
+    if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) {
+        cq->cq.read_completion_ts = sv_cq_read_completion_ts;
+    }
+    if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
+        cq->cq.read_completion_wallclock_ns =
+            sv_cq_read_completion_wallclock_ns;
+    }
     if (attr->channel) {
         attr->channel->refcnt++;
     }
@@ -585,26 +656,6 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
     attr.comp_vector = comp_vector;
     cq = sv_create_cq_ex(ctx, &attr);
     return cq ? ibv_cq_ex_to_cq(cq) : NULL;
-}
-
-SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
-{
-    struct sv_cq *cq = sv_cq(ibcq);
-
-    /* the ring is not reallocated: shrinking and growing within the
-     * allocated size are supported */
-    if ((cqe < 1) || ((uint32_t)cqe >= cq->ring->size)) {
-        return EINVAL;
-    }
-    pthread_mutex_lock(&cq->lock);
-    if (cq->ring->tail - cq->ring->head > (uint32_t)cqe) {
-        pthread_mutex_unlock(&cq->lock);
-        return EINVAL;
-    }
-    cq->ring->cqe = cqe;
-    ibcq->cqe     = cqe;
-    pthread_mutex_unlock(&cq->lock);
-    return 0;
 }
 
 SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)

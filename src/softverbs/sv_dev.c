@@ -160,7 +160,7 @@ void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
     a->max_sge             = SV_MAX_SGE;
     a->max_sge_rd          = SV_MAX_SGE;
     a->max_cq              = sv_g.max_cq;
-    a->max_cqe             = SV_MAX_CQE;
+    a->max_cqe             = sv_cq_max_cqe();
     a->max_mr              = sv_g.max_mr;
     a->max_pd              = 1 << 24;
     a->max_qp_rd_atom      = SV_MAX_RD_ATOM;
@@ -204,15 +204,31 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     /* no IBV_DEVICE_XRC, MEM_WINDOW, MEM_MGT_EXTENSIONS, RAW_*: the same
      * flags as ibv_query_device, none of the 64-bit-only ones */
     a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
-    /* no on-demand paging tables (IBV_ACCESS_ON_DEMAND is accepted but
-     * translates nothing, see docs/softverbs.md) */
-    memset(&a.odp_caps, 0, sizeof(a.odp_caps));
+    /* On-demand paging: softverbs pins nothing and reaches a peer's memory
+     * with process_vm_*v, which faults pages in, so every MR behaves as an
+     * ODP one; an implicit ODP MR (ibv_reg_mr(pd, NULL, SIZE_MAX,
+     * IBV_ACCESS_ON_DEMAND)) covers the whole address space. Every
+     * operation of each transport is honoured (no XRC: xrc_odp_caps 0) */
+    a.odp_caps.general_caps      = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+    a.odp_caps.per_transport_caps.rc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+        IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+        IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.uc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+        IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.ud_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+        IBV_ODP_SUPPORT_SRQ_RECV;
     a.xrc_odp_caps               = 0;
-    /* no clock: ibv_create_cq_ex refuses the completion timestamp flags */
-    a.completion_timestamp_mask  = 0;
-    a.hca_core_clock             = 0;
+    /* The clock is CLOCK_MONOTONIC in nanoseconds: a 1 GHz device clock
+     * (hca_core_clock is in kHz), with mlx5's 63-bit timestamp mask (the
+     * kernel's mlx5_ib_query_device); ibv_create_cq_ex takes
+     * IBV_WC_EX_WITH_COMPLETION_TIMESTAMP(_WALLCLOCK) */
+    a.completion_timestamp_mask  = SV_TS_MASK;
+    a.hca_core_clock             = SV_CLOCK_KHZ;
     /* no raw packet QPs, WQs, RSS, TSO, rate limiting, tag matching, CQ
-     * moderation (ibv_modify_cq), device memory, PCI atomics */
+     * moderation (ibv_modify_cq), PCI atomics */
     memset(&a.tso_caps, 0, sizeof(a.tso_caps));
     memset(&a.rss_caps, 0, sizeof(a.rss_caps));
     a.max_wq_type_rq             = 0;
@@ -220,13 +236,30 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     a.raw_packet_caps            = 0;
     memset(&a.tm_caps, 0, sizeof(a.tm_caps));
     memset(&a.cq_mod_caps, 0, sizeof(a.cq_mod_caps));
-    a.max_dm_size                = 0;
+    /* device memory: an arena per device and process (sv_dm.c) */
+    a.max_dm_size                = SV_MAX_DM;
     memset(&a.pci_atomic_caps, 0, sizeof(a.pci_atomic_caps));
     /* libibverbs fills phys_port_cnt_ex from the kernel's port count and
      * falls back to phys_port_cnt (rdma-core libibverbs/cmd_device.c,
      * ibv_cmd_query_device_any): both always agree */
     a.phys_port_cnt_ex           = a.orig_attr.phys_port_cnt;
     memcpy(attr, &a, (size < sizeof(a)) ? size : sizeof(a));
+    return 0;
+}
+
+/* ibv_query_rt_values_ex(3): the device clock, as mlx5_query_rt_values
+ * gives it (cycles in raw_clock.tv_nsec, tv_sec 0); another comp_mask bit
+ * is EINVAL */
+static int sv_query_rt_values(struct ibv_context *ctx,
+                              struct ibv_values_ex *values)
+{
+    if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK) {
+        return EINVAL;
+    }
+    if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+        values->raw_clock.tv_sec  = 0;
+        values->raw_clock.tv_nsec = sv_now_ns() & SV_TS_MASK;
+    }
     return 0;
 }
 
@@ -438,6 +471,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     v->create_cq_ex    = sv_create_cq_ex;
     v->create_srq_ex   = sv_create_srq_ex;
     v->get_srq_num     = sv_get_srq_num;
+    v->query_rt_values = sv_query_rt_values;
+    sv_obj_init_ops(v);
     return &v->context;
 
 err_close_async:

@@ -75,7 +75,7 @@ uint64_t sv_env_init(void)
         sv_env_bad(SOFTVERBS_ENV_DEBUG, dbg, "0 or 1", sv_g.debug ? "1" : "0");
     }
     /* the arena, in MiB: 1 .. 1048576 (1 TiB) */
-    arena = sv_env_uint(SOFTVERBS_ENV_SHM_MB, 1, 1u << 20, 1024, 0);
+    arena = sv_env_uint(SOFTVERBS_ENV_SHM_MB, 1, 1u << 20, 4096, 0);
     arena <<= 20;
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
              path ? path : "/dev/shm/softverbs");

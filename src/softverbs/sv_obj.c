@@ -78,14 +78,10 @@ static int sv_range_mapped(void *addr, size_t length)
     }
     return 1;
 }
-static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
-                                uint64_t iova, unsigned access)
+struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t length,
+                         uint64_t iova, unsigned access)
 {
-    const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                           IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
-                           IBV_ACCESS_RELAXED_ORDERING;
+    const unsigned known = SV_MR_ACCESS;
     struct sv_shm_hdr *h = sv_g.shm;
     struct sv_shm_mr *m = NULL;
     struct sv_mr *mr;
@@ -161,21 +157,21 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 SV_EXPORT struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
                                       size_t length, int access)
 {
-    return sv_reg_mr(pd, addr, length, (uintptr_t)addr, access);
+    return sv_mr_reg(pd, addr, length, (uintptr_t)addr, access);
 }
 
 SV_EXPORT struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr,
                                            size_t length, uint64_t iova,
                                            int access)
 {
-    return sv_reg_mr(pd, addr, length, iova, access);
+    return sv_mr_reg(pd, addr, length, iova, access);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
                                           size_t length, uint64_t iova,
                                           unsigned int access)
 {
-    return sv_reg_mr(pd, addr, length, iova, access);
+    return sv_mr_reg(pd, addr, length, iova, access);
 }
 
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
@@ -191,24 +187,57 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
     }
     sv_shm_unlock();
     sv_pd_ref(ibmr->pd, -1);
+    if (mr->dm_refs != NULL) {
+        __atomic_fetch_sub(mr->dm_refs, 1, __ATOMIC_ACQ_REL);
+    }
     free(mr);
     return 0;
 }
 
+void sv_mr_set_dm(struct ibv_mr *ibmr, uint32_t *dm_refs)
+{
+    sv_container_of(ibmr, struct sv_mr, mr)->dm_refs = dm_refs;
+}
+
+/*
+ * ibv_rereg_mr(3). The input checks are libibverbs' (ibv_rereg_mr in
+ * rdma-core libibverbs/verbs.c): an unknown flag, a new translation without
+ * an address or a length, access flags without IBV_REREG_MR_CHANGE_ACCESS,
+ * or an MR that is not a plain one (a DM MR) give IBV_REREG_MR_ERR_INPUT with
+ * errno EINVAL. The kernel then checks what a registration checks
+ * (ib_uverbs_rereg_mr): a failure there is IBV_REREG_MR_ERR_CMD. The keys
+ * stay the same (the kernel may change them; programs read them again).
+ * The change is made under the registry lock, so a requester sees the old
+ * or the new region, never a mix.
+ */
 SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
                            void *addr, size_t length, int access)
 {
     struct sv_mr *mr = sv_container_of(ibmr, struct sv_mr, mr);
     struct sv_shm_mr *m = &sv_g.shm->mrs[mr->index];
+    unsigned new_access = m->access;
 
-    if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-                  IBV_REREG_MR_CHANGE_ACCESS)) {
+    if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) || (mr->dm_refs != NULL) ||
+        ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+         ((addr == NULL) || (length == 0))) ||
+        (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+        errno = EINVAL;
         return IBV_REREG_MR_ERR_INPUT;
     }
-    if ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
-        (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-        !(access & IBV_ACCESS_LOCAL_WRITE)) {
-        return IBV_REREG_MR_ERR_INPUT;
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+        new_access = access;
+    }
+    if ((new_access & ~SV_MR_ACCESS) ||
+        ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL)) ||
+        ((new_access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+         !(new_access & IBV_ACCESS_LOCAL_WRITE))) {
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+        !(new_access & IBV_ACCESS_ON_DEMAND) && !sv_range_mapped(addr, length)) {
+        errno = EFAULT;
+        return IBV_REREG_MR_ERR_CMD;
     }
     sv_shm_lock();
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -223,11 +252,60 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
         sv_pd_ref(pd, 1);
         ibmr->pd  = pd;
     }
-    if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
-        m->access = access;
-    }
+    m->access = new_access;
     sv_shm_unlock();
     return 0;
+}
+
+/*
+ * ibv_advise_mr(3): prefetch of on-demand-paging MRs. Every SGE must name
+ * an ODP MR of this process and PD and lie inside it (the kernel's
+ * ib_uverbs_advise_mr / mlx5_ib_advise_mr_prefetch: EINVAL otherwise);
+ * unknown advice or flags are EINVAL (ib_uverbs_advise_mr checks the
+ * advice, libibverbs passes the flags through). The pages are faulted in
+ * by the data path anyway (process_vm_*v), so the advice only tells the
+ * kernel (madvise MADV_WILLNEED); it is synchronous, so
+ * IBV_ADVISE_MR_FLAG_FLUSH holds.
+ */
+static int sv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+                        uint32_t flags, struct ibv_sge *sg_list,
+                        uint32_t num_sge)
+{
+    const uintptr_t page = sysconf(_SC_PAGESIZE);
+    struct sv_shm_mr *m;
+    uintptr_t start;
+    uint32_t i;
+
+    if ((advice > IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) ||
+        (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || (num_sge == 0) ||
+        (sg_list == NULL)) {
+        return EINVAL;
+    }
+    for (i = 0; i < num_sge; i++) {
+        m = sv_shm_mr_lookup(sg_list[i].lkey);
+        if ((m == NULL) || (m->pid != sv_g.pid) ||
+            (m->pd_id != sv_pd_id(pd)) ||
+            !(m->access & IBV_ACCESS_ON_DEMAND) ||
+            (sg_list[i].addr < m->addr) ||
+            (sg_list[i].addr + sg_list[i].length < sg_list[i].addr) ||
+            (sg_list[i].addr + sg_list[i].length > m->addr + m->len)) {
+            return EINVAL;
+        }
+    }
+    for (i = 0; i < num_sge; i++) {
+        m     = sv_shm_mr_lookup(sg_list[i].lkey);
+        start = (uintptr_t)(m->va + (sg_list[i].addr - m->addr));
+        /* advice only: a range not mapped (yet) is no error for ODP */
+        (void)madvise((void *)(start & ~(page - 1)), sg_list[i].length +
+                      (start & (page - 1)), MADV_WILLNEED);
+    }
+    return 0;
+}
+
+void sv_obj_init_ops(struct verbs_context *v)
+{
+    v->advise_mr = sv_advise_mr;
+    sv_dm_init_ops(v);
 }
 
 /* ---------------------------------------------------------------------

@@ -13,6 +13,28 @@
 #include "sv.h"
 
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+/* Zero len bytes of the registry without touching its whole pages: they go
+ * back to the file (MADV_REMOVE on the shared tmpfs mapping) and read as
+ * zero, so a block of a CQ of millions of entries costs only the pages its
+ * completions use (a memset of the block made a max_cqe CQ write 2 GiB).
+ * memset where the file system cannot punch holes. */
+static void sv_shm_zero(void *p, uint64_t len)
+{
+    const uintptr_t page = sysconf(_SC_PAGESIZE);
+    uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t end   = ((uintptr_t)p + len) & ~(page - 1);
+
+    if ((end <= start) || (end - start < 16 * page) ||
+        (madvise((void *)start, end - start, MADV_REMOVE) != 0)) {
+        memset(p, 0, len);
+        return;
+    }
+    memset(p, 0, start - (uintptr_t)p);
+    memset((void *)end, 0, (uintptr_t)p + len - end);
+}
 
 static int sv_size_class(uint64_t len)
 {
@@ -229,11 +251,15 @@ uint64_t sv_shm_alloc(uint64_t len)
         if (off == 0) {
             off = sv_shm_alloc_split(h, c);
         }
+        if (off == 0) {
+            /* released blocks at the top lowered it */
+            off = sv_shm_alloc_top(h, c);
+        }
     }
     if (off == 0) {
         return 0;
     }
-    memset(sv_shm_ptr(off), 0, sz);
+    sv_shm_zero(sv_shm_ptr(off), sz);
     return off;
 }
 

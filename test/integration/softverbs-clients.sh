@@ -132,6 +132,61 @@ pingpong ibv_rc_pingpong "$PP_OK" "ibv_rc_pingpong -n 500 -s 4096"
 pingpong ibv_uc_pingpong "$PP_OK" "ibv_uc_pingpong -n 500 -s 4096"
 pingpong ibv_ud_pingpong "$PP_OK" "ibv_ud_pingpong -n 500 -s 512"
 pingpong "ibv_srq_pingpong -q 4" "$PP_OK" "ibv_srq_pingpong -n 500 -s 4096 -q 4"
+# Features the device reports (ibv_query_device_ex) and the tools check
+# before using them: on-demand paging (-o; implicit -O; prefetch -P with
+# ibv_advise_mr), completion timestamps (-t, with the ibv_wr_* API -N),
+# device memory (-j). -c: the server checks the received buffer and prints
+# "invalid data in page N" otherwise (rdma-core libibverbs/examples).
+SVT_REJECT='invalid data|Couldn.t prefetch'
+PP_TS='Average receive completion clock cycles = [0-9.]+'
+pingpong "ibv_rc_pingpong -o" "$PP_OK" "ibv_rc_pingpong -n 200 -c -o"
+pingpong "ibv_rc_pingpong -O" "$PP_OK" "ibv_rc_pingpong -n 200 -c -O"
+pingpong "ibv_rc_pingpong -o -P" "$PP_OK" "ibv_rc_pingpong -n 200 -c -o -P"
+pingpong "ibv_rc_pingpong -t" "$PP_TS" "ibv_rc_pingpong -n 200 -c -t"
+pingpong "ibv_rc_pingpong -N -t" "$PP_TS" "ibv_rc_pingpong -n 200 -c -N -t"
+pingpong "ibv_rc_pingpong -j" "$PP_OK" "ibv_rc_pingpong -n 200 -c -j"
+pingpong "ibv_srq_pingpong -o" "$PP_OK" "ibv_srq_pingpong -n 200 -q 4 -c -o"
+SVT_REJECT=
+
+# XRC: the device reports none (no IBV_DEVICE_XRC in ibv_devinfo -v's
+# device_cap_flags), and the programs that use it stop at ibv_open_xrcd
+# (EOPNOTSUPP) with their own message and exit status, no crash or hang.
+# name, message the programs print, program + options
+refused() {
+    want "$1" || return 0
+    port=$(qpx_free_port)
+    out=$SVT_TMP/$(echo "$1" | tr ' /' '__')
+    # shellcheck disable=SC2086
+    timeout -k 2 20 $3 -d $D -i 1 -p $port >"$out.srv" 2>&1 &
+    spid=$!
+    SVT_PIDS="$SVT_PIDS $spid"
+    sleep 0.5
+    # shellcheck disable=SC2086
+    timeout -k 2 20 $3 -d $D -i 1 -p $port 127.0.0.1 >"$out.cli" 2>&1
+    crc=$?
+    sleep 0.5
+    kill "$spid" 2>/dev/null
+    wait "$spid"
+    src=$?
+    SVT_PIDS=$(echo "$SVT_PIDS" | sed "s/ $spid\b//")
+    if [ $crc -ge 1 ] && [ $crc -lt 124 ] && [ $src -ge 1 ] && [ $src -lt 124 ] &&
+       grep -q "$2" "$out.cli" && grep -q "$2" "$out.srv"; then
+        qpx_pass "$1 refused by the program: \"$2\", exit $crc/$src"
+    else
+        qpx_fail "$1 (client exit $crc, server exit $src, expected 1..123 and \"$2\")"
+        sed 's/^/  | /' "$out.cli" "$out.srv" | head -n 10
+    fi
+}
+if want xrc; then
+    out=$(timeout 10 ibv_devinfo -v -d "$D" 2>&1)
+    if echo "$out" | grep -q "device_cap_flags" && ! echo "$out" | grep -qw XRC; then
+        qpx_pass "xrc: ibv_devinfo -v reports no XRC capability"
+    else
+        qpx_fail "xrc: ibv_devinfo -v reports XRC (or no device_cap_flags)"
+    fi
+fi
+refused "xrc ibv_xsrq_pingpong" "Couldn't Open the XRC Domain" "ibv_xsrq_pingpong $SVT_PP_GID"
+refused "xrc ib_send_bw -c XRC" "Error opening XRC domain" "ib_send_bw -c XRC -F $SVT_PT_GID"
 
 # --- perftest ----------------------------------------------------------------
 # a results row: "#bytes #iterations <numbers...>"

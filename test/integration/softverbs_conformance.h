@@ -203,6 +203,7 @@ extern const svt_case_t svt_cases_event[];
 extern const svt_case_t svt_cases_stress[];
 extern const svt_case_t svt_cases_ex[];
 extern const svt_case_t svt_cases_sys[];
+extern const svt_case_t svt_cases_feat[];
 #ifdef HAVE_MLX5DV
 extern const svt_case_t svt_cases_dc[];
 extern const svt_case_t svt_cases_dc_data[];
