@@ -1,6 +1,7 @@
 #!/bin/sh
 # A peer killed mid-traffic, at the UCP level: ucx_perftest pairs over
-# UCX_TLS=qpx_rc,qpx_ud and UCX_TLS=qpx_ud, tag_bw 64 KiB and ucp_put_bw,
+# UCX_TLS=qpx_rc,qpx_ud, qpx_ud, qpx_dc and qpx (the hybrid, on DC and
+# promoted to RC), tag_bw 64 KiB and ucp_put_bw,
 # the client or the server killed with SIGKILL after 2 s of traffic.
 #
 # - UCP's default error mode (no error handler): the survivor must say
@@ -164,6 +165,19 @@ for tls in qpx_rc,qpx_ud qpx_ud qpx_dc; do
     done
     normal_case $tls tag_bw
 done
+
+# The hybrid qpx alone: on DC (a short job stays below the promotion
+# threshold) and promoted to RC at the first operation; the survivor's
+# failure comes through whichever path the endpoint was on
+for thresh in 64 1; do
+    for mode in default peer; do
+        for victim in cli srv; do
+            kill_case qpx $victim $mode 8 tag_bw $SHORT \
+                UCX_QPX_PROMOTE_THRESH=$thresh
+        done
+    done
+done
+normal_case qpx tag_bw
 
 # Defaults: keepalive every 2 s, 8 tries of ~1 s (UCX's fatal handling
 # left out so the process ends once the failure is decided)
