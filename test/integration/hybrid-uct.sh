@@ -22,6 +22,7 @@ tl_integrity "promoted at the first operation, queues of 8" \
 hybrid_flood() {
     name=$1 pool=$2 min_dem=$3
     tl_flood "$name" UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=$pool \
+        UCX_QPX_SWITCH_TIMEOUT=1s \
         UCX_QPX_PRINT_STATS=y
     grep -q "^PASS: every message" "$TL_TMP/out" || return
     # The sender's line: it promotes (the receiver accepts)

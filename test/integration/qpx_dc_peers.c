@@ -18,6 +18,9 @@
  *           (no hang), nothing may be written at the wrong-key peer, and
  *           the healthy peer must still get every put, checked, after each.
  *
+ * -x qpx runs the same over the hybrid qpx transport, whose RC QPs must stay
+ * within UCX_QPX_RC_POOL_SIZE.
+ *
  * Prints one PASS/FAIL line per check and "N passed, N failed".
  */
 #define _GNU_SOURCE /* dlvsym */
@@ -38,12 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TL          "qpx_dc"
 #define MAX_IFACES  64
 #define BUF_SIZE    (64 * 1024)
 #define SLOT0       64                /* slots start here; word 0: counter */
 
 static const char *dev_name = "softverbs0:1";
+static const char *TL       = "qpx_dc"; /* or "qpx": the hybrid */
 static int npass, nfail;
 
 static void report(int ok, const char *fmt, ...)
@@ -220,7 +223,7 @@ typedef struct {
 
 static int run_many(int nprocs, int nifaces, int neps)
 {
-    int total = nprocs * nifaces, p, i, j, ok, bad, num_dci;
+    int total = nprocs * nifaces, p, i, j, ok, bad, num_dci, max_rc;
     static peer_addr_t addrs[MAX_IFACES * 16];
     static uct_rkey_bundle_t rkeys[MAX_IFACES * 16];
     static uint32_t counts[MAX_IFACES * 16];
@@ -311,22 +314,32 @@ static int run_many(int nprocs, int nifaces, int neps)
     if (get_stats == NULL) {
         report(0, "softverbs_get_stats@SOFTVERBS_1.1 not found");
     } else {
+        /* The hybrid adds its RC QPs: those in use (at most its pool) and
+         * the RESET ones qpx_rc keeps for reuse, which were in use before
+         * (so also at most the pool), plus the one qpx_rc creates at open
+         * to learn the granted caps */
+        env     = getenv("UCX_QPX_RC_POOL_SIZE");
+        max_rc  = strcmp(TL, "qpx") ? 0 : (env ? atoi(env) : 32) + 1;
         memset(&st, 0, sizeof(st));
         get_stats(getpid(), &st);
         report((st.num_dci == (uint32_t)num_dci) && (st.num_dct == 1) &&
-               (st.num_qp == (uint32_t)num_dci + 1),
-               "hub with %d endpoints: %u QPs = %u DCIs + %u DCT (expected "
-               "%d + 1)", neps, st.num_qp, st.num_dci, st.num_dct, num_dci);
+               (st.num_qp_by_type[0] <= (uint32_t)max_rc) &&
+               (st.num_qp == (uint32_t)num_dci + 1 + st.num_qp_by_type[0]),
+               "hub with %d endpoints: %u QPs = %u DCIs + %u DCT + %u RC "
+               "(expected %d + 1 + at most %d)", neps, st.num_qp, st.num_dci,
+               st.num_dct, st.num_qp_by_type[0], num_dci, max_rc);
         for (p = 0; p < nprocs; ++p) {
             memset(&st, 0, sizeof(st));
             get_stats(pids[p], &st);
             if ((st.num_dct != (uint32_t)nifaces) ||
-                (st.num_dci != (uint32_t)(nifaces * num_dci))) {
+                (st.num_dci != (uint32_t)(nifaces * num_dci)) ||
+                (st.num_qp_by_type[0] > (uint32_t)(nifaces * max_rc))) {
                 break;
             }
         }
-        report(p == nprocs, "each of %d processes: %d interfaces, %d DCTs "
-               "and %d DCIs", nprocs, nifaces, nifaces, nifaces * num_dci);
+        report(p == nprocs, "each of %d processes: %d interfaces, %d DCTs, "
+               "%d DCIs and at most %d RC QPs", nprocs, nifaces, nifaces,
+               nifaces * num_dci, nifaces * max_rc);
     }
 
     /* Each target's fetch-add results: 0..count-1, each once */
@@ -613,8 +626,9 @@ int main(int argc, char **argv)
     int nprocs = 4, nifaces = 4, neps = 4096, opt, ret;
     const char *mode = "many";
 
-    while ((opt = getopt(argc, argv, "m:p:i:e:d:")) != -1) {
+    while ((opt = getopt(argc, argv, "m:p:i:e:d:x:")) != -1) {
         switch (opt) {
+        case 'x': TL = optarg; break;
         case 'm': mode = optarg; break;
         case 'p': nprocs = atoi(optarg); break;
         case 'i': nifaces = atoi(optarg); break;
@@ -622,7 +636,7 @@ int main(int argc, char **argv)
         case 'd': dev_name = optarg; break;
         default:
             fprintf(stderr, "usage: %s [-m many|fail] [-p procs] [-i ifaces] "
-                    "[-e eps] [-d dev]\n", argv[0]);
+                    "[-e eps] [-d dev] [-x qpx_dc|qpx]\n", argv[0]);
             return 2;
         }
     }

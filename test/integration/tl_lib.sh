@@ -112,3 +112,25 @@ tl_flood() {
         qpx_fail "$name (exit $ret)"
     fi
 }
+
+# tl_peers NAME ENV... -- ARGS...: qpx_dc_peers over QPX_TL, the program's
+# own checks each one a case
+tl_peers() {
+    prog=$QPX_TESTDIR/qpx_dc_peers
+    [ -x "$prog" ] || qpx_skip_all "$prog not built"
+    name=$1; shift
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    env $envs LD_PRELOAD="$QPX_MODULE" timeout 300 "$prog" -x "$QPX_TL" \
+        -d "$QPX_DEV" "$@" >"$TL_TMP/out" 2>&1
+    ret=$?
+    grep -E "^(PASS|FAIL)" "$TL_TMP/out" | sed "s/^\(PASS\|FAIL\): /\1: $name: /" |
+    while read -r line; do echo "$line"; done
+    QPX_PASS=$((QPX_PASS + $(grep -c "^PASS" "$TL_TMP/out")))
+    QPX_FAIL=$((QPX_FAIL + $(grep -c "^FAIL" "$TL_TMP/out")))
+    if [ $ret -ne 0 ] && ! grep -q "^FAIL" "$TL_TMP/out"; then
+        qpx_fail "$name: exit $ret"
+        tail -n 8 "$TL_TMP/out"
+    fi
+}

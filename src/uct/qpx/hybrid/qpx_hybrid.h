@@ -34,6 +34,13 @@
  *        and sends on DC again; its RC QP goes back to the pool
  *     B: on RELEASE, drains its receive CQ and gives its RC QP back.
  *
+ * A peer that does not answer within SWITCH_TIMEOUT (it computes without
+ * calling progress, or a one-sided target never does) costs the endpoint
+ * that long: the promotion is given up and the endpoint sends on DC again
+ * (an answer that comes later is turned down with RELEASE), a demotion is
+ * given up and the endpoint stays on RC. Every answer carries its
+ * request's serial, so a late one never completes a later switch.
+ *
  * The RC QP pair of a promotion carries one direction: B's endpoint to A
  * is promoted, or not, on its own traffic.
  */
@@ -73,6 +80,7 @@ typedef struct qpx_hybrid_ctl_hdr {
     uint8_t  ep_addr_len;    /* of the sender's RC endpoint, or 0 */
     uint32_t src_id;         /* sender's endpoint or connection id */
     uint32_t dst_id;         /* receiver's endpoint or connection id */
+    uint32_t serial;         /* the switch's: an answer names its request */
     /* followed by: device address, DC interface address, RC ep address */
 } UCS_S_PACKED qpx_hybrid_ctl_hdr_t;
 
@@ -118,9 +126,14 @@ typedef struct qpx_hybrid_ep {
     uint64_t        promote_at;  /* tx_count at which to look again */
     uint64_t        last_used;   /* iface tick of the last operation */
     uint64_t        window_start;
-    uint64_t        last_check;  /* ep_check of a switch that waits */
+    uint64_t        hold_start;  /* when the switch's request went */
+    uint32_t        serial;      /* of the current (or last) switch */
     uint32_t        id;          /* in iface->eps */
     uint32_t        peer_conn;   /* the peer's connection id, HOT */
+    uint8_t         *peer_addr;  /* its device and DC interface address
+                                    (from PROMOTE_REP), for RELEASE */
+    uint8_t         peer_dev_len;
+    uint8_t         peer_iface_len;
     unsigned        refusals;    /* promotions refused in a row */
     uint8_t         state;       /* qpx_hybrid_ep_state_t */
     uint8_t         flags;
@@ -137,11 +150,23 @@ typedef struct qpx_hybrid_conn {
     uct_ep_h        ctl_ep;      /* DC ep to the peer, for answers */
     uint32_t        id;          /* in iface->conns */
     uint32_t        peer_ep;     /* the peer's endpoint id */
+    uint32_t        serial;      /* of the request being answered */
     uint8_t         reply;       /* answer still due: REP or ACK, or 0 */
     uint8_t         closing;     /* give the QP back once reply is sent */
     uint8_t         in_work;     /* in iface->work_conns */
     ucs_list_link_t work_link;   /* in iface->work_conns */
 } qpx_hybrid_conn_t;
+
+
+/* A control message that waits for a send slot, on an endpoint of its own */
+typedef struct qpx_hybrid_ctl_out {
+    ucs_list_link_t list;
+    uct_ep_h        ep;          /* DC, to the peer; retired once sent */
+    uint8_t         type;
+    uint32_t        src_id;
+    uint32_t        dst_id;
+    uint32_t        serial;
+} qpx_hybrid_ctl_out_t;
 
 
 /* A sub-endpoint to destroy once it has nothing in flight */
@@ -172,6 +197,7 @@ typedef struct qpx_hybrid_stats {
     uint64_t accepted;       /* peers' promotions to us */
     uint64_t declined;       /* peers' promotions we refused */
     uint64_t max_rc_in_use;
+    uint64_t timeouts;       /* switches given up: the peer did not answer */
 } qpx_hybrid_stats_t;
 
 
@@ -180,6 +206,7 @@ typedef struct qpx_hybrid_iface_config {
     size_t             pool_size;     /* UCS_ULUNITS_AUTO: auto */
     unsigned           promote_thresh;
     double             promote_window;
+    double             switch_timeout;
     int                print_stats;
 } qpx_hybrid_iface_config_t;
 
@@ -199,6 +226,7 @@ struct qpx_hybrid_iface {
     ucs_list_link_t     work_eps;    /* switches to advance */
     ucs_list_link_t     work_conns;  /* answers to send */
     ucs_list_link_t     ctl_msgs;    /* control messages to run */
+    ucs_list_link_t     ctl_out;     /* qpx_hybrid_ctl_out_t to send */
     ucs_list_link_t     retired;     /* qpx_hybrid_retired_t */
     qpx_hybrid_ep_t     *dispatch_ep;/* whose pending request runs */
     unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
@@ -216,6 +244,7 @@ struct qpx_hybrid_iface {
         unsigned        pool_size;
         unsigned        promote_thresh;
         uint64_t        promote_window;
+        uint64_t        switch_timeout;
         int             print_stats;
     } config;
     qpx_hybrid_stats_t  stats;
@@ -273,9 +302,16 @@ unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
 unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn);
+/* Send a control message on a DC endpoint of its own to the peer at
+ * dev_addr/iface_addr, now or when a send slot frees: never lost for want
+ * of resources */
+void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
+                         const void *iface_addr, uint8_t type,
+                         uint32_t src_id, uint32_t dst_id, uint32_t serial);
 ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint8_t type, uint32_t src_id,
-                                 uint32_t dst_id, uct_ep_h rc_ep);
+                                 uint32_t dst_id, uint32_t serial,
+                                 uct_ep_h rc_ep);
 ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
                                       ucs_status_t status);
 

@@ -156,7 +156,9 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     self->path_ep   = self->dc_ep;
     self->tx_ep     = self->dc_ep;
     self->last_used = iface->tick;
-    self->last_check = 0;
+    self->hold_start = 0;
+    self->peer_addr = NULL;
+    self->serial    = 0;
     self->peer_conn = QPX_EP_ID_NULL;
     self->refusals  = 0;
     self->state     = QPX_HYBRID_EP_COLD;
@@ -195,15 +197,17 @@ UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_ep_t)
          * only got our PROMOTE_REQ answers an endpoint id that is gone, and
          * is told then. */
         if (!(self->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
-            (self->peer_conn != QPX_EP_ID_NULL)) {
-            (void)qpx_hybrid_ctl_send(iface, self->dc_ep,
-                                      QPX_HYBRID_CTL_RELEASE, self->id,
-                                      self->peer_conn, NULL);
+            (self->peer_addr != NULL)) {
+            qpx_hybrid_ctl_post(iface, self->peer_addr,
+                                self->peer_addr + self->peer_dev_len,
+                                QPX_HYBRID_CTL_RELEASE, self->id,
+                                self->peer_conn, self->serial);
         }
         qpx_hybrid_owner_del(iface, self->rc_ep);
         uct_ep_destroy(self->rc_ep);
         iface->rc_in_use--;
     }
+    free(self->peer_addr);
     qpx_hybrid_owner_del(iface, self->dc_ep);
     uct_ep_destroy(self->dc_ep);
     qpx_ep_table_remove(&iface->eps, self->id);

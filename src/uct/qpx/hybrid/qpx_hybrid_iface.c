@@ -42,6 +42,13 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_window),
      UCS_CONFIG_TYPE_TIME},
 
+    {"SWITCH_TIMEOUT", "10ms",
+     "How long an endpoint waits for its peer's answer to a promotion or a "
+     "demotion (its sends wait meanwhile): a peer that does not call "
+     "progress in that time leaves the endpoint on its path.",
+     ucs_offsetof(qpx_hybrid_iface_config_t, switch_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
     {"PRINT_STATS", "n",
      "Print the qpx transport's promotion statistics to stderr when an "
      "interface closes.",
@@ -188,6 +195,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&self->work_eps);
     ucs_list_head_init(&self->work_conns);
     ucs_list_head_init(&self->ctl_msgs);
+    ucs_list_head_init(&self->ctl_out);
     ucs_list_head_init(&self->retired);
 
     self->config.pool_size      = (config->pool_size == UCS_ULUNITS_AUTO) ?
@@ -195,6 +203,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                                   ucs_min(config->pool_size, UINT_MAX);
     self->config.promote_thresh = ucs_max(1, config->promote_thresh);
     self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
+    self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
     self->config.print_stats    = config->print_stats;
 
     /* The cold path is required */
@@ -277,16 +286,17 @@ static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
     qpx_hybrid_stats_t *s = &iface->stats;
 
     ucs_debug("qpx iface %p closing: promotions %lu demotions %lu refused "
-              "%lu no_slot %lu rc_failures %lu accepted %lu declined %lu "
-              "max_rc_in_use %lu", iface, s->promotions, s->demotions,
-              s->refused, s->no_slot, s->rc_failures, s->accepted,
-              s->declined, s->max_rc_in_use);
+              "%lu no_slot %lu rc_failures %lu timeouts %lu accepted %lu "
+              "declined %lu max_rc_in_use %lu", iface, s->promotions,
+              s->demotions, s->refused, s->no_slot, s->rc_failures,
+              s->timeouts, s->accepted, s->declined, s->max_rc_in_use);
     if (iface->config.print_stats) {
         fprintf(stderr, "qpx stats: promotions=%lu demotions=%lu refused=%lu "
-                "no_slot=%lu rc_failures=%lu accepted=%lu declined=%lu "
-                "max_rc_in_use=%lu pool=%u\n", s->promotions, s->demotions,
-                s->refused, s->no_slot, s->rc_failures, s->accepted,
-                s->declined, s->max_rc_in_use, iface->config.pool_size);
+                "no_slot=%lu rc_failures=%lu timeouts=%lu accepted=%lu "
+                "declined=%lu max_rc_in_use=%lu pool=%u\n", s->promotions,
+                s->demotions, s->refused, s->no_slot, s->rc_failures,
+                s->timeouts, s->accepted, s->declined, s->max_rc_in_use,
+                iface->config.pool_size);
     }
 }
 
@@ -303,6 +313,15 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
 
     ucs_list_for_each_safe(msg, tmp, &self->ctl_msgs, list) {
         free(msg);
+    }
+    while (!ucs_list_is_empty(&self->ctl_out)) {
+        qpx_hybrid_ctl_out_t *out = ucs_list_extract_head(&self->ctl_out,
+                                                          qpx_hybrid_ctl_out_t,
+                                                          list);
+        ucs_debug("qpx iface %p closing: control message to 0x%x not sent",
+                  self, out->dst_id);
+        uct_ep_destroy(out->ep);
+        free(out);
     }
     for (i = 0; i < self->conns.capacity; ++i) {
         conn = qpx_ep_table_slot(&self->conns, i);
@@ -362,7 +381,8 @@ unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface)
         count += qpx_hybrid_iface_ctl_progress(iface);
     }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->work_eps) ||
-                     !ucs_list_is_empty(&iface->work_conns))) {
+                     !ucs_list_is_empty(&iface->work_conns) ||
+                     !ucs_list_is_empty(&iface->ctl_out))) {
         count += qpx_hybrid_iface_work_progress(iface);
     }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->retired))) {

@@ -12,15 +12,12 @@
 #include <string.h>
 
 
-/* A switch that waits this long for its peer checks the peer is alive */
-#define QPX_HYBRID_CHECK_INTERVAL_SEC  1.0
-
-
 typedef struct qpx_hybrid_ctl_pack_arg {
     qpx_hybrid_iface_t *iface;
     uint8_t            type;
     uint32_t           src_id;
     uint32_t           dst_id;
+    uint32_t           serial;
     uct_ep_h           rc_ep;
 } qpx_hybrid_ctl_pack_arg_t;
 
@@ -48,6 +45,7 @@ static size_t qpx_hybrid_ctl_pack(void *dest, void *arg)
     hdr->ep_addr_len    = (pack->rc_ep != NULL) ? iface->addr.rc_ep_len : 0;
     hdr->src_id         = pack->src_id;
     hdr->dst_id         = pack->dst_id;
+    hdr->serial         = pack->serial;
     memcpy(p, iface->addr.dev, iface->addr.dev_len);
     p += iface->addr.dev_len;
     memcpy(p, iface->addr.iface, iface->addr.iface_len);
@@ -64,9 +62,11 @@ static size_t qpx_hybrid_ctl_pack(void *dest, void *arg)
 
 ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint8_t type, uint32_t src_id,
-                                 uint32_t dst_id, uct_ep_h rc_ep)
+                                 uint32_t dst_id, uint32_t serial,
+                                 uct_ep_h rc_ep)
 {
-    qpx_hybrid_ctl_pack_arg_t arg = {iface, type, src_id, dst_id, rc_ep};
+    qpx_hybrid_ctl_pack_arg_t arg = {iface, type, src_id, dst_id, serial,
+                                     rc_ep};
     ssize_t len;
 
     len = uct_ep_am_bcopy(via, QPX_HYBRID_AM_ID_CTL, qpx_hybrid_ctl_pack,
@@ -82,6 +82,72 @@ ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
     ucs_trace("qpx iface %p: %s 0x%x -> 0x%x sent", iface,
               qpx_hybrid_ctl_names[type], src_id, dst_id);
     return UCS_OK;
+}
+
+
+void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
+                         const void *iface_addr, uint8_t type,
+                         uint32_t src_id, uint32_t dst_id, uint32_t serial)
+{
+    qpx_hybrid_ctl_out_t *out;
+    uct_ep_params_t params;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface->dc;
+    params.dev_addr   = dev_addr;
+    params.iface_addr = iface_addr;
+    status = uct_ep_create(&params, &ep);
+    if (status != UCS_OK) {
+        ucs_error("qpx iface %p: no DC endpoint for a %s to 0x%x: %s", iface,
+                  qpx_hybrid_ctl_names[type], dst_id,
+                  ucs_status_string(status));
+        return;
+    }
+
+    status = qpx_hybrid_ctl_send(iface, ep, type, src_id, dst_id, serial,
+                                 NULL);
+    if (status != UCS_ERR_NO_RESOURCE) {
+        qpx_hybrid_retire(iface, ep, 0, 0);
+        return;
+    }
+
+    out = malloc(sizeof(*out));
+    if (out == NULL) {
+        ucs_error("qpx iface %p: no memory to keep a %s to 0x%x", iface,
+                  qpx_hybrid_ctl_names[type], dst_id);
+        uct_ep_destroy(ep);
+        return;
+    }
+    out->ep     = ep;
+    out->type   = type;
+    out->src_id = src_id;
+    out->dst_id = dst_id;
+    out->serial = serial;
+    ucs_list_add_tail(&iface->ctl_out, &out->list);
+}
+
+
+static unsigned qpx_hybrid_iface_ctl_out_progress(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_ctl_out_t *out, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(out, tmp, &iface->ctl_out, list) {
+        if (qpx_hybrid_ctl_send(iface, out->ep, out->type, out->src_id,
+                                out->dst_id, out->serial, NULL) ==
+            UCS_ERR_NO_RESOURCE) {
+            continue;
+        }
+        ucs_list_del(&out->list);
+        qpx_hybrid_retire(iface, out->ep, 0, 0);
+        free(out);
+        ++count;
+    }
+    return count;
 }
 
 
@@ -206,6 +272,7 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     }
     conn->id      = QPX_EP_ID_NULL;
     conn->peer_ep = msg->hdr.src_id;
+    conn->serial  = msg->hdr.serial;
 
     status = qpx_hybrid_ctl_ep_create(iface, msg, &conn->ctl_ep);
     if (status != UCS_OK) {
@@ -289,6 +356,8 @@ static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff)
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
 
     qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    free(ep->peer_addr);
+    ep->peer_addr = NULL;
     ep->rc_ep     = NULL;
     ep->peer_conn = QPX_EP_ID_NULL;
     ep->state     = QPX_HYBRID_EP_COLD;
@@ -307,6 +376,7 @@ static qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
     qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
 
     if ((ep == NULL) || (ep->state != state) ||
+        (ep->serial != msg->hdr.serial) ||
         (ep->flags & QPX_HYBRID_EP_FLAG_FAILED)) {
         return NULL;
     }
@@ -319,7 +389,6 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
 {
     qpx_hybrid_conn_t *conn;
     qpx_hybrid_ep_t *ep;
-    uct_ep_h ctl_ep;
     ucs_status_t status;
 
     ucs_trace("qpx iface %p: %s 0x%x -> 0x%x", iface,
@@ -333,14 +402,12 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
     case QPX_HYBRID_CTL_PROMOTE_REP:
         ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
         if (ep == NULL) {
-            /* Our endpoint went away meanwhile: the peer gives its QP back */
-            if (qpx_hybrid_ctl_ep_create(iface, msg, &ctl_ep) == UCS_OK) {
-                (void)qpx_hybrid_ctl_send(iface, ctl_ep,
-                                          QPX_HYBRID_CTL_RELEASE,
-                                          msg->hdr.dst_id, msg->hdr.src_id,
-                                          NULL);
-                qpx_hybrid_retire(iface, ctl_ep, 0, 0);
-            }
+            /* Our endpoint went away, or gave this promotion up: the peer
+             * gives its QP back */
+            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
+                                qpx_hybrid_ctl_iface_addr(msg),
+                                QPX_HYBRID_CTL_RELEASE, msg->hdr.dst_id,
+                                msg->hdr.src_id, msg->hdr.serial);
             break;
         }
         if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
@@ -353,13 +420,31 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         if (status != UCS_OK) {
             ucs_warn("qpx ep %p: RC connect failed (%s): stays on DC", ep,
                      ucs_status_string(status));
-            (void)qpx_hybrid_ctl_send(iface, ep->dc_ep,
-                                      QPX_HYBRID_CTL_RELEASE, ep->id,
-                                      msg->hdr.src_id, NULL);
+            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
+                                qpx_hybrid_ctl_iface_addr(msg),
+                                QPX_HYBRID_CTL_RELEASE, ep->id,
+                                msg->hdr.src_id, ep->serial);
             qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
             break;
         }
-        ep->peer_conn = msg->hdr.src_id;
+        ep->peer_addr = malloc(msg->hdr.dev_addr_len +
+                               msg->hdr.iface_addr_len);
+        if (ep->peer_addr == NULL) {
+            /* Without it the peer could not be told to give its QP back */
+            ucs_error("qpx ep %p: no memory for the peer's address: stays "
+                      "on DC", ep);
+            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
+                                qpx_hybrid_ctl_iface_addr(msg),
+                                QPX_HYBRID_CTL_RELEASE, ep->id,
+                                msg->hdr.src_id, ep->serial);
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+            break;
+        }
+        memcpy(ep->peer_addr, qpx_hybrid_ctl_dev_addr(msg),
+               msg->hdr.dev_addr_len + msg->hdr.iface_addr_len);
+        ep->peer_dev_len   = msg->hdr.dev_addr_len;
+        ep->peer_iface_len = msg->hdr.iface_addr_len;
+        ep->peer_conn      = msg->hdr.src_id;
         ep->flags    |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
         qpx_hybrid_ep_work(ep);
         break;
@@ -375,7 +460,8 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         if (conn != NULL) {
             /* The QP stays until RELEASE: the peer's flush of its side
              * needs ours to answer */
-            conn->reply = QPX_HYBRID_CTL_DEMOTE_ACK;
+            conn->reply  = QPX_HYBRID_CTL_DEMOTE_ACK;
+            conn->serial = msg->hdr.serial;
             qpx_hybrid_conn_work(iface, conn);
         }
         break;
@@ -434,7 +520,7 @@ static void qpx_hybrid_ep_demote(qpx_hybrid_ep_t *ep)
     ucs_debug("qpx ep %p id 0x%x: demoted (least recently used)", ep, ep->id);
     ep->state  = QPX_HYBRID_EP_DEMOTING;
     ep->flags |= QPX_HYBRID_EP_FLAG_CTL_DUE;
-    ep->last_check = qpx_hybrid_time_ns();
+    ep->serial++;
     qpx_hybrid_ep_update_tx(ep);
     qpx_hybrid_ep_work(ep);
 }
@@ -489,7 +575,7 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     ep->state      = QPX_HYBRID_EP_PROMOTING;
     ep->flags      = (ep->flags & ~QPX_HYBRID_EP_FLAG_WANT_HOT) |
                      QPX_HYBRID_EP_FLAG_CTL_DUE;
-    ep->last_check = qpx_hybrid_time_ns();
+    ep->serial++;
     qpx_hybrid_ep_update_tx(ep); /* held from the request on */
     ucs_debug("qpx ep %p id 0x%x: promoting, rc ep %p", ep, ep->id,
               ep->rc_ep);
@@ -502,7 +588,6 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
 {
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
     ucs_status_t status;
-    uint64_t now;
 
     if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
         return 1;
@@ -517,9 +602,11 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             /* The last message on DC before the switch */
             status = qpx_hybrid_ctl_send(iface, ep->dc_ep,
                                          QPX_HYBRID_CTL_PROMOTE_REQ, ep->id,
-                                         QPX_EP_ID_NULL, ep->rc_ep);
+                                         QPX_EP_ID_NULL, ep->serial,
+                                         ep->rc_ep);
             if (status == UCS_OK) {
-                ep->flags &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+                ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+                ep->hold_start = qpx_hybrid_time_ns();
             }
             return 0;
         }
@@ -546,9 +633,10 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             /* The last message on RC */
             status = qpx_hybrid_ctl_send(iface, ep->rc_ep,
                                          QPX_HYBRID_CTL_DEMOTE_REQ, ep->id,
-                                         ep->peer_conn, NULL);
+                                         ep->peer_conn, ep->serial, NULL);
             if (status == UCS_OK) {
-                ep->flags &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+                ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+                ep->hold_start = qpx_hybrid_time_ns();
             }
             return 0;
         }
@@ -558,10 +646,13 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
                 return 0;
             }
             /* Our side is done: the peer may reset its QP */
-            (void)qpx_hybrid_ctl_send(iface, ep->dc_ep,
-                                      QPX_HYBRID_CTL_RELEASE, ep->id,
-                                      ep->peer_conn, NULL);
+            qpx_hybrid_ctl_post(iface, ep->peer_addr,
+                                ep->peer_addr + ep->peer_dev_len,
+                                QPX_HYBRID_CTL_RELEASE, ep->id, ep->peer_conn,
+                                ep->serial);
+            free(ep->peer_addr);
             qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+            ep->peer_addr = NULL;
             ep->rc_ep     = NULL;
             ep->peer_conn = QPX_EP_ID_NULL;
             ep->state     = QPX_HYBRID_EP_COLD;
@@ -578,15 +669,30 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
         return 1;
     }
 
-    /* Waiting for the peer: a dead peer fails the path's check */
-    now = qpx_hybrid_time_ns();
-    if ((now - ep->last_check) >
-        (uint64_t)(QPX_HYBRID_CHECK_INTERVAL_SEC * 1e9)) {
-        ep->last_check = now;
-        (void)uct_ep_check((ep->state == QPX_HYBRID_EP_PROMOTING) ?
-                           ep->dc_ep : ep->rc_ep, 0, NULL);
+    /* Waiting for the peer's answer: not longer than SWITCH_TIMEOUT */
+    if ((qpx_hybrid_time_ns() - ep->hold_start) <=
+        iface->config.switch_timeout) {
+        return 0;
     }
-    return 0;
+    iface->stats.timeouts++;
+    if (ep->state == QPX_HYBRID_EP_PROMOTING) {
+        /* Back to DC as if never promoted: nothing went on RC. A late
+         * answer finds the serial changed and is turned down. */
+        ucs_debug("qpx ep %p id 0x%x: promotion not answered in time, "
+                  "stays on DC", ep, ep->id);
+        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+    } else {
+        /* Still on RC: the peer reads our DEMOTE_REQ some day and answers
+         * an ACK nobody waits for; its QP stays ours. Most recently used
+         * now, so that the next eviction picks another endpoint. */
+        ucs_debug("qpx ep %p id 0x%x: demotion not answered in time, "
+                  "stays on RC", ep, ep->id);
+        ep->serial++;
+        ep->state     = QPX_HYBRID_EP_HOT;
+        ep->last_used = ++iface->tick;
+        qpx_hybrid_ep_update_tx(ep);
+    }
+    return 1;
 }
 
 
@@ -605,10 +711,15 @@ unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface)
         }
     }
 
+    if (!ucs_list_is_empty(&iface->ctl_out)) {
+        count += qpx_hybrid_iface_ctl_out_progress(iface);
+    }
+
     ucs_list_for_each_safe(conn, ctmp, &iface->work_conns, work_link) {
         if (conn->reply != 0) {
             status = qpx_hybrid_ctl_send(iface, conn->ctl_ep, conn->reply,
                                          conn->id, conn->peer_ep,
+                                         conn->serial,
                                          (conn->reply ==
                                           QPX_HYBRID_CTL_PROMOTE_REP) ?
                                          conn->rc_ep : NULL);
