@@ -59,6 +59,8 @@
 #define QPX_HYBRID_TL_NAME    "qpx"
 #define QPX_HYBRID_AM_ID_CTL  (UCT_AM_ID_MAX - 1)
 #define QPX_HYBRID_ADDR_MAX   64  /* bytes of a sub-interface address */
+#define QPX_HYBRID_IDLE_CALLS 4096 /* progress calls without work: idle */
+#define QPX_HYBRID_IDLE_EVERY 16   /* an idle path is polled every N calls */
 
 
 /* Control messages (QPX_HYBRID_AM_ID_CTL) */
@@ -231,6 +233,9 @@ struct qpx_hybrid_iface {
     qpx_hybrid_ep_t     *dispatch_ep;/* whose pending request runs */
     unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
     uint64_t            tick;        /* operations so far: the LRU clock */
+    unsigned            progress_calls;
+    unsigned            dc_idle;     /* progress calls DC had nothing */
+    unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
     int                 am_synced;
     struct {

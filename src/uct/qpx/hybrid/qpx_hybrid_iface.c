@@ -185,6 +185,9 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->dispatch_ep = NULL;
     self->rc_in_use = 0;
     self->tick      = 0;
+    self->progress_calls = 0;
+    self->dc_idle   = 0;
+    self->rc_idle   = 0;
     self->rc_warned = 0;
     memset(&self->stats, 0, sizeof(self->stats));
     qpx_ep_table_init(&self->eps);
@@ -366,14 +369,41 @@ void qpx_hybrid_iface_close(uct_iface_h tl_iface)
 }
 
 
+/*
+ * A path that had nothing for QPX_HYBRID_IDLE_CALLS calls is polled every
+ * QPX_HYBRID_IDLE_EVERY calls only, so that the busy path's latency does
+ * not carry the other's polling (the first message on an idle path waits
+ * a few more calls); the RC interface is not polled at all while it has no
+ * QP in use
+ */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_hybrid_iface_poll(uct_iface_h sub, unsigned *idle, unsigned calls)
+{
+    unsigned count;
+
+    if (ucs_unlikely(*idle >= QPX_HYBRID_IDLE_CALLS) &&
+        ((calls % QPX_HYBRID_IDLE_EVERY) != 0)) {
+        return 0;
+    }
+    count = uct_iface_progress(sub);
+    if (count != 0) {
+        *idle = 0;
+    } else if (*idle < QPX_HYBRID_IDLE_CALLS) {
+        ++*idle;
+    }
+    return count;
+}
+
+
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface)
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    unsigned calls            = ++iface->progress_calls;
     unsigned count;
 
-    count = uct_iface_progress(iface->dc);
-    if (iface->rc != NULL) {
-        count += uct_iface_progress(iface->rc);
+    count = qpx_hybrid_iface_poll(iface->dc, &iface->dc_idle, calls);
+    if (iface->rc_in_use != 0) {
+        count += qpx_hybrid_iface_poll(iface->rc, &iface->rc_idle, calls);
     }
 
     /* Switches, answers and retirements: rare, each list empty otherwise */
