@@ -40,4 +40,11 @@ if qpx_has_tl qpx_dc; then
         UCX_QPX_DC_NUM_DCI=1 UCX_QPX_DC_TX_QUEUE_LEN=8 \
         UCX_QPX_DC_TX_POLICY=sticky
 fi
+if qpx_has_tl qpx; then
+    rma "qpx,self (the hybrid, promoted at the first operation)" qpx,self \
+        UCX_QPX_PROMOTE_THRESH=1
+    rma "qpx,self (promoted after 8, 8-entry send queues)" qpx,self \
+        UCX_QPX_PROMOTE_THRESH=8 UCX_QPX_RC_TX_QUEUE_LEN=8 \
+        UCX_QPX_DC_TX_QUEUE_LEN=8
+fi
 qpx_finish

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Open MPI jobs over the hybrid qpx transport alone (UCX_TLS=qpx,self),
+# oversubscribed (the machine may have 2 cores), every result checked:
+# - MPI_Alltoall on 8 ranks, 1 MiB blocks, with a pool of 4 RC QPs per rank
+#   for 7 peers: endpoints promoted, refused and demoted all along;
+# - a halo exchange (qpx_mpi_halo: 2K ring neighbours hot, an all-to-all of
+#   small values every tenth iteration cold) on 8 and 16 ranks;
+# and the statistics each rank prints at exit must show promotions.
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/ud-common.sh"
+command -v mpirun >/dev/null || qpx_skip_all "mpirun not installed"
+command -v mpicc >/dev/null || qpx_skip_all "mpicc not installed"
+qpx_has_tl qpx || qpx_skip_all "no qpx transport (no DC)"
+a2a_prog=$QPX_TESTDIR/qpx_mpi_alltoall
+halo_prog=$QPX_TESTDIR/qpx_mpi_halo
+mpicc -O2 -Wall -o "$a2a_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c" &&
+mpicc -O2 -Wall -o "$halo_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_halo.c" ||
+    qpx_skip_all "cannot build the MPI programs with mpicc"
+
+# job NAME NP EXPECT PROG ARGS... -- ENV...: passes when the program's
+# line EXPECT comes and some rank promoted an endpoint
+job() {
+    name=$1 np=$2 expect=$3 prog=$4; shift 4
+    args=""
+    while [ "$1" != "--" ]; do args="$args $1"; shift; done
+    shift
+    start=$(date +%s)
+    out=$(ud_run env UCX_TLS=qpx,self UCX_NET_DEVICES=softverbs0:1 \
+          UCX_QPX_PRINT_STATS=y "$@" \
+          timeout 300 mpirun $QPX_MPIRUN_ARGS -np "$np" "$prog" $args 2>&1)
+    rc=$?
+    secs=$(($(date +%s) - start))
+    prom=$(echo "$out" | grep -o "promotions=[0-9]*" | cut -d= -f2 |
+           awk '{s += $1} END {print s + 0}')
+    dem=$(echo "$out" | grep -o "demotions=[0-9]*" | cut -d= -f2 |
+          awk '{s += $1} END {print s + 0}')
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^$expect" && [ "$prom" -gt 0 ]; then
+        qpx_pass "$name: $(echo "$out" | grep "^$expect"), $prom promotions and $dem demotions over all ranks ($secs s)"
+    else
+        qpx_fail "$name (exit $rc after $secs s, $prom promotions; 124: stalled)"
+        echo "$out" | grep -v "^softverbs" | tail -n 10
+    fi
+}
+
+job "alltoall, 8 ranks, pool of 4" 8 "ALLTOALL OK" "$a2a_prog" 30 1048576 -- \
+    UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s UCX_QPX_RC_POOL_SIZE=4
+job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
+    UCX_QPX_PROMOTE_THRESH=16
+job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \
+    UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_RC_POOL_SIZE=8
+qpx_finish
