@@ -531,9 +531,13 @@ int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
 
 
 /*
- * Every endpoint's operations: those of both sub-interfaces. Without comp
- * the answer is UCS_INPROGRESS while either has any; with comp, the
- * sub-interfaces complete theirs by themselves, and the call is refused
+ * Every endpoint's operations: those of both sub-interfaces, and the
+ * requests endpoints hold in their pending queues (as an endpoint's flush
+ * is refused while it holds any, so is the interface's: UCP's worker flush
+ * takes an interface flush that succeeds for the end of every operation it
+ * started, a get held during a switch included). Without comp the answer
+ * is UCS_INPROGRESS while there is any; with comp, the sub-interfaces
+ * complete theirs by themselves, and the call is refused
  * (UCS_ERR_NO_RESOURCE) until one of them is left with work in flight.
  */
 ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
@@ -541,6 +545,11 @@ ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
     ucs_status_t dc_status, rc_status;
+
+    if (!(flags & UCT_FLUSH_FLAG_CANCEL) &&
+        !ucs_list_is_empty(&iface->pending_eps)) {
+        return (comp == NULL) ? UCS_INPROGRESS : UCS_ERR_NO_RESOURCE;
+    }
 
     if (comp != NULL) {
         if (iface->rc == NULL) {
@@ -566,8 +575,8 @@ ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
     if (UCS_STATUS_IS_ERR(rc_status) && (rc_status != UCS_ERR_NO_RESOURCE)) {
         return rc_status;
     }
-    return ((dc_status == UCS_OK) && (rc_status == UCS_OK) &&
-            ucs_list_is_empty(&iface->retired)) ? UCS_OK : UCS_INPROGRESS;
+    return ((dc_status == UCS_OK) && (rc_status == UCS_OK)) ? UCS_OK :
+           UCS_INPROGRESS;
 }
 
 
