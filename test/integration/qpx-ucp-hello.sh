@@ -51,6 +51,7 @@ show() {
 
 tls_list="qpx_ud qpx_rc,qpx_ud"
 qpx_has_tl qpx_dc && tls_list="$tls_list qpx_dc"
+qpx_has_tl qpx && tls_list="$tls_list qpx"
 for tls in $tls_list; do
     for mode in b w f; do
         hw "$tls" -$mode

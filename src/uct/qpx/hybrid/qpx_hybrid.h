@@ -237,6 +237,9 @@ struct qpx_hybrid_iface {
     unsigned            dc_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
+    int                 epfd;        /* over the sub-interfaces' event fds,
+                                        -1: no events */
+    uint64_t            event_flags; /* what both sub-interfaces offer */
     int                 am_synced;
     struct {
         uint8_t         dev[QPX_HYBRID_ADDR_MAX];

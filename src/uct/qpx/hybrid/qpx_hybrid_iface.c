@@ -14,6 +14,8 @@
 #include <uct/qpx/base/qpx_md.h>
 
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 
 extern uct_tl_t qpx_dc_tl;
@@ -135,6 +137,97 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     qpx_hybrid_iface_set_sub_am(self, *iface_p);
     *config_p = config;
     return UCS_OK;
+}
+
+
+/*
+ * Events: when both sub-interfaces offer them, one epoll fd over their
+ * event fds is the hybrid's (readable when either is), and arming arms
+ * both. UCP puts the hybrid on its lanes in wakeup mode only then.
+ */
+static void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self)
+{
+    const uint64_t need = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                          UCT_IFACE_FLAG_EVENT_RECV |
+                          UCT_IFACE_FLAG_EVENT_FD;
+    uct_iface_h subs[2] = {self->dc, self->rc};
+    struct epoll_event ev;
+    uct_iface_attr_t attr;
+    uint64_t flags = UINT64_MAX;
+    int i, fd;
+
+    self->epfd        = -1;
+    self->event_flags = 0;
+    for (i = 0; i < 2; ++i) {
+        if ((subs[i] == NULL) || (uct_iface_query(subs[i], &attr) != UCS_OK)) {
+            continue;
+        }
+        flags &= attr.cap.event_flags;
+    }
+    if ((flags & need) != need) {
+        ucs_debug("qpx iface %p: no event notification (sub-interfaces "
+                  "offer 0x%lx)", self, flags);
+        return;
+    }
+
+    self->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->epfd < 0) {
+        ucs_warn("qpx iface %p: epoll_create1() failed: %m: no event "
+                 "notification", self);
+        return;
+    }
+    for (i = 0; i < 2; ++i) {
+        if (subs[i] == NULL) {
+            continue;
+        }
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        if ((uct_iface_event_fd_get(subs[i], &fd) != UCS_OK) ||
+            (epoll_ctl(self->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+            ucs_warn("qpx iface %p: the event fd of sub-interface %d cannot "
+                     "be watched (%m): no event notification", self, i);
+            close(self->epfd);
+            self->epfd = -1;
+            return;
+        }
+    }
+    self->event_flags = flags & (need | UCT_IFACE_FLAG_EVENT_RECV_SIG);
+}
+
+
+ucs_status_t qpx_hybrid_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+
+    if (iface->epfd < 0) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    *fd_p = iface->epfd;
+    return UCS_OK;
+}
+
+
+/* Busy while the hybrid has work of its own (a switch waits for its
+ * timeout, answers or requests wait for a slot): no event announces it */
+ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
+                                        unsigned events)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    ucs_status_t status;
+
+    if (!ucs_list_is_empty(&iface->ctl_msgs) ||
+        !ucs_list_is_empty(&iface->work_eps) ||
+        !ucs_list_is_empty(&iface->work_conns) ||
+        !ucs_list_is_empty(&iface->ctl_out) ||
+        !ucs_list_is_empty(&iface->retired) ||
+        !ucs_list_is_empty(&iface->pending_eps)) {
+        return UCS_ERR_BUSY;
+    }
+    status = uct_iface_event_arm(iface->dc, events);
+    if ((status != UCS_OK) || (iface->rc == NULL)) {
+        return status;
+    }
+    return uct_iface_event_arm(iface->rc, events);
 }
 
 
@@ -263,6 +356,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         self->addr.rc_ep_len = attr.ep_addr_len;
     }
 
+    qpx_hybrid_iface_event_init(self);
     ucs_debug("qpx iface %p on %s: dc %p rc %p, pool %u, promote after %u "
               "operations in %.3f ms", self, params->mode.device.dev_name,
               self->dc, self->rc, self->config.pool_size,
@@ -313,6 +407,9 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     qpx_hybrid_iface_print_stats(self);
+    if (self->epfd >= 0) {
+        close(self->epfd);
+    }
 
     ucs_list_for_each_safe(msg, tmp, &self->ctl_msgs, list) {
         free(msg);
@@ -461,12 +558,13 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
 
     /* An endpoint may move from one path to the other between two
      * operations: it offers what both offer, within both's limits. It
-     * connects to an interface, and has no event notification (yet) */
+     * connects to an interface; events as qpx_hybrid_iface_event_init
+     * found them */
     drop = UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_CONNECT_TO_IFACE |
            UCT_IFACE_FLAG_CB_ASYNC;
     iface_attr->cap.flags       = (iface_attr->cap.flags & rc_attr.cap.flags &
                                    ~drop) | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    iface_attr->cap.event_flags = 0;
+    iface_attr->cap.event_flags = iface->event_flags;
 
     qpx_hybrid_cap_min(&iface_attr->cap.put.max_short, rc_attr.cap.put.max_short);
     qpx_hybrid_cap_min(&iface_attr->cap.put.max_bcopy, rc_attr.cap.put.max_bcopy);

@@ -272,6 +272,9 @@ int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
                                   const uct_device_addr_t *dev_addr,
                                   const uct_iface_addr_t *iface_addr);
 void qpx_hybrid_iface_close(uct_iface_h tl_iface);
+ucs_status_t qpx_hybrid_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
+                                        unsigned events);
 
 
 uct_iface_ops_t qpx_hybrid_iface_ops = {
@@ -302,6 +305,8 @@ uct_iface_ops_t qpx_hybrid_iface_ops = {
     .iface_progress_enable    = qpx_hybrid_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_hybrid_iface_progress,
+    .iface_event_fd_get       = qpx_hybrid_iface_event_fd_get,
+    .iface_event_arm          = qpx_hybrid_iface_event_arm,
     .iface_close              = qpx_hybrid_iface_close,
     .iface_query              = qpx_hybrid_iface_query,
     .iface_get_device_address = qpx_hybrid_iface_get_device_address,
