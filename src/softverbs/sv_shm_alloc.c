@@ -16,10 +16,16 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-/* Zero len bytes of the registry without touching its whole pages: they go
- * back to the file (MADV_REMOVE on the shared tmpfs mapping) and read as
- * zero, so a block of a CQ of millions of entries costs only the pages its
- * completions use (a memset of the block made a max_cqe CQ write 2 GiB).
+/* Blocks from this size on are zeroed lazily (sv_shm_zero) */
+#define SV_SHM_ZERO_LAZY_MIN (16ull << 20)
+
+/* Zero len bytes of the registry. A huge block's pages go back to the file
+ * (MADV_REMOVE on the shared tmpfs mapping) and read as zero, so a block of
+ * a CQ of millions of entries costs only the pages its completions use (a
+ * memset of the block made a max_cqe CQ write 2 GiB). Smaller blocks (every
+ * ordinary ring) are written now, as before: their pages are resident from
+ * creation, so a process's memory does not creep up while its rings fill
+ * for the first time (ud-ep-churn.sh measures per-endpoint growth).
  * memset where the file system cannot punch holes. */
 static void sv_shm_zero(void *p, uint64_t len)
 {
@@ -27,7 +33,7 @@ static void sv_shm_zero(void *p, uint64_t len)
     uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t end   = ((uintptr_t)p + len) & ~(page - 1);
 
-    if ((end <= start) || (end - start < 16 * page) ||
+    if ((len < SV_SHM_ZERO_LAZY_MIN) || (end <= start) ||
         (madvise((void *)start, end - start, MADV_REMOVE) != 0)) {
         memset(p, 0, len);
         return;
