@@ -90,6 +90,30 @@ static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
 }
 
 
+/*
+ * The DC initiators of the cold path, unless UCX_QPX_DC_NUM_DCI says: from
+ * the job size the launcher gives (N processes: N/8 within 4..16), since
+ * hot peers have RC QPs of their own and the DCIs serve the rest
+ */
+static void qpx_hybrid_dc_config_auto(uct_iface_config_t *config)
+{
+    qpx_job_info_t job;
+    char value[16];
+    unsigned num_dci;
+
+    qpx_job_info_get(&job);
+    if ((job.ntasks == 0) || (getenv("UCX_QPX_DC_NUM_DCI") != NULL)) {
+        return;
+    }
+    num_dci = ucs_min(16, ucs_max(4, (job.ntasks + 7) / 8));
+    snprintf(value, sizeof(value), "%u", num_dci);
+    if (uct_config_modify(config, "NUM_DCI", value) == UCS_OK) {
+        ucs_debug("qpx: %u DCIs (job: %s, %u processes)", num_dci,
+                  job.launcher, job.ntasks);
+    }
+}
+
+
 static ucs_status_t
 qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
                           uct_worker_h worker, const uct_iface_params_t *params,
@@ -105,6 +129,10 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
         ucs_error("qpx: reading the %s configuration failed: %s", tl_name,
                   ucs_status_string(status));
         return status;
+    }
+
+    if (!strcmp(tl_name, "qpx_dc")) {
+        qpx_hybrid_dc_config_auto(config);
     }
 
     memset(&sub_params, 0, sizeof(sub_params));
