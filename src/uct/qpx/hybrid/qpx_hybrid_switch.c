@@ -225,6 +225,30 @@ static ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
 }
 
 
+/* An unconnected RC endpoint (its QP from qpx_rc's pool, or new). What
+ * cannot be had (ENOMEM, a QP limit) is said once per interface: endpoints
+ * stay on DC meanwhile, and every later promotion tries again */
+static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
+                                            uct_ep_h *ep_p)
+{
+    uct_ep_params_t params;
+    ucs_status_t status;
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = iface->rc;
+    status = uct_ep_create(&params, ep_p);
+    if (status != UCS_OK) {
+        if (!iface->rc_warned) {
+            ucs_warn("qpx: no RC QP for a promotion (%s): endpoints stay on "
+                     "DC until one can be had", ucs_status_string(status));
+            iface->rc_warned = 1;
+        }
+        iface->stats.rc_failures++;
+    }
+    return status;
+}
+
+
 static void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
                                  qpx_hybrid_conn_t *conn)
 {
@@ -261,7 +285,6 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
                                    const qpx_hybrid_ctl_msg_t *msg)
 {
     qpx_hybrid_conn_t *conn;
-    uct_ep_params_t params;
     const char *why = NULL;
     ucs_status_t status;
 
@@ -298,16 +321,8 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
         goto decline;
     }
 
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    params.iface      = iface->rc;
-    status = uct_ep_create(&params, &conn->rc_ep);
+    status = qpx_hybrid_rc_ep_create(iface, &conn->rc_ep);
     if (status != UCS_OK) {
-        if (!iface->rc_warned) {
-            ucs_warn("qpx: no RC QP for a peer's promotion (%s): its "
-                     "endpoint stays on DC", ucs_status_string(status));
-            iface->rc_warned = 1;
-        }
-        iface->stats.rc_failures++;
         conn->rc_ep = NULL;
         why = "no RC QP";
         goto decline;
@@ -531,7 +546,6 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
 {
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
     qpx_hybrid_ep_t *victim;
-    uct_ep_params_t params;
     ucs_status_t status;
 
     if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
@@ -552,16 +566,8 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
         return 1;
     }
 
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    params.iface      = iface->rc;
-    status = uct_ep_create(&params, &ep->rc_ep);
+    status = qpx_hybrid_rc_ep_create(iface, &ep->rc_ep);
     if (status != UCS_OK) {
-        if (!iface->rc_warned) {
-            ucs_warn("qpx: no RC QP for a promotion (%s): endpoints stay on "
-                     "DC until one can be had", ucs_status_string(status));
-            iface->rc_warned = 1;
-        }
-        iface->stats.rc_failures++;
         ep->rc_ep  = NULL;
         ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
         qpx_hybrid_ep_cool(ep, ++ep->refusals);
