@@ -620,8 +620,9 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
 
     iface_attr->ep_addr_len = 0;
     /* A busy peer is served at RC's cost; any number of peers at DC's
-     * (max_num_eps stays DC's) */
-    iface_attr->latency     = rc_attr.latency;
+     * (max_num_eps stays DC's): RC's fixed latency, without its growth
+     * with the number of endpoints (RC QPs stay within the pool) */
+    iface_attr->latency.c   = rc_attr.latency.c;
     iface_attr->overhead    = rc_attr.overhead;
     iface_attr->bandwidth   = rc_attr.bandwidth;
     return UCS_OK;
