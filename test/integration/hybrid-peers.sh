@@ -3,7 +3,8 @@
 # one interface reaches 4096 endpoints over 16 interfaces of 4 processes,
 # every endpoint asking for RC at its first operation, with a pool of 64
 # RC QPs: the hub's RC QPs never exceed the pool (its QPs: DCIs + DCT +
-# at most pool + 1), every put and fetch-add checked. A wrong DC key, a
+# at most pool + 1), its RC QPs and DCT share one SRQ (two with
+# UCX_QPX_SHARED_SRQ=n), every put and fetch-add checked. A wrong DC key, a
 # destroyed DCT and a killed peer each fail their endpoint through the
 # error handler, and the healthy peer goes on being served, on DC and with
 # promotion at the first operation (the healthy peer is a passive target:
@@ -14,6 +15,8 @@ tl_setup qpx
 
 tl_peers "4096 eps, pool 64" UCX_QPX_RC_POOL_SIZE=64 UCX_QPX_PROMOTE_THRESH=1 \
     -- -m many -p 4 -i 4 -e 4096
+tl_peers "1024 eps, pool 16, an SRQ per sub-interface" UCX_QPX_RC_POOL_SIZE=16 \
+    UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_SHARED_SRQ=n -- -m many -p 2 -i 2 -e 1024
 fail_env="UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3
           UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=3"
 tl_peers "failures (on DC)" $fail_env -- -m fail

@@ -14,6 +14,8 @@ tl_setup qpx
 tl_integrity "DC only (RC_POOL_SIZE=0)" UCX_QPX_RC_POOL_SIZE=0
 tl_integrity "defaults" 
 tl_integrity "promoted at the first operation" UCX_QPX_PROMOTE_THRESH=1
+tl_integrity "promoted at the first operation, an SRQ per sub-interface" \
+    UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_SHARED_SRQ=n
 tl_integrity "promoted at the first operation, queues of 8" \
     UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_TX_QUEUE_LEN=8 \
     UCX_QPX_DC_TX_QUEUE_LEN=8 UCX_QPX_DC_NUM_DCI=1

@@ -328,6 +328,13 @@ static int run_many(int nprocs, int nifaces, int neps)
                "hub with %d endpoints: %u QPs = %u DCIs + %u DCT + %u RC "
                "(expected %d + 1 + at most %d)", neps, st.num_qp, st.num_dci,
                st.num_dct, st.num_qp_by_type[0], num_dci, max_rc);
+        if (!strcmp(TL, "qpx")) {
+            /* The RC QPs receive from the DCT's SRQ unless told not to */
+            env = getenv("UCX_QPX_SHARED_SRQ");
+            j   = ((env != NULL) && (env[0] == 'n')) ? 2 : 1;
+            report(st.num_srq == (uint32_t)j, "hub: %u SRQs (expected %d: "
+                   "UCX_QPX_SHARED_SRQ=%s)", st.num_srq, j, env ? env : "y");
+        }
         for (p = 0; p < nprocs; ++p) {
             memset(&st, 0, sizeof(st));
             get_stats(pids[p], &st);

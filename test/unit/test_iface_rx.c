@@ -2,7 +2,8 @@
  * Unit tests of base's receive refill (qpx_iface_rx_post, _release, _kept):
  * what each posted WR carries, batching, buffers released after a receive
  * going back as they are, kept ones replaced by fresh ones, a post that
- * fails part-way, and an empty buffer pool. The SRQ is a fake whose
+ * fails part-way, an empty buffer pool, an interface sharing another's SRQ
+ * and buffer pool, and a first fill that fails. The SRQ is a fake whose
  * post_srq_recv records the WRs (ibv_post_srq_recv calls through the
  * context's ops).
  */
@@ -287,6 +288,84 @@ static void test_pool_empty(void **state)
 }
 
 
+/* An interface that shares the owner's SRQ (qpx_iface_rx_share_next): its
+ * first fill posts nothing, what it consumes it refills to the same SRQ,
+ * fresh buffers from the owner's pool (one pool: its limit is shared) */
+static void test_shared_srq(void **state)
+{
+    qpx_iface_t *sharer = calloc(1, sizeof(*sharer));
+    qpx_desc_t *kept[2];
+    unsigned i;
+
+    (void)state;
+    assert_non_null(sharer);
+    sharer->srq                  = &ctx->srq;
+    sharer->rx_owner             = &ctx->iface;
+    sharer->config.seg_size      = TEST_SEG_SIZE;
+    sharer->config.rx_hdr_offset = TEST_HDR_OFF;
+    sharer->rx.batch             = TEST_BATCH;
+    sharer->rx.queue_len         = 16;
+    sharer->rx.available         = 0;
+    sharer->rx.recycled = calloc(TEST_BATCH, sizeof(*sharer->rx.recycled));
+    sharer->rx.wrs      = calloc(TEST_BATCH, sizeof(*sharer->rx.wrs));
+    sharer->rx.sges     = calloc(TEST_BATCH, sizeof(*sharer->rx.sges));
+    for (i = 0; i < TEST_BATCH; ++i) {
+        sharer->rx.sges[i].length = TEST_SEG_SIZE;
+        sharer->rx.wrs[i].sg_list = &sharer->rx.sges[i];
+        sharer->rx.wrs[i].num_sge = 1;
+        sharer->rx.wrs[i].next    = (i + 1 < TEST_BATCH) ?
+                                    &sharer->rx.wrs[i + 1] : NULL;
+    }
+
+    /* the owner fills the SRQ; the sharer's first fill posts nothing */
+    assert_int_equal(qpx_iface_rx_fill(&ctx->iface, "test"), UCS_OK);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
+    assert_int_equal(qpx_iface_rx_fill(sharer, "test"), UCS_OK);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
+
+    /* the sharer's QP received into two buffers and the handlers kept
+     * them: their slots are refilled with fresh buffers, from the owner's
+     * pool, which has none left */
+    kept[0] = test_complete(0);
+    kept[1] = test_complete(1);
+    qpx_iface_rx_kept(sharer);
+    qpx_iface_rx_kept(sharer);
+    assert_int_equal(qpx_iface_rx_post(sharer, sharer->rx.available), 0);
+    assert_int_equal(sharer->rx.available, 2);
+
+    /* one comes back to the owner's pool: the sharer posts it, to the SRQ */
+    ucs_mpool_put((void*)(uintptr_t)ctx->posted[TEST_MAX_BUFS - 1].wr_id);
+    ctx->posted[TEST_MAX_BUFS - 1].wr_id = 0;
+    assert_int_equal(qpx_iface_rx_post(sharer, sharer->rx.available), 1);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS + 1);
+    assert_int_equal(sharer->rx.available, 1);
+    test_check_posted(TEST_MAX_BUFS);
+
+    /* a released buffer goes back to the SRQ as it is */
+    qpx_iface_rx_release(sharer, test_complete(2));
+    assert_int_equal(qpx_iface_rx_post(sharer, sharer->rx.available), 1);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS + 2);
+
+    /* the handlers release what they kept (uct_iface_release_desc) */
+    ucs_mpool_put(kept[0]);
+    ucs_mpool_put(kept[1]);
+    free(sharer->rx.recycled);
+    free(sharer->rx.wrs);
+    free(sharer->rx.sges);
+    free(sharer);
+}
+
+
+/* An owner that cannot post its first fill says so */
+static void test_fill_fails(void **state)
+{
+    (void)state;
+    ctx->fail_at = 0;
+    assert_int_equal(qpx_iface_rx_fill(&ctx->iface, "test"),
+                     UCS_ERR_NO_MEMORY);
+}
+
+
 /* Without an SRQ or a QP there is nowhere to post yet */
 static void test_no_queue(void **state)
 {
@@ -312,6 +391,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_empty, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_no_queue, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_shared_srq, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_fill_fails, test_setup,
                                         test_teardown)
     };
 

@@ -115,6 +115,16 @@ qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
 }
 
 
+/* The SRQ offered to the next interface constructed by this thread */
+static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
+
+
+void qpx_iface_rx_share_next(qpx_iface_t *owner)
+{
+    qpx_iface_rx_share_hint = owner;
+}
+
+
 /* Post up to batch buffers: the recycled ones, then fresh ones */
 static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
 {
@@ -128,7 +138,8 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
         qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
     }
     for (; n < count; ++n) {
-        desc = ucs_mpool_get(&iface->rx_mp);
+        desc = ucs_mpool_get((iface->rx_owner != NULL) ?
+                             &iface->rx_owner->rx_mp : &iface->rx_mp);
         if (desc == NULL) {
             break;
         }
@@ -188,6 +199,17 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
     } while ((n == chunk) && (total < count));
 
     return total;
+}
+
+
+ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
+{
+    if ((iface->rx.available > 0) &&
+        (qpx_iface_rx_post(iface, iface->rx.available) == 0)) {
+        ucs_error("%s: failed to post receive buffers", tl_name);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
 }
 
 
@@ -423,6 +445,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
+    qpx_iface_t *owner;
     int cq_len, flags;
 
     /* Event notification (uct_iface_event_fd_get/arm): one channel for
@@ -471,6 +494,30 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         self->srq = NULL;
         qpx_iface_rx_queue_set(self, dev->attr.max_qp_wr);
         return UCS_OK;
+    }
+
+    owner                   = qpx_iface_rx_share_hint;
+    qpx_iface_rx_share_hint = NULL;
+    if ((owner != NULL) && (owner->srq != NULL) &&
+        (owner->md == self->md) && (owner->port_num == self->port_num) &&
+        (owner->config.seg_size == self->config.seg_size) &&
+        (owner->config.rx_hdr_offset == self->config.rx_hdr_offset) &&
+        (owner->config.rx_payload_offset == self->config.rx_payload_offset) &&
+        (owner->config.rx_headroom == self->config.rx_headroom)) {
+        /* The owner's SRQ: it filled it; what this interface's QPs consume
+         * it refills (qpx_iface_rx_fill posts nothing) */
+        self->srq      = owner->srq;
+        self->rx_owner = owner;
+        qpx_iface_rx_queue_set(self, owner->rx.queue_len);
+        self->rx.available = 0;
+        ucs_debug("qpx iface %p shares srq %p of iface %p", self, self->srq,
+                  owner);
+        return UCS_OK;
+    } else if (owner != NULL) {
+        ucs_debug("qpx iface %p: a receive buffer layout or port of its own "
+                  "(seg %zu hdr %zu against %zu %zu): an SRQ of its own",
+                  self, self->config.seg_size, self->config.rx_hdr_offset,
+                  owner->config.seg_size, owner->config.rx_hdr_offset);
     }
 
     memset(&srq_attr, 0, sizeof(srq_attr));
@@ -570,6 +617,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
     self->rx.qp                     = NULL;
+    self->rx_owner                  = NULL;
 
     status = qpx_iface_rx_wrs_init(self);
     if (status != UCS_OK) {
@@ -652,7 +700,7 @@ err_rx_mp_cleanup:
 err_pool_cleanup:
     qpx_qp_pool_cleanup(&self->qp_pool);
 err_destroy_queues:
-    if (self->srq != NULL) {
+    if ((self->srq != NULL) && (self->rx_owner == NULL)) {
         ibv_destroy_srq(self->srq);
     }
     ibv_destroy_cq(self->recv_cq);
@@ -676,7 +724,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     qpx_qp_pool_cleanup(&self->qp_pool);
 
-    if (self->srq != NULL) {
+    if ((self->srq != NULL) && (self->rx_owner == NULL)) {
         ret = ibv_destroy_srq(self->srq);
         if (ret != 0) {
             ucs_warn("ibv_destroy_srq() failed: %s", strerror(ret));

@@ -176,6 +176,9 @@ struct qpx_iface {
         int                   signal_fd; /* eventfd: "progress me" */
     } event;
     struct ibv_srq            *srq;      /* NULL: receives go to rx.qp */
+    /* Not NULL: srq is this interface's, shared (qpx_iface_rx_share_next),
+     * and fresh receive buffers come from its rx_mp */
+    qpx_iface_t               *rx_owner;
     ucs_mpool_t               rx_mp;
     ucs_mpool_t               tx_mp;
     uct_recv_desc_t           release_desc;
@@ -252,6 +255,22 @@ UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
 /* Post up to count receive buffers to the SRQ (recycled ones first, then
  * fresh ones from rx_mp); returns how many */
 unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
+
+/* The first fill of the receive queue (step 4 above): UCS_ERR_NO_MEMORY,
+ * logged, if nothing could be posted. An interface that shares another's
+ * SRQ posts nothing: the owner filled it, and each consumer refills what
+ * it consumes. */
+ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name);
+
+/*
+ * One SRQ for the QPs of two interfaces of a port (the hybrid's RC QPs and
+ * DCT): the next qpx interface this thread constructs on the same memory
+ * domain and port, with the same receive buffer layout, posts no SRQ of its
+ * own but uses owner's (and owner's buffer pool); its completions stay on
+ * its own CQ. owner must outlive it. NULL cancels. Whether it took it:
+ * iface->rx_owner.
+ */
+void qpx_iface_rx_share_next(qpx_iface_t *owner);
 
 /* Give back the buffer of a receive completion whose payload was not kept:
  * it is reposted as it is with the next batch (due now: posted now) */

@@ -369,9 +369,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                                   IBV_ATOMIC_NONE);
     self->config.caps.events        = config->events;
 
-    if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
-        ucs_error("qpx_dc: failed to post receive buffers");
-        status = UCS_ERR_NO_MEMORY;
+    status = qpx_iface_rx_fill(&self->super, QPX_DC_TL_NAME);
+    if (status != UCS_OK) {
         goto err_destroy_dct;
     }
 

@@ -209,6 +209,7 @@ typedef struct qpx_hybrid_iface_config {
     unsigned           promote_thresh;
     double             promote_window;
     double             switch_timeout;
+    int                shared_srq;
     int                print_stats;
 } qpx_hybrid_iface_config_t;
 

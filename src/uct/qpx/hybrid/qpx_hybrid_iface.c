@@ -11,6 +11,7 @@
 #include "qpx_hybrid.h"
 
 #include <uct/qpx/base/qpx_component.h>
+#include <uct/qpx/base/qpx_iface.h>
 #include <uct/qpx/base/qpx_md.h>
 
 #include <string.h>
@@ -50,6 +51,12 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      "progress in that time leaves the endpoint on its path.",
      ucs_offsetof(qpx_hybrid_iface_config_t, switch_timeout),
      UCS_CONFIG_TYPE_TIME},
+
+    {"SHARED_SRQ", "y",
+     "The RC QPs receive from the DC target's shared receive queue and its "
+     "buffer pool (where their receive buffer layouts agree) instead of an "
+     "SRQ and pool of their own.",
+     ucs_offsetof(qpx_hybrid_iface_config_t, shared_srq), UCS_CONFIG_TYPE_BOOL},
 
     {"PRINT_STATS", "n",
      "Print the qpx transport's promotion statistics to stderr when an "
@@ -339,9 +346,14 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_cleanup;
     }
 
-    /* The hot path is not: without it every endpoint stays on DC */
+    /* The hot path is not: without it every endpoint stays on DC. Its RC
+     * QPs receive from the DCT's SRQ */
+    if (config->shared_srq) {
+        qpx_iface_rx_share_next(ucs_derived_of(self->dc, qpx_iface_t));
+    }
     status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc",
                                        &self->rc_config, &self->rc);
+    qpx_iface_rx_share_next(NULL);
     if (status != UCS_OK) {
         ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on DC",
                  params->mode.device.dev_name, ucs_status_string(status));
@@ -385,6 +397,11 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     qpx_hybrid_iface_event_init(self);
+    if (self->rc != NULL) {
+        ucs_debug("qpx iface %p: RC QPs receive from %s", self,
+                  (ucs_derived_of(self->rc, qpx_iface_t)->rx_owner != NULL) ?
+                  "the DCT's SRQ" : "an SRQ of their own");
+    }
     ucs_debug("qpx iface %p on %s: dc %p rc %p, pool %u, promote after %u "
               "operations in %.3f ms", self, params->mode.device.dev_name,
               self->dc, self->rc, self->config.pool_size,

@@ -446,9 +446,9 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
 
-    if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
-        ucs_error("qpx_rc: failed to post receive buffers");
-        return UCS_ERR_NO_MEMORY;
+    status = qpx_iface_rx_fill(&self->super, QPX_RC_TL_NAME);
+    if (status != UCS_OK) {
+        return status;
     }
 
     /* Endpoints' control words: 256 endpoints per registration */
