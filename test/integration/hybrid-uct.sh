@@ -33,12 +33,19 @@ hybrid_flood() {
     dem=$(echo "$line" | sed -n 's/.*demotions=\([0-9]*\).*/\1/p')
     maxrc=$(grep -o "max_rc_in_use=[0-9]*" "$TL_TMP/out" |
             cut -d= -f2 | sort -n | tail -1)
+    # QPs created: at most the pool (the one qpx_rc makes at open to learn
+    # its caps is among them, reused by the first promotion); the rest of
+    # the promotions reuse QPs through RESET
+    created=$(echo "$line" | sed -n 's/.*qps_created=\([0-9]*\).*/\1/p')
+    reused=$(echo "$line" | sed -n 's/.*qps_reused=\([0-9]*\).*/\1/p')
     if [ -n "$prom" ] && [ "${dem:-0}" -ge "$min_dem" ] &&
-       [ -n "$maxrc" ] && [ "$maxrc" -le "$pool" ]; then
-        qpx_pass "$name: $prom promotions, $dem demotions, at most $maxrc RC QPs in use (pool $pool)"
+       [ -n "$maxrc" ] && [ "$maxrc" -le "$pool" ] &&
+       [ -n "$created" ] && [ "$created" -le "$pool" ] &&
+       [ $((created + reused)) -ge "$prom" ]; then
+        qpx_pass "$name: $prom promotions, $dem demotions, at most $maxrc RC QPs in use (pool $pool), $created QPs created and $reused reuses through RESET"
     else
         grep "qpx stats" "$TL_TMP/out"
-        qpx_fail "$name: promotions '$prom', demotions '$dem' (want >= $min_dem), max RC QPs '$maxrc' (pool $pool)"
+        qpx_fail "$name: promotions '$prom', demotions '$dem' (want >= $min_dem), max RC QPs '$maxrc', QPs created '$created' reused '$reused' (pool $pool)"
     fi
 }
 hybrid_flood "flood, pool of 1" 1 1

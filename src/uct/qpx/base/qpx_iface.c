@@ -232,6 +232,7 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
 
     qp = qpx_qp_pool_get(&iface->qp_pool);
     if (qp != NULL) {
+        iface->qp_pool.reused++;
         *qp_p = qp;
         return UCS_OK;
     }
@@ -241,6 +242,7 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
     if (status != UCS_OK) {
         return status;
     }
+    iface->qp_pool.created++;
 
     if (!iface->qp_caps_granted) {
         /* Every later QP asks for exactly what the first one got */
@@ -260,6 +262,32 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
 
     *qp_p = qp;
     return UCS_OK;
+}
+
+
+unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
+{
+    struct ibv_qp_init_attr attr;
+    struct ibv_qp *qp;
+    unsigned n;
+
+    /* The first QP fixes the granted caps: it is created on demand */
+    if (!iface->qp_caps_granted) {
+        return 0;
+    }
+    for (n = 0; (n < count) &&
+                (iface->qp_pool.count < iface->qp_pool.size); ++n) {
+        attr = iface->qp_init_attr;
+        if (iface->qp_create(iface->md->pd, &iface->md->dev, &attr,
+                             &qp) != UCS_OK) {
+            ucs_debug("qpx iface %p: %u of %u QPs created ahead", iface, n,
+                      count);
+            break;
+        }
+        iface->qp_pool.created++;
+        (void)qpx_qp_pool_add(&iface->qp_pool, qp);
+    }
+    return n;
 }
 
 

@@ -355,6 +355,11 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p);
 /* Give a QP back: RESET and pooled, or destroyed */
 void qpx_iface_qp_put(qpx_iface_t *iface, struct ibv_qp *qp);
 
+/* Create up to count QPs ahead, in RESET, into the pool (as far as it has
+ * room); how many. A creation that fails stops it (logged at debug level:
+ * a later qpx_iface_qp_get() tries again and reports) */
+unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count);
+
 /* qpn -> transport object (endpoint) map */
 ucs_status_t qpx_iface_qp_map_add(qpx_iface_t *iface, uint32_t qp_num,
                                   void *obj);

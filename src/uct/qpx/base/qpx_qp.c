@@ -297,9 +297,11 @@ void qpx_qp_destroy(struct ibv_qp *qp)
 
 ucs_status_t qpx_qp_pool_init(qpx_qp_pool_t *pool, unsigned size)
 {
-    pool->count = 0;
-    pool->size  = size;
-    pool->qps   = NULL;
+    pool->count   = 0;
+    pool->size    = size;
+    pool->qps     = NULL;
+    pool->created = 0;
+    pool->reused  = 0;
     if (size == 0) {
         return UCS_OK;
     }
@@ -331,6 +333,16 @@ struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool)
     }
 
     return pool->qps[--pool->count];
+}
+
+
+int qpx_qp_pool_add(qpx_qp_pool_t *pool, struct ibv_qp *qp)
+{
+    if (pool->count >= pool->size) {
+        return 0;
+    }
+    pool->qps[pool->count++] = qp;
+    return 1;
 }
 
 

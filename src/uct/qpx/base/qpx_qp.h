@@ -55,6 +55,8 @@ typedef struct qpx_qp_pool {
     struct ibv_qp **qps;
     unsigned      count;
     unsigned      size;
+    uint64_t      created;  /* QPs created for its interface, ahead too */
+    uint64_t      reused;   /* QPs it gave out again */
 } qpx_qp_pool_t;
 
 
@@ -106,6 +108,9 @@ void qpx_qp_pool_cleanup(qpx_qp_pool_t *pool);
 
 /* A pooled QP in RESET, or NULL when the pool is empty */
 struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool);
+
+/* Keep a QP just created (RESET): 0 if the pool is full (qp untouched) */
+int qpx_qp_pool_add(qpx_qp_pool_t *pool, struct ibv_qp *qp);
 
 /* Move qp to RESET and keep it; destroy it if the pool is full or the
  * transition fails */

@@ -200,6 +200,8 @@ typedef struct qpx_hybrid_stats {
     uint64_t declined;       /* peers' promotions we refused */
     uint64_t max_rc_in_use;
     uint64_t timeouts;       /* switches given up: the peer did not answer */
+    uint64_t qps_created;    /* RC QPs created (ahead too), at close */
+    uint64_t qps_reused;     /* RC QPs reused through RESET, at close */
 } qpx_hybrid_stats_t;
 
 
@@ -210,6 +212,7 @@ typedef struct qpx_hybrid_iface_config {
     double             promote_window;
     double             switch_timeout;
     int                shared_srq;
+    unsigned           pool_batch;
     int                print_stats;
 } qpx_hybrid_iface_config_t;
 
@@ -254,6 +257,7 @@ struct qpx_hybrid_iface {
         unsigned        promote_thresh;
         uint64_t        promote_window;
         uint64_t        switch_timeout;
+        unsigned        pool_batch;
         int             print_stats;
     } config;
     qpx_hybrid_stats_t  stats;

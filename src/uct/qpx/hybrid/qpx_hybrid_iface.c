@@ -52,6 +52,12 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      ucs_offsetof(qpx_hybrid_iface_config_t, switch_timeout),
      UCS_CONFIG_TYPE_TIME},
 
+    {"RC_POOL_BATCH", "4",
+     "RC QPs created at a time when a promotion finds no QP to reuse: the "
+     "rest wait in RESET for the next promotions (within RC_POOL_SIZE; "
+     "1: one at a time).",
+     ucs_offsetof(qpx_hybrid_iface_config_t, pool_batch), UCS_CONFIG_TYPE_UINT},
+
     {"SHARED_SRQ", "y",
      "The RC QPs receive from the DC target's shared receive queue and its "
      "buffer pool (where their receive buffer layouts agree) instead of an "
@@ -335,6 +341,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.promote_thresh = ucs_max(1, config->promote_thresh);
     self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
     self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
+    self->config.pool_batch     = ucs_max(1, config->pool_batch);
     self->config.print_stats    = config->print_stats;
 
     /* The cold path is required */
@@ -426,19 +433,28 @@ err_cleanup:
 static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
 {
     qpx_hybrid_stats_t *s = &iface->stats;
+    qpx_qp_pool_t *pool;
+
+    if (iface->rc != NULL) {
+        pool           = &ucs_derived_of(iface->rc, qpx_iface_t)->qp_pool;
+        s->qps_created = pool->created;
+        s->qps_reused  = pool->reused;
+    }
 
     ucs_debug("qpx iface %p closing: promotions %lu demotions %lu refused "
               "%lu no_slot %lu rc_failures %lu timeouts %lu accepted %lu "
-              "declined %lu max_rc_in_use %lu", iface, s->promotions,
-              s->demotions, s->refused, s->no_slot, s->rc_failures,
-              s->timeouts, s->accepted, s->declined, s->max_rc_in_use);
+              "declined %lu max_rc_in_use %lu qps_created %lu qps_reused %lu",
+              iface, s->promotions, s->demotions, s->refused, s->no_slot,
+              s->rc_failures, s->timeouts, s->accepted, s->declined,
+              s->max_rc_in_use, s->qps_created, s->qps_reused);
     if (iface->config.print_stats) {
         fprintf(stderr, "qpx stats: promotions=%lu demotions=%lu refused=%lu "
                 "no_slot=%lu rc_failures=%lu timeouts=%lu accepted=%lu "
-                "declined=%lu max_rc_in_use=%lu pool=%u\n", s->promotions,
-                s->demotions, s->refused, s->no_slot, s->rc_failures,
-                s->timeouts, s->accepted, s->declined, s->max_rc_in_use,
-                iface->config.pool_size);
+                "declined=%lu max_rc_in_use=%lu pool=%u qps_created=%lu "
+                "qps_reused=%lu\n", s->promotions, s->demotions, s->refused,
+                s->no_slot, s->rc_failures, s->timeouts, s->accepted,
+                s->declined, s->max_rc_in_use, iface->config.pool_size,
+                s->qps_created, s->qps_reused);
     }
 }
 

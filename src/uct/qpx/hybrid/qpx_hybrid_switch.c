@@ -9,6 +9,8 @@
 
 #include "qpx_hybrid.h"
 
+#include <uct/qpx/base/qpx_iface.h>
+
 #include <string.h>
 
 
@@ -234,6 +236,9 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
     uct_ep_params_t params;
     ucs_status_t status;
 
+    qpx_iface_t *rc_iface = ucs_derived_of(iface->rc, qpx_iface_t);
+    unsigned room;
+
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     params.iface      = iface->rc;
     status = uct_ep_create(&params, ep_p);
@@ -244,8 +249,19 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
             iface->rc_warned = 1;
         }
         iface->stats.rc_failures++;
+        return status;
     }
-    return status;
+
+    /* Its QP was created, none waited in RESET: the next ones of the batch
+     * are created now, within the pool, unless QPs ran out before */
+    room = (iface->config.pool_size > iface->rc_in_use + 1) ?
+           iface->config.pool_size - iface->rc_in_use - 1 : 0;
+    if ((rc_iface->qp_pool.count == 0) && !iface->rc_warned) {
+        (void)qpx_iface_qp_prefill(rc_iface,
+                                   ucs_min(iface->config.pool_batch - 1,
+                                           room));
+    }
+    return UCS_OK;
 }
 
 
