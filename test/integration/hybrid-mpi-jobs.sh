@@ -2,7 +2,8 @@
 # Open MPI jobs over the hybrid qpx transport alone (UCX_TLS=qpx,self),
 # oversubscribed (the machine may have 2 cores), every result checked:
 # - MPI_Alltoall on 8 ranks, 1 MiB blocks, with a pool of 4 RC QPs per rank
-#   for 7 peers: endpoints promoted, refused and demoted all along;
+#   for 7 peers: endpoints promoted, refused and demoted all along; and
+#   64 KiB blocks with qpx_ud as the cold path;
 # - a halo exchange (qpx_mpi_halo: 2K ring neighbours hot, an all-to-all of
 #   small values every tenth iteration cold) on 8 and 16 ranks;
 # and the statistics each rank prints at exit must show promotions.
@@ -44,6 +45,9 @@ job() {
 
 job "alltoall, 8 ranks, pool of 4" 8 "ALLTOALL OK" "$a2a_prog" 30 1048576 -- \
     UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s UCX_QPX_RC_POOL_SIZE=4
+job "alltoall, 8 ranks, UD cold path, pool of 4" 8 "ALLTOALL OK" "$a2a_prog" 20 65536 -- \
+    UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s \
+    UCX_QPX_RC_POOL_SIZE=4
 job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
     UCX_QPX_PROMOTE_THRESH=16
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \

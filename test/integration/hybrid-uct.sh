@@ -20,12 +20,12 @@ tl_integrity "promoted at the first operation, queues of 8" \
     UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_TX_QUEUE_LEN=8 \
     UCX_QPX_DC_TX_QUEUE_LEN=8 UCX_QPX_DC_NUM_DCI=1
 
-# hybrid_flood NAME POOL MIN_DEMOTIONS
+# hybrid_flood NAME POOL MIN_DEMOTIONS [ENV...]
 hybrid_flood() {
     name=$1 pool=$2 min_dem=$3
+    shift 3
     tl_flood "$name" UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=$pool \
-        UCX_QPX_SWITCH_TIMEOUT=1s \
-        UCX_QPX_PRINT_STATS=y
+        UCX_QPX_SWITCH_TIMEOUT=1s UCX_QPX_PRINT_STATS=y "$@"
     grep -q "^PASS: every message" "$TL_TMP/out" || return
     # The sender's line: it promotes (the receiver accepts)
     line=$(grep "qpx stats:.*promotions=[1-9]" "$TL_TMP/out" | head -1)
@@ -51,6 +51,16 @@ hybrid_flood() {
 hybrid_flood "flood, pool of 1" 1 1
 hybrid_flood "flood, pool of 2" 2 1
 hybrid_flood "flood, pool of 64" 64 0
+
+# qpx_ud as the cold path (where a device has no DC; forced here): the
+# operations it offers (active messages), and the flood with 5% of the UD
+# datagrams lost, promotions and demotions under way
+tl_integrity "UD cold path" UCX_QPX_COLD_TL=ud
+tl_integrity "UD cold path, promoted at the first operation" \
+    UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=1
+UD_COLD="UCX_QPX_COLD_TL=ud SOFTVERBS_UD_DROP=0.05"
+hybrid_flood "UD cold path, 5% loss, flood, pool of 2" 2 0 $UD_COLD
+hybrid_flood "UD cold path, 5% loss, flood, pool of 64" 64 0 $UD_COLD
 
 # Degrade instead of fail: a registry of its own (the limit is host-wide)
 # with room for the DC QPs and a few RC QPs only. Every endpoint asks for

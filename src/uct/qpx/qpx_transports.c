@@ -11,9 +11,9 @@
 
 extern uct_tl_t qpx_rc_tl;
 extern uct_tl_t qpx_ud_tl;
+extern uct_tl_t qpx_hybrid_tl;
 #ifdef HAVE_MLX5DV
 extern uct_tl_t qpx_dc_tl;
-extern uct_tl_t qpx_hybrid_tl;
 #endif
 
 
@@ -22,7 +22,7 @@ uct_tl_t *const qpx_transports[] = {
     &qpx_ud_tl,
 #ifdef HAVE_MLX5DV
     &qpx_dc_tl,
-    &qpx_hybrid_tl,
 #endif
+    &qpx_hybrid_tl,
     NULL
 };

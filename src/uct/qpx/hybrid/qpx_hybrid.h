@@ -121,8 +121,8 @@ typedef struct qpx_hybrid_ep {
     /* Where a send goes now: path_ep, or NULL while the endpoint holds its
      * sends (a switch under way, requests pending): one load decides */
     uct_ep_h        tx_ep;
-    uct_ep_h        path_ep;     /* dc_ep or rc_ep */
-    uct_ep_h        dc_ep;
+    uct_ep_h        path_ep;     /* cold_ep or rc_ep */
+    uct_ep_h        cold_ep;
     uct_ep_h        rc_ep;       /* PROMOTING, HOT, DEMOTING */
     uint64_t        tx_count;    /* operations in the window */
     uint64_t        promote_at;  /* tx_count at which to look again */
@@ -205,6 +205,15 @@ typedef struct qpx_hybrid_stats {
 } qpx_hybrid_stats_t;
 
 
+/* The cold path's transport (UCX_QPX_COLD_TL) */
+typedef enum {
+    QPX_HYBRID_COLD_AUTO,   /* qpx_dc where the device has DC, else qpx_ud */
+    QPX_HYBRID_COLD_DC,
+    QPX_HYBRID_COLD_UD,
+    QPX_HYBRID_COLD_LAST
+} qpx_hybrid_cold_tl_t;
+
+
 typedef struct qpx_hybrid_iface_config {
     uct_iface_config_t super;
     size_t             pool_size;     /* UCS_ULUNITS_AUTO: auto */
@@ -213,15 +222,17 @@ typedef struct qpx_hybrid_iface_config {
     double             switch_timeout;
     int                shared_srq;
     unsigned           pool_batch;
+    int                cold_tl;       /* qpx_hybrid_cold_tl_t */
     int                print_stats;
 } qpx_hybrid_iface_config_t;
 
 
 struct qpx_hybrid_iface {
     uct_base_iface_t    super;
-    uct_iface_h         dc;          /* the cold path */
+    uct_iface_h         cold;        /* the cold path: qpx_dc, or qpx_ud */
     uct_iface_h         rc;          /* the hot path, NULL: none (degraded) */
-    uct_iface_config_t  *dc_config;
+    uct_iface_config_t  *cold_config;
+    const char          *cold_tl;    /* "qpx_dc" or "qpx_ud" */
     uct_iface_config_t  *rc_config;
     uct_am_callback_t   stub_am;     /* UCT's handler of an unset id */
     qpx_ep_table_t      eps;         /* qpx_hybrid_ep_t by id */
@@ -238,7 +249,7 @@ struct qpx_hybrid_iface {
     unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
     uint64_t            tick;        /* operations so far: the LRU clock */
     unsigned            progress_calls;
-    unsigned            dc_idle;     /* progress calls DC had nothing */
+    unsigned            cold_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
     int                 epfd;        /* over the sub-interfaces' event fds,

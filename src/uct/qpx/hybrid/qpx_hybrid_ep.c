@@ -135,14 +135,14 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     dc_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                            UCT_EP_PARAM_FIELD_DEV_ADDR |
                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    dc_params.iface      = iface->dc;
+    dc_params.iface      = iface->cold;
     dc_params.dev_addr   = params->dev_addr;
     dc_params.iface_addr = params->iface_addr;
     if (params->field_mask & UCT_EP_PARAM_FIELD_PATH_INDEX) {
         dc_params.field_mask |= UCT_EP_PARAM_FIELD_PATH_INDEX;
         dc_params.path_index  = params->path_index;
     }
-    status = uct_ep_create(&dc_params, &self->dc_ep);
+    status = uct_ep_create(&dc_params, &self->cold_ep);
     if (status != UCS_OK) {
         return status;
     }
@@ -153,8 +153,8 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     }
 
     self->rc_ep     = NULL;
-    self->path_ep   = self->dc_ep;
-    self->tx_ep     = self->dc_ep;
+    self->path_ep   = self->cold_ep;
+    self->tx_ep     = self->cold_ep;
     self->last_used = iface->tick;
     self->hold_start = 0;
     self->peer_addr = NULL;
@@ -166,12 +166,12 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     ucs_list_head_init(&self->pending);
     ucs_list_add_tail(&iface->ep_list, &self->list);
     qpx_hybrid_ep_cool(self, 0);
-    qpx_hybrid_owner_set(iface, self->dc_ep, self, QPX_HYBRID_OWNER_EP);
-    ucs_debug("qpx ep %p id 0x%x: dc ep %p", self, self->id, self->dc_ep);
+    qpx_hybrid_owner_set(iface, self->cold_ep, self, QPX_HYBRID_OWNER_EP);
+    ucs_debug("qpx ep %p id 0x%x: cold ep %p", self, self->id, self->cold_ep);
     return UCS_OK;
 
 err_destroy_dc:
-    uct_ep_destroy(self->dc_ep);
+    uct_ep_destroy(self->cold_ep);
     return status;
 }
 
@@ -208,8 +208,8 @@ UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_ep_t)
         iface->rc_in_use--;
     }
     free(self->peer_addr);
-    qpx_hybrid_owner_del(iface, self->dc_ep);
-    uct_ep_destroy(self->dc_ep);
+    qpx_hybrid_owner_del(iface, self->cold_ep);
+    uct_ep_destroy(self->cold_ep);
     qpx_ep_table_remove(&iface->eps, self->id);
     ucs_debug("qpx ep %p id 0x%x destroyed", self, self->id);
 }
@@ -340,8 +340,8 @@ ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if ((ep->rc_ep != NULL) && (ep->rc_ep != ep->path_ep)) {
             (void)uct_ep_flush(ep->rc_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
         }
-        if (ep->dc_ep != ep->path_ep) {
-            (void)uct_ep_flush(ep->dc_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
+        if (ep->cold_ep != ep->path_ep) {
+            (void)uct_ep_flush(ep->cold_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
         }
         return uct_ep_flush(ep->path_ep, flags, comp);
     }

@@ -19,7 +19,17 @@
 #include <unistd.h>
 
 
+#ifdef HAVE_MLX5DV
 extern uct_tl_t qpx_dc_tl;
+#endif
+
+
+static const char *qpx_hybrid_cold_tl_names[] = {
+    [QPX_HYBRID_COLD_AUTO] = "auto",
+    [QPX_HYBRID_COLD_DC]   = "dc",
+    [QPX_HYBRID_COLD_UD]   = "ud",
+    [QPX_HYBRID_COLD_LAST] = NULL
+};
 
 
 static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
@@ -57,6 +67,15 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      "rest wait in RESET for the next promotions (within RC_POOL_SIZE; "
      "1: one at a time).",
      ucs_offsetof(qpx_hybrid_iface_config_t, pool_batch), UCS_CONFIG_TYPE_UINT},
+
+    {"COLD_TL", "auto",
+     "The cold path's transport, every endpoint's before it is promoted:\n"
+     " auto - qpx_dc where the device has DC (mlx5), else qpx_ud\n"
+     " dc   - qpx_dc (the interface does not open without DC)\n"
+     " ud   - qpx_ud (its reliability in software; active messages only, "
+     "so UCP emulates RMA and atomics over them)",
+     ucs_offsetof(qpx_hybrid_iface_config_t, cold_tl),
+     UCS_CONFIG_TYPE_ENUM(qpx_hybrid_cold_tl_names)},
 
     {"SHARED_SRQ", "y",
      "The RC QPs receive from the DC target's shared receive queue and its "
@@ -191,7 +210,7 @@ static void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self)
     const uint64_t need = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                           UCT_IFACE_FLAG_EVENT_RECV |
                           UCT_IFACE_FLAG_EVENT_FD;
-    uct_iface_h subs[2] = {self->dc, self->rc};
+    uct_iface_h subs[2] = {self->cold, self->rc};
     struct epoll_event ev;
     uct_iface_attr_t attr;
     uint64_t flags = UINT64_MAX;
@@ -264,11 +283,43 @@ ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
         !ucs_list_is_empty(&iface->pending_eps)) {
         return UCS_ERR_BUSY;
     }
-    status = uct_iface_event_arm(iface->dc, events);
+    status = uct_iface_event_arm(iface->cold, events);
     if ((status != UCS_OK) || (iface->rc == NULL)) {
         return status;
     }
     return uct_iface_event_arm(iface->rc, events);
+}
+
+
+/* The cold path's transport: qpx_dc if asked, or with auto where the
+ * device offers it (qpx_dc lists it), else qpx_ud */
+static const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl)
+{
+#ifdef HAVE_MLX5DV
+    uct_tl_device_resource_t *devs;
+    unsigned num_devs;
+    int has_dc;
+
+    if (cold_tl == QPX_HYBRID_COLD_DC) {
+        return "qpx_dc";
+    }
+    if (cold_tl == QPX_HYBRID_COLD_AUTO) {
+        devs     = NULL;
+        num_devs = 0;
+        has_dc   = (qpx_dc_tl.query_devices(md, &devs, &num_devs) == UCS_OK) &&
+                   (num_devs > 0);
+        free(devs); /* base's list (calloc) */
+        if (has_dc) {
+            return "qpx_dc";
+        }
+    }
+#else
+    if (cold_tl == QPX_HYBRID_COLD_DC) {
+        ucs_debug("qpx: built without mlx5 direct verbs: qpx_ud is the cold "
+                  "path");
+    }
+#endif
+    return "qpx_ud";
 }
 
 
@@ -312,15 +363,15 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                               params, tl_config);
 
     self->stub_am   = self->super.am[QPX_HYBRID_AM_ID_CTL].cb;
-    self->dc        = NULL;
+    self->cold        = NULL;
     self->rc        = NULL;
-    self->dc_config = NULL;
+    self->cold_config = NULL;
     self->rc_config = NULL;
     self->dispatch_ep = NULL;
     self->rc_in_use = 0;
     self->tick      = 0;
     self->progress_calls = 0;
-    self->dc_idle   = 0;
+    self->cold_idle   = 0;
     self->rc_idle   = 0;
     self->rc_warned = 0;
     memset(&self->stats, 0, sizeof(self->stats));
@@ -345,49 +396,55 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.print_stats    = config->print_stats;
 
     /* The cold path is required */
-    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_dc",
-                                       &self->dc_config, &self->dc);
+    self->cold_tl = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
+    status = qpx_hybrid_iface_open_sub(self, md, worker, params,
+                                       self->cold_tl, &self->cold_config,
+                                       &self->cold);
     if (status != UCS_OK) {
-        ucs_error("qpx: %s: no DC interface (%s)",
-                  params->mode.device.dev_name, ucs_status_string(status));
+        ucs_error("qpx: %s: no %s interface for the cold path (%s)",
+                  params->mode.device.dev_name, self->cold_tl,
+                  ucs_status_string(status));
         goto err_cleanup;
     }
 
-    /* The hot path is not: without it every endpoint stays on DC. Its RC
-     * QPs receive from the DCT's SRQ */
-    if (config->shared_srq) {
-        qpx_iface_rx_share_next(ucs_derived_of(self->dc, qpx_iface_t));
+    /* The hot path is not: without it every endpoint stays on the cold
+     * one. Its RC QPs receive from the DCT's SRQ (a UD QP has a layout of
+     * its own: GRH and header) */
+    if (config->shared_srq && !strcmp(self->cold_tl, "qpx_dc")) {
+        qpx_iface_rx_share_next(ucs_derived_of(self->cold, qpx_iface_t));
     }
     status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc",
                                        &self->rc_config, &self->rc);
     qpx_iface_rx_share_next(NULL);
     if (status != UCS_OK) {
-        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on DC",
-                 params->mode.device.dev_name, ucs_status_string(status));
+        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on %s",
+                 params->mode.device.dev_name, ucs_status_string(status),
+                 self->cold_tl);
         self->rc = NULL;
         self->stats.rc_failures++;
     } else if (self->config.pool_size == 0) {
-        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on DC");
+        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
+                  self->cold_tl);
     }
 
-    status = uct_iface_get_device_address(self->dc,
+    status = uct_iface_get_device_address(self->cold,
                                           (uct_device_addr_t*)self->addr.dev);
     if (status != UCS_OK) {
         goto err_close;
     }
-    status = uct_iface_get_address(self->dc,
+    status = uct_iface_get_address(self->cold,
                                    (uct_iface_addr_t*)self->addr.iface);
     if (status != UCS_OK) {
         goto err_close;
     }
-    status = uct_iface_query(self->dc, &attr);
+    status = uct_iface_query(self->cold, &attr);
     if (status != UCS_OK) {
         goto err_close;
     }
     if ((attr.device_addr_len > QPX_HYBRID_ADDR_MAX) ||
         (attr.iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
-        ucs_error("qpx: DC addresses of %zu/%zu bytes exceed %d",
-                  attr.device_addr_len, attr.iface_addr_len,
+        ucs_error("qpx: %s addresses of %zu/%zu bytes exceed %d",
+                  self->cold_tl, attr.device_addr_len, attr.iface_addr_len,
                   QPX_HYBRID_ADDR_MAX);
         status = UCS_ERR_UNSUPPORTED;
         goto err_close;
@@ -409,9 +466,9 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                   (ucs_derived_of(self->rc, qpx_iface_t)->rx_owner != NULL) ?
                   "the DCT's SRQ" : "an SRQ of their own");
     }
-    ucs_debug("qpx iface %p on %s: dc %p rc %p, pool %u, promote after %u "
-              "operations in %.3f ms", self, params->mode.device.dev_name,
-              self->dc, self->rc, self->config.pool_size,
+    ucs_debug("qpx iface %p on %s: cold %s %p rc %p, pool %u, promote after "
+              "%u operations in %.3f ms", self, params->mode.device.dev_name,
+              self->cold_tl, self->cold, self->rc, self->config.pool_size,
               self->config.promote_thresh, config->promote_window * 1e3);
     return UCS_OK;
 
@@ -420,8 +477,8 @@ err_close:
         uct_iface_close(self->rc);
         uct_config_release(self->rc_config);
     }
-    uct_iface_close(self->dc);
-    uct_config_release(self->dc_config);
+    uct_iface_close(self->cold);
+    uct_config_release(self->cold_config);
 err_cleanup:
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);
@@ -506,8 +563,8 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
         uct_iface_close(self->rc);
         uct_config_release(self->rc_config);
     }
-    uct_iface_close(self->dc);
-    uct_config_release(self->dc_config);
+    uct_iface_close(self->cold);
+    uct_config_release(self->cold_config);
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);
     qpx_ep_table_cleanup(&self->eps);
@@ -559,7 +616,7 @@ unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface)
     unsigned calls            = ++iface->progress_calls;
     unsigned count;
 
-    count = qpx_hybrid_iface_poll(iface->dc, &iface->dc_idle, calls);
+    count = qpx_hybrid_iface_poll(iface->cold, &iface->cold_idle, calls);
     if (iface->rc_in_use != 0) {
         count += qpx_hybrid_iface_poll(iface->rc, &iface->rc_idle, calls);
     }
@@ -604,7 +661,7 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
     ucs_status_t status;
     uint64_t drop;
 
-    status = uct_iface_query(iface->dc, iface_attr);
+    status = uct_iface_query(iface->cold, iface_attr);
     if (status != UCS_OK) {
         return status;
     }
@@ -667,7 +724,7 @@ ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
 
-    return uct_iface_get_device_address(iface->dc, addr);
+    return uct_iface_get_device_address(iface->cold, addr);
 }
 
 
@@ -676,7 +733,7 @@ ucs_status_t qpx_hybrid_iface_get_address(uct_iface_h tl_iface,
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
 
-    return uct_iface_get_address(iface->dc, addr);
+    return uct_iface_get_address(iface->cold, addr);
 }
 
 
@@ -686,7 +743,7 @@ int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
 
-    return uct_iface_is_reachable(iface->dc, dev_addr, iface_addr);
+    return uct_iface_is_reachable(iface->cold, dev_addr, iface_addr);
 }
 
 
@@ -713,20 +770,20 @@ ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
 
     if (comp != NULL) {
         if (iface->rc == NULL) {
-            return uct_iface_flush(iface->dc, flags, comp);
+            return uct_iface_flush(iface->cold, flags, comp);
         }
         rc_status = uct_iface_flush(iface->rc, flags, NULL);
         if (rc_status == UCS_OK) {
-            return uct_iface_flush(iface->dc, flags, comp);
+            return uct_iface_flush(iface->cold, flags, comp);
         }
-        dc_status = uct_iface_flush(iface->dc, flags, NULL);
+        dc_status = uct_iface_flush(iface->cold, flags, NULL);
         if (dc_status == UCS_OK) {
             return uct_iface_flush(iface->rc, flags, comp);
         }
         return UCS_ERR_NO_RESOURCE;
     }
 
-    dc_status = uct_iface_flush(iface->dc, flags, NULL);
+    dc_status = uct_iface_flush(iface->cold, flags, NULL);
     rc_status = (iface->rc == NULL) ? UCS_OK :
                 uct_iface_flush(iface->rc, flags, NULL);
     if (UCS_STATUS_IS_ERR(dc_status) && (dc_status != UCS_ERR_NO_RESOURCE)) {
@@ -745,7 +802,7 @@ ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags)
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
     ucs_status_t status;
 
-    status = uct_iface_fence(iface->dc, flags);
+    status = uct_iface_fence(iface->cold, flags);
     if ((status == UCS_OK) && (iface->rc != NULL)) {
         status = uct_iface_fence(iface->rc, flags);
     }
@@ -753,12 +810,13 @@ ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags)
 }
 
 
-/* The devices where DC is offered: the cold path needs it */
+/* Every active port: the cold path is qpx_dc where the device has DC,
+ * else qpx_ud */
 static ucs_status_t qpx_hybrid_query_devices(uct_md_h md,
                                              uct_tl_device_resource_t **devs_p,
                                              unsigned *num_devs_p)
 {
-    return qpx_dc_tl.query_devices(md, devs_p, num_devs_p);
+    return qpx_iface_query_devices(md, devs_p, num_devs_p);
 }
 
 

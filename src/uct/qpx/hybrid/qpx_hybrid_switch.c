@@ -99,7 +99,7 @@ void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface->dc;
+    params.iface      = iface->cold;
     params.dev_addr   = dev_addr;
     params.iface_addr = iface_addr;
     status = uct_ep_create(&params, &ep);
@@ -214,7 +214,7 @@ static ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface->dc;
+    params.iface      = iface->cold;
     params.dev_addr   = qpx_hybrid_ctl_dev_addr(msg);
     params.iface_addr = qpx_hybrid_ctl_iface_addr(msg);
     status = uct_ep_create(&params, ep_p);
@@ -622,7 +622,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
     case QPX_HYBRID_EP_PROMOTING:
         if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
             /* The last message on DC before the switch */
-            status = qpx_hybrid_ctl_send(iface, ep->dc_ep,
+            status = qpx_hybrid_ctl_send(iface, ep->cold_ep,
                                          QPX_HYBRID_CTL_PROMOTE_REQ, ep->id,
                                          QPX_EP_ID_NULL, ep->serial,
                                          ep->rc_ep);
@@ -634,7 +634,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
             /* DC's operations complete before RC's start (fence, flush) */
-            status = uct_ep_flush(ep->dc_ep, 0, NULL);
+            status = uct_ep_flush(ep->cold_ep, 0, NULL);
             if (status != UCS_OK) {
                 return 0;
             }
@@ -678,7 +678,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             ep->rc_ep     = NULL;
             ep->peer_conn = QPX_EP_ID_NULL;
             ep->state     = QPX_HYBRID_EP_COLD;
-            ep->path_ep   = ep->dc_ep;
+            ep->path_ep   = ep->cold_ep;
             ep->flags    &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
             iface->stats.demotions++;
             qpx_hybrid_ep_cool(ep, 0);
