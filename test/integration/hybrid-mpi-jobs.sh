@@ -6,7 +6,8 @@
 #   64 KiB blocks with qpx_ud as the cold path;
 # - a halo exchange (qpx_mpi_halo: 2K ring neighbours hot, an all-to-all of
 #   small values every tenth iteration cold) on 8 and 16 ranks;
-# and the statistics each rank prints at exit must show promotions.
+# and the statistics each rank prints at exit must show promotions;
+# - a QP limit the job survives on the cold path (rc_verbs shown beside).
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/ud-common.sh"
 command -v mpirun >/dev/null || qpx_skip_all "mpirun not installed"
@@ -52,4 +53,31 @@ job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
     UCX_QPX_PROMOTE_THRESH=16
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \
     UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_RC_POOL_SIZE=8
+# Degrade instead of fail: a registry of its own with 48 QPs for 8 ranks,
+# the QPs each rank's qpx interface opens with (4 DCIs, a DCT, qpx_rc's
+# first QP), none left for promotions. The job completes, every byte
+# checked, with one warning per rank and no error; UCX's rc_verbs,ud_verbs
+# under the same limit is shown beside it (not counted).
+lim_shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-hybrid-lim-$$
+lim_env="SOFTVERBS_SHM=$lim_shm SOFTVERBS_MAX_QP=48 UCX_QPX_DC_NUM_DCI=4"
+rm -f "$lim_shm"
+out=$(ud_run env UCX_TLS=qpx,self UCX_NET_DEVICES=softverbs0:1 $lim_env \
+      UCX_QPX_PROMOTE_THRESH=4 timeout 300 mpirun $QPX_MPIRUN_ARGS -np 8 \
+      "$a2a_prog" 20 65536 2>&1)
+rc=$?
+errors=$(echo "$out" | grep -c "UCX  ERROR")
+warns=$(echo "$out" | grep -c "UCX  WARN")
+if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK" && [ "$errors" -eq 0 ] &&
+   [ "$warns" -le 8 ]; then
+    qpx_pass "QP limit 48 for 8 ranks: all-to-all over qpx completes on DC, data checked, $warns warnings ($(echo "$out" | grep -m1 "UCX  WARN" | sed 's/.*UCX  WARN  //'))"
+else
+    qpx_fail "QP limit 48 for 8 ranks over qpx: exit $rc, $errors errors, $warns warnings"
+    echo "$out" | grep -v "^softverbs" | tail -n 10
+fi
+rm -f "$lim_shm"
+out=$(ud_run env UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=softverbs0:1 \
+      $lim_env UCX_WARN_UNUSED_ENV_VARS=n timeout 300 mpirun $QPX_MPIRUN_ARGS \
+      -np 8 "$a2a_prog" 20 65536 2>&1)
+echo "(rc_verbs,ud_verbs under the same limit, not counted: exit $?, $(echo "$out" | grep -m1 "UCX  ERROR" | sed 's/.*UCX  ERROR //'))"
+rm -f "$lim_shm"
 qpx_finish

@@ -237,8 +237,10 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
         return UCS_OK;
     }
 
-    attr   = iface->qp_init_attr;
+    attr                   = iface->qp_init_attr;
+    qpx_qp_exhausted_level = iface->qp_exhausted_level;
     status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
+    qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
     if (status != UCS_OK) {
         return status;
     }
@@ -268,6 +270,7 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
 unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
 {
     struct ibv_qp_init_attr attr;
+    ucs_status_t status;
     struct ibv_qp *qp;
     unsigned n;
 
@@ -277,9 +280,12 @@ unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
     }
     for (n = 0; (n < count) &&
                 (iface->qp_pool.count < iface->qp_pool.size); ++n) {
-        attr = iface->qp_init_attr;
-        if (iface->qp_create(iface->md->pd, &iface->md->dev, &attr,
-                             &qp) != UCS_OK) {
+        /* Ahead of need: a QP the device has no room for is no error */
+        attr                   = iface->qp_init_attr;
+        qpx_qp_exhausted_level = UCS_LOG_LEVEL_DEBUG;
+        status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
+        qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
+        if (status != UCS_OK) {
             ucs_debug("qpx iface %p: %u of %u QPs created ahead", iface, n,
                       count);
             break;
@@ -584,6 +590,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
     size_t rx_headroom, seg_size;
+    void *desc;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
@@ -644,6 +651,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
+    self->qp_exhausted_level        = UCS_LOG_LEVEL_ERROR;
     self->rx.qp                     = NULL;
     self->rx_owner                  = NULL;
 
@@ -717,12 +725,27 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         goto err_rx_mp_cleanup;
     }
 
+    /* The first chunk of send buffers now: an interface whose memory cannot
+     * be registered (the device's MR limit) fails to open with that error,
+     * instead of refusing every send later with no end (UCP retries a
+     * UCS_ERR_NO_RESOURCE for ever) */
+    desc = ucs_mpool_get(&self->tx_mp);
+    if (desc == NULL) {
+        ucs_error("qpx iface %s:%d: no send buffer could be allocated and "
+                  "registered", self->md->dev.name, self->port_num);
+        status = UCS_ERR_NO_MEMORY;
+        goto err_tx_mp_cleanup;
+    }
+    ucs_mpool_put(desc);
+
     ucs_debug("qpx iface %p %s:%d seg %zu rx hdr %zu payload %zu headroom "
               "%zu srq %u", self, self->md->dev.name, self->port_num,
               self->config.seg_size, self->config.rx_hdr_offset,
               self->config.rx_payload_offset, rx_headroom, self->rx.queue_len);
     return UCS_OK;
 
+err_tx_mp_cleanup:
+    ucs_mpool_cleanup(&self->tx_mp, 1);
 err_rx_mp_cleanup:
     ucs_mpool_cleanup(&self->rx_mp, 1);
 err_pool_cleanup:

@@ -195,6 +195,9 @@ struct qpx_iface {
     khash_t(qpx_qp_map)       qp_map;
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
+    /* How a QP the device has no room for is logged (qpx_qp_exhausted_level):
+     * error, unless the transport's user degrades and says so itself */
+    ucs_log_level_t           qp_exhausted_level;
     struct {
         struct ibv_qp         *qp;       /* without an SRQ: the QP whose
                                             receive queue is refilled */

@@ -99,6 +99,9 @@ static struct ibv_qp *qpx_qp_verbs_create(struct ibv_pd *pd,
 }
 
 
+__thread ucs_log_level_t qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
+
+
 ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
                            struct ibv_qp **qp_p)
@@ -127,10 +130,12 @@ ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
         }
 
         if (errno != EINVAL) {
-            ucs_error("create qp (%s, send_wr %u sge %u inline %u) "
-                      "failed: %m", qpx_qp_type_str(attr.qp_type),
-                      attr.cap.max_send_wr, attr.cap.max_send_sge,
-                      attr.cap.max_inline_data);
+            ucs_log(((errno == ENOMEM) || (errno == EAGAIN)) ?
+                    qpx_qp_exhausted_level : UCS_LOG_LEVEL_ERROR,
+                    "create qp (%s, send_wr %u sge %u inline %u) "
+                    "failed: %m", qpx_qp_type_str(attr.qp_type),
+                    attr.cap.max_send_wr, attr.cap.max_send_sge,
+                    attr.cap.max_inline_data);
             return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         }
 

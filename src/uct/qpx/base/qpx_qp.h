@@ -75,6 +75,13 @@ typedef struct ibv_qp *(*qpx_qp_create_func_t)(struct ibv_pd *pd,
                                                struct ibv_qp_init_attr *attr,
                                                void *arg);
 
+/* The level qpx_qp_create*() log a QP the device has no room or memory for
+ * (ENOMEM, EAGAIN) in this thread: error by default; a caller that takes
+ * that as a normal outcome and says so itself lowers it around the call
+ * (qpx_iface_qp_get does, for an interface whose qp_exhausted_level is
+ * lower) */
+extern __thread ucs_log_level_t qpx_qp_exhausted_level;
+
 /* qpx_qp_create() with another way to create (ibv_create_qp there) */
 ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
                                 struct ibv_qp_init_attr *init_attr,

@@ -252,6 +252,11 @@ struct qpx_hybrid_iface {
     unsigned            cold_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
+    /* After an RC endpoint could not be created (no QP, CQ or memory
+     * registration left): none is tried before rc_retry_at, the wait
+     * doubling from 100 ms to 10 s while it keeps failing */
+    uint64_t            rc_retry_at;
+    uint64_t            rc_backoff;
     int                 epfd;        /* over the sub-interfaces' event fds,
                                         -1: no events */
     uint64_t            event_flags; /* what both sub-interfaces offer */

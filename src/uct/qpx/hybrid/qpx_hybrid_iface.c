@@ -374,6 +374,8 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->cold_idle   = 0;
     self->rc_idle   = 0;
     self->rc_warned = 0;
+    self->rc_retry_at = 0;
+    self->rc_backoff  = 0;
     memset(&self->stats, 0, sizeof(self->stats));
     qpx_ep_table_init(&self->eps);
     qpx_ep_table_init(&self->conns);
@@ -422,9 +424,15 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                  self->cold_tl);
         self->rc = NULL;
         self->stats.rc_failures++;
-    } else if (self->config.pool_size == 0) {
-        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
-                  self->cold_tl);
+    } else {
+        /* An RC QP the device has no room for leaves an endpoint on the
+         * cold path: said once, as a warning, by the hybrid */
+        ucs_derived_of(self->rc, qpx_iface_t)->qp_exhausted_level =
+                UCS_LOG_LEVEL_DEBUG;
+        if (self->config.pool_size == 0) {
+            ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
+                      self->cold_tl);
+        }
     }
 
     status = uct_iface_get_device_address(self->cold,

@@ -237,7 +237,12 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
     ucs_status_t status;
 
     qpx_iface_t *rc_iface = ucs_derived_of(iface->rc, qpx_iface_t);
+    uint64_t now          = qpx_hybrid_time_ns();
     unsigned room;
+
+    if (now < iface->rc_retry_at) {
+        return UCS_ERR_NO_RESOURCE; /* the last one failed a moment ago */
+    }
 
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
     params.iface      = iface->rc;
@@ -245,12 +250,18 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
     if (status != UCS_OK) {
         if (!iface->rc_warned) {
             ucs_warn("qpx: no RC QP for a promotion (%s): endpoints stay on "
-                     "DC until one can be had", ucs_status_string(status));
+                     "%s until one can be had", ucs_status_string(status),
+                     iface->cold_tl);
             iface->rc_warned = 1;
         }
         iface->stats.rc_failures++;
+        iface->rc_backoff  = ucs_min(ucs_max(iface->rc_backoff * 2,
+                                             100000000ull),
+                                     10000000000ull);
+        iface->rc_retry_at = now + iface->rc_backoff;
         return status;
     }
+    iface->rc_backoff = 0;
 
     /* Its QP was created, none waited in RESET: the next ones of the batch
      * are created now, within the pool, unless QPs ran out before */
