@@ -9,6 +9,11 @@
 # error handler, and the healthy peer goes on being served, on DC and with
 # promotion at the first operation (the healthy peer is a passive target:
 # it never answers a promotion, which is given up after SWITCH_TIMEOUT).
+# With peers that answer promotions and a pool of one RC QP: a peer killed
+# before its promotion's request reaches it, and a peer killed while it
+# holds the RC QP (the next promotion demotes it, and the demotion meets
+# the dead peer) each fail their endpoint only, and the healthy peer is
+# served after each.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx
@@ -22,4 +27,6 @@ fail_env="UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3
 tl_peers "failures (on DC)" $fail_env -- -m fail
 tl_peers "failures (promoted at the first operation)" $fail_env \
     UCX_QPX_PROMOTE_THRESH=1 -- -m fail
+tl_peers "peers killed in a switch" $fail_env UCX_QPX_PROMOTE_THRESH=1 \
+    UCX_QPX_RC_POOL_SIZE=1 UCX_QPX_SWITCH_TIMEOUT=2s -- -m switch
 qpx_finish

@@ -20,6 +20,8 @@
  *
  * -x qpx runs the same over the hybrid qpx transport, whose RC QPs must stay
  * within UCX_QPX_RC_POOL_SIZE.
+ *  -m switch (-x qpx): peers killed during a promotion and during a
+ *           demotion (run_switch).
  *
  * Prints one PASS/FAIL line per check and "N passed, N failed".
  */
@@ -29,6 +31,7 @@
 #include <infiniband/mlx5dv.h>
 #include <ucs/type/status.h>
 #include <dlfcn.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <signal.h>
@@ -628,6 +631,149 @@ static int run_fail(void)
     return nfail != 0;
 }
 
+/* ---------------------------------------------------------------- switch */
+
+/* A peer that progresses while it waits for a command (it answers the
+ * hybrid's promotions), else as fail_child */
+static int switch_child(int sock)
+{
+    struct pollfd pfd = {.fd = sock, .events = POLLIN};
+    peer_addr_t a;
+    node_t n;
+    uint64_t *w;
+    int cmd, reply;
+
+    if ((node_open(&n, 0) != 0) || (node_addr(&n, &a) != 0)) {
+        return 1;
+    }
+    qpx_uct_xfer(sock, &a, sizeof(a), 1);
+    w = n.buf;
+    for (;;) {
+        if (poll(&pfd, 1, 0) == 0) {
+            uct_worker_progress(n.worker);
+            continue;
+        }
+        if ((qpx_uct_xfer(sock, &cmd, sizeof(cmd), 0) != 0) ||
+            (cmd != CMD_CHECK)) {
+            return 0;
+        }
+        qpx_uct_xfer(sock, &reply, sizeof(reply), 0);
+        reply = (w[8] == (uint64_t)reply);
+        qpx_uct_xfer(sock, &reply, sizeof(reply), 1);
+    }
+}
+
+/* Progress the hub until an endpoint failed (after before) or limit_s */
+static int wait_failure(node_t *hub, int before, double limit_s, double *secs)
+{
+    double t0 = now_s();
+
+    while ((failed_eps == before) && (now_s() < t0 + limit_s)) {
+        uct_worker_progress(hub->worker);
+    }
+    *secs = now_s() - t0;
+    return failed_eps > before;
+}
+
+/*
+ * The hybrid (-x qpx) with peers that answer promotions, a pool of one RC QP
+ * (UCX_QPX_RC_POOL_SIZE=1) and promotion at the first operation
+ * (UCX_QPX_PROMOTE_THRESH=1), each set by the caller:
+ *  - a peer killed before the promotion its first put starts: the request
+ *    meets a dead peer; the endpoint fails through the handler;
+ *  - a peer killed while its endpoint holds the RC QP: the next promotion
+ *    (to the healthy peer) demotes it, and the demotion meets a dead peer;
+ *    the endpoint fails through the handler;
+ * and the healthy peer is served after each (put checked at the peer).
+ */
+static int run_switch(void)
+{
+    enum { HEALTHY, EARLY, HOT, NPEERS };
+    uct_rkey_bundle_t rkeys[NPEERS];
+    peer_addr_t addrs[NPEERS];
+    int socks[NPEERS], pids[NPEERS], sv[2], p, i, ok, before;
+    uct_ep_h eps[NPEERS];
+    double secs;
+    node_t hub;
+
+    for (p = 0; p < NPEERS; ++p) {
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        pids[p] = fork();
+        if (pids[p] == 0) {
+            close(sv[0]);
+            _exit(switch_child(sv[1]));
+        }
+        close(sv[1]);
+        socks[p] = sv[0];
+    }
+    if (node_open(&hub, 1) != 0) {
+        report(0, "hub interface open");
+        return 1;
+    }
+    for (p = 0; p < NPEERS; ++p) {
+        if ((qpx_uct_xfer(socks[p], &addrs[p], sizeof(addrs[p]), 0) != 0) ||
+            (uct_rkey_unpack(hub.comp, addrs[p].rkey, &rkeys[p]) != UCS_OK) ||
+            ((eps[p] = ep_create(&hub, &addrs[p])) == NULL)) {
+            report(0, "endpoint to peer %d", p);
+            return 1;
+        }
+    }
+    check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
+                  socks[HEALTHY], 1, "start");
+
+    /* Killed before the promotion: its request goes to a dead peer */
+    kill(pids[EARLY], SIGKILL);
+    waitpid(pids[EARLY], NULL, 0);
+    before = failed_eps;
+    ok     = (put8(&hub, eps[EARLY], 0x5eed, addrs[EARLY].buf + 64,
+                   rkeys[EARLY].rkey) == UCS_OK) &&
+             wait_failure(&hub, before, 20, &secs);
+    report(ok && (failed_eps == before + 1), "peer killed before its "
+           "promotion: its endpoint (only) failed through the handler after "
+           "%.2f s", secs);
+    check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
+                  socks[HEALTHY], 2, "a peer killed before its promotion");
+
+    /* The hot peer takes the pool's one RC QP: puts for half a second, by
+     * then long on RC (the healthy peer's QP went back when the hot one
+     * wanted it: a demotion, then a promotion, each a round trip) */
+    secs = now_s() + 0.5;
+    for (i = 0, ok = 1; ok && (now_s() < secs); ++i) {
+        ok = (put8(&hub, eps[HOT], 100 + i, addrs[HOT].buf + 64,
+                   rkeys[HOT].rkey) == UCS_OK) && (hub_flush(&hub, 10) == 0);
+    }
+    ok = ok && (child_cmd(socks[HOT], CMD_CHECK, 100 + i - 1) == 1);
+    report(ok, "hot peer served (%d puts in 0.5 s, the last checked)", i);
+
+    /* Killed while it holds the RC QP: the healthy peer's promotion demotes
+     * it, and its DEMOTE_REQ meets a dead peer */
+    kill(pids[HOT], SIGKILL);
+    waitpid(pids[HOT], NULL, 0);
+    before = failed_eps;
+    for (i = 0; (failed_eps == before) && (i < 50); ++i) {
+        (void)put8(&hub, eps[HEALTHY], 1000 + i, addrs[HEALTHY].buf + 64,
+                   rkeys[HEALTHY].rkey);
+        (void)hub_flush(&hub, 1);
+    }
+    ok = wait_failure(&hub, before, 20, &secs);
+    report(ok && (failed_eps == before + 1), "peer killed holding the RC "
+           "QP: its endpoint (only) failed through the handler during its "
+           "demotion");
+    check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
+                  socks[HEALTHY], 3, "a peer killed during its demotion");
+
+    for (p = 0; p < NPEERS; ++p) {
+        uct_ep_destroy(eps[p]);
+        if (p == HEALTHY) {
+            int cmd = CMD_EXIT;
+
+            qpx_uct_xfer(socks[p], &cmd, sizeof(cmd), 1);
+            waitpid(pids[p], NULL, 0);
+        }
+    }
+    return nfail != 0;
+}
+
 int main(int argc, char **argv)
 {
     int nprocs = 4, nifaces = 4, neps = 4096, opt, ret;
@@ -642,7 +788,7 @@ int main(int argc, char **argv)
         case 'e': neps = atoi(optarg); break;
         case 'd': dev_name = optarg; break;
         default:
-            fprintf(stderr, "usage: %s [-m many|fail] [-p procs] [-i ifaces] "
+            fprintf(stderr, "usage: %s [-m many|fail|switch] [-p procs] [-i ifaces] "
                     "[-e eps] [-d dev] [-x qpx_dc|qpx]\n", argv[0]);
             return 2;
         }
@@ -657,7 +803,8 @@ int main(int argc, char **argv)
         }
         uct_md_close(md);
     }
-    ret = !strcmp(mode, "fail") ? run_fail() :
+    ret = !strcmp(mode, "fail")   ? run_fail() :
+          !strcmp(mode, "switch") ? run_switch() :
           run_many(nprocs, nifaces, neps);
     printf("%d passed, %d failed\n", npass, nfail);
     return (ret == 0) && (nfail == 0) ? 0 : 1;

@@ -247,6 +247,7 @@ struct qpx_hybrid_iface {
     ucs_list_link_t     retired;     /* qpx_hybrid_retired_t */
     qpx_hybrid_ep_t     *dispatch_ep;/* whose pending request runs */
     unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
+    unsigned            rc_retiring; /* of those, retired: going back */
     uint64_t            tick;        /* operations so far: the LRU clock */
     unsigned            progress_calls;
     unsigned            cold_idle;     /* progress calls DC had nothing */

@@ -386,6 +386,7 @@ void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
         iface->rc_in_use -= !!is_rc;
         return;
     }
+    iface->rc_retiring += !!is_rc;
     r->ep       = ep;
     r->is_rc    = is_rc;
     r->drain_rx = drain_rx;
@@ -417,7 +418,8 @@ unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface)
         }
         ucs_list_del(&r->list);
         uct_ep_destroy(r->ep);
-        iface->rc_in_use -= !!r->is_rc;
+        iface->rc_in_use   -= !!r->is_rc;
+        iface->rc_retiring -= !!r->is_rc;
         free(r);
         ++count;
     }

@@ -369,6 +369,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->rc_config = NULL;
     self->dispatch_ep = NULL;
     self->rc_in_use = 0;
+    self->rc_retiring = 0;
     self->tick      = 0;
     self->progress_calls = 0;
     self->cold_idle   = 0;

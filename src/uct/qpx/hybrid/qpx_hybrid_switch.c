@@ -540,15 +540,21 @@ unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface)
 }
 
 
-/* The least recently used promoted endpoint, other than ep */
+/* The least recently used promoted endpoint, other than ep; *freeing_p:
+ * whether an endpoint is being demoted now (a slot is on its way back) */
 static qpx_hybrid_ep_t *qpx_hybrid_lru_victim(qpx_hybrid_iface_t *iface,
-                                              qpx_hybrid_ep_t *ep)
+                                              qpx_hybrid_ep_t *ep,
+                                              int *freeing_p)
 {
     qpx_hybrid_ep_t *victim = NULL, *it;
 
+    *freeing_p = 0;
     ucs_list_for_each(it, &iface->ep_list, list) {
+        if (it->flags & QPX_HYBRID_EP_FLAG_FAILED) {
+            continue;
+        }
+        *freeing_p |= (it->state == QPX_HYBRID_EP_DEMOTING);
         if ((it != ep) && (it->state == QPX_HYBRID_EP_HOT) &&
-            !(it->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
             ((victim == NULL) || (it->last_used < victim->last_used))) {
             victim = it;
         }
@@ -574,6 +580,7 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
     qpx_hybrid_ep_t *victim;
     ucs_status_t status;
+    int freeing;
 
     if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
         ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
@@ -581,10 +588,13 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     }
 
     if (iface->rc_in_use >= iface->config.pool_size) {
-        victim = qpx_hybrid_lru_victim(iface, ep);
+        victim = qpx_hybrid_lru_victim(iface, ep, &freeing);
         if (victim != NULL) {
             qpx_hybrid_ep_demote(victim);
             return 0; /* the slot comes back when the victim is on DC */
+        }
+        if (freeing || (iface->rc_retiring > 0)) {
+            return 0; /* a demotion under way, or its QP being given back */
         }
         /* Every slot is a peer's or in a switch: stay on DC for now */
         iface->stats.no_slot++;
