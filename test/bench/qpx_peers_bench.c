@@ -288,6 +288,7 @@ static int run_footprint(int neps)
     static uct_rkey_bundle_t rkeys[16];
     int socks[NPROCS], pids[NPROCS], i;
     uct_ep_h *eps = calloc(neps, sizeof(*eps));
+    double t0, t1;
     long rss0;
     sv_stats_t st;
     node_t n;
@@ -305,6 +306,7 @@ static int run_footprint(int neps)
         uct_rkey_unpack(n.comp, addrs[i].rkey, &rkeys[i]);
     }
     rss0 = rss_kb();
+    t0   = now_s();
     for (i = 0; i < neps; ++i) {
         eps[i] = ep_to(&n, &addrs[i % 16]);
         if (eps[i] == NULL) {
@@ -316,11 +318,12 @@ static int run_footprint(int neps)
         }
     }
     flush_all(&n);
+    t1 = now_s();
     stats(&st);
     printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
-           "registered, +%ld kB resident\n", tl_name, neps, st.num_qp,
-           st.num_dci, st.num_dct, st.num_mr, st.mr_bytes / 1048576.0,
-           rss_kb() - rss0);
+           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
+           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
+           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
     for (i = 0; i < neps; ++i) {
         uct_ep_destroy(eps[i]);
     }
