@@ -4,6 +4,10 @@
 # - MPI_Alltoall on 8 ranks, 1 MiB blocks, with a pool of 4 RC QPs per rank
 #   for 7 peers: endpoints promoted, refused and demoted all along; and
 #   64 KiB blocks with qpx_ud as the cold path;
+# - MPI_Alltoall on 16 ranks, 256 KiB blocks, pool of 4;
+# - one-sided on 8 and 16 ranks (qpx_mpi_osc: MPI_Put to and MPI_Get from
+#   every rank, MPI_Accumulate, MPI_Fetch_and_op under a lock, all values
+#   checked), pool of 4;
 # - a halo exchange (qpx_mpi_halo: 2K ring neighbours hot, an all-to-all of
 #   small values every tenth iteration cold) on 8 and 16 ranks;
 # and the statistics each rank prints at exit must show promotions;
@@ -15,8 +19,10 @@ command -v mpicc >/dev/null || qpx_skip_all "mpicc not installed"
 qpx_has_tl qpx || qpx_skip_all "no qpx transport (no DC)"
 a2a_prog=$QPX_TESTDIR/qpx_mpi_alltoall
 halo_prog=$QPX_TESTDIR/qpx_mpi_halo
+osc_prog=$QPX_TESTDIR/qpx_mpi_osc
 mpicc -O2 -Wall -o "$a2a_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c" &&
-mpicc -O2 -Wall -o "$halo_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_halo.c" ||
+mpicc -O2 -Wall -o "$halo_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_halo.c" &&
+mpicc -O2 -Wall -o "$osc_prog" "$QPX_SRCDIR/test/integration/qpx_mpi_osc.c" ||
     qpx_skip_all "cannot build the MPI programs with mpicc"
 
 # job NAME NP EXPECT PROG ARGS... -- ENV...: passes when the program's
@@ -49,6 +55,12 @@ job "alltoall, 8 ranks, pool of 4" 8 "ALLTOALL OK" "$a2a_prog" 30 1048576 -- \
 job "alltoall, 8 ranks, UD cold path, pool of 4" 8 "ALLTOALL OK" "$a2a_prog" 20 65536 -- \
     UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s \
     UCX_QPX_RC_POOL_SIZE=4
+job "alltoall, 16 ranks, pool of 4" 16 "ALLTOALL OK" "$a2a_prog" 10 262144 -- \
+    UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s UCX_QPX_RC_POOL_SIZE=4
+job "one-sided, 8 ranks, pool of 4" 8 "OSC OK" "$osc_prog" 5 -- \
+    UCX_QPX_PROMOTE_THRESH=8 UCX_QPX_RC_POOL_SIZE=4
+job "one-sided, 16 ranks, pool of 4" 16 "OSC OK" "$osc_prog" 5 -- \
+    UCX_QPX_PROMOTE_THRESH=8 UCX_QPX_RC_POOL_SIZE=4
 job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
     UCX_QPX_PROMOTE_THRESH=16
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \

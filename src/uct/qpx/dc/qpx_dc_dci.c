@@ -184,6 +184,10 @@ int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
     if (qpx_dc_iface_policy_fixed(iface)) {
         return 1;
     }
+    if ((iface->num_dci_waiters > 0) &&
+        !(ep->flags & QPX_DC_EP_FLAG_DCI_WAIT)) {
+        return 0; /* behind the endpoints that waited first */
+    }
     if (iface->num_free > 0) {
         return 1;
     }
@@ -271,6 +275,13 @@ ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
         return UCS_OK;
     }
 
+    if ((iface->num_dci_waiters > 0) &&
+        !(ep->flags & QPX_DC_EP_FLAG_DCI_WAIT)) {
+        /* others wait for a DCI: this one queues behind them */
+        qpx_dc_ep_dci_wait(iface, ep);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
     if (iface->num_free > 0) {
         dci = &iface->dcis[iface->free_dcis[--iface->num_free]];
     } else if ((iface->config.policy == QPX_DC_POLICY_STICKY) &&
@@ -282,9 +293,11 @@ ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
         }
     } else {
         qpx_dc_iface_dci_solicit(iface);
+        qpx_dc_ep_dci_wait(iface, ep);
         return UCS_ERR_NO_RESOURCE;
     }
 
+    qpx_dc_ep_dci_unwait(iface, ep);
     qpx_dc_iface_dci_assign(iface, ep, dci);
     return UCS_OK;
 }
@@ -350,6 +363,24 @@ void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
         qpx_dc_iface_tx_wake(iface);
     }
     /* else: given back when its last request completes (orphan) */
+}
+
+
+void qpx_dc_ep_dci_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    if (!(ep->flags & QPX_DC_EP_FLAG_DCI_WAIT)) {
+        ep->flags |= QPX_DC_EP_FLAG_DCI_WAIT;
+        ++iface->num_dci_waiters;
+    }
+}
+
+
+void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
+{
+    if (ep->flags & QPX_DC_EP_FLAG_DCI_WAIT) {
+        ep->flags &= ~QPX_DC_EP_FLAG_DCI_WAIT;
+        --iface->num_dci_waiters;
+    }
 }
 
 

@@ -83,6 +83,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_dc_ep_t)
     /* Its operations still on a DCI name it by id only: they complete
      * without it (the table no longer finds it) */
     qpx_dc_iface_dci_detach(iface, self);
+    qpx_dc_ep_dci_unwait(iface, self);
     if (self->flags & QPX_DC_EP_FLAG_WAITING) {
         ucs_list_del(&self->wait_link);
     }
@@ -165,7 +166,20 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     /* A failed endpoint's operations finished with its error (canceled
      * ones finish as its DCI completes them) */
-    if ((ep->flags & QPX_DC_EP_FLAG_ERROR) || (ep->dci == QPX_DC_DCI_NONE)) {
+    if (ep->flags & QPX_DC_EP_FLAG_ERROR) {
+        return UCS_OK;
+    }
+
+    /* Requests queued before this flush (waiting for a DCI) must go first:
+     * without a DCI the endpoint has nothing in flight, and answering OK
+     * let UCP's flush return before them (osc ucx's MPI_Accumulate then
+     * computed on a get not yet issued, and wrote the garbage back, with
+     * 16 ranks on 8 DCIs). Not when the flush is itself the pending
+     * request being dispatched: what was queued before it has left. */
+    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (ep->dci == QPX_DC_DCI_NONE) {
         return UCS_OK;
     }
 
@@ -270,6 +284,7 @@ qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
     /* A DCI given back or a completion on ep's DCI schedules it again */
     if (ep->dci == QPX_DC_DCI_NONE) {
         qpx_dc_iface_dci_solicit(iface);
+        qpx_dc_ep_dci_wait(iface, ep);
     }
     qpx_dc_ep_tx_wait(iface, ep);
     return QPX_EP_TX_WAIT;

@@ -321,6 +321,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->tx_wait);
+    self->num_dci_waiters = 0;
     qpx_ep_table_init(&self->ep_table);
     qpx_ah_cache_init(&self->ah_cache, self->super.md->pd,
                       self->super.port_num);

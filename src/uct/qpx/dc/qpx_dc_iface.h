@@ -149,6 +149,11 @@ typedef struct qpx_dc_iface {
     uint8_t          free_dcis[QPX_DC_MAX_DCI]; /* stack of free DCIs */
     unsigned         num_dci;
     unsigned         num_free;
+    /* Endpoints refused a DCI and waiting for one: while any wait, an
+     * endpoint that did not gets none either (it queues behind them), so
+     * that a free DCI goes to those who waited first, not to whoever calls
+     * next (MPI passive-target lock spinners starved the unlock) */
+    unsigned         num_dci_waiters;
     /* Requests posted and not yet known complete (see qpx_rc_iface_t) */
     uint64_t         tx_unacked;
     unsigned         fence_beat;
@@ -166,8 +171,10 @@ typedef struct qpx_dc_iface {
 
 
 enum {
-    QPX_DC_EP_FLAG_ERROR   = UCS_BIT(0), /* failed: operations return status */
-    QPX_DC_EP_FLAG_WAITING = UCS_BIT(1)  /* in iface->tx_wait */
+    QPX_DC_EP_FLAG_ERROR    = UCS_BIT(0), /* failed: operations return status */
+    QPX_DC_EP_FLAG_WAITING  = UCS_BIT(1), /* in iface->tx_wait */
+    QPX_DC_EP_FLAG_DCI_WAIT = UCS_BIT(2)  /* refused a DCI: counted in
+                                             iface->num_dci_waiters */
 };
 
 
@@ -219,6 +226,8 @@ void qpx_dc_iface_keepalive(qpx_iface_t *iface);
 void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
 /* Make ep wait for a DCI or send slots */
 void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+void qpx_dc_ep_dci_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
+void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 
 /* Endpoint control (qpx_dc_ep.c) */
 ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,

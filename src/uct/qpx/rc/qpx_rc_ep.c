@@ -278,6 +278,13 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return (ep->tx.sn == ep->tx.acked_sn) ? UCS_OK : UCS_ERR_CANCELED;
     }
 
+    /* Requests queued before this flush must go first (as qpx_dc and
+     * qpx_ud): UCP's flush must not return before them. Not when the flush
+     * is itself the pending request being dispatched. */
+    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
     if (ep->tx.sn == ep->tx.acked_sn) {
         return UCS_OK;
     }
