@@ -393,9 +393,12 @@ static int run_many(int nprocs, int nifaces, int neps)
 
 enum { CMD_CHECK = 1, CMD_CLOSE, CMD_EXIT };
 
-/* A healthy or closing peer: its address, then commands */
-static int fail_child(int sock)
+/* A healthy or closing peer: its address, then commands; with progress,
+ * it progresses while it waits for one (it answers the hybrid's
+ * promotions), else it only reads them */
+static int peer_child(int sock, int progress)
 {
+    struct pollfd pfd = {.fd = sock, .events = POLLIN};
     peer_addr_t a;
     node_t n;
     uint64_t *w;
@@ -406,7 +409,14 @@ static int fail_child(int sock)
     }
     qpx_uct_xfer(sock, &a, sizeof(a), 1);
     w = n.buf;
-    while (qpx_uct_xfer(sock, &cmd, sizeof(cmd), 0) == 0) {
+    for (;;) {
+        if (progress && (poll(&pfd, 1, 0) == 0)) {
+            uct_worker_progress(n.worker);
+            continue;
+        }
+        if (qpx_uct_xfer(sock, &cmd, sizeof(cmd), 0) != 0) {
+            return 0;
+        }
         switch (cmd) {
         case CMD_CHECK: /* the value the hub put last, at word 8 */
             qpx_uct_xfer(sock, &reply, sizeof(reply), 0);
@@ -414,14 +424,24 @@ static int fail_child(int sock)
             break;
         case CMD_CLOSE: /* the DCT goes with the interface */
             uct_iface_close(n.iface);
-            reply = 1;
+            progress = 0;
+            reply    = 1;
             break;
         default:
             return 0;
         }
         qpx_uct_xfer(sock, &reply, sizeof(reply), 1);
     }
-    return 0;
+}
+
+static int fail_child(int sock)
+{
+    return peer_child(sock, 0);
+}
+
+static int switch_child(int sock)
+{
+    return peer_child(sock, 1);
 }
 
 /*
@@ -555,39 +575,62 @@ static void check_healthy(node_t *hub, uct_ep_h ep, peer_addr_t *a,
            value);
 }
 
-static int run_fail(void)
-{
-    enum { HEALTHY, ROGUE, CLOSER, VICTIM, NPEERS };
-    static const char *names[] = {"healthy", "wrong key", "closed DCT",
-                                  "killed"};
-    uct_rkey_bundle_t rkeys[NPEERS];
-    peer_addr_t addrs[NPEERS];
-    int socks[NPEERS], pids[NPEERS], sv[2], p, ok;
-    uct_ep_h eps[NPEERS];
-    double secs;
-    node_t hub;
+typedef int (*child_fn_t)(int sock);
 
-    for (p = 0; p < NPEERS; ++p) {
+/* npeers child processes (child(p) the p-th's), the hub's interface and an
+ * endpoint to each; 0, or 1 after a FAIL line */
+static int hub_spawn(int npeers, child_fn_t (*child)(int p), node_t *hub,
+                     int *socks, int *pids, peer_addr_t *addrs,
+                     uct_rkey_bundle_t *rkeys, uct_ep_h *eps)
+{
+    int p, sv[2];
+
+    for (p = 0; p < npeers; ++p) {
         socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
         pids[p] = fork();
         if (pids[p] == 0) {
             close(sv[0]);
-            _exit((p == ROGUE) ? rogue_child(sv[1]) : fail_child(sv[1]));
+            _exit(child(p)(sv[1]));
         }
         close(sv[1]);
         socks[p] = sv[0];
     }
-    if (node_open(&hub, 1) != 0) {
+    if (node_open(hub, 1) != 0) {
         report(0, "hub interface open");
         return 1;
     }
-    for (p = 0; p < NPEERS; ++p) {
+    for (p = 0; p < npeers; ++p) {
         if ((qpx_uct_xfer(socks[p], &addrs[p], sizeof(addrs[p]), 0) != 0) ||
-            (uct_rkey_unpack(hub.comp, addrs[p].rkey, &rkeys[p]) != UCS_OK) ||
-            ((eps[p] = ep_create(&hub, &addrs[p])) == NULL)) {
-            report(0, "endpoint to the %s peer", names[p]);
+            (uct_rkey_unpack(hub->comp, addrs[p].rkey, &rkeys[p]) != UCS_OK) ||
+            ((eps[p] = ep_create(hub, &addrs[p])) == NULL)) {
+            report(0, "endpoint to peer %d", p);
             return 1;
         }
+    }
+    return 0;
+}
+
+/* run_fail's peers: the second one (FAIL_ROGUE) has a DCT of its own */
+#define FAIL_ROGUE 1
+
+static child_fn_t fail_child_of(int p)
+{
+    return (p == FAIL_ROGUE) ? rogue_child : fail_child;
+}
+
+static int run_fail(void)
+{
+    enum { HEALTHY, ROGUE = FAIL_ROGUE, CLOSER, VICTIM, NPEERS };
+    uct_rkey_bundle_t rkeys[NPEERS];
+    peer_addr_t addrs[NPEERS];
+    int socks[NPEERS], pids[NPEERS], p, ok;
+    uct_ep_h eps[NPEERS];
+    double secs;
+    node_t hub;
+
+    if (hub_spawn(NPEERS, fail_child_of, &hub, socks, pids, addrs, rkeys,
+                  eps) != 0) {
+        return 1;
     }
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
                   socks[HEALTHY], 1, "start");
@@ -633,34 +676,10 @@ static int run_fail(void)
 
 /* ---------------------------------------------------------------- switch */
 
-/* A peer that progresses while it waits for a command (it answers the
- * hybrid's promotions), else as fail_child */
-static int switch_child(int sock)
+static child_fn_t switch_child_of(int p)
 {
-    struct pollfd pfd = {.fd = sock, .events = POLLIN};
-    peer_addr_t a;
-    node_t n;
-    uint64_t *w;
-    int cmd, reply;
-
-    if ((node_open(&n, 0) != 0) || (node_addr(&n, &a) != 0)) {
-        return 1;
-    }
-    qpx_uct_xfer(sock, &a, sizeof(a), 1);
-    w = n.buf;
-    for (;;) {
-        if (poll(&pfd, 1, 0) == 0) {
-            uct_worker_progress(n.worker);
-            continue;
-        }
-        if ((qpx_uct_xfer(sock, &cmd, sizeof(cmd), 0) != 0) ||
-            (cmd != CMD_CHECK)) {
-            return 0;
-        }
-        qpx_uct_xfer(sock, &reply, sizeof(reply), 0);
-        reply = (w[8] == (uint64_t)reply);
-        qpx_uct_xfer(sock, &reply, sizeof(reply), 1);
-    }
+    (void)p;
+    return switch_child;
 }
 
 /* Progress the hub until an endpoint failed (after before) or limit_s */
@@ -691,32 +710,14 @@ static int run_switch(void)
     enum { HEALTHY, EARLY, HOT, NPEERS };
     uct_rkey_bundle_t rkeys[NPEERS];
     peer_addr_t addrs[NPEERS];
-    int socks[NPEERS], pids[NPEERS], sv[2], p, i, ok, before;
+    int socks[NPEERS], pids[NPEERS], p, i, ok, before;
     uct_ep_h eps[NPEERS];
     double secs;
     node_t hub;
 
-    for (p = 0; p < NPEERS; ++p) {
-        socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-        pids[p] = fork();
-        if (pids[p] == 0) {
-            close(sv[0]);
-            _exit(switch_child(sv[1]));
-        }
-        close(sv[1]);
-        socks[p] = sv[0];
-    }
-    if (node_open(&hub, 1) != 0) {
-        report(0, "hub interface open");
+    if (hub_spawn(NPEERS, switch_child_of, &hub, socks, pids, addrs, rkeys,
+                  eps) != 0) {
         return 1;
-    }
-    for (p = 0; p < NPEERS; ++p) {
-        if ((qpx_uct_xfer(socks[p], &addrs[p], sizeof(addrs[p]), 0) != 0) ||
-            (uct_rkey_unpack(hub.comp, addrs[p].rkey, &rkeys[p]) != UCS_OK) ||
-            ((eps[p] = ep_create(&hub, &addrs[p])) == NULL)) {
-            report(0, "endpoint to peer %d", p);
-            return 1;
-        }
     }
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
                   socks[HEALTHY], 1, "start");

@@ -626,6 +626,20 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
 }
 
 
+/* The request of ep's switch on via, if a send slot is free (else at the
+ * next progress): the hold's clock starts when it has gone */
+static void qpx_hybrid_ep_send_request(qpx_hybrid_ep_t *ep, uct_ep_h via,
+                                       uint8_t type, uint32_t dst_id,
+                                       uct_ep_h rc_ep)
+{
+    if (qpx_hybrid_ctl_send(qpx_hybrid_ep_iface(ep), via, type, ep->id,
+                            dst_id, ep->serial, rc_ep) == UCS_OK) {
+        ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
+        ep->hold_start = qpx_hybrid_time_ns();
+    }
+}
+
+
 /* Advance ep's switch; 1 when it has nothing left to do */
 static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
 {
@@ -643,14 +657,9 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
     case QPX_HYBRID_EP_PROMOTING:
         if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
             /* The last message on DC before the switch */
-            status = qpx_hybrid_ctl_send(iface, ep->cold_ep,
-                                         QPX_HYBRID_CTL_PROMOTE_REQ, ep->id,
-                                         QPX_EP_ID_NULL, ep->serial,
-                                         ep->rc_ep);
-            if (status == UCS_OK) {
-                ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
-                ep->hold_start = qpx_hybrid_time_ns();
-            }
+            qpx_hybrid_ep_send_request(ep, ep->cold_ep,
+                                       QPX_HYBRID_CTL_PROMOTE_REQ,
+                                       QPX_EP_ID_NULL, ep->rc_ep);
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
@@ -674,13 +683,9 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
     case QPX_HYBRID_EP_DEMOTING:
         if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
             /* The last message on RC */
-            status = qpx_hybrid_ctl_send(iface, ep->rc_ep,
-                                         QPX_HYBRID_CTL_DEMOTE_REQ, ep->id,
-                                         ep->peer_conn, ep->serial, NULL);
-            if (status == UCS_OK) {
-                ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
-                ep->hold_start = qpx_hybrid_time_ns();
-            }
+            qpx_hybrid_ep_send_request(ep, ep->rc_ep,
+                                       QPX_HYBRID_CTL_DEMOTE_REQ,
+                                       ep->peer_conn, NULL);
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
