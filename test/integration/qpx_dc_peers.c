@@ -545,21 +545,30 @@ static int child_cmd(int sock, int cmd, int arg)
 }
 
 /* Put to ep and wait for the error handler (bounded); 1 when it failed ep */
-static int expect_failure(node_t *hub, uct_ep_h ep, peer_addr_t *a,
-                          uct_rkey_t rkey, double *secs)
+/* Progress (and flush) the hub until an endpoint failed after before, or
+ * limit_s; *secs: how long it took */
+static int wait_failure(node_t *hub, int before, double limit_s, double *secs)
 {
-    int before  = failed_eps;
-    double t0   = now_s();
+    double t0 = now_s();
 
-    if (put8(hub, ep, 0x5eed, a->buf + 64, rkey) != UCS_OK) {
-        return 0;
-    }
-    while ((failed_eps == before) && (now_s() < t0 + 20)) {
+    while ((failed_eps == before) && (now_s() < t0 + limit_s)) {
         uct_iface_flush(hub->iface, 0, NULL);
         uct_worker_progress(hub->worker);
     }
     *secs = now_s() - t0;
     return failed_eps > before;
+}
+
+/* A put to a bad peer fails ep through the handler */
+static int expect_failure(node_t *hub, uct_ep_h ep, peer_addr_t *a,
+                          uct_rkey_t rkey, double *secs)
+{
+    int before = failed_eps;
+
+    if (put8(hub, ep, 0x5eed, a->buf + 64, rkey) != UCS_OK) {
+        return 0;
+    }
+    return wait_failure(hub, before, 20, secs);
 }
 
 /* The healthy peer still gets a put, checked at the peer */
@@ -682,18 +691,6 @@ static child_fn_t switch_child_of(int p)
     return switch_child;
 }
 
-/* Progress the hub until an endpoint failed (after before) or limit_s */
-static int wait_failure(node_t *hub, int before, double limit_s, double *secs)
-{
-    double t0 = now_s();
-
-    while ((failed_eps == before) && (now_s() < t0 + limit_s)) {
-        uct_worker_progress(hub->worker);
-    }
-    *secs = now_s() - t0;
-    return failed_eps > before;
-}
-
 /*
  * The hybrid (-x qpx) with peers that answer promotions, a pool of one RC QP
  * (UCX_QPX_RC_POOL_SIZE=1) and promotion at the first operation
@@ -726,9 +723,8 @@ static int run_switch(void)
     kill(pids[EARLY], SIGKILL);
     waitpid(pids[EARLY], NULL, 0);
     before = failed_eps;
-    ok     = (put8(&hub, eps[EARLY], 0x5eed, addrs[EARLY].buf + 64,
-                   rkeys[EARLY].rkey) == UCS_OK) &&
-             wait_failure(&hub, before, 20, &secs);
+    ok     = expect_failure(&hub, eps[EARLY], &addrs[EARLY],
+                            rkeys[EARLY].rkey, &secs);
     report(ok && (failed_eps == before + 1), "peer killed before its "
            "promotion: its endpoint (only) failed through the handler after "
            "%.2f s", secs);

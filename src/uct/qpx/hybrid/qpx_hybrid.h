@@ -234,7 +234,6 @@ struct qpx_hybrid_iface {
     uct_iface_config_t  *cold_config;
     const char          *cold_tl;    /* "qpx_dc" or "qpx_ud" */
     uct_iface_config_t  *rc_config;
-    uct_am_callback_t   stub_am;     /* UCT's handler of an unset id */
     qpx_ep_table_t      eps;         /* qpx_hybrid_ep_t by id */
     qpx_ep_table_t      conns;       /* qpx_hybrid_conn_t by id */
     khash_t(qpx_hybrid_owner) owners;/* sub-ep -> endpoint or connection */
@@ -261,7 +260,6 @@ struct qpx_hybrid_iface {
     int                 epfd;        /* over the sub-interfaces' event fds,
                                         -1: no events */
     uint64_t            event_flags; /* what both sub-interfaces offer */
-    int                 am_synced;
     struct {
         uint8_t         dev[QPX_HYBRID_ADDR_MAX];
         uint8_t         iface[QPX_HYBRID_ADDR_MAX];

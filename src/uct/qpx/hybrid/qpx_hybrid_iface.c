@@ -362,7 +362,6 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                               &uct_base_iface_internal_ops, md, worker,
                               params, tl_config);
 
-    self->stub_am   = self->super.am[QPX_HYBRID_AM_ID_CTL].cb;
     self->cold        = NULL;
     self->rc        = NULL;
     self->cold_config = NULL;
@@ -649,12 +648,6 @@ unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface)
 }
 
 
-void qpx_hybrid_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
-{
-    uct_base_iface_progress_enable(tl_iface, flags);
-}
-
-
 /* The smaller limit of two, 0 meaning "not offered" in either */
 static void qpx_hybrid_cap_min(size_t *a, size_t b)
 {
@@ -666,6 +659,8 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr)
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    uct_iface_attr_t *a       = iface_attr;
+    const uct_iface_attr_t *r;
     uct_iface_attr_t rc_attr;
     ucs_status_t status;
     uint64_t drop;
@@ -683,6 +678,8 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
         }
     }
 
+    r = &rc_attr;
+
     /* An endpoint may move from one path to the other between two
      * operations: it offers what both offer, within both's limits. It
      * connects to an interface; events as qpx_hybrid_iface_event_init
@@ -693,25 +690,23 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                    ~drop) | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     iface_attr->cap.event_flags = iface->event_flags;
 
-    qpx_hybrid_cap_min(&iface_attr->cap.put.max_short, rc_attr.cap.put.max_short);
-    qpx_hybrid_cap_min(&iface_attr->cap.put.max_bcopy, rc_attr.cap.put.max_bcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.put.max_zcopy, rc_attr.cap.put.max_zcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.put.max_iov, rc_attr.cap.put.max_iov);
-    qpx_hybrid_cap_min(&iface_attr->cap.get.max_short, rc_attr.cap.get.max_short);
-    qpx_hybrid_cap_min(&iface_attr->cap.get.max_bcopy, rc_attr.cap.get.max_bcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.get.max_zcopy, rc_attr.cap.get.max_zcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.get.max_iov, rc_attr.cap.get.max_iov);
-    qpx_hybrid_cap_min(&iface_attr->cap.am.max_short, rc_attr.cap.am.max_short);
-    qpx_hybrid_cap_min(&iface_attr->cap.am.max_bcopy, rc_attr.cap.am.max_bcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.am.max_zcopy, rc_attr.cap.am.max_zcopy);
-    qpx_hybrid_cap_min(&iface_attr->cap.am.max_iov, rc_attr.cap.am.max_iov);
-    qpx_hybrid_cap_min(&iface_attr->cap.am.max_hdr, rc_attr.cap.am.max_hdr);
-    iface_attr->cap.put.min_zcopy = ucs_max(iface_attr->cap.put.min_zcopy,
-                                            rc_attr.cap.put.min_zcopy);
-    iface_attr->cap.get.min_zcopy = ucs_max(iface_attr->cap.get.min_zcopy,
-                                            rc_attr.cap.get.min_zcopy);
-    iface_attr->cap.am.min_zcopy  = ucs_max(iface_attr->cap.am.min_zcopy,
-                                            rc_attr.cap.am.min_zcopy);
+    /* a: what both give; r: the RC side */
+    qpx_hybrid_cap_min(&a->cap.put.max_short, r->cap.put.max_short);
+    qpx_hybrid_cap_min(&a->cap.put.max_bcopy, r->cap.put.max_bcopy);
+    qpx_hybrid_cap_min(&a->cap.put.max_zcopy, r->cap.put.max_zcopy);
+    qpx_hybrid_cap_min(&a->cap.put.max_iov, r->cap.put.max_iov);
+    qpx_hybrid_cap_min(&a->cap.get.max_short, r->cap.get.max_short);
+    qpx_hybrid_cap_min(&a->cap.get.max_bcopy, r->cap.get.max_bcopy);
+    qpx_hybrid_cap_min(&a->cap.get.max_zcopy, r->cap.get.max_zcopy);
+    qpx_hybrid_cap_min(&a->cap.get.max_iov, r->cap.get.max_iov);
+    qpx_hybrid_cap_min(&a->cap.am.max_short, r->cap.am.max_short);
+    qpx_hybrid_cap_min(&a->cap.am.max_bcopy, r->cap.am.max_bcopy);
+    qpx_hybrid_cap_min(&a->cap.am.max_zcopy, r->cap.am.max_zcopy);
+    qpx_hybrid_cap_min(&a->cap.am.max_iov, r->cap.am.max_iov);
+    qpx_hybrid_cap_min(&a->cap.am.max_hdr, r->cap.am.max_hdr);
+    a->cap.put.min_zcopy = ucs_max(a->cap.put.min_zcopy, r->cap.put.min_zcopy);
+    a->cap.get.min_zcopy = ucs_max(a->cap.get.min_zcopy, r->cap.get.min_zcopy);
+    a->cap.am.min_zcopy  = ucs_max(a->cap.am.min_zcopy, r->cap.am.min_zcopy);
     iface_attr->cap.atomic32.op_flags  &= rc_attr.cap.atomic32.op_flags;
     iface_attr->cap.atomic32.fop_flags &= rc_attr.cap.atomic32.fop_flags;
     iface_attr->cap.atomic64.op_flags  &= rc_attr.cap.atomic64.op_flags;

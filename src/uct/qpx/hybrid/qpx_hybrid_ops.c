@@ -261,7 +261,6 @@ ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                     uct_completion_t *comp);
 ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags);
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);
-void qpx_hybrid_iface_progress_enable(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr);
 ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
@@ -302,7 +301,7 @@ uct_iface_ops_t qpx_hybrid_iface_ops = {
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_hybrid_ep_t),
     .iface_flush              = qpx_hybrid_iface_flush,
     .iface_fence              = qpx_hybrid_iface_fence,
-    .iface_progress_enable    = qpx_hybrid_iface_progress_enable,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_hybrid_iface_progress,
     .iface_event_fd_get       = qpx_hybrid_iface_event_fd_get,

@@ -87,14 +87,15 @@ ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
 }
 
 
-void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
-                         const void *iface_addr, uint8_t type,
-                         uint32_t src_id, uint32_t dst_id, uint32_t serial)
+/* A cold-path endpoint to the peer interface at dev_addr/iface_addr, for
+ * a control message of type (named if it cannot be had) */
+static ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
+                                             const void *dev_addr,
+                                             const void *iface_addr,
+                                             uint8_t type, uct_ep_h *ep_p)
 {
-    qpx_hybrid_ctl_out_t *out;
     uct_ep_params_t params;
     ucs_status_t status;
-    uct_ep_h ep;
 
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
@@ -102,11 +103,26 @@ void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
     params.iface      = iface->cold;
     params.dev_addr   = dev_addr;
     params.iface_addr = iface_addr;
-    status = uct_ep_create(&params, &ep);
+    status = uct_ep_create(&params, ep_p);
     if (status != UCS_OK) {
-        ucs_error("qpx iface %p: no DC endpoint for a %s to 0x%x: %s", iface,
-                  qpx_hybrid_ctl_names[type], dst_id,
+        ucs_error("qpx iface %p: no %s endpoint for a %s: %s", iface,
+                  iface->cold_tl, qpx_hybrid_ctl_names[type],
                   ucs_status_string(status));
+    }
+    return status;
+}
+
+
+void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
+                         const void *iface_addr, uint8_t type,
+                         uint32_t src_id, uint32_t dst_id, uint32_t serial)
+{
+    qpx_hybrid_ctl_out_t *out;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    if (qpx_hybrid_ctl_ep_create(iface, dev_addr, iface_addr, type,
+                                 &ep) != UCS_OK) {
         return;
     }
 
@@ -200,30 +216,6 @@ static const void *qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
 {
     return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len +
                                               msg->hdr.iface_addr_len);
-}
-
-
-/* A DC endpoint to the sender of msg, for answers */
-static ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
-                                             const qpx_hybrid_ctl_msg_t *msg,
-                                             uct_ep_h *ep_p)
-{
-    uct_ep_params_t params;
-    ucs_status_t status;
-
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface->cold;
-    params.dev_addr   = qpx_hybrid_ctl_dev_addr(msg);
-    params.iface_addr = qpx_hybrid_ctl_iface_addr(msg);
-    status = uct_ep_create(&params, ep_p);
-    if (status != UCS_OK) {
-        ucs_error("qpx iface %p: no DC endpoint to answer a %s: %s", iface,
-                  qpx_hybrid_ctl_names[msg->hdr.type],
-                  ucs_status_string(status));
-    }
-    return status;
 }
 
 
@@ -324,7 +316,11 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     conn->peer_ep = msg->hdr.src_id;
     conn->serial  = msg->hdr.serial;
 
-    status = qpx_hybrid_ctl_ep_create(iface, msg, &conn->ctl_ep);
+    /* For the answers: REP, NACK, DEMOTE_ACK */
+    status = qpx_hybrid_ctl_ep_create(iface, qpx_hybrid_ctl_dev_addr(msg),
+                                      qpx_hybrid_ctl_iface_addr(msg),
+                                      QPX_HYBRID_CTL_PROMOTE_REP,
+                                      &conn->ctl_ep);
     if (status != UCS_OK) {
         /* The peer waits: it sees the answer never came only if it dies */
         free(conn);
