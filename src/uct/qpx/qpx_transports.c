@@ -1,13 +1,16 @@
 /*
- * The transports qpx registers, above base/ and every transport (base's
- * component registers this list and includes no transport). Each one is
- * listed here once it works.
+ * The transports and the connection manager qpx registers, above base/ and
+ * every transport (base's component registers them and includes none of
+ * them). Each one is listed here once it works.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
 #include <uct/qpx/base/qpx_component.h>
+#ifdef HAVE_RDMACM
+#  include <uct/qpx/cm/qpx_cm.h>
+#endif
 
 extern uct_tl_t qpx_rc_tl;
 extern uct_tl_t qpx_ud_tl;
@@ -26,3 +29,16 @@ uct_tl_t *const qpx_transports[] = {
     &qpx_hybrid_tl,
     NULL
 };
+
+
+#ifdef HAVE_RDMACM
+const qpx_component_cm_t qpx_component_cm = {
+    .open         = qpx_cm_open,
+    .config_table = qpx_cm_config_table,
+    .config_size  = sizeof(qpx_cm_config_t)
+};
+#else
+const qpx_component_cm_t qpx_component_cm = {
+    .open         = NULL
+};
+#endif

@@ -114,6 +114,12 @@ ucs_status_t qpx_component_register(void)
         return UCS_ERR_UNSUPPORTED;
     }
 
+    if (qpx_component_cm.open != NULL) {
+        qpx_component.cm_open          = qpx_component_cm.open;
+        qpx_component.cm_config.table  = qpx_component_cm.config_table;
+        qpx_component.cm_config.size   = qpx_component_cm.config_size;
+        qpx_component.flags           |= UCT_COMPONENT_FLAG_CM;
+    }
     uct_component_register(&qpx_component);
     for (tl = qpx_transports; *tl != NULL; ++tl) {
         uct_tl_register(&qpx_component, *tl);

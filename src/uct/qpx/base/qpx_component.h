@@ -32,4 +32,15 @@ void qpx_job_info_get(qpx_job_info_t *info);
 /* Transports the component offers (NULL-terminated) */
 extern uct_tl_t *const qpx_transports[];
 
+/* The connection manager the component offers, defined above base like
+ * the transports; open == NULL where qpx was built without librdmacm */
+typedef struct qpx_component_cm {
+    ucs_status_t       (*open)(uct_component_h component, uct_worker_h worker,
+                               const uct_cm_config_t *config, uct_cm_h *cm_p);
+    ucs_config_field_t *config_table;
+    size_t             config_size;
+} qpx_component_cm_t;
+
+extern const qpx_component_cm_t qpx_component_cm;
+
 #endif

@@ -260,20 +260,30 @@ void qpx_device_addr_get(const qpx_device_port_t *port,
 }
 
 
-void qpx_device_addr_pack(const qpx_device_port_t *port, void *packed)
+size_t qpx_device_addr_pack_addr(const qpx_device_addr_t *addr,
+                                 void *packed)
 {
     uint8_t *p = packed;
-    uint16_t lid;
 
-    if (port->is_eth) {
+    if (addr->flags & QPX_DEVICE_ADDR_FLAG_ETH) {
         /* RoCE version "any" (0) in the bits above ETH_LAST, IPv4 */
         p[0] = QPX_IB_ADDR_LINK_LAYER_ETH;
-        memcpy(p + 1, port->gid.raw, 16);
-    } else {
-        p[0] = 0;
-        lid  = port->attr.lid;
-        memcpy(p + 1, &lid, sizeof(lid));
+        memcpy(p + 1, addr->gid, sizeof(addr->gid));
+        return 1 + sizeof(addr->gid);
     }
+
+    p[0] = 0;
+    memcpy(p + 1, &addr->lid, sizeof(addr->lid));
+    return 1 + sizeof(addr->lid);
+}
+
+
+void qpx_device_addr_pack(const qpx_device_port_t *port, void *packed)
+{
+    qpx_device_addr_t addr;
+
+    qpx_device_addr_get(port, &addr);
+    qpx_device_addr_pack_addr(&addr, packed);
 }
 
 

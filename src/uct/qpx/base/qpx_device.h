@@ -90,6 +90,11 @@ void qpx_device_addr_get(const qpx_device_port_t *port,
 /* The address of this port, packed (qpx_device_addr_size bytes) */
 void qpx_device_addr_pack(const qpx_device_port_t *port, void *packed);
 
+/* Pack an unpacked address (a peer's, as a connection manager learnt it);
+ * returns the bytes written, at most QPX_DEVICE_ADDR_PACKED_MAX */
+size_t qpx_device_addr_pack_addr(const qpx_device_addr_t *addr,
+                                 void *packed);
+
 /* A packed device address (ours, or UCX's IB format from another packer)
  * unpacked: the LID or the GID; the optional fields are not needed */
 void qpx_device_addr_unpack(const void *packed, qpx_device_addr_t *addr);

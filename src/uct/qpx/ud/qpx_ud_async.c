@@ -20,9 +20,9 @@
 
 #include "qpx_ud.inl"
 
+#include <uct/qpx/base/qpx_async.h>
+
 #if defined(QPX_UCX_INTERNAL_HEADERS)
-#  include <ucs/async/async.h>
-#  include <ucs/async/async_int.h>
 #  include <ucs/time/time.h>
 #endif
 
@@ -31,31 +31,13 @@
 
 static UCS_F_ALWAYS_INLINE void qpx_ud_iface_async_block(qpx_ud_iface_t *iface)
 {
-    /* The spinlock mode (UCP's and ucx_perftest's workers) inline, as
-     * UCS_ASYNC_BLOCK does, instead of a call through the mode's ops into
-     * libucs on every operation (callgrind, am_bw 8 B sender: 2121 -> 2109
-     * instructions per message) */
-    if (ucs_likely(iface->async.ctx->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK)) {
-        ucs_recursive_spin_lock(&iface->async.ctx->thread.spinlock);
-        return;
-    }
-
-    /* Recursive: the timer thread or the user may already hold it */
-    while (!iface->async.ops->context_try_block(iface->async.ctx)) {
-        /* pause: spin politely while the timer callback runs */
-        __builtin_ia32_pause();
-    }
+    qpx_async_block(iface->async.ctx);
 }
 
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_async_unblock(qpx_ud_iface_t *iface)
 {
-    if (ucs_likely(iface->async.ctx->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK)) {
-        ucs_recursive_spin_unlock(&iface->async.ctx->thread.spinlock);
-        return;
-    }
-
-    iface->async.ops->context_unblock(iface->async.ctx);
+    qpx_async_unblock(iface->async.ctx);
 }
 
 void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface)
