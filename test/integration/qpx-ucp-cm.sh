@@ -1,12 +1,15 @@
 #!/bin/sh
 # UCP's client/server flow over qpx transports: libucx-dev's
-# ucp_client_server example connects through UCX's rdmacm connection
-# manager (softverbs' librdmacm), which hands each transport the peer's
-# device address in uct_ib's format; the qpx transports read it and carry
-# the data lanes. Checked per transport set and API (tag, am, stream): the
-# client exits 0, prints the server's message intact, and UCX's lane report
-# names the qpx transport. A client with nobody listening fails at once
-# (an error, not a hang).
+# ucp_client_server example connects through a connection manager over
+# softverbs' librdmacm: UCX's own (rdmacm), which hands each transport the
+# peer's device address in uct_ib's format, and qpx's (qpx), each alone in
+# UCX_SOCKADDR_TLS_PRIORITY so that a pass says that CM connected. Checked
+# per CM, transport set and API (tag, am, stream): the client exits 0,
+# prints the server's message intact, and UCX's lane report names the qpx
+# transport. A client with nobody listening fails at once (an error, not a
+# hang). Over qpx's CM also: one server serves clients one after another;
+# a client killed mid-traffic is reported to the server, and a server
+# killed mid-traffic to the client, within seconds.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -17,16 +20,24 @@ ex=/usr/share/doc/libucx-dev/examples
 gcc -O1 -I"$ex" -o "$TL_TMP/ucs" "$ex/ucp_client_server.c" -lucp -lucs \
     2>"$TL_TMP/gcc.out" || qpx_skip_all "ucp_client_server: $(head -n 1 "$TL_TMP/gcc.out")"
 
-export UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_NET_DEVICES=$QPX_DEV \
-       UCX_WARN_UNUSED_ENV_VARS=n UCX_LOG_LEVEL=info
+export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n UCX_LOG_LEVEL=info
 
-# cs_case TLS API EXPECTED-TL
+# cs_wait_listen LOG: until the server says it listens (softverbs' CM
+# opens no TCP port that ss could show)
+cs_wait_listen() {
+    n=0
+    while [ $n -lt 100 ] && ! grep -q 'server is listening on' "$1"; do
+        sleep 0.05; n=$((n + 1))
+    done
+}
+
+# cs_case TLS API EXPECTED-TL (UCX_SOCKADDR_TLS_PRIORITY names the CM)
 cs_case() {
     port=$(qpx_free_port)
-    UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -c "$2" \
-        -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+    UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
+        -c "$2" -p "$port" >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
-    tl_wait_port "$port"
+    cs_wait_listen "$TL_TMP/srv.log"
     UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -c "$2" \
         -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1
     crc=$?
@@ -34,13 +45,13 @@ cs_case() {
     # the last lane report is the endpoint's final configuration
     lanes=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$TL_TMP/cli.log" | tail -n 1)
     if [ $crc -ne 0 ]; then
-        qpx_fail "UCX_TLS=$1 $2: client exit $crc"
+        qpx_fail "$cm: UCX_TLS=$1 $2: client exit $crc"
     elif ! grep -q '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli.log"; then
-        qpx_fail "UCX_TLS=$1 $2: the server's message did not arrive intact"
+        qpx_fail "$cm: UCX_TLS=$1 $2: the server's message did not arrive intact"
     elif ! echo "$lanes" | grep -q "($3/"; then
-        qpx_fail "UCX_TLS=$1 $2: no lane on $3 ($lanes)"
+        qpx_fail "$cm: UCX_TLS=$1 $2: no lane on $3 ($lanes)"
     else
-        qpx_pass "UCX_TLS=$1 $2: message intact, $lanes"
+        qpx_pass "$cm: UCX_TLS=$1 $2: message intact, $lanes"
         return
     fi
     for f in "$TL_TMP/cli.log" "$TL_TMP/srv.log"; do
@@ -50,21 +61,94 @@ cs_case() {
 
 sets="qpx_rc:qpx_rc qpx_ud:qpx_ud qpx_rc,qpx_ud:qpx_rc"
 qpx_has_tl qpx_dc && sets="$sets qpx_dc:qpx_dc qpx_rc,qpx_dc:qpx_rc"
-for s in $sets; do
-    for api in tag am stream; do
-        cs_case "${s%%:*}" "$api" "${s#*:}"
+qpx_has_tl qpx && sets="$sets qpx:qpx"
+for cm in rdmacm qpx; do
+    export UCX_SOCKADDR_TLS_PRIORITY=$cm
+    for s in $sets; do
+        for api in tag am stream; do
+            cs_case "${s%%:*}" "$api" "${s#*:}"
+        done
     done
+
+    # Nobody listens: the client's connection is refused and it says so
+    port=$(qpx_free_port)
+    UCX_TLS=qpx_rc LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" \
+        -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1
+    crc=$?
+    if [ $crc -ne 0 ] && [ $crc -ne 124 ] &&
+       grep -q 'Connection reset by remote peer\|Destination is unreachable\|Connection refused' "$TL_TMP/cli.log"; then
+        qpx_pass "$cm: no listener: the client fails with $(grep -o 'status -[0-9]* ([^)]*)' "$TL_TMP/cli.log" | head -n 1) (exit $crc)"
+    else
+        qpx_fail "$cm: no listener: client exit $crc"; grep -v INFO "$TL_TMP/cli.log" | tail -n 5
+    fi
 done
 
-# Nobody listens: the client's connection is refused and it says so
+# Over qpx's CM: one server, three clients one after another, 1000
+# messages each, each client's last message checked
+export UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud
 port=$(qpx_free_port)
-UCX_TLS=qpx_rc LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" \
-    -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1
-crc=$?
-if [ $crc -ne 0 ] && [ $crc -ne 124 ] &&
-   grep -q 'Connection reset by remote peer\|Destination is unreachable\|Connection refused' "$TL_TMP/cli.log"; then
-    qpx_pass "no listener: the client fails with $(grep -o 'status -[0-9]* ([^)]*)' "$TL_TMP/cli.log" | head -n 1) (exit $crc)"
+LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL "$TL_TMP/ucs" -i 1000 \
+    -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+spid=$!
+cs_wait_listen "$TL_TMP/srv.log"
+ok=0
+for c in 1 2 3; do
+    LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -i 1000 -a 127.0.0.1 \
+        -p "$port" >"$TL_TMP/cli$c.log" 2>&1 &&
+        grep -q '^Client: iteration #1000$' "$TL_TMP/cli$c.log" &&
+        [ "$(grep -c '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli$c.log")" -eq 2 ] &&
+        ok=$((ok + 1))
+done
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+if [ $ok -eq 3 ]; then
+    qpx_pass "qpx cm: one server, 3 clients in turn, 1000 messages each, intact"
 else
-    qpx_fail "no listener: client exit $crc"; grep -v INFO "$TL_TMP/cli.log" | tail -n 5
+    qpx_fail "qpx cm: $ok of 3 clients in turn completed intact"
+    tail -n 5 "$TL_TMP/srv.log"
 fi
+
+# kill_case WHO: WHO (client or server) is killed mid-traffic; the other
+# side must report the reset and exit with an error within 10 s
+kill_case() {
+    port=$(qpx_free_port)
+    # no timeout(1) between: the kill must reach the program itself;
+    # stdbuf: its progress lines reach the log as they are printed
+    LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 -p "$port" \
+        >"$TL_TMP/srv.log" 2>&1 &
+    spid=$!
+    cs_wait_listen "$TL_TMP/srv.log"
+    LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 \
+        -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1 &
+    cpid=$!
+    # until traffic flows
+    n=0
+    while [ $n -lt 100 ] && ! grep -q 'iteration #2000$' "$TL_TMP/srv.log"; do
+        sleep 0.1; n=$((n + 1))
+    done
+    if [ "$1" = client ]; then
+        victim=$cpid survivor=$spid log=$TL_TMP/srv.log
+    else
+        victim=$spid survivor=$cpid log=$TL_TMP/cli.log
+    fi
+    kill -9 "$victim"; wait "$victim" 2>/dev/null
+    t0=$(date +%s)
+    n=0
+    while [ $n -lt 100 ] && kill -0 "$survivor" 2>/dev/null; do
+        sleep 0.1; n=$((n + 1))
+    done
+    if kill -0 "$survivor" 2>/dev/null; then
+        kill -9 "$survivor"; wait "$survivor" 2>/dev/null
+        qpx_fail "qpx cm: $1 killed: the other side still runs after 10 s"
+        return
+    fi
+    wait "$survivor"; rc=$?
+    if [ $rc -ne 0 ] && grep -q 'status -25\|status -20\|Connection reset\|Input/output error' "$log"; then
+        qpx_pass "qpx cm: $1 killed mid-traffic: the other side reports it within $(( $(date +%s) - t0 + 1 )) s (exit $rc)"
+    else
+        qpx_fail "qpx cm: $1 killed mid-traffic: other side exit $rc"
+        grep -v '^$\|^---\|ABCDEF\|iteration\|UCX data' "$log" | tail -n 5
+    fi
+}
+kill_case client
+kill_case server
 qpx_finish
