@@ -1,7 +1,7 @@
 #!/bin/sh
 # Connection setup between two processes on the same softverbs device:
 # librdmacm alone, UCP's client/server flow through UCX's rdmacm connection
-# manager, and UCP's wireup (worker address over a socket), for 1 to 1000
+# manager and through qpx's (ucp-cm/qpx), and UCP's wireup (worker address over a socket), for 1 to 1000
 # connections kept open together. Prints a table, never asserts.
 #   sh test/bench/cm-bench.sh [builddir]     (default: ./build)
 # Env: BENCH_CONNS (default "1 10 100 1000").
@@ -21,16 +21,19 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# row MODE TLS N: one run, one table row
+# row MODE TLS N [CM]: one run, one table row; CM: the connection manager
+# of the ucp-cm mode (UCX_SOCKADDR_TLS_PRIORITY, default rdmacm)
 row() {
     port=$(free_port)
-    UCX_TLS=$2 LD_PRELOAD=$MOD timeout 300 "$PROG" "$1" -s -p "$port" -n "$3" \
-        >/dev/null 2>&1 &
+    cm=${4:-rdmacm}
+    UCX_SOCKADDR_TLS_PRIORITY=$cm UCX_TLS=$2 LD_PRELOAD=$MOD timeout 300 \
+        "$PROG" "$1" -s -p "$port" -n "$3" >/dev/null 2>&1 &
     spid=$!
     sleep 0.5
-    line=$(UCX_TLS=$2 LD_PRELOAD=$MOD timeout 300 "$PROG" "$1" -c 127.0.0.1 \
-           -p "$port" -n "$3" 2>/dev/null)
+    line=$(UCX_SOCKADDR_TLS_PRIORITY=$cm UCX_TLS=$2 LD_PRELOAD=$MOD \
+           timeout 300 "$PROG" "$1" -c 127.0.0.1 -p "$port" -n "$3" 2>/dev/null)
     wait $spid
+    [ "$cm" = rdmacm ] || set -- "$1/$cm" "$2" "$3"
     # "MODE: N connections, T ms, R conn/s, median L us, p99 P us"
     set -- "$1" "$2" "$3" $(echo "$line" |
         sed -n 's/.*, \([0-9.]*\) ms, \([0-9]*\) conn\/s, median \([0-9.]*\) us, p99 \([0-9.]*\) us/\1 \2 \3 \4/p')
@@ -44,6 +47,8 @@ for n in $CONNS; do
     row rdmacm - "$n"
     row ucp-cm rc_verbs "$n"
     row ucp-cm qpx_rc "$n"
+    row ucp-cm qpx_rc "$n" qpx
+    row ucp-cm qpx "$n" qpx
     row ucp-wireup rc_verbs,ud_verbs "$n"
     row ucp-wireup qpx_rc,qpx_ud "$n"
     row ucp-wireup qpx_dc "$n"
