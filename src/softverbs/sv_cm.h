@@ -146,6 +146,10 @@ void sv_cm_listen_input(struct sv_cm_id *id);
 
 /* addresses and devices (sv_cm_addr.c) */
 int  sv_cm_addr_local(const struct sockaddr *sa);
+/* Whether sa is the wildcard address of its family */
+int  sv_cm_addr_is_any(const struct sockaddr *sa);
+/* Put the IP address of ip (same family) into src, keeping its port */
+void sv_cm_addr_set_src_ip(struct sockaddr *src, const struct sockaddr *ip);
 int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                        uint8_t *port);
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);

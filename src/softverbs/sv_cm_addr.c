@@ -99,7 +99,7 @@ void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port)
     }
 }
 
-static int sv_cm_addr_is_any(const struct sockaddr *sa)
+int sv_cm_addr_is_any(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET6) {
         return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
@@ -107,6 +107,17 @@ static int sv_cm_addr_is_any(const struct sockaddr *sa)
     }
     return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
            htonl(INADDR_ANY);
+}
+
+void sv_cm_addr_set_src_ip(struct sockaddr *src, const struct sockaddr *ip)
+{
+    if (src->sa_family == AF_INET6) {
+        ((struct sockaddr_in6 *)src)->sin6_addr =
+                ((const struct sockaddr_in6 *)ip)->sin6_addr;
+    } else {
+        ((struct sockaddr_in *)src)->sin_addr =
+                ((const struct sockaddr_in *)ip)->sin_addr;
+    }
 }
 
 /* Whether sa is an address of this host (the wildcard counts) */

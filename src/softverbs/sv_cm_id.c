@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,6 +19,32 @@
 /* Every live id of the process, for the CM thread (with the CM's lock) */
 static struct sv_cm_id *sv_cm_all;
 static uint64_t sv_cm_serial;
+
+/*
+ * Ephemeral ports and starting PSNs. The kernel's CM picks them at random
+ * per id; a library must not draw them from the application's random()
+ * sequence (it would change what the application draws, and every process
+ * that never seeds it would pick the same first port). A generator of the
+ * process (xorshift64*), seeded from the pid and the clock, again after a
+ * fork. Called under the CM lock.
+ */
+static uint32_t sv_cm_rand(void)
+{
+    static uint64_t state;
+    static pid_t    owner;
+    struct timespec ts;
+
+    if ((state == 0) || (owner != getpid())) {
+        owner = getpid();
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        state = ((uint64_t)owner << 32) ^ (uint64_t)ts.tv_nsec ^
+                ((uint64_t)ts.tv_sec << 20) ^ 0x9e3779b97f4a7c15ull;
+    }
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return (uint32_t)((state * 0x2545f4914f6cdd1dull) >> 32);
+}
 
 struct sv_cm_id *sv_cm_id_find(uint64_t serial)
 {
@@ -82,7 +109,7 @@ struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
     id->id.ps           = ps;
     id->id.qp_type      = qp_type;
     id->id.route.path_rec  = &id->path;
-    id->psn             = (uint32_t)(random() & 0xffffff);
+    id->psn             = sv_cm_rand() & 0xffffff;
     sv_cm_id_link(id);
     return id;
 }
@@ -217,7 +244,7 @@ static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
     for (tries = 0; tries < 1000; tries++) {
         if (port == 0) {
             /* an ephemeral port, as the kernel's CM picks one */
-            sv_cm_addr_set_port(sa, 32768 + (random() % 28232));
+            sv_cm_addr_set_port(sa, 32768 + (sv_cm_rand() % 28232));
         }
         len = sv_cm_sock_name(&un, id->id.ps, sa, 0);
         if (bind(fd, (struct sockaddr *)&un, len) == 0) {
@@ -324,6 +351,16 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
         if (rdma_bind_addr(cm_id, src_addr) != 0) {
             return -1;
         }
+    }
+    if (sv_cm_addr_is_any(&cm_id->route.addr.src_addr) &&
+        !sv_cm_addr_is_mcast(dst_addr) &&
+        (cm_id->route.addr.src_addr.sa_family == dst_addr->sa_family) &&
+        sv_cm_addr_local(dst_addr)) {
+        /* The kernel resolves a wildcard source to the address the route
+         * leaves from; every address here is the host's own, and the
+         * host's route to its own address leaves from that address. The
+         * peer then sees it (rdma_get_peer_addr), not 0.0.0.0 */
+        sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr, dst_addr);
     }
     memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
     if (sv_cm_addr_is_mcast(dst_addr)) {

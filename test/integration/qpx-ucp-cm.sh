@@ -9,7 +9,8 @@
 # transport. A client with nobody listening fails at once (an error, not a
 # hang). Over qpx's CM also: one server serves clients one after another;
 # a client killed mid-traffic is reported to the server, and a server
-# killed mid-traffic to the client, within seconds.
+# killed mid-traffic to the client, within seconds; a connection whose QP
+# the device cannot give fails at once with an error.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -139,6 +140,7 @@ kill_case() {
     if kill -0 "$survivor" 2>/dev/null; then
         kill -9 "$survivor"; wait "$survivor" 2>/dev/null
         qpx_fail "qpx cm: $1 killed: the other side still runs after 10 s"
+        grep -v '^$\|^---\|ABCDEF\|UCX data' "$log" | tail -n 4
         return
     fi
     wait "$survivor"; rc=$?
@@ -151,4 +153,37 @@ kill_case() {
 }
 kill_case client
 kill_case server
+
+# qplimit_case MAX WHERE: a registry of its own with room for MAX QPs: the
+# client's (3: its UD QP, after both sides' qpx_ud QPs) or the server's
+# connection QP (4) cannot be had; the client must fail at once with an
+# error, and the side that ran out must say what
+qplimit_case() {
+    port=$(qpx_free_port)
+    (
+        export SOFTVERBS_SHM=/dev/shm/qpx-ucp-cm-$$-$1 SOFTVERBS_MAX_QP=$1 \
+               UCX_TLS=qpx_ud
+        LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
+            -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+        spid=$!
+        cs_wait_listen "$TL_TMP/srv.log"
+        LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 \
+            -p "$port" >"$TL_TMP/cli.log" 2>&1
+        echo $? >"$TL_TMP/crc"
+        kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        rm -f "$SOFTVERBS_SHM"
+    )
+    crc=$(cat "$TL_TMP/crc")
+    if [ "$2" = client ]; then log=$TL_TMP/cli.log; else log=$TL_TMP/srv.log; fi
+    if [ "$crc" -ne 0 ] && [ "$crc" -ne 124 ] &&
+       grep -q 'error handling callback was invoked with status' "$TL_TMP/cli.log" &&
+       grep -q "qpx cm: .*create_qp.* failed" "$log"; then
+        qpx_pass "qpx cm: no QP for the $2's connection (SOFTVERBS_MAX_QP=$1): the client fails with $(grep -o 'status -[0-9]* ([^)]*)' "$TL_TMP/cli.log" | head -n 1), the $2 logs it"
+    else
+        qpx_fail "qpx cm: no QP for the $2's connection: client exit $crc"
+        grep -v INFO "$TL_TMP/cli.log" "$TL_TMP/srv.log" | tail -n 6
+    fi
+}
+qplimit_case 3 client
+qplimit_case 4 server
 qpx_finish

@@ -610,6 +610,41 @@ static void svt_case_cm_chan_poll(svt_proc_t *p)
     svt_cm_close(&cm);
 }
 
+/* ---------------------------------------------------------------------
+ * Addresses of a connection whose client resolved with no source address:
+ * the kernel binds it to the address its route leaves from (the loopback
+ * for 127.0.0.1), with an ephemeral port, and the server sees that as its
+ * peer: not the wildcard 0.0.0.0 (rdma_resolve_addr(3))
+ * ------------------------------------------------------------------- */
+
+static void svt_cm_check_loopback(const struct sockaddr *sa, const char *what)
+{
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+    SVT_CHECK(sa->sa_family == AF_INET, "%s: family %d, expected AF_INET",
+              what, sa->sa_family);
+    SVT_CHECK(sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+              "%s: address 0x%08x, expected 127.0.0.1", what,
+              ntohl(sin->sin_addr.s_addr));
+    SVT_CHECK(ntohs(sin->sin_port) != 0, "%s: port 0", what);
+}
+
+static void svt_case_cm_source_address(svt_proc_t *p)
+{
+    svt_cm_t cm;
+
+    svt_cm_pair(p, &cm, NULL, 0, NULL, 0);
+    if (p->rank == 1) {
+        svt_cm_check_loopback(rdma_get_peer_addr(cm.id),
+                              "server's rdma_get_peer_addr");
+    } else {
+        svt_cm_check_loopback(rdma_get_local_addr(cm.id),
+                              "client's rdma_get_local_addr");
+    }
+    svt_sync(p, !p->rank);
+    svt_cm_close(&cm);
+}
+
 const svt_case_t svt_cases_cm_conn[] = {
     {"cm/qp_states_rc_init_then_rts", svt_case_cm_qp_state_rc, 2},
     {"cm/private_data_at_limits", svt_case_cm_priv, 2, 0},
@@ -621,6 +656,7 @@ const svt_case_t svt_cases_cm_conn[] = {
      15, NULL, SVT_CASE_F_PEER_DIES},
     {"cm/disconnect_flushes_both_sides", svt_case_cm_disconnect, 2},
     {"cm/data_send_write_read", svt_case_cm_data, 2},
+    {"cm/source_address_resolved", svt_case_cm_source_address, 2},
     {"cm/channel_fd_poll", svt_case_cm_chan_poll, 2, 0},
     {"cm/channel_fd_pollin_means_event", svt_case_cm_chan_poll, 2,
      SVT_CM_POLL_NOW},
