@@ -470,13 +470,42 @@ SV_CM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
     return "UNKNOWN EVENT";
 }
 
-/* man rdma_migrate_id: the id and its future events move to another
- * channel; its socket is watched there */
+/* Take the events of id not yet got from its channel (the kernel's
+ * ucma_move_events: a listener's connection requests stay with it) */
+static struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id)
+{
+    struct sv_cm_channel *c = id->chan;
+    struct sv_cm_event *taken = NULL, **tail = &taken, **pp, *ev;
+
+    pthread_mutex_lock(&c->lock);
+    for (pp = &c->head; (ev = *pp) != NULL;) {
+        if ((ev->event.id == &id->id) && (ev->event.listen_id == NULL)) {
+            *pp   = ev->next;
+            *tail = ev;
+            tail  = &ev->next;
+        } else {
+            c->tail = ev;
+            pp      = &ev->next;
+        }
+    }
+    *tail = NULL;
+    if (c->head == NULL) {
+        c->tail = NULL;
+        sv_cm_channel_clear(c);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return taken;
+}
+
+/* man rdma_migrate_id: the id moves to another channel with its events,
+ * those already reported on the old one and not yet got included (as the
+ * kernel moves them); its socket is watched there */
 static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
                                 struct rdma_event_channel *channel)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id), **pp;
     struct sv_cm_channel *to = (struct sv_cm_channel *)channel;
+    struct sv_cm_event *ev, *next;
 
     if (to == NULL) {
         errno = EINVAL; /* softverbs: no synchronous migration */
@@ -485,6 +514,7 @@ static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
     if (id->sock >= 0) {
         sv_cm_channel_unwatch(id, id->sock);
     }
+    ev = sv_cm_channel_take_events(id);
     for (pp = &id->chan->ids; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == id) {
             *pp = id->next;
@@ -496,6 +526,10 @@ static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
     id->next   = to->ids;
     to->ids    = id;
     cm_id->channel = channel;
+    for (; ev != NULL; ev = next) {
+        next = ev->next;
+        sv_cm_event_queue(ev);
+    }
     if (id->sock >= 0) {
         sv_cm_channel_watch(id, id->sock);
     }

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <unistd.h>
@@ -714,6 +715,43 @@ static void svt_case_cm_bind_port_zero(svt_proc_t *p)
     rdma_destroy_event_channel(ch);
 }
 
+/* man rdma_migrate_id: the id moves with its events, those reported on
+ * the old channel and not yet got included (the kernel moves them); the
+ * old channel's fd stops being readable */
+static void svt_case_cm_migrate_events(svt_proc_t *p)
+{
+    struct rdma_event_channel *from = svt_cm_channel();
+    struct rdma_event_channel *to   = svt_cm_channel();
+    struct rdma_cm_event *ev;
+    struct rdma_cm_id *id;
+    struct sockaddr_in dst;
+    struct pollfd pfd;
+
+    SVT_OK(rdma_create_id(from, &id, NULL, RDMA_PS_TCP));
+    svt_cm_loopback(&dst, 1);
+    SVT_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+    /* ADDR_RESOLVED is reported on the old channel; not got before the
+     * migration */
+    pfd.fd     = from->fd;
+    pfd.events = POLLIN;
+    SVT_CHECK(poll(&pfd, 1, SVT_CM_EV_MS) == 1, "ADDR_RESOLVED not "
+              "reported within %d ms", SVT_CM_EV_MS);
+    SVT_OK(rdma_migrate_id(id, to));
+    SVT_CHECK(id->channel == to, "id->channel %p after rdma_migrate_id, "
+              "expected %p", (void *)id->channel, (void *)to);
+    pfd.revents = 0;
+    SVT_CHECK(poll(&pfd, 1, 0) == 0, "the old channel's fd is still "
+              "readable after its only event moved");
+    svt_cm_expect_none(from, 50);
+    svt_cm_expect(to, RDMA_CM_EVENT_ADDR_RESOLVED, 0, &ev);
+    SVT_CHECK(ev->id == id, "ADDR_RESOLVED for id %p, expected %p",
+              (void *)ev->id, (void *)id);
+    SVT_OK(rdma_ack_cm_event(ev));
+    SVT_OK(rdma_destroy_id(id));
+    rdma_destroy_event_channel(to);
+    rdma_destroy_event_channel(from);
+}
+
 const svt_case_t svt_cases_cm[] = {
     {"cm/create_qp_unbound_id", svt_case_cm_qp_unbound, 1},
     {"cm/create_qp_pd_of_other_context", svt_case_cm_qp_other_pd, 1, 0, 0,
@@ -727,5 +765,6 @@ const svt_case_t svt_cases_cm[] = {
     {"cm/create_qp_ud_rts", svt_case_cm_qp_state_ud, 1},
     {"cm/bind_in_use", svt_case_cm_bind_in_use, 2},
     {"cm/bind_port_zero", svt_case_cm_bind_port_zero, 1},
+    {"cm/migrate_id_moves_pending_events", svt_case_cm_migrate_events, 1},
     {NULL}
 };
