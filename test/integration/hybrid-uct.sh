@@ -1,7 +1,8 @@
 #!/bin/sh
 # The hybrid qpx transport through UCT: the data-integrity program (every
 # operation qpx advertises, each size class, payload checked) on DC only,
-# promoted at the first operation, with tiny queues; and the flood program
+# promoted at the first operation, with tiny queues, promoted by the bytes
+# it moves (and not); and the flood program
 # (16 endpoints x 20000 active messages, every message once and in order
 # per endpoint) with promotion at every first operation and pools of 1, 2
 # and 64 QPs: the statistics printed at close must show the switches
@@ -51,6 +52,28 @@ hybrid_flood() {
 hybrid_flood "flood, pool of 1" 1 1
 hybrid_flood "flood, pool of 2" 2 1
 hybrid_flood "flood, pool of 64" 64 0
+
+# Promotion by bytes: operations alone never promote here
+# (PROMOTE_THRESH=100000); the integrity program's large operations move
+# PROMOTE_BYTES within the window and promote their endpoint, and with
+# PROMOTE_BYTES=inf none does. The data is checked in both.
+# bytes_case NAME BYTES WANT (some or none)
+bytes_case() {
+    tl_integrity "$1" UCX_QPX_PROMOTE_THRESH=100000 \
+        UCX_QPX_PROMOTE_BYTES="$2" UCX_QPX_PRINT_STATS=y
+    grep -q "qpx stats" "$TL_TMP/out" || {
+        qpx_fail "$1: no statistics printed"; return; }
+    prom=$(grep -o "promotions=[0-9]*" "$TL_TMP/out" | cut -d= -f2 |
+           awk '{ s += $1 } END { print s + 0 }')
+    if { [ "$3" = some ] && [ "$prom" -gt 0 ]; } ||
+       { [ "$3" = none ] && [ "$prom" -eq 0 ]; }; then
+        qpx_pass "$1: $prom promotions (want $3)"
+    else
+        qpx_fail "$1: $prom promotions (want $3)"
+    fi
+}
+bytes_case "promoted by bytes (PROMOTE_BYTES=256k)" 256k some
+bytes_case "bytes do not count (PROMOTE_BYTES=inf)" inf none
 
 # qpx_ud as the cold path (where a device has no DC; forced here): the
 # operations it offers (active messages), and the flood with 5% of the UD

@@ -117,6 +117,21 @@ static int ctx_open(ctx_t *c)
     return 0;
 }
 
+/* Release what ctx_open and ctx_connect made, in reverse (a transport
+ * prints its statistics as its interface closes) */
+static void ctx_close(ctx_t *c)
+{
+    if (c->ep != NULL) {
+        uct_ep_destroy(c->ep);
+    }
+    uct_md_mem_dereg(c->md, c->memh);
+    free(c->buf);
+    uct_iface_close(c->iface);
+    uct_worker_destroy(c->worker);
+    ucs_async_context_destroy(c->async);
+    uct_md_close(c->md);
+}
+
 /* An endpoint to the peer: connected to its endpoint (CONNECT_TO_EP), or
  * else created to its interface (CONNECT_TO_IFACE, e.g. qpx_dc) */
 int ctx_connect(ctx_t *c, peer_info_t *remote)
@@ -371,7 +386,9 @@ int main(int argc, char **argv)
         if (ret != 0) {
             return ret;
         }
-        return run_target(&c);
+        ret = run_target(&c);
+        ctx_close(&c);
+        return ret;
     }
 
     c.sock = sv[0];
@@ -384,6 +401,7 @@ int main(int argc, char **argv)
     }
     run_initiator(&c, max_size);
     waitpid(pid, &status, 0);
+    ctx_close(&c);
     if (WIFSIGNALED(status)) {
         printf("INFO: target (pid %d) killed by signal %d\n", (int)pid,
                WTERMSIG(status));

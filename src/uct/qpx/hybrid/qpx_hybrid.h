@@ -124,7 +124,8 @@ typedef struct qpx_hybrid_ep {
     uct_ep_h        path_ep;     /* cold_ep or rc_ep */
     uct_ep_h        cold_ep;
     uct_ep_h        rc_ep;       /* PROMOTING, HOT, DEMOTING */
-    uint64_t        tx_count;    /* operations in the window */
+    uint64_t        tx_count;    /* operations in the window, each 1 plus
+                                    1 per 1 << bytes_shift bytes it moved */
     uint64_t        promote_at;  /* tx_count at which to look again */
     uint64_t        last_used;   /* iface tick of the last operation */
     uint64_t        window_start;
@@ -218,6 +219,7 @@ typedef struct qpx_hybrid_iface_config {
     uct_iface_config_t super;
     size_t             pool_size;     /* UCS_ULUNITS_AUTO: auto */
     unsigned           promote_thresh;
+    size_t             promote_bytes;
     double             promote_window;
     double             switch_timeout;
     int                shared_srq;
@@ -270,6 +272,7 @@ struct qpx_hybrid_iface {
     struct {
         unsigned        pool_size;
         unsigned        promote_thresh;
+        unsigned        bytes_shift;    /* 1 << it bytes count as an op */
         uint64_t        promote_window;
         uint64_t        switch_timeout;
         unsigned        pool_batch;

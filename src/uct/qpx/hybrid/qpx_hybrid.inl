@@ -1,7 +1,7 @@
 /*
  * qpx hybrid: the data path. An operation costs the sub-endpoint's plus a
  * load and a test (held or not), and two counters (the LRU clock and the
- * promotion count).
+ * promotion count, which also weighs the bytes moved).
  */
 #ifndef QPX_HYBRID_INL_
 #define QPX_HYBRID_INL_
@@ -16,27 +16,42 @@ static UCS_F_ALWAYS_INLINE uct_ep_h qpx_hybrid_ep_tx(uct_ep_h tl_ep)
     return ucs_derived_of(tl_ep, qpx_hybrid_ep_t)->tx_ep;
 }
 
-/* An operation was accepted by the sub-endpoint: the endpoint is the most
- * recently used, and may have become hot */
-static UCS_F_ALWAYS_INLINE void qpx_hybrid_ep_count(uct_ep_h tl_ep)
+/* An operation that moved bytes was accepted by the sub-endpoint: the
+ * endpoint is the most recently used, and may have become hot (it counts
+ * 1, plus 1 for every 1 << bytes_shift bytes) */
+static UCS_F_ALWAYS_INLINE void qpx_hybrid_ep_count(uct_ep_h tl_ep,
+                                                    size_t bytes)
 {
     qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
 
     ep->last_used = ++iface->tick;
-    if (ucs_unlikely(++ep->tx_count >= ep->promote_at)) {
+    ep->tx_count += 1 + (bytes >> iface->config.bytes_shift);
+    if (ucs_unlikely(ep->tx_count >= ep->promote_at)) {
         qpx_hybrid_ep_heat(ep);
     }
 }
 
 /* For operations that return a status: count what was accepted */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_hybrid_ep_done(uct_ep_h tl_ep, ucs_status_t status)
+qpx_hybrid_ep_done(uct_ep_h tl_ep, ucs_status_t status, size_t bytes)
 {
     if (ucs_likely((status == UCS_OK) || (status == UCS_INPROGRESS))) {
-        qpx_hybrid_ep_count(tl_ep);
+        qpx_hybrid_ep_count(tl_ep, bytes);
     }
     return status;
+}
+
+/* Bytes an iov describes */
+static UCS_F_ALWAYS_INLINE size_t qpx_hybrid_iov_bytes(const uct_iov_t *iov,
+                                                       size_t iovcnt)
+{
+    size_t i, bytes = 0;
+
+    for (i = 0; i < iovcnt; ++i) {
+        bytes += iov[i].length * ucs_max(iov[i].count, 1);
+    }
+    return bytes;
 }
 
 #endif

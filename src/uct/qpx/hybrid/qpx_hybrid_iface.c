@@ -50,8 +50,16 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_thresh),
      UCS_CONFIG_TYPE_UINT},
 
+    {"PROMOTE_BYTES", "1m",
+     "Bytes an endpoint moves within PROMOTE_WINDOW that promote it as "
+     "PROMOTE_THRESH operations do (inf: operations alone count). Each "
+     "operation counts 1, plus 1 for every PROMOTE_BYTES/PROMOTE_THRESH "
+     "bytes it moves (rounded down to a power of two).",
+     ucs_offsetof(qpx_hybrid_iface_config_t, promote_bytes),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {"PROMOTE_WINDOW", "10ms",
-     "The window PROMOTE_THRESH counts in.",
+     "The window PROMOTE_THRESH and PROMOTE_BYTES count in.",
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_window),
      UCS_CONFIG_TYPE_TIME},
 
@@ -324,6 +332,21 @@ static const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl)
 
 
 /* RC_POOL_SIZE=auto from the job size, when the launcher gives it */
+
+/* Bytes that count as one operation: PROMOTE_BYTES / PROMOTE_THRESH,
+ * rounded down to a power of two so that the data path shifts instead of
+ * dividing; 63 (never) for inf */
+static unsigned qpx_hybrid_bytes_shift(size_t promote_bytes, unsigned thresh)
+{
+    size_t per_op;
+
+    if (promote_bytes == UCS_MEMUNITS_INF) {
+        return 63;
+    }
+    per_op = ucs_max(promote_bytes / thresh, 1);
+    return ucs_ilog2(per_op);
+}
+
 static unsigned qpx_hybrid_pool_size_auto(void)
 {
     qpx_job_info_t job;
@@ -392,6 +415,9 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                                   qpx_hybrid_pool_size_auto() :
                                   ucs_min(config->pool_size, UINT_MAX);
     self->config.promote_thresh = ucs_max(1, config->promote_thresh);
+    self->config.bytes_shift    = qpx_hybrid_bytes_shift(
+                                          config->promote_bytes,
+                                          self->config.promote_thresh);
     self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
     self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
     self->config.pool_batch     = ucs_max(1, config->pool_batch);
@@ -475,9 +501,12 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                   "the DCT's SRQ" : "an SRQ of their own");
     }
     ucs_debug("qpx iface %p on %s: cold %s %p rc %p, pool %u, promote after "
-              "%u operations in %.3f ms", self, params->mode.device.dev_name,
-              self->cold_tl, self->cold, self->rc, self->config.pool_size,
-              self->config.promote_thresh, config->promote_window * 1e3);
+              "%u operations (an operation per %zu bytes) in %.3f ms", self,
+              params->mode.device.dev_name, self->cold_tl, self->cold,
+              self->rc, self->config.pool_size, self->config.promote_thresh,
+              (self->config.bytes_shift < 63) ?
+              ((size_t)1 << self->config.bytes_shift) : SIZE_MAX,
+              config->promote_window * 1e3);
     return UCS_OK;
 
 err_close:

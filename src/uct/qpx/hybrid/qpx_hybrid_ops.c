@@ -21,7 +21,8 @@ static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_put_short(ep, buffer, length,
-                                                      remote_addr, rkey));
+                                                      remote_addr, rkey),
+                              length);
 }
 
 static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
@@ -36,7 +37,7 @@ static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
     }
     ret = uct_ep_put_bcopy(ep, pack_cb, arg, remote_addr, rkey);
     if (ucs_likely(ret >= 0)) {
-        qpx_hybrid_ep_count(tl_ep);
+        qpx_hybrid_ep_count(tl_ep, ret);
     }
     return ret;
 }
@@ -55,7 +56,8 @@ static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_put_zcopy(ep, iov, iovcnt,
                                                       remote_addr, rkey,
-                                                      comp));
+                                                      comp),
+                              qpx_hybrid_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
@@ -72,7 +74,8 @@ static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_get_bcopy(ep, unpack_cb, arg,
                                                       length, remote_addr,
-                                                      rkey, comp));
+                                                      rkey, comp),
+                              length);
 }
 
 static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
@@ -89,7 +92,8 @@ static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_get_zcopy(ep, iov, iovcnt,
                                                       remote_addr, rkey,
-                                                      comp));
+                                                      comp),
+                              qpx_hybrid_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
@@ -103,7 +107,8 @@ static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short(ep, id, header, payload,
-                                                     length));
+                                                     length),
+                              sizeof(header) + length);
 }
 
 static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
@@ -116,7 +121,8 @@ static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short_iov(ep, id, iov,
-                                                         iovcnt));
+                                                         iovcnt),
+                              qpx_hybrid_iov_bytes(iov, iovcnt));
 }
 
 static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -131,7 +137,7 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
     ret = uct_ep_am_bcopy(ep, id, pack_cb, arg, flags);
     if (ucs_likely(ret >= 0)) {
-        qpx_hybrid_ep_count(tl_ep);
+        qpx_hybrid_ep_count(tl_ep, ret);
     }
     return ret;
 }
@@ -150,7 +156,9 @@ static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_am_zcopy(ep, id, header,
                                                      header_length, iov,
-                                                     iovcnt, flags, comp));
+                                                     iovcnt, flags, comp),
+                              header_length +
+                              qpx_hybrid_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
@@ -168,7 +176,7 @@ static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic_cswap64(ep, compare, swap,
                                                            remote_addr, rkey,
-                                                           result, comp));
+                                                           result, comp), 0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic_cswap32(uct_ep_h tl_ep,
@@ -186,7 +194,7 @@ static ucs_status_t qpx_hybrid_ep_atomic_cswap32(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic_cswap32(ep, compare, swap,
                                                            remote_addr, rkey,
-                                                           result, comp));
+                                                           result, comp), 0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
@@ -201,7 +209,7 @@ static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_post(ep, opcode, value,
-                                                          remote_addr, rkey));
+                                                          remote_addr, rkey), 0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
@@ -216,7 +224,7 @@ static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_post(ep, opcode, value,
-                                                          remote_addr, rkey));
+                                                          remote_addr, rkey), 0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
@@ -234,7 +242,7 @@ static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_fetch(ep, opcode, value,
                                                            result, remote_addr,
-                                                           rkey, comp));
+                                                           rkey, comp), 0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic32_fetch(uct_ep_h tl_ep,
@@ -252,7 +260,7 @@ static ucs_status_t qpx_hybrid_ep_atomic32_fetch(uct_ep_h tl_ep,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_fetch(ep, opcode, value,
                                                            result, remote_addr,
-                                                           rkey, comp));
+                                                           rkey, comp), 0);
 }
 
 
