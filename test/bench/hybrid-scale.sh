@@ -3,8 +3,11 @@
 # resident memory and endpoints set up (created and used once) per second
 # on one sending interface, its endpoints spread over 16 peer interfaces
 # (qpx_peers_bench -m footprint), for qpx_dc, qpx with its defaults (a
-# single use promotes nothing) and qpx promoting every endpoint at its
-# first operation with a pool of 64 RC QPs. Prints a table and, with an
+# single use promotes nothing), qpx promoting every endpoint at its first
+# operation with a pool of 64 RC QPs, and, for comparison, UCX's rc_verbs
+# and qpx_rc (an RC QP per endpoint: each endpoint connected to an endpoint
+# of its own in one peer process). Prints a table, the memory of each
+# configuration at the largest count against rc_verbs', and, with an
 # output directory and gnuplot, plots memory and QPs against endpoints.
 # Never asserts.
 #   sh test/bench/hybrid-scale.sh [builddir [outdir]]
@@ -26,7 +29,7 @@ fp() { # ENV... -- ARGS...
 }
 
 printf '%-16s %8s %6s %14s %14s %12s\n' "config" "eps" "QPs" "registered MiB" "resident MiB" "eps/s"
-for cfg in qpx_dc qpx qpx-promoted; do
+for cfg in qpx_dc qpx qpx-promoted rc_verbs qpx_rc; do
     echo "# $cfg" >>"$DATA"
     for e in 1 64 1024 4096; do
         case $cfg in
@@ -46,6 +49,15 @@ for cfg in qpx_dc qpx qpx-promoted; do
     printf '\n\n' >>"$DATA"
 done
 
+# Memory at the largest count against rc_verbs'
+awk '/^# / { next } NF == 6 { res[$1 " " $2] = $5; n = $2 > n ? $2 : n }
+     END { base = res["rc_verbs " n]; if (base <= 0) exit
+           printf "\nresident memory at %d endpoints against rc_verbs (%.1f MiB):\n", n, base
+           split("qpx_dc qpx qpx-promoted qpx_rc", c, " ")
+           for (i = 1; i <= 4; ++i) if ((c[i] " " n) in res)
+               printf "  %-14s %6.1f MiB  %5.1f%%\n", c[i], res[c[i] " " n],
+                      100 * res[c[i] " " n] / base }' "$DATA"
+
 [ -n "$OUT" ] || exit 0
 command -v gnuplot >/dev/null || { echo "(no gnuplot: no plots)"; exit 0; }
 mkdir -p "$OUT"
@@ -57,14 +69,15 @@ set logscale x 2
 set grid
 set key top left
 set xlabel "endpoints on one interface"
-labels = "qpx_dc qpx qpx-promoted(pool 64)"
+labels = "qpx_dc qpx qpx-promoted(pool-64) rc_verbs qpx_rc"
 set output "$OUT/hybrid-memory.svg"
 set title "Resident memory of the sending process (softverbs, one host)"
 set ylabel "MiB added by the endpoints and their interface"
-plot for [i=0:2] "$DATA" index i using 2:5 with linespoints title word(labels, i+1)
+set logscale y 2
+plot for [i=0:4] "$DATA" index i using 2:5 with linespoints title word(labels, i+1)
 set output "$OUT/hybrid-qps.svg"
 set title "QPs of the sending process (softverbs, one host)"
 set ylabel "QPs"
-plot for [i=0:2] "$DATA" index i using 2:3 with linespoints title word(labels, i+1)
+plot for [i=0:4] "$DATA" index i using 2:3 with linespoints title word(labels, i+1)
 GP
 echo "plots: $OUT/hybrid-memory.svg $OUT/hybrid-qps.svg"

@@ -11,7 +11,10 @@
  *  -m footprint: the sender creates EPS endpoints over 16 peer interfaces
  *                (each endpoint puts once, so that it is in use) and prints
  *                its QPs, registered bytes and the growth of its resident
- *                memory.
+ *                memory. A transport that connects endpoint to endpoint
+ *                (qpx_rc, UCX's rc_verbs) gets EPS endpoints to one peer
+ *                process, each connected to an endpoint of its own there:
+ *                a QP per endpoint, as with EPS peers.
  *
  * Usage: qpx_peers_bench -x TL [-d DEV] -m rate|footprint [-p PEERS]
  *        [-n MSGS] [-o am|put] [-e EPS]
@@ -282,6 +285,115 @@ static int run_rate(int npeers, long msgs, int put)
     return 0;
 }
 
+/* Endpoint-to-endpoint footprint: the peer makes an endpoint for each of
+ * the sender's and connects the pair (-m footprint with a CONNECT_TO_EP
+ * transport) */
+typedef struct {
+    uint8_t dev_addr[32];
+    uint8_t ep_addr[64];
+} ep_addr_msg_t;
+
+static uct_ep_h ep_pair_half(node_t *n, ep_addr_msg_t *mine)
+{
+    uct_ep_params_t p;
+    uct_ep_h ep = NULL;
+
+    if ((n->attr.ep_addr_len > sizeof(mine->ep_addr)) ||
+        (n->attr.device_addr_len > sizeof(mine->dev_addr))) {
+        return NULL;
+    }
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    p.iface      = n->iface;
+    if (uct_ep_create(&p, &ep) != UCS_OK) {
+        return NULL;
+    }
+    memset(mine, 0, sizeof(*mine));
+    uct_iface_get_device_address(n->iface,
+                                 (uct_device_addr_t*)mine->dev_addr);
+    uct_ep_get_address(ep, (uct_ep_addr_t*)mine->ep_addr);
+    return ep;
+}
+
+static int ep_peer_main(int sock, int neps)
+{
+    ep_addr_msg_t theirs, mine;
+    peer_addr_t a;
+    uct_ep_h ep;
+    node_t n;
+    int i;
+
+    if (node_open(&n) != 0) {
+        return 1;
+    }
+    node_addr(&n, &a);
+    qpx_uct_xfer(sock, &a, sizeof(a), 1);
+    for (i = 0; i < neps; ++i) {
+        if ((qpx_uct_xfer(sock, &theirs, sizeof(theirs), 0) != 0) ||
+            ((ep = ep_pair_half(&n, &mine)) == NULL) ||
+            (uct_ep_connect_to_ep(ep, (uct_device_addr_t*)theirs.dev_addr,
+                                  (uct_ep_addr_t*)theirs.ep_addr) != UCS_OK)) {
+            return 1;
+        }
+        qpx_uct_xfer(sock, &mine, sizeof(mine), 1);
+    }
+    /* puts need no progress here; wait until told */
+    (void)!read(sock, &mine, 1);
+    return 0;
+}
+
+static int run_footprint_to_ep(node_t *n, int neps, uct_ep_h *eps)
+{
+    ep_addr_msg_t mine, theirs;
+    uct_rkey_bundle_t rkey;
+    int sv[2], pid, i;
+    double t0, t1;
+    peer_addr_t a;
+    sv_stats_t st;
+    long rss0;
+
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        _exit(ep_peer_main(sv[1], neps));
+    }
+    close(sv[1]);
+    if (qpx_uct_xfer(sv[0], &a, sizeof(a), 0) != 0) {
+        return 1;
+    }
+    uct_rkey_unpack(n->comp, a.rkey, &rkey);
+    rss0 = rss_kb();
+    t0   = now_s();
+    for (i = 0; i < neps; ++i) {
+        eps[i] = ep_pair_half(n, &mine);
+        if ((eps[i] == NULL) ||
+            (qpx_uct_xfer(sv[0], &mine, sizeof(mine), 1) != 0) ||
+            (qpx_uct_xfer(sv[0], &theirs, sizeof(theirs), 0) != 0) ||
+            (uct_ep_connect_to_ep(eps[i], (uct_device_addr_t*)theirs.dev_addr,
+                                  (uct_ep_addr_t*)theirs.ep_addr) != UCS_OK)) {
+            fprintf(stderr, "endpoint %d: not connected\n", i);
+            return 1;
+        }
+        while (send_one(n, eps[i], 1, &a, rkey.rkey, i) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(n->worker);
+        }
+    }
+    flush_all(n);
+    t1 = now_s();
+    stats(&st);
+    printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
+           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
+           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
+           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
+    for (i = 0; i < neps; ++i) {
+        uct_ep_destroy(eps[i]);
+    }
+    (void)!write(sv[0], "x", 1);
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+
 static int run_footprint(int neps)
 {
     static peer_addr_t addrs[16];
@@ -296,6 +408,9 @@ static int run_footprint(int neps)
 
     if ((eps == NULL) || (node_open(&n) != 0)) {
         return 1;
+    }
+    if (!(n.attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE)) {
+        return run_footprint_to_ep(&n, neps, eps);
     }
     /* each endpoint used once: a put where offered, else a message */
     put = !!(n.attr.cap.flags & UCT_IFACE_FLAG_PUT_SHORT);
