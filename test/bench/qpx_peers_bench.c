@@ -285,6 +285,22 @@ static int run_rate(int npeers, long msgs, int put)
     return 0;
 }
 
+/* The footprint line: everything complete, then the QPs, registered and
+ * resident memory of this process, and the rate since t0 */
+static void footprint_print(node_t *n, int neps, long rss0, double t0)
+{
+    sv_stats_t st;
+    double t1;
+
+    flush_all(n);
+    t1 = now_s();
+    stats(&st);
+    printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
+           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
+           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
+           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
+}
+
 /* Endpoint-to-endpoint footprint: the peer makes an endpoint for each of
  * the sender's and connects the pair (-m footprint with a CONNECT_TO_EP
  * transport) */
@@ -346,10 +362,9 @@ static int run_footprint_to_ep(node_t *n, int neps, uct_ep_h *eps)
     ep_addr_msg_t mine, theirs;
     uct_rkey_bundle_t rkey;
     int sv[2], pid, i;
-    double t0, t1;
     peer_addr_t a;
-    sv_stats_t st;
     long rss0;
+    double t0;
 
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
     pid = fork();
@@ -379,13 +394,7 @@ static int run_footprint_to_ep(node_t *n, int neps, uct_ep_h *eps)
             uct_worker_progress(n->worker);
         }
     }
-    flush_all(n);
-    t1 = now_s();
-    stats(&st);
-    printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
-           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
-           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
-           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
+    footprint_print(n, neps, rss0, t0);
     for (i = 0; i < neps; ++i) {
         uct_ep_destroy(eps[i]);
     }
@@ -400,9 +409,8 @@ static int run_footprint(int neps)
     static uct_rkey_bundle_t rkeys[16];
     int socks[NPROCS], pids[NPROCS], i;
     uct_ep_h *eps = calloc(neps, sizeof(*eps));
-    double t0, t1;
+    double t0;
     long rss0;
-    sv_stats_t st;
     node_t n;
     int put;
 
@@ -432,13 +440,7 @@ static int run_footprint(int neps)
             uct_worker_progress(n.worker);
         }
     }
-    flush_all(&n);
-    t1 = now_s();
-    stats(&st);
-    printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
-           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
-           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
-           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
+    footprint_print(&n, neps, rss0, t0);
     for (i = 0; i < neps; ++i) {
         uct_ep_destroy(eps[i]);
     }

@@ -85,6 +85,22 @@ ucs_status_t qpx_cm_id_peer_dev_addr(qpx_cm_t *cm, struct rdma_cm_id *id,
 }
 
 
+void qpx_cm_remote_data_set(uct_cm_remote_data_t *remote_data,
+                            const void *dev_addr, size_t dev_addr_len,
+                            const qpx_cm_priv_hdr_t *hdr)
+{
+    remote_data->field_mask            =
+            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR |
+            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH |
+            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA |
+            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
+    remote_data->dev_addr              = (const uct_device_addr_t*)dev_addr;
+    remote_data->dev_addr_length       = dev_addr_len;
+    remote_data->conn_priv_data        = hdr + 1;
+    remote_data->conn_priv_data_length = hdr->length;
+}
+
+
 ucs_status_t qpx_cm_dev_get(qpx_cm_t *cm, struct ibv_context *verbs,
                             qpx_cm_dev_t **dev_p)
 {

@@ -117,6 +117,12 @@ void qpx_cm_id_dev_name(struct rdma_cm_id *id, char *dev_name);
 ucs_status_t qpx_cm_id_peer_dev_addr(qpx_cm_t *cm, struct rdma_cm_id *id,
                                      void *addr, size_t *addr_len_p);
 
+/* What the peer sent (its header checked by the caller) and its device
+ * address, as UCT hands them to the user */
+void qpx_cm_remote_data_set(uct_cm_remote_data_t *remote_data,
+                            const void *dev_addr, size_t dev_addr_len,
+                            const qpx_cm_priv_hdr_t *hdr);
+
 /* The CQ the connection QPs on verbs use */
 ucs_status_t qpx_cm_dev_get(qpx_cm_t *cm, struct ibv_context *verbs,
                             qpx_cm_dev_t **dev_p);

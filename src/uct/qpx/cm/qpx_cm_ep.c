@@ -282,16 +282,8 @@ static void qpx_cm_ep_connect_response(qpx_cm_ep_t *cep,
         return;
     }
 
-    remote_data.field_mask            =
-            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR |
-            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH |
-            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA |
-            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
-    remote_data.dev_addr              = (uct_device_addr_t*)dev_addr;
-    remote_data.dev_addr_length       = dev_addr_len;
-    remote_data.conn_priv_data        = hdr + 1;
-    remote_data.conn_priv_data_length = hdr->length;
-    cep->flags                       |= QPX_CM_EP_CONNECTED;
+    qpx_cm_remote_data_set(&remote_data, dev_addr, dev_addr_len, hdr);
+    cep->flags |= QPX_CM_EP_CONNECTED;
     uct_cm_ep_client_connect_cb(&cep->super, &remote_data, UCS_OK);
 }
 

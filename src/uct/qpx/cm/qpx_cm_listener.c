@@ -78,15 +78,7 @@ void qpx_cm_listener_handle_request(qpx_cm_t *cm, struct rdma_cm_event *event)
         return;
     }
 
-    remote_data.field_mask            =
-            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR |
-            UCT_CM_REMOTE_DATA_FIELD_DEV_ADDR_LENGTH |
-            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA |
-            UCT_CM_REMOTE_DATA_FIELD_CONN_PRIV_DATA_LENGTH;
-    remote_data.dev_addr              = (uct_device_addr_t*)dev_addr;
-    remote_data.dev_addr_length       = dev_addr_len;
-    remote_data.conn_priv_data        = hdr + 1;
-    remote_data.conn_priv_data_length = hdr->length;
+    qpx_cm_remote_data_set(&remote_data, dev_addr, dev_addr_len, hdr);
 
     args.field_mask             =
             UCT_CM_LISTENER_CONN_REQUEST_ARGS_FIELD_DEV_NAME |
