@@ -3,9 +3,10 @@
  * what each posted WR carries, batching, buffers released after a receive
  * going back as they are, kept ones replaced by fresh ones, a post that
  * fails part-way, an empty buffer pool, an interface sharing another's SRQ
- * and buffer pool, and a first fill that fails. The SRQ is a fake whose
- * post_srq_recv records the WRs (ibv_post_srq_recv calls through the
- * context's ops).
+ * and buffer pool, a first fill that fails, and the queue growing after
+ * the SRQ limit event. The SRQ is a fake whose post_srq_recv records the
+ * WRs (ibv_post_srq_recv calls through the context's ops); ibv_modify_srq
+ * is wrapped to record the limits armed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,6 +45,24 @@ typedef struct test_ctx {
 } test_ctx_t;
 
 static test_ctx_t *ctx;
+
+/* The SRQ limits asked for (ibv_modify_srq with IBV_SRQ_LIMIT) */
+static unsigned test_limits[8];
+static unsigned test_num_limits;
+static int      test_modify_ret;
+
+int __wrap_ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+                          int mask)
+{
+    assert_ptr_equal(srq, &ctx->srq);
+    assert_int_equal(mask, IBV_SRQ_LIMIT);
+    if (test_modify_ret != 0) {
+        return test_modify_ret;
+    }
+    assert_true(test_num_limits < 8);
+    test_limits[test_num_limits++] = attr->srq_limit;
+    return 0;
+}
 
 
 static int test_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
@@ -366,6 +385,63 @@ static void test_fill_fails(void **state)
 }
 
 
+/* The first fill arms the limit at a quarter of the queue; each limit
+ * event doubles the queue up to its maximum, posts what was owed and the
+ * added buffers at once, and arms the limit again until the maximum */
+static void test_grow(void **state)
+{
+    qpx_iface_t *iface = &ctx->iface;
+
+    (void)state;
+    test_num_limits     = 0;
+    test_modify_ret     = 0;
+    iface->rx.queue_len = 4;
+    iface->rx.available = 4;
+    iface->rx.queue_max = 10;
+    assert_int_equal(qpx_iface_rx_fill(iface, "test"), UCS_OK);
+    assert_int_equal(ctx->num_posted, 4);
+    assert_int_equal(test_num_limits, 1);
+    assert_int_equal(test_limits[0], 1);
+
+    /* one buffer consumed and owed (below a batch): posted with the 4 */
+    ucs_mpool_put(test_complete(0));
+    iface->rx.available = 1;
+    iface->rx.low       = 1;
+    qpx_iface_rx_grow(iface);
+    assert_int_equal(iface->rx.low, 0);
+    assert_int_equal(iface->rx.queue_len, 8);
+    assert_int_equal(ctx->num_posted, 4 + 5);
+    assert_int_equal(iface->rx.available, 0);
+    assert_int_equal(test_num_limits, 2);
+    assert_int_equal(test_limits[1], 2);
+    test_check_posted(4);
+
+    /* capped at the maximum, and no limit armed there */
+    qpx_iface_rx_grow(iface);
+    assert_int_equal(iface->rx.queue_len, 10);
+    assert_int_equal(ctx->num_posted, 4 + 5 + 2);
+    assert_int_equal(test_num_limits, 2);
+    assert_int_equal(iface->rx.grows, 2);
+}
+
+/* A device without the SRQ limit: the queue keeps its size */
+static void test_grow_unsupported(void **state)
+{
+    qpx_iface_t *iface = &ctx->iface;
+
+    (void)state;
+    test_num_limits     = 0;
+    test_modify_ret     = EOPNOTSUPP;
+    iface->rx.queue_len = 4;
+    iface->rx.available = 4;
+    iface->rx.queue_max = 10;
+    assert_int_equal(qpx_iface_rx_fill(iface, "test"), UCS_OK);
+    assert_int_equal(iface->rx.queue_max, 4);
+    assert_int_equal(test_num_limits, 0);
+    test_modify_ret = 0;
+}
+
+
 /* Without an SRQ or a QP there is nowhere to post yet */
 static void test_no_queue(void **state)
 {
@@ -395,6 +471,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_srq, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_fill_fails, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_grow, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_grow_unsupported, test_setup,
                                         test_teardown)
     };
 

@@ -5,7 +5,8 @@
  * (its completions are lost and its QPs go to the error state), a QP that
  * failed outside a work request, a port that went down. qpx reads the
  * context's async fd on UCX's async thread, logs each event where it is
- * decided to matter, and acknowledges it at once: ibv_destroy_qp/cq/srq
+ * decided to matter (an SRQ that runs low also tells its interface, which
+ * grows it), and acknowledges it at once: ibv_destroy_qp/cq/srq
  * wait until every event reported about their object is acknowledged, so
  * an event left unacknowledged would hang the destruction of its object.
  */
@@ -14,6 +15,7 @@
 #endif
 
 #include "qpx_device.h"
+#include "qpx_iface.h"
 
 #include <ucs/async/async_fwd.h>
 
@@ -100,6 +102,12 @@ static void qpx_device_event_handler(int fd, ucs_event_set_types_t events,
     /* The fd is non-blocking: read until the queue is empty */
     while (ibv_get_async_event(dev->ctx, &event) == 0) {
         qpx_device_event_log(dev, &event);
+        if ((event.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
+            (event.element.srq->srq_context != NULL)) {
+            /* Before the ack: ibv_destroy_srq waits for it, so the
+             * interface that owns the SRQ is still there */
+            qpx_iface_rx_limit_reached(event.element.srq->srq_context);
+        }
         ibv_ack_async_event(&event);
     }
     if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {

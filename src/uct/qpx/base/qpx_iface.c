@@ -62,6 +62,13 @@ ucs_config_field_t qpx_iface_config_table[] = {
      "Receive buffers posted to the interface's shared receive queue.",
      ucs_offsetof(qpx_iface_config_t, rx.queue_len), UCS_CONFIG_TYPE_UINT},
 
+    {"RX_QUEUE_MAX", "auto",
+     "Receive buffers the shared receive queue may grow to when the device "
+     "reports it running low (the SRQ limit event: a burst the progress "
+     "falls behind); auto: 4 times RX_QUEUE_LEN. At most RX_QUEUE_LEN: it "
+     "does not grow.",
+     ucs_offsetof(qpx_iface_config_t, rx.queue_max), UCS_CONFIG_TYPE_ULUNITS},
+
     {"RX_MAX_BATCH", "16",
      "Receive buffers reposted at a time.",
      ucs_offsetof(qpx_iface_config_t, rx.max_batch), UCS_CONFIG_TYPE_UINT},
@@ -122,6 +129,21 @@ static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
 void qpx_iface_rx_share_next(qpx_iface_t *owner)
 {
     qpx_iface_rx_share_hint = owner;
+}
+
+
+/* Whether self's QPs can receive from owner's SRQ: the same port, and
+ * buffers of the same layout */
+static int qpx_iface_rx_can_share(const qpx_iface_t *self,
+                                  const qpx_iface_t *owner)
+{
+    return (owner != NULL) && (owner->srq != NULL) &&
+           (owner->md == self->md) && (owner->port_num == self->port_num) &&
+           (owner->config.seg_size == self->config.seg_size) &&
+           (owner->config.rx_hdr_offset == self->config.rx_hdr_offset) &&
+           (owner->config.rx_payload_offset ==
+            self->config.rx_payload_offset) &&
+           (owner->config.rx_headroom == self->config.rx_headroom);
 }
 
 
@@ -202,6 +224,32 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
 }
 
 
+/* Ask the device for the SRQ limit event at a quarter of the buffers
+ * posted (ibv_modify_srq(3): it fires once, when fewer remain, and is then
+ * disarmed). A device without it leaves the queue at its size. */
+static void qpx_iface_rx_limit_arm(qpx_iface_t *iface)
+{
+    struct ibv_srq_attr attr;
+    int ret;
+
+    if ((iface->srq == NULL) || (iface->rx_owner != NULL) ||
+        (iface->rx.queue_len >= iface->rx.queue_max)) {
+        return;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.srq_limit = ucs_max(1, iface->rx.queue_len / 4);
+    ret            = ibv_modify_srq(iface->srq, &attr, IBV_SRQ_LIMIT);
+    if (ret != 0) {
+        ucs_debug("%s:%d: ibv_modify_srq(IBV_SRQ_LIMIT %u) failed: %s; the "
+                  "receive queue stays at %u", iface->md->dev.name,
+                  iface->port_num, attr.srq_limit, strerror(ret),
+                  iface->rx.queue_len);
+        iface->rx.queue_max = iface->rx.queue_len;
+    }
+}
+
+
 ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
 {
     if ((iface->rx.available > 0) &&
@@ -209,7 +257,36 @@ ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
         ucs_error("%s: failed to post receive buffers", tl_name);
         return UCS_ERR_NO_MEMORY;
     }
+    qpx_iface_rx_limit_arm(iface);
     return UCS_OK;
+}
+
+
+void qpx_iface_rx_limit_reached(qpx_iface_t *iface)
+{
+    /* Seen by the next progress; a worker asleep on the event fd wakes */
+    iface->rx.low = 1;
+    qpx_iface_event_signal(iface);
+}
+
+
+void qpx_iface_rx_grow(qpx_iface_t *iface)
+{
+    unsigned more = ucs_min(iface->rx.queue_len,
+                            iface->rx.queue_max - iface->rx.queue_len);
+
+    iface->rx.low        = 0;
+    iface->rx.queue_len += more;
+    iface->rx.available += more;
+    ++iface->rx.grows;
+    ucs_debug("%s:%d: srq %p below its limit: %u receive buffers posted from "
+              "now (at most %u)", iface->md->dev.name, iface->port_num,
+              iface->srq, iface->rx.queue_len, iface->rx.queue_max);
+    /* All that is owed now, not at the next batch: the queue is short */
+    if (iface->rx.available > 0) {
+        (void)qpx_iface_rx_post(iface, iface->rx.available);
+    }
+    qpx_iface_rx_limit_arm(iface);
 }
 
 
@@ -479,6 +556,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
+    size_t queue_max, posted_max;
     qpx_iface_t *owner;
     int cq_len, flags;
 
@@ -512,8 +590,32 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
 
-    /* A completion per receive: the queue is no longer than the CQ */
-    cq_len        = ucs_min(config->rx.queue_len, (unsigned)dev->attr.max_cqe);
+    /* The SRQ of the interface offered to this one, where their receive
+     * buffers agree */
+    owner                   = qpx_iface_rx_share_hint;
+    qpx_iface_rx_share_hint = NULL;
+    if (!use_srq || !qpx_iface_rx_can_share(self, owner)) {
+        if (use_srq && (owner != NULL)) {
+            ucs_debug("qpx iface %p: a receive buffer layout or port of its "
+                      "own (seg %zu hdr %zu against %zu %zu): an SRQ of its "
+                      "own", self, self->config.seg_size,
+                      self->config.rx_hdr_offset, owner->config.seg_size,
+                      owner->config.rx_hdr_offset);
+        }
+        owner = NULL;
+    }
+
+    /* A completion per receive: the CQ holds every buffer the receive queue
+     * may have posted (all of a shared SRQ's, which its owner may grow) */
+    queue_max = (config->rx.queue_max == UCS_ULUNITS_AUTO) ?
+                4 * (size_t)config->rx.queue_len : config->rx.queue_max;
+    queue_max = ucs_max(queue_max, config->rx.queue_len);
+    if (owner != NULL) {
+        posted_max = ucs_max(owner->rx.queue_max, config->rx.queue_len);
+    } else {
+        posted_max = use_srq ? queue_max : config->rx.queue_len;
+    }
+    cq_len        = ucs_min(posted_max, (unsigned)dev->attr.max_cqe);
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->recv_cq == NULL) {
@@ -522,6 +624,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
     self->rx.queue_len = ucs_min(config->rx.queue_len,
                                  (unsigned)self->recv_cq->cqe);
+    self->rx.queue_max = self->rx.queue_len;
 
     if (!use_srq) {
         /* The first QP's receive queue, sized when it is created */
@@ -530,14 +633,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         return UCS_OK;
     }
 
-    owner                   = qpx_iface_rx_share_hint;
-    qpx_iface_rx_share_hint = NULL;
-    if ((owner != NULL) && (owner->srq != NULL) &&
-        (owner->md == self->md) && (owner->port_num == self->port_num) &&
-        (owner->config.seg_size == self->config.seg_size) &&
-        (owner->config.rx_hdr_offset == self->config.rx_hdr_offset) &&
-        (owner->config.rx_payload_offset == self->config.rx_payload_offset) &&
-        (owner->config.rx_headroom == self->config.rx_headroom)) {
+    if (owner != NULL) {
         /* The owner's SRQ: it filled it; what this interface's QPs consume
          * it refills (qpx_iface_rx_fill posts nothing) */
         self->srq      = owner->srq;
@@ -547,17 +643,15 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         ucs_debug("qpx iface %p shares srq %p of iface %p", self, self->srq,
                   owner);
         return UCS_OK;
-    } else if (owner != NULL) {
-        ucs_debug("qpx iface %p: a receive buffer layout or port of its own "
-                  "(seg %zu hdr %zu against %zu %zu): an SRQ of its own",
-                  self, self->config.seg_size, self->config.rx_hdr_offset,
-                  owner->config.seg_size, owner->config.rx_hdr_offset);
     }
 
     memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = ucs_min(self->rx.queue_len,
+    srq_attr.attr.max_wr  = ucs_min(ucs_min(queue_max,
+                                            (unsigned)self->recv_cq->cqe),
                                     (unsigned)dev->attr.max_srq_wr);
     srq_attr.attr.max_sge = 1;
+    /* The device's SRQ events name the interface (qpx_device_event.c) */
+    srq_attr.srq_context  = self;
     self->srq = ibv_create_srq(self->md->pd, &srq_attr);
     if (self->srq == NULL) {
         ucs_error("ibv_create_srq(%s, %u) failed: %m", dev->name,
@@ -565,7 +659,9 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         goto err_destroy_recv_cq;
     }
 
-    /* srq_attr.attr.max_wr now holds what the device granted */
+    /* srq_attr.attr.max_wr now holds what the device granted: the queue
+     * starts at RX_QUEUE_LEN and may grow to it */
+    self->rx.queue_max = srq_attr.attr.max_wr;
     qpx_iface_rx_queue_set(self, srq_attr.attr.max_wr);
     return UCS_OK;
 
@@ -653,6 +749,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->qp_caps_granted           = 0;
     self->qp_exhausted_level        = UCS_LOG_LEVEL_ERROR;
     self->rx.qp                     = NULL;
+    self->rx.low                    = 0;
+    self->rx.grows                  = 0;
     self->rx_owner                  = NULL;
 
     status = qpx_iface_rx_wrs_init(self);

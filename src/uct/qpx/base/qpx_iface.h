@@ -86,6 +86,7 @@ typedef struct qpx_iface_config {
     } tx;
     struct {
         unsigned                 queue_len; /* SRQ WRs */
+        size_t                   queue_max; /* SRQ WRs it may grow to */
         unsigned                 max_batch; /* repost in batches of */
         uct_iface_mpool_config_t mp;
     } rx;
@@ -203,7 +204,13 @@ struct qpx_iface {
                                             receive queue is refilled */
         unsigned              available; /* receive slots to refill */
         unsigned              batch;
-        unsigned              queue_len;
+        unsigned              queue_len; /* buffers kept posted */
+        /* An SRQ this interface owns may hold up to queue_max buffers: the
+         * device's SRQ limit event (a burst the progress falls behind)
+         * doubles queue_len up to it (qpx_iface_rx_grow) */
+        unsigned              queue_max;
+        volatile int          low;       /* the limit event came */
+        unsigned              grows;
         /* Buffers released after a receive, reposted as they are (no trip
          * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
         qpx_desc_t            **recycled;
@@ -264,6 +271,14 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
  * SRQ posts nothing: the owner filled it, and each consumer refills what
  * it consumes. */
 ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name);
+
+/* The device said the SRQ of iface fell below its limit (the device event
+ * handler, on UCX's async thread): the next progress grows the queue */
+void qpx_iface_rx_limit_reached(qpx_iface_t *iface);
+
+/* Post more buffers to the SRQ (up to queue_max) after the limit event,
+ * and arm the limit again (the progress, on the worker's thread) */
+void qpx_iface_rx_grow(qpx_iface_t *iface);
 
 /*
  * One SRQ for the QPs of two interfaces of a port (the hybrid's RC QPs and

@@ -202,7 +202,8 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
-        iface->keepalive.due || qpx_iface_pending_is_due(iface)) {
+        iface->keepalive.due || iface->rx.low ||
+        qpx_iface_pending_is_due(iface)) {
         qpx_iface_event_signal(iface);
     }
     return UCS_OK;
