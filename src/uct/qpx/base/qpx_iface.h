@@ -450,6 +450,15 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
 ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* The keepalive timer every interval seconds (0: none) */
+/* The one timer service of every transport: cb runs every interval
+ * seconds on the worker's async context (UCX's async thread, with the
+ * context blocked); *id_p is -1 when none runs. Stopping waits for a
+ * running callback. */
+ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
+                                   ucs_async_event_cb_t cb, void *arg,
+                                   int *id_p);
+void qpx_iface_timer_stop(int *id_p);
+
 ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval);
 void qpx_iface_keepalive_stop(qpx_iface_t *iface);
 

@@ -224,38 +224,57 @@ static void qpx_iface_keepalive_timer(int id, ucs_event_set_types_t events,
 }
 
 
-ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
+ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
+                                   ucs_async_event_cb_t cb, void *arg,
+                                   int *id_p)
 {
     ucs_async_context_t *async = iface->super.worker->async;
     ucs_status_t status;
 
-    iface->keepalive.due      = 0;
-    iface->keepalive.timer_id = -1;
-    iface->keepalive.interval = (ucs_time_t)(interval *
-                                             ucs_get_cpu_clocks_per_sec());
-    if ((iface->keepalive.interval == 0) || (async == NULL)) {
-        return UCS_OK;
-    }
-
-    status = ucs_async_add_timer(async->mode, iface->keepalive.interval,
-                                 qpx_iface_keepalive_timer, iface, async,
-                                 &iface->keepalive.timer_id);
+    status = ucs_async_add_timer(async->mode,
+                                 (ucs_time_t)(interval *
+                                              ucs_get_cpu_clocks_per_sec()),
+                                 cb, arg, async, id_p);
     if (status != UCS_OK) {
-        ucs_error("%s:%d: failed to add the keepalive timer: %s",
-                  iface->md->dev.name, iface->port_num,
+        ucs_error("%s:%d: failed to add an async timer (every %.3f ms): %s",
+                  iface->md->dev.name, iface->port_num, interval * 1e3,
                   ucs_status_string(status));
+        *id_p = -1;
     }
     return status;
 }
 
 
+void qpx_iface_timer_stop(int *id_p)
+{
+    if (*id_p >= 0) {
+        /* sync: the callback is not running when this returns, so the
+         * caller must not hold the async context */
+        ucs_async_remove_handler(*id_p, 1);
+        *id_p = -1;
+    }
+}
+
+
+ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
+{
+    iface->keepalive.due      = 0;
+    iface->keepalive.timer_id = -1;
+    iface->keepalive.interval = (ucs_time_t)(interval *
+                                             ucs_get_cpu_clocks_per_sec());
+    if ((iface->keepalive.interval == 0) ||
+        (iface->super.worker->async == NULL)) {
+        return UCS_OK;
+    }
+
+    return qpx_iface_timer_start(iface, interval, qpx_iface_keepalive_timer,
+                                 iface, &iface->keepalive.timer_id);
+}
+
+
 void qpx_iface_keepalive_stop(qpx_iface_t *iface)
 {
-    if (iface->keepalive.timer_id >= 0) {
-        /* sync: the timer callback is not running when this returns */
-        ucs_async_remove_handler(iface->keepalive.timer_id, 1);
-        iface->keepalive.timer_id = -1;
-    }
+    qpx_iface_timer_stop(&iface->keepalive.timer_id);
 }
 
 

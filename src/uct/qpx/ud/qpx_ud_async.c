@@ -180,7 +180,7 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_IFACE(tl_iface);
 
     /* Waits for a running timer callback: not with the context blocked */
-    ucs_async_remove_handler(iface->async.timer_id, 1);
+    qpx_iface_timer_stop(&iface->async.timer_id);
     iface->async.ops = NULL;
     iface->async.close(tl_iface);
 }
@@ -304,14 +304,10 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
 
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
-    status = ucs_async_add_timer(ctx->mode,
-                                 iface->async.idle_ns / 2 * 1e-9 *
-                                 ucs_get_cpu_clocks_per_sec(),
-                                 qpx_ud_iface_async_timer, iface, ctx,
-                                 &iface->async.timer_id);
+    status = qpx_iface_timer_start(&iface->super, iface->async.idle_ns / 2 *
+                                   1e-9, qpx_ud_iface_async_timer, iface,
+                                   &iface->async.timer_id);
     if (status != UCS_OK) {
-        ucs_error("qpx_ud: failed to add an async timer: %s",
-                  ucs_status_string(status));
         iface->async.ops = NULL;
         return status;
     }
