@@ -10,7 +10,8 @@
 # hang). Over qpx's CM also: one server serves clients one after another;
 # a client killed mid-traffic is reported to the server, and a server
 # killed mid-traffic to the client, within seconds; a connection whose QP
-# the device cannot give fails at once with an error.
+# the device cannot give fails at once with an error; a request that is
+# not a qpx CM's is rejected.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -183,4 +184,30 @@ qplimit_case() {
 }
 qplimit_case 3 client
 qplimit_case 4 server
+
+# A connection request that is not a qpx CM's (rdmacm-utils' rdma_client:
+# no private data, which the IB CM pads with zeros) is rejected: the
+# client is refused at once, the server says why and serves the next
+# client (UCP would read the zeros as an address and abort)
+if command -v rdma_client >/dev/null; then
+    port=$(qpx_free_port)
+    UCX_QPX_CM_FAILURE=warn LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL \
+        "$TL_TMP/ucs" -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+    spid=$!
+    cs_wait_listen "$TL_TMP/srv.log"
+    timeout 20 rdma_client -s 127.0.0.1 -p "$port" >"$TL_TMP/rc.log" 2>&1
+    rrc=$?
+    LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 -p "$port" \
+        >"$TL_TMP/cli.log" 2>&1
+    crc=$?
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    if [ $rrc -ne 0 ] && [ $rrc -ne 124 ] &&
+       grep -q "malformed connection request" "$TL_TMP/srv.log" &&
+       [ $crc -eq 0 ] && grep -q '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli.log"; then
+        qpx_pass "qpx cm: a foreign request (rdma_client) is rejected ($(grep -o 'rdma_connect: .*' "$TL_TMP/rc.log" | head -n 1)), the next client is served"
+    else
+        qpx_fail "qpx cm: foreign request: rdma_client exit $rrc, next client exit $crc"
+        grep -v '^$\|^---\|ABCDEF' "$TL_TMP/srv.log" | tail -n 6
+    fi
+fi
 qpx_finish

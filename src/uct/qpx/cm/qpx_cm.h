@@ -88,12 +88,30 @@ typedef struct qpx_cm_ep {
 /*
  * The private data of a REQ or REP: this header, then UCP's data. A reject
  * by the listener says REJECTED in it; a reject by the IB CM itself (no
- * listener) carries none.
+ * listener) carries none. The kind is a tag of its own rather than 0, so
+ * that a REQ from another program, which the IB CM pads with zeros to its
+ * 56 bytes (rdma_connect(3): the data may arrive longer than sent), is not
+ * taken for an empty one from a qpx CM: UCP would read zeros as its
+ * address.
  */
+enum {
+    QPX_CM_PRIV_CONNECT = 0x71, /* 'q': UCP's data follows */
+    QPX_CM_PRIV_REJECT  = 0x72  /* the listener's user rejected it */
+};
+
 typedef struct qpx_cm_priv_hdr {
-    int8_t  status;     /* ucs_status_t: UCS_OK or UCS_ERR_REJECTED */
+    uint8_t kind;       /* QPX_CM_PRIV_* */
     uint8_t length;     /* bytes of UCP's data that follow */
 } UCS_S_PACKED qpx_cm_priv_hdr_t;
+
+/* Whether len bytes at hdr are a qpx CM's connection data */
+static inline int qpx_cm_priv_is_valid(const qpx_cm_priv_hdr_t *hdr,
+                                       size_t len)
+{
+    return (hdr != NULL) && (len >= sizeof(*hdr)) &&
+           (hdr->kind == QPX_CM_PRIV_CONNECT) &&
+           (hdr->length <= len - sizeof(*hdr));
+}
 
 /* rdma_cm's private data in a REQ on RDMA_PS_TCP: the IB CM's 92 bytes
  * less librdmacm's 36-byte IP header (rdma_connect(3)); the REP allows

@@ -172,7 +172,7 @@ static ucs_status_t qpx_cm_ep_send_priv_data(qpx_cm_ep_t *cep,
         return status;
     }
 
-    hdr->status = UCS_OK;
+    hdr->kind   = QPX_CM_PRIV_CONNECT;
     hdr->length = length;
     if (length > 0) {
         memcpy(hdr + 1, data, length);
@@ -265,8 +265,7 @@ static void qpx_cm_ep_connect_response(qpx_cm_ep_t *cep,
         return; /* rdma_cm reported them out of order */
     }
 
-    if ((hdr == NULL) || (priv_len < sizeof(*hdr)) ||
-        (hdr->status != UCS_OK) || (hdr->length > priv_len - sizeof(*hdr))) {
+    if (!qpx_cm_priv_is_valid(hdr, priv_len)) {
         ucs_log(cm->super.config.failure_level,
                 "qpx cm: malformed connection response from %s (%zu bytes "
                 "of private data)", qpx_cm_ep_peer_str(cep, peer_str),
@@ -301,7 +300,7 @@ static ucs_status_t qpx_cm_ep_event_status(qpx_cm_ep_t *cep,
         }
         if ((hdr != NULL) &&
             (event->param.conn.private_data_len >= sizeof(*hdr)) &&
-            (hdr->status == UCS_ERR_REJECTED)) {
+            (hdr->kind == QPX_CM_PRIV_REJECT)) {
             return UCS_ERR_REJECTED;  /* the server's user rejected us */
         }
         /* the IB CM answered for nobody: no listener on that port */

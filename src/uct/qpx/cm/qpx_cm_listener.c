@@ -27,7 +27,7 @@ static void qpx_cm_request_release(qpx_cm_t *cm, struct rdma_cm_event *event,
     qpx_cm_priv_hdr_t hdr;
 
     if (reject) {
-        hdr.status = UCS_ERR_REJECTED;
+        hdr.kind   = QPX_CM_PRIV_REJECT;
         hdr.length = 0;
         if (rdma_reject(id, &hdr, sizeof(hdr))) {
             ucs_log(cm->super.config.failure_level,
@@ -58,8 +58,7 @@ void qpx_cm_listener_handle_request(qpx_cm_t *cm, struct rdma_cm_event *event)
 
     client = rdma_get_peer_addr(event->id);
     /* A REQ not made by a qpx CM (or cut short) is not handed to UCP */
-    if ((hdr == NULL) || (priv_len < sizeof(*hdr)) ||
-        (hdr->status != UCS_OK) || (hdr->length > priv_len - sizeof(*hdr))) {
+    if (!qpx_cm_priv_is_valid(hdr, priv_len)) {
         ucs_log(cm->super.config.failure_level,
                 "qpx cm: malformed connection request from %s (%zu bytes "
                 "of private data): rejected",
