@@ -22,6 +22,7 @@
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #define SV_CM_EXPORT __attribute__((visibility("default")))
@@ -64,8 +65,13 @@ struct sv_cm_id {
     struct sv_cm_id      *listen;     /* passive: the listener it came from */
     struct sv_cm_id      *next;       /* in chan->ids */
     int                  backlog;
-    int                  ports_bound; /* the bound address is held */
-    int                  bind_sock;   /* holds the bound address's name */
+    /* the port it holds (sv_cm_port.c): its description of the registry
+     * file and the bytes locked there, 0 when none */
+    int                  port_fd;
+    off_t                lk_port, lk_class, lk_addr;
+    uint8_t              reuseaddr;   /* RDMA_OPTION_ID_REUSEADDR */
+    uint8_t              afonly;      /* RDMA_OPTION_ID_AFONLY ... */
+    uint8_t              afonly_set;  /* ... if set, else the default */
     int                  own_cqs;     /* send/recv CQs created by the CM */
     /* a passive endpoint (rdma_create_ep): the QP each request gets */
     struct ibv_qp_init_attr *ep_qp_attr;
@@ -118,6 +124,9 @@ void sv_cm_relock(int depth);
 void sv_cm_id_release(struct sv_cm_id *id);
 /* The live id of a serial, NULL when it was destroyed (sv_cm_id.c) */
 struct sv_cm_id *sv_cm_id_find(uint64_t serial);
+/* The CM's random numbers (ports, PSNs), not the application's (under the
+ * CM lock) */
+uint32_t sv_cm_rand(void);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);
@@ -159,6 +168,15 @@ void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
 /* the abstract socket name of (port space, address, port) */
 socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
                           const struct sockaddr *sa, int wildcard);
+
+/* ports held by bound ids, host-wide (sv_cm_port.c): bind sa (port 0:
+ * an ephemeral port, written into sa), -1 with errno EADDRINUSE or
+ * EADDRNOTAVAIL when another id overlaps; update after the id's address or
+ * flags changed; the check of rdma_listen; release (rdma_destroy_id) */
+int  sv_cm_port_bind(struct sv_cm_id *id, struct sockaddr *sa);
+void sv_cm_port_update(struct sv_cm_id *id);
+int  sv_cm_port_listen(struct sv_cm_id *id);
+void sv_cm_port_release(struct sv_cm_id *id);
 
 /* multicast (sv_cm_mcast.c) */
 int  sv_cm_addr_is_mcast(const struct sockaddr *sa);
