@@ -46,6 +46,20 @@ enum sv_cm_state {
     SV_CM_DISCONNECTED,
 };
 
+/* The connection's timewait (sv_cm_conn.c): the IB CM enters it when our
+ * DREQ is answered, or when we answer the peer's (rdma_disconnect after
+ * its DREQ), and reports TIMEWAIT_EXIT when it ends */
+enum sv_cm_tw {
+    SV_CM_TW_NONE,
+    SV_CM_TW_DREQ_RCVD,  /* DISCONNECTED by the peer: our DREP is due */
+    SV_CM_TW_WAIT,       /* in timewait until tw_deadline */
+    SV_CM_TW_DONE,
+};
+
+/* The packet life time of the path an id resolves (the path record's
+ * PacketLifeTime, an exponent of 4.096 us) */
+#define SV_CM_PACKET_LIFE_TIME 14
+
 struct sv_cm_channel;
 struct sv_cm_mcast;
 
@@ -92,6 +106,8 @@ struct sv_cm_id {
     uint32_t             rx_len;
     int                  events_out;  /* events given and not acked */
     int                  disc_pending; /* our DREQ went, no answer yet */
+    enum sv_cm_tw        tw;
+    uint64_t             tw_deadline; /* CLOCK_MONOTONIC ns */
     struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
     uint64_t             serial;      /* names it to the CM thread */
     int                  dead;        /* destroyed, events still out */
@@ -136,6 +152,10 @@ struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
 void sv_cm_event_queue(struct sv_cm_event *ev);
 void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
 void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
+/* Wake the CM thread at at_ns (CLOCK_MONOTONIC) if it would sleep longer:
+ * it then runs sv_cm_timewait_run (with the CM lock) */
+void sv_cm_timer_arm(uint64_t at_ns);
+uint64_t sv_cm_now_ns(void);
 /* A synchronous id: wait on its private channel until an event for it
  * arrives (with the CM's lock held, released while waiting); the event is
  * returned (to be acked) */
@@ -152,6 +172,11 @@ struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
 /* the connection protocol reads what arrived on id's socket */
 void sv_cm_conn_input(struct sv_cm_id *id);
 void sv_cm_listen_input(struct sv_cm_id *id);
+/* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT; the
+ * next deadline (0: none) (sv_cm_id.c, with sv_cm_timewait_exit of
+ * sv_cm_conn.c) */
+uint64_t sv_cm_timewait_run(uint64_t now_ns);
+void sv_cm_timewait_exit(struct sv_cm_id *id);
 
 /* addresses and devices (sv_cm_addr.c) */
 int  sv_cm_addr_local(const struct sockaddr *sa);

@@ -59,6 +59,25 @@ struct sv_cm_id *sv_cm_id_find(uint64_t serial)
     return NULL;
 }
 
+uint64_t sv_cm_timewait_run(uint64_t now_ns)
+{
+    struct sv_cm_id *id, *next;
+    uint64_t first = 0;
+
+    for (id = sv_cm_all; id != NULL; id = next) {
+        next = id->all_next;
+        if (id->tw != SV_CM_TW_WAIT) {
+            continue;
+        }
+        if (id->tw_deadline <= now_ns) {
+            sv_cm_timewait_exit(id);
+        } else if ((first == 0) || (id->tw_deadline < first)) {
+            first = id->tw_deadline;
+        }
+    }
+    return first;
+}
+
 static void sv_cm_id_link(struct sv_cm_id *id)
 {
     id->serial   = ++sv_cm_serial & 0xffffffffu; /* 32 bits: see watch */
@@ -286,7 +305,7 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
         id->path.dgid = gid;
     }
     id->path.pkey       = htobe16(0xffff);
-    id->path.packet_life_time = 14;
+    id->path.packet_life_time = SV_CM_PACKET_LIFE_TIME;
     id->id.route.num_paths = 1;
 }
 
