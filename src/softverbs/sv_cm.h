@@ -22,6 +22,7 @@
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #define SV_CM_EXPORT __attribute__((visibility("default")))
@@ -45,6 +46,20 @@ enum sv_cm_state {
     SV_CM_DISCONNECTED,
 };
 
+/* The connection's timewait (sv_cm_conn.c): the IB CM enters it when our
+ * DREQ is answered, or when we answer the peer's (rdma_disconnect after
+ * its DREQ), and reports TIMEWAIT_EXIT when it ends */
+enum sv_cm_tw {
+    SV_CM_TW_NONE,
+    SV_CM_TW_DREQ_RCVD,  /* DISCONNECTED by the peer: our DREP is due */
+    SV_CM_TW_WAIT,       /* in timewait until tw_deadline */
+    SV_CM_TW_DONE,
+};
+
+/* The packet life time of the path an id resolves (the path record's
+ * PacketLifeTime, an exponent of 4.096 us) */
+#define SV_CM_PACKET_LIFE_TIME 14
+
 struct sv_cm_channel;
 struct sv_cm_mcast;
 
@@ -64,8 +79,13 @@ struct sv_cm_id {
     struct sv_cm_id      *listen;     /* passive: the listener it came from */
     struct sv_cm_id      *next;       /* in chan->ids */
     int                  backlog;
-    int                  ports_bound; /* the bound address is held */
-    int                  bind_sock;   /* holds the bound address's name */
+    /* the port it holds (sv_cm_port.c): its description of the registry
+     * file and the bytes locked there, 0 when none */
+    int                  port_fd;
+    off_t                lk_port, lk_class, lk_addr;
+    uint8_t              reuseaddr;   /* RDMA_OPTION_ID_REUSEADDR */
+    uint8_t              afonly;      /* RDMA_OPTION_ID_AFONLY ... */
+    uint8_t              afonly_set;  /* ... if set, else the default */
     int                  own_cqs;     /* send/recv CQs created by the CM */
     /* a passive endpoint (rdma_create_ep): the QP each request gets */
     struct ibv_qp_init_attr *ep_qp_attr;
@@ -86,6 +106,8 @@ struct sv_cm_id {
     uint32_t             rx_len;
     int                  events_out;  /* events given and not acked */
     int                  disc_pending; /* our DREQ went, no answer yet */
+    enum sv_cm_tw        tw;
+    uint64_t             tw_deadline; /* CLOCK_MONOTONIC ns */
     struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
     uint64_t             serial;      /* names it to the CM thread */
     int                  dead;        /* destroyed, events still out */
@@ -118,6 +140,9 @@ void sv_cm_relock(int depth);
 void sv_cm_id_release(struct sv_cm_id *id);
 /* The live id of a serial, NULL when it was destroyed (sv_cm_id.c) */
 struct sv_cm_id *sv_cm_id_find(uint64_t serial);
+/* The CM's random numbers (ports, PSNs), not the application's (under the
+ * CM lock) */
+uint32_t sv_cm_rand(void);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);
@@ -127,6 +152,10 @@ struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
 void sv_cm_event_queue(struct sv_cm_event *ev);
 void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
 void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
+/* Wake the CM thread at at_ns (CLOCK_MONOTONIC) if it would sleep longer:
+ * it then runs sv_cm_timewait_run (with the CM lock) */
+void sv_cm_timer_arm(uint64_t at_ns);
+uint64_t sv_cm_now_ns(void);
 /* A synchronous id: wait on its private channel until an event for it
  * arrives (with the CM's lock held, released while waiting); the event is
  * returned (to be acked) */
@@ -143,6 +172,11 @@ struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
 /* the connection protocol reads what arrived on id's socket */
 void sv_cm_conn_input(struct sv_cm_id *id);
 void sv_cm_listen_input(struct sv_cm_id *id);
+/* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT; the
+ * next deadline (0: none) (sv_cm_id.c, with sv_cm_timewait_exit of
+ * sv_cm_conn.c) */
+uint64_t sv_cm_timewait_run(uint64_t now_ns);
+void sv_cm_timewait_exit(struct sv_cm_id *id);
 
 /* addresses and devices (sv_cm_addr.c) */
 int  sv_cm_addr_local(const struct sockaddr *sa);
@@ -159,6 +193,15 @@ void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
 /* the abstract socket name of (port space, address, port) */
 socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
                           const struct sockaddr *sa, int wildcard);
+
+/* ports held by bound ids, host-wide (sv_cm_port.c): bind sa (port 0:
+ * an ephemeral port, written into sa), -1 with errno EADDRINUSE or
+ * EADDRNOTAVAIL when another id overlaps; update after the id's address or
+ * flags changed; the check of rdma_listen; release (rdma_destroy_id) */
+int  sv_cm_port_bind(struct sv_cm_id *id, struct sockaddr *sa);
+void sv_cm_port_update(struct sv_cm_id *id);
+int  sv_cm_port_listen(struct sv_cm_id *id);
+void sv_cm_port_release(struct sv_cm_id *id);
 
 /* multicast (sv_cm_mcast.c) */
 int  sv_cm_addr_is_mcast(const struct sockaddr *sa);

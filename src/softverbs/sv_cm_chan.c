@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 /* The CM's lock, recursive (entry points call each other: rdma_create_ep
  * resolves and creates the QP, a child dropped is destroyed); the depth a
@@ -57,9 +59,55 @@ void sv_cm_relock(int depth)
 /* The CM's thread: one epoll set over the sockets of every id of the
  * process, each named by the id's serial and the socket (an id destroyed
  * meanwhile is not found, a new id at the same address is not mistaken for
- * it, nor a new socket of the id for its old one) */
+ * it, nor a new socket of the id for its old one), and a timer for the
+ * ends of timewait (the kernel's CM runs delayed work for them) */
+static void sv_cm_thread_start(void);
 static pthread_once_t sv_cm_thread_once = PTHREAD_ONCE_INIT;
 static int sv_cm_epfd = -1;
+static int sv_cm_tfd  = -1;
+static uint64_t sv_cm_timer_at; /* armed for, 0: disarmed (CM lock) */
+#define SV_CM_TIMER_TAG UINT64_MAX /* serials have 32 bits: no id's tag */
+
+uint64_t sv_cm_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* With the CM lock */
+void sv_cm_timer_arm(uint64_t at_ns)
+{
+    struct itimerspec its;
+
+    pthread_once(&sv_cm_thread_once, sv_cm_thread_start);
+    if ((sv_cm_tfd < 0) || ((sv_cm_timer_at != 0) &&
+                            (sv_cm_timer_at <= at_ns))) {
+        return;
+    }
+    memset(&its, 0, sizeof(its));
+    its.it_value.tv_sec  = (time_t)(at_ns / 1000000000ull);
+    its.it_value.tv_nsec = (long)(at_ns % 1000000000ull);
+    if (timerfd_settime(sv_cm_tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
+        sv_cm_timer_at = at_ns;
+    }
+}
+
+/* The timer fired: the timewaits that ended, then the next one */
+static void sv_cm_timer_fired(void)
+{
+    uint64_t count, next;
+
+    if (read(sv_cm_tfd, &count, sizeof(count)) < 0) {
+        /* EAGAIN: re-armed meanwhile */
+    }
+    sv_cm_timer_at = 0;
+    next = sv_cm_timewait_run(sv_cm_now_ns());
+    if (next != 0) {
+        sv_cm_timer_arm(next);
+    }
+}
 
 static void *sv_cm_thread_main(void *arg)
 {
@@ -79,6 +127,10 @@ static void *sv_cm_thread_main(void *arg)
         }
         sv_cm_lock();
         for (i = 0; i < n; i++) {
+            if (evs[i].data.u64 == SV_CM_TIMER_TAG) {
+                sv_cm_timer_fired();
+                continue;
+            }
             /* An id destroyed, or whose socket an entry point closed (an
              * accepted SIDR) or replaced (a connect after a reject), since
              * epoll_wait returned: nothing to read there */
@@ -98,6 +150,7 @@ static void *sv_cm_thread_main(void *arg)
 
 static void sv_cm_thread_start(void)
 {
+    struct epoll_event ev;
     sigset_t all, old;
     pthread_attr_t attr;
     pthread_t thread;
@@ -106,6 +159,19 @@ static void sv_cm_thread_start(void)
     if (sv_cm_epfd < 0) {
         fprintf(stderr, "softverbs: CM: epoll_create1: %m\n");
         return;
+    }
+    sv_cm_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    memset(&ev, 0, sizeof(ev));
+    ev.events   = EPOLLIN;
+    ev.data.u64 = SV_CM_TIMER_TAG;
+    if ((sv_cm_tfd < 0) ||
+        (epoll_ctl(sv_cm_epfd, EPOLL_CTL_ADD, sv_cm_tfd, &ev) < 0)) {
+        fprintf(stderr, "softverbs: CM: no timer (no TIMEWAIT_EXIT "
+                "events): %m\n");
+        if (sv_cm_tfd >= 0) {
+            close(sv_cm_tfd);
+            sv_cm_tfd = -1;
+        }
     }
     /* the application's signals go to its own threads */
     sigfillset(&all);

@@ -33,6 +33,23 @@
  * listening: UNREACHABLE with the SIDR status "unsupported" (1);
  * rdma_reject: UNREACHABLE, status "reject" (2) (the kernel's
  * cma_sidr_rep_handler and cm.c's cm_sidr_req_handler).
+ *
+ * Timewait (the kernel's cm.c, cm_enter_timewait and
+ * cm_timewait_handler, and cma.c's cma_ib_handler): after a connection
+ * ends, the IB CM keeps it in timewait, so that stray packets of the old
+ * QP die out, and then reports IB_CM_TIMEWAIT_EXIT, which the RDMA CM
+ * gives an id that got DISCONNECTED as RDMA_CM_EVENT_TIMEWAIT_EXIT (with
+ * or without a QP; never a destroyed id, whose cm_id is gone, nor a UD id).
+ * Timewait begins when the DREP answering this side's DREQ arrives (or the
+ * DREQ goes unanswered: the peer is gone), or, on the side that got the
+ * peer's DREQ, when it sends the DREP: when the application calls
+ * rdma_disconnect after DISCONNECTED (here the peer had its DREP at once;
+ * the timewait still waits for that call, as the kernel's does). It lasts
+ * cm_convert_to_ms of the connection's ACK timeout: the path's packet life
+ * time (SV_CM_PACKET_LIFE_TIME, 14) combined with the CA's ACK delay (16)
+ * as cm_ack_timeout does gives 17, i.e. 2^(17-8) = 512 ms, on both sides
+ * (the passive side's path has the life time the REQ's ACK timeout
+ * implies, cm_format_paths_from_req).
  */
 #include "sv_cm.h"
 
@@ -164,6 +181,59 @@ static int sv_cm_is_ud(const struct sv_cm_id *id)
     return id->id.qp_type == IBV_QPT_UD;
 }
 
+/* The ACK timeout (exponent of 4.096 us) the IB CM derives from a packet
+ * life time and a CA's ACK delay: twice the life time plus the delay, that
+ * is the larger of (life time + 1) and the delay, plus one if the smaller
+ * is within one of it (the kernel's cm_ack_timeout) */
+static int sv_cm_ack_timeout(int ack_delay, int life_time)
+{
+    int hi = (life_time + 1 > ack_delay) ? life_time + 1 : ack_delay;
+    int lo = (life_time + 1 > ack_delay) ? ack_delay : life_time + 1;
+    int t  = hi + (lo >= hi - 1);
+
+    return (t > 31) ? 31 : t;
+}
+
+static int sv_cm_ack_delay(struct sv_cm_id *id)
+{
+    struct ibv_device_attr da;
+
+    if ((id->id.verbs == NULL) || (ibv_query_device(id->id.verbs, &da) != 0)) {
+        return 0;
+    }
+    return da.local_ca_ack_delay;
+}
+
+/* cm_enter_timewait: the IB CM's timewait of the connection begins; it
+ * lasts cm_convert_to_ms(av.timeout): the active side's av.timeout is the
+ * ACK timeout of its path with the target's ACK delay (cm_rep_handler),
+ * the passive side's its path's life time + 1 (cm_init_av_by_path) */
+static void sv_cm_timewait_enter(struct sv_cm_id *id)
+{
+    int t;
+
+    if (sv_cm_is_ud(id) ||
+        ((id->tw != SV_CM_TW_NONE) && (id->tw != SV_CM_TW_DREQ_RCVD))) {
+        return;
+    }
+    t = (id->listen != NULL) ? id->path.packet_life_time + 1 :
+        sv_cm_ack_timeout(sv_cm_ack_delay(id), id->path.packet_life_time);
+    id->tw          = SV_CM_TW_WAIT;
+    id->tw_deadline = sv_cm_now_ns() +
+                      (1000000ull << ((t > 8) ? t - 8 : 0));
+    sv_cm_timer_arm(id->tw_deadline);
+}
+
+/* cm_timewait_handler, cma_ib_handler: the id still exists (a destroyed
+ * one is not in the CM thread's list) and is disconnected */
+void sv_cm_timewait_exit(struct sv_cm_id *id)
+{
+    id->tw = SV_CM_TW_DONE;
+    if (id->state == SV_CM_DISCONNECTED) {
+        sv_cm_event_conn(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0);
+    }
+}
+
 /* A UD event: private data of the whole field, and for the active side the
  * peer's address, QP number and Q_Key */
 static void sv_cm_event_ud(struct sv_cm_id *id, enum rdma_cm_event_type t,
@@ -249,6 +319,9 @@ static void sv_cm_handle_req(struct sv_cm_id *id, const struct sv_cm_msg *m)
     id->path.dlid = htobe16(m->lid);
     id->path.sgid = m->gid;
     id->path.dgid = m->gid;
+    /* the REQ's local ACK timeout less one (cm_format_paths_from_req) */
+    id->path.packet_life_time = sv_cm_ack_timeout(sv_cm_ack_delay(id),
+                                                  SV_CM_PACKET_LIFE_TIME) - 1;
     id->id.route.num_paths = 1;
     id->state = SV_CM_REQ_RCVD;
     sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m,
@@ -317,8 +390,10 @@ static void sv_cm_handle_gone(struct sv_cm_id *id)
         break;
     case SV_CM_CONNECTED:
     case SV_CM_REP_RCVD:
+        /* a peer that dies sends its DREQ (cm_destroy_id) */
         sv_cm_qp_to_err(id);
         id->state = SV_CM_DISCONNECTED;
+        id->tw    = SV_CM_TW_DREQ_RCVD;
         sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
         break;
     case SV_CM_DISCONNECTED:
@@ -326,6 +401,7 @@ static void sv_cm_handle_gone(struct sv_cm_id *id)
             /* our DREQ's answer will not come: the peer is gone */
             id->disc_pending = 0;
             sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+            sv_cm_timewait_enter(id);
         }
         break;
     default:
@@ -409,6 +485,9 @@ void sv_cm_conn_input(struct sv_cm_id *id)
          * answers the other's */
         id->state        = SV_CM_DISCONNECTED;
         id->disc_pending = 0;
+        if (id->tw == SV_CM_TW_NONE) {
+            id->tw = SV_CM_TW_DREQ_RCVD; /* timewait at rdma_disconnect */
+        }
         sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
         break;
     case SV_CM_MSG_DREP:
@@ -416,6 +495,7 @@ void sv_cm_conn_input(struct sv_cm_id *id)
         if (id->disc_pending) {
             id->disc_pending = 0;
             sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+            sv_cm_timewait_enter(id);
         }
         break;
     default:
@@ -645,8 +725,12 @@ static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
         return -1;
     }
     if (id->state == SV_CM_DISCONNECTED) {
-        /* the peer disconnected first: answering it (its DREP went) */
+        /* the peer disconnected first: answering it (its DREP went),
+         * which starts the timewait (cm_enter_timewait of ib_send_cm_drep) */
         sv_cm_qp_to_err(id);
+        if (id->tw == SV_CM_TW_DREQ_RCVD) {
+            sv_cm_timewait_enter(id);
+        }
         return 0;
     }
     if ((id->state != SV_CM_CONNECTED) && (id->state != SV_CM_REP_SENT) &&
@@ -663,6 +747,7 @@ static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
         /* the peer is gone already */
         sv_cm_close_sock(id);
         sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        sv_cm_timewait_enter(id);
     }
     return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_DISCONNECTED) : 0;
 }

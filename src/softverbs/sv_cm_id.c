@@ -1,10 +1,11 @@
 /*
  * softverbs librdmacm: identifiers, addresses and listening (see sv_cm.h).
- * A bound id holds its address: the abstract socket named after it is
- * bound (not listening), so that a second bind to the same port space,
- * address and port fails with EADDRINUSE, as the kernel's CM answers; port
- * 0 takes a free port. resolve_addr and resolve_route answer at once (one
- * host: every address is one hop away), with the events on the channel.
+ * A bound id holds its port host-wide as the kernel's CM does, wildcard
+ * and specific addresses of one port overlapping (sv_cm_port.c); port 0
+ * takes a free port. A listener owns the abstract socket named after its
+ * address, which connecting ids dial. resolve_addr and resolve_route
+ * answer at once (one host: every address is one hop away), with the
+ * events on the channel.
  */
 #include "sv_cm.h"
 
@@ -28,7 +29,7 @@ static uint64_t sv_cm_serial;
  * process (xorshift64*), seeded from the pid and the clock, again after a
  * fork. Called under the CM lock.
  */
-static uint32_t sv_cm_rand(void)
+uint32_t sv_cm_rand(void)
 {
     static uint64_t state;
     static pid_t    owner;
@@ -56,6 +57,25 @@ struct sv_cm_id *sv_cm_id_find(uint64_t serial)
         }
     }
     return NULL;
+}
+
+uint64_t sv_cm_timewait_run(uint64_t now_ns)
+{
+    struct sv_cm_id *id, *next;
+    uint64_t first = 0;
+
+    for (id = sv_cm_all; id != NULL; id = next) {
+        next = id->all_next;
+        if (id->tw != SV_CM_TW_WAIT) {
+            continue;
+        }
+        if (id->tw_deadline <= now_ns) {
+            sv_cm_timewait_exit(id);
+        } else if ((first == 0) || (id->tw_deadline < first)) {
+            first = id->tw_deadline;
+        }
+    }
+    return first;
 }
 
 static void sv_cm_id_link(struct sv_cm_id *id)
@@ -102,7 +122,7 @@ struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
     }
     id->chan            = chan;
     id->sock            = -1;
-    id->bind_sock       = -1;
+    id->port_fd         = -1;
     id->state           = SV_CM_IDLE;
     id->id.channel      = &chan->ch;
     id->id.context      = context;
@@ -193,9 +213,7 @@ static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
     }
     chan = id->chan;
     sv_cm_conn_close(id);
-    if (id->bind_sock >= 0) {
-        close(id->bind_sock);
-    }
+    sv_cm_port_release(id);
     free(id->ep_qp_attr);
     sv_cm_mcast_detach_all(id);
     sv_cm_id_unlink(id);
@@ -229,38 +247,6 @@ SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
     return ret;
 }
 
-/* Hold the name of (ps, addr): EADDRINUSE when another id holds it */
-static int sv_cm_bind_name(struct sv_cm_id *id, struct sockaddr *sa)
-{
-    struct sockaddr_un un;
-    uint16_t port = sv_cm_addr_port(sa);
-    int fd, tries, ret;
-    socklen_t len;
-
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    for (tries = 0; tries < 1000; tries++) {
-        if (port == 0) {
-            /* an ephemeral port, as the kernel's CM picks one */
-            sv_cm_addr_set_port(sa, 32768 + (sv_cm_rand() % 28232));
-        }
-        len = sv_cm_sock_name(&un, id->id.ps, sa, 0);
-        if (bind(fd, (struct sockaddr *)&un, len) == 0) {
-            id->bind_sock = fd;
-            return 0;
-        }
-        if ((errno != EADDRINUSE) || (port != 0)) {
-            break;
-        }
-    }
-    ret = errno;
-    close(fd);
-    errno = ret; /* EADDRINUSE: another id holds the address */
-    return -1;
-}
-
 static int sv_cm_api_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
@@ -282,7 +268,9 @@ static int sv_cm_api_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
     /* the device's default PD, as rdma-core sets it once an id has a
      * device (UCX creates its own QPs on id->pd) */
     cm_id->pd = sv_cm_default_pd(cm_id->verbs);
-    if (sv_cm_bind_name(id, (struct sockaddr *)&sa) != 0) {
+    /* the kernel's cma_get_port: EADDRINUSE or EADDRNOTAVAIL when
+     * another id's address overlaps, port 0 an ephemeral port */
+    if (sv_cm_port_bind(id, (struct sockaddr *)&sa) != 0) {
         return -1;
     }
     memcpy(&cm_id->route.addr.src_addr, &sa, len);
@@ -317,7 +305,7 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
         id->path.dgid = gid;
     }
     id->path.pkey       = htobe16(0xffff);
-    id->path.packet_life_time = 14;
+    id->path.packet_life_time = SV_CM_PACKET_LIFE_TIME;
     id->id.route.num_paths = 1;
 }
 
@@ -361,6 +349,7 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
          * host's route to its own address leaves from that address. The
          * peer then sees it (rdma_get_peer_addr), not 0.0.0.0 */
         sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr, dst_addr);
+        sv_cm_port_update(id); /* it owns that address of its port now */
     }
     memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
     if (sv_cm_addr_is_mcast(dst_addr)) {
@@ -423,20 +412,39 @@ SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
     return ret;
 }
 
-/* man rdma_listen: the id must be bound; backlog 0 or less: the default */
+/* man rdma_listen: the id must be bound; backlog 0 or less: the default.
+ * A reusable id must overlap nobody (the kernel's rdma_listen checks it
+ * again without the flag and clears it); the listener owns the socket
+ * that connecting ids dial (sv_cm_dial) */
 static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sockaddr_un un;
+    socklen_t len;
+    int fd, err;
 
     if ((id == NULL) || (id->state != SV_CM_ADDR_BOUND)) {
         errno = EINVAL;
         return -1;
     }
-    if (listen(id->bind_sock, (backlog > 0) ? backlog : 1024) != 0) {
+    if (sv_cm_port_listen(id) != 0) {
         return -1;
     }
-    id->sock      = id->bind_sock;
-    id->bind_sock = -1;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    len = sv_cm_sock_name(&un, cm_id->ps, &cm_id->route.addr.src_addr, 0);
+    if ((bind(fd, (struct sockaddr *)&un, len) != 0) ||
+        (listen(fd, (backlog > 0) ? backlog : 1024) != 0)) {
+        /* EADDRINUSE: a wildcard listener of the other family, both
+         * af-only, on the port (their sockets share the name) */
+        err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    id->sock      = fd;
     id->backlog   = backlog;
     id->state     = SV_CM_LISTEN;
     sv_cm_channel_watch(id, id->sock);
@@ -463,15 +471,49 @@ SV_CM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *cm_id)
     return htons(sv_cm_addr_port(&cm_id->route.addr.dst_addr));
 }
 
-/* man rdma_set_option: the options exist; softverbs has one path, no
- * type of service and no timeouts to tune: accepted and not used */
+/* man rdma_set_option. RDMA_OPTION_ID_REUSEADDR and _AFONLY as the
+ * kernel's ucma_set_option_id takes them: an int (another length EINVAL);
+ * rdma_set_reuseaddr: set on any id but a listener, cleared only on one
+ * not bound yet (else EINVAL); rdma_set_afonly: before the id is
+ * resolved or listens (else EINVAL). A bound id's port follows the new
+ * flags. The others: softverbs has one path, no type of service and no
+ * timeouts to tune: accepted and not used */
 static int sv_cm_api_set_option(struct rdma_cm_id *cm_id, int level,
                                 int optname, void *optval, size_t optlen)
 {
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    int on;
+
     if ((cm_id == NULL) || ((optval == NULL) && (optlen != 0))) {
         errno = EINVAL;
         return -1;
     }
+    if ((level != RDMA_OPTION_ID) ||
+        ((optname != RDMA_OPTION_ID_REUSEADDR) &&
+         (optname != RDMA_OPTION_ID_AFONLY))) {
+        return 0;
+    }
+    if (optlen != sizeof(int)) {
+        errno = EINVAL;
+        return -1;
+    }
+    on = *(int *)optval ? 1 : 0;
+    if (optname == RDMA_OPTION_ID_REUSEADDR) {
+        if (!((on && (id->state != SV_CM_LISTEN)) ||
+              (id->state == SV_CM_IDLE))) {
+            errno = EINVAL;
+            return -1;
+        }
+        id->reuseaddr = on;
+    } else {
+        if ((id->state != SV_CM_IDLE) && (id->state != SV_CM_ADDR_BOUND)) {
+            errno = EINVAL;
+            return -1;
+        }
+        id->afonly     = on;
+        id->afonly_set = 1;
+    }
+    sv_cm_port_update(id);
     return 0;
 }
 

@@ -677,6 +677,185 @@ static void svt_case_cm_bind_in_use(svt_proc_t *p)
     rdma_destroy_event_channel(ch);
 }
 
+static int svt_cm_try_bind_ip(struct rdma_cm_id *id, uint32_t ip,
+                              uint16_t port)
+{
+    struct sockaddr_in sin;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_port        = htons(port);
+    sin.sin_addr.s_addr = htonl(ip);
+    errno = 0;
+    return rdma_bind_addr(id, (struct sockaddr *)&sin);
+}
+
+#define SVT_CM_BIND_FAILS(_id, _ip, _port, _errno, _what) \
+    do { \
+        int _r = svt_cm_try_bind_ip(_id, _ip, _port); \
+        SVT_CHECK((_r == -1) && (errno == (_errno)), "rank %d: %s: %d " \
+                  "(errno %d), expected -1 %s", p->rank, _what, _r, errno, \
+                  #_errno); \
+    } while (0)
+
+/* The kernel's CM keeps one list of owners per (port space, port), whatever
+ * their addresses (cma.c, cma_check_port): a wildcard and a specific
+ * address of one port overlap, both ways, in one process as in two:
+ * EADDRNOTAVAIL (two wildcards too); two specific addresses coexist unless
+ * they are the same (EADDRINUSE) */
+static void svt_case_cm_bind_overlap(svt_proc_t *p)
+{
+    struct rdma_event_channel *ch = svt_cm_channel();
+    struct rdma_cm_id *w = NULL, *s = NULL, *o = NULL, *x;
+    uint16_t port;
+
+    SVT_OK(rdma_create_id(ch, &x, NULL, RDMA_PS_TCP));
+    if (p->rank == 0) {
+        SVT_OK(rdma_create_id(ch, &w, NULL, RDMA_PS_TCP));
+        SVT_OK(svt_cm_try_bind_ip(w, INADDR_ANY, 0));
+        port = ntohs(rdma_get_src_port(w));
+        svt_msg_send(p, 1, &port, sizeof(port));
+    } else {
+        svt_msg_recv(p, 0, &port, sizeof(port));
+    }
+    /* 0.0.0.0:port is held (by rank 0) */
+    SVT_CM_BIND_FAILS(x, INADDR_LOOPBACK, port, EADDRNOTAVAIL,
+                      "127.0.0.1 with the wildcard of its port held");
+    SVT_CM_BIND_FAILS(x, INADDR_ANY, port, EADDRNOTAVAIL,
+                      "the wildcard with the wildcard of its port held");
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        SVT_OK(rdma_destroy_id(w));
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 1) {
+        SVT_OK(rdma_create_id(ch, &s, NULL, RDMA_PS_TCP));
+        SVT_CHECK(svt_cm_try_bind_ip(s, INADDR_LOOPBACK, port) == 0,
+                  "127.0.0.1:%u once the wildcard's holder was destroyed: "
+                  "errno %d", port, errno);
+    }
+    svt_sync(p, !p->rank);
+    /* 127.0.0.1:port is held (by rank 1) */
+    SVT_CM_BIND_FAILS(x, INADDR_ANY, port, EADDRNOTAVAIL,
+                      "the wildcard with 127.0.0.1 of its port held");
+    SVT_CM_BIND_FAILS(x, INADDR_LOOPBACK, port, EADDRINUSE,
+                      "127.0.0.1 held");
+    if (p->rank == 0) {
+        SVT_OK(rdma_create_id(ch, &o, NULL, RDMA_PS_TCP));
+        SVT_CHECK(svt_cm_try_bind_ip(o, INADDR_LOOPBACK + 1, port) == 0,
+                  "127.0.0.2:%u with 127.0.0.1 of its port held: errno %d",
+                  port, errno);
+        SVT_CM_BIND_FAILS(x, INADDR_ANY, port, EADDRNOTAVAIL,
+                          "the wildcard with two addresses of its port held");
+    }
+    svt_sync(p, !p->rank);
+    if (o != NULL) {
+        SVT_OK(rdma_destroy_id(o));
+    }
+    if (s != NULL) {
+        SVT_OK(rdma_destroy_id(s));
+    }
+    SVT_OK(rdma_destroy_id(x));
+    rdma_destroy_event_channel(ch);
+}
+
+static int svt_cm_reuse(struct rdma_cm_id *id, int on, size_t len)
+{
+    errno = 0;
+    return rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &on,
+                           len);
+}
+
+static struct rdma_cm_id *svt_cm_reusable_id(struct rdma_event_channel *ch)
+{
+    struct rdma_cm_id *id;
+
+    SVT_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+    SVT_OK(svt_cm_reuse(id, 1, sizeof(int)));
+    return id;
+}
+
+/* RDMA_OPTION_ID_REUSEADDR (an int; ucma_set_option_id, rdma_set_reuseaddr,
+ * cma_check_port, rdma_listen): ids that both set it share a port, even
+ * its address, across processes; an id without it still conflicts with
+ * them; it can be set on a bound id, not cleared; rdma_listen checks the
+ * id as if it were not reusable (EADDRINUSE while a reusable id shares
+ * its address) and makes it unique: no longer reusable, the option EINVAL */
+static void svt_case_cm_bind_reuseaddr(svt_proc_t *p)
+{
+    struct rdma_event_channel *ch = svt_cm_channel();
+    struct rdma_cm_id *a = NULL, *b = NULL, *c = NULL, *e, *f;
+    uint16_t port;
+    int ret;
+
+    if (p->rank == 0) {
+        SVT_OK(rdma_create_id(ch, &a, NULL, RDMA_PS_TCP));
+        ret = svt_cm_reuse(a, 1, 1);
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "REUSEADDR with an "
+                  "optlen of 1: %d (errno %d), expected -1 EINVAL", ret,
+                  errno);
+        SVT_OK(svt_cm_reuse(a, 1, sizeof(int)));
+        SVT_OK(svt_cm_try_bind_ip(a, INADDR_LOOPBACK, 0));
+        port = ntohs(rdma_get_src_port(a));
+        svt_msg_send(p, 1, &port, sizeof(port));
+    } else {
+        svt_msg_recv(p, 0, &port, sizeof(port));
+        b = svt_cm_reusable_id(ch);
+        SVT_CHECK(svt_cm_try_bind_ip(b, INADDR_LOOPBACK, port) == 0,
+                  "reusable id to 127.0.0.1:%u, held by a reusable id: "
+                  "errno %d", port, errno);
+        SVT_OK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP));
+        SVT_CM_BIND_FAILS(c, INADDR_LOOPBACK, port, EADDRINUSE,
+                          "plain id to 127.0.0.1 held by reusable ids");
+        SVT_CM_BIND_FAILS(c, INADDR_ANY, port, EADDRNOTAVAIL,
+                          "plain id to the wildcard of a port reusable ids "
+                          "hold");
+        e = svt_cm_reusable_id(ch);
+        SVT_CHECK(svt_cm_try_bind_ip(e, INADDR_ANY, port) == 0,
+                  "reusable id to 0.0.0.0:%u, 127.0.0.1 held by reusable "
+                  "ids: errno %d", port, errno);
+        ret = svt_cm_reuse(b, 0, sizeof(int));
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "clearing REUSEADDR of "
+                  "a bound id: %d (errno %d), expected -1 EINVAL", ret,
+                  errno);
+        SVT_OK(rdma_destroy_id(e));
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        /* b (rank 1) shares 127.0.0.1:port */
+        errno = 0;
+        ret   = rdma_listen(a, 4);
+        SVT_CHECK((ret == -1) && (errno == EADDRINUSE), "rdma_listen of a "
+                  "reusable id while another shares its address: %d "
+                  "(errno %d), expected -1 EADDRINUSE", ret, errno);
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 1) {
+        SVT_OK(rdma_destroy_id(b));
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        SVT_OK(rdma_listen(a, 4));
+        ret = svt_cm_reuse(a, 1, sizeof(int));
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "REUSEADDR on a "
+                  "listener: %d (errno %d), expected -1 EINVAL", ret, errno);
+    }
+    svt_sync(p, !p->rank);
+    f = svt_cm_reusable_id(ch);
+    SVT_CM_BIND_FAILS(f, INADDR_LOOPBACK, port, EADDRINUSE,
+                      "reusable id to the address of a listener that was "
+                      "reusable");
+    svt_sync(p, !p->rank);
+    SVT_OK(rdma_destroy_id(f));
+    if (c != NULL) {
+        SVT_OK(rdma_destroy_id(c));
+    }
+    if (a != NULL) {
+        SVT_OK(rdma_destroy_id(a));
+    }
+    rdma_destroy_event_channel(ch);
+}
+
 /* Port 0: a free port is assigned (rdma_get_src_port, the local address),
  * each id its own, and it can be listened on and reached */
 static void svt_case_cm_bind_port_zero(svt_proc_t *p)
@@ -765,6 +944,8 @@ const svt_case_t svt_cases_cm[] = {
     {"cm/create_qp_ud_rts", svt_case_cm_qp_state_ud, 1},
     {"cm/bind_in_use", svt_case_cm_bind_in_use, 2},
     {"cm/bind_port_zero", svt_case_cm_bind_port_zero, 1},
+    {"cm/bind_wildcard_specific_overlap", svt_case_cm_bind_overlap, 2},
+    {"cm/bind_reuseaddr", svt_case_cm_bind_reuseaddr, 2},
     {"cm/migrate_id_moves_pending_events", svt_case_cm_migrate_events, 1},
     {NULL}
 };

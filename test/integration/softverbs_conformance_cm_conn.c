@@ -422,6 +422,92 @@ static void svt_case_cm_disconnect(svt_proc_t *p)
 }
 
 /* ---------------------------------------------------------------------
+ * RDMA_CM_EVENT_TIMEWAIT_EXIT: the kernel's cma_ib_handler reports the IB
+ * CM's IB_CM_TIMEWAIT_EXIT to an id that got DISCONNECTED (and only to
+ * one still existing: cm_timewait_handler finds no destroyed cm_id). The
+ * IB CM enters timewait (cm_enter_timewait) when the DREP answering this
+ * side's DREQ arrives, or when this side sends the DREP for the peer's
+ * DREQ, which rdma_disconnect after DISCONNECTED does; it lasts
+ * cm_convert_to_ms of the connection's ACK timeout: 512 ms with the path
+ * softverbs gives (packet life time 14) and its CA ACK delay (16)
+ * ------------------------------------------------------------------- */
+
+#define SVT_CM_TIMEWAIT_MS 512
+
+static void svt_cm_expect_timewait(svt_cm_t *cm, double t0, const char *who)
+{
+    struct rdma_cm_event *ev;
+    double dt;
+
+    svt_cm_expect(cm->ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, &ev);
+    dt = svt_now_ms() - t0;
+    SVT_CHECK(ev->id == cm->id, "%s: TIMEWAIT_EXIT for id %p, expected %p",
+              who, (void *)ev->id, (void *)cm->id);
+    SVT_CHECK(dt >= SVT_CM_TIMEWAIT_MS - 1, "%s: TIMEWAIT_EXIT %.1f ms "
+              "after the disconnect, timewait lasts %d ms", who, dt,
+              SVT_CM_TIMEWAIT_MS);
+    SVT_OK(rdma_ack_cm_event(ev));
+}
+
+static void svt_cm_destroy_conn(svt_cm_t *cm)
+{
+    rdma_destroy_qp(cm->id);
+    SVT_OK(rdma_destroy_id(cm->id));
+    cm->id = NULL;
+}
+
+static void svt_case_cm_timewait(svt_proc_t *p)
+{
+    struct rdma_conn_param cp;
+    svt_cm_t cm;
+    double t0;
+
+    svt_cm_pair(p, &cm, NULL, 0, NULL, 0);
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        t0 = svt_now_ms();
+        SVT_OK(rdma_disconnect(cm.id));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        svt_cm_expect_timewait(&cm, t0, "rank 0 (its DREQ answered)");
+    } else {
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        /* the peer's DREQ is not answered before rdma_disconnect: no
+         * timewait yet */
+        svt_cm_expect_none(cm.ch, SVT_CM_TIMEWAIT_MS + 300);
+        t0 = svt_now_ms();
+        SVT_OK(rdma_disconnect(cm.id));
+        svt_cm_expect_timewait(&cm, t0, "rank 1 (after its rdma_disconnect)");
+    }
+    svt_cm_expect_none(cm.ch, 300); /* once */
+    svt_sync(p, !p->rank);
+    svt_cm_destroy_conn(&cm);
+
+    /* ids destroyed in timewait: nothing comes (and nothing touches them) */
+    if (p->rank == 1) {
+        svt_cm_wait_request(&cm);
+        svt_cm_qp(&cm);
+        svt_cm_param(&cp, NULL, 0);
+        SVT_OK(rdma_accept(cm.id, &cp));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
+    } else {
+        svt_cm_active_connect(&cm, NULL, 0);
+        svt_cm_active_established(&cm);
+    }
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        SVT_OK(rdma_disconnect(cm.id));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+    } else {
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        SVT_OK(rdma_disconnect(cm.id));
+    }
+    svt_cm_destroy_conn(&cm);
+    svt_cm_expect_none(cm.ch, SVT_CM_TIMEWAIT_MS + 300);
+    svt_sync(p, !p->rank);
+    svt_cm_close(&cm);
+}
+
+/* ---------------------------------------------------------------------
  * Data over the connected QP (rdma_verbs.h): SENDs of 1, 100, 4096 and
  * 65536 bytes, completions through the CM's CQ channels; an RDMA WRITE and
  * an RDMA READ of 64 KiB
@@ -655,6 +741,7 @@ const svt_case_t svt_cases_cm_conn[] = {
     {"cm/listener_killed_in_handshake", svt_case_cm_listener_killed, 2, 0,
      15, NULL, SVT_CASE_F_PEER_DIES},
     {"cm/disconnect_flushes_both_sides", svt_case_cm_disconnect, 2},
+    {"cm/timewait_exit_after_disconnect", svt_case_cm_timewait, 2},
     {"cm/data_send_write_read", svt_case_cm_data, 2},
     {"cm/source_address_resolved", svt_case_cm_source_address, 2},
     {"cm/channel_fd_poll", svt_case_cm_chan_poll, 2, 0},
