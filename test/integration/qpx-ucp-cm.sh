@@ -25,19 +25,22 @@ gcc -O1 -I"$ex" -o "$TL_TMP/ucs" "$ex/ucp_client_server.c" -lucp -lucs \
 export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n UCX_LOG_LEVEL=info
 
 # cs_wait_listen LOG: until the server says it listens (softverbs' CM
-# opens no TCP port that ss could show)
+# opens no TCP port that ss could show), then port= the port it took: the
+# servers listen on port 0 (a free one their CM picks), so that a port a
+# closing server still holds is never tried again
 cs_wait_listen() {
     n=0
-    while [ $n -lt 100 ] && ! grep -q 'server is listening on' "$1"; do
+    while [ $n -lt 200 ] && ! grep -q 'server is listening on' "$1"; do
         sleep 0.05; n=$((n + 1))
     done
+    port=$(sed -n 's/.*server is listening on IP .* port \([0-9]*\).*/\1/p' \
+           "$1" | head -n 1)
 }
 
 # cs_case TLS API EXPECTED-TL (UCX_SOCKADDR_TLS_PRIORITY names the CM)
 cs_case() {
-    port=$(qpx_free_port)
     UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
-        -c "$2" -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+        -c "$2" -p 0 >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
     cs_wait_listen "$TL_TMP/srv.log"
     UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -c "$2" \
@@ -88,9 +91,8 @@ done
 # Over qpx's CM: one server, three clients one after another, 1000
 # messages each, each client's last message checked
 export UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud
-port=$(qpx_free_port)
 LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL "$TL_TMP/ucs" -i 1000 \
-    -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+    -p 0 >"$TL_TMP/srv.log" 2>&1 &
 spid=$!
 cs_wait_listen "$TL_TMP/srv.log"
 ok=0
@@ -115,11 +117,10 @@ fi
 # the operation it waits for (a receive the dead peer would have matched),
 # so it is killed afterwards rather than waited for
 kill_case() {
-    port=$(qpx_free_port)
     # no timeout(1) between: the kill must reach the program itself;
     # stdbuf: its progress lines reach the log as they are printed
-    LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 -p "$port" \
-        >"$TL_TMP/srv.log" 2>&1 &
+    LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 -p 0 \
+         >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
     cs_wait_listen "$TL_TMP/srv.log"
     LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 \
@@ -157,12 +158,11 @@ kill_case server
 # connection QP (4) cannot be had; the client must fail at once with an
 # error, and the side that ran out must say what
 qplimit_case() {
-    port=$(qpx_free_port)
     (
         export SOFTVERBS_SHM=/dev/shm/qpx-ucp-cm-$$-$1 SOFTVERBS_MAX_QP=$1 \
                UCX_TLS=qpx_ud
         LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
-            -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+            -p 0 >"$TL_TMP/srv.log" 2>&1 &
         spid=$!
         cs_wait_listen "$TL_TMP/srv.log"
         LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 \
@@ -190,9 +190,8 @@ qplimit_case 4 server
 # client is refused at once, the server says why and serves the next
 # client (UCP would read the zeros as an address and abort)
 if command -v rdma_client >/dev/null; then
-    port=$(qpx_free_port)
     UCX_QPX_CM_FAILURE=warn LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL \
-        "$TL_TMP/ucs" -p "$port" >"$TL_TMP/srv.log" 2>&1 &
+        "$TL_TMP/ucs" -p 0 >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
     cs_wait_listen "$TL_TMP/srv.log"
     timeout 20 rdma_client -s 127.0.0.1 -p "$port" >"$TL_TMP/rc.log" 2>&1
