@@ -209,7 +209,8 @@ static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_post(ep, opcode, value,
-                                                          remote_addr, rkey), 0);
+                                                          remote_addr, rkey),
+                              0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
@@ -224,7 +225,8 @@ static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_post(ep, opcode, value,
-                                                          remote_addr, rkey), 0);
+                                                          remote_addr, rkey),
+                              0);
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
