@@ -501,7 +501,7 @@ static void svt_case_timestamps(svt_proc_t *p)
     svt_ep_opts_t o;
     svt_ep_t a, b;
     svt_dev_t dev;
-    uint64_t t0, t1, ts, prev = 0, wall, now_wall;
+    uint64_t t0, t1, ts, ts_ns, prev = 0, wall, now_wall;
     int i, ret;
 
     svt_dev_open(&dev);
@@ -545,11 +545,14 @@ static void svt_case_timestamps(svt_proc_t *p)
         ts = ibv_wc_read_completion_ts(cqx);
         SVT_CHECK(ts >= prev, "timestamps go back: %llu after %llu",
                   (unsigned long long)ts, (unsigned long long)prev);
-        /* in device clock cycles: hca_core_clock kHz */
-        SVT_CHECK(ts * 1000000ull / ax.hca_core_clock >= t0 &&
-                  ts * 1000000ull / ax.hca_core_clock <= t1,
-                  "timestamp %llu outside the run [%llu, %llu] ns",
-                  (unsigned long long)ts, (unsigned long long)t0,
+        /* in device clock cycles: hca_core_clock kHz (128 bits: cycles
+         * times 10^6 overflow 64 bits once the clock passes ~5 hours) */
+        ts_ns = (uint64_t)((unsigned __int128)ts * 1000000u /
+                           ax.hca_core_clock);
+        SVT_CHECK((ts_ns >= t0) && (ts_ns <= t1),
+                  "timestamp %llu cycles (%llu ns) outside the run "
+                  "[%llu, %llu] ns", (unsigned long long)ts,
+                  (unsigned long long)ts_ns, (unsigned long long)t0,
                   (unsigned long long)t1);
         prev = ts;
         wall = ibv_wc_read_completion_wallclock_ns(cqx);
