@@ -126,7 +126,17 @@ int qpx_ud_peer_key_equal(qpx_ud_peer_key_t a, qpx_ud_peer_key_t b)
     return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-uint64_t qpx_ud_time_ns(void)
+double qpx_ud_ns_per_tick;
+
+void qpx_ud_time_init(void)
+{
+    /* Every interface sets the same value: no ordering needed */
+    if (qpx_ud_ns_per_tick == 0) {
+        qpx_ud_ns_per_tick = 1e9 / ucs_get_cpu_clocks_per_sec();
+    }
+}
+
+uint64_t qpx_ud_time_ns_monotonic(void)
 {
     struct timespec ts;
 

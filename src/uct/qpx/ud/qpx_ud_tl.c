@@ -320,6 +320,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->events              = config->events;
     self->conn.half_open      = 0;
     self->conn.max_half_open  = config->max_half_open;
+    qpx_ud_time_init();
     self->now                 = qpx_ud_time_ns();
     self->next_tick           = self->now + self->tick;
     self->keepalive.interval  = config->keepalive_interval * 1e9;
