@@ -330,11 +330,12 @@ static void qpx_cm_ep_handle_error(qpx_cm_ep_t *cep,
             rdma_event_str(event->event), qpx_cm_ep_peer_str(cep, peer_str),
             event->status, ucs_status_string(status));
 
-    if ((cep->flags & QPX_CM_EP_CONNECTED) &&
-        !(cep->flags & QPX_CM_EP_FAILED)) {
-        /* a connected endpoint learns it through disconnect_cb */
-        cep->flags |= QPX_CM_EP_GOT_DISCONNECT;
-        qpx_cm_ep_report(cep, UCS_ERR_CONNECTION_RESET);
+    if (cep->flags & QPX_CM_EP_CONNECTED) {
+        /* a connected endpoint learns it through disconnect_cb, once */
+        if (!(cep->flags & QPX_CM_EP_GOT_DISCONNECT)) {
+            cep->flags |= QPX_CM_EP_GOT_DISCONNECT;
+            qpx_cm_ep_report(cep, UCS_ERR_CONNECTION_RESET);
+        }
         return;
     }
     qpx_cm_ep_set_failed(cep, status, 1);
@@ -370,6 +371,9 @@ void qpx_cm_ep_handle_event(qpx_cm_ep_t *cep, struct rdma_cm_event *event)
         }
         break;
     case RDMA_CM_EVENT_DISCONNECTED:
+        if (cep->flags & QPX_CM_EP_GOT_DISCONNECT) {
+            break; /* the user was told once */
+        }
         cep->flags |= QPX_CM_EP_GOT_DISCONNECT;
         qpx_cm_ep_report(cep, UCS_ERR_CONNECTION_RESET);
         if (!(cep->flags & QPX_CM_EP_CONNECTED)) {
