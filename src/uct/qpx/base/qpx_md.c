@@ -26,6 +26,18 @@ ucs_config_field_t qpx_md_config_table[] = {
      "Estimated cost of registering one byte of memory.",
      ucs_offsetof(qpx_md_config_t, reg_growth), UCS_CONFIG_TYPE_TIME},
 
+    {"RCACHE", "y",
+     "Cache memory registrations (UCX's registration cache): a buffer "
+     "registered again, as UCP does for every rendezvous message, reuses "
+     "the registration; a registration is dropped when its memory is "
+     "unmapped.",
+     ucs_offsetof(qpx_md_config_t, rcache), UCS_CONFIG_TYPE_BOOL},
+
+    {"RCACHE_OVERHEAD", "180ns",
+     "Estimated cost of a registration found in the cache (reported to UCP "
+     "as the registration cost when the cache is on).",
+     ucs_offsetof(qpx_md_config_t, rcache_overhead), UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -84,6 +96,14 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
     struct ibv_mr *mr;
     qpx_mem_t *mem;
 
+    /* A range the cache cannot hold (memory not writable, say) is
+     * registered on its own */
+    if ((md->rcache != NULL) &&
+        (qpx_md_rcache_get(md, address, length, flags, &mem) == UCS_OK)) {
+        *memh_p = mem;
+        return UCS_OK;
+    }
+
     mem = malloc(sizeof(*mem));
     if (mem == NULL) {
         ucs_error("failed to allocate memory handle");
@@ -103,8 +123,9 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
     ucs_trace("%s: registered %p..%p lkey 0x%x rkey 0x%x", md->dev.name,
               address, UCS_PTR_BYTE_OFFSET(address, length), mr->lkey,
               mr->rkey);
-    mem->mr = mr;
-    *memh_p = mem;
+    mem->mr     = mr;
+    mem->region = NULL;
+    *memh_p     = mem;
     return UCS_OK;
 }
 
@@ -128,6 +149,11 @@ static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
     }
 
     mem = params->memh;
+    if (mem->region != NULL) {
+        qpx_md_rcache_put(md, mem);
+        return UCS_OK;
+    }
+
     ret = ibv_dereg_mr(mem->mr);
     if (ret != 0) {
         ucs_error("%s: ibv_dereg_mr(lkey 0x%x) failed: %s", md->dev.name,
@@ -192,6 +218,8 @@ static void qpx_md_close(uct_md_h uct_md)
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
     int ret;
 
+    /* its registrations use the PD */
+    qpx_md_rcache_destroy(md);
     ret = ibv_dealloc_pd(md->pd);
     if (ret != 0) {
         ucs_warn("%s: ibv_dealloc_pd() failed: %s (objects still use it)",
@@ -308,6 +336,15 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
     md->super.component = &qpx_component;
     md->reg_cost.c      = config->reg_overhead;
     md->reg_cost.m      = config->reg_growth;
+    md->rcache          = NULL;
+    if (config->rcache) {
+        qpx_md_rcache_create(md);
+    }
+    if (md->rcache != NULL) {
+        /* what UCP pays for a registration found again */
+        md->reg_cost.c = config->rcache_overhead;
+        md->reg_cost.m = 0;
+    }
     ibv_free_device_list(devices);
 
     *md_p = &md->super;

@@ -1,7 +1,8 @@
 /*
  * qpx memory domain: one per verbs device. Owns the device context and the
  * protection domain every interface of the device uses, registers memory
- * with ibv_reg_mr and carries the rkey to the peer.
+ * with ibv_reg_mr (through UCX's registration cache) and carries the rkey
+ * to the peer.
  */
 #ifndef QPX_MD_H_
 #define QPX_MD_H_
@@ -20,12 +21,17 @@ typedef struct qpx_md_config {
     uct_md_config_t super;
     double          reg_overhead; /* registration cost, seconds */
     double          reg_growth;   /* registration cost, seconds per byte */
+    int             rcache;       /* cache registrations */
+    double          rcache_overhead; /* a cached registration's cost, s */
 } qpx_md_config_t;
 
 
 /* Registered memory */
 typedef struct qpx_mem {
-    struct ibv_mr *mr;
+    struct ibv_mr             *mr;
+    /* Not NULL: a region of the registration cache (qpx_md_rcache.c),
+     * which owns the registration */
+    struct ucs_rcache_region  *region;
 } qpx_mem_t;
 
 
@@ -40,6 +46,7 @@ typedef struct qpx_md {
     qpx_device_t      dev;
     struct ibv_pd     *pd;
     ucs_linear_func_t reg_cost;
+    struct ucs_rcache *rcache;   /* NULL: every registration to the device */
 } qpx_md_t;
 
 
@@ -63,6 +70,16 @@ ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
 
 /* ibv access flags for a registration with the given UCT flags */
 int qpx_md_access_flags(unsigned uct_flags);
+
+/* The registration cache (qpx_md_rcache.c): create it (md->rcache stays
+ * NULL if it cannot be had), destroy it, take a cached registration that
+ * covers the range (the memory must be readable and writable), give it
+ * back */
+void qpx_md_rcache_create(qpx_md_t *md);
+void qpx_md_rcache_destroy(qpx_md_t *md);
+ucs_status_t qpx_md_rcache_get(qpx_md_t *md, void *address, size_t length,
+                               unsigned flags, qpx_mem_t **mem_p);
+void qpx_md_rcache_put(qpx_md_t *md, qpx_mem_t *mem);
 
 
 /* What every element of a registered pool starts with: the keys of the
