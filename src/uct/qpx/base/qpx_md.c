@@ -98,7 +98,7 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
 
     /* A range the cache cannot hold (memory not writable, say) is
      * registered on its own */
-    if ((md->rcache != NULL) &&
+    if (qpx_md_rcache_ready(md) &&
         (qpx_md_rcache_get(md, address, length, flags, &mem) == UCS_OK)) {
         *memh_p = mem;
         return UCS_OK;
@@ -337,10 +337,10 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
     md->reg_cost.c      = config->reg_overhead;
     md->reg_cost.m      = config->reg_growth;
     md->rcache          = NULL;
+    md->rcache_state    = config->rcache ? QPX_MD_RCACHE_LATER :
+                                           QPX_MD_RCACHE_OFF;
+    pthread_mutex_init(&md->rcache_lock, NULL);
     if (config->rcache) {
-        qpx_md_rcache_create(md);
-    }
-    if (md->rcache != NULL) {
         /* what UCP pays for a registration found again */
         md->reg_cost.c = config->rcache_overhead;
         md->reg_cost.m = 0;

@@ -11,6 +11,7 @@
 
 #include <ucs/ucx_compat.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 
 
 #define QPX_COMPONENT_NAME "qpx"
@@ -46,8 +47,20 @@ typedef struct qpx_md {
     qpx_device_t      dev;
     struct ibv_pd     *pd;
     ucs_linear_func_t reg_cost;
-    struct ucs_rcache *rcache;   /* NULL: every registration to the device */
+    /* The registration cache, created at the first registration (not at
+     * open: its first creation in a process starts UCX's async thread,
+     * which a child forked after opening an md would lack). NULL: every
+     * registration goes to the device */
+    struct ucs_rcache *rcache;
+    int               rcache_state;  /* QPX_MD_RCACHE_* */
+    pthread_mutex_t   rcache_lock;   /* around its creation */
 } qpx_md_t;
+
+enum {
+    QPX_MD_RCACHE_OFF,      /* not wanted, or could not be had */
+    QPX_MD_RCACHE_LATER,    /* wanted, not created yet */
+    QPX_MD_RCACHE_ON
+};
 
 
 extern uct_component_t qpx_component;
@@ -71,11 +84,11 @@ ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
 /* ibv access flags for a registration with the given UCT flags */
 int qpx_md_access_flags(unsigned uct_flags);
 
-/* The registration cache (qpx_md_rcache.c): create it (md->rcache stays
- * NULL if it cannot be had), destroy it, take a cached registration that
- * covers the range (the memory must be readable and writable), give it
- * back */
-void qpx_md_rcache_create(qpx_md_t *md);
+/* The registration cache (qpx_md_rcache.c): whether md has one (created
+ * on the first call that wants it), destroy it, take a cached registration
+ * that covers the range (the memory must be readable and writable), give
+ * it back */
+int qpx_md_rcache_ready(qpx_md_t *md);
 void qpx_md_rcache_destroy(qpx_md_t *md);
 ucs_status_t qpx_md_rcache_get(qpx_md_t *md, void *address, size_t length,
                                unsigned flags, qpx_mem_t **mem_p);

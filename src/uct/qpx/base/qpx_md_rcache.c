@@ -97,7 +97,7 @@ static ucs_rcache_ops_t qpx_md_rcache_ops = {
 };
 
 
-void qpx_md_rcache_create(qpx_md_t *md)
+static void qpx_md_rcache_create(qpx_md_t *md)
 {
     ucs_rcache_params_t params;
     ucs_status_t status;
@@ -127,12 +127,35 @@ void qpx_md_rcache_create(qpx_md_t *md)
 }
 
 
+int qpx_md_rcache_ready(qpx_md_t *md)
+{
+    int state = __atomic_load_n(&md->rcache_state, __ATOMIC_ACQUIRE);
+
+    if (ucs_likely(state != QPX_MD_RCACHE_LATER)) {
+        return state == QPX_MD_RCACHE_ON;
+    }
+
+    /* The first registration: one thread creates it, others wait */
+    pthread_mutex_lock(&md->rcache_lock);
+    if (md->rcache_state == QPX_MD_RCACHE_LATER) {
+        qpx_md_rcache_create(md);
+        /* release: md->rcache is set before the state says so */
+        __atomic_store_n(&md->rcache_state, (md->rcache != NULL) ?
+                         QPX_MD_RCACHE_ON : QPX_MD_RCACHE_OFF,
+                         __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&md->rcache_lock);
+    return md->rcache_state == QPX_MD_RCACHE_ON;
+}
+
+
 void qpx_md_rcache_destroy(qpx_md_t *md)
 {
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
         md->rcache = NULL;
     }
+    pthread_mutex_destroy(&md->rcache_lock);
 }
 
 
