@@ -29,28 +29,17 @@
 #include <stdlib.h>
 
 
-static UCS_F_ALWAYS_INLINE void qpx_ud_iface_async_block(qpx_ud_iface_t *iface)
-{
-    qpx_async_block(iface->async.ctx);
-}
-
-static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_async_unblock(qpx_ud_iface_t *iface)
-{
-    qpx_async_unblock(iface->async.ctx);
-}
-
 void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface)
 {
-    if (iface->async.ops != NULL) {
-        qpx_ud_iface_async_block(iface);
+    if (iface->async.on) {
+        qpx_async_block(iface->async.ctx);
     }
 }
 
 void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
 {
-    if (iface->async.ops != NULL) {
-        qpx_ud_iface_async_unblock(iface);
+    if (iface->async.on) {
+        qpx_async_unblock(iface->async.ctx);
     }
 }
 
@@ -65,9 +54,9 @@ void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
     ({ \
         qpx_ud_iface_t *_i = (_iface); \
         _type _ret; \
-        qpx_ud_iface_async_block(_i); \
+        qpx_async_block(_i->async.ctx); \
         _ret = _func(__VA_ARGS__); \
-        qpx_ud_iface_async_unblock(_i); \
+        qpx_async_unblock(_i->async.ctx); \
         _ret; \
     })
 
@@ -111,9 +100,9 @@ static void qpx_ud_async_pending_purge(uct_ep_h ep,
 {
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
 
-    qpx_ud_iface_async_block(iface);
+    qpx_async_block(iface->async.ctx);
     qpx_ep_pending_purge(ep, cb, arg);
-    qpx_ud_iface_async_unblock(iface);
+    qpx_async_unblock(iface->async.ctx);
 }
 
 static ucs_status_t qpx_ud_async_ep_flush(uct_ep_h ep, unsigned flags,
@@ -141,9 +130,9 @@ static void qpx_ud_async_ep_destroy(uct_ep_h ep)
 {
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
 
-    qpx_ud_iface_async_block(iface);
+    qpx_async_block(iface->async.ctx);
     qpx_ud_ep_destroy(ep);
-    qpx_ud_iface_async_unblock(iface);
+    qpx_async_unblock(iface->async.ctx);
 }
 
 static ucs_status_t
@@ -181,7 +170,7 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
 
     /* Waits for a running timer callback: not with the context blocked */
     qpx_iface_timer_stop(&iface->async.timer_id);
-    iface->async.ops = NULL;
+    iface->async.on = 0;
     iface->async.close(tl_iface);
 }
 
@@ -293,22 +282,20 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
 
     /* Signal mode would run the timer on the user's thread, inside any
      * call; poll mode has no thread: progress alone serves both */
-    if (ctx->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
-        iface->async.ops = &ucs_async_thread_spinlock_ops;
-    } else if (ctx->mode == UCS_ASYNC_MODE_THREAD_MUTEX) {
-        iface->async.ops = &ucs_async_thread_mutex_ops;
-    } else {
+    if ((ctx->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
+        (ctx->mode != UCS_ASYNC_MODE_THREAD_MUTEX)) {
         ucs_debug("qpx_ud: async mode %d: no async progress", ctx->mode);
         return UCS_OK;
     }
 
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
+    iface->async.on    = 1;
     status = qpx_iface_timer_start(&iface->super, iface->async.idle_ns / 2 *
                                    1e-9, qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer_id);
     if (status != UCS_OK) {
-        iface->async.ops = NULL;
+        iface->async.on = 0;
         return status;
     }
 

@@ -532,7 +532,7 @@ ucs_status_t qpx_ud_iface_event_arm(uct_iface_h tl_iface, unsigned events)
         return status;
     }
     if (qpx_ud_iface_has_deferred(iface) ||
-        ((iface->async.ops == NULL) &&
+        (!iface->async.on &&
          (!ucs_list_is_empty(&iface->active_eps) ||
           !ucs_list_is_empty(&iface->discs)))) {
         qpx_iface_event_signal(&iface->super);

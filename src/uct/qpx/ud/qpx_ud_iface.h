@@ -279,7 +279,8 @@ typedef struct qpx_ud_iface {
     int                   events;       /* event notification offered */
     struct {
         ucs_async_context_t *ctx;      /* the worker's */
-        struct ucs_async_ops *ops;     /* NULL: no async progress */
+        int                 on;        /* async progress runs: the
+                                          context is a thread mode's */
         int                 timer_id;
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
