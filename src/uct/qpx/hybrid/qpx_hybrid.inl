@@ -8,6 +8,8 @@
 
 #include "qpx_hybrid.h"
 
+#include <uct/qpx/base/qpx_ep.h>
+
 
 /* The sub-endpoint an operation goes to, or NULL: held (UCS_ERR_NO_RESOURCE,
  * the request goes pending and runs when the switch is done) */
@@ -40,18 +42,6 @@ qpx_hybrid_ep_done(uct_ep_h tl_ep, ucs_status_t status, size_t bytes)
         qpx_hybrid_ep_count(tl_ep, bytes);
     }
     return status;
-}
-
-/* Bytes an iov describes */
-static UCS_F_ALWAYS_INLINE size_t qpx_hybrid_iov_bytes(const uct_iov_t *iov,
-                                                       size_t iovcnt)
-{
-    size_t i, bytes = 0;
-
-    for (i = 0; i < iovcnt; ++i) {
-        bytes += iov[i].length * ucs_max(iov[i].count, 1);
-    }
-    return bytes;
 }
 
 #endif

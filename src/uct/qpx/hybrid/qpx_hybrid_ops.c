@@ -57,7 +57,7 @@ static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
     return qpx_hybrid_ep_done(tl_ep, uct_ep_put_zcopy(ep, iov, iovcnt,
                                                       remote_addr, rkey,
                                                       comp),
-                              qpx_hybrid_iov_bytes(iov, iovcnt));
+                              qpx_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
@@ -93,7 +93,7 @@ static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
     return qpx_hybrid_ep_done(tl_ep, uct_ep_get_zcopy(ep, iov, iovcnt,
                                                       remote_addr, rkey,
                                                       comp),
-                              qpx_hybrid_iov_bytes(iov, iovcnt));
+                              qpx_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
@@ -122,7 +122,7 @@ static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short_iov(ep, id, iov,
                                                          iovcnt),
-                              qpx_hybrid_iov_bytes(iov, iovcnt));
+                              qpx_iov_bytes(iov, iovcnt));
 }
 
 static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -158,7 +158,7 @@ static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                                      header_length, iov,
                                                      iovcnt, flags, comp),
                               header_length +
-                              qpx_hybrid_iov_bytes(iov, iovcnt));
+                              qpx_iov_bytes(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
