@@ -499,23 +499,43 @@ ucs_status_t qpx_cm_ep_query(uct_ep_h ep, uct_ep_attr_t *attr)
 }
 
 
+/* Any callback type, to choose one before it is stored with its own */
+typedef void (*qpx_cm_cb_t)(void);
+
+/* The user's callback cb named by flag, or, without the flag, one that
+ * does nothing (as UCT's own managers); the flag with a NULL callback is
+ * an error */
+static ucs_status_t qpx_cm_ep_user_cb(const uct_ep_params_t *params,
+                                      uint64_t flag, qpx_cm_cb_t cb,
+                                      const char *what, qpx_cm_cb_t *cb_p)
+{
+    if (!(params->field_mask & flag)) {
+        *cb_p = (qpx_cm_cb_t)ucs_empty_function;
+    } else if (cb == NULL) {
+        ucs_error("qpx cm: the %s callback is NULL", what);
+        return UCS_ERR_INVALID_PARAM;
+    } else {
+        *cb_p = cb;
+    }
+    return UCS_OK;
+}
+
+
 static ucs_status_t qpx_cm_ep_client_init(qpx_cm_ep_t *cep,
                                           const uct_ep_params_t *params)
 {
     qpx_cm_t *cm = qpx_cm_ep_cm(cep);
     char addr_str[UCS_SOCKADDR_STRING_LEN];
     struct sockaddr *src = NULL;
+    qpx_cm_cb_t cb;
 
     cep->flags |= QPX_CM_EP_CLIENT;
-    if (!(params->field_mask & UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT)) {
-        cep->super.client.connect_cb =
-                (uct_cm_ep_client_connect_callback_t)ucs_empty_function;
-    } else if (params->sockaddr_cb_client == NULL) {
-        ucs_error("qpx cm: the client's connect callback is NULL");
+    if (qpx_cm_ep_user_cb(params, UCT_EP_PARAM_FIELD_SOCKADDR_CONNECT_CB_CLIENT,
+                          (qpx_cm_cb_t)params->sockaddr_cb_client,
+                          "client's connect", &cb) != UCS_OK) {
         return UCS_ERR_INVALID_PARAM;
-    } else {
-        cep->super.client.connect_cb = params->sockaddr_cb_client;
     }
+    cep->super.client.connect_cb = (uct_cm_ep_client_connect_callback_t)cb;
 
     if (rdma_create_id(cm->channel, &cep->id, cep, RDMA_PS_TCP)) {
         ucs_error("qpx cm: rdma_create_id failed: %m");
@@ -551,6 +571,7 @@ static ucs_status_t qpx_cm_ep_server_init(qpx_cm_ep_t *cep,
     struct rdma_cm_id *id                     = event->id;
     qpx_cm_t *cm                              = qpx_cm_ep_cm(cep);
     ucs_status_t status;
+    qpx_cm_cb_t cb;
     int reject;
 
     /* the request is the endpoint's now; the id outlives the event */
@@ -563,16 +584,13 @@ static ucs_status_t qpx_cm_ep_server_init(qpx_cm_ep_t *cep,
     cep->flags |= QPX_CM_EP_SERVER;
     reject      = 1;
 
-    if (!(params->field_mask & UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER)) {
-        cep->super.server.notify_cb =
-                (uct_cm_ep_server_conn_notify_callback_t)ucs_empty_function;
-    } else if (params->sockaddr_cb_server == NULL) {
-        ucs_error("qpx cm: the server's notify callback is NULL");
+    if (qpx_cm_ep_user_cb(params, UCT_EP_PARAM_FIELD_SOCKADDR_NOTIFY_CB_SERVER,
+                          (qpx_cm_cb_t)params->sockaddr_cb_server,
+                          "server's notify", &cb) != UCS_OK) {
         status = UCS_ERR_INVALID_PARAM;
         goto err;
-    } else {
-        cep->super.server.notify_cb = params->sockaddr_cb_server;
     }
+    cep->super.server.notify_cb = (uct_cm_ep_server_conn_notify_callback_t)cb;
 
     if ((listen_channel != cm->channel) && rdma_migrate_id(id, cm->channel)) {
         /* the endpoint is on another worker's CM than the listener */
