@@ -37,12 +37,29 @@ cs_wait_listen() {
            "$1" | head -n 1)
 }
 
-# cs_case TLS API EXPECTED-TL (UCX_SOCKADDR_TLS_PRIORITY names the CM)
-cs_case() {
-    UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
-        -c "$2" -p 0 >"$TL_TMP/srv.log" 2>&1 &
+# cs_server SECONDS ENV... -- ARGS...: the example's server in the
+# background (spid), with ENV and ARGS, its output in srv.log, once it
+# listens (port); SECONDS "-": no timeout(1) in between, so that a kill
+# reaches the program itself
+cs_server() {
+    t=$1; shift
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    if [ "$t" = - ]; then
+        env $envs LD_PRELOAD="$QPX_MODULE" stdbuf -oL "$TL_TMP/ucs" "$@" \
+            -p 0 >"$TL_TMP/srv.log" 2>&1 &
+    else
+        env $envs LD_PRELOAD="$QPX_MODULE" timeout "$t" stdbuf -oL \
+            "$TL_TMP/ucs" "$@" -p 0 >"$TL_TMP/srv.log" 2>&1 &
+    fi
     spid=$!
     cs_wait_listen "$TL_TMP/srv.log"
+}
+
+# cs_case TLS API EXPECTED-TL (UCX_SOCKADDR_TLS_PRIORITY names the CM)
+cs_case() {
+    cs_server 30 UCX_TLS="$1" -- -c "$2"
     UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -c "$2" \
         -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1
     crc=$?
@@ -91,10 +108,7 @@ done
 # Over qpx's CM: one server, three clients one after another, 1000
 # messages each, each client's last message checked
 export UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud
-LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL "$TL_TMP/ucs" -i 1000 \
-    -p 0 >"$TL_TMP/srv.log" 2>&1 &
-spid=$!
-cs_wait_listen "$TL_TMP/srv.log"
+cs_server 60 -- -i 1000
 ok=0
 for c in 1 2 3; do
     LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -i 1000 -a 127.0.0.1 \
@@ -119,10 +133,7 @@ fi
 kill_case() {
     # no timeout(1) between: the kill must reach the program itself;
     # stdbuf: its progress lines reach the log as they are printed
-    LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 -p 0 \
-         >"$TL_TMP/srv.log" 2>&1 &
-    spid=$!
-    cs_wait_listen "$TL_TMP/srv.log"
+    cs_server - -- -i 100000000
     LD_PRELOAD=$QPX_MODULE stdbuf -oL "$TL_TMP/ucs" -i 100000000 \
         -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1 &
     cpid=$!
@@ -161,10 +172,7 @@ qplimit_case() {
     (
         export SOFTVERBS_SHM=/dev/shm/qpx-ucp-cm-$$-$1 SOFTVERBS_MAX_QP=$1 \
                UCX_TLS=qpx_ud
-        LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL "$TL_TMP/ucs" \
-            -p 0 >"$TL_TMP/srv.log" 2>&1 &
-        spid=$!
-        cs_wait_listen "$TL_TMP/srv.log"
+        cs_server 30 --
         LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 \
             -p "$port" >"$TL_TMP/cli.log" 2>&1
         echo $? >"$TL_TMP/crc"
@@ -190,10 +198,7 @@ qplimit_case 4 server
 # client is refused at once, the server says why and serves the next
 # client (UCP would read the zeros as an address and abort)
 if command -v rdma_client >/dev/null; then
-    UCX_QPX_CM_FAILURE=warn LD_PRELOAD=$QPX_MODULE timeout 30 stdbuf -oL \
-        "$TL_TMP/ucs" -p 0 >"$TL_TMP/srv.log" 2>&1 &
-    spid=$!
-    cs_wait_listen "$TL_TMP/srv.log"
+    cs_server 30 UCX_QPX_CM_FAILURE=warn --
     timeout 20 rdma_client -s 127.0.0.1 -p "$port" >"$TL_TMP/rc.log" 2>&1
     rrc=$?
     LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 -p "$port" \
