@@ -212,6 +212,29 @@ qpx_ud_iface_rx_hdr(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
                                   iface->super.config.rx_payload_offset) - 1;
 }
 
+/*
+ * Does the packet come from the interface it claims (qpn, dev_addr)? As the
+ * device reports it, not as the packet says: the source QPN and LID of the
+ * work completion, or on a GID-routed address (RoCE) the source GID of the
+ * GRH the receive buffer starts with.
+ */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_ep_rx_src_is(const struct ibv_wc *wc, const qpx_ud_hdr_t *hdr,
+                    uint32_t qpn, const qpx_device_addr_t *dev_addr)
+{
+    const struct ibv_grh *grh;
+
+    if (wc->src_qp != qpn) {
+        return 0;
+    }
+    if (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        grh = (const void*)((const char*)hdr - QPX_UD_GRH_LEN);
+        return (wc->wc_flags & IBV_WC_GRH) &&
+               !memcmp(grh->sgid.raw, dev_addr->gid, sizeof(dev_addr->gid));
+    }
+    return wc->slid == dev_addr->lid;
+}
+
 /* Hand an AM to its handler; returns 1 when the handler kept the buffer */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
@@ -234,6 +257,36 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     (void)qpx_iface_rx_user_desc(&iface->super, &rdesc->super);
     return 1;
+}
+
+
+/*
+ * After a reliable packet was delivered in order (pkt_flags: its header's):
+ * what was kept behind it follows, then the acknowledgement is sent now
+ * (asked for, or ACK_THRESH owed), once nothing more arrives, or by the
+ * tick. Shared by the fast receive path and qpx_ud_ep_rx.
+ */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_rx_delivered(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                       uint8_t pkt_flags)
+{
+    unsigned unacked;
+
+    if (ucs_unlikely(ep->rx.ooo_count > 0)) {
+        qpx_ud_ep_rx_pull(iface, ep);
+    }
+
+    unacked = qpx_ud_rel_rx_unacked(&ep->rx);
+    if (unacked == 1) {
+        ep->ack_time = iface->now;
+    }
+    if ((pkt_flags & QPX_UD_PKT_FLAG_ACK_REQ) ||
+        (unacked >= iface->rx.ack_thresh)) {
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+    } else {
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_IDLE);
+        qpx_ud_ep_activate(iface, ep);
+    }
 }
 
 #endif

@@ -151,12 +151,6 @@ static ucs_status_t qpx_ud_async_iface_flush(uct_iface_h tl_iface,
                              qpx_ud_iface_flush, tl_iface, flags, comp);
 }
 
-static unsigned qpx_ud_async_iface_progress(uct_iface_h tl_iface)
-{
-    return QPX_UD_ASYNC_CALL(unsigned, QPX_UD_ASYNC_IFACE(tl_iface),
-                             qpx_ud_iface_progress, tl_iface);
-}
-
 static ucs_status_t qpx_ud_async_event_arm(uct_iface_h tl_iface,
                                            unsigned events)
 {
@@ -310,7 +304,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ops->ep_destroy            = qpx_ud_async_ep_destroy;
     ops->ep_connect_to_ep      = qpx_ud_async_connect_to_ep;
     ops->iface_flush           = qpx_ud_async_iface_flush;
-    ops->iface_progress        = qpx_ud_async_iface_progress;
+    ops->iface_progress        = qpx_ud_iface_progress_blocked;
     ops->iface_event_arm       = qpx_ud_async_event_arm;
     ops->iface_close           = qpx_ud_async_iface_close;
     return UCS_OK;

@@ -13,29 +13,6 @@
 
 
 /*
- * Does the packet come from the interface it claims (qpn, dev_addr)? As the
- * device reports it, not as the packet says: the source QPN and LID of the
- * work completion, or on a GID-routed address (RoCE) the source GID of the
- * GRH the receive buffer starts with.
- */
-static int qpx_ud_ep_rx_src_is(const struct ibv_wc *wc,
-                               const qpx_ud_hdr_t *hdr, uint32_t qpn,
-                               const qpx_device_addr_t *dev_addr)
-{
-    const struct ibv_grh *grh;
-
-    if (wc->src_qp != qpn) {
-        return 0;
-    }
-    if (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
-        grh = (const void*)((const char*)hdr - QPX_UD_GRH_LEN);
-        return (wc->wc_flags & IBV_WC_GRH) &&
-               !memcmp(grh->sgid.raw, dev_addr->gid, sizeof(dev_addr->gid));
-    }
-    return wc->slid == dev_addr->lid;
-}
-
-/*
  * Find (or create) the endpoint a CONN packet is for. The claimed sender
  * must be the real one, and a sender gets at most QPX_UD_PEER_MAX_HALF_OPEN
  * endpoints (the interface UCX_QPX_UD_MAX_HALF_OPEN) that it has not yet
@@ -93,7 +70,7 @@ static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
 }
 
 /* The ack (and NAK) a received header carries */
-static void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                              const qpx_ud_hdr_t *hdr)
 {
     ep->ack_req_time = 0; /* the peer answers: it may be asked again */
@@ -157,7 +134,7 @@ void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
 }
 
 /* Deliver the packets kept after the one just delivered, in order */
-static void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
@@ -300,21 +277,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     if (type == QPX_UD_PKT_AM) {
         kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
     }
-    if (ep->rx.ooo_count > 0) {
-        qpx_ud_ep_rx_pull(iface, ep);
-    }
-
-    /* Acknowledge now, soon, or with the next send */
-    if (qpx_ud_rel_rx_unacked(&ep->rx) == 1) {
-        ep->ack_time = iface->now;
-    }
-    if ((hdr->flags & QPX_UD_PKT_FLAG_ACK_REQ) ||
-        (qpx_ud_rel_rx_unacked(&ep->rx) >= iface->rx.ack_thresh)) {
-        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
-    } else {
-        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_IDLE);
-        qpx_ud_ep_activate(iface, ep);
-    }
+    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags);
 
     if ((type == QPX_UD_PKT_CONN) && !(ep->flags & QPX_UD_EP_FLAG_CONN_SENT)) {
         qpx_ud_ep_send_conn(iface, ep); /* reply: our id and first PSN */

@@ -9,6 +9,8 @@
 
 #include "qpx_ud.inl"
 
+#include <uct/qpx/base/qpx_async.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -243,15 +245,71 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
     qpx_ud_iface_async_leave(iface);
 }
 
-/* Received packets: delivered, or their buffers given back. Also for the
- * completions event_arm took out of the CQ (base's backlog) */
-static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
-                                   int n)
+/*
+ * The packet of a busy endpoint, handled inline: an AM, in order, from the
+ * connected peer of an endpoint that is neither failed nor half-open,
+ * keeping nothing ahead of a gap, carrying no NAK and answering no probe,
+ * outside the async timer. It does what qpx_ud_ep_rx does for that case
+ * (ack first, then delivery, then the ack decision), without its calls and
+ * its switch; anything else goes to qpx_ud_ep_rx (returns -1, nothing
+ * changed). Returns 1 when the AM handler kept the buffer, else 0.
+ */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                     qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
 {
-    qpx_ud_iface_t *iface = ucs_derived_of(super, qpx_ud_iface_t);
+    qpx_ud_ep_t *ep;
+    int kept;
+
+    if (ucs_unlikely((hdr->type != QPX_UD_PKT_AM) ||
+                     (hdr->flags & QPX_UD_PKT_FLAG_NAK) ||
+                     iface->async.in_async)) {
+        return -1;
+    }
+
+    ep = qpx_ep_table_lookup(&iface->eps, hdr->dest_id);
+    if (ucs_unlikely((ep == NULL) ||
+                     ((ep->flags & (QPX_UD_EP_FLAG_CONNECTED |
+                                    QPX_UD_EP_FLAG_FAILED |
+                                    QPX_UD_EP_FLAG_HALF_OPEN)) !=
+                      QPX_UD_EP_FLAG_CONNECTED) ||
+                     (hdr->src_id != ep->dest_id) ||
+                     (hdr->psn != ep->rx.expected_psn) ||
+                     !ep->rx.initialized || (ep->rx.ooo_count > 0) ||
+                     ep->tx.probed || (ep->peer == NULL) ||
+                     !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
+                                          &ep->peer->key.dev_addr))) {
+        return -1;
+    }
+
+    if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
+        ep->ack_req_time = 0; /* the peer answers: it may be asked again */
+        if ((hdr->ack_psn != ep->tx.acked_psn) &&
+            (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
+                               qpx_ud_ep_acked_cb, iface) > 0)) {
+            if (!ucs_list_is_empty(&ep->flushes)) {
+                qpx_ud_ep_flushes_complete(ep, UCS_OK);
+            }
+            qpx_ep_pending_schedule(&iface->super, &ep->super);
+        }
+    }
+
+    ++ep->rx.expected_psn; /* qpx_ud_rel_rx_check's DELIVER */
+    kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
+    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags);
+    return kept;
+}
+
+/* Received packets: delivered, or their buffers given back. Inline in
+ * progress; the backlog (completions event_arm took out of the CQ) calls
+ * it through qpx_ud_iface_rx_wc */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n)
+{
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
-    int i;
+    size_t length;
+    int i, kept;
 
     /* Every buffer's slot is refilled in batches (the producer index of the
      * receive queue is a cache line the sender reads, or a doorbell): a
@@ -270,9 +328,13 @@ static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
             continue;
         }
 
-        hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
-        if (qpx_ud_ep_rx(iface, rdesc, hdr, wc[i].byte_len - QPX_UD_GRH_LEN,
-                         &wc[i])) {
+        hdr    = qpx_ud_iface_rx_hdr(iface, rdesc);
+        length = wc[i].byte_len - QPX_UD_GRH_LEN;
+        kept   = qpx_ud_iface_rx_fast(iface, rdesc, hdr, length, &wc[i]);
+        if (ucs_unlikely(kept < 0)) {
+            kept = qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i]);
+        }
+        if (kept) {
             /* kept by the AM handler, deferred, or ahead of a gap */
             qpx_iface_rx_kept(&iface->super);
         } else {
@@ -283,7 +345,14 @@ static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
     return n;
 }
 
-static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
+static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
+                                   int n)
+{
+    return qpx_ud_iface_rx_wcs(ucs_derived_of(super, qpx_ud_iface_t), wc, n);
+}
+
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
 {
     struct ibv_wc wc[QPX_UD_RX_BATCH];
     int n;
@@ -292,7 +361,7 @@ static unsigned qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     if (n <= 0) {
         return 0;
     }
-    return qpx_ud_iface_rx_wc(&iface->super, wc, n);
+    return qpx_ud_iface_rx_wcs(iface, wc, n);
 }
 
 /* Send completions: slots and descriptors back (base's backlog too) */
@@ -438,9 +507,45 @@ static UCS_F_NOINLINE void qpx_ud_iface_keepalive(qpx_ud_iface_t *iface)
     }
 }
 
+/* The timer walk, once a tick: retransmissions, delayed acks and peer
+ * timeouts of the active endpoints, DISC repeats, keepalive rounds */
+static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep, *tmp;
+
+    iface->next_tick = iface->now + iface->tick;
+    ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
+        qpx_ud_ep_timer(iface, ep);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->discs))) {
+        qpx_ud_iface_discs_timer(iface);
+    }
+    if ((iface->keepalive.interval > 0) &&
+        ((int64_t)(iface->now - iface->keepalive.next) >= 0)) {
+        qpx_ud_iface_keepalive(iface);
+    }
+}
+
+/* Whether ep, on the control list for an idle ack alone, still waits for
+ * its receive queue to go idle with enough owed (qpx_ud_ep_send_ctl would
+ * do nothing and keep it listed): checked inline, as after every packet */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_ep_ctl_waits(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    return ((ep->flags & (QPX_UD_EP_FLAG_ACK_IDLE | QPX_UD_EP_FLAG_ACK_NOW |
+                          QPX_UD_EP_FLAG_ACK_REQ)) ==
+            QPX_UD_EP_FLAG_ACK_IDLE) &&
+           !ep->tx.resending &&
+           (!iface->rx_idle ||
+            (qpx_ud_rel_rx_unacked(&ep->rx) < iface->rx.idle_ack_thresh));
+}
+
 /* Receive, send completions, timers and control packets: what the async
- * timer may run too. User callbacks are deferred while in_async. */
-unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
+ * timer may run too. User callbacks are deferred while in_async. Inline in
+ * the user's progress (one layer from the worker to the packet) and behind
+ * qpx_ud_iface_progress_common for the timer. */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
 {
     qpx_ud_ep_t *ep, *tmp;
     unsigned count, rx_count;
@@ -462,32 +567,29 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     iface->rx_idle = (rx_count == 0);
     count         += rx_count;
 
-    if ((int64_t)(iface->now - iface->next_tick) >= 0) {
-        iface->next_tick = iface->now + iface->tick;
-        ucs_list_for_each_safe(ep, tmp, &iface->active_eps, active_list) {
-            qpx_ud_ep_timer(iface, ep);
-        }
-        if (ucs_unlikely(!ucs_list_is_empty(&iface->discs))) {
-            qpx_ud_iface_discs_timer(iface);
-        }
-        if ((iface->keepalive.interval > 0) &&
-            ((int64_t)(iface->now - iface->keepalive.next) >= 0)) {
-            qpx_ud_iface_keepalive(iface);
-        }
+    if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
+        qpx_ud_iface_tick(iface);
     }
 
     ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
         if (iface->tx.available == 0) {
             break;
         }
-        qpx_ud_ep_send_ctl(iface, ep);
+        if (!qpx_ud_ep_ctl_waits(iface, ep)) {
+            qpx_ud_ep_send_ctl(iface, ep);
+        }
     }
     return count;
 }
 
-unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
+unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 {
-    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    return qpx_ud_iface_progress_run(iface);
+}
+
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
+{
     qpx_ud_ep_t *ep;
     unsigned count;
 
@@ -497,17 +599,35 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
         qpx_ud_iface_async_dispatch(iface);
     }
 
-    count                     = qpx_ud_iface_progress_common(iface);
+    count                     = qpx_ud_iface_progress_run(iface);
     iface->async.last_progress = iface->now;
 
     /* Reported here, not in the timer walk: an error handler may destroy
      * endpoints */
-    while (!ucs_list_is_empty(&iface->failed_eps)) {
+    while (ucs_unlikely(!ucs_list_is_empty(&iface->failed_eps))) {
         ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
         qpx_ud_ep_notify_failed(iface, ep);
     }
 
     qpx_iface_pending_progress(&iface->super);
+    return count;
+}
+
+unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
+{
+    return qpx_ud_iface_progress_user(ucs_derived_of(tl_iface,
+                                                     qpx_ud_iface_t));
+}
+
+unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    unsigned count;
+
+    /* The async timer runs progress too (qpx_ud_async.c) */
+    qpx_async_block(iface->async.ctx);
+    count = qpx_ud_iface_progress_user(iface);
+    qpx_async_unblock(iface->async.ctx);
     return count;
 }
 

@@ -353,6 +353,11 @@ void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
                  qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc);
 void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
+/* Deliver the packets kept after the one just delivered, in order */
+void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+/* The ack, NAK or probe reply a received header carries, processed */
+void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                      const qpx_ud_hdr_t *hdr);
 
 /* qpx_ud_async.c */
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
@@ -379,6 +384,8 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
+/* The same with the worker's async context blocked (async progress on) */
+unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface);
 
 /* uct_iface_event_arm: base's arming, and a wakeup for the work that no
  * completion event announces */
