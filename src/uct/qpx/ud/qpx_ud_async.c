@@ -175,9 +175,10 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     (void)id;
     (void)events;
-    /* The user progresses: leave everything to it */
-    if ((qpx_ud_time_ns() - iface->async.last_progress) <
-        iface->async.idle_ns) {
+    /* The user progresses: leave everything to it, with a fresh clock */
+    iface->async.clock_due = 1;
+    if ((qpx_ud_time_now() - iface->async.last_progress) <
+        iface->async.idle) {
         return;
     }
 
@@ -268,8 +269,8 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ucs_status_t status;
 
     iface->async.rx_tail       = &iface->async.rx_head;
-    iface->async.idle_ns       = config->async_idle * 1e9;
-    iface->async.last_progress = qpx_ud_time_ns();
+    iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
+    iface->async.last_progress = qpx_ud_time_now();
     if (!config->async_progress || (ctx == NULL)) {
         return UCS_OK;
     }
@@ -285,8 +286,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
-    status = qpx_iface_timer_start(&iface->super, iface->async.idle_ns / 2 *
-                                   1e-9, qpx_ud_iface_async_timer, iface,
+    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer_id);
     if (status != UCS_OK) {
         iface->async.on = 0;

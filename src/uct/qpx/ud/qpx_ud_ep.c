@@ -361,7 +361,7 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
                                 "qpx_ud: endpoint %p to qpn 0x%x: no "
                                 "acknowledgement for %.3f seconds, peer "
                                 "considered failed", ep, ep->peer->key.qpn,
-                                iface->rel_config.peer_timeout / 1e9);
+                                qpx_ud_time_to_sec(iface->rel_config.peer_timeout));
 }
 
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
@@ -453,6 +453,7 @@ void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 
     if ((ep->flags & QPX_UD_EP_FLAG_ACK_NOW) && (iface->tx.available > 0)) {
+        ++iface->stats.tx_acks;
         qpx_ud_iface_post_ctl(iface, ep, QPX_UD_PKT_ACK, 0); /* clears it */
     }
 

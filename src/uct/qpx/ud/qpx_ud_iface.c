@@ -128,13 +128,17 @@ int qpx_ud_peer_key_equal(qpx_ud_peer_key_t a, qpx_ud_peer_key_t b)
     return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-double qpx_ud_ns_per_tick;
+double qpx_ud_time_per_sec;
 
 void qpx_ud_time_init(void)
 {
     /* Every interface sets the same value: no ordering needed */
-    if (qpx_ud_ns_per_tick == 0) {
-        qpx_ud_ns_per_tick = 1e9 / ucs_get_cpu_clocks_per_sec();
+    if (qpx_ud_time_per_sec == 0) {
+#if defined(__x86_64__)
+        qpx_ud_time_per_sec = ucs_get_cpu_clocks_per_sec();
+#else
+        qpx_ud_time_per_sec = 1e9;
+#endif
     }
 }
 
@@ -550,7 +554,6 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
     qpx_ud_ep_t *ep, *tmp;
     unsigned count, rx_count;
 
-    iface->now = qpx_ud_time_ns();
     /* What event_arm took out of the CQs, before anything newer */
     count = 0;
     if (ucs_unlikely((iface->super.backlog.rx_count |
@@ -584,6 +587,7 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
 
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
 {
+    iface->now = qpx_ud_time_now();
     return qpx_ud_iface_progress_run(iface);
 }
 
@@ -597,6 +601,14 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
     if (ucs_unlikely((iface->async.rx_head != NULL) ||
                      (iface->async.comp_count > 0))) {
         qpx_ud_iface_async_dispatch(iface);
+    }
+
+    /* The clock, when due (QPX_UD_CLOCK_READS) */
+    if (!iface->async.on || iface->async.clock_due ||
+        (++iface->clock_skips >= QPX_UD_CLOCK_READS)) {
+        iface->now             = qpx_ud_time_now();
+        iface->clock_skips     = 0;
+        iface->async.clock_due = 0;
     }
 
     count                     = qpx_ud_iface_progress_run(iface);

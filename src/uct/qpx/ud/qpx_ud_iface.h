@@ -226,6 +226,7 @@ typedef struct qpx_ud_iface_stats {
     uint64_t tx_timeouts;
     uint64_t tx_probe_resends; /* tail losses found by a probe */
     uint64_t tx_ack_reqs;      /* ACK_REQ packets sent */
+    uint64_t tx_acks;          /* explicit ACK packets sent */
     uint64_t eps_failed;
     uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
     uint64_t rx_spoofed;       /* source QPN/LID/GID not the one claimed */
@@ -268,7 +269,9 @@ typedef struct qpx_ud_iface {
     } keepalive;
     uint64_t              next_tick;
     uint64_t              tick;
-    uint64_t              now;
+    uint64_t              now;         /* qpx_ud_time_now(), see
+                                          QPX_UD_CLOCK_READS */
+    unsigned              clock_skips; /* progress calls since the read */
     qpx_ud_iface_stats_t  stats;
     int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
     struct {
@@ -284,8 +287,9 @@ typedef struct qpx_ud_iface {
         int                 timer_id;
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
-        uint64_t            idle_ns;   /* user progress older: async runs */
-        uint64_t            last_progress; /* of the user, in ns */
+        uint64_t            idle;      /* user progress older: async runs */
+        uint64_t            last_progress; /* of the user */
+        int                 clock_due; /* the timer ran: read the clock */
         uint64_t            runs;      /* async progress calls that worked */
         qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
         qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
@@ -397,24 +401,46 @@ int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface);
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
 
 /*
- * The time in ns of qpx_ud's timers, read once per progress call. On
- * x86-64 the time-stamp counter, which UCX's own clock (ucs_get_time) reads
- * too, scaled by the rate UCX measured for it: clock_gettime(3), even
- * through the vDSO, cost ~20 instructions more per receive (callgrind).
- * Elsewhere CLOCK_MONOTONIC. qpx_ud_time_init() before the first read.
+ * qpx_ud's clock, in its own units: on x86-64 the time-stamp counter, which
+ * UCX's own clock (ucs_get_time) reads too, at the rate UCX measured for it;
+ * elsewhere CLOCK_MONOTONIC in ns. Every duration qpx_ud keeps (timeouts,
+ * the tick, the reliability core's) is converted to these units once, at
+ * configuration, so that the data path neither converts nor divides.
+ * qpx_ud_time_init() before the first use.
  */
-extern double qpx_ud_ns_per_tick;
+extern double qpx_ud_time_per_sec;
 void qpx_ud_time_init(void);
 uint64_t qpx_ud_time_ns_monotonic(void);
 
-static UCS_F_ALWAYS_INLINE uint64_t qpx_ud_time_ns(void)
+static UCS_F_ALWAYS_INLINE uint64_t qpx_ud_time_now(void)
 {
 #if defined(__x86_64__)
-    return (uint64_t)((double)__builtin_ia32_rdtsc() * qpx_ud_ns_per_tick);
+    return __builtin_ia32_rdtsc();
 #else
     return qpx_ud_time_ns_monotonic();
 #endif
 }
+
+static inline uint64_t qpx_ud_time_from_sec(double sec)
+{
+    return sec * qpx_ud_time_per_sec;
+}
+
+static inline double qpx_ud_time_to_sec(uint64_t t)
+{
+    return t / qpx_ud_time_per_sec;
+}
+
+/*
+ * The user's progress reads the clock once in QPX_UD_CLOCK_READS calls when
+ * async progress is on, and when the async timer asked (it fires every half
+ * UCX_QPX_UD_ASYNC_IDLE): reading the time-stamp counter cost more than an
+ * empty CQ poll in a VM (perf: a third of progress' samples on it, with the
+ * conversion it had). iface->now is then at most that many calls, or half
+ * ASYNC_IDLE, old: well under the 1 ms tick and the 10 ms RTO it serves.
+ * Without async progress, and in the timer, the clock is read every call.
+ */
+#define QPX_UD_CLOCK_READS  16
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp);

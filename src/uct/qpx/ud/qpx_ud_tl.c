@@ -175,13 +175,14 @@ static ucs_status_t qpx_ud_iface_init_config(qpx_ud_iface_t *iface,
     qpx_ud_rel_config_t *rel = &iface->rel_config;
 
     rel->window       = config->window;
-    rel->rto_init     = config->rto * 1e9;
-    rel->rto_max      = config->rto_max * 1e9;
+    rel->rto_init     = qpx_ud_time_from_sec(config->rto);
+    rel->rto_max      = qpx_ud_time_from_sec(config->rto_max);
     rel->backoff      = config->backoff;
-    rel->peer_timeout = config->timeout * 1e9;
+    rel->peer_timeout = qpx_ud_time_from_sec(config->timeout);
     rel->nak_holdoff  = rel->rto_init / 4;
     rel->probe_time   = rel->rto_init / 4;
-    iface->tick       = ucs_max(config->timer_tick * 1e9, 1000);
+    iface->tick       = qpx_ud_time_from_sec(ucs_max(config->timer_tick,
+                                                     1e-6));
     if ((config->super.tx.moderation < 1) ||
         (config->super.tx.moderation > QPX_UD_TX_MODERATION_MAX)) {
         ucs_error("qpx_ud: TX_MODERATION must be 1..%d",
@@ -293,6 +294,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
 
+    qpx_ud_time_init(); /* the config's durations are in its units */
     status = qpx_ud_iface_init_config(self, config);
     if (status != UCS_OK) {
         return status;
@@ -320,10 +322,10 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->events              = config->events;
     self->conn.half_open      = 0;
     self->conn.max_half_open  = config->max_half_open;
-    qpx_ud_time_init();
-    self->now                 = qpx_ud_time_ns();
+    self->now                 = qpx_ud_time_now();
     self->next_tick           = self->now + self->tick;
-    self->keepalive.interval  = config->keepalive_interval * 1e9;
+    self->keepalive.interval  = qpx_ud_time_from_sec(
+                                        config->keepalive_interval);
     self->keepalive.next      = self->now + self->keepalive.interval;
     qpx_ep_table_init(&self->eps);
     kh_init_inplace(qpx_ud_peers, &self->peers);
@@ -379,12 +381,12 @@ static void qpx_ud_iface_print_stats(qpx_ud_iface_t *iface)
                 "rx_bad_status=%lu rx_async_full=%lu rx_spoofed=%lu "
                 "rx_conn_refused=%lu tx_resent=%lu "
                 "tx_timeouts=%lu tx_probe_resends=%lu tx_ack_reqs=%lu "
-                "eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
+                "tx_acks=%lu eps_failed=%lu eps_reclaimed=%lu eps=%u\n",
                 s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
                 s->rx_dup, s->rx_ahead, s->rx_bad_status, s->rx_async_full,
                 s->rx_spoofed, s->rx_conn_refused,
                 s->tx_resent, s->tx_timeouts, s->tx_probe_resends,
-                s->tx_ack_reqs, s->eps_failed, s->eps_reclaimed,
+                s->tx_ack_reqs, s->tx_acks, s->eps_failed, s->eps_reclaimed,
                 iface->eps.count);
     }
 }
