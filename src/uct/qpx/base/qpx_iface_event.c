@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 
 ucs_status_t qpx_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
@@ -210,8 +211,9 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 }
 
 
-/* Async timer (the worker's async thread or signal): progress runs the
- * round. The event fd wakes a worker that sleeps in ucp_worker_wait. */
+/* The keepalive timer (UCX's async thread, without the context: a flag and
+ * a write to an eventfd): progress runs the round. The event fd wakes a
+ * worker that sleeps in ucp_worker_wait. */
 static void qpx_iface_keepalive_timer(int id, ucs_event_set_types_t events,
                                       void *arg)
 {
@@ -224,34 +226,83 @@ static void qpx_iface_keepalive_timer(int id, ucs_event_set_types_t events,
 }
 
 
+/* The async thread found the timerfd readable: read it (its wait is level
+ * triggered and would return at once again), then run the timer's work */
+static void qpx_iface_timer_handler(int fd, ucs_event_set_types_t events,
+                                    void *arg)
+{
+    qpx_iface_timer_t *timer = arg;
+    uint64_t expirations;
+
+    if (read(fd, &expirations, sizeof(expirations)) !=
+        sizeof(expirations)) {
+        return; /* EAGAIN: another wakeup read it */
+    }
+    timer->cb(fd, events, timer->arg);
+}
+
+
 ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
                                    ucs_async_event_cb_t cb, void *arg,
-                                   int *id_p)
+                                   qpx_iface_timer_t *timer)
 {
     ucs_async_context_t *async = iface->super.worker->async;
+    struct itimerspec spec;
     ucs_status_t status;
+    int fd;
 
-    status = ucs_async_add_timer(async->mode,
-                                 (ucs_time_t)(interval *
-                                              ucs_get_cpu_clocks_per_sec()),
-                                 cb, arg, async, id_p);
+    fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) {
+        ucs_error("%s:%d: timerfd_create() failed: %m", iface->md->dev.name,
+                  iface->port_num);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    spec.it_interval.tv_sec  = (time_t)interval;
+    spec.it_interval.tv_nsec = (long)((interval - (time_t)interval) * 1e9);
+    if ((spec.it_interval.tv_sec == 0) && (spec.it_interval.tv_nsec == 0)) {
+        spec.it_interval.tv_nsec = 1; /* 0 would disarm it */
+    }
+    spec.it_value = spec.it_interval;
+    if (timerfd_settime(fd, 0, &spec, NULL) < 0) {
+        ucs_error("%s:%d: timerfd_settime(every %.3f ms) failed: %m",
+                  iface->md->dev.name, iface->port_num, interval * 1e3);
+        status = UCS_ERR_IO_ERROR;
+        goto err_close;
+    }
+
+    timer->cb  = cb;
+    timer->arg = arg;
+    /* Without the context (dispatched unblocked, see above), except in poll
+     * mode, where only the context's ucs_async_poll dispatches it */
+    status = ucs_async_set_event_handler(async->mode, fd, UCS_EVENT_SET_EVREAD,
+                                         qpx_iface_timer_handler, timer,
+                                         (async->mode == UCS_ASYNC_MODE_POLL) ?
+                                         async : NULL);
     if (status != UCS_OK) {
-        ucs_error("%s:%d: failed to add an async timer (every %.3f ms): %s",
+        ucs_error("%s:%d: failed to watch a timer (every %.3f ms): %s",
                   iface->md->dev.name, iface->port_num, interval * 1e3,
                   ucs_status_string(status));
-        *id_p = -1;
+        goto err_close;
     }
+
+    timer->fd = fd;
+    return UCS_OK;
+
+err_close:
+    close(fd);
     return status;
 }
 
 
-void qpx_iface_timer_stop(int *id_p)
+void qpx_iface_timer_stop(qpx_iface_timer_t *timer)
 {
-    if (*id_p >= 0) {
+    if (timer->fd >= 0) {
         /* sync: the callback is not running when this returns, so the
-         * caller must not hold the async context */
-        ucs_async_remove_handler(*id_p, 1);
-        *id_p = -1;
+         * caller must not hold what the callback takes */
+        ucs_async_remove_handler(timer->fd, 1);
+        close(timer->fd);
+        timer->fd = -1;
     }
 }
 
@@ -259,7 +310,7 @@ void qpx_iface_timer_stop(int *id_p)
 ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
 {
     iface->keepalive.due      = 0;
-    iface->keepalive.timer_id = -1;
+    iface->keepalive.timer.fd = -1;
     iface->keepalive.interval = (ucs_time_t)(interval *
                                              ucs_get_cpu_clocks_per_sec());
     if ((iface->keepalive.interval == 0) ||
@@ -268,13 +319,13 @@ ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
     }
 
     return qpx_iface_timer_start(iface, interval, qpx_iface_keepalive_timer,
-                                 iface, &iface->keepalive.timer_id);
+                                 iface, &iface->keepalive.timer);
 }
 
 
 void qpx_iface_keepalive_stop(qpx_iface_t *iface)
 {
-    qpx_iface_timer_stop(&iface->keepalive.timer_id);
+    qpx_iface_timer_stop(&iface->keepalive.timer);
 }
 
 

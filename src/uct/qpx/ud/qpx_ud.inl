@@ -182,15 +182,58 @@ qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     return desc;
 }
 
+/* A send descriptor back to the pool */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
+{
+    ucs_mpool_put(desc);
+    /* A descriptor is free again: the pending requests of any endpoint may
+     * go on, progress dispatches them (their groups stay scheduled) */
+    iface->tx.no_desc = 0;
+}
+
+/* A send is over (acknowledged, or purged with an error): its operation
+ * completes, and its descriptor goes back once the device is done with it */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc,
+                        ucs_status_t status)
+{
+    uct_completion_t *comp = desc->comp;
+
+    desc->released = 1;
+    desc->comp     = NULL;
+    if (comp != NULL) {
+        qpx_ud_iface_comp(iface, comp, status);
+    }
+    if (desc->posted == 0) {
+        qpx_ud_iface_desc_put(iface, desc);
+    }
+}
+
+/* An acknowledged send (qpx_ud_rel_tx_ack's callback; arg: the iface):
+ * inline, so that the ack loop calls no function per packet */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
+{
+    qpx_ud_ep_desc_complete(arg, ucs_container_of(rel, qpx_ud_send_desc_t,
+                                                  rel), UCS_OK);
+}
+
 /* Put a filled descriptor in the window and send it */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                     qpx_ud_send_desc_t *desc)
 {
     qpx_ud_hdr_t *hdr = qpx_ud_send_desc_hdr(desc);
+    unsigned inflight;
 
     hdr->psn = qpx_ud_rel_tx_add(&ep->tx, &desc->rel, iface->now);
-    if (qpx_ud_rel_tx_inflight(&ep->tx) >= iface->tx.ack_thresh) {
+    inflight = qpx_ud_rel_tx_inflight(&ep->tx);
+    if (ucs_unlikely((inflight == iface->tx.ack_thresh) ||
+                     (inflight >= ep->tx.config->window))) {
+        /* Half the window, and the last packet it takes: asked twice per
+         * window rather than on every packet past the half, which had the
+         * peer answer each one (an ack per packet while it lags) */
         hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
     }
     qpx_ud_iface_post_desc(iface, ep->peer, desc);
@@ -284,8 +327,7 @@ qpx_ud_ep_rx_delivered(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         (unacked >= iface->rx.ack_thresh)) {
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
     } else {
-        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_IDLE);
-        qpx_ud_ep_activate(iface, ep);
+        qpx_ud_ep_activate(iface, ep); /* the tick's delayed ack */
     }
 }
 

@@ -60,22 +60,6 @@ void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
         _ret; \
     })
 
-static ucs_status_t qpx_ud_async_am_short(uct_ep_h ep, uint8_t id,
-                                          uint64_t hdr, const void *payload,
-                                          unsigned length)
-{
-    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
-                             qpx_ud_ep_am_short, ep, id, hdr, payload, length);
-}
-
-static ssize_t qpx_ud_async_am_bcopy(uct_ep_h ep, uint8_t id,
-                                     uct_pack_callback_t pack_cb, void *arg,
-                                     unsigned flags)
-{
-    return QPX_UD_ASYNC_CALL(ssize_t, QPX_UD_ASYNC_EP_IFACE(ep),
-                             qpx_ud_ep_am_bcopy, ep, id, pack_cb, arg, flags);
-}
-
 static ucs_status_t
 qpx_ud_async_am_zcopy(uct_ep_h ep, uint8_t id, const void *header,
                       unsigned header_length, const uct_iov_t *iov,
@@ -163,7 +147,7 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_IFACE(tl_iface);
 
     /* Waits for a running timer callback: not with the context blocked */
-    qpx_iface_timer_stop(&iface->async.timer_id);
+    qpx_iface_timer_stop(&iface->async.timer);
     iface->async.on = 0;
     iface->async.close(tl_iface);
 }
@@ -175,11 +159,18 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     (void)id;
     (void)events;
+    /* The user is inside a call (most often progress): leave the work to
+     * it. Not waiting for the context is what keeps a busy user from
+     * being stalled by this thread every period. */
+    if (!qpx_async_try_block(iface->async.ctx)) {
+        return;
+    }
+
     /* The user progresses: leave everything to it, with a fresh clock */
     iface->async.clock_due = 1;
     if ((qpx_ud_time_now() - iface->async.last_progress) <
         iface->async.idle) {
-        return;
+        goto out;
     }
 
     iface->async.in_async = 1;
@@ -192,6 +183,9 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     if (qpx_ud_iface_has_deferred(iface)) {
         qpx_iface_event_signal(&iface->super);
     }
+
+out:
+    qpx_async_unblock(iface->async.ctx);
 }
 
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
@@ -269,6 +263,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ucs_status_t status;
 
     iface->async.rx_tail       = &iface->async.rx_head;
+    iface->async.timer.fd      = -1;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
     if (!config->async_progress || (ctx == NULL)) {
@@ -286,15 +281,16 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
-    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, qpx_ud_iface_async_timer, iface,
-                                   &iface->async.timer_id);
+    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2,
+                                   qpx_ud_iface_async_timer, iface,
+                                   &iface->async.timer);
     if (status != UCS_OK) {
         iface->async.on = 0;
         return status;
     }
 
-    ops->ep_am_short           = qpx_ud_async_am_short;
-    ops->ep_am_bcopy           = qpx_ud_async_am_bcopy;
+    ops->ep_am_short           = qpx_ud_ep_am_short_blocked;
+    ops->ep_am_bcopy           = qpx_ud_ep_am_bcopy_blocked;
     ops->ep_am_zcopy           = qpx_ud_async_am_zcopy;
     ops->ep_pending_add        = qpx_ud_async_pending_add;
     ops->ep_pending_purge      = qpx_ud_async_pending_purge;

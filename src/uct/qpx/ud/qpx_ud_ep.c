@@ -12,29 +12,6 @@
 #include <string.h>
 
 
-static void qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface,
-                                    qpx_ud_send_desc_t *desc,
-                                    ucs_status_t status)
-{
-    uct_completion_t *comp = desc->comp;
-
-    desc->released = 1;
-    desc->comp     = NULL;
-    if (comp != NULL) {
-        qpx_ud_iface_comp(iface, comp, status);
-    }
-    if (desc->posted == 0) {
-        qpx_ud_iface_desc_put(iface, desc);
-    }
-}
-
-void qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
-{
-    qpx_ud_send_desc_t *desc = ucs_container_of(rel, qpx_ud_send_desc_t, rel);
-
-    qpx_ud_ep_desc_complete(arg, desc, UCS_OK);
-}
-
 void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status)
 {
     qpx_ud_flush_req_t *req;

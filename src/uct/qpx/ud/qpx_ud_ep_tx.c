@@ -8,6 +8,8 @@
 
 #include "qpx_ud.inl"
 
+#include <uct/qpx/base/qpx_async.h>
+
 #include <string.h>
 
 
@@ -36,10 +38,10 @@ qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
 }
 
 
-ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                const void *payload, unsigned length)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_ud_ep_am_short_inline(qpx_ud_ep_t *ep, uint8_t id, uint64_t header,
+                          const void *payload, unsigned length)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     qpx_ud_send_desc_t *desc;
     qpx_ud_hdr_t *hdr;
@@ -58,11 +60,33 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return UCS_OK;
 }
 
-ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                           uct_pack_callback_t pack_cb, void *arg,
-                           unsigned flags)
+ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                const void *payload, unsigned length)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    return qpx_ud_ep_am_short_inline(ucs_derived_of(tl_ep, qpx_ud_ep_t), id,
+                                     header, payload, length);
+}
+
+/* With async progress: the worker's async context blocked around the send,
+ * in one function (the timer's progress shares the endpoint's state) */
+ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
+                                        uint64_t header, const void *payload,
+                                        unsigned length)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    ucs_status_t status;
+
+    qpx_async_block(async);
+    status = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
+    qpx_async_unblock(async);
+    return status;
+}
+
+static UCS_F_ALWAYS_INLINE ssize_t
+qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
+                          uct_pack_callback_t pack_cb, void *arg)
+{
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     qpx_ud_send_desc_t *desc;
     qpx_ud_hdr_t *hdr;
@@ -78,8 +102,31 @@ ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     length       = pack_cb(hdr + 1, arg);
     desc->length = sizeof(*hdr) + length;
     qpx_ud_ep_send_desc(iface, ep, desc);
-    (void)flags;
     return length;
+}
+
+ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags)
+{
+    (void)flags;
+    return qpx_ud_ep_am_bcopy_inline(ucs_derived_of(tl_ep, qpx_ud_ep_t), id,
+                                     pack_cb, arg);
+}
+
+ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
+                                   uct_pack_callback_t pack_cb, void *arg,
+                                   unsigned flags)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    ssize_t ret;
+
+    (void)flags;
+    qpx_async_block(async);
+    ret = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
+    qpx_async_unblock(async);
+    return ret;
 }
 
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,

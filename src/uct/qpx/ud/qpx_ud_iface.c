@@ -226,14 +226,6 @@ void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
     }
 }
 
-void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
-{
-    ucs_mpool_put(desc);
-    /* A descriptor is free again: the pending requests of any endpoint may
-     * go on, progress dispatches them (their groups stay scheduled) */
-    iface->tx.no_desc = 0;
-}
-
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 {
     qpx_ud_iface_t *iface = ucs_container_of(self, qpx_ud_iface_t,

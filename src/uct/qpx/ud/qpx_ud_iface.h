@@ -284,7 +284,7 @@ typedef struct qpx_ud_iface {
         ucs_async_context_t *ctx;      /* the worker's */
         int                 on;        /* async progress runs: the
                                           context is a thread mode's */
-        int                 timer_id;
+        qpx_iface_timer_t   timer;
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
         uint64_t            idle;      /* user progress older: async runs */
@@ -321,8 +321,6 @@ void qpx_ud_ep_set_connected(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                              uint32_t dest_id);
 /* The peer answered our CONN: ep is no longer half-open */
 void qpx_ud_ep_half_open_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
-/* An acknowledged send (qpx_ud_rel_tx_ack callback; arg: the iface) */
-void qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg);
 /* Complete the flushes the acknowledged PSNs cover (all, on an error) */
 void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status);
 ucs_status_t qpx_ud_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
@@ -340,6 +338,13 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                            uct_pack_callback_t pack_cb, void *arg,
                            unsigned flags);
+/* The same two with the worker's async context blocked (async progress) */
+ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
+                                        uint64_t header, const void *payload,
+                                        unsigned length);
+ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
+                                   uct_pack_callback_t pack_cb, void *arg,
+                                   unsigned flags);
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 unsigned header_length, const uct_iov_t *iov,
                                 size_t iovcnt, unsigned flags,
@@ -386,7 +391,6 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    qpx_ud_peer_t **peer_p);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
-void qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
 /* The same with the worker's async context blocked (async progress on) */
 unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface);
