@@ -89,8 +89,7 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
         }
         hdr->ack_psn = qpx_ud_rel_rx_ack_psn(&ep->rx);
         qpx_ud_rel_rx_acked(&ep->rx);
-        ep->flags   &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_NAK |
-                         QPX_UD_EP_FLAG_ACK_IDLE);
+        ep->flags   &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_NAK);
     } else {
         hdr->flags   = 0;
         hdr->ack_psn = 0;

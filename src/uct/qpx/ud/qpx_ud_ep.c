@@ -311,7 +311,7 @@ static void qpx_ud_ep_set_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     ++iface->stats.eps_failed;
     ep->flags |= QPX_UD_EP_FLAG_FAILED;
     ep->flags &= ~(QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ |
-                   QPX_UD_EP_FLAG_ACK_IDLE | QPX_UD_EP_FLAG_NAK);
+                   QPX_UD_EP_FLAG_NAK);
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_ENDPOINT_TIMEOUT);
     if (ep->flags & QPX_UD_EP_FLAG_ON_CTL) {
         ep->flags &= ~QPX_UD_EP_FLAG_ON_CTL;
@@ -405,17 +405,6 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 /* Send owed control packets; stays on the control list if the SQ is full */
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    /* Nothing more arrived: acknowledge now instead of at the next tick,
-     * once a quarter of ACK_THRESH is owed. A receiver faster than its
-     * sender finds its queue empty after nearly every packet: acking each
-     * time sent one ack per message in an 8-byte am_bw, which the sender
-     * then had to receive. A lone packet is acked by the tick, a flush by
-     * its ACK_REQ. */
-    if ((ep->flags & QPX_UD_EP_FLAG_ACK_IDLE) && iface->rx_idle &&
-        (qpx_ud_rel_rx_unacked(&ep->rx) >= iface->rx.idle_ack_thresh)) {
-        ep->flags |= QPX_UD_EP_FLAG_ACK_NOW;
-    }
-
     /* One request in flight: a caller flushing in a loop would otherwise
      * send one per call, and such a flood fills the peer's receive queue
      * so that the packets it waits for find no buffer. Another goes once
@@ -438,8 +427,7 @@ void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         qpx_ud_ep_resend(iface, ep);
     }
 
-    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ |
-                       QPX_UD_EP_FLAG_ACK_IDLE)) &&
+    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ)) &&
         !ep->tx.resending && (ep->flags & QPX_UD_EP_FLAG_ON_CTL)) {
         ep->flags &= ~QPX_UD_EP_FLAG_ON_CTL;
         ucs_list_del(&ep->ctl_list);

@@ -50,8 +50,8 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      ucs_offsetof(qpx_ud_iface_config_t, timer_tick), UCS_CONFIG_TYPE_TIME},
 
     {"ACK_THRESH", "32",
-     "Packets delivered before the receiver sends an explicit ack (an idle\n"
-     "receiver acks once a quarter of it is owed, else at the next tick).",
+     "Packets delivered before the receiver sends an explicit ack (else acks\n"
+     "ride on its sends, answer an ack request, or go at the next tick).",
      ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
 
     {"RX_REORDER", "256",
@@ -522,20 +522,6 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
     }
 }
 
-/* Whether ep, on the control list for an idle ack alone, still waits for
- * its receive queue to go idle with enough owed (qpx_ud_ep_send_ctl would
- * do nothing and keep it listed): checked inline, as after every packet */
-static UCS_F_ALWAYS_INLINE int
-qpx_ud_ep_ctl_waits(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
-{
-    return ((ep->flags & (QPX_UD_EP_FLAG_ACK_IDLE | QPX_UD_EP_FLAG_ACK_NOW |
-                          QPX_UD_EP_FLAG_ACK_REQ)) ==
-            QPX_UD_EP_FLAG_ACK_IDLE) &&
-           !ep->tx.resending &&
-           (!iface->rx_idle ||
-            (qpx_ud_rel_rx_unacked(&ep->rx) < iface->rx.idle_ack_thresh));
-}
-
 /* Receive, send completions, timers and control packets: what the async
  * timer may run too. User callbacks are deferred while in_async. Inline in
  * the user's progress (one layer from the worker to the packet) and behind
@@ -544,7 +530,7 @@ static UCS_F_ALWAYS_INLINE unsigned
 qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
 {
     qpx_ud_ep_t *ep, *tmp;
-    unsigned count, rx_count;
+    unsigned count;
 
     /* What event_arm took out of the CQs, before anything newer */
     count = 0;
@@ -556,11 +542,8 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
     /* Send completions first: a NAK received below may ask to resend a
      * packet whose earlier post is only finished once it is polled. Only
      * signaled sends make completions. */
-    count         += (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) :
-                     0;
-    rx_count       = qpx_ud_iface_poll_rx(iface);
-    iface->rx_idle = (rx_count == 0);
-    count         += rx_count;
+    count += (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) : 0;
+    count += qpx_ud_iface_poll_rx(iface);
 
     if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
         qpx_ud_iface_tick(iface);
@@ -570,9 +553,7 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
         if (iface->tx.available == 0) {
             break;
         }
-        if (!qpx_ud_ep_ctl_waits(iface, ep)) {
-            qpx_ud_ep_send_ctl(iface, ep);
-        }
+        qpx_ud_ep_send_ctl(iface, ep);
     }
     return count;
 }

@@ -132,7 +132,6 @@ enum {
     QPX_UD_EP_FLAG_ACK_REQ    = UCS_BIT(6), /* send an ACK_REQ packet */
     QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
     QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
-    QPX_UD_EP_FLAG_ACK_IDLE   = UCS_BIT(9), /* explicit ack once rx is idle */
     QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10), /* DISC: the peer's ep is gone */
     QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11), /* made by a peer's CONN, which
                                                 has not answered ours yet */
@@ -252,9 +251,6 @@ typedef struct qpx_ud_iface {
     } tx;
     struct {
         unsigned          ack_thresh;  /* delivered: send explicit ack */
-        unsigned          idle_ack_thresh; /* delivered, and nothing more
-                                              arrived: ack without waiting
-                                              for the tick */
         unsigned          ooo_capacity; /* per-ep reorder buffer, or 0 */
     } rx;
     qpx_ep_table_t        eps;         /* ids in packets: dest_id */
@@ -278,7 +274,6 @@ typedef struct qpx_ud_iface {
         unsigned          half_open;    /* eps with QPX_UD_EP_FLAG_HALF_OPEN */
         unsigned          max_half_open;
     } conn;
-    int                   rx_idle;      /* last poll found no packet */
     int                   events;       /* event notification offered */
     struct {
         ucs_async_context_t *ctx;      /* the worker's */

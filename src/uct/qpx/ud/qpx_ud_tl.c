@@ -309,7 +309,6 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->tx.no_desc      = 0;
     self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);
-    self->rx.idle_ack_thresh = ucs_max(self->rx.ack_thresh / 4, 1);
     self->rx.ooo_capacity = 0;
     if (config->rx_reorder > 0) {
         self->rx.ooo_capacity = 1;
