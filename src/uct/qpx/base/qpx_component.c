@@ -10,7 +10,6 @@
 #include "qpx_md.h"
 
 #include <ucs/ucx_version.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,48 +41,6 @@ uct_component_t qpx_component = {
     .md_vfs_init        = (void*)ucs_empty_function
 };
 
-
-/* An unsigned from the environment; 0 when unset or not a number */
-static unsigned qpx_job_env(const char *name)
-{
-    const char *value = getenv(name);
-    unsigned long n;
-    char *end;
-
-    if ((value == NULL) || (*value == '\0')) {
-        return 0;
-    }
-    n = strtoul(value, &end, 10);
-    /* SLURM_TASKS_PER_NODE is "2(x3),1": its first count is this host's
-     * on a homogeneous job */
-    return ((end != value) && (n <= UINT_MAX)) ? (unsigned)n : 0;
-}
-
-void qpx_job_info_get(qpx_job_info_t *info)
-{
-    memset(info, 0, sizeof(*info));
-    if (getenv("SLURM_JOB_ID") != NULL) {
-        info->launcher    = "slurm";
-        info->ntasks      = qpx_job_env("SLURM_NTASKS");
-        info->nnodes      = qpx_job_env("SLURM_JOB_NUM_NODES");
-        info->local_tasks = qpx_job_env("SLURM_TASKS_PER_NODE");
-        info->rank        = qpx_job_env("SLURM_PROCID");
-    }
-    /* mpirun (also inside a Slurm allocation) knows its own job better */
-    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
-        info->launcher    = "mpirun";
-        info->ntasks      = qpx_job_env("OMPI_COMM_WORLD_SIZE");
-        info->local_tasks = qpx_job_env("OMPI_COMM_WORLD_LOCAL_SIZE");
-        info->rank        = qpx_job_env("OMPI_COMM_WORLD_RANK");
-        if ((info->nnodes == 0) && (info->local_tasks > 0)) {
-            info->nnodes = (info->ntasks + info->local_tasks - 1) /
-                           info->local_tasks;
-        }
-    }
-    if (info->launcher == NULL) {
-        info->launcher = "none";
-    }
-}
 
 ucs_status_t qpx_component_register(void)
 {

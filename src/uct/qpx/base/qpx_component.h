@@ -15,12 +15,13 @@
 ucs_status_t qpx_component_register(void);
 
 /*
- * The job this process belongs to, as its launcher tells it (Slurm's
- * SLURM_* variables, else Open MPI's OMPI_COMM_WORLD_*): what the hybrid
- * transport will size its defaults by. 0 where nobody says.
+ * The job this process belongs to, as its launcher tells it (qpx_job.c):
+ * Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*, else the PMIx
+ * server's job data. What the hybrid transport sizes its defaults by. 0
+ * where nobody says.
  */
 typedef struct qpx_job_info {
-    const char *launcher;   /* "slurm", "mpirun" or "none" */
+    const char *launcher;   /* "mpirun", "slurm", "pmix" or "none" */
     unsigned   ntasks;      /* processes in the job */
     unsigned   nnodes;      /* hosts of the job */
     unsigned   local_tasks; /* processes of the job on this host */

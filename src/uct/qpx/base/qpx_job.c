@@ -1,0 +1,164 @@
+/*
+ * The job this process belongs to, as its launcher tells it: the size the
+ * hybrid transport's defaults follow (qpx_hybrid_iface.c) and the line
+ * qpx logs at registration. Read once per process.
+ *
+ * In order: Open MPI's mpirun (OMPI_COMM_WORLD_*, also inside a Slurm
+ * allocation: it knows its own job better), Slurm (SLURM_*), and a PMIx
+ * launcher that sets neither (PMIX_NAMESPACE in the environment): its
+ * server's job size, local size and node count (PMIx_Get of
+ * PMIX_JOB_SIZE, PMIX_LOCAL_SIZE and PMIX_NUM_NODES for the job's
+ * wildcard rank). libpmix is loaded with dlopen only then, so that the
+ * plugin does not depend on it.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_component.h"
+
+#include <ucs/ucx_compat.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(HAVE_PMIX)
+#  include <pmix.h>
+#endif
+
+
+static qpx_job_info_t qpx_job_info;
+static pthread_once_t qpx_job_once = PTHREAD_ONCE_INIT;
+
+
+/* An unsigned from the environment; 0 when unset or not a number */
+static unsigned qpx_job_env(const char *name)
+{
+    const char *value = getenv(name);
+    unsigned long n;
+    char *end;
+
+    if ((value == NULL) || (*value == '\0')) {
+        return 0;
+    }
+    n = strtoul(value, &end, 10);
+    /* SLURM_TASKS_PER_NODE is "2(x3),1": its first count is this host's
+     * on a homogeneous job */
+    return ((end != value) && (n <= UINT_MAX)) ? (unsigned)n : 0;
+}
+
+#if defined(HAVE_PMIX)
+typedef struct qpx_job_pmix {
+    pmix_status_t (*init)(pmix_proc_t *proc, pmix_info_t *info, size_t n);
+    pmix_status_t (*get)(const pmix_proc_t *proc, const char key[],
+                         const pmix_info_t info[], size_t n,
+                         pmix_value_t **val);
+    pmix_status_t (*finalize)(const pmix_info_t info[], size_t n);
+    void          (*value_destruct)(pmix_value_t *val);
+} qpx_job_pmix_t;
+
+/* A uint32 of the job (the wildcard rank of proc's namespace); 0 if none */
+static unsigned qpx_job_pmix_u32(const qpx_job_pmix_t *pmix,
+                                 const pmix_proc_t *job, const char *key)
+{
+    pmix_value_t *val = NULL;
+    unsigned result   = 0;
+
+    if ((pmix->get(job, key, NULL, 0, &val) != PMIX_SUCCESS) ||
+        (val == NULL)) {
+        ucs_debug("qpx job: PMIx_Get(%s) gave nothing", key);
+        return 0;
+    }
+    if (val->type == PMIX_UINT32) {
+        result = val->data.uint32;
+    }
+    /* PMIX_VALUE_RELEASE, whose pmix_free is free(3) */
+    pmix->value_destruct(val);
+    free(val);
+    return result;
+}
+
+/* Fill info from the PMIx server of this process; 0 when there is none */
+static int qpx_job_pmix_get(qpx_job_info_t *info)
+{
+    qpx_job_pmix_t pmix;
+    pmix_proc_t me, job;
+    void *lib;
+
+    lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        ucs_debug("qpx job: PMIX_NAMESPACE is set but libpmix.so.2 cannot "
+                  "be loaded: %s", dlerror());
+        return 0;
+    }
+
+    /* Kept loaded: PMIx_Finalize of the last user stops its threads, and
+     * the process (an MPI library) may use it again */
+    pmix.init           = (void*)dlsym(lib, "PMIx_Init");
+    pmix.get            = (void*)dlsym(lib, "PMIx_Get");
+    pmix.finalize       = (void*)dlsym(lib, "PMIx_Finalize");
+    pmix.value_destruct = (void*)dlsym(lib, "PMIx_Value_destruct");
+    if ((pmix.init == NULL) || (pmix.get == NULL) ||
+        (pmix.finalize == NULL) || (pmix.value_destruct == NULL)) {
+        ucs_debug("qpx job: libpmix.so.2 lacks PMIx_Init, PMIx_Get, "
+                  "PMIx_Finalize or PMIx_Value_destruct");
+        return 0;
+    }
+
+    /* Reference-counted: an MPI library initialised before or after us
+     * keeps its own reference */
+    if (pmix.init(&me, NULL, 0) != PMIX_SUCCESS) {
+        ucs_debug("qpx job: PMIx_Init failed: no PMIx server");
+        return 0;
+    }
+
+    PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+    info->ntasks      = qpx_job_pmix_u32(&pmix, &job, PMIX_JOB_SIZE);
+    info->local_tasks = qpx_job_pmix_u32(&pmix, &job, PMIX_LOCAL_SIZE);
+    info->nnodes      = qpx_job_pmix_u32(&pmix, &job, PMIX_NUM_NODES);
+    info->rank        = me.rank;
+    pmix.finalize(NULL, 0);
+    return info->ntasks > 0;
+}
+#endif
+
+static void qpx_job_info_init(void)
+{
+    qpx_job_info_t *info = &qpx_job_info;
+
+    memset(info, 0, sizeof(*info));
+    info->launcher = "none";
+    if (getenv("SLURM_JOB_ID") != NULL) {
+        info->launcher    = "slurm";
+        info->ntasks      = qpx_job_env("SLURM_NTASKS");
+        info->nnodes      = qpx_job_env("SLURM_JOB_NUM_NODES");
+        info->local_tasks = qpx_job_env("SLURM_TASKS_PER_NODE");
+        info->rank        = qpx_job_env("SLURM_PROCID");
+    }
+    /* mpirun (also inside a Slurm allocation) knows its own job better */
+    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
+        info->launcher    = "mpirun";
+        info->ntasks      = qpx_job_env("OMPI_COMM_WORLD_SIZE");
+        info->local_tasks = qpx_job_env("OMPI_COMM_WORLD_LOCAL_SIZE");
+        info->rank        = qpx_job_env("OMPI_COMM_WORLD_RANK");
+        if ((info->nnodes == 0) && (info->local_tasks > 0)) {
+            info->nnodes = (info->ntasks + info->local_tasks - 1) /
+                           info->local_tasks;
+        }
+        return;
+    }
+#if defined(HAVE_PMIX)
+    if ((info->ntasks == 0) && (getenv("PMIX_NAMESPACE") != NULL) &&
+        qpx_job_pmix_get(info)) {
+        info->launcher = "pmix";
+    }
+#endif
+}
+
+void qpx_job_info_get(qpx_job_info_t *info)
+{
+    (void)pthread_once(&qpx_job_once, qpx_job_info_init);
+    *info = qpx_job_info;
+}
