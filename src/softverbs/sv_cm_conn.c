@@ -66,6 +66,7 @@
 #define SV_CM_SIDR_REQ_PRIV 180
 #define SV_CM_SIDR_REP_PRIV 136
 #define SV_CM_REJ_INVALID_SERVICE_ID 8   /* IBA table 112, reject reasons */
+#define SV_CM_REJ_TIMEOUT            1
 #define SV_CM_REJ_CONSUMER_DEFINED   28
 #define SV_CM_SIDR_UNSUPPORTED       1   /* IBA table 124, SIDR REP status */
 #define SV_CM_SIDR_REJECT            2
@@ -471,6 +472,14 @@ void sv_cm_conn_input(struct sv_cm_id *id)
             id->state = SV_CM_DISCONNECTED;
             sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNREFUSED,
                              NULL, 0);
+        } else if ((id->state == SV_CM_REQ_RCVD) ||
+                   (id->state == SV_CM_REP_RCVD)) {
+            /* The peer gave up before the connection was established
+             * (cm_rej_handler in REQ_RCVD or REP_RCVD, cma_ib_handler):
+             * REJECTED with its reason, also to a request not accepted */
+            id->state = SV_CM_DISCONNECTED;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED, m.reason, &m,
+                             SV_CM_REJ_PRIV);
         }
         break;
     case SV_CM_MSG_DREQ:
@@ -762,14 +771,37 @@ SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
     return ret;
 }
 
-/* rdma_destroy_id: a connection still up is closed, the peer told */
+/*
+ * rdma_destroy_id: the peer is told what the kernel's cm_destroy_id sends
+ * for the IB CM state. A connection not established yet is rejected (REJ:
+ * "timeout" from an active side still waiting for the REP, as for
+ * IB_CM_REQ_SENT; "consumer defined" once a REQ or a REP was received or a
+ * REP sent), and the peer's id gets REJECTED; an established one is
+ * disconnected (DREQ), and the peer's id gets DISCONNECTED. A DREQ for a
+ * request not yet accepted gave its listener's user a DISCONNECTED for an
+ * id it never accepted, which UCX's rdmacm took for one of its endpoints.
+ */
 void sv_cm_conn_close(struct sv_cm_id *id)
 {
     struct sv_cm_msg m;
 
     if ((id->sock >= 0) && (id->state != SV_CM_LISTEN) &&
         (id->state != SV_CM_DISCONNECTED)) {
-        sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+        switch (sv_cm_is_ud(id) ? SV_CM_CONNECTED : id->state) {
+        case SV_CM_CONNECT:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, NULL, 0);
+            m.reason = SV_CM_REJ_TIMEOUT;
+            break;
+        case SV_CM_REQ_RCVD:
+        case SV_CM_REP_SENT:
+        case SV_CM_REP_RCVD:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, NULL, 0);
+            m.reason = SV_CM_REJ_CONSUMER_DEFINED;
+            break;
+        default:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+            break;
+        }
         sv_cm_send(id, &m);
     }
     sv_cm_close_sock(id);

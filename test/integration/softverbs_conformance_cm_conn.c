@@ -378,6 +378,43 @@ static void svt_case_cm_listener_killed(svt_proc_t *p)
     svt_cm_close(&cm);
 }
 
+/* The active side destroys its id while its request waits for an answer
+ * (the kernel's cm_destroy_id in IB_CM_REQ_SENT sends a REJ with the
+ * reason "timeout", 1): the listener's new id, not accepted yet, gets
+ * REJECTED with that status, never DISCONNECTED (which UCX's rdmacm takes
+ * for the disconnection of one of its endpoints) */
+static void svt_case_cm_destroy_before_accept(svt_proc_t *p)
+{
+    struct rdma_cm_event *ev;
+    svt_cm_t cm;
+    char c = 'd';
+
+    svt_cm_listen_xchg(p, &cm);
+    if (p->rank == 1) {
+        svt_cm_wait_request(&cm);
+        svt_msg_send(p, 0, &c, 1);
+        ev = svt_cm_next(cm.ch, 4000);
+        SVT_CHECK(ev != NULL, "no event for the request within 4000 ms of "
+                  "the active side's rdma_destroy_id");
+        SVT_CHECK((ev->event == RDMA_CM_EVENT_REJECTED) && (ev->status == 1),
+                  "request not accepted, active id destroyed: %s status %d, "
+                  "expected REJECTED status 1", rdma_event_str(ev->event),
+                  ev->status);
+        SVT_CHECK(ev->id == cm.id, "event for id %p, expected the request's "
+                  "%p", (void *)ev->id, (void *)cm.id);
+        SVT_OK(rdma_ack_cm_event(ev));
+        svt_cm_expect_none(cm.ch, 200);
+    } else {
+        svt_cm_active_connect(&cm, NULL, 0);
+        svt_msg_recv(p, 1, &c, 1);
+        rdma_destroy_qp(cm.id);
+        SVT_OK(rdma_destroy_id(cm.id));
+        cm.id = NULL;
+    }
+    svt_sync(p, !p->rank);
+    svt_cm_close(&cm);
+}
+
 /* ---------------------------------------------------------------------
  * rdma_disconnect(3): both sides get DISCONNECTED (once), each side's
  * rdma_disconnect moves its QP to ERR and flushes its receives
@@ -740,6 +777,8 @@ const svt_case_t svt_cases_cm_conn[] = {
     {"cm/connect_no_listener_rejected", svt_case_cm_no_listener, 1},
     {"cm/listener_killed_in_handshake", svt_case_cm_listener_killed, 2, 0,
      15, NULL, SVT_CASE_F_PEER_DIES},
+    {"cm/destroy_before_accept_rejects", svt_case_cm_destroy_before_accept,
+     2},
     {"cm/disconnect_flushes_both_sides", svt_case_cm_disconnect, 2},
     {"cm/timewait_exit_after_disconnect", svt_case_cm_timewait, 2},
     {"cm/data_send_write_read", svt_case_cm_data, 2},
