@@ -764,6 +764,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->backlog.tx_count    = 0;
     self->keepalive.interval  = 0;
     self->keepalive.timer.fd  = -1;
+    self->keepalive.timer.id  = -1;
     self->keepalive.due       = 0;
     ucs_list_head_init(&self->pending.resched);
     kh_init_inplace(qpx_qp_map, &self->qp_map);

@@ -69,6 +69,7 @@
 /* A periodic timer on UCX's async thread (qpx_iface_timer_start) */
 typedef struct qpx_iface_timer {
     int                  fd;   /* timerfd, -1: none */
+    int                  id;   /* UCX timer (signal mode), -1: none */
     ucs_async_event_cb_t cb;
     void                 *arg;
 } qpx_iface_timer_t;
@@ -458,16 +459,17 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
 ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /*
- * The one timer service of every transport: cb(fd, events, arg) runs every
- * interval seconds on UCX's async thread, WITHOUT the worker's async
- * context blocked (in poll mode, from the user's ucs_async_poll): it blocks
- * what it shares, or tries to (qpx_async_try_block) and leaves the work to
- * the user's progress when the user is inside a call. A timerfd watched by
- * the async thread, not a UCX timer: UCX 1.13's thread rounds the time to
- * its next timer down to whole milliseconds and then polls with a zero
- * timeout until it is due, spinning up to a millisecond per period (with a
- * 5 ms period, 11% of a core beside the user's, perf). timer->fd is -1 when
- * none runs. Stopping waits for a running callback.
+ * The one timer service of every transport: cb(id, events, arg) runs every
+ * interval seconds. In the thread modes, on UCX's async thread WITHOUT the
+ * worker's async context blocked: it blocks what it shares, or tries to
+ * (qpx_async_try_block) and leaves the work to the user's progress when
+ * the user is inside a call. There it is a timerfd the async thread
+ * watches, not a UCX timer: UCX 1.13's thread rounds the time to its next
+ * timer down to whole milliseconds and then polls with a zero timeout
+ * until it is due, spinning up to a millisecond per period (with a 5 ms
+ * period, 11% of a core beside the user's, perf). In the poll and signal
+ * modes (no thread) it is a UCX timer, run with the context blocked.
+ * Stopping waits for a running callback.
  */
 ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
                                    ucs_async_event_cb_t cb, void *arg,

@@ -251,6 +251,25 @@ ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
     ucs_status_t status;
     int fd;
 
+    timer->fd = -1;
+    timer->id = -1;
+    if ((async->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
+        (async->mode != UCS_ASYNC_MODE_THREAD_MUTEX)) {
+        /* Poll and signal modes have no thread to spin: UCX's timer, whose
+         * callback runs in the user's thread with the context blocked */
+        status = ucs_async_add_timer(async->mode,
+                                     (ucs_time_t)(interval *
+                                                  ucs_get_cpu_clocks_per_sec()),
+                                     cb, arg, async, &timer->id);
+        if (status != UCS_OK) {
+            ucs_error("%s:%d: failed to add an async timer (every %.3f ms): "
+                      "%s", iface->md->dev.name, iface->port_num,
+                      interval * 1e3, ucs_status_string(status));
+            timer->id = -1;
+        }
+        return status;
+    }
+
     fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd < 0) {
         ucs_error("%s:%d: timerfd_create() failed: %m", iface->md->dev.name,
@@ -273,12 +292,9 @@ ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
 
     timer->cb  = cb;
     timer->arg = arg;
-    /* Without the context (dispatched unblocked, see above), except in poll
-     * mode, where only the context's ucs_async_poll dispatches it */
+    /* Without the context: dispatched unblocked (see qpx_iface.h) */
     status = ucs_async_set_event_handler(async->mode, fd, UCS_EVENT_SET_EVREAD,
-                                         qpx_iface_timer_handler, timer,
-                                         (async->mode == UCS_ASYNC_MODE_POLL) ?
-                                         async : NULL);
+                                         qpx_iface_timer_handler, timer, NULL);
     if (status != UCS_OK) {
         ucs_error("%s:%d: failed to watch a timer (every %.3f ms): %s",
                   iface->md->dev.name, iface->port_num, interval * 1e3,
@@ -297,6 +313,10 @@ err_close:
 
 void qpx_iface_timer_stop(qpx_iface_timer_t *timer)
 {
+    if (timer->id >= 0) {
+        ucs_async_remove_handler(timer->id, 1);
+        timer->id = -1;
+    }
     if (timer->fd >= 0) {
         /* sync: the callback is not running when this returns, so the
          * caller must not hold what the callback takes */
@@ -311,6 +331,7 @@ ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
 {
     iface->keepalive.due      = 0;
     iface->keepalive.timer.fd = -1;
+    iface->keepalive.timer.id = -1;
     iface->keepalive.interval = (ucs_time_t)(interval *
                                              ucs_get_cpu_clocks_per_sec());
     if ((iface->keepalive.interval == 0) ||

@@ -264,6 +264,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
 
     iface->async.rx_tail       = &iface->async.rx_head;
     iface->async.timer.fd      = -1;
+    iface->async.timer.id      = -1;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
     if (!config->async_progress || (ctx == NULL)) {
