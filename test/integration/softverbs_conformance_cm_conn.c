@@ -345,15 +345,32 @@ static void svt_case_cm_no_listener(svt_proc_t *p)
     rdma_destroy_event_channel(ch);
 }
 
+/* The next event of cm's channel, within ms: REJECTED with status for
+ * cm's id (what: the situation, for the message) */
+static void svt_cm_expect_rejected(svt_cm_t *cm, int ms, int status,
+                                   const char *what)
+{
+    struct rdma_cm_event *ev;
+    double t0 = svt_now_ms();
+
+    ev = svt_cm_next(cm->ch, ms);
+    SVT_CHECK(ev != NULL, "%s: no CM event within %d ms", what, ms);
+    SVT_CHECK((ev->event == RDMA_CM_EVENT_REJECTED) && (ev->status == status),
+              "%s: %s status %d after %.0f ms, expected REJECTED status %d",
+              what, rdma_event_str(ev->event), ev->status, svt_now_ms() - t0,
+              status);
+    SVT_CHECK(ev->id == cm->id, "%s: event for id %p, expected %p", what,
+              (void *)ev->id, (void *)cm->id);
+    SVT_OK(rdma_ack_cm_event(ev));
+}
+
 /* The listener's process is killed after CONNECT_REQUEST, without an
  * answer: the active side gets REJECTED with status 28 (consumer
  * defined), as the kernel's CM rejects the REQ of an id destroyed in
  * REQ_RCVD (cm_destroy_id), within a bound, not after a timeout */
 static void svt_case_cm_listener_killed(svt_proc_t *p)
 {
-    struct rdma_cm_event *ev;
     svt_cm_t cm;
-    double t0;
     char c = 'r';
 
     svt_cm_listen_xchg(p, &cm);
@@ -364,17 +381,8 @@ static void svt_case_cm_listener_killed(svt_proc_t *p)
     }
     svt_cm_active_connect(&cm, NULL, 0);
     svt_msg_recv(p, 1, &c, 1);
-    t0 = svt_now_ms();
-    ev = svt_cm_next(cm.ch, 8000);
-    SVT_CHECK(ev != NULL, "no CM event within 8000 ms of the listener's "
-              "death");
-    SVT_CHECK((ev->event == RDMA_CM_EVENT_REJECTED) && (ev->status == 28),
-              "listener died in the handshake: %s status %d after %.0f ms, "
-              "expected REJECTED status 28", rdma_event_str(ev->event),
-              ev->status, svt_now_ms() - t0);
-    SVT_CHECK(ev->id == cm.id, "event for id %p, expected %p",
-              (void *)ev->id, (void *)cm.id);
-    SVT_OK(rdma_ack_cm_event(ev));
+    svt_cm_expect_rejected(&cm, 8000, 28, "the listener died in the "
+                           "handshake");
     svt_cm_close(&cm);
 }
 
@@ -385,7 +393,6 @@ static void svt_case_cm_listener_killed(svt_proc_t *p)
  * for the disconnection of one of its endpoints) */
 static void svt_case_cm_destroy_before_accept(svt_proc_t *p)
 {
-    struct rdma_cm_event *ev;
     svt_cm_t cm;
     char c = 'd';
 
@@ -393,16 +400,8 @@ static void svt_case_cm_destroy_before_accept(svt_proc_t *p)
     if (p->rank == 1) {
         svt_cm_wait_request(&cm);
         svt_msg_send(p, 0, &c, 1);
-        ev = svt_cm_next(cm.ch, 4000);
-        SVT_CHECK(ev != NULL, "no event for the request within 4000 ms of "
-                  "the active side's rdma_destroy_id");
-        SVT_CHECK((ev->event == RDMA_CM_EVENT_REJECTED) && (ev->status == 1),
-                  "request not accepted, active id destroyed: %s status %d, "
-                  "expected REJECTED status 1", rdma_event_str(ev->event),
-                  ev->status);
-        SVT_CHECK(ev->id == cm.id, "event for id %p, expected the request's "
-                  "%p", (void *)ev->id, (void *)cm.id);
-        SVT_OK(rdma_ack_cm_event(ev));
+        svt_cm_expect_rejected(&cm, 4000, 1, "request not accepted, "
+                               "the active id destroyed");
         svt_cm_expect_none(cm.ch, 200);
     } else {
         svt_cm_active_connect(&cm, NULL, 0);
