@@ -460,10 +460,12 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /*
  * The one timer service of every transport: cb(id, events, arg) runs every
- * interval seconds. In the thread modes, on UCX's async thread WITHOUT the
- * worker's async context blocked: it blocks what it shares, or tries to
- * (qpx_async_try_block) and leaves the work to the user's progress when
- * the user is inside a call. There it is a timerfd the async thread
+ * interval seconds. blocked: with the worker's async context blocked, a UCX
+ * timer (when the user holds the context, UCX queues the call for the
+ * user's ucs_async_check_miss, which UCP's progress makes). Otherwise, in
+ * the thread modes, on UCX's async thread WITHOUT the context blocked (the
+ * callback takes only what is safe: a flag, an eventfd). That one is a
+ * timerfd the async thread
  * watches, not a UCX timer: UCX 1.13's thread rounds the time to its next
  * timer down to whole milliseconds and then polls with a zero timeout
  * until it is due, spinning up to a millisecond per period (with a 5 ms
@@ -472,8 +474,8 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
  * Stopping waits for a running callback.
  */
 ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
-                                   ucs_async_event_cb_t cb, void *arg,
-                                   qpx_iface_timer_t *timer);
+                                   int blocked, ucs_async_event_cb_t cb,
+                                   void *arg, qpx_iface_timer_t *timer);
 void qpx_iface_timer_stop(qpx_iface_timer_t *timer);
 
 /* The keepalive timer every interval seconds (0: none) */

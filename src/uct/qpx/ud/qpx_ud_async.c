@@ -159,18 +159,16 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     (void)id;
     (void)events;
-    /* The user is inside a call (most often progress): leave the work to
-     * it. Not waiting for the context is what keeps a busy user from
-     * being stalled by this thread every period. */
-    if (!qpx_async_try_block(iface->async.ctx)) {
-        return;
-    }
-
-    /* The user progresses: leave everything to it, with a fresh clock */
+    /* Run with the context blocked: from UCX's async thread, or from the
+     * user's progress (ucs_async_check_miss) when the user held it. That
+     * user may progress the worker without this interface (UCP stops
+     * progressing an idle one; the hybrid polls an idle cold path rarely),
+     * so the work must not be skipped. The user progresses this one:
+     * leave everything to it, with a fresh clock */
     iface->async.clock_due = 1;
     if ((qpx_ud_time_now() - iface->async.last_progress) <
         iface->async.idle) {
-        goto out;
+        return;
     }
 
     iface->async.in_async = 1;
@@ -183,9 +181,6 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     if (qpx_ud_iface_has_deferred(iface)) {
         qpx_iface_event_signal(&iface->super);
     }
-
-out:
-    qpx_async_unblock(iface->async.ctx);
 }
 
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
@@ -282,7 +277,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
-    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2,
+    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, 1,
                                    qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
