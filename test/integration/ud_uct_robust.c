@@ -14,6 +14,13 @@
  *                               seconds while the parent keeps sending: the
  *                               parent's ep must not fail (run with
  *                               UCX_QPX_UD_TIMEOUT < P)
+ *   ud_uct_test no-progress P held
+ *                               the child's phase is UCP's progress of a
+ *                               worker whose qpx_ud interface it does not
+ *                               progress (UCP deactivated it): it holds the
+ *                               worker's async context and progresses the
+ *                               worker for P seconds with the interface's
+ *                               progress disabled; the same must hold
  *   ud_uct_test ep-churn N      N eps created, used and destroyed to one
  *                               peer iface: the peer's ep count and memory
  *                               stay bounded
@@ -24,6 +31,12 @@
  *                               loop meanwhile (perftest's flush): the flush
  *                               must complete (run with UCX_QPX_UD_PRINT_STATS=y
  *                               to see how many ACK_REQs the loop sent)
+ *   ud_uct_test close-race      one side destroys its ep while the other
+ *                               still sends to it: the peer's sends are
+ *                               acknowledged and delivered to the closed
+ *                               side's interface, and its flush completes
+ *                               (run with UCX_QPX_UD_TIMEOUT short: a
+ *                               closed side that drops them fails it)
  *   ud_uct_test flush-cancel    zcopy AMs in flight to a peer that does not
  *                               progress (run with
  *                               UCX_QPX_UD_ASYNC_PROGRESS=n): uct_iface_flush
@@ -34,6 +47,7 @@
 #include "ud_uct_test.h"
 
 #include <uct/api/uct.h>
+#include <uct/qpx/base/qpx_async.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -219,8 +233,29 @@ int test_pending_stall(const test_resource_t *res)
     return ok ? 0 : 1;
 }
 
-/* Child: progress until 'p', then no UCT call at all for pause seconds,
- * then progress again until 'x'; sends back what it received */
+/* The child's phase in held mode: what a UCP worker's progress does (a
+ * multi-threaded one holds the async context; UCP's sends, flushes and
+ * wireup hold it too) for an interface UCP no longer progresses */
+static void no_progress_held(uct_iface_h iface, double pause)
+{
+    double end = now_sec() + pause;
+
+    uct_iface_progress_disable(iface,
+                               UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    qpx_async_block(async);
+    while (now_sec() < end) {
+        uct_worker_progress(worker);
+        /* ucs_async_check_miss: what UCX's async thread left to the
+         * holder */
+        __ucs_async_poll_missed(async);
+    }
+    qpx_async_unblock(async);
+    uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+}
+
+/* Child: progress until 'p' (or 'h'), then no UCT call at all (or no
+ * progress of its interface, held mode) for pause seconds, then progress
+ * again until 'x'; sends back what it received */
 static void no_progress_child(void *arg, int wfd, int rfd)
 {
     double pause = *(double*)arg;
@@ -240,11 +275,16 @@ static void no_progress_child(void *arg, int wfd, int rfd)
     fcntl(rfd, F_SETFL, flags | O_NONBLOCK);
     for (cmd = 0; cmd != 'x';) {
         uct_worker_progress(worker);
-        if ((read(rfd, &cmd, 1) == 1) && (cmd == 'p')) {
+        if (read(rfd, &cmd, 1) != 1) {
+            continue;
+        }
+        if (cmd == 'p') {
             /* The compute phase: this thread does not touch UCT */
             ts.tv_sec  = (time_t)pause;
             ts.tv_nsec = (long)((pause - ts.tv_sec) * 1e9);
             nanosleep(&ts, NULL);
+        } else if (cmd == 'h') {
+            no_progress_held(b.iface, pause);
         }
     }
     write_full(wfd, &b.rx_count, sizeof(b.rx_count));
@@ -255,7 +295,7 @@ static void no_progress_child(void *arg, int wfd, int rfd)
     _exit(0);
 }
 
-int test_no_progress(const test_resource_t *res, double pause)
+int test_no_progress(const test_resource_t *res, double pause, int held)
 {
     uint8_t addr[2][MAX_ADDR];
     int rfd, wfd, ok;
@@ -288,8 +328,9 @@ int test_no_progress(const test_resource_t *res, double pause)
         return 1;
     }
 
-    /* The child computes; this side keeps sending and progressing */
-    write_full(wfd, "p", 1);
+    /* The child computes (or progresses without its interface); this side
+     * keeps sending and progressing */
+    write_full(wfd, held ? "h" : "p", 1);
     start = now_sec();
     while ((now_sec() < start + pause + 1.0) && (a.failed_eps == 0)) {
         status = uct_ep_am_short(ep, AM_ID + 1, sent, &payload, 8);
@@ -300,8 +341,9 @@ int test_no_progress(const test_resource_t *res, double pause)
         }
         uct_worker_progress(worker);
     }
-    printf("no-progress: peer without progress for %.1f s: %lu sent, ep "
-           "%s after %.2f s\n", pause, (unsigned long)sent,
+    printf("no-progress: peer without %s for %.1f s: %lu sent, ep "
+           "%s after %.2f s\n", held ? "progress of its interface" :
+           "progress", pause, (unsigned long)sent,
            (a.failed_eps || (status == UCS_ERR_ENDPOINT_TIMEOUT)) ?
            "FAILED" : "alive", now_sec() - start);
 
@@ -371,6 +413,67 @@ int test_ep_churn(const test_resource_t *res, int count)
      * is allocator noise */
     ok = ok && (b.rx_count == (uint64_t)count) &&
          ((rss1 - rss0) * 1024.0 / (count - warmup) < 64);
+    uct_iface_close(a.iface);
+    uct_iface_close(b.iface);
+    return ok ? 0 : 1;
+}
+
+/* Messages each way before the close, and sent after it */
+#define CLOSE_RACE_BEFORE 100
+#define CLOSE_RACE_AFTER  50
+
+static int send_n(uct_ep_h ep, uint64_t n, double deadline)
+{
+    uint64_t seq = 0;
+
+    while ((seq < n) && (now_sec() < deadline)) {
+        if (uct_ep_am_short(ep, AM_ID + 1, seq, &seq, 8) == UCS_OK) {
+            ++seq;
+        } else {
+            uct_worker_progress(worker);
+        }
+    }
+    return seq == n;
+}
+
+int test_close_race(const test_resource_t *res)
+{
+    double deadline = now_sec() + 30;
+    test_iface_t a, b;
+    uct_ep_h ab, ba;
+    int ok;
+
+    if (!iface_open(res, &a) || !iface_open(res, &b) ||
+        !ep_create(&a, b.dev_addr, b.iface_addr, &ab) ||
+        !ep_create(&b, a.dev_addr, a.iface_addr, &ba)) {
+        fprintf(stderr, "close-race: setup failed\n");
+        return 1;
+    }
+    uct_iface_set_am_handler(a.iface, AM_ID + 1, count_handler, &a, 0);
+    uct_iface_set_am_handler(b.iface, AM_ID + 1, count_handler, &b, 0);
+
+    ok = send_n(ab, CLOSE_RACE_BEFORE, deadline) &&
+         send_n(ba, CLOSE_RACE_BEFORE, deadline) &&
+         flush_ep(ab, deadline) && flush_ep(ba, deadline);
+    if (!ok) {
+        fprintf(stderr, "close-race: exchange before the close failed\n");
+        return 1;
+    }
+
+    /* b's user is done and closes; a sends before it hears of that */
+    uct_ep_destroy(ba);
+    ok = send_n(ab, CLOSE_RACE_AFTER, deadline) &&
+         flush_ep(ab, now_sec() + 10);
+    printf("close-race: %lu of %d sent after the peer closed its ep "
+           "delivered to its iface; flush %s, %d failed eps\n",
+           (unsigned long)(b.rx_count - CLOSE_RACE_BEFORE), CLOSE_RACE_AFTER,
+           ok ? "completed" : "FAILED", a.failed_eps);
+    ok = ok && (a.failed_eps == 0) && (a.rx_count == CLOSE_RACE_BEFORE) &&
+         (b.rx_count == CLOSE_RACE_BEFORE + CLOSE_RACE_AFTER);
+
+    /* Both closed: the DISCs free the lingering ep (eps=0 at close) */
+    uct_ep_destroy(ab);
+    progress_for(0.1);
     uct_iface_close(a.iface);
     uct_iface_close(b.iface);
     return ok ? 0 : 1;

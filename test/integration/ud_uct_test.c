@@ -38,7 +38,7 @@ static const char *component_name(void)
     return strncmp(tl_name(), "qpx", 3) ? "ib" : "qpx";
 }
 
-static ucs_async_context_t *async;
+ucs_async_context_t        *async;
 uct_worker_h               worker;
 int                        no_err_handler; /* peer-failure without one */
 int                        use_ep_check;   /* peer-failure: idle + ep_check */
@@ -562,9 +562,14 @@ int main(int argc, char **argv)
     } else if ((argc >= 2) && !strcmp(argv[1], "pending-stall")) {
         return test_init(&res) ? test_pending_stall(&res) : 77;
     } else if ((argc >= 3) && !strcmp(argv[1], "no-progress")) {
-        return test_init(&res) ? test_no_progress(&res, atof(argv[2])) : 77;
+        return test_init(&res) ?
+               test_no_progress(&res, atof(argv[2]),
+                                (argc >= 4) && !strcmp(argv[3], "held")) :
+               77;
     } else if ((argc >= 2) && !strcmp(argv[1], "late-connect")) {
         return test_init(&res) ? test_late_connect(&res) : 77;
+    } else if ((argc >= 2) && !strcmp(argv[1], "close-race")) {
+        return test_init(&res) ? test_close_race(&res) : 77;
     } else if ((argc >= 2) && !strcmp(argv[1], "flush-cancel")) {
         return test_init(&res) ? test_flush_cancel(&res) : 77;
     } else if ((argc >= 3) && !strcmp(argv[1], "ep-churn")) {
@@ -575,7 +580,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: %s integrity N | garbage | "
             "peer-failure TIMEOUT [no-handler|ep-check] | "
             "many-eps PROCS IFACES EPS_PER_IFACE | pending-stall | "
-            "no-progress SECONDS | ep-churn N | late-connect | "
-            "flush-cancel\n", argv[0]);
+            "no-progress SECONDS [held] | ep-churn N | late-connect | "
+            "close-race | flush-cancel\n", argv[0]);
     return 1;
 }

@@ -31,6 +31,7 @@ typedef struct {
 } test_iface_t;
 
 extern uct_worker_h worker;
+extern ucs_async_context_t *async;
 extern uct_md_h     md;
 extern int          no_err_handler; /* peer-failure without an error handler */
 extern int          use_ep_check;   /* peer-failure: idle ep, uct_ep_check */
@@ -61,7 +62,8 @@ int test_many_eps(int nprocs, int nifaces, int neps_per_iface);
 /* ud_uct_robust.c: pending stall, progress-less peer, ep churn, late
  * connect */
 int test_pending_stall(const test_resource_t *res);
-int test_no_progress(const test_resource_t *res, double pause);
+int test_close_race(const test_resource_t *res);
+int test_no_progress(const test_resource_t *res, double pause, int held);
 int test_ep_churn(const test_resource_t *res, int count);
 int test_late_connect(const test_resource_t *res);
 int test_flush_cancel(const test_resource_t *res);

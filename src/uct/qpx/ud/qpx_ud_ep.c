@@ -117,9 +117,53 @@ void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     if (ep->flags & QPX_UD_EP_FLAG_ON_CTL) {
         ucs_list_del(&ep->ctl_list);
     }
+    if (ep->flags & QPX_UD_EP_FLAG_CLOSED) {
+        ucs_list_del(&ep->linger_list);
+    }
     ucs_list_del(&ep->peer_list);
     qpx_ep_table_remove(&iface->eps, ep->id);
     free(ep);
+}
+
+/*
+ * A destroyed endpoint whose peer has not closed its side lingers, as
+ * ud_verbs' does: the peer may still send (packets in flight, resends of
+ * ones whose ack was delayed or lost, its own flush's ACK_REQ), and its
+ * flush waits for our acks. Dropping them made the peer's close wait for
+ * the peer timeout and then fail (an 8-rank MPI_Finalize over the hybrid's
+ * UD cold path aborted in about 1 run of 8). The endpoint stays in the
+ * table under its id, without the user: it acknowledges and delivers to
+ * the interface as any internal endpoint does, and goes when the peer's
+ * DISC comes, after the peer timeout (a peer that has not finished by then
+ * has failed its sends already), or with the interface.
+ */
+static void qpx_ud_ep_linger(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    /* What the user did not flush is canceled, as qpx_ud_ep_free does */
+    qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
+    ep->flags     &= ~QPX_UD_EP_FLAG_USER;
+    ep->flags     |= QPX_UD_EP_FLAG_CLOSED;
+    ep->close_time = iface->now;
+    ucs_list_add_tail(&iface->linger_eps, &ep->linger_list);
+}
+
+/* Closed endpoints lingering longer than the peer timeout go (the tick) */
+void qpx_ud_ep_linger_expire(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep;
+
+    while (!ucs_list_is_empty(&iface->linger_eps)) {
+        ep = ucs_list_head(&iface->linger_eps, qpx_ud_ep_t, linger_list);
+        if ((int64_t)(iface->now - ep->close_time) <
+            (int64_t)iface->rel_config.peer_timeout) {
+            break;
+        }
+        ucs_debug("qpx_ud: closed endpoint %p (id %u) to qpn 0x%x: no DISC "
+                  "from the peer in %.3f s, freed", ep, ep->id,
+                  ep->peer->key.qpn,
+                  qpx_ud_time_to_sec(iface->rel_config.peer_timeout));
+        qpx_ud_ep_free(iface, ep);
+    }
 }
 
 /* Our first packet: tells the peer who we are and where our PSNs start */
@@ -238,6 +282,11 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
     if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
         !(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
         qpx_ud_iface_disc_send(iface, ep->peer, ep->dest_id, ep->id);
+        if (!(ep->flags & QPX_UD_EP_FLAG_PEER_GONE)) {
+            /* The peer has not closed: it may still send */
+            qpx_ud_ep_linger(iface, ep);
+            return;
+        }
     }
     qpx_ud_ep_free(iface, ep);
 }
@@ -335,10 +384,16 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 
     (void)qpx_ep_report_failure(&ep->super, UCS_ERR_ENDPOINT_TIMEOUT,
-                                "qpx_ud: endpoint %p to qpn 0x%x: no "
-                                "acknowledgement for %.3f seconds, peer "
-                                "considered failed", ep, ep->peer->key.qpn,
-                                qpx_ud_time_to_sec(iface->rel_config.peer_timeout));
+                                "qpx_ud: endpoint %p (id %u, peer's %u, "
+                                "flags 0x%x) to qpn 0x%x: psn %u not "
+                                "acknowledged for %.3f seconds (next %u)%s, "
+                                "peer considered failed", ep, ep->id,
+                                ep->dest_id, ep->flags, ep->peer->key.qpn,
+                                (qpx_ud_psn_t)(ep->tx.acked_psn + 1),
+                                qpx_ud_time_to_sec(iface->rel_config.peer_timeout),
+                                ep->tx.next_psn,
+                                (ep->flags & QPX_UD_EP_FLAG_PEER_GONE) ?
+                                " after the peer closed its endpoint" : "");
 }
 
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)

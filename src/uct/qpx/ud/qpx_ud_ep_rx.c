@@ -210,6 +210,11 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
          * generation changes, so its late packets find no ep. A user's ep
          * stays: its next sends fail by timeout. */
         if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
+            /* Ours was not closed yet (a peer's CONN made it): the peer's,
+             * lingering for our packets, may go too */
+            if (!(ep->flags & QPX_UD_EP_FLAG_CLOSED)) {
+                qpx_ud_iface_disc_send(iface, ep->peer, ep->dest_id, ep->id);
+            }
             ++iface->stats.eps_reclaimed;
             qpx_ud_ep_free(iface, ep);
         } else {

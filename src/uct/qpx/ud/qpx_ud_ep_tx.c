@@ -272,8 +272,8 @@ ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
 void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     /* Probed: user endpoints, connected, that sent nothing for a whole
-     * interval; not ones whose peer closed its side (their next send
-     * fails, rightly). An endpoint with packets in flight is already
+     * interval; not ones whose peer closed its side (its endpoint lingers
+     * for what we still send, then goes: no probe of it is owed). An endpoint with packets in flight is already
      * watched by the peer timeout; one that cannot send now (pending
      * requests, no descriptor) is tried again next round. */
     if (((ep->flags & (QPX_UD_EP_FLAG_USER | QPX_UD_EP_FLAG_CONNECTED |

@@ -516,6 +516,9 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
     if (ucs_unlikely(!ucs_list_is_empty(&iface->discs))) {
         qpx_ud_iface_discs_timer(iface);
     }
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->linger_eps))) {
+        qpx_ud_ep_linger_expire(iface);
+    }
     if ((iface->keepalive.interval > 0) &&
         ((int64_t)(iface->now - iface->keepalive.next) >= 0)) {
         qpx_ud_iface_keepalive(iface);

@@ -132,6 +132,9 @@ enum {
     QPX_UD_EP_FLAG_ACK_REQ    = UCS_BIT(6), /* send an ACK_REQ packet */
     QPX_UD_EP_FLAG_ON_ACTIVE  = UCS_BIT(7), /* in active_eps or failed_eps */
     QPX_UD_EP_FLAG_ON_CTL     = UCS_BIT(8), /* in iface->ctl_eps */
+    QPX_UD_EP_FLAG_CLOSED     = UCS_BIT(9), /* destroyed by the user, kept
+                                               in iface->linger_eps to
+                                               acknowledge the peer */
     QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10), /* DISC: the peer's ep is gone */
     QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11), /* made by a peer's CONN, which
                                                 has not answered ours yet */
@@ -158,6 +161,8 @@ typedef struct qpx_ud_ep {
     ucs_list_link_t     peer_list;   /* in peer->eps */
     ucs_list_link_t     active_list; /* in iface->active_eps */
     ucs_list_link_t     ctl_list;    /* in iface->ctl_eps */
+    ucs_list_link_t     linger_list; /* in iface->linger_eps (CLOSED) */
+    uint64_t            close_time;  /* CLOSED: when the user destroyed it */
     uint64_t            ack_time;    /* first unacked delivery */
     uint64_t            ack_req_time; /* last ACK_REQ sent, 0: answered */
     qpx_ud_psn_t        keepalive_psn; /* tx.next_psn at the last round */
@@ -258,6 +263,7 @@ typedef struct qpx_ud_iface {
     ucs_list_link_t       active_eps;   /* window non-empty or ack owed */
     ucs_list_link_t       ctl_eps;      /* control packets to send */
     ucs_list_link_t       failed_eps;   /* to report to the error handler */
+    ucs_list_link_t       linger_eps;   /* CLOSED eps, oldest first */
     ucs_list_link_t       discs;        /* qpx_ud_disc_t to repeat */
     struct {
         uint64_t          interval;     /* ns, 0: off */
@@ -285,6 +291,10 @@ typedef struct qpx_ud_iface {
         uint64_t            idle;      /* user progress older: async runs */
         uint64_t            last_progress; /* of the user */
         int                 clock_due; /* the timer ran: read the clock */
+        int                 deferred;  /* the timer queued its work to the
+                                          user's progress (set by the
+                                          async thread, cleared by the
+                                          user's one-shot callback) */
         uint64_t            runs;      /* async progress calls that worked */
         qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
         qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
@@ -351,6 +361,7 @@ void qpx_ud_ep_keepalive(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_free_all(qpx_ud_iface_t *iface);
+void qpx_ud_ep_linger_expire(qpx_ud_iface_t *iface);
 void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 
 /* qpx_ud_ep_rx.c: returns 1 when the buffer is kept */

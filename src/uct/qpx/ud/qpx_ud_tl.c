@@ -331,6 +331,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&self->active_eps);
     ucs_list_head_init(&self->ctl_eps);
     ucs_list_head_init(&self->failed_eps);
+    ucs_list_head_init(&self->linger_eps);
     ucs_list_head_init(&self->discs);
 
     status = qpx_ud_iface_create_qp(self, config);
