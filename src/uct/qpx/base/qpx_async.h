@@ -46,6 +46,22 @@ static UCS_F_ALWAYS_INLINE void qpx_async_block(ucs_async_context_t *async)
 }
 
 
+/* Block the context if nobody else holds it: 1 when blocked (unblock it
+ * after), 0 when another thread is inside (a user call, or a handler).
+ * Poll mode has no other thread: it always blocks. */
+static inline int qpx_async_try_block(ucs_async_context_t *async)
+{
+    if (async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
+        return ucs_recursive_spin_trylock(&async->thread.spinlock);
+    } else if (async->mode == UCS_ASYNC_MODE_THREAD_MUTEX) {
+        return ucs_async_thread_mutex_ops.context_try_block(async);
+    }
+
+    ++async->poll_block;
+    return 1;
+}
+
+
 static UCS_F_ALWAYS_INLINE void qpx_async_unblock(ucs_async_context_t *async)
 {
     if (ucs_likely(async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK)) {

@@ -4,9 +4,10 @@
  * packets) when the user has not called progress for a while, so a process
  * in a long compute phase keeps acknowledging and is not declared dead.
  *
- * Serialization follows ud_verbs: the timer callback runs with the async
- * context blocked (ucs_async dispatch does that), and every operation of
- * such an interface blocks it too. The blocking wrappers are installed in
+ * Serialization follows ud_verbs: the timer's work runs with the async
+ * context blocked (by the timer when nobody holds it, else by the user's
+ * progress it is handed to), and every operation of such an interface
+ * blocks it too. The blocking wrappers are installed in
  * the interface's own ops only when async progress is on: without it the
  * operations are the lock-free ones of qpx_ud_tl.c.
  *
@@ -142,32 +143,87 @@ static ucs_status_t qpx_ud_async_event_arm(uct_iface_h tl_iface,
                              qpx_ud_iface_event_arm, tl_iface, events);
 }
 
+/* The user progresses this interface (its last progress is recent): the
+ * timer has nothing to do. Read without the context by the async thread: a
+ * torn or stale value only moves the work by one period. */
+static int qpx_ud_iface_async_is_idle(qpx_ud_iface_t *iface)
+{
+    return (qpx_ud_time_now() -
+            __atomic_load_n(&iface->async.last_progress, __ATOMIC_RELAXED)) >=
+           iface->async.idle;
+}
+
+/* The timer's work handed to the user's thread: one-shot, from the
+ * worker's progress (uct_worker_progress, which UCP calls whether or not it
+ * progresses this interface) */
+static unsigned qpx_ud_iface_async_deferred(void *arg)
+{
+    qpx_ud_iface_t *iface = arg;
+
+    /* Cleared first: a timer period from now may queue another one */
+    __atomic_store_n(&iface->async.deferred, 0, __ATOMIC_RELEASE);
+    if (!qpx_ud_iface_async_is_idle(iface)) {
+        return 0;
+    }
+
+    iface->async.clock_due = 1;
+    ++iface->async.runs;
+    return qpx_ud_iface_progress_blocked(&iface->super.super.super);
+}
+
+static int qpx_ud_iface_async_is_deferred_cb(const ucs_callbackq_elem_t *elem,
+                                             void *arg)
+{
+    return (elem->cb == qpx_ud_iface_async_deferred) && (elem->arg == arg);
+}
+
 static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
 {
     qpx_ud_iface_t *iface = QPX_UD_ASYNC_IFACE(tl_iface);
 
-    /* Waits for a running timer callback: not with the context blocked */
+    /* Waits for a running timer callback: not with the context blocked.
+     * Then nothing queues work any more, and what was queued goes. */
     qpx_iface_timer_stop(&iface->async.timer);
+    ucs_callbackq_remove_if(&iface->super.super.worker->super.progress_q,
+                            qpx_ud_iface_async_is_deferred_cb, iface);
     iface->async.on = 0;
     iface->async.close(tl_iface);
 }
 
+/*
+ * Every half ASYNC_IDLE on UCX's async thread, without the context (a
+ * timerfd: UCX 1.13's own timers make that thread spin up to a millisecond
+ * per period, about 10% of a core at this period). The work runs with the
+ * context blocked. When the user holds the context, it is inside a call:
+ * the work is queued to the worker's progress, one-shot, as UCX's missed
+ * queue does for its own timers. Skipping it would be wrong: UCP holds the
+ * context in every ucp_worker_progress but may not progress this interface
+ * (it stops progressing an idle one; the hybrid polls its cold path rarely),
+ * and a peer that gets no acks declares this process dead.
+ */
 static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
                                      void *arg)
 {
     qpx_ud_iface_t *iface = arg;
+    uct_worker_h worker   = &iface->super.super.worker->super;
 
     (void)id;
     (void)events;
-    /* Run with the context blocked: from UCX's async thread, or from the
-     * user's progress (ucs_async_check_miss) when the user held it. That
-     * user may progress the worker without this interface (UCP stops
-     * progressing an idle one; the hybrid polls an idle cold path rarely),
-     * so the work must not be skipped. The user progresses this one:
-     * leave everything to it, with a fresh clock */
-    iface->async.clock_due = 1;
-    if ((qpx_ud_time_now() - iface->async.last_progress) <
-        iface->async.idle) {
+    /* The user's next progress reads the clock (a plain flag: a lost
+     * store costs one stale read of at most QPX_UD_CLOCK_READS calls) */
+    __atomic_store_n(&iface->async.clock_due, 1, __ATOMIC_RELAXED);
+    if (!qpx_ud_iface_async_is_idle(iface)) {
+        return;
+    }
+
+    if (!qpx_async_try_block(iface->async.ctx)) {
+        /* Only this thread sets it, only the callback clears it */
+        if (!__atomic_load_n(&iface->async.deferred, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&iface->async.deferred, 1, __ATOMIC_RELAXED);
+            ucs_callbackq_add_safe(&worker->progress_q,
+                                   qpx_ud_iface_async_deferred, iface,
+                                   UCS_CALLBACKQ_FLAG_ONESHOT);
+        }
         return;
     }
 
@@ -181,6 +237,7 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     if (qpx_ud_iface_has_deferred(iface)) {
         qpx_iface_event_signal(&iface->super);
     }
+    qpx_async_unblock(iface->async.ctx);
 }
 
 void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
@@ -260,6 +317,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.rx_tail       = &iface->async.rx_head;
     iface->async.timer.fd      = -1;
     iface->async.timer.id      = -1;
+    iface->async.deferred      = 0;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
     if (!config->async_progress || (ctx == NULL)) {
@@ -277,7 +335,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
-    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, 1,
+    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, 0,
                                    qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
