@@ -12,7 +12,8 @@
  *
  *   qpx_mpi_osc ITERATIONS
  * Prints "OSC OK <iters> iterations on <N> ranks" on rank 0, or the count
- * of wrong values, and exits 1 then.
+ * of wrong values, and exits 1 then; with QPX_OSC_TIMES set, rank 0's
+ * seconds in each phase too.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
     int64_t *win_buf, *local, one = 1, old, *seen;
     size_t words = SLOT / sizeof(int64_t), win_words;
     MPI_Win win;
+    /* seconds in put, get, accumulate, fetch-and-op, check (rank 0) */
+    double phase[5] = {0, 0, 0, 0, 0}, t = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -66,6 +69,7 @@ int main(int argc, char **argv)
     for (it = 0; it < iters; ++it) {
         memset(win_buf, 0, win_words * sizeof(int64_t));
         MPI_Win_fence(0, win);
+        t = MPI_Wtime();
 
         for (p = 0; p < size; ++p) {
             for (i = 0; i < (int)words; ++i) {
@@ -77,6 +81,8 @@ int main(int argc, char **argv)
             }
         }
         MPI_Win_fence(0, win);
+        phase[0] += MPI_Wtime() - t;
+        t = MPI_Wtime();
         for (p = 0; p < size; ++p) {
             for (i = 0; (p != rank) && (i < (int)words); ++i) {
                 if (win_buf[p * words + i] != pattern(p, rank, it, i)) {
@@ -97,6 +103,8 @@ int main(int argc, char **argv)
             }
         }
         MPI_Win_fence(0, win);
+        phase[1] += MPI_Wtime() - t;
+        t = MPI_Wtime();
         for (p = 0; p < size; ++p) {
             int src = (p == 0) ? 1 : 0;
             for (i = 0; (p != rank) && (i < (int)words); ++i) {
@@ -118,6 +126,8 @@ int main(int argc, char **argv)
                            MPI_INT64_T, MPI_SUM, win);
         }
         MPI_Win_fence(0, win);
+        phase[2] += MPI_Wtime() - t;
+        t = MPI_Wtime();
         for (i = 0; i < NACC; ++i) {
             /* rank 0 gets everyone's and its previous rank's; others one */
             int64_t want = (int64_t)(i + 1) * NACC_IT *
@@ -142,6 +152,8 @@ int main(int argc, char **argv)
             }
         }
         MPI_Win_unlock(0, win);
+        phase[3] += MPI_Wtime() - t;
+        t = MPI_Wtime();
         /* every fetched value once over all ranks: 0..size*NFOP-1 */
         MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, seen, NFOP,
                       MPI_INT64_T, MPI_COMM_WORLD);
@@ -158,12 +170,19 @@ int main(int argc, char **argv)
             free(hit);
         }
         MPI_Barrier(MPI_COMM_WORLD);
+        phase[4] += MPI_Wtime() - t;
+        t = MPI_Wtime();
     }
 
     MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
         if (total == 0) {
             printf("OSC OK %d iterations on %d ranks\n", iters, size);
+            if (getenv("QPX_OSC_TIMES") != NULL) {
+                printf("rank 0 seconds: put %.3f get %.3f accumulate %.3f "
+                       "fetch_and_op %.3f check %.3f\n", phase[0], phase[1],
+                       phase[2], phase[3], phase[4]);
+            }
         } else {
             printf("OSC FAILED: %ld wrong values\n", total);
         }
