@@ -3,8 +3,9 @@
  * what each posted WR carries, batching, buffers released after a receive
  * going back as they are, kept ones replaced by fresh ones, a post that
  * fails part-way, an empty buffer pool, an interface sharing another's SRQ
- * and buffer pool, a first fill that fails, and the queue growing after
- * the SRQ limit event. The SRQ is a fake whose post_srq_recv records the
+ * and buffer pool (whether its layout fits, and the pool's lock when the
+ * sharer uses it from another thread), a first fill that fails, and the
+ * queue growing after the SRQ limit event. The SRQ is a fake whose post_srq_recv records the
  * WRs (ibv_post_srq_recv calls through the context's ops); ibv_modify_srq
  * is wrapped to record the limits armed.
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <errno.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include <uct/qpx/base/qpx_iface.h>
 
@@ -375,6 +377,154 @@ static void test_shared_srq(void **state)
 }
 
 
+/* A sharer's layout from the owner's landing point (TEST_HDR_OFF): taken
+ * where its private bytes, the release pointer and its headroom fit before
+ * its payload and the owner's buffers are long enough; refused, and left
+ * as it was, otherwise */
+static void test_share_layout(void **state)
+{
+    qpx_iface_t *sharer = calloc(1, sizeof(*sharer));
+    struct ibv_sge sges[TEST_BATCH];
+    qpx_iface_t other_port;
+
+    (void)state;
+    assert_non_null(sharer);
+    ctx->iface.port_num = 1;
+    sharer->port_num    = 1;
+    sharer->rx.batch    = TEST_BATCH;
+    sharer->rx.sges     = sges;
+    memset(sges, 0, sizeof(sges));
+
+    /* RC-like: a 1-byte header, no private bytes, 8 bytes of headroom: the
+     * payload right after the landing point, the headroom before it */
+    sharer->config.seg_size           = TEST_SEG_SIZE / 2;
+    sharer->config.rx_hdr_len         = 1;
+    sharer->config.rx_priv_len        = 0;
+    sharer->config.rx_headroom        = 8;
+    sharer->config.rx_hdr_offset      = 99;
+    assert_true(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+    assert_int_equal(sharer->config.rx_hdr_offset, TEST_HDR_OFF);
+    assert_int_equal(sharer->config.rx_payload_offset, TEST_HDR_OFF + 1);
+    assert_int_equal(sharer->config.rx_headroom_offset, TEST_HDR_OFF + 1 - 8);
+    assert_int_equal(sges[0].length, TEST_SEG_SIZE);
+    assert_int_equal(sges[TEST_BATCH - 1].length, TEST_SEG_SIZE);
+
+    /* UD-like: GRH and header of 56 bytes, 8 private bytes, 32 of
+     * headroom: the payload 56 bytes after the landing point */
+    sharer->config.rx_hdr_len  = 56;
+    sharer->config.rx_priv_len = 8;
+    sharer->config.rx_headroom = 32;
+    assert_true(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+    assert_int_equal(sharer->config.rx_payload_offset, TEST_HDR_OFF + 56);
+    assert_int_equal(sharer->config.rx_headroom_offset,
+                     TEST_HDR_OFF + 56 - 32);
+
+    /* no room: the headroom and release pointer would cover the private
+     * bytes (1 + 24 < 8 + 8 + 16), or the private bytes the landing point */
+    sharer->config.rx_hdr_len         = 1;
+    sharer->config.rx_priv_len        = 8;
+    sharer->config.rx_headroom        = 16;
+    sharer->config.rx_payload_offset  = 7;
+    assert_false(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+    assert_int_equal(sharer->config.rx_payload_offset, 7);
+    sharer->config.rx_headroom = 0;
+    sharer->config.rx_priv_len = TEST_HDR_OFF;
+    assert_false(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+
+    /* owner's buffers shorter than the sharer's segment, another port, an
+     * owner without an SRQ, none */
+    sharer->config.rx_priv_len = 0;
+    sharer->config.seg_size    = TEST_SEG_SIZE + 1;
+    assert_false(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+    sharer->config.seg_size = TEST_SEG_SIZE;
+    assert_true(qpx_iface_rx_share_layout(sharer, &ctx->iface));
+    other_port          = ctx->iface;
+    other_port.port_num = 2;
+    assert_false(qpx_iface_rx_share_layout(sharer, &other_port));
+    other_port.port_num = 1;
+    other_port.srq      = NULL;
+    assert_false(qpx_iface_rx_share_layout(sharer, &other_port));
+    assert_false(qpx_iface_rx_share_layout(sharer, NULL));
+    free(sharer);
+}
+
+
+#define TEST_POOL_ROUNDS 100000
+
+typedef struct {
+    qpx_iface_t *iface;
+    unsigned    got;
+} test_pool_thread_t;
+
+/* Take and give back buffers of iface's pool as fast as it can */
+static void *test_pool_thread(void *arg)
+{
+    test_pool_thread_t *t = arg;
+    qpx_desc_t *held[3];
+    unsigned i, j;
+
+    for (i = 0; i < TEST_POOL_ROUNDS; ++i) {
+        for (j = 0; j < 3; ++j) {
+            held[j] = qpx_iface_rx_desc_get(t->iface);
+            t->got += (held[j] != NULL);
+        }
+        for (j = 0; j < 3; ++j) {
+            if (held[j] != NULL) {
+                qpx_iface_rx_desc_put(t->iface, held[j]);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A sharer that uses the owner's pool from another thread locks it: the
+ * owner's thread and the sharer's take and give back buffers at once, and
+ * the pool ends whole (every buffer can be taken once, no more) */
+static void test_pool_lock(void **state)
+{
+    qpx_iface_t *sharer = calloc(1, sizeof(*sharer));
+    test_pool_thread_t threads[2];
+    qpx_desc_t *all[TEST_MAX_BUFS + 1];
+    pthread_t tid[2];
+    unsigned i, n;
+
+    (void)state;
+    assert_non_null(sharer);
+    assert_int_equal(ucs_spinlock_init(&ctx->iface.rx_mp_lock, 0), UCS_OK);
+
+    /* not shared: nothing to lock (the async context serializes) */
+    qpx_iface_rx_pool_lock(&ctx->iface);
+    assert_false(ctx->iface.rx_mp_locked);
+
+    sharer->rx_owner = &ctx->iface;
+    qpx_iface_rx_pool_lock(sharer);
+    assert_true(ctx->iface.rx_mp_locked);
+
+    threads[0].iface = &ctx->iface;
+    threads[1].iface = sharer;
+    for (i = 0; i < 2; ++i) {
+        threads[i].got = 0;
+        assert_int_equal(pthread_create(&tid[i], NULL, test_pool_thread,
+                                        &threads[i]), 0);
+    }
+    for (i = 0; i < 2; ++i) {
+        assert_int_equal(pthread_join(tid[i], NULL), 0);
+        assert_true(threads[i].got > 0);
+    }
+
+    for (n = 0; (n <= TEST_MAX_BUFS) &&
+                ((all[n] = qpx_iface_rx_desc_get(sharer)) != NULL); ++n) {
+    }
+    assert_int_equal(n, TEST_MAX_BUFS);
+    for (i = 0; i < n; ++i) {
+        qpx_iface_rx_desc_put(&ctx->iface, all[i]);
+    }
+    ctx->iface.rx_mp_locked = 0;
+    ucs_spinlock_destroy(&ctx->iface.rx_mp_lock);
+    free(sharer);
+}
+
+
 /* An owner that cannot post its first fill says so */
 static void test_fill_fails(void **state)
 {
@@ -469,6 +619,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_queue, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_shared_srq, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_share_layout, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_lock, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_fill_fails, test_setup,
                                         test_teardown),

@@ -107,7 +107,7 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
                                    -(ptrdiff_t)iface->config.rx_headroom_offset);
 
     /* The SRQ slot of a kept buffer was refilled when it was kept */
-    ucs_mpool_put(desc);
+    qpx_iface_rx_desc_put(iface, desc);
 }
 
 
@@ -132,18 +132,52 @@ void qpx_iface_rx_share_next(qpx_iface_t *owner)
 }
 
 
-/* Whether self's QPs can receive from owner's SRQ: the same port, and
- * buffers of the same layout */
-static int qpx_iface_rx_can_share(const qpx_iface_t *self,
-                                  const qpx_iface_t *owner)
+int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner)
 {
-    return (owner != NULL) && (owner->srq != NULL) &&
-           (owner->md == self->md) && (owner->port_num == self->port_num) &&
-           (owner->config.seg_size == self->config.seg_size) &&
-           (owner->config.rx_hdr_offset == self->config.rx_hdr_offset) &&
-           (owner->config.rx_payload_offset ==
-            self->config.rx_payload_offset) &&
-           (owner->config.rx_headroom == self->config.rx_headroom);
+    size_t hdr_offset, payload_offset, priv_end;
+    unsigned i;
+
+    /* The same port, buffers at least self's SEG_SIZE, and from owner's
+     * landing point back: self's header, the user's headroom and the
+     * release pointer before it, then self's private bytes after its
+     * qpx_desc_t */
+    if ((owner == NULL) || (owner->srq == NULL) || (owner->md != self->md) ||
+        (owner->port_num != self->port_num) ||
+        (owner->config.seg_size < self->config.seg_size)) {
+        return 0;
+    }
+
+    hdr_offset     = owner->config.rx_hdr_offset;
+    payload_offset = hdr_offset + self->config.rx_hdr_len;
+    priv_end       = sizeof(qpx_desc_t) + self->config.rx_priv_len;
+    if ((hdr_offset < priv_end) ||
+        (payload_offset < priv_end + sizeof(void*) +
+                          self->config.rx_headroom)) {
+        return 0;
+    }
+
+    self->config.rx_hdr_offset      = hdr_offset;
+    self->config.rx_payload_offset  = payload_offset;
+    self->config.rx_headroom_offset = payload_offset -
+                                      self->config.rx_headroom;
+    /* Every buffer in the SRQ of one length: any QP may take any */
+    for (i = 0; i < self->rx.batch; ++i) {
+        self->rx.sges[i].length = owner->config.seg_size;
+    }
+    return 1;
+}
+
+
+void qpx_iface_rx_pool_lock(qpx_iface_t *iface)
+{
+    qpx_iface_t *pool = qpx_iface_rx_pool(iface);
+
+    if ((iface->rx_owner == NULL) || pool->rx_mp_locked) {
+        return; /* not shared: the async context serializes its users */
+    }
+    pool->rx_mp_locked = 1;
+    ucs_debug("qpx iface %p: receive buffer pool of iface %p locked (used "
+              "from the async thread)", iface, pool);
 }
 
 
@@ -160,8 +194,7 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
         qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
     }
     for (; n < count; ++n) {
-        desc = ucs_mpool_get((iface->rx_owner != NULL) ?
-                             &iface->rx_owner->rx_mp : &iface->rx_mp);
+        desc = qpx_iface_rx_desc_get(iface);
         if (desc == NULL) {
             break;
         }
@@ -170,7 +203,7 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
 
     /* Recycled buffers beyond count (none in practice) go back to rx_mp */
     for (i = recycled; i < iface->rx.num_recycled; ++i) {
-        ucs_mpool_put(iface->rx.recycled[i]);
+        qpx_iface_rx_desc_put(iface, iface->rx.recycled[i]);
     }
     iface->rx.num_recycled = 0;
 
@@ -192,7 +225,7 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
                       iface->rx.qp->qp_num, n, strerror(ret));
         }
         for (i = bad_wr - wrs; i < n; ++i) {
-            ucs_mpool_put((void*)(uintptr_t)wrs[i].wr_id);
+            qpx_iface_rx_desc_put(iface, (void*)(uintptr_t)wrs[i].wr_id);
         }
         n = bad_wr - wrs;
     }
@@ -594,13 +627,14 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
      * buffers agree */
     owner                   = qpx_iface_rx_share_hint;
     qpx_iface_rx_share_hint = NULL;
-    if (!use_srq || !qpx_iface_rx_can_share(self, owner)) {
+    if (!use_srq || !qpx_iface_rx_share_layout(self, owner)) {
         if (use_srq && (owner != NULL)) {
             ucs_debug("qpx iface %p: a receive buffer layout or port of its "
-                      "own (seg %zu hdr %zu against %zu %zu): an SRQ of its "
-                      "own", self, self->config.seg_size,
-                      self->config.rx_hdr_offset, owner->config.seg_size,
-                      owner->config.rx_hdr_offset);
+                      "own (seg %zu hdr %zu+%zu headroom %zu against seg "
+                      "%zu landing at %zu): an SRQ of its own", self,
+                      self->config.seg_size, self->config.rx_hdr_offset,
+                      self->config.rx_hdr_len, self->config.rx_headroom,
+                      owner->config.seg_size, owner->config.rx_hdr_offset);
         }
         owner = NULL;
     }
@@ -735,6 +769,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                                                            rx_headroom), 8);
     self->config.rx_hdr_offset      = self->config.rx_payload_offset -
                                       init_attr->rx_hdr_len;
+    self->config.rx_hdr_len         = init_attr->rx_hdr_len;
+    self->config.rx_priv_len        = init_attr->rx_priv_len;
     self->config.rx_headroom_offset = self->config.rx_payload_offset -
                                       rx_headroom;
     self->config.tx_priv_len        = init_attr->tx_priv_len;
@@ -752,10 +788,16 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->rx.low                    = 0;
     self->rx.grows                  = 0;
     self->rx_owner                  = NULL;
+    self->rx_mp_locked              = 0;
+
+    status = ucs_spinlock_init(&self->rx_mp_lock, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     status = qpx_iface_rx_wrs_init(self);
     if (status != UCS_OK) {
-        return status;
+        goto err_destroy_lock;
     }
 
     ucs_arbiter_init(&self->arbiter);
@@ -861,6 +903,8 @@ err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);
     qpx_iface_rx_wrs_cleanup(self);
+err_destroy_lock:
+    ucs_spinlock_destroy(&self->rx_mp_lock);
     return status;
 }
 
@@ -885,6 +929,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     ibv_destroy_cq(self->send_cq);
     qpx_iface_event_cleanup(self);
     ibv_destroy_comp_channel(self->comp_channel);
+    ucs_spinlock_destroy(&self->rx_mp_lock);
 
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */

@@ -190,6 +190,10 @@ struct qpx_iface {
      * and fresh receive buffers come from its rx_mp */
     qpx_iface_t               *rx_owner;
     ucs_mpool_t               rx_mp;
+    /* rx_mp is used from UCX's async thread too (a sharer's timer, see
+     * qpx_iface_rx_pool_lock): its gets and puts take rx_mp_lock */
+    int                       rx_mp_locked;
+    ucs_spinlock_t            rx_mp_lock;
     ucs_mpool_t               tx_mp;
     uct_recv_desc_t           release_desc;
     ucs_arbiter_t             arbiter;   /* of the eps' pending groups */
@@ -253,6 +257,8 @@ struct qpx_iface {
     struct {
         size_t                seg_size;
         size_t                rx_hdr_offset;
+        size_t                rx_hdr_len;   /* init_attr's */
+        size_t                rx_priv_len;  /* init_attr's */
         size_t                rx_payload_offset;
         size_t                rx_headroom_offset;
         size_t                rx_headroom;
@@ -291,13 +297,66 @@ void qpx_iface_rx_grow(qpx_iface_t *iface);
 
 /*
  * One SRQ for the QPs of two interfaces of a port (the hybrid's RC QPs and
- * DCT): the next qpx interface this thread constructs on the same memory
- * domain and port, with the same receive buffer layout, posts no SRQ of its
- * own but uses owner's (and owner's buffer pool); its completions stay on
- * its own CQ. owner must outlive it. NULL cancels. Whether it took it:
- * iface->rx_owner.
+ * DCT, or its RC QPs and UD QP): the next qpx interface this thread
+ * constructs on the same memory domain and port posts no SRQ of its own
+ * but uses owner's (and owner's buffer pool), where owner's buffers fit it:
+ * they are at least its SEG_SIZE, and its own layout from owner's landing
+ * point (rx_hdr_offset) keeps its private bytes, the release pointer and
+ * the user's headroom apart. Its payload is then at owner's landing point
+ * plus its own header, which need not be 8-byte aligned (a UD sharer's,
+ * after the 40-byte GRH and its header, behind RC's 1-byte header). Its
+ * completions stay on its own CQ. owner must outlive it. NULL cancels.
+ * Whether it took it: iface->rx_owner.
  */
 void qpx_iface_rx_share_next(qpx_iface_t *owner);
+
+/* Whether self's QPs can receive into owner's buffers, as
+ * qpx_iface_rx_share_next describes; if so self's receive offsets (landing
+ * point, payload, headroom) and posted length become those it has in
+ * them. Construction calls it; owner may be NULL. */
+int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
+
+/* iface uses its receive buffer pool from UCX's async thread as well as
+ * from the user's (qpx_ud's timer): where that pool is shared with another
+ * interface, which knows nothing of that thread, every get and put of it
+ * takes a lock from now on. Call before any concurrent use. */
+void qpx_iface_rx_pool_lock(qpx_iface_t *iface);
+
+/* The pool iface's receive buffers come from: its owner's when shared */
+static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_iface_rx_pool(qpx_iface_t *iface)
+{
+    return (iface->rx_owner != NULL) ? iface->rx_owner : iface;
+}
+
+/* A fresh receive buffer, or NULL */
+static UCS_F_ALWAYS_INLINE qpx_desc_t *qpx_iface_rx_desc_get(qpx_iface_t *iface)
+{
+    qpx_iface_t *pool = qpx_iface_rx_pool(iface);
+    qpx_desc_t *desc;
+
+    if (ucs_likely(!pool->rx_mp_locked)) {
+        return ucs_mpool_get(&pool->rx_mp);
+    }
+    ucs_spin_lock(&pool->rx_mp_lock);
+    desc = ucs_mpool_get(&pool->rx_mp);
+    ucs_spin_unlock(&pool->rx_mp_lock);
+    return desc;
+}
+
+/* Give a receive buffer back to its pool (not to the receive queue) */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_desc_put(qpx_iface_t *iface,
+                                                      void *desc)
+{
+    qpx_iface_t *pool = qpx_iface_rx_pool(iface);
+
+    if (ucs_likely(!pool->rx_mp_locked)) {
+        ucs_mpool_put(desc);
+        return;
+    }
+    ucs_spin_lock(&pool->rx_mp_lock);
+    ucs_mpool_put(desc);
+    ucs_spin_unlock(&pool->rx_mp_lock);
+}
 
 /* Give back the buffer of a receive completion whose payload was not kept:
  * it is reposted as it is with the next batch (due now: posted now) */
