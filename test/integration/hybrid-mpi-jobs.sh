@@ -65,6 +65,51 @@ job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
     UCX_QPX_PROMOTE_THRESH=16
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \
     UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_RC_POOL_SIZE=8
+# One SRQ and one receive buffer pool per rank with the UD cold path: the
+# RC QPs and the UD QP receive from the RC interface's SRQ and buffers.
+# Against UCX_QPX_SHARED_SRQ=n with qpx_ud on an SRQ of its own
+# (UCX_QPX_UD_SRQ=y): two SRQs and the UD pool's registration more. Read
+# from softverbs' registry while the job runs (the most seen per rank); the
+# all-to-all checks every byte.
+srq_job() { # ENV... -> prints "exit SRQS0 SRQS1 MR_BYTES0 MR_BYTES1"
+    log=$(mktemp)
+    ud_run env UCX_TLS=qpx,self UCX_NET_DEVICES=softverbs0:1 \
+        UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=1 "$@" \
+        timeout 120 mpirun $QPX_MPIRUN_ARGS -np 2 "$a2a_prog" 1000 262144 \
+        >"$log" 2>&1 &
+    job_pid=$!
+    seen=""
+    while kill -0 $job_pid 2>/dev/null; do
+        for p in $(pgrep -f "^$a2a_prog 1000 262144"); do
+            seen="$seen $(env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" \
+                "$SOFTVERBS_STAT" -p "$p" 2>/dev/null |
+                sed -n 's/^proc pid=\([0-9]*\) .* srq=\([0-9]*\) mr=[0-9]* mr_bytes=\([0-9]*\).*/\1:\2:\3/p')"
+        done
+        sleep 0.1
+    done
+    wait $job_pid
+    rc=$?
+    grep -q "^ALLTOALL OK" "$log" || rc=99
+    [ $rc -ne 0 ] && grep -v "^softverbs" "$log" | tail -n 5 >&2
+    rm -f "$log"
+    echo "$rc $(echo "$seen" | tr ' ' '\n' | grep : | awk -F: '
+        $2 > srq[$1] {srq[$1] = $2} $3 > mr[$1] {mr[$1] = $3}
+        END {n = 0; for (p in srq) {s = s srq[p] " "; m = m mr[p] " "; n++}
+             while (n++ < 2) {s = s "0 "; m = m "0 "}; print s m}')"
+}
+if [ -x "$SOFTVERBS_STAT" ]; then
+    set -- $(srq_job)
+    sh_rc=$1 sh_srq="$2 $3" sh_mr=$(( ($4 + $5) / 2 ))
+    set -- $(srq_job UCX_QPX_SHARED_SRQ=n UCX_QPX_UD_SRQ=y)
+    own_rc=$1 own_srq="$2 $3" own_mr=$(( ($4 + $5) / 2 ))
+    qpx_check "UD cold path, shared: all-to-all checked, SRQs per rank $sh_srq, registered $((sh_mr / 1024)) KiB per rank" \
+        [ "$sh_rc" -eq 0 -a "$sh_srq" = "1 1" ]
+    qpx_check "UD cold path, UCX_QPX_SHARED_SRQ=n: all-to-all checked, SRQs per rank $own_srq, registered $((own_mr / 1024)) KiB per rank, more than shared" \
+        [ "$own_rc" -eq 0 -a "$own_srq" = "2 2" -a "$own_mr" -gt "$sh_mr" ]
+else
+    qpx_fail "softverbs-stat not built: SRQs per rank not checked"
+fi
+
 # Degrade instead of fail: a registry of its own with 48 QPs for 8 ranks,
 # the QPs each rank's qpx interface opens with (4 DCIs, a DCT, qpx_rc's
 # first QP), none left for promotions. The job completes, every byte

@@ -86,9 +86,10 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      UCS_CONFIG_TYPE_ENUM(qpx_hybrid_cold_tl_names)},
 
     {"SHARED_SRQ", "y",
-     "The RC QPs receive from the DC target's shared receive queue and its "
-     "buffer pool (where their receive buffer layouts agree) instead of an "
-     "SRQ and pool of their own.",
+     "One shared receive queue and buffer pool for the RC QPs and the cold "
+     "path: the RC QPs receive from the DC target's SRQ, or the UD QP from "
+     "the RC interface's (where the receive buffer layouts fit); n: an SRQ "
+     "and pool each.",
      ucs_offsetof(qpx_hybrid_iface_config_t, shared_srq), UCS_CONFIG_TYPE_BOOL},
 
     {"PRINT_STATS", "n",
@@ -159,8 +160,8 @@ static void qpx_hybrid_dc_config_auto(uct_iface_config_t *config)
 static ucs_status_t
 qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
                           uct_worker_h worker, const uct_iface_params_t *params,
-                          const char *tl_name, uct_iface_config_t **config_p,
-                          uct_iface_h *iface_p)
+                          const char *tl_name, int ud_srq,
+                          uct_iface_config_t **config_p, uct_iface_h *iface_p)
 {
     uct_iface_params_t sub_params;
     uct_iface_config_t *config;
@@ -175,6 +176,9 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 
     if (!strcmp(tl_name, "qpx_dc")) {
         qpx_hybrid_dc_config_auto(config);
+    } else if (ud_srq && !strcmp(tl_name, "qpx_ud") &&
+               (uct_config_modify(config, "SRQ", "y") != UCS_OK)) {
+        ucs_debug("qpx: qpx_ud's SRQ option not set: its own receive queue");
     }
 
     memset(&sub_params, 0, sizeof(sub_params));
@@ -207,6 +211,62 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     qpx_hybrid_iface_set_sub_am(self, *iface_p);
     *config_p = config;
     return UCS_OK;
+}
+
+
+/* The hot path's interface (optional: without it every endpoint stays on
+ * the cold path), receiving from owner's SRQ where owner is given */
+static void qpx_hybrid_iface_open_rc(qpx_hybrid_iface_t *self, uct_md_h md,
+                                     uct_worker_h worker,
+                                     const uct_iface_params_t *params,
+                                     qpx_iface_t *owner)
+{
+    ucs_status_t status;
+
+    qpx_iface_rx_share_next(owner);
+    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc", 0,
+                                       &self->rc_config, &self->rc);
+    qpx_iface_rx_share_next(NULL);
+    if (status != UCS_OK) {
+        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on %s",
+                 params->mode.device.dev_name, ucs_status_string(status),
+                 self->cold_tl);
+        self->rc = NULL;
+        self->stats.rc_failures++;
+        return;
+    }
+
+    /* An RC QP the device has no room for leaves an endpoint on the cold
+     * path: said once, as a warning, by the hybrid */
+    ucs_derived_of(self->rc, qpx_iface_t)->qp_exhausted_level =
+            UCS_LOG_LEVEL_DEBUG;
+    if (self->config.pool_size == 0) {
+        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
+                  self->cold_tl);
+    }
+}
+
+
+/* Both sub-interfaces, the one that receives into the other's buffers
+ * first (the owner of a shared SRQ outlives its sharer) */
+static void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self)
+{
+    int cold_first = (self->rc != NULL) &&
+                     (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner !=
+                      NULL);
+
+    if (cold_first) {
+        uct_iface_close(self->cold);
+        uct_config_release(self->cold_config);
+    }
+    if (self->rc != NULL) {
+        uct_iface_close(self->rc);
+        uct_config_release(self->rc_config);
+    }
+    if (!cold_first) {
+        uct_iface_close(self->cold);
+        uct_config_release(self->cold_config);
+    }
 }
 
 
@@ -376,6 +436,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
             ucs_derived_of(tl_config, qpx_hybrid_iface_config_t);
     uct_iface_attr_t attr;
     ucs_status_t status;
+    int rc_first;
 
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
         !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
@@ -425,42 +486,40 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.pool_batch     = ucs_max(1, config->pool_batch);
     self->config.print_stats    = config->print_stats;
 
-    /* The cold path is required */
+    /* The RC QPs and the cold path's receive queue share one SRQ and
+     * buffer pool where their layouts allow: the DCT's, which the RC QPs
+     * take as they are (the same header), or the RC interface's, which the
+     * UD QP takes behind its GRH and header (so that the RC payload, the
+     * hot one, stays 8-byte aligned): then the RC interface opens first */
     self->cold_tl = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
+    rc_first      = config->shared_srq && !strcmp(self->cold_tl, "qpx_ud");
+    if (rc_first) {
+        qpx_hybrid_iface_open_rc(self, md, worker, params, NULL);
+    }
+
+    /* The cold path is required */
+    if (rc_first && (self->rc != NULL)) {
+        qpx_iface_rx_share_next(ucs_derived_of(self->rc, qpx_iface_t));
+    }
     status = qpx_hybrid_iface_open_sub(self, md, worker, params,
-                                       self->cold_tl, &self->cold_config,
-                                       &self->cold);
+                                       self->cold_tl, rc_first,
+                                       &self->cold_config, &self->cold);
+    qpx_iface_rx_share_next(NULL);
     if (status != UCS_OK) {
         ucs_error("qpx: %s: no %s interface for the cold path (%s)",
                   params->mode.device.dev_name, self->cold_tl,
                   ucs_status_string(status));
-        goto err_cleanup;
+        goto err_close_rc;
     }
 
     /* The hot path is not: without it every endpoint stays on the cold
-     * one. Its RC QPs receive from the DCT's SRQ (a UD QP has a layout of
-     * its own: GRH and header) */
-    if (config->shared_srq && !strcmp(self->cold_tl, "qpx_dc")) {
-        qpx_iface_rx_share_next(ucs_derived_of(self->cold, qpx_iface_t));
-    }
-    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc",
-                                       &self->rc_config, &self->rc);
-    qpx_iface_rx_share_next(NULL);
-    if (status != UCS_OK) {
-        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on %s",
-                 params->mode.device.dev_name, ucs_status_string(status),
-                 self->cold_tl);
-        self->rc = NULL;
-        self->stats.rc_failures++;
-    } else {
-        /* An RC QP the device has no room for leaves an endpoint on the
-         * cold path: said once, as a warning, by the hybrid */
-        ucs_derived_of(self->rc, qpx_iface_t)->qp_exhausted_level =
-                UCS_LOG_LEVEL_DEBUG;
-        if (self->config.pool_size == 0) {
-            ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
-                      self->cold_tl);
-        }
+     * one */
+    if (!rc_first) {
+        qpx_hybrid_iface_open_rc(self, md, worker, params,
+                                 (config->shared_srq &&
+                                  !strcmp(self->cold_tl, "qpx_dc")) ?
+                                 ucs_derived_of(self->cold, qpx_iface_t) :
+                                 NULL);
     }
 
     status = uct_iface_get_device_address(self->cold,
@@ -498,9 +557,12 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
 
     qpx_hybrid_iface_event_init(self);
     if (self->rc != NULL) {
-        ucs_debug("qpx iface %p: RC QPs receive from %s", self,
+        ucs_debug("qpx iface %p: %s", self,
                   (ucs_derived_of(self->rc, qpx_iface_t)->rx_owner != NULL) ?
-                  "the DCT's SRQ" : "an SRQ of their own");
+                  "RC QPs receive from the cold path's SRQ" :
+                  (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner != NULL) ?
+                  "the cold path receives from the RC QPs' SRQ" :
+                  "RC QPs and the cold path have an SRQ each");
     }
     ucs_debug("qpx iface %p on %s: cold %s %p rc %p, pool %u, promote after "
               "%u operations (an operation per %zu bytes) in %.3f ms", self,
@@ -512,12 +574,13 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     return UCS_OK;
 
 err_close:
+    qpx_hybrid_iface_close_subs(self);
+    goto err_cleanup;
+err_close_rc:
     if (self->rc != NULL) {
         uct_iface_close(self->rc);
         uct_config_release(self->rc_config);
     }
-    uct_iface_close(self->cold);
-    uct_config_release(self->cold_config);
 err_cleanup:
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);
@@ -598,12 +661,7 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
         ucs_warn("qpx iface %p closed with %zu endpoints", self,
                  ucs_list_length(&self->ep_list));
     }
-    if (self->rc != NULL) {
-        uct_iface_close(self->rc);
-        uct_config_release(self->rc_config);
-    }
-    uct_iface_close(self->cold);
-    uct_config_release(self->cold_config);
+    qpx_hybrid_iface_close_subs(self);
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);
     qpx_ep_table_cleanup(&self->eps);

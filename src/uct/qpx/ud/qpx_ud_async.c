@@ -291,7 +291,7 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
         if (!qpx_ud_iface_rx_deliver(iface, rdesc,
                                      qpx_ud_iface_rx_hdr(iface, rdesc),
                                      rdesc->super.flags)) {
-            ucs_mpool_put(rdesc);
+            qpx_iface_rx_desc_put(&iface->super, rdesc);
         }
     }
     iface->async.rx_tail  = &iface->async.rx_head;
@@ -335,6 +335,10 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
+    /* The timer takes and gives back receive buffers: where they come from
+     * another interface's pool (the hybrid's shared SRQ), that one does
+     * not block this context, so the pool takes a lock */
+    qpx_iface_rx_pool_lock(&iface->super);
     status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, 0,
                                    qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer);
@@ -369,7 +373,7 @@ void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface)
     /* Not delivered: the interface goes away, like packets in its queue */
     while ((rdesc = iface->async.rx_head) != NULL) {
         iface->async.rx_head = rdesc->next;
-        ucs_mpool_put(rdesc);
+        qpx_iface_rx_desc_put(&iface->super, rdesc);
     }
     /* Completed operations are reported, as purged ones are on close */
     for (i = 0; i < iface->async.comp_count; ++i) {

@@ -127,7 +127,7 @@ void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
         return;
     }
     while ((rdesc = qpx_ud_rel_rx_ooo_purge_one(&ep->rx)) != NULL) {
-        ucs_mpool_put(rdesc);
+        qpx_iface_rx_desc_put(&qpx_ud_ep_iface(ep)->super, rdesc);
     }
     free(ep->rx.ooo);
     ep->rx.ooo = NULL;
@@ -144,7 +144,7 @@ void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         if ((hdr->type != QPX_UD_PKT_AM) ||
             !qpx_ud_iface_rx_deliver(iface, rdesc, hdr,
                                      rdesc->super.flags)) {
-            ucs_mpool_put(rdesc);
+            qpx_iface_rx_desc_put(&iface->super, rdesc);
         }
     }
 

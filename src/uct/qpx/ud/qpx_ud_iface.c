@@ -237,7 +237,7 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
      * receive buffers from the same pool. Its receive slot was refilled
      * when it was kept. */
     qpx_ud_iface_async_enter(iface);
-    ucs_mpool_put(rdesc);
+    qpx_iface_rx_desc_put(&iface->super, rdesc);
     qpx_ud_iface_async_leave(iface);
 }
 

@@ -339,9 +339,9 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_peers_cleanup;
     }
 
-    if (qpx_iface_rx_post(&self->super, self->super.rx.available) == 0) {
-        ucs_error("qpx_ud: could not post any receive buffer");
-        status = UCS_ERR_NO_MEMORY;
+    /* Posts nothing when the SRQ is another interface's (it filled it) */
+    status = qpx_iface_rx_fill(&self->super, "qpx_ud");
+    if (status != UCS_OK) {
         goto err_destroy_qp;
     }
 
