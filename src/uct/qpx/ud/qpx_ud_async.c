@@ -196,10 +196,12 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
  * per period, about 10% of a core at this period). The work runs with the
  * context blocked. When the user holds the context, it is inside a call:
  * the work is queued to the worker's progress, one-shot, as UCX's missed
- * queue does for its own timers. Skipping it would be wrong: UCP holds the
- * context in every ucp_worker_progress but may not progress this interface
- * (it stops progressing an idle one; the hybrid polls its cold path rarely),
- * and a peer that gets no acks declares this process dead.
+ * queue does for its own timers. Skipping it would be wrong: a user may
+ * hold the context while not progressing this interface (a multi-threaded
+ * UCP worker holds it in every ucp_worker_progress, UCP's sends, flushes
+ * and wireup hold it too; UCP stops progressing an idle interface and the
+ * hybrid polls its cold path rarely), and a peer that gets no acks
+ * declares this process dead.
  */
 static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
                                      void *arg)
