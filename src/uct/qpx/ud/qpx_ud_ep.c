@@ -385,13 +385,11 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     (void)qpx_ep_report_failure(&ep->super, UCS_ERR_ENDPOINT_TIMEOUT,
                                 "qpx_ud: endpoint %p (id %u, peer's %u, "
-                                "flags 0x%x) to qpn 0x%x: psn %u not "
-                                "acknowledged for %.3f seconds (next %u)%s, "
-                                "peer considered failed", ep, ep->id,
-                                ep->dest_id, ep->flags, ep->peer->key.qpn,
-                                (qpx_ud_psn_t)(ep->tx.acked_psn + 1),
+                                "flags 0x%x) to qpn 0x%x: no acknowledgement "
+                                "for %.3f seconds%s, peer considered failed",
+                                ep, ep->id, ep->dest_id, ep->flags,
+                                ep->peer->key.qpn,
                                 qpx_ud_time_to_sec(iface->rel_config.peer_timeout),
-                                ep->tx.next_psn,
                                 (ep->flags & QPX_UD_EP_FLAG_PEER_GONE) ?
                                 " after the peer closed its endpoint" : "");
 }

@@ -206,9 +206,11 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     switch (type) {
     case QPX_UD_PKT_DISC:
-        /* The peer's ep is gone: one we made for it goes too. The id's
-         * generation changes, so its late packets find no ep. A user's ep
-         * stays: its next sends fail by timeout. */
+        /* The peer's user closed its ep: one we made for it, or one our
+         * user closed (lingering), goes too. The id's generation changes,
+         * so its late packets find no ep. A user's ep stays: the peer's
+         * lingers and acknowledges its sends until our DISC or the peer
+         * timeout. */
         if (!(ep->flags & QPX_UD_EP_FLAG_USER)) {
             /* Ours was not closed yet (a peer's CONN made it): the peer's,
              * lingering for our packets, may go too */
