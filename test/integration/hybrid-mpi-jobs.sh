@@ -110,6 +110,25 @@ else
     qpx_fail "softverbs-stat not built: SRQs per rank not checked"
 fi
 
+# The RC interface opens first for that: with room for 3 QPs in a registry
+# of its own, the second rank's UD QP does not fit beside its RC one. It
+# opens the cold path alone (and goes without RC, with a warning): the job
+# completes, no error about qpx_ud.
+lim_shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-hybrid-udlim-$$
+rm -f "$lim_shm"
+out=$(ud_run env SOFTVERBS_SHM=$lim_shm SOFTVERBS_MAX_QP=3 UCX_TLS=qpx,self \
+      UCX_NET_DEVICES=softverbs0:1 UCX_QPX_COLD_TL=ud timeout 120 \
+      mpirun $QPX_MPIRUN_ARGS -np 2 "$a2a_prog" 20 65536 2>&1)
+rc=$?
+rm -f "$lim_shm"
+ud_errors=$(echo "$out" | grep "UCX  ERROR" | grep -c "qpx_ud\|cold path")
+if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK" && [ "$ud_errors" -eq 0 ]; then
+    qpx_pass "UD cold path, 3 QPs for 2 ranks: all-to-all checked, $(echo "$out" | grep -c "UCX  WARN") warnings ($(echo "$out" | grep -m1 "UCX  WARN" | sed 's/.*UCX  WARN  //'))"
+else
+    qpx_fail "UD cold path, 3 QPs for 2 ranks: exit $rc, $ud_errors errors about the cold path"
+    echo "$out" | grep -v "^softverbs" | tail -n 10
+fi
+
 # Degrade instead of fail: a registry of its own with 48 QPs for 8 ranks,
 # the QPs each rank's qpx interface opens with (4 DCIs, a DCT, qpx_rc's
 # first QP), none left for promotions. The job completes, every byte

@@ -125,6 +125,17 @@ qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
 /* The SRQ offered to the next interface constructed by this thread */
 static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
 
+/* How the next interface constructed by this thread logs a QP the device
+ * has no room for */
+static __thread ucs_log_level_t qpx_iface_qp_exhausted_hint =
+        UCS_LOG_LEVEL_ERROR;
+
+
+void qpx_iface_qp_exhausted_next(ucs_log_level_t level)
+{
+    qpx_iface_qp_exhausted_hint = level;
+}
+
 
 void qpx_iface_rx_share_next(qpx_iface_t *owner)
 {
@@ -783,7 +794,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
-    self->qp_exhausted_level        = UCS_LOG_LEVEL_ERROR;
+    self->qp_exhausted_level        = qpx_iface_qp_exhausted_hint;
+    qpx_iface_qp_exhausted_hint     = UCS_LOG_LEVEL_ERROR;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.grows                  = 0;

@@ -316,6 +316,11 @@ void qpx_iface_rx_share_next(qpx_iface_t *owner);
  * them. Construction calls it; owner may be NULL. */
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
+/* The next qpx interface this thread constructs logs a QP the device has
+ * no room for at level (its qp_exhausted_level; error by default): for a
+ * user that tries again otherwise and says so itself */
+void qpx_iface_qp_exhausted_next(ucs_log_level_t level);
+
 /* iface uses its receive buffer pool from UCX's async thread as well as
  * from the user's (qpx_ud's timer): where that pool is shared with another
  * interface, which knows nothing of that thread, every get and put of it

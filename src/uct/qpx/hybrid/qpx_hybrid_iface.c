@@ -497,14 +497,32 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         qpx_hybrid_iface_open_rc(self, md, worker, params, NULL);
     }
 
-    /* The cold path is required */
+    /* The cold path is required (a QP the RC interface left it no room
+     * for is tried again below, so not an error yet) */
     if (rc_first && (self->rc != NULL)) {
         qpx_iface_rx_share_next(ucs_derived_of(self->rc, qpx_iface_t));
+        qpx_iface_qp_exhausted_next(UCS_LOG_LEVEL_DEBUG);
     }
     status = qpx_hybrid_iface_open_sub(self, md, worker, params,
                                        self->cold_tl, rc_first,
                                        &self->cold_config, &self->cold);
     qpx_iface_rx_share_next(NULL);
+    qpx_iface_qp_exhausted_next(UCS_LOG_LEVEL_ERROR);
+    if ((status != UCS_OK) && rc_first && (self->rc != NULL)) {
+        /* The RC interface may hold what the cold path needs (a QP, a CQ,
+         * memory the device ran out of): the cold path first, on its own,
+         * as with UCX_QPX_SHARED_SRQ=n */
+        ucs_debug("qpx: %s: no %s interface beside the RC one (%s): the "
+                  "cold path first, an SRQ each", params->mode.device.dev_name,
+                  self->cold_tl, ucs_status_string(status));
+        uct_iface_close(self->rc);
+        uct_config_release(self->rc_config);
+        self->rc = NULL;
+        rc_first = 0;
+        status   = qpx_hybrid_iface_open_sub(self, md, worker, params,
+                                             self->cold_tl, 0,
+                                             &self->cold_config, &self->cold);
+    }
     if (status != UCS_OK) {
         ucs_error("qpx: %s: no %s interface for the cold path (%s)",
                   params->mode.device.dev_name, self->cold_tl,
