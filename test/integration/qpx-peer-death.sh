@@ -1,7 +1,8 @@
 #!/bin/sh
 # A peer killed mid-traffic, at the UCP level: ucx_perftest pairs over
 # UCX_TLS=qpx_rc,qpx_ud, qpx_ud, qpx_dc and qpx (the hybrid, on DC and
-# promoted to RC), tag_bw 64 KiB and ucp_put_bw,
+# promoted to RC, and promoted from a UD cold path), tag_bw 64 KiB and
+# ucp_put_bw,
 # the client or the server killed with SIGKILL after 2 s of traffic.
 #
 # - UCP's default error mode (no error handler): the survivor must say
@@ -178,6 +179,15 @@ for thresh in 64 1; do
     done
 done
 normal_case qpx tag_bw
+
+# The hybrid on the UD cold path, promoted at the first operation: its RC
+# QPs and UD QP receive from one SRQ and buffer pool
+for mode in default peer; do
+    for victim in cli srv; do
+        kill_case qpx $victim $mode 15 tag_bw $SHORT \
+            UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=1
+    done
+done
 
 # Defaults: keepalive every 2 s, 8 tries of ~1 s (UCX's fatal handling
 # left out so the process ends once the failure is decided)
