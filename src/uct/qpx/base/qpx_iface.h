@@ -69,7 +69,7 @@
 /* A periodic timer on UCX's async thread (qpx_iface_timer_start) */
 typedef struct qpx_iface_timer {
     int                  fd;   /* timerfd, -1: none */
-    int                  id;   /* UCX timer (signal mode), -1: none */
+    int                  id;   /* UCX timer (poll, signal mode), -1: none */
     ucs_async_event_cb_t cb;
     void                 *arg;
 } qpx_iface_timer_t;
@@ -524,22 +524,19 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /*
  * The one timer service of every transport: cb(id, events, arg) runs every
- * interval seconds. blocked: with the worker's async context blocked, a UCX
- * timer (when the user holds the context, UCX queues the call for the
- * user's ucs_async_check_miss, which UCP's progress makes). Otherwise, in
- * the thread modes, on UCX's async thread WITHOUT the context blocked (the
- * callback takes only what is safe: a flag, an eventfd). That one is a
- * timerfd the async thread
- * watches, not a UCX timer: UCX 1.13's thread rounds the time to its next
- * timer down to whole milliseconds and then polls with a zero timeout
- * until it is due, spinning up to a millisecond per period (with a 5 ms
- * period, 11% of a core beside the user's, perf). In the poll and signal
- * modes (no thread) it is a UCX timer, run with the context blocked.
- * Stopping waits for a running callback.
+ * interval seconds. In the thread modes on UCX's async thread WITHOUT the
+ * context blocked (the callback takes only what is safe: a flag, an
+ * eventfd, or the context through qpx_async_try_block), from a timerfd the
+ * async thread watches, not a UCX timer: UCX 1.13's thread rounds the time
+ * to its next timer down to whole milliseconds and then polls with a zero
+ * timeout until it is due, spinning up to a millisecond per period (with a
+ * 5 ms period, 11% of a core beside the user's, perf). In the poll and
+ * signal modes (no thread) it is a UCX timer, run with the context
+ * blocked. Stopping waits for a running callback.
  */
 ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
-                                   int blocked, ucs_async_event_cb_t cb,
-                                   void *arg, qpx_iface_timer_t *timer);
+                                   ucs_async_event_cb_t cb, void *arg,
+                                   qpx_iface_timer_t *timer);
 void qpx_iface_timer_stop(qpx_iface_timer_t *timer);
 
 /* The keepalive timer every interval seconds (0: none) */

@@ -243,8 +243,8 @@ static void qpx_iface_timer_handler(int fd, ucs_event_set_types_t events,
 
 
 ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
-                                   int blocked, ucs_async_event_cb_t cb,
-                                   void *arg, qpx_iface_timer_t *timer)
+                                   ucs_async_event_cb_t cb, void *arg,
+                                   qpx_iface_timer_t *timer)
 {
     ucs_async_context_t *async = iface->super.worker->async;
     struct itimerspec spec;
@@ -253,12 +253,10 @@ ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
 
     timer->fd = -1;
     timer->id = -1;
-    if (blocked || ((async->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
-                    (async->mode != UCS_ASYNC_MODE_THREAD_MUTEX))) {
-        /* UCX's timer, whose callback runs with the context blocked (when
-         * the user holds it, from the user's ucs_async_check_miss, which
-         * UCP's progress calls); the poll and signal modes have no thread
-         * to spin */
+    if ((async->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
+        (async->mode != UCS_ASYNC_MODE_THREAD_MUTEX)) {
+        /* The poll and signal modes have no thread to spin: UCX's timer,
+         * whose callback runs with the context blocked */
         status = ucs_async_add_timer(async->mode,
                                      (ucs_time_t)(interval *
                                                   ucs_get_cpu_clocks_per_sec()),
@@ -341,7 +339,7 @@ ucs_status_t qpx_iface_keepalive_start(qpx_iface_t *iface, double interval)
         return UCS_OK;
     }
 
-    return qpx_iface_timer_start(iface, interval, 0, qpx_iface_keepalive_timer,
+    return qpx_iface_timer_start(iface, interval, qpx_iface_keepalive_timer,
                                  iface, &iface->keepalive.timer);
 }
 

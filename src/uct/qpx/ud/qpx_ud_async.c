@@ -341,7 +341,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
      * another interface's pool (the hybrid's shared SRQ), that one does
      * not block this context, so the pool takes a lock */
     qpx_iface_rx_pool_lock(&iface->super);
-    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2, 0,
+    status = qpx_iface_timer_start(&iface->super, config->async_idle / 2,
                                    qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
