@@ -123,6 +123,7 @@ static int test_setup(void **state)
     iface->rx.batch                      = TEST_BATCH;
     iface->rx.queue_len                  = 16;
     iface->rx.available                  = 16;
+    iface->exhausted_level               = UCS_LOG_LEVEL_ERROR; /* as built */
     assert_int_equal(ucs_mpool_init(&iface->rx_mp, 0,
                                     TEST_HDR_OFF + TEST_SEG_SIZE, 0, 64, 4,
                                     TEST_MAX_BUFS, &test_mp_ops, "test_rx"),

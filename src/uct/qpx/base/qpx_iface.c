@@ -111,6 +111,70 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 }
 
 
+/* What the device last ran out of in this thread (qpx_iface_exhausted_what) */
+static __thread const char *qpx_iface_exhausted_res = NULL;
+
+
+/*
+ * A chunk for rx_mp or tx_mp from UCX's allocator. Where the device has no
+ * memory registration (or memory) left, the pool keeps the buffers it has:
+ * its quota drops to 0, so that later gets find it empty without asking
+ * the device again (libucs logs the failed chunk once), and the sends or
+ * receives it serves wait for buffers to come back. Said once per pool, at
+ * warning level; the first chunk's failure is the interface's open's.
+ */
+static ucs_status_t qpx_iface_mp_grow(qpx_iface_t *iface, ucs_mpool_t *mp,
+                                      size_t *size_p, void **chunk_p)
+{
+    ucs_status_t status;
+
+    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_DEBUG;
+    status = iface->mp_chunk_alloc(mp, size_p, chunk_p);
+    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
+    if (status != UCS_ERR_NO_MEMORY) {
+        return status;
+    }
+
+    qpx_iface_exhausted_res = "memory registration";
+    mp->data->quota         = 0;
+    ucs_log((mp->data->chunks == NULL) ? UCS_LOG_LEVEL_DEBUG :
+            UCS_LOG_LEVEL_WARN, "qpx iface %p %s:%d: no memory registration "
+            "of %zu bytes left for %s: it keeps the buffers it has", iface,
+            iface->md->dev.name, iface->port_num, *size_p,
+            ucs_mpool_name(mp));
+    return status;
+}
+
+
+static ucs_status_t qpx_iface_rx_mp_grow(ucs_mpool_t *mp, size_t *size_p,
+                                         void **chunk_p)
+{
+    return qpx_iface_mp_grow(ucs_container_of(mp, qpx_iface_t, rx_mp), mp,
+                             size_p, chunk_p);
+}
+
+
+static ucs_status_t qpx_iface_tx_mp_grow(ucs_mpool_t *mp, size_t *size_p,
+                                         void **chunk_p)
+{
+    return qpx_iface_mp_grow(ucs_container_of(mp, qpx_iface_t, tx_mp), mp,
+                             size_p, chunk_p);
+}
+
+
+/* mp (initialized by UCX) grows through qpx_iface_mp_grow */
+static void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp,
+                              ucs_mpool_ops_t *ops,
+                              ucs_status_t (*grow)(ucs_mpool_t*, size_t*,
+                                                   void**))
+{
+    iface->mp_chunk_alloc = mp->data->ops->chunk_alloc;
+    *ops                  = *mp->data->ops;
+    ops->chunk_alloc      = grow;
+    mp->data->ops         = ops;
+}
+
+
 /* Fill receive WR n of the batch for desc */
 static UCS_F_ALWAYS_INLINE void
 qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
@@ -127,13 +191,42 @@ static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
 
 /* How the next interface constructed by this thread logs a QP the device
  * has no room for */
-static __thread ucs_log_level_t qpx_iface_qp_exhausted_hint =
+static __thread ucs_log_level_t qpx_iface_exhausted_hint =
         UCS_LOG_LEVEL_ERROR;
 
 
-void qpx_iface_qp_exhausted_next(ucs_log_level_t level)
+void qpx_iface_exhausted_next(ucs_log_level_t level)
 {
-    qpx_iface_qp_exhausted_hint = level;
+    qpx_iface_exhausted_hint = level;
+}
+
+
+const char *qpx_iface_exhausted_what(void)
+{
+    const char *what = qpx_iface_exhausted_res;
+
+    qpx_iface_exhausted_res = NULL;
+    return what;
+}
+
+
+void qpx_iface_exhausted_set(const char *what)
+{
+    qpx_iface_exhausted_res = what;
+}
+
+
+/* The level a failed creation of what is logged at: self's exhausted_level
+ * where the device had no room or memory for it (ENOMEM, EAGAIN), which is
+ * then remembered; error otherwise. errno is left as it is, for %m. */
+static ucs_log_level_t qpx_iface_failure_level(const qpx_iface_t *self,
+                                               const char *what)
+{
+    if ((errno != ENOMEM) && (errno != EAGAIN)) {
+        return UCS_LOG_LEVEL_ERROR;
+    }
+    qpx_iface_exhausted_res = what;
+    return self->exhausted_level;
 }
 
 
@@ -298,7 +391,8 @@ ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
 {
     if ((iface->rx.available > 0) &&
         (qpx_iface_rx_post(iface, iface->rx.available) == 0)) {
-        ucs_error("%s: failed to post receive buffers", tl_name);
+        ucs_log(iface->exhausted_level, "%s: failed to post receive buffers",
+                tl_name);
         return UCS_ERR_NO_MEMORY;
     }
     qpx_iface_rx_limit_arm(iface);
@@ -359,10 +453,13 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
     }
 
     attr                   = iface->qp_init_attr;
-    qpx_qp_exhausted_level = iface->qp_exhausted_level;
+    qpx_qp_exhausted_level = iface->exhausted_level;
     status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
     qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
     if (status != UCS_OK) {
+        if (status == UCS_ERR_NO_MEMORY) {
+            qpx_iface_exhausted_res = "QP";
+        }
         return status;
     }
     iface->qp_pool.created++;
@@ -601,6 +698,8 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
     size_t queue_max, posted_max;
+    ucs_status_t status = UCS_ERR_IO_ERROR;
+    ucs_log_level_t level;
     qpx_iface_t *owner;
     int cq_len, flags;
 
@@ -627,7 +726,9 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->send_cq == NULL) {
-        ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        level = qpx_iface_failure_level(self, "CQ");
+        ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_event_cleanup;
     }
     /* Keep room for the error completions of one flushed send queue */
@@ -664,7 +765,9 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->recv_cq == NULL) {
-        ucs_error("ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        level = qpx_iface_failure_level(self, "CQ");
+        ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_destroy_send_cq;
     }
     self->rx.queue_len = ucs_min(config->rx.queue_len,
@@ -699,8 +802,10 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     srq_attr.srq_context  = self;
     self->srq = ibv_create_srq(self->md->pd, &srq_attr);
     if (self->srq == NULL) {
-        ucs_error("ibv_create_srq(%s, %u) failed: %m", dev->name,
-                  srq_attr.attr.max_wr);
+        level = qpx_iface_failure_level(self, "SRQ");
+        ucs_log(level, "ibv_create_srq(%s, %u) failed: %m", dev->name,
+                srq_attr.attr.max_wr);
+        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_destroy_recv_cq;
     }
 
@@ -718,7 +823,7 @@ err_event_cleanup:
     qpx_iface_event_cleanup(self);
 err_destroy_channel:
     ibv_destroy_comp_channel(self->comp_channel);
-    return UCS_ERR_IO_ERROR;
+    return status;
 }
 
 
@@ -794,8 +899,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
-    self->qp_exhausted_level        = qpx_iface_qp_exhausted_hint;
-    qpx_iface_qp_exhausted_hint     = UCS_LOG_LEVEL_ERROR;
+    self->exhausted_level        = qpx_iface_exhausted_hint;
+    qpx_iface_exhausted_hint     = UCS_LOG_LEVEL_ERROR;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.grows                  = 0;
@@ -864,6 +969,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     if (status != UCS_OK) {
         goto err_pool_cleanup;
     }
+    qpx_iface_mp_wrap(self, &self->rx_mp, &self->rx_mp_ops,
+                      qpx_iface_rx_mp_grow);
 
     /* ucs_mpool refuses a chunk larger than its maximum */
     mp_config           = config->tx.mp;
@@ -877,6 +984,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     if (status != UCS_OK) {
         goto err_rx_mp_cleanup;
     }
+    qpx_iface_mp_wrap(self, &self->tx_mp, &self->tx_mp_ops,
+                      qpx_iface_tx_mp_grow);
 
     /* The first chunk of send buffers now: an interface whose memory cannot
      * be registered (the device's MR limit) fails to open with that error,
@@ -884,8 +993,9 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
      * UCS_ERR_NO_RESOURCE for ever) */
     desc = ucs_mpool_get(&self->tx_mp);
     if (desc == NULL) {
-        ucs_error("qpx iface %s:%d: no send buffer could be allocated and "
-                  "registered", self->md->dev.name, self->port_num);
+        ucs_log(self->exhausted_level, "qpx iface %s:%d: no send buffer "
+                "could be allocated and registered", self->md->dev.name,
+                self->port_num);
         status = UCS_ERR_NO_MEMORY;
         goto err_tx_mp_cleanup;
     }

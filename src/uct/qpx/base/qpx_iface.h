@@ -195,6 +195,13 @@ struct qpx_iface {
     int                       rx_mp_locked;
     ucs_spinlock_t            rx_mp_lock;
     ucs_mpool_t               tx_mp;
+    /* UCX's ops of rx_mp and tx_mp, with chunk_alloc wrapped: a pool the
+     * device has no registration left for keeps what it has
+     * (qpx_iface_mp_grow) */
+    ucs_mpool_ops_t           rx_mp_ops;
+    ucs_mpool_ops_t           tx_mp_ops;
+    ucs_status_t              (*mp_chunk_alloc)(ucs_mpool_t*, size_t*,
+                                                void**);
     uct_recv_desc_t           release_desc;
     ucs_arbiter_t             arbiter;   /* of the eps' pending groups */
     struct {
@@ -209,9 +216,10 @@ struct qpx_iface {
     khash_t(qpx_qp_map)       qp_map;
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
-    /* How a QP the device has no room for is logged (qpx_qp_exhausted_level):
-     * error, unless the transport's user degrades and says so itself */
-    ucs_log_level_t           qp_exhausted_level;
+    /* How a QP, CQ or SRQ the device has no room or memory for is logged
+     * (qpx_qp_exhausted_level for QPs): error, unless the transport's user
+     * degrades and says so itself */
+    ucs_log_level_t           exhausted_level;
     struct {
         struct ibv_qp         *qp;       /* without an SRQ: the QP whose
                                             receive queue is refilled */
@@ -316,10 +324,20 @@ void qpx_iface_rx_share_next(qpx_iface_t *owner);
  * them. Construction calls it; owner may be NULL. */
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
-/* The next qpx interface this thread constructs logs a QP the device has
- * no room for at level (its qp_exhausted_level; error by default): for a
- * user that tries again otherwise and says so itself */
-void qpx_iface_qp_exhausted_next(ucs_log_level_t level);
+/* The next qpx interface this thread constructs logs a QP, CQ or SRQ the
+ * device has no room or memory for (ENOMEM, EAGAIN) at level (its
+ * exhausted_level; error by default): for a user that goes on without it
+ * and says so itself */
+void qpx_iface_exhausted_next(ucs_log_level_t level);
+
+/* What the device last had no room or memory for in this thread ("CQ",
+ * "SRQ", "QP"), for that user's one warning; NULL if nothing. Reading it
+ * clears it. */
+const char *qpx_iface_exhausted_what(void);
+
+/* Say what the device had no room or memory for (for a transport's own
+ * objects; base sets it for QPs, CQs, SRQs and its buffer pools) */
+void qpx_iface_exhausted_set(const char *what);
 
 /* iface uses its receive buffer pool from UCX's async thread as well as
  * from the user's (qpx_ud's timer): where that pool is shared with another

@@ -87,21 +87,30 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
 }
 
 
+__thread ucs_log_level_t qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
+
+
 static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
                                    size_t length, unsigned flags,
                                    uct_mem_h *memh_p)
 {
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
     ucs_log_level_t level;
+    ucs_status_t status;
     struct ibv_mr *mr;
     qpx_mem_t *mem;
 
     /* A range the cache cannot hold (memory not writable, say) is
-     * registered on its own */
-    if (qpx_md_rcache_ready(md) &&
-        (qpx_md_rcache_get(md, address, length, flags, &mem) == UCS_OK)) {
-        *memh_p = mem;
-        return UCS_OK;
+     * registered on its own; one the device had no room for is not tried
+     * again */
+    if (qpx_md_rcache_ready(md)) {
+        status = qpx_md_rcache_get(md, address, length, flags, &mem);
+        if (status == UCS_OK) {
+            *memh_p = mem;
+            return UCS_OK;
+        } else if (status == UCS_ERR_NO_MEMORY) {
+            return status;
+        }
     }
 
     mem = malloc(sizeof(*mem));
@@ -112,8 +121,7 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
 
     mr = ibv_reg_mr(md->pd, address, length, qpx_md_access_flags(flags));
     if (mr == NULL) {
-        level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                                                        UCS_LOG_LEVEL_ERROR;
+        level = qpx_md_reg_fail_level(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS);
         ucs_log(level, "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
                 md->dev.name, address, length);
         free(mem);
@@ -379,6 +387,7 @@ static ucs_status_t qpx_md_reg_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
     qpx_md_reg_mpool_priv_t *priv = ucs_mpool_priv(mp);
     size_t size                   = sizeof(qpx_md_reg_chunk_t) + *size_p;
     qpx_md_reg_chunk_t *chunk;
+    ucs_status_t status;
     int ret;
 
     ret = posix_memalign((void**)&chunk, 64, size);
@@ -390,10 +399,11 @@ static ucs_status_t qpx_md_reg_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
 
     chunk->mr = ibv_reg_mr(priv->md->pd, chunk, size, priv->access);
     if (chunk->mr == NULL) {
-        ucs_error("%s: ibv_reg_mr(%s, %zu bytes) failed: %m",
-                  priv->md->dev.name, ucs_mpool_name(mp), size);
+        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        ucs_log(qpx_md_reg_fail_level(0), "%s: ibv_reg_mr(%s, %zu bytes) "
+                "failed: %m", priv->md->dev.name, ucs_mpool_name(mp), size);
         free(chunk);
-        return UCS_ERR_IO_ERROR;
+        return status;
     }
 
     *chunk_p = chunk + 1;

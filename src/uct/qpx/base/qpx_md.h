@@ -12,6 +12,7 @@
 #include <ucs/ucx_compat.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <errno.h>
 
 
 #define QPX_COMPONENT_NAME "qpx"
@@ -101,6 +102,22 @@ typedef struct qpx_md_reg_elem {
     uint32_t lkey;
     uint32_t rkey;
 } qpx_md_reg_elem_t;
+
+/* The level a registration the device has no room or memory for (ENOMEM,
+ * EAGAIN) is logged at in this thread, unless the caller asked quietly
+ * (UCT_MD_MEM_FLAG_HIDE_ERRORS): error by default; a pool that stops
+ * growing then and says so itself lowers it around its growth */
+extern __thread ucs_log_level_t qpx_md_reg_exhausted_level;
+
+/* The level for a registration that failed with errno (set by it) */
+static inline ucs_log_level_t qpx_md_reg_fail_level(int hide_errors)
+{
+    if (hide_errors) {
+        return UCS_LOG_LEVEL_DEBUG;
+    }
+    return ((errno == ENOMEM) || (errno == EAGAIN)) ?
+           qpx_md_reg_exhausted_level : UCS_LOG_LEVEL_ERROR;
+}
 
 /*
  * A memory pool of elements (starting with qpx_md_reg_elem_t) registered

@@ -43,15 +43,20 @@ static ucs_status_t qpx_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache,
     qpx_md_t *md                = context;
     qpx_rcache_region_t *region = ucs_derived_of(rregion,
                                                  qpx_rcache_region_t);
+    const unsigned *md_flags    = arg; /* qpx_md_rcache_get's */
     void *address               = (void*)rregion->super.start;
     size_t length               = rregion->super.end - rregion->super.start;
+    int quiet;
 
     region->mem.mr = ibv_reg_mr(md->pd, address, length,
                                 qpx_md_access_flags(0));
     if (region->mem.mr == NULL) {
-        /* the cache asks quietly when it tries a larger range first */
-        ucs_log((flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ?
-                UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+        /* the cache asks quietly when it tries a larger range first, and
+         * the md's user when it has another way (UCP's rendezvous) */
+        quiet = (flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ||
+                ((md_flags != NULL) &&
+                 (*md_flags & UCT_MD_MEM_FLAG_HIDE_ERRORS));
+        ucs_log(qpx_md_reg_fail_level(quiet),
                 "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
                 md->dev.name, address, length);
         return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;

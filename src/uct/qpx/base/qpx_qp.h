@@ -78,7 +78,7 @@ typedef struct ibv_qp *(*qpx_qp_create_func_t)(struct ibv_pd *pd,
 /* The level qpx_qp_create*() log a QP the device has no room or memory for
  * (ENOMEM, EAGAIN) in this thread: error by default; a caller that takes
  * that as a normal outcome and says so itself lowers it around the call
- * (qpx_iface_qp_get does, for an interface whose qp_exhausted_level is
+ * (qpx_iface_qp_get does, for an interface whose exhausted_level is
  * lower) */
 extern __thread ucs_log_level_t qpx_qp_exhausted_level;
 

@@ -57,10 +57,13 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     /* The words the peer writes: its credit count (flow control) and its
      * close notice (keepalive), in a registered slot of the interface */
     self->fc.enabled = (iface->config.fc_wnd > 0);
-    self->fc.ctl     = ucs_mpool_get(&iface->ctl_mp);
+    qpx_md_reg_exhausted_level = iface->super.exhausted_level;
+    self->fc.ctl               = ucs_mpool_get(&iface->ctl_mp);
+    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
     if (self->fc.ctl == NULL) {
-        ucs_error("qp 0x%x: no endpoint control words (registration "
-                  "failed)", self->qp->qp_num);
+        qpx_iface_exhausted_set("memory registration");
+        ucs_log(iface->super.exhausted_level, "qp 0x%x: no endpoint control "
+                "words (registration failed)", self->qp->qp_num);
         status = UCS_ERR_NO_MEMORY;
         goto err_put_qp;
     }

@@ -138,7 +138,7 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *self,
     status = qpx_iface_qp_get(&self->super, &self->qp);
     if (status != UCS_OK) {
         ucs_log((status == UCS_ERR_NO_MEMORY) ?
-                self->super.qp_exhausted_level : UCS_LOG_LEVEL_ERROR,
+                self->super.exhausted_level : UCS_LOG_LEVEL_ERROR,
                 "qpx_ud: no UD QP on %s (send queue %u, receive queue %u): %s",
                 self->super.md->dev.name, config->super.tx.queue_len,
                 self->super.rx.queue_len, ucs_status_string(status));
