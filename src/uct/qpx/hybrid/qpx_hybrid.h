@@ -48,6 +48,7 @@
 #define QPX_HYBRID_H_
 
 #include <uct/qpx/base/qpx_ep_table.h>
+#include <uct/qpx/base/qpx_iface.h>
 
 #include <ucs/ucx_compat.h>
 #include <ucs/datastruct/khash.h>
@@ -59,6 +60,8 @@
 #define QPX_HYBRID_TL_NAME    "qpx"
 #define QPX_HYBRID_AM_ID_CTL  (UCT_AM_ID_MAX - 1)
 #define QPX_HYBRID_ADDR_MAX   64  /* bytes of a sub-interface address */
+#define QPX_HYBRID_COLD_TRIES   20    /* the cold path's interface, when */
+#define QPX_HYBRID_COLD_WAIT_US 50000 /* the device is out of queues */
 #define QPX_HYBRID_IDLE_CALLS 4096 /* progress calls without work: idle */
 #define QPX_HYBRID_IDLE_EVERY 16   /* an idle path is polled every N calls */
 
@@ -232,7 +235,8 @@ typedef struct qpx_hybrid_iface_config {
 struct qpx_hybrid_iface {
     uct_base_iface_t    super;
     uct_iface_h         cold;        /* the cold path: qpx_dc, or qpx_ud */
-    uct_iface_h         rc;          /* the hot path, NULL: none (degraded) */
+    uct_iface_h         rc;          /* the hot path, NULL: not open (yet,
+                                        or degraded) */
     uct_iface_config_t  *cold_config;
     const char          *cold_tl;    /* "qpx_dc" or "qpx_ud" */
     uct_iface_config_t  *rc_config;
@@ -254,6 +258,22 @@ struct qpx_hybrid_iface {
     unsigned            cold_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
+    /* The RC interface opens at the first promotion, ours or a peer's,
+     * unless the cold path receives from its SRQ (then it opens first and
+     * stays): a process with no hot peer holds no CQ or buffer of it. What
+     * opening a sub-interface needs is kept; RC's attributes were read at
+     * the hybrid's open, from an RC interface opened and closed there
+     * (rc_avail: it could be; if not, every endpoint stays on the cold
+     * path) */
+    struct {
+        uct_md_h           md;
+        uct_worker_h       worker;
+        uct_iface_params_t params;
+        char               dev_name[UCT_DEVICE_NAME_MAX];
+        qpx_iface_t        *owner;   /* whose SRQ RC receives from */
+    } open_args;
+    uct_iface_attr_t    rc_attr;
+    int                 rc_avail;
     /* After an RC endpoint could not be created (no QP, CQ or memory
      * registration left): none is tried before rc_retry_at, the wait
      * doubling from 100 ms to 10 s while it keeps failing */
@@ -299,6 +319,9 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
 {
     return ucs_derived_of(ep->super.super.iface, qpx_hybrid_iface_t);
 }
+
+/* qpx_hybrid_iface.c */
+ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
 
 /* qpx_hybrid_ep.c */
 UCS_CLASS_DECLARE(qpx_hybrid_ep_t, const uct_ep_params_t*);

@@ -81,7 +81,7 @@ void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff)
 
     ep->tx_count     = 0;
     ep->window_start = qpx_hybrid_time_ns();
-    if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
+    if (!iface->rc_avail || (iface->config.pool_size == 0)) {
         ep->promote_at = UINT64_MAX;
     } else {
         ep->promote_at = (uint64_t)iface->config.promote_thresh <<

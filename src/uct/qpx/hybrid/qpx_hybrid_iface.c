@@ -214,35 +214,132 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 }
 
 
-/* The hot path's interface (optional: without it every endpoint stays on
- * the cold path), receiving from owner's SRQ where owner is given */
-static void qpx_hybrid_iface_open_rc(qpx_hybrid_iface_t *self, uct_md_h md,
-                                     uct_worker_h worker,
-                                     const uct_iface_params_t *params,
-                                     qpx_iface_t *owner)
+/* The hot path's interface, receiving from open_args.owner's SRQ where there
+ * is one. What the device has no room or memory for is logged at debug
+ * level: the caller says in one warning what ran out and what it does
+ * (qpx_iface_exhausted_what). Where the hybrid has events, its epoll set
+ * watches the new interface too. */
+ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
 {
+    struct epoll_event ev;
+    ucs_status_t status;
+    int fd;
+
+    qpx_iface_rx_share_next(iface->open_args.owner);
+    qpx_iface_exhausted_next(UCS_LOG_LEVEL_DEBUG);
+    status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
+                                       iface->open_args.worker,
+                                       &iface->open_args.params, "qpx_rc", 0,
+                                       &iface->rc_config, &iface->rc);
+    qpx_iface_rx_share_next(NULL);
+    qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+    if (status != UCS_OK) {
+        iface->rc = NULL;
+        return status;
+    }
+
+    if (iface->epfd >= 0) {
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        if ((uct_iface_event_fd_get(iface->rc, &fd) != UCS_OK) ||
+            (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+            ucs_error("qpx iface %p: the RC interface's event fd cannot be "
+                      "watched: %m", iface);
+            uct_iface_close(iface->rc);
+            uct_config_release(iface->rc_config);
+            iface->rc = NULL;
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+
+    ucs_debug("qpx iface %p: RC interface %p opened (%s)", iface, iface->rc,
+              (ucs_derived_of(iface->rc, qpx_iface_t)->rx_owner != NULL) ?
+              "its QPs receive from the cold path's SRQ" : "an SRQ of its own");
+    return UCS_OK;
+}
+
+
+/* The RC interface at the hybrid's open (already open, or opened now): its
+ * attributes, and the interface itself where it must stay (keep: the cold
+ * path receives from its SRQ). Without it every endpoint stays on the cold
+ * path. */
+static void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
+{
+    const char *what;
     ucs_status_t status;
 
-    qpx_iface_rx_share_next(owner);
-    status = qpx_hybrid_iface_open_sub(self, md, worker, params, "qpx_rc", 0,
-                                       &self->rc_config, &self->rc);
-    qpx_iface_rx_share_next(NULL);
+    (void)qpx_iface_exhausted_what();
+    status = (self->rc != NULL) ? UCS_OK : qpx_hybrid_iface_rc_open(self);
+    if (status == UCS_OK) {
+        status = uct_iface_query(self->rc, &self->rc_attr);
+        if ((status == UCS_OK) && !keep) {
+            uct_iface_close(self->rc);
+            uct_config_release(self->rc_config);
+            self->rc = NULL;
+        }
+    }
     if (status != UCS_OK) {
-        ucs_warn("qpx: %s: no RC interface (%s): every endpoint stays on %s",
-                 params->mode.device.dev_name, ucs_status_string(status),
-                 self->cold_tl);
-        self->rc = NULL;
+        what = qpx_iface_exhausted_what();
+        ucs_warn("qpx: %s: no RC interface (%s%s%s): every endpoint stays on "
+                 "%s", self->open_args.dev_name, (what != NULL) ? "no " : "",
+                 (what != NULL) ? what : ucs_status_string(status),
+                 (what != NULL) ? " left on the device" : "", self->cold_tl);
+        if (self->rc != NULL) {
+            uct_iface_close(self->rc);
+            uct_config_release(self->rc_config);
+            self->rc = NULL;
+        }
         self->stats.rc_failures++;
         return;
     }
 
-    /* An RC QP the device has no room for leaves an endpoint on the cold
-     * path: said once, as a warning, by the hybrid */
-    ucs_derived_of(self->rc, qpx_iface_t)->qp_exhausted_level =
-            UCS_LOG_LEVEL_DEBUG;
+    self->rc_avail       = 1;
+    self->addr.rc_ep_len = self->rc_attr.ep_addr_len;
     if (self->config.pool_size == 0) {
         ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
                   self->cold_tl);
+    }
+}
+
+
+/*
+ * The cold path's interface, receiving from the RC interface's SRQ where
+ * that is open already. Where the device has no CQ, QP or SRQ left, it is
+ * tried again up to tries times, QPX_HYBRID_COLD_WAIT_US apart: another
+ * process's hybrid may hold the device's last ones for the moment its RC
+ * interface is opened and closed (qpx_hybrid_iface_rc_probe). Only the
+ * last failure is logged as an error, and none beside the RC interface
+ * (the caller then closes that and tries again).
+ */
+static ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
+                                               unsigned tries)
+{
+    qpx_iface_t *owner = (self->rc != NULL) ?
+                         ucs_derived_of(self->rc, qpx_iface_t) : NULL;
+    const char *what;
+    ucs_status_t status;
+    unsigned attempt;
+
+    for (attempt = 1; ; ++attempt) {
+        qpx_iface_rx_share_next(owner);
+        qpx_iface_exhausted_next(((attempt < tries) || (owner != NULL)) ?
+                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR);
+        (void)qpx_iface_exhausted_what();
+        status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
+                                           self->open_args.worker,
+                                           &self->open_args.params,
+                                           self->cold_tl, owner != NULL,
+                                           &self->cold_config, &self->cold);
+        qpx_iface_rx_share_next(NULL);
+        qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+        what = qpx_iface_exhausted_what();
+        if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
+            return status;
+        }
+        ucs_debug("qpx: %s: no %s left on the device for %s (attempt %u of "
+                  "%u): trying again", self->open_args.dev_name, what,
+                  self->cold_tl, attempt, tries);
+        usleep(QPX_HYBRID_COLD_WAIT_US);
     }
 }
 
@@ -273,26 +370,23 @@ static void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self)
 /*
  * Events: when both sub-interfaces offer them, one epoll fd over their
  * event fds is the hybrid's (readable when either is), and arming arms
- * both. UCP puts the hybrid on its lanes in wakeup mode only then.
+ * both. UCP puts the hybrid on its lanes in wakeup mode only then. An RC
+ * interface opened later joins the set (qpx_hybrid_iface_rc_open).
  */
-static void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self)
+static void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
+                                        const uct_iface_attr_t *cold_attr)
 {
     const uint64_t need = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                           UCT_IFACE_FLAG_EVENT_RECV |
                           UCT_IFACE_FLAG_EVENT_FD;
     uct_iface_h subs[2] = {self->cold, self->rc};
     struct epoll_event ev;
-    uct_iface_attr_t attr;
-    uint64_t flags = UINT64_MAX;
+    uint64_t flags;
     int i, fd;
 
-    self->epfd        = -1;
-    self->event_flags = 0;
-    for (i = 0; i < 2; ++i) {
-        if ((subs[i] == NULL) || (uct_iface_query(subs[i], &attr) != UCS_OK)) {
-            continue;
-        }
-        flags &= attr.cap.event_flags;
+    flags = cold_attr->cap.event_flags;
+    if (self->rc_avail) {
+        flags &= self->rc_attr.cap.event_flags;
     }
     if ((flags & need) != need) {
         ucs_debug("qpx iface %p: no event notification (sub-interfaces "
@@ -462,6 +556,10 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->rc_warned = 0;
     self->rc_retry_at = 0;
     self->rc_backoff  = 0;
+    self->rc_avail    = 0;
+    self->epfd        = -1;
+    self->event_flags = 0;
+    self->addr.rc_ep_len = 0;
     memset(&self->stats, 0, sizeof(self->stats));
     qpx_ep_table_init(&self->eps);
     qpx_ep_table_init(&self->conns);
@@ -493,22 +591,23 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
      * hot one, stays 8-byte aligned): then the RC interface opens first */
     self->cold_tl = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
     rc_first      = config->shared_srq && !strcmp(self->cold_tl, "qpx_ud");
-    if (rc_first) {
-        qpx_hybrid_iface_open_rc(self, md, worker, params, NULL);
+
+    self->open_args.md     = md;
+    self->open_args.worker = worker;
+    self->open_args.params = *params;
+    self->open_args.owner  = NULL;
+    ucs_strncpy_zero(self->open_args.dev_name, params->mode.device.dev_name,
+                     sizeof(self->open_args.dev_name));
+    self->open_args.params.mode.device.dev_name = self->open_args.dev_name;
+    if (rc_first && (qpx_hybrid_iface_rc_open(self) != UCS_OK)) {
+        rc_first = 0; /* the cold path alone, then RC with an SRQ each */
     }
 
     /* The cold path is required (a QP the RC interface left it no room
      * for is tried again below, so not an error yet) */
-    if (rc_first && (self->rc != NULL)) {
-        qpx_iface_rx_share_next(ucs_derived_of(self->rc, qpx_iface_t));
-        qpx_iface_qp_exhausted_next(UCS_LOG_LEVEL_DEBUG);
-    }
-    status = qpx_hybrid_iface_open_sub(self, md, worker, params,
-                                       self->cold_tl, rc_first,
-                                       &self->cold_config, &self->cold);
-    qpx_iface_rx_share_next(NULL);
-    qpx_iface_qp_exhausted_next(UCS_LOG_LEVEL_ERROR);
-    if ((status != UCS_OK) && rc_first && (self->rc != NULL)) {
+    status = qpx_hybrid_iface_open_cold(self, rc_first ? 1 :
+                                        QPX_HYBRID_COLD_TRIES);
+    if ((status != UCS_OK) && rc_first) {
         /* The RC interface may hold what the cold path needs (a QP, a CQ,
          * memory the device ran out of): the cold path first, on its own,
          * as with UCX_QPX_SHARED_SRQ=n */
@@ -519,9 +618,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         uct_config_release(self->rc_config);
         self->rc = NULL;
         rc_first = 0;
-        status   = qpx_hybrid_iface_open_sub(self, md, worker, params,
-                                             self->cold_tl, 0,
-                                             &self->cold_config, &self->cold);
+        status   = qpx_hybrid_iface_open_cold(self, QPX_HYBRID_COLD_TRIES);
     }
     if (status != UCS_OK) {
         ucs_error("qpx: %s: no %s interface for the cold path (%s)",
@@ -531,14 +628,14 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     /* The hot path is not: without it every endpoint stays on the cold
-     * one */
+     * one. Unless the cold path receives from its SRQ, it opens at the
+     * first promotion. */
     if (!rc_first) {
-        qpx_hybrid_iface_open_rc(self, md, worker, params,
-                                 (config->shared_srq &&
-                                  !strcmp(self->cold_tl, "qpx_dc")) ?
-                                 ucs_derived_of(self->cold, qpx_iface_t) :
-                                 NULL);
+        self->open_args.owner = (config->shared_srq &&
+                               !strcmp(self->cold_tl, "qpx_dc")) ?
+                              ucs_derived_of(self->cold, qpx_iface_t) : NULL;
     }
+    qpx_hybrid_iface_rc_probe(self, rc_first);
 
     status = uct_iface_get_device_address(self->cold,
                                           (uct_device_addr_t*)self->addr.dev);
@@ -564,20 +661,10 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     }
     self->addr.dev_len   = attr.device_addr_len;
     self->addr.iface_len = attr.iface_addr_len;
-    self->addr.rc_ep_len = 0;
-    if (self->rc != NULL) {
-        status = uct_iface_query(self->rc, &attr);
-        if (status != UCS_OK) {
-            goto err_close;
-        }
-        self->addr.rc_ep_len = attr.ep_addr_len;
-    }
 
-    qpx_hybrid_iface_event_init(self);
+    qpx_hybrid_iface_event_init(self, &attr);
     if (self->rc != NULL) {
         ucs_debug("qpx iface %p: %s", self,
-                  (ucs_derived_of(self->rc, qpx_iface_t)->rx_owner != NULL) ?
-                  "RC QPs receive from the cold path's SRQ" :
                   (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner != NULL) ?
                   "the cold path receives from the RC QPs' SRQ" :
                   "RC QPs and the cold path have an SRQ each");
@@ -768,7 +855,6 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
     uct_iface_attr_t *a       = iface_attr;
     const uct_iface_attr_t *r;
-    uct_iface_attr_t rc_attr;
     ucs_status_t status;
     uint64_t drop;
 
@@ -776,16 +862,8 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
     if (status != UCS_OK) {
         return status;
     }
-    if (iface->rc == NULL) {
-        rc_attr = *iface_attr;
-    } else {
-        status = uct_iface_query(iface->rc, &rc_attr);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    r = &rc_attr;
+    /* The RC interface's as read at open: it may not be open now */
+    r = iface->rc_avail ? &iface->rc_attr : iface_attr;
 
     /* An endpoint may move from one path to the other between two
      * operations: it offers what both offer, within both's limits. It
@@ -793,7 +871,7 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
      * found them */
     drop = UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_CONNECT_TO_IFACE |
            UCT_IFACE_FLAG_CB_ASYNC;
-    iface_attr->cap.flags       = (iface_attr->cap.flags & rc_attr.cap.flags &
+    iface_attr->cap.flags       = (iface_attr->cap.flags & r->cap.flags &
                                    ~drop) | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     iface_attr->cap.event_flags = iface->event_flags;
 
@@ -814,18 +892,18 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
     a->cap.put.min_zcopy = ucs_max(a->cap.put.min_zcopy, r->cap.put.min_zcopy);
     a->cap.get.min_zcopy = ucs_max(a->cap.get.min_zcopy, r->cap.get.min_zcopy);
     a->cap.am.min_zcopy  = ucs_max(a->cap.am.min_zcopy, r->cap.am.min_zcopy);
-    iface_attr->cap.atomic32.op_flags  &= rc_attr.cap.atomic32.op_flags;
-    iface_attr->cap.atomic32.fop_flags &= rc_attr.cap.atomic32.fop_flags;
-    iface_attr->cap.atomic64.op_flags  &= rc_attr.cap.atomic64.op_flags;
-    iface_attr->cap.atomic64.fop_flags &= rc_attr.cap.atomic64.fop_flags;
+    iface_attr->cap.atomic32.op_flags  &= r->cap.atomic32.op_flags;
+    iface_attr->cap.atomic32.fop_flags &= r->cap.atomic32.fop_flags;
+    iface_attr->cap.atomic64.op_flags  &= r->cap.atomic64.op_flags;
+    iface_attr->cap.atomic64.fop_flags &= r->cap.atomic64.fop_flags;
 
     iface_attr->ep_addr_len = 0;
     /* A busy peer is served at RC's cost; any number of peers at DC's
      * (max_num_eps stays DC's): RC's fixed latency, without its growth
      * with the number of endpoints (RC QPs stay within the pool) */
-    iface_attr->latency.c   = rc_attr.latency.c;
-    iface_attr->overhead    = rc_attr.overhead;
-    iface_attr->bandwidth   = rc_attr.bandwidth;
+    iface_attr->latency.c   = r->latency.c;
+    iface_attr->overhead    = r->overhead;
+    iface_attr->bandwidth   = r->bandwidth;
     return UCS_OK;
 }
 

@@ -219,30 +219,41 @@ static const void *qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
 }
 
 
-/* An unconnected RC endpoint (its QP from qpx_rc's pool, or new). What
- * cannot be had (ENOMEM, a QP limit) is said once per interface: endpoints
- * stay on DC meanwhile, and every later promotion tries again */
+/* An unconnected RC endpoint (its QP from qpx_rc's pool, or new), on the
+ * RC interface, which the first one opens. What cannot be had (ENOMEM, a
+ * QP or CQ limit) is said once per interface: endpoints stay on the cold
+ * path meanwhile, and later promotions try again, after a wait */
 static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
                                             uct_ep_h *ep_p)
 {
+    uint64_t now = qpx_hybrid_time_ns();
     uct_ep_params_t params;
+    qpx_iface_t *rc_iface;
     ucs_status_t status;
-
-    qpx_iface_t *rc_iface = ucs_derived_of(iface->rc, qpx_iface_t);
-    uint64_t now          = qpx_hybrid_time_ns();
+    const char *what;
     unsigned room;
 
     if (now < iface->rc_retry_at) {
         return UCS_ERR_NO_RESOURCE; /* the last one failed a moment ago */
     }
 
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    params.iface      = iface->rc;
-    status = uct_ep_create(&params, ep_p);
+    (void)qpx_iface_exhausted_what();
+    status = (iface->rc != NULL) ? UCS_OK : qpx_hybrid_iface_rc_open(iface);
+    if (status == UCS_OK) {
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+        params.iface      = iface->rc;
+        status            = uct_ep_create(&params, ep_p);
+    }
     if (status != UCS_OK) {
+        what = qpx_iface_exhausted_what();
         if (!iface->rc_warned) {
-            ucs_warn("qpx: no RC QP for a promotion (%s): endpoints stay on "
-                     "%s until one can be had", ucs_status_string(status),
+            ucs_warn("qpx: %s: no RC %s for a promotion (%s%s%s): endpoints "
+                     "stay on %s until one can be had",
+                     iface->open_args.dev_name,
+                     (iface->rc == NULL) ? "interface" : "QP",
+                     (what != NULL) ? "no " : "",
+                     (what != NULL) ? what : ucs_status_string(status),
+                     (what != NULL) ? " left on the device" : "",
                      iface->cold_tl);
             iface->rc_warned = 1;
         }
@@ -254,6 +265,7 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
         return status;
     }
     iface->rc_backoff = 0;
+    rc_iface          = ucs_derived_of(iface->rc, qpx_iface_t);
 
     /* Its QP was created, none waited in RESET: the next ones of the batch
      * are created now, within the pool, unless QPs ran out before */
@@ -328,7 +340,7 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     }
     qpx_hybrid_owner_set(iface, conn->ctl_ep, conn, QPX_HYBRID_OWNER_CONN);
 
-    if (iface->rc == NULL) {
+    if (!iface->rc_avail) {
         why = "no RC interface";
         goto decline;
     }
@@ -578,7 +590,7 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     ucs_status_t status;
     int freeing;
 
-    if ((iface->rc == NULL) || (iface->config.pool_size == 0)) {
+    if (!iface->rc_avail || (iface->config.pool_size == 0)) {
         ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
         return 1;
     }
