@@ -62,10 +62,13 @@ job "one-sided, 8 ranks, pool of 4" 8 "OSC OK" "$osc_prog" 5 -- \
     UCX_QPX_PROMOTE_THRESH=8 UCX_QPX_RC_POOL_SIZE=4
 job "one-sided, 16 ranks, pool of 4" 16 "OSC OK" "$osc_prog" 5 -- \
     UCX_QPX_PROMOTE_THRESH=8 UCX_QPX_RC_POOL_SIZE=4
+# (a window of 1 s: with the default 10 ms, 16 ranks on 2 cores beside
+# another test may take longer than that for 16 iterations, and nothing
+# is promoted)
 job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
-    UCX_QPX_PROMOTE_THRESH=16
+    UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_PROMOTE_WINDOW=1s
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \
-    UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_RC_POOL_SIZE=8
+    UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_PROMOTE_WINDOW=1s UCX_QPX_RC_POOL_SIZE=8
 # One SRQ and one receive buffer pool per rank with the UD cold path: the
 # RC QPs and the UD QP receive from the RC interface's SRQ and buffers.
 # Against UCX_QPX_SHARED_SRQ=n with qpx_ud on an SRQ of its own
