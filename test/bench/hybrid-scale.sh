@@ -1,6 +1,7 @@
 #!/bin/sh
 # The hybrid qpx against the endpoint count: QPs, registered memory,
-# resident memory and endpoints set up (created and used once) per second
+# resident memory (the growth from the interface's open, and the whole
+# process's) and endpoints set up (created and used once) per second
 # on one sending interface, its endpoints spread over 16 peer interfaces
 # (qpx_peers_bench -m footprint), for qpx_dc, qpx with its defaults (a
 # single use promotes nothing), qpx promoting every endpoint at its first
@@ -28,7 +29,7 @@ fp() { # ENV... -- ARGS...
         2>/dev/null | tail -n 1
 }
 
-printf '%-16s %8s %6s %14s %14s %12s\n' "config" "eps" "QPs" "registered MiB" "resident MiB" "eps/s"
+printf '%-16s %8s %6s %14s %14s %12s %12s\n' "config" "eps" "QPs" "registered MiB" "resident MiB" "process MiB" "eps/s"
 for cfg in qpx_dc qpx qpx-promoted rc_verbs qpx_rc; do
     echo "# $cfg" >>"$DATA"
     for e in 1 64 1024 4096; do
@@ -40,10 +41,12 @@ for cfg in qpx_dc qpx qpx-promoted rc_verbs qpx_rc; do
         qps=$(echo "$line" | sed -n 's/.*eps: \([0-9]*\) QPs.*/\1/p')
         reg=$(echo "$line" | sed -n 's/.*MRs, \([0-9.]*\) MiB registered.*/\1/p')
         res=$(echo "$line" | sed -n 's/.*+\([0-9]*\) kB resident.*/\1/p')
-        rate=$(echo "$line" | sed -n 's/.*resident, \([0-9]*\) eps\/s.*/\1/p')
+        all=$(echo "$line" | sed -n 's/.*(\([0-9]*\) kB in all).*/\1/p')
+        rate=$(echo "$line" | sed -n 's/.*in all), \([0-9]*\) eps\/s.*/\1/p')
         res_mib=$(awk -v k="${res:-0}" 'BEGIN { printf "%.1f", k / 1024 }')
-        printf '%-16s %8s %6s %14s %14s %12s\n' "$cfg" "$e" "${qps:-?}" \
-            "${reg:-?}" "$res_mib" "${rate:-?}"
+        all_mib=$(awk -v k="${all:-0}" 'BEGIN { printf "%.1f", k / 1024 }')
+        printf '%-16s %8s %6s %14s %14s %12s %12s\n' "$cfg" "$e" "${qps:-?}" \
+            "${reg:-?}" "$res_mib" "$all_mib" "${rate:-?}"
         echo "$cfg $e ${qps:-0} ${reg:-0} $res_mib ${rate:-0}" >>"$DATA"
     done
     printf '\n\n' >>"$DATA"

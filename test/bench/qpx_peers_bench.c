@@ -286,19 +286,23 @@ static int run_rate(int npeers, long msgs, int put)
 }
 
 /* The footprint line: everything complete, then the QPs, registered and
- * resident memory of this process, and the rate since t0 */
+ * resident memory of this process (its growth since rss0, taken with the
+ * interface open, and all of it), and the rate since t0 */
 static void footprint_print(node_t *n, int neps, long rss0, double t0)
 {
     sv_stats_t st;
+    long rss;
     double t1;
 
     flush_all(n);
     t1 = now_s();
     stats(&st);
+    rss = rss_kb();
     printf("%s %d eps: %u QPs (%u DCI, %u DCT), %u MRs, %.1f MiB "
-           "registered, +%ld kB resident, %.0f eps/s set up and used\n",
-           tl_name, neps, st.num_qp, st.num_dci, st.num_dct, st.num_mr,
-           st.mr_bytes / 1048576.0, rss_kb() - rss0, neps / (t1 - t0));
+           "registered, +%ld kB resident (%ld kB in all), %.0f eps/s set up "
+           "and used\n", tl_name, neps, st.num_qp, st.num_dci, st.num_dct,
+           st.num_mr, st.mr_bytes / 1048576.0, rss - rss0, rss,
+           neps / (t1 - t0));
 }
 
 /* Endpoint-to-endpoint footprint: the peer makes an endpoint for each of

@@ -195,6 +195,16 @@ static __thread ucs_log_level_t qpx_iface_exhausted_hint =
         UCS_LOG_LEVEL_ERROR;
 
 
+/* Set for the next interface this thread constructs (attr_only) */
+static __thread int qpx_iface_attr_only_hint = 0;
+
+
+void qpx_iface_attr_only_next(void)
+{
+    qpx_iface_attr_only_hint = 1;
+}
+
+
 void qpx_iface_exhausted_next(ucs_log_level_t level)
 {
     qpx_iface_exhausted_hint = level;
@@ -722,7 +732,8 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         goto err_destroy_channel;
     }
 
-    cq_len        = ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
+    cq_len        = self->attr_only ? 1 :
+                    ucs_min(config->tx.cq_len, (unsigned)dev->attr.max_cqe);
     self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->send_cq == NULL) {
@@ -761,7 +772,8 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     } else {
         posted_max = use_srq ? queue_max : config->rx.queue_len;
     }
-    cq_len        = ucs_min(posted_max, (unsigned)dev->attr.max_cqe);
+    cq_len        = self->attr_only ? 1 :
+                    ucs_min(posted_max, (unsigned)dev->attr.max_cqe);
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->recv_cq == NULL) {
@@ -901,6 +913,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->qp_caps_granted           = 0;
     self->exhausted_level        = qpx_iface_exhausted_hint;
     qpx_iface_exhausted_hint     = UCS_LOG_LEVEL_ERROR;
+    self->attr_only              = qpx_iface_attr_only_hint;
+    qpx_iface_attr_only_hint     = 0;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.grows                  = 0;
@@ -991,15 +1005,17 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
      * be registered (the device's MR limit) fails to open with that error,
      * instead of refusing every send later with no end (UCP retries a
      * UCS_ERR_NO_RESOURCE for ever) */
-    desc = ucs_mpool_get(&self->tx_mp);
-    if (desc == NULL) {
-        ucs_log(self->exhausted_level, "qpx iface %s:%d: no send buffer "
-                "could be allocated and registered", self->md->dev.name,
-                self->port_num);
-        status = UCS_ERR_NO_MEMORY;
-        goto err_tx_mp_cleanup;
+    if (!self->attr_only) {
+        desc = ucs_mpool_get(&self->tx_mp);
+        if (desc == NULL) {
+            ucs_log(self->exhausted_level, "qpx iface %s:%d: no send buffer "
+                    "could be allocated and registered", self->md->dev.name,
+                    self->port_num);
+            status = UCS_ERR_NO_MEMORY;
+            goto err_tx_mp_cleanup;
+        }
+        ucs_mpool_put(desc);
     }
-    ucs_mpool_put(desc);
 
     ucs_debug("qpx iface %p %s:%d seg %zu rx hdr %zu payload %zu headroom "
               "%zu srq %u", self, self->md->dev.name, self->port_num,

@@ -220,6 +220,8 @@ struct qpx_iface {
      * (qpx_qp_exhausted_level for QPs): error, unless the transport's user
      * degrades and says so itself */
     ucs_log_level_t           exhausted_level;
+    /* Opened only to read its attributes (qpx_iface_attr_only_next) */
+    int                       attr_only;
     struct {
         struct ibv_qp         *qp;       /* without an SRQ: the QP whose
                                             receive queue is refilled */
@@ -329,6 +331,12 @@ int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
  * exhausted_level; error by default): for a user that goes on without it
  * and says so itself */
 void qpx_iface_exhausted_next(ucs_log_level_t level);
+
+/* The next qpx interface this thread constructs is opened only to be
+ * queried (uct_iface_query) and closed: CQs of one entry, no send buffer
+ * allocated ahead. Its attributes are those of an interface of the same
+ * configuration; it must not be used for anything else. */
+void qpx_iface_attr_only_next(void);
 
 /* What the device last had no room or memory for in this thread ("CQ",
  * "SRQ", "QP"), for that user's one warning; NULL if nothing. Reading it

@@ -60,6 +60,8 @@
 #define QPX_HYBRID_TL_NAME    "qpx"
 #define QPX_HYBRID_AM_ID_CTL  (UCT_AM_ID_MAX - 1)
 #define QPX_HYBRID_ADDR_MAX   64  /* bytes of a sub-interface address */
+#define QPX_HYBRID_SUB_UD_SRQ   UCS_BIT(0) /* qpx_hybrid_iface_open_sub */
+#define QPX_HYBRID_SUB_PROBE    UCS_BIT(1)
 #define QPX_HYBRID_COLD_TRIES   20    /* the cold path's interface, when */
 #define QPX_HYBRID_COLD_WAIT_US 50000 /* the device is out of queues */
 #define QPX_HYBRID_IDLE_CALLS 4096 /* progress calls without work: idle */

@@ -157,15 +157,30 @@ static void qpx_hybrid_dc_config_auto(uct_iface_config_t *config)
 }
 
 
+/* What an RC interface opened only to read its attributes is given: the
+ * smallest queues and pools, none of which the attributes depend on (they
+ * follow SEG_SIZE, TX_MAX_INLINE and the device; qpx_hybrid_iface_rc_open
+ * checks that the real one offers the same) */
+static const char *qpx_hybrid_rc_probe_config[][2] = {
+    {"TX_QUEUE_LEN", "16"}, {"TX_CQ_LEN", "16"}, {"TX_BUFS_GROW", "16"},
+    {"RX_QUEUE_LEN", "16"}, {"RX_QUEUE_MAX", "16"}, {"RX_BUFS_GROW", "16"},
+    {"QP_POOL_SIZE", "0"}
+};
+
+
+/* A sub-interface; flags: QPX_HYBRID_SUB_UD_SRQ (qpx_ud receives from an
+ * SRQ, to share one), QPX_HYBRID_SUB_PROBE (an RC interface opened only to
+ * read its attributes) */
 static ucs_status_t
 qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
                           uct_worker_h worker, const uct_iface_params_t *params,
-                          const char *tl_name, int ud_srq,
+                          const char *tl_name, unsigned flags,
                           uct_iface_config_t **config_p, uct_iface_h *iface_p)
 {
     uct_iface_params_t sub_params;
     uct_iface_config_t *config;
     ucs_status_t status;
+    unsigned i;
 
     status = uct_md_iface_config_read(md, tl_name, NULL, NULL, &config);
     if (status != UCS_OK) {
@@ -176,9 +191,15 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 
     if (!strcmp(tl_name, "qpx_dc")) {
         qpx_hybrid_dc_config_auto(config);
-    } else if (ud_srq && !strcmp(tl_name, "qpx_ud") &&
+    } else if ((flags & QPX_HYBRID_SUB_UD_SRQ) && !strcmp(tl_name, "qpx_ud") &&
                (uct_config_modify(config, "SRQ", "y") != UCS_OK)) {
         ucs_debug("qpx: qpx_ud's SRQ option not set: its own receive queue");
+    } else if (flags & QPX_HYBRID_SUB_PROBE) {
+        for (i = 0; i < ucs_static_array_size(qpx_hybrid_rc_probe_config);
+             ++i) {
+            (void)uct_config_modify(config, qpx_hybrid_rc_probe_config[i][0],
+                                    qpx_hybrid_rc_probe_config[i][1]);
+        }
     }
 
     memset(&sub_params, 0, sizeof(sub_params));
@@ -214,6 +235,10 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 }
 
 
+static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
+                                                 int probe);
+
+
 /* The hot path's interface, receiving from open_args.owner's SRQ where there
  * is one. What the device has no room or memory for is logged at debug
  * level: the caller says in one warning what ran out and what it does
@@ -221,15 +246,32 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
  * watches the new interface too. */
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
 {
+    return qpx_hybrid_iface_rc_open_sub(iface, 0);
+}
+
+
+/* probe: opened only to read its attributes (qpx_iface_attr_only_next:
+ * CQs of one entry, no send buffer) with the smallest queues
+ * (qpx_hybrid_rc_probe_config); on the cold path's SRQ like the real one,
+ * since an SRQ of its own would take a registration for its buffers, one
+ * that a process whose cold path is still opening may need */
+static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
+                                                 int probe)
+{
+    uct_iface_attr_t attr;
     struct epoll_event ev;
     ucs_status_t status;
     int fd;
 
     qpx_iface_rx_share_next(iface->open_args.owner);
     qpx_iface_exhausted_next(UCS_LOG_LEVEL_DEBUG);
+    if (probe) {
+        qpx_iface_attr_only_next();
+    }
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
-                                       &iface->open_args.params, "qpx_rc", 0,
+                                       &iface->open_args.params, "qpx_rc",
+                                       probe ? QPX_HYBRID_SUB_PROBE : 0,
                                        &iface->rc_config, &iface->rc);
     qpx_iface_rx_share_next(NULL);
     qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
@@ -238,24 +280,40 @@ ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
         return status;
     }
 
-    if (iface->epfd >= 0) {
+    /* UCP was told what the one opened at the hybrid's open offered */
+    if (!probe && iface->rc_avail &&
+        ((uct_iface_query(iface->rc, &attr) != UCS_OK) ||
+         memcmp(&attr.cap, &iface->rc_attr.cap, sizeof(attr.cap)) ||
+         (attr.ep_addr_len != iface->rc_attr.ep_addr_len))) {
+        ucs_error("qpx iface %p: the RC interface offers other capabilities "
+                  "than the one its attributes were read from", iface);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_close;
+    }
+
+    if (!probe && (iface->epfd >= 0)) {
         memset(&ev, 0, sizeof(ev));
         ev.events = EPOLLIN;
         if ((uct_iface_event_fd_get(iface->rc, &fd) != UCS_OK) ||
             (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
             ucs_error("qpx iface %p: the RC interface's event fd cannot be "
                       "watched: %m", iface);
-            uct_iface_close(iface->rc);
-            uct_config_release(iface->rc_config);
-            iface->rc = NULL;
-            return UCS_ERR_IO_ERROR;
+            status = UCS_ERR_IO_ERROR;
+            goto err_close;
         }
     }
 
     ucs_debug("qpx iface %p: RC interface %p opened (%s)", iface, iface->rc,
+              probe ? "to read its attributes" :
               (ucs_derived_of(iface->rc, qpx_iface_t)->rx_owner != NULL) ?
               "its QPs receive from the cold path's SRQ" : "an SRQ of its own");
     return UCS_OK;
+
+err_close:
+    uct_iface_close(iface->rc);
+    uct_config_release(iface->rc_config);
+    iface->rc = NULL;
+    return status;
 }
 
 
@@ -269,7 +327,8 @@ static void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
     ucs_status_t status;
 
     (void)qpx_iface_exhausted_what();
-    status = (self->rc != NULL) ? UCS_OK : qpx_hybrid_iface_rc_open(self);
+    status = (self->rc != NULL) ? UCS_OK :
+             qpx_hybrid_iface_rc_open_sub(self, !keep);
     if (status == UCS_OK) {
         status = uct_iface_query(self->rc, &self->rc_attr);
         if ((status == UCS_OK) && !keep) {
@@ -328,7 +387,9 @@ static ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
                                            &self->open_args.params,
-                                           self->cold_tl, owner != NULL,
+                                           self->cold_tl,
+                                           (owner != NULL) ?
+                                           QPX_HYBRID_SUB_UD_SRQ : 0,
                                            &self->cold_config, &self->cold);
         qpx_iface_rx_share_next(NULL);
         qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);

@@ -442,7 +442,8 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
              self->super.rx.queue_len - self->super.rx.batch : 0;
     self->config.fc_wnd    = ucs_min(config->fc_wnd_size, max_fc);
     self->config.fc_thresh = ucs_max(1, self->config.fc_wnd / 2);
-    if ((config->fc_wnd_size > 0) && (self->config.fc_wnd == 0)) {
+    if ((config->fc_wnd_size > 0) && (self->config.fc_wnd == 0) &&
+        !self->super.attr_only) {
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
 
