@@ -61,8 +61,14 @@ cs_server() {
 
 # cs_case TLS API EXPECTED-TL (UCX_SOCKADDR_TLS_PRIORITY names the CM)
 cs_case() {
-    cs_server 30 UCX_TLS="$1" -- -c "$2"
-    UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -c "$2" \
+    cs_server 90 UCX_TLS="$1" -- -c "$2"
+    if [ -z "$port" ]; then
+        kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        qpx_fail "$cm: UCX_TLS=$1 $2: the server did not listen within 60 s"
+        tail -n 5 "$TL_TMP/srv.log"
+        return
+    fi
+    UCX_TLS=$1 LD_PRELOAD=$QPX_MODULE timeout 60 "$TL_TMP/ucs" -c "$2" \
         -a 127.0.0.1 -p "$port" >"$TL_TMP/cli.log" 2>&1
     crc=$?
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
@@ -110,22 +116,40 @@ done
 # Over qpx's CM: one server, three clients one after another, 1000
 # messages each, each client's last message checked. Beside a 16-rank MPI
 # test on 2 cores a client took over 30 s, and the server was stopped
-# after 60 s while the third ran: each client has 60 s, the server 200
+# after 60 s while the third ran: each client has 60 s, the server 200.
+#
+# Under such load the example meets a race of UCP 1.13's own, the same
+# over UCX's rdmacm (seen 2026-11-26): a client that disconnects before
+# its server has closed its endpoint fails that endpoint ("Connection
+# reset by remote peer": the server loses what it had not consumed yet, or
+# its close of the failed endpoint never completes, and the next client
+# waits for a server that no longer accepts). One round that ends so
+# (the server logged the reset) is run again, once, and said so.
+three_clients() {
+    cs_server 200 -- -i 1000
+    ok=0
+    for c in 1 2 3; do
+        LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL "$TL_TMP/ucs" -i 1000 \
+            -a 127.0.0.1 -p "$port" >"$TL_TMP/cli$c.log" 2>&1 &&
+            grep -q '^Client: iteration #1000$' "$TL_TMP/cli$c.log" &&
+            [ "$(grep -c '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli$c.log")" -eq 2 ] &&
+            ok=$((ok + 1))
+    done
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+}
 export UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud
-cs_server 200 -- -i 1000
-ok=0
-for c in 1 2 3; do
-    LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL "$TL_TMP/ucs" -i 1000 \
-        -a 127.0.0.1 -p "$port" >"$TL_TMP/cli$c.log" 2>&1 &&
-        grep -q '^Client: iteration #1000$' "$TL_TMP/cli$c.log" &&
-        [ "$(grep -c '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli$c.log")" -eq 2 ] &&
-        ok=$((ok + 1))
-done
-kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+three_clients
+again=""
+if [ $ok -ne 3 ] &&
+   grep -q "invoked with status -25 (Connection reset by remote peer)" \
+        "$TL_TMP/srv.log"; then
+    again=" (the second round: in the first, $ok of 3, a client disconnected before its server closed)"
+    three_clients
+fi
 if [ $ok -eq 3 ]; then
-    qpx_pass "qpx cm: one server, 3 clients in turn, 1000 messages each, intact"
+    qpx_pass "qpx cm: one server, 3 clients in turn, 1000 messages each, intact$again"
 else
-    qpx_fail "qpx cm: $ok of 3 clients in turn completed intact"
+    qpx_fail "qpx cm: $ok of 3 clients in turn completed intact$again"
     tail -n 5 "$TL_TMP/srv.log"
     for c in 1 2 3; do
         echo "--- client $c"; tail -n 3 "$TL_TMP/cli$c.log"
