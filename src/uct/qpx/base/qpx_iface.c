@@ -199,9 +199,9 @@ static __thread ucs_log_level_t qpx_iface_exhausted_hint =
 static __thread int qpx_iface_attr_only_hint = 0;
 
 
-void qpx_iface_attr_only_next(void)
+void qpx_iface_attr_only_next(int attr_only)
 {
-    qpx_iface_attr_only_hint = 1;
+    qpx_iface_attr_only_hint = attr_only;
 }
 
 

@@ -332,11 +332,13 @@ int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
  * and says so itself */
 void qpx_iface_exhausted_next(ucs_log_level_t level);
 
-/* The next qpx interface this thread constructs is opened only to be
- * queried (uct_iface_query) and closed: CQs of one entry, no send buffer
- * allocated ahead. Its attributes are those of an interface of the same
- * configuration; it must not be used for anything else. */
-void qpx_iface_attr_only_next(void);
+/* With attr_only, the next qpx interface this thread constructs is opened
+ * only to be queried (uct_iface_query) and closed: CQs of one entry, no
+ * send buffer allocated ahead. Its attributes are those of an interface of
+ * the same configuration; it must not be used for anything else. The
+ * caller clears it (0) after the open, which may fail before construction
+ * takes it. */
+void qpx_iface_attr_only_next(int attr_only);
 
 /* What the device last had no room or memory for in this thread ("CQ",
  * "SRQ", "QP"), for that user's one warning; NULL if nothing. Reading it

@@ -265,9 +265,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
 
     qpx_iface_rx_share_next(iface->open_args.owner);
     qpx_iface_exhausted_next(UCS_LOG_LEVEL_DEBUG);
-    if (probe) {
-        qpx_iface_attr_only_next();
-    }
+    qpx_iface_attr_only_next(probe);
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
@@ -275,6 +273,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
                                        &iface->rc_config, &iface->rc);
     qpx_iface_rx_share_next(NULL);
     qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+    qpx_iface_attr_only_next(0);
     if (status != UCS_OK) {
         iface->rc = NULL;
         return status;
@@ -286,8 +285,10 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
          memcmp(&attr.cap, &iface->rc_attr.cap, sizeof(attr.cap)) ||
          (attr.ep_addr_len != iface->rc_attr.ep_addr_len))) {
         ucs_error("qpx iface %p: the RC interface offers other capabilities "
-                  "than the one its attributes were read from", iface);
-        status = UCS_ERR_UNSUPPORTED;
+                  "than the one its attributes were read from: no endpoint "
+                  "is promoted", iface);
+        iface->rc_avail = 0;
+        status          = UCS_ERR_UNSUPPORTED;
         goto err_close;
     }
 
