@@ -1,5 +1,6 @@
 /*
- * qpx interface core: CQs, SRQ, receive and send buffers, QP pool.
+ * qpx interface core: configuration, CQs and SRQ, send and receive buffer
+ * pools, the QP pool and map, query; the receive side is qpx_iface_rx.c.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -115,80 +116,6 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 static __thread const char *qpx_iface_exhausted_res = NULL;
 
 
-/*
- * A chunk for rx_mp or tx_mp from UCX's allocator. Where the device has no
- * memory registration (or memory) left, the pool keeps the buffers it has:
- * its quota drops to 0, so that later gets find it empty without asking
- * the device again (libucs logs the failed chunk once), and the sends or
- * receives it serves wait for buffers to come back. Said once per pool, at
- * warning level; the first chunk's failure is the interface's open's.
- */
-static ucs_status_t qpx_iface_mp_grow(qpx_iface_t *iface, ucs_mpool_t *mp,
-                                      size_t *size_p, void **chunk_p)
-{
-    ucs_status_t status;
-
-    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_DEBUG;
-    status = iface->mp_chunk_alloc(mp, size_p, chunk_p);
-    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
-    if (status != UCS_ERR_NO_MEMORY) {
-        return status;
-    }
-
-    qpx_iface_exhausted_res = "memory registration";
-    mp->data->quota         = 0;
-    ucs_log((mp->data->chunks == NULL) ? UCS_LOG_LEVEL_DEBUG :
-            UCS_LOG_LEVEL_WARN, "qpx iface %p %s:%d: no memory registration "
-            "of %zu bytes left for %s: it keeps the buffers it has", iface,
-            iface->md->dev.name, iface->port_num, *size_p,
-            ucs_mpool_name(mp));
-    return status;
-}
-
-
-static ucs_status_t qpx_iface_rx_mp_grow(ucs_mpool_t *mp, size_t *size_p,
-                                         void **chunk_p)
-{
-    return qpx_iface_mp_grow(ucs_container_of(mp, qpx_iface_t, rx_mp), mp,
-                             size_p, chunk_p);
-}
-
-
-static ucs_status_t qpx_iface_tx_mp_grow(ucs_mpool_t *mp, size_t *size_p,
-                                         void **chunk_p)
-{
-    return qpx_iface_mp_grow(ucs_container_of(mp, qpx_iface_t, tx_mp), mp,
-                             size_p, chunk_p);
-}
-
-
-/* mp (initialized by UCX) grows through qpx_iface_mp_grow */
-static void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp,
-                              ucs_mpool_ops_t *ops,
-                              ucs_status_t (*grow)(ucs_mpool_t*, size_t*,
-                                                   void**))
-{
-    iface->mp_chunk_alloc = mp->data->ops->chunk_alloc;
-    *ops                  = *mp->data->ops;
-    ops->chunk_alloc      = grow;
-    mp->data->ops         = ops;
-}
-
-
-/* Fill receive WR n of the batch for desc */
-static UCS_F_ALWAYS_INLINE void
-qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
-{
-    /* sg_list, num_sge, length and the chain were set at init */
-    iface->rx.sges[n].addr = (uintptr_t)desc + iface->config.rx_hdr_offset;
-    iface->rx.sges[n].lkey = desc->lkey;
-    iface->rx.wrs[n].wr_id = (uintptr_t)desc;
-}
-
-
-/* The SRQ offered to the next interface constructed by this thread */
-static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
-
 /* How the next interface constructed by this thread logs a QP the device
  * has no room for */
 static __thread ucs_log_level_t qpx_iface_exhausted_hint =
@@ -237,215 +164,6 @@ static ucs_log_level_t qpx_iface_failure_level(const qpx_iface_t *self,
     }
     qpx_iface_exhausted_res = what;
     return self->exhausted_level;
-}
-
-
-void qpx_iface_rx_share_next(qpx_iface_t *owner)
-{
-    qpx_iface_rx_share_hint = owner;
-}
-
-
-int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner)
-{
-    size_t hdr_offset, payload_offset, priv_end;
-    unsigned i;
-
-    /* The same port, buffers at least self's SEG_SIZE, and from owner's
-     * landing point back: self's header, the user's headroom and the
-     * release pointer before it, then self's private bytes after its
-     * qpx_desc_t */
-    if ((owner == NULL) || (owner->srq == NULL) || (owner->md != self->md) ||
-        (owner->port_num != self->port_num) ||
-        (owner->config.seg_size < self->config.seg_size)) {
-        return 0;
-    }
-
-    hdr_offset     = owner->config.rx_hdr_offset;
-    payload_offset = hdr_offset + self->config.rx_hdr_len;
-    priv_end       = sizeof(qpx_desc_t) + self->config.rx_priv_len;
-    if ((hdr_offset < priv_end) ||
-        (payload_offset < priv_end + sizeof(void*) +
-                          self->config.rx_headroom)) {
-        return 0;
-    }
-
-    self->config.rx_hdr_offset      = hdr_offset;
-    self->config.rx_payload_offset  = payload_offset;
-    self->config.rx_headroom_offset = payload_offset -
-                                      self->config.rx_headroom;
-    /* Every buffer in the SRQ of one length: any QP may take any */
-    for (i = 0; i < self->rx.batch; ++i) {
-        self->rx.sges[i].length = owner->config.seg_size;
-    }
-    return 1;
-}
-
-
-void qpx_iface_rx_pool_lock(qpx_iface_t *iface)
-{
-    qpx_iface_t *pool = qpx_iface_rx_pool(iface);
-
-    if ((iface->rx_owner == NULL) || pool->rx_mp_locked) {
-        return; /* not shared: the async context serializes its users */
-    }
-    pool->rx_mp_locked = 1;
-    ucs_debug("qpx iface %p: receive buffer pool of iface %p locked (used "
-              "from the async thread)", iface, pool);
-}
-
-
-/* Post up to batch buffers: the recycled ones, then fresh ones */
-static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
-{
-    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr;
-    unsigned i, n, recycled;
-    qpx_desc_t *desc;
-    int ret;
-
-    recycled = ucs_min(count, iface->rx.num_recycled);
-    for (n = 0; n < recycled; ++n) {
-        qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
-    }
-    for (; n < count; ++n) {
-        desc = qpx_iface_rx_desc_get(iface);
-        if (desc == NULL) {
-            break;
-        }
-        qpx_iface_rx_wr_set(iface, n, desc);
-    }
-
-    /* Recycled buffers beyond count (none in practice) go back to rx_mp */
-    for (i = recycled; i < iface->rx.num_recycled; ++i) {
-        qpx_iface_rx_desc_put(iface, iface->rx.recycled[i]);
-    }
-    iface->rx.num_recycled = 0;
-
-    if (n == 0) {
-        return 0;
-    }
-
-    wrs[n - 1].next = NULL;
-    ret = (iface->srq != NULL) ? ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
-                                 ibv_post_recv(iface->rx.qp, wrs, &bad_wr);
-    wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
-    if (ret != 0) {
-        /* The queue had room for count: the device or the QP failed */
-        if (iface->srq != NULL) {
-            ucs_error("ibv_post_srq_recv(srq %p, %u WRs) failed: %s",
-                      iface->srq, n, strerror(ret));
-        } else {
-            ucs_error("ibv_post_recv(qp 0x%x, %u WRs) failed: %s",
-                      iface->rx.qp->qp_num, n, strerror(ret));
-        }
-        for (i = bad_wr - wrs; i < n; ++i) {
-            qpx_iface_rx_desc_put(iface, (void*)(uintptr_t)wrs[i].wr_id);
-        }
-        n = bad_wr - wrs;
-    }
-
-    iface->rx.available -= n;
-    return n;
-}
-
-
-unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
-{
-    unsigned total = 0, chunk, n;
-
-    if (ucs_unlikely((iface->srq == NULL) && (iface->rx.qp == NULL))) {
-        return 0; /* no receive queue yet: qpx_iface_qp_get() makes it */
-    }
-
-    if (ucs_likely(count <= iface->rx.batch)) {
-        return (count == 0) ? 0 : qpx_iface_rx_post_batch(iface, count);
-    }
-
-    do {
-        chunk  = ucs_min(count - total, iface->rx.batch);
-        n      = qpx_iface_rx_post_batch(iface, chunk);
-        total += n;
-    } while ((n == chunk) && (total < count));
-
-    return total;
-}
-
-
-/* Ask the device for the SRQ limit event at a quarter of the buffers
- * posted (ibv_modify_srq(3): it fires once, when fewer remain, and is then
- * disarmed). A device without it leaves the queue at its size. */
-static void qpx_iface_rx_limit_arm(qpx_iface_t *iface)
-{
-    struct ibv_srq_attr attr;
-    int ret;
-
-    if ((iface->srq == NULL) || (iface->rx_owner != NULL) ||
-        (iface->rx.queue_len >= iface->rx.queue_max)) {
-        return;
-    }
-
-    memset(&attr, 0, sizeof(attr));
-    attr.srq_limit = ucs_max(1, iface->rx.queue_len / 4);
-    ret            = ibv_modify_srq(iface->srq, &attr, IBV_SRQ_LIMIT);
-    if (ret != 0) {
-        ucs_debug("%s:%d: ibv_modify_srq(IBV_SRQ_LIMIT %u) failed: %s; the "
-                  "receive queue stays at %u", iface->md->dev.name,
-                  iface->port_num, attr.srq_limit, strerror(ret),
-                  iface->rx.queue_len);
-        iface->rx.queue_max = iface->rx.queue_len;
-    }
-}
-
-
-ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
-{
-    if ((iface->rx.available > 0) &&
-        (qpx_iface_rx_post(iface, iface->rx.available) == 0)) {
-        ucs_log(iface->exhausted_level, "%s: failed to post receive buffers",
-                tl_name);
-        return UCS_ERR_NO_MEMORY;
-    }
-    qpx_iface_rx_limit_arm(iface);
-    return UCS_OK;
-}
-
-
-void qpx_iface_rx_limit_reached(qpx_iface_t *iface)
-{
-    /* Seen by the next progress; a worker asleep on the event fd wakes */
-    iface->rx.low = 1;
-    qpx_iface_event_signal(iface);
-}
-
-
-void qpx_iface_rx_grow(qpx_iface_t *iface)
-{
-    unsigned more = ucs_min(iface->rx.queue_len,
-                            iface->rx.queue_max - iface->rx.queue_len);
-
-    iface->rx.low        = 0;
-    iface->rx.queue_len += more;
-    iface->rx.available += more;
-    ++iface->rx.grows;
-    ucs_debug("%s:%d: srq %p below its limit: %u receive buffers posted from "
-              "now (at most %u)", iface->md->dev.name, iface->port_num,
-              iface->srq, iface->rx.queue_len, iface->rx.queue_max);
-    /* All that is owed now, not at the next batch: the queue is short */
-    if (iface->rx.available > 0) {
-        (void)qpx_iface_rx_post(iface, iface->rx.available);
-    }
-    qpx_iface_rx_limit_arm(iface);
-}
-
-
-/* The receive queue holds len buffers: refill in batches of at most a
- * quarter of it, so that a short queue is refilled before it runs dry */
-static void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len)
-{
-    iface->rx.queue_len = ucs_min(iface->rx.queue_len, len);
-    iface->rx.available = iface->rx.queue_len;
-    iface->rx.batch     = ucs_max(1, ucs_min(iface->rx.batch,
-                                             iface->rx.queue_len / 4));
 }
 
 
@@ -666,41 +384,6 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 }
 
 
-static void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
-{
-    free(self->rx.sges);
-    free(self->rx.wrs);
-    free(self->rx.recycled);
-}
-
-
-/* One batch of receive WRs with the fields that never change, chained */
-static ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self)
-{
-    unsigned i;
-
-    self->rx.num_recycled = 0;
-    self->rx.recycled     = calloc(self->rx.batch, sizeof(*self->rx.recycled));
-    self->rx.wrs          = calloc(self->rx.batch, sizeof(*self->rx.wrs));
-    self->rx.sges         = calloc(self->rx.batch, sizeof(*self->rx.sges));
-    if ((self->rx.recycled == NULL) || (self->rx.wrs == NULL) ||
-        (self->rx.sges == NULL)) {
-        ucs_error("failed to allocate %u receive WRs", self->rx.batch);
-        qpx_iface_rx_wrs_cleanup(self);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    for (i = 0; i < self->rx.batch; ++i) {
-        self->rx.sges[i].length = self->config.seg_size;
-        self->rx.wrs[i].sg_list = &self->rx.sges[i];
-        self->rx.wrs[i].num_sge = 1;
-        self->rx.wrs[i].next    = (i + 1 < self->rx.batch) ?
-                                  &self->rx.wrs[i + 1] : NULL;
-    }
-    return UCS_OK;
-}
-
-
 static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
                                             const qpx_iface_config_t *config,
                                             int use_srq)
@@ -748,8 +431,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 
     /* The SRQ of the interface offered to this one, where their receive
      * buffers agree */
-    owner                   = qpx_iface_rx_share_hint;
-    qpx_iface_rx_share_hint = NULL;
+    owner = qpx_iface_rx_share_take();
     if (!use_srq || !qpx_iface_rx_share_layout(self, owner)) {
         if (use_srq && (owner != NULL)) {
             ucs_debug("qpx iface %p: a receive buffer layout or port of its "
@@ -983,8 +665,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     if (status != UCS_OK) {
         goto err_pool_cleanup;
     }
-    qpx_iface_mp_wrap(self, &self->rx_mp, &self->rx_mp_ops,
-                      qpx_iface_rx_mp_grow);
+    qpx_iface_mp_wrap(self, &self->rx_mp);
 
     /* ucs_mpool refuses a chunk larger than its maximum */
     mp_config           = config->tx.mp;
@@ -998,8 +679,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     if (status != UCS_OK) {
         goto err_rx_mp_cleanup;
     }
-    qpx_iface_mp_wrap(self, &self->tx_mp, &self->tx_mp_ops,
-                      qpx_iface_tx_mp_grow);
+    qpx_iface_mp_wrap(self, &self->tx_mp);
 
     /* The first chunk of send buffers now: an interface whose memory cannot
      * be registered (the device's MR limit) fails to open with that error,

@@ -326,6 +326,16 @@ void qpx_iface_rx_share_next(qpx_iface_t *owner);
  * them. Construction calls it; owner may be NULL. */
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
+/* Base-internal, between qpx_iface.c and qpx_iface_rx.c: the SRQ owner
+ * offered to the interface being constructed (cleared by the call), the
+ * receive queue's length, the receive WR batch, and the registered pools'
+ * growth (qpx_iface_mp_wrap, after UCX initialized mp: rx_mp or tx_mp) */
+qpx_iface_t *qpx_iface_rx_share_take(void);
+void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len);
+ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self);
+void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self);
+void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp);
+
 /* The next qpx interface this thread constructs logs a QP, CQ or SRQ the
  * device has no room or memory for (ENOMEM, EAGAIN) at level (its
  * exhausted_level; error by default): for a user that goes on without it

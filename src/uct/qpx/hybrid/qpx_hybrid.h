@@ -322,8 +322,15 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, qpx_hybrid_iface_t);
 }
 
-/* qpx_hybrid_iface.c */
+/* qpx_hybrid_sub.c: the sub-interfaces */
+const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl);
+ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
+                                        unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep);
+void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self);
+void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
+                                 const uct_iface_attr_t *cold_attr);
 
 /* qpx_hybrid_ep.c */
 UCS_CLASS_DECLARE(qpx_hybrid_ep_t, const uct_ep_params_t*);

@@ -1,0 +1,473 @@
+/*
+ * qpx hybrid: its two sub-interfaces. The cold path's (qpx_dc, or qpx_ud)
+ * and the hot path's (qpx_rc) are opened through UCT's public API on the
+ * hybrid's device port, with their active messages handed to the handlers
+ * UCP set on the hybrid; the RC one is opened at the hybrid's open only to
+ * read its attributes (or to stay, where the UD cold path receives from its
+ * SRQ) and for good at the first promotion. One epoll set watches both
+ * event fds.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_hybrid.h"
+
+#include <uct/qpx/base/qpx_component.h>
+#include <uct/qpx/base/qpx_iface.h>
+
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+
+#ifdef HAVE_MLX5DV
+extern uct_tl_t qpx_dc_tl;
+#endif
+
+
+/* A message of one of the sub-interfaces for the handler UCP set on the
+ * hybrid (arg: the hybrid's entry, read at each message so that a handler
+ * set at any time is the one called) */
+static ucs_status_t qpx_hybrid_am_trampoline(void *arg, void *data,
+                                             size_t length, unsigned flags)
+{
+    uct_am_handler_t *handler = arg;
+
+    return handler->cb(handler->arg, data, length, flags);
+}
+
+
+static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
+                                        uct_iface_h sub)
+{
+    uct_base_iface_t *base = ucs_derived_of(sub, uct_base_iface_t);
+    unsigned id;
+
+    for (id = 0; id < QPX_HYBRID_AM_ID_CTL; ++id) {
+        base->am[id].cb    = qpx_hybrid_am_trampoline;
+        base->am[id].arg   = &iface->super.am[id];
+        base->am[id].flags = 0; /* sync */
+    }
+    base->am[QPX_HYBRID_AM_ID_CTL].cb    = qpx_hybrid_ctl_handler;
+    base->am[QPX_HYBRID_AM_ID_CTL].arg   = iface;
+    base->am[QPX_HYBRID_AM_ID_CTL].flags = 0; /* sync */
+}
+
+
+/*
+ * The DC initiators of the cold path, unless UCX_QPX_DC_NUM_DCI says: from
+ * the job size the launcher gives (N processes: N/8 within 8..16). Not
+ * fewer than qpx_dc's default: with 4, Open MPI one-sided on 16 ranks
+ * (2 cores) took 130 s where 8 took 2.4 s, endpoints queueing for a DCI
+ * held by requests to descheduled ranks.
+ */
+static void qpx_hybrid_dc_config_auto(uct_iface_config_t *config)
+{
+    qpx_job_info_t job;
+    char value[16];
+    unsigned num_dci;
+
+    qpx_job_info_get(&job);
+    if ((job.ntasks == 0) || (getenv("UCX_QPX_DC_NUM_DCI") != NULL)) {
+        return;
+    }
+    num_dci = ucs_min(16, ucs_max(8, (job.ntasks + 7) / 8));
+    snprintf(value, sizeof(value), "%u", num_dci);
+    if (uct_config_modify(config, "NUM_DCI", value) == UCS_OK) {
+        ucs_debug("qpx: %u DCIs (job: %s, %u processes)", num_dci,
+                  job.launcher, job.ntasks);
+    }
+}
+
+
+/* What an RC interface opened only to read its attributes is given: the
+ * smallest queues and pools, none of which the attributes depend on (they
+ * follow SEG_SIZE, TX_MAX_INLINE and the device; qpx_hybrid_iface_rc_open
+ * checks that the real one offers the same) */
+static const char *qpx_hybrid_rc_probe_config[][2] = {
+    {"TX_QUEUE_LEN", "16"}, {"TX_CQ_LEN", "16"}, {"TX_BUFS_GROW", "16"},
+    {"RX_QUEUE_LEN", "16"}, {"RX_QUEUE_MAX", "16"}, {"RX_BUFS_GROW", "16"},
+    {"QP_POOL_SIZE", "0"}
+};
+
+
+/* A sub-interface; flags: QPX_HYBRID_SUB_UD_SRQ (qpx_ud receives from an
+ * SRQ, to share one), QPX_HYBRID_SUB_PROBE (an RC interface opened only to
+ * read its attributes) */
+static ucs_status_t
+qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
+                          uct_worker_h worker, const uct_iface_params_t *params,
+                          const char *tl_name, unsigned flags,
+                          uct_iface_config_t **config_p, uct_iface_h *iface_p)
+{
+    uct_iface_params_t sub_params;
+    uct_iface_config_t *config;
+    ucs_status_t status;
+    unsigned i;
+
+    status = uct_md_iface_config_read(md, tl_name, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        ucs_error("qpx: reading the %s configuration failed: %s", tl_name,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    if (!strcmp(tl_name, "qpx_dc")) {
+        qpx_hybrid_dc_config_auto(config);
+    } else if ((flags & QPX_HYBRID_SUB_UD_SRQ) && !strcmp(tl_name, "qpx_ud") &&
+               (uct_config_modify(config, "SRQ", "y") != UCS_OK)) {
+        ucs_debug("qpx: qpx_ud's SRQ option not set: its own receive queue");
+    } else if (flags & QPX_HYBRID_SUB_PROBE) {
+        for (i = 0; i < ucs_static_array_size(qpx_hybrid_rc_probe_config);
+             ++i) {
+            (void)uct_config_modify(config, qpx_hybrid_rc_probe_config[i][0],
+                                    qpx_hybrid_rc_probe_config[i][1]);
+        }
+    }
+
+    memset(&sub_params, 0, sizeof(sub_params));
+    sub_params.field_mask            = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                       UCT_IFACE_PARAM_FIELD_DEVICE |
+                                       UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                       UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    sub_params.open_mode             = UCT_IFACE_OPEN_MODE_DEVICE;
+    sub_params.mode.device.tl_name   = tl_name;
+    sub_params.mode.device.dev_name  = params->mode.device.dev_name;
+    sub_params.rx_headroom           =
+            (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+            params->rx_headroom : 0;
+    sub_params.err_handler           = qpx_hybrid_sub_ep_failed;
+    sub_params.err_handler_arg       = self;
+    sub_params.err_handler_flags     = 0;
+    if (params->field_mask & UCT_IFACE_PARAM_FIELD_CPU_MASK) {
+        sub_params.field_mask |= UCT_IFACE_PARAM_FIELD_CPU_MASK;
+        sub_params.cpu_mask    = params->cpu_mask;
+    }
+
+    status = uct_iface_open(md, worker, &sub_params, config, iface_p);
+    if (status != UCS_OK) {
+        uct_config_release(config);
+        return status;
+    }
+
+    qpx_hybrid_iface_set_sub_am(self, *iface_p);
+    *config_p = config;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
+                                                 int probe);
+
+
+/* The hot path's interface, receiving from open_args.owner's SRQ where there
+ * is one. What the device has no room or memory for is logged at debug
+ * level: the caller says in one warning what ran out and what it does
+ * (qpx_iface_exhausted_what). Where the hybrid has events, its epoll set
+ * watches the new interface too. */
+ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
+{
+    return qpx_hybrid_iface_rc_open_sub(iface, 0);
+}
+
+
+/* probe: opened only to read its attributes (qpx_iface_attr_only_next:
+ * CQs of one entry, no send buffer) with the smallest queues
+ * (qpx_hybrid_rc_probe_config); on the cold path's SRQ like the real one,
+ * since an SRQ of its own would take a registration for its buffers, one
+ * that a process whose cold path is still opening may need */
+static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
+                                                 int probe)
+{
+    uct_iface_attr_t attr;
+    struct epoll_event ev;
+    ucs_status_t status;
+    int fd;
+
+    qpx_iface_rx_share_next(iface->open_args.owner);
+    qpx_iface_exhausted_next(UCS_LOG_LEVEL_DEBUG);
+    qpx_iface_attr_only_next(probe);
+    status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
+                                       iface->open_args.worker,
+                                       &iface->open_args.params, "qpx_rc",
+                                       probe ? QPX_HYBRID_SUB_PROBE : 0,
+                                       &iface->rc_config, &iface->rc);
+    qpx_iface_rx_share_next(NULL);
+    qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+    qpx_iface_attr_only_next(0);
+    if (status != UCS_OK) {
+        iface->rc = NULL;
+        return status;
+    }
+
+    /* UCP was told what the one opened at the hybrid's open offered */
+    if (!probe && iface->rc_avail &&
+        ((uct_iface_query(iface->rc, &attr) != UCS_OK) ||
+         memcmp(&attr.cap, &iface->rc_attr.cap, sizeof(attr.cap)) ||
+         (attr.ep_addr_len != iface->rc_attr.ep_addr_len))) {
+        ucs_error("qpx iface %p: the RC interface offers other capabilities "
+                  "than the one its attributes were read from: no endpoint "
+                  "is promoted", iface);
+        iface->rc_avail = 0;
+        status          = UCS_ERR_UNSUPPORTED;
+        goto err_close;
+    }
+
+    if (!probe && (iface->epfd >= 0)) {
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        if ((uct_iface_event_fd_get(iface->rc, &fd) != UCS_OK) ||
+            (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+            ucs_error("qpx iface %p: the RC interface's event fd cannot be "
+                      "watched: %m", iface);
+            status = UCS_ERR_IO_ERROR;
+            goto err_close;
+        }
+    }
+
+    ucs_debug("qpx iface %p: RC interface %p opened (%s)", iface, iface->rc,
+              probe ? "to read its attributes" :
+              (ucs_derived_of(iface->rc, qpx_iface_t)->rx_owner != NULL) ?
+              "its QPs receive from the cold path's SRQ" : "an SRQ of its own");
+    return UCS_OK;
+
+err_close:
+    uct_iface_close(iface->rc);
+    uct_config_release(iface->rc_config);
+    iface->rc = NULL;
+    return status;
+}
+
+
+/* The RC interface at the hybrid's open (already open, or opened now): its
+ * attributes, and the interface itself where it must stay (keep: the cold
+ * path receives from its SRQ). Without it every endpoint stays on the cold
+ * path. */
+void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
+{
+    const char *what;
+    ucs_status_t status;
+
+    (void)qpx_iface_exhausted_what();
+    status = (self->rc != NULL) ? UCS_OK :
+             qpx_hybrid_iface_rc_open_sub(self, !keep);
+    if (status == UCS_OK) {
+        status = uct_iface_query(self->rc, &self->rc_attr);
+        if ((status == UCS_OK) && !keep) {
+            uct_iface_close(self->rc);
+            uct_config_release(self->rc_config);
+            self->rc = NULL;
+        }
+    }
+    if (status != UCS_OK) {
+        what = qpx_iface_exhausted_what();
+        ucs_warn("qpx: %s: no RC interface (%s%s%s): every endpoint stays on "
+                 "%s", self->open_args.dev_name, (what != NULL) ? "no " : "",
+                 (what != NULL) ? what : ucs_status_string(status),
+                 (what != NULL) ? " left on the device" : "", self->cold_tl);
+        if (self->rc != NULL) {
+            uct_iface_close(self->rc);
+            uct_config_release(self->rc_config);
+            self->rc = NULL;
+        }
+        self->stats.rc_failures++;
+        return;
+    }
+
+    self->rc_avail       = 1;
+    self->addr.rc_ep_len = self->rc_attr.ep_addr_len;
+    if (self->config.pool_size == 0) {
+        ucs_debug("qpx: RC_POOL_SIZE=0: every endpoint stays on %s",
+                  self->cold_tl);
+    }
+}
+
+
+/*
+ * The cold path's interface, receiving from the RC interface's SRQ where
+ * that is open already. Where the device has no CQ, QP or SRQ left, it is
+ * tried again up to tries times, QPX_HYBRID_COLD_WAIT_US apart: another
+ * process's hybrid may hold the device's last ones for the moment its RC
+ * interface is opened and closed (qpx_hybrid_iface_rc_probe). Only the
+ * last failure is logged as an error, and none beside the RC interface
+ * (the caller then closes that and tries again).
+ */
+ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
+                                        unsigned tries)
+{
+    qpx_iface_t *owner = (self->rc != NULL) ?
+                         ucs_derived_of(self->rc, qpx_iface_t) : NULL;
+    const char *what;
+    ucs_status_t status;
+    unsigned attempt;
+
+    for (attempt = 1; ; ++attempt) {
+        qpx_iface_rx_share_next(owner);
+        qpx_iface_exhausted_next(((attempt < tries) || (owner != NULL)) ?
+                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR);
+        (void)qpx_iface_exhausted_what();
+        status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
+                                           self->open_args.worker,
+                                           &self->open_args.params,
+                                           self->cold_tl,
+                                           (owner != NULL) ?
+                                           QPX_HYBRID_SUB_UD_SRQ : 0,
+                                           &self->cold_config, &self->cold);
+        qpx_iface_rx_share_next(NULL);
+        qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+        what = qpx_iface_exhausted_what();
+        if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
+            return status;
+        }
+        ucs_debug("qpx: %s: no %s left on the device for %s (attempt %u of "
+                  "%u): trying again", self->open_args.dev_name, what,
+                  self->cold_tl, attempt, tries);
+        usleep(QPX_HYBRID_COLD_WAIT_US);
+    }
+}
+
+
+/* Both sub-interfaces, the one that receives into the other's buffers
+ * first (the owner of a shared SRQ outlives its sharer) */
+void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self)
+{
+    int cold_first = (self->rc != NULL) &&
+                     (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner !=
+                      NULL);
+
+    if (cold_first) {
+        uct_iface_close(self->cold);
+        uct_config_release(self->cold_config);
+    }
+    if (self->rc != NULL) {
+        uct_iface_close(self->rc);
+        uct_config_release(self->rc_config);
+    }
+    if (!cold_first) {
+        uct_iface_close(self->cold);
+        uct_config_release(self->cold_config);
+    }
+}
+
+
+/*
+ * Events: when both sub-interfaces offer them, one epoll fd over their
+ * event fds is the hybrid's (readable when either is), and arming arms
+ * both. UCP puts the hybrid on its lanes in wakeup mode only then. An RC
+ * interface opened later joins the set (qpx_hybrid_iface_rc_open).
+ */
+void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
+                                 const uct_iface_attr_t *cold_attr)
+{
+    const uint64_t need = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                          UCT_IFACE_FLAG_EVENT_RECV |
+                          UCT_IFACE_FLAG_EVENT_FD;
+    uct_iface_h subs[2] = {self->cold, self->rc};
+    struct epoll_event ev;
+    uint64_t flags;
+    int i, fd;
+
+    flags = cold_attr->cap.event_flags;
+    if (self->rc_avail) {
+        flags &= self->rc_attr.cap.event_flags;
+    }
+    if ((flags & need) != need) {
+        ucs_debug("qpx iface %p: no event notification (sub-interfaces "
+                  "offer 0x%lx)", self, flags);
+        return;
+    }
+
+    self->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->epfd < 0) {
+        ucs_warn("qpx iface %p: epoll_create1() failed: %m: no event "
+                 "notification", self);
+        return;
+    }
+    for (i = 0; i < 2; ++i) {
+        if (subs[i] == NULL) {
+            continue;
+        }
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        if ((uct_iface_event_fd_get(subs[i], &fd) != UCS_OK) ||
+            (epoll_ctl(self->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+            ucs_warn("qpx iface %p: the event fd of sub-interface %d cannot "
+                     "be watched (%m): no event notification", self, i);
+            close(self->epfd);
+            self->epfd = -1;
+            return;
+        }
+    }
+    self->event_flags = flags & (need | UCT_IFACE_FLAG_EVENT_RECV_SIG);
+}
+
+
+ucs_status_t qpx_hybrid_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+
+    if (iface->epfd < 0) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    *fd_p = iface->epfd;
+    return UCS_OK;
+}
+
+
+/* Busy while the hybrid has work of its own (a switch waits for its
+ * timeout, answers or requests wait for a slot): no event announces it */
+ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
+                                        unsigned events)
+{
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    ucs_status_t status;
+
+    if (!ucs_list_is_empty(&iface->ctl_msgs) ||
+        !ucs_list_is_empty(&iface->work_eps) ||
+        !ucs_list_is_empty(&iface->work_conns) ||
+        !ucs_list_is_empty(&iface->ctl_out) ||
+        !ucs_list_is_empty(&iface->retired) ||
+        !ucs_list_is_empty(&iface->pending_eps)) {
+        return UCS_ERR_BUSY;
+    }
+    status = uct_iface_event_arm(iface->cold, events);
+    if ((status != UCS_OK) || (iface->rc == NULL)) {
+        return status;
+    }
+    return uct_iface_event_arm(iface->rc, events);
+}
+
+
+/* The cold path's transport: qpx_dc if asked, or with auto where the
+ * device offers it (qpx_dc lists it), else qpx_ud */
+const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl)
+{
+#ifdef HAVE_MLX5DV
+    uct_tl_device_resource_t *devs;
+    unsigned num_devs;
+    int has_dc;
+
+    if (cold_tl == QPX_HYBRID_COLD_DC) {
+        return "qpx_dc";
+    }
+    if (cold_tl == QPX_HYBRID_COLD_AUTO) {
+        devs     = NULL;
+        num_devs = 0;
+        has_dc   = (qpx_dc_tl.query_devices(md, &devs, &num_devs) == UCS_OK) &&
+                   (num_devs > 0);
+        free(devs); /* base's list (calloc) */
+        if (has_dc) {
+            return "qpx_dc";
+        }
+    }
+#else
+    if (cold_tl == QPX_HYBRID_COLD_DC) {
+        ucs_debug("qpx: built without mlx5 direct verbs: qpx_ud is the cold "
+                  "path");
+    }
+#endif
+    return "qpx_ud";
+}
