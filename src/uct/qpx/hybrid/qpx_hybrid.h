@@ -359,12 +359,22 @@ void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
 unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface);
 
 /* qpx_hybrid_switch.c */
-ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
-                                    unsigned flags);
 unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
 unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn);
+ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
+                                      ucs_status_t status);
+
+/* qpx_hybrid_ctl.c: control messages */
+extern const char *qpx_hybrid_ctl_names[];
+ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
+                                    unsigned flags);
+ucs_status_t qpx_hybrid_ctl_ep_create(qpx_hybrid_iface_t *iface,
+                                      const void *dev_addr,
+                                      const void *iface_addr, uint8_t type,
+                                      uct_ep_h *ep_p);
+unsigned qpx_hybrid_iface_ctl_out_progress(qpx_hybrid_iface_t *iface);
 /* Send a control message on a DC endpoint of its own to the peer at
  * dev_addr/iface_addr, now or when a send slot frees: never lost for want
  * of resources */
@@ -375,8 +385,6 @@ ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint8_t type, uint32_t src_id,
                                  uint32_t dst_id, uint32_t serial,
                                  uct_ep_h rc_ep);
-ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
-                                      ucs_status_t status);
 
 /* qpx_hybrid_ops.c */
 extern uct_iface_ops_t qpx_hybrid_iface_ops;
