@@ -327,6 +327,7 @@ const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl);
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep);
 void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self);
 void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,

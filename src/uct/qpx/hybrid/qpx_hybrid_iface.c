@@ -223,9 +223,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         ucs_debug("qpx: %s: no %s interface beside the RC one (%s): the "
                   "cold path first, an SRQ each", params->mode.device.dev_name,
                   self->cold_tl, ucs_status_string(status));
-        uct_iface_close(self->rc);
-        uct_config_release(self->rc_config);
-        self->rc = NULL;
+        qpx_hybrid_iface_rc_close(self);
         rc_first = 0;
         status   = qpx_hybrid_iface_open_cold(self, QPX_HYBRID_COLD_TRIES);
     }
@@ -291,10 +289,7 @@ err_close:
     qpx_hybrid_iface_close_subs(self);
     goto err_cleanup;
 err_close_rc:
-    if (self->rc != NULL) {
-        uct_iface_close(self->rc);
-        uct_config_release(self->rc_config);
-    }
+    qpx_hybrid_iface_rc_close(self);
 err_cleanup:
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);

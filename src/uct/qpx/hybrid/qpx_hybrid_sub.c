@@ -159,6 +159,17 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 }
 
 
+/* The RC interface closed, if it is open */
+void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface)
+{
+    if (iface->rc != NULL) {
+        uct_iface_close(iface->rc);
+        uct_config_release(iface->rc_config);
+        iface->rc = NULL;
+    }
+}
+
+
 static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
                                                  int probe);
 
@@ -235,9 +246,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
     return UCS_OK;
 
 err_close:
-    uct_iface_close(iface->rc);
-    uct_config_release(iface->rc_config);
-    iface->rc = NULL;
+    qpx_hybrid_iface_rc_close(iface);
     return status;
 }
 
@@ -257,9 +266,7 @@ void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
     if (status == UCS_OK) {
         status = uct_iface_query(self->rc, &self->rc_attr);
         if ((status == UCS_OK) && !keep) {
-            uct_iface_close(self->rc);
-            uct_config_release(self->rc_config);
-            self->rc = NULL;
+            qpx_hybrid_iface_rc_close(self);
         }
     }
     if (status != UCS_OK) {
@@ -268,11 +275,7 @@ void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
                  "%s", self->open_args.dev_name, (what != NULL) ? "no " : "",
                  (what != NULL) ? what : ucs_status_string(status),
                  (what != NULL) ? " left on the device" : "", self->cold_tl);
-        if (self->rc != NULL) {
-            uct_iface_close(self->rc);
-            uct_config_release(self->rc_config);
-            self->rc = NULL;
-        }
+        qpx_hybrid_iface_rc_close(self);
         self->stats.rc_failures++;
         return;
     }
@@ -342,10 +345,7 @@ void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self)
         uct_iface_close(self->cold);
         uct_config_release(self->cold_config);
     }
-    if (self->rc != NULL) {
-        uct_iface_close(self->rc);
-        uct_config_release(self->rc_config);
-    }
+    qpx_hybrid_iface_rc_close(self);
     if (!cold_first) {
         uct_iface_close(self->cold);
         uct_config_release(self->cold_config);
