@@ -153,17 +153,24 @@ void qpx_iface_exhausted_set(const char *what)
 }
 
 
-/* The level a failed creation of what is logged at: self's exhausted_level
- * where the device had no room or memory for it (ENOMEM, EAGAIN), which is
- * then remembered; error otherwise. errno is left as it is, for %m. */
-static ucs_log_level_t qpx_iface_failure_level(const qpx_iface_t *self,
-                                               const char *what)
+/* A failed creation of what (errno set by it, read here before anything
+ * logs): its status, and in *level_p the level to log it at: self's
+ * exhausted_level where the device had no room or memory for it (ENOMEM,
+ * EAGAIN), which is then remembered, else error */
+static ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
+                                            const char *what,
+                                            ucs_log_level_t *level_p)
 {
+    ucs_status_t status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY :
+                                              UCS_ERR_IO_ERROR;
+
     if ((errno != ENOMEM) && (errno != EAGAIN)) {
-        return UCS_LOG_LEVEL_ERROR;
+        *level_p = UCS_LOG_LEVEL_ERROR;
+        return status;
     }
     qpx_iface_exhausted_res = what;
-    return self->exhausted_level;
+    *level_p                = self->exhausted_level;
+    return status;
 }
 
 
@@ -420,9 +427,8 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->send_cq == NULL) {
-        level = qpx_iface_failure_level(self, "CQ");
+        status = qpx_iface_create_failed(self, "CQ", &level);
         ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_event_cleanup;
     }
     /* Keep room for the error completions of one flushed send queue */
@@ -459,9 +465,8 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->recv_cq == NULL) {
-        level = qpx_iface_failure_level(self, "CQ");
+        status = qpx_iface_create_failed(self, "CQ", &level);
         ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_destroy_send_cq;
     }
     self->rx.queue_len = ucs_min(config->rx.queue_len,
@@ -496,10 +501,9 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     srq_attr.srq_context  = self;
     self->srq = ibv_create_srq(self->md->pd, &srq_attr);
     if (self->srq == NULL) {
-        level = qpx_iface_failure_level(self, "SRQ");
+        status = qpx_iface_create_failed(self, "SRQ", &level);
         ucs_log(level, "ibv_create_srq(%s, %u) failed: %m", dev->name,
                 srq_attr.attr.max_wr);
-        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         goto err_destroy_recv_cq;
     }
 
