@@ -12,7 +12,7 @@ QPX_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QPX_BUILDDIR=${QPX_BUILDDIR:-$QPX_TOP/build}
 export QPX_TOP QPX_BUILDDIR
 
-QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git
+QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git iproute2
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest rdmacm-utils
     librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind groff-base
     slurmctld slurmd slurm-client munge debhelper dpkg-dev fakeroot chrpath lintian gnuplot-nox"

@@ -46,7 +46,7 @@ perftest_row() {
     timeout 60 "$@" -d "$D" -i 1 $SVT_PT_GID -p "$port" -F >/dev/null 2>&1 &
     spid=$!
     SVT_PIDS="$SVT_PIDS $spid"
-    svt_wait_listen "$port"
+    qpx_wait_port "$port"
     timeout 60 "$@" -d "$D" -i 1 $SVT_PT_GID -p "$port" -F 127.0.0.1 2>&1 |
         grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' | head -n 1
     wait "$spid"

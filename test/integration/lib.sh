@@ -55,3 +55,18 @@ QPX_MPIRUN_ARGS="--allow-run-as-root --oversubscribe --mca pml ucx --mca osc ucx
 qpx_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
+
+# qpx_wait_port PORT: until something listens on TCP port PORT, without
+# connecting to it (the servers here accept exactly one connection). Up to
+# 60 s: beside an MPI test on 2 cores a server can take seconds to start,
+# and a client that dials a port nobody listens on yet fails at once
+qpx_wait_port() {
+    i=0
+    while [ $i -lt 600 ]; do
+        ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    echo "  (nothing listened on TCP port $1 within 60 s)"
+    return 1
+}

@@ -59,7 +59,7 @@ kill_case() {
     port=$(qpx_free_port)
     perf $eflag -t "$test" -s 65536 -n 1000000000 -p "$port" >"$TMP/srv" 2>&1 &
     spid=$!
-    sleep 1
+    qpx_wait_port "$port"
     perf $eflag -t "$test" -s 65536 -n 1000000000 -p "$port" 127.0.0.1 \
         >"$TMP/cli" 2>&1 &
     cpid=$!
@@ -124,7 +124,7 @@ normal_case() {
     port=$(qpx_free_port)
     perf -t "$test" -s 65536 -n 20000 -p "$port" >"$TMP/srv" 2>&1 &
     spid=$!
-    sleep 1
+    qpx_wait_port "$port"
     perf -t "$test" -s 65536 -n 20000 -p "$port" 127.0.0.1 >"$TMP/cli" 2>&1 &
     wait $!
     crc=$?

@@ -34,7 +34,7 @@ hw() {
     UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE timeout 90 "$TL_TMP/hello" -p "$port" "$@" \
         >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
-    tl_wait_port "$port"
+    qpx_wait_port "$port"
     UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE timeout 90 "$TL_TMP/hello" -p "$port" \
         -n 127.0.0.1 "$@" >"$TL_TMP/cli.log" 2>&1
     crc=$?

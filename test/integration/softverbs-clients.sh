@@ -227,7 +227,7 @@ if want killed; then
     ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 >/dev/null 2>&1 &
     spid=$!
     SVT_PIDS="$SVT_PIDS $spid"
-    svt_wait_listen "$port"
+    qpx_wait_port "$port"
     ib_write_bw -d $D -i 1 $SVT_PT_GID -p "$port" -F -n 1000000 -s 65536 127.0.0.1 >/dev/null 2>&1 &
     cpid=$!
     SVT_PIDS="$SVT_PIDS $cpid"

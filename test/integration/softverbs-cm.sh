@@ -27,7 +27,7 @@ rping_case() { # size count
         >"$SVT_TMP/rping.srv" 2>&1 &
     spid=$!
     SVT_PIDS="$SVT_PIDS $spid"
-    sleep 0.3
+    svt_wait_cm_listen $PORT
     timeout 60 rping -c -a 127.0.0.1 -p $PORT -S $1 -C $2 -V -v \
         >"$SVT_TMP/rping.cli" 2>&1
     crc=$?
@@ -66,18 +66,18 @@ fi
 
 # ucmatose: 4 RC connections of 100 messages, then with the address bound
 next_port
-svt_run_pair "ucmatose -c 4 -C 100" 30 "^return status 0" \
+SVT_CM_PORT=$PORT svt_run_pair "ucmatose -c 4 -C 100" 30 "^return status 0" \
     "ucmatose -p $PORT -c 4 -C 100" \
     "ucmatose -s 127.0.0.1 -p $PORT -c 4 -C 100"
 next_port
-svt_run_pair "ucmatose -b 127.0.0.1 -c 2 -C 50" 30 "^return status 0" \
+SVT_CM_PORT=$PORT svt_run_pair "ucmatose -b 127.0.0.1 -c 2 -C 50" 30 "^return status 0" \
     "ucmatose -b 127.0.0.1 -p $PORT -c 2 -C 50" \
     "ucmatose -s 127.0.0.1 -b 127.0.0.1 -p $PORT -c 2 -C 50"
 
 # UD: the SIDR exchange (udaddy listens on its fixed port 7174; -p is its
 # port space), and a SIDR request nobody answers: UNREACHABLE, status 1
 # ("unsupported"), as a fabric's CM answers it
-svt_run_pair "udaddy (UD, SIDR)" 30 "^return status 0" "udaddy" \
+SVT_CM_PORT=7174 svt_run_pair "udaddy (UD, SIDR)" 30 "^return status 0" "udaddy" \
     "udaddy -s 127.0.0.1"
 out=$(timeout 20 udaddy -s 127.0.0.1 2>&1)
 if echo "$out" | grep -q "RDMA_CM_EVENT_UNREACHABLE, error: 1"; then
@@ -87,13 +87,16 @@ else
 fi
 
 # UD multicast: a receiver joins 224.1.1.1, a sender joins it send-only and
-# sends 10 datagrams; the receiver gets all 10 (mckey counts them)
-svt_run_pair "mckey (UD multicast)" 30 "^return status 0" \
-    "mckey -m 224.1.1.1 -C 10" "mckey -m 224.1.1.1 -s -C 10"
+# sends 10 datagrams; the receiver gets all 10 (mckey counts them). The
+# sender starts once the receiver has joined: a datagram sent to a group
+# before a member joined reaches nobody, as on a fabric
+SVT_READY="^mckey: joined" svt_run_pair "mckey (UD multicast)" 30 \
+    "^return status 0" "stdbuf -oL mckey -m 224.1.1.1 -C 10" \
+    "mckey -m 224.1.1.1 -s -C 10"
 
 # the synchronous API (rdma_create_ep, rdma_get_request, rdma_verbs.h)
 next_port
-svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
+SVT_CM_PORT=$PORT svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
     "rdma_server -p $PORT" "rdma_client -s 127.0.0.1 -p $PORT"
 
 # perftest with its connections through rdma_cm
@@ -102,7 +105,7 @@ for t in "ib_write_lat -s 64 -n 1000" "ib_write_bw -s 65536 -n 500" \
          "ib_send_lat -s 64 -n 1000" "ib_send_bw -s 65536 -n 500" \
          "ib_read_bw -s 65536 -n 500" "ib_send_lat -c UD -s 64 -n 1000"; do
     next_port
-    svt_run_pair "perftest $t -R" 30 "$PT_LAT" \
+    SVT_CM_PORT=$PORT svt_run_pair "perftest $t -R" 30 "$PT_LAT" \
         "$t -d $D -R -p $PORT -F" "$t -d $D -R -p $PORT -F 127.0.0.1"
 done
 
@@ -117,7 +120,7 @@ if [ -f "$ex/ucp_client_server.c" ] && command -v gcc >/dev/null &&
     timeout 30 "$SVT_TMP/ucp_client_server" -p $PORT >"$SVT_TMP/ucs.srv" 2>&1 &
     spid=$!
     SVT_PIDS="$SVT_PIDS $spid"
-    sleep 1
+    svt_wait_cm_listen $PORT
     timeout 30 "$SVT_TMP/ucp_client_server" -a 127.0.0.1 -p $PORT \
         >"$SVT_TMP/ucs.cli" 2>&1
     crc=$?

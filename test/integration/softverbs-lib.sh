@@ -80,15 +80,35 @@ svt_link_opts() {
     fi
 }
 
-# Wait until something listens on TCP port $1 (without connecting to it:
-# the servers here accept exactly one connection)
-svt_wait_listen() {
+# svt_wait_cm_listen PORT: until a softverbs rdma_cm id listens on PORT
+# (any address, any port space). softverbs' CM listens on an abstract Unix
+# socket named "@softverbs-cm-<registry>-<ps>-<addr>-<port>", listed in
+# /proc/net/unix with the listening flag (0x10000) once listen(2) returned:
+# a client that dials earlier is rejected ("invalid service ID", 8), as on a
+# fabric. Up to 60 s: beside an MPI test on 2 cores a server can take
+# seconds to start.
+svt_wait_cm_listen() {
     i=0
-    while [ $i -lt 100 ]; do
-        ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+    while [ $i -lt 1200 ]; do
+        awk -v p="$1" '$4 == "00010000" && $8 ~ ("^@softverbs-cm-.*-" p "$") \
+                       { f = 1 } END { exit !f }' /proc/net/unix && return 0
         sleep 0.05
         i=$((i + 1))
     done
+    echo "  (nothing listened on rdma_cm port $1 within 60 s)"
+    return 1
+}
+
+# svt_wait_output FILE ERE: until FILE (a server's output, written line by
+# line: stdbuf -oL) matches ERE, up to 60 s
+svt_wait_output() {
+    i=0
+    while [ $i -lt 1200 ]; do
+        grep -Eq "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    echo "  (the server did not print /$2/ within 60 s)"
     return 1
 }
 
@@ -97,7 +117,9 @@ svt_wait_listen() {
 # Runs the server in the background and the client against it, both under
 # timeout. Passes when both exit 0 and the client's output matches the
 # extended regex PATTERN; prints both outputs' tails otherwise. Waits for the
-# server to listen on $SVT_LISTEN_PORT when set. The programs are others'
+# server to listen on TCP port $SVT_LISTEN_PORT when set, on rdma_cm port
+# $SVT_CM_PORT when set, or to print /$SVT_READY/ (run it under stdbuf -oL)
+# when set; else gives it 0.3 s. The programs are others'
 # benchmarks and examples that check no payload: a pass is a run
 # (qpx_run_pass); the conformance program checks data itself.
 svt_run_pair() {
@@ -113,7 +135,11 @@ svt_run_pair() {
     spid=$!
     SVT_PIDS="$SVT_PIDS $spid"
     if [ -n "$SVT_LISTEN_PORT" ]; then
-        svt_wait_listen "$SVT_LISTEN_PORT"
+        qpx_wait_port "$SVT_LISTEN_PORT"
+    elif [ -n "$SVT_CM_PORT" ]; then
+        svt_wait_cm_listen "$SVT_CM_PORT"
+    elif [ -n "$SVT_READY" ]; then
+        svt_wait_output "$srv_file" "$SVT_READY"
     else
         sleep 0.3
     fi

@@ -24,17 +24,6 @@ tl_setup() {
     trap 'rm -rf "$TL_TMP"' EXIT
 }
 
-# Wait until something listens on TCP port $1 (up to 10 s)
-tl_wait_port() {
-    i=0
-    while [ $i -lt 100 ]; do
-        ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
 # tl_pair NAME ARGS...: ucx_perftest server and client with ARGS; passes
 # when both exit 0 and the client printed its final line
 tl_pair() {
@@ -43,7 +32,7 @@ tl_pair() {
     LD_PRELOAD=$QPX_MODULE timeout 120 ucx_perftest -p "$port" "$@" \
         >"$TL_TMP/srv.log" 2>&1 &
     spid=$!
-    tl_wait_port "$port"
+    qpx_wait_port "$port"
     LD_PRELOAD=$QPX_MODULE timeout 120 ucx_perftest -p "$port" "$@" 127.0.0.1 \
         >"$TL_TMP/cli.log" 2>&1
     crc=$?

@@ -16,7 +16,7 @@ perftest() {
     ud_run env $envs timeout 120 ucx_perftest "$@" -p "$port" \
         >"$QPX_TESTDIR/ud-perftest-server.log" 2>&1 &
     spid=$!
-    sleep 1
+    qpx_wait_port "$port"
     out=$(ud_run env $envs timeout 120 ucx_perftest "$@" -p "$port" 127.0.0.1 2>&1)
     crc=$?
     wait $spid; src=$?
