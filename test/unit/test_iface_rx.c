@@ -310,7 +310,7 @@ static void test_pool_empty(void **state)
 }
 
 
-/* An interface that shares the owner's SRQ (qpx_iface_rx_share_next): its
+/* An interface that shares the owner's SRQ (qpx_iface_hints_t): its
  * first fill posts nothing, what it consumes it refills to the same SRQ,
  * fresh buffers from the owner's pool (one pool: its limit is shared) */
 static void test_shared_srq(void **state)

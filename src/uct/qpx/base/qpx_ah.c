@@ -62,7 +62,7 @@ ucs_status_t qpx_ah_cache_get(qpx_ah_cache_t *cache,
     if (ah == NULL) {
         ucs_error("ibv_create_ah(lid %u, port %u) failed: %m", addr->lid,
                   cache->port_num);
-        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        return qpx_device_err_status(errno);
     }
 
     iter = kh_put(qpx_ah, &cache->hash, key, &ret);

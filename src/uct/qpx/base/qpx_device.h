@@ -8,6 +8,7 @@
 
 #include <ucs/ucx_compat.h>
 #include <infiniband/verbs.h>
+#include <errno.h>
 
 
 #define QPX_DEVICE_MAX_PORTS 4
@@ -112,5 +113,20 @@ void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
 
 /* Path MTU in bytes */
 size_t qpx_device_mtu_bytes(enum ibv_mtu mtu);
+
+/* Whether a verbs call that failed with err (its errno) found the device
+ * out of room or memory for what it creates (ENOMEM, or EAGAIN as rdma-core
+ * providers say of a full QP, CQ, SRQ or MR table): something a user may
+ * go on without, unlike a fault */
+static inline int qpx_device_err_exhausted(int err)
+{
+    return (err == ENOMEM) || (err == EAGAIN);
+}
+
+/* The status of a verbs call that failed with err (its errno) */
+static inline ucs_status_t qpx_device_err_status(int err)
+{
+    return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+}
 
 #endif

@@ -116,25 +116,23 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 static __thread const char *qpx_iface_exhausted_res = NULL;
 
 
-/* How the next interface constructed by this thread logs a QP the device
- * has no room for */
-static __thread ucs_log_level_t qpx_iface_exhausted_hint =
-        UCS_LOG_LEVEL_ERROR;
+/* The hints for the next interface this thread constructs */
+static __thread qpx_iface_hints_t qpx_iface_hints = {
+    .rx_owner        = NULL,
+    .exhausted_level = UCS_LOG_LEVEL_ERROR,
+    .attr_only       = 0
+};
 
 
-/* Set for the next interface this thread constructs (attr_only) */
-static __thread int qpx_iface_attr_only_hint = 0;
-
-
-void qpx_iface_attr_only_next(int attr_only)
+void qpx_iface_hints_next(const qpx_iface_hints_t *hints)
 {
-    qpx_iface_attr_only_hint = attr_only;
-}
+    static const qpx_iface_hints_t defaults = {
+        .rx_owner        = NULL,
+        .exhausted_level = UCS_LOG_LEVEL_ERROR,
+        .attr_only       = 0
+    };
 
-
-void qpx_iface_exhausted_next(ucs_log_level_t level)
-{
-    qpx_iface_exhausted_hint = level;
+    qpx_iface_hints = (hints != NULL) ? *hints : defaults;
 }
 
 
@@ -161,10 +159,9 @@ static ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
                                             const char *what,
                                             ucs_log_level_t *level_p)
 {
-    ucs_status_t status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY :
-                                              UCS_ERR_IO_ERROR;
+    ucs_status_t status = qpx_device_err_status(errno);
 
-    if ((errno != ENOMEM) && (errno != EAGAIN)) {
+    if (!qpx_device_err_exhausted(errno)) {
         *level_p = UCS_LOG_LEVEL_ERROR;
         return status;
     }
@@ -393,14 +390,13 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 
 static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
                                             const qpx_iface_config_t *config,
-                                            int use_srq)
+                                            int use_srq, qpx_iface_t *owner)
 {
     const qpx_device_t *dev = &self->md->dev;
     struct ibv_srq_init_attr srq_attr;
     size_t queue_max, posted_max;
     ucs_status_t status = UCS_ERR_IO_ERROR;
     ucs_log_level_t level;
-    qpx_iface_t *owner;
     int cq_len, flags;
 
     /* Event notification (uct_iface_event_fd_get/arm): one channel for
@@ -437,7 +433,6 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 
     /* The SRQ of the interface offered to this one, where their receive
      * buffers agree */
-    owner = qpx_iface_rx_share_take();
     if (!use_srq || !qpx_iface_rx_share_layout(self, owner)) {
         if (use_srq && (owner != NULL)) {
             ucs_debug("qpx iface %p: a receive buffer layout or port of its "
@@ -531,11 +526,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                     const qpx_iface_config_t *config,
                     const qpx_iface_init_attr_t *init_attr)
 {
+    /* Taken first, so that they apply to this interface only */
+    qpx_iface_hints_t hints = qpx_iface_hints;
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
     size_t rx_headroom, seg_size;
     void *desc;
 
+    qpx_iface_hints_next(NULL);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
 
@@ -597,10 +595,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
-    self->exhausted_level        = qpx_iface_exhausted_hint;
-    qpx_iface_exhausted_hint     = UCS_LOG_LEVEL_ERROR;
-    self->attr_only              = qpx_iface_attr_only_hint;
-    qpx_iface_attr_only_hint     = 0;
+    self->exhausted_level           = hints.exhausted_level;
+    self->attr_only                 = hints.attr_only;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.grows                  = 0;
@@ -628,7 +624,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     ucs_list_head_init(&self->pending.resched);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
 
-    status = qpx_iface_create_queues(self, config, init_attr->use_srq);
+    status = qpx_iface_create_queues(self, config, init_attr->use_srq,
+                                     hints.rx_owner);
     if (status != UCS_OK) {
         goto err_destroy_map;
     }

@@ -186,7 +186,7 @@ struct qpx_iface {
         int                   signal_fd; /* eventfd: "progress me" */
     } event;
     struct ibv_srq            *srq;      /* NULL: receives go to rx.qp */
-    /* Not NULL: srq is this interface's, shared (qpx_iface_rx_share_next),
+    /* Not NULL: srq is this interface's, shared (qpx_iface_hints_t),
      * and fresh receive buffers come from its rx_mp */
     qpx_iface_t               *rx_owner;
     ucs_mpool_t               rx_mp;
@@ -220,7 +220,7 @@ struct qpx_iface {
      * (qpx_qp_exhausted_level for QPs): error, unless the transport's user
      * degrades and says so itself */
     ucs_log_level_t           exhausted_level;
-    /* Opened only to read its attributes (qpx_iface_attr_only_next) */
+    /* Opened only to read its attributes (qpx_iface_hints_t) */
     int                       attr_only;
     struct {
         struct ibv_qp         *qp;       /* without an SRQ: the QP whose
@@ -306,49 +306,53 @@ void qpx_iface_rx_limit_reached(qpx_iface_t *iface);
 void qpx_iface_rx_grow(qpx_iface_t *iface);
 
 /*
- * One SRQ for the QPs of two interfaces of a port (the hybrid's RC QPs and
- * DCT, or its RC QPs and UD QP): the next qpx interface this thread
- * constructs on the same memory domain and port posts no SRQ of its own
- * but uses owner's (and owner's buffer pool), where owner's buffers fit it:
- * they are at least its SEG_SIZE, and its own layout from owner's landing
- * point (rx_hdr_offset) keeps its private bytes, the release pointer and
- * the user's headroom apart. Its payload is then at owner's landing point
- * plus its own header, which need not be 8-byte aligned (a UD sharer's,
- * after the 40-byte GRH and its header, behind RC's 1-byte header). Its
- * completions stay on its own CQ. owner must outlive it. NULL cancels.
- * Whether it took it: iface->rx_owner.
+ * How the next qpx interface this thread constructs is opened, for a user
+ * that opens it through uct_iface_open and cannot pass it more (the
+ * hybrid). Set by qpx_iface_hints_next, taken (and reset to the defaults)
+ * by the construction; the caller resets them (NULL) after the open, which
+ * may fail before construction takes them.
  */
-void qpx_iface_rx_share_next(qpx_iface_t *owner);
+typedef struct qpx_iface_hints {
+    /* Not NULL: one SRQ for the QPs of two interfaces of a port (the
+     * hybrid's RC QPs and DCT, or its RC QPs and UD QP). The interface, on
+     * the same memory domain and port, posts no SRQ of its own but uses
+     * rx_owner's (and its buffer pool), where rx_owner's buffers fit it:
+     * they are at least its SEG_SIZE, and its own layout from rx_owner's
+     * landing point (rx_hdr_offset) keeps its private bytes, the release
+     * pointer and the user's headroom apart. Its payload is then at the
+     * landing point plus its own header, which need not be 8-byte aligned
+     * (a UD sharer's, after the 40-byte GRH and its header, behind RC's
+     * 1-byte header). Its completions stay on its own CQ. rx_owner must
+     * outlive it. Whether it took it: iface->rx_owner. Default NULL. */
+    qpx_iface_t     *rx_owner;
+    /* The level it logs a QP, CQ or SRQ the device has no room or memory
+     * for (ENOMEM, EAGAIN) at (its exhausted_level), for a user that goes
+     * on without it and says so itself. Default error. */
+    ucs_log_level_t exhausted_level;
+    /* Opened only to be queried (uct_iface_query) and closed: CQs of one
+     * entry, no send buffer allocated ahead. Its attributes are those of an
+     * interface of the same configuration; it must not be used for
+     * anything else. Default 0. */
+    int             attr_only;
+} qpx_iface_hints_t;
+
+/* Set the hints for the next interface this thread constructs; NULL: the
+ * defaults */
+void qpx_iface_hints_next(const qpx_iface_hints_t *hints);
 
 /* Whether self's QPs can receive into owner's buffers, as
- * qpx_iface_rx_share_next describes; if so self's receive offsets (landing
+ * qpx_iface_hints_t's rx_owner describes; if so self's receive offsets (landing
  * point, payload, headroom) and posted length become those it has in
  * them. Construction calls it; owner may be NULL. */
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
-/* Base-internal, between qpx_iface.c and qpx_iface_rx.c: the SRQ owner
- * offered to the interface being constructed (cleared by the call), the
+/* Base-internal, between qpx_iface.c and qpx_iface_rx.c: the
  * receive queue's length, the receive WR batch, and the registered pools'
  * growth (qpx_iface_mp_wrap, after UCX initialized mp: rx_mp or tx_mp) */
-qpx_iface_t *qpx_iface_rx_share_take(void);
 void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len);
 ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self);
 void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self);
 void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp);
-
-/* The next qpx interface this thread constructs logs a QP, CQ or SRQ the
- * device has no room or memory for (ENOMEM, EAGAIN) at level (its
- * exhausted_level; error by default): for a user that goes on without it
- * and says so itself */
-void qpx_iface_exhausted_next(ucs_log_level_t level);
-
-/* With attr_only, the next qpx interface this thread constructs is opened
- * only to be queried (uct_iface_query) and closed: CQs of one entry, no
- * send buffer allocated ahead. Its attributes are those of an interface of
- * the same configuration; it must not be used for anything else. The
- * caller clears it (0) after the open, which may fail before construction
- * takes it. */
-void qpx_iface_attr_only_next(int attr_only);
 
 /* What the device last had no room or memory for in this thread ("CQ",
  * "SRQ", "QP"), for that user's one warning; NULL if nothing. Reading it

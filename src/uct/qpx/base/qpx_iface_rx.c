@@ -15,10 +15,6 @@
 #include <string.h>
 
 
-/* The SRQ offered to the next interface constructed by this thread */
-static __thread qpx_iface_t *qpx_iface_rx_share_hint = NULL;
-
-
 /*
  * A chunk for rx_mp or tx_mp from UCX's allocator. Where the device has no
  * memory registration (or memory) left, the pool keeps the buffers it has:
@@ -87,21 +83,6 @@ qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
     iface->rx.sges[n].addr = (uintptr_t)desc + iface->config.rx_hdr_offset;
     iface->rx.sges[n].lkey = desc->lkey;
     iface->rx.wrs[n].wr_id = (uintptr_t)desc;
-}
-
-
-void qpx_iface_rx_share_next(qpx_iface_t *owner)
-{
-    qpx_iface_rx_share_hint = owner;
-}
-
-
-qpx_iface_t *qpx_iface_rx_share_take(void)
-{
-    qpx_iface_t *owner = qpx_iface_rx_share_hint;
-
-    qpx_iface_rx_share_hint = NULL;
-    return owner;
 }
 
 

@@ -125,7 +125,7 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
         ucs_log(level, "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
                 md->dev.name, address, length);
         free(mem);
-        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        return qpx_device_err_status(errno);
     }
 
     ucs_trace("%s: registered %p..%p lkey 0x%x rkey 0x%x", md->dev.name,
@@ -399,7 +399,7 @@ static ucs_status_t qpx_md_reg_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
 
     chunk->mr = ibv_reg_mr(priv->md->pd, chunk, size, priv->access);
     if (chunk->mr == NULL) {
-        status = (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        status = qpx_device_err_status(errno);
         ucs_log(qpx_md_reg_fail_level(0), "%s: ibv_reg_mr(%s, %zu bytes) "
                 "failed: %m", priv->md->dev.name, ucs_mpool_name(mp), size);
         free(chunk);

@@ -115,7 +115,7 @@ static inline ucs_log_level_t qpx_md_reg_fail_level(int hide_errors)
     if (hide_errors) {
         return UCS_LOG_LEVEL_DEBUG;
     }
-    return ((errno == ENOMEM) || (errno == EAGAIN)) ?
+    return qpx_device_err_exhausted(errno) ?
            qpx_md_reg_exhausted_level : UCS_LOG_LEVEL_ERROR;
 }
 

@@ -59,7 +59,7 @@ static ucs_status_t qpx_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache,
         ucs_log(qpx_md_reg_fail_level(quiet),
                 "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
                 md->dev.name, address, length);
-        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        return qpx_device_err_status(errno);
     }
 
     region->mem.region = rregion;

@@ -130,13 +130,13 @@ ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
         }
 
         if (errno != EINVAL) {
-            ucs_log(((errno == ENOMEM) || (errno == EAGAIN)) ?
+            ucs_log(qpx_device_err_exhausted(errno) ?
                     qpx_qp_exhausted_level : UCS_LOG_LEVEL_ERROR,
                     "create qp (%s, send_wr %u sge %u inline %u) "
                     "failed: %m", qpx_qp_type_str(attr.qp_type),
                     attr.cap.max_send_wr, attr.cap.max_send_sge,
                     attr.cap.max_inline_data);
-            return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+            return qpx_device_err_status(errno);
         }
 
         /* The device refused the caps: first try its advertised limits,

@@ -113,10 +113,11 @@ ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
     }
     qp = qpx_qp_dc_create_one(pd, init_attr, &arg);
     if (qp == NULL) {
-        ucs_error("mlx5dv_create_qp(DCT, srq %p) failed: %m", init_attr->srq);
-        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY :
-               (errno == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED :
-               UCS_ERR_IO_ERROR;
+        ucs_log(qpx_device_err_exhausted(errno) ? qpx_qp_exhausted_level :
+                UCS_LOG_LEVEL_ERROR,
+                "mlx5dv_create_qp(DCT, srq %p) failed: %m", init_attr->srq);
+        return (errno == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED :
+               qpx_device_err_status(errno);
     }
 
     *qp_p = qp;

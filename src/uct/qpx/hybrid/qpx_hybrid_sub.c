@@ -185,7 +185,7 @@ ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
 }
 
 
-/* probe: opened only to read its attributes (qpx_iface_attr_only_next:
+/* probe: opened only to read its attributes (qpx_iface_hints_t attr_only:
  * CQs of one entry, no send buffer) with the smallest queues
  * (qpx_hybrid_rc_probe_config); on the cold path's SRQ like the real one,
  * since an SRQ of its own would take a registration for its buffers, one
@@ -194,21 +194,21 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
                                                  int probe)
 {
     uct_iface_attr_t attr;
+    qpx_iface_hints_t hints;
     struct epoll_event ev;
     ucs_status_t status;
     int fd;
 
-    qpx_iface_rx_share_next(iface->open_args.owner);
-    qpx_iface_exhausted_next(UCS_LOG_LEVEL_DEBUG);
-    qpx_iface_attr_only_next(probe);
+    hints.rx_owner        = iface->open_args.owner;
+    hints.exhausted_level = UCS_LOG_LEVEL_DEBUG;
+    hints.attr_only       = probe;
+    qpx_iface_hints_next(&hints);
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
                                        probe ? QPX_HYBRID_SUB_PROBE : 0,
                                        &iface->rc_config, &iface->rc);
-    qpx_iface_rx_share_next(NULL);
-    qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
-    qpx_iface_attr_only_next(0);
+    qpx_iface_hints_next(NULL);
     if (status != UCS_OK) {
         iface->rc = NULL;
         return status;
@@ -303,14 +303,17 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
 {
     qpx_iface_t *owner = (self->rc != NULL) ?
                          ucs_derived_of(self->rc, qpx_iface_t) : NULL;
+    qpx_iface_hints_t hints;
     const char *what;
     ucs_status_t status;
     unsigned attempt;
 
     for (attempt = 1; ; ++attempt) {
-        qpx_iface_rx_share_next(owner);
-        qpx_iface_exhausted_next(((attempt < tries) || (owner != NULL)) ?
-                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR);
+        hints.rx_owner        = owner;
+        hints.exhausted_level = ((attempt < tries) || (owner != NULL)) ?
+                                UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
+        hints.attr_only       = 0;
+        qpx_iface_hints_next(&hints);
         (void)qpx_iface_exhausted_what();
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
@@ -319,8 +322,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                            (owner != NULL) ?
                                            QPX_HYBRID_SUB_UD_SRQ : 0,
                                            &self->cold_config, &self->cold);
-        qpx_iface_rx_share_next(NULL);
-        qpx_iface_exhausted_next(UCS_LOG_LEVEL_ERROR);
+        qpx_iface_hints_next(NULL);
         what = qpx_iface_exhausted_what();
         if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
             return status;
