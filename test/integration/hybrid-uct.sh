@@ -100,6 +100,26 @@ if grep -q "^PASS: every message" "$TL_TMP/out"; then
         qpx_fail "QP limit 12: no RC QP refused: the limit did not bite"
     fi
 fi
+# The options the hybrid gives its sub-interfaces take effect: none is
+# refused (a name outside the transport's table, such as a shared option
+# without its "QPX_" prefix, would be), and the RC interface's first chunk
+# of send buffers is the hybrid's 64, not qpx_rc's 128 (which UCX would
+# round up to a 2 MiB huge page)
+env UCX_LOG_LEVEL=debug UCX_QPX_PROMOTE_THRESH=1 LD_PRELOAD="$QPX_MODULE" \
+    timeout 100 "$QPX_TESTDIR/qpx_uct_flood" -x qpx -d "$QPX_DEV" -e 4 \
+    -n 200 >"$TL_TMP/dbg.out" 2>&1
+ret=$?
+refused=$(grep -c "for a sub-interface failed" "$TL_TMP/dbg.out")
+probe=$(grep -c "opened (to read its attributes)" "$TL_TMP/dbg.out")
+chunk=$(grep -c "qpx_tx_desc: allocated chunk .* with 64 elements" "$TL_TMP/dbg.out")
+if [ $ret -eq 0 ] && [ "$refused" -eq 0 ] && [ "$probe" -ge 1 ] &&
+   [ "$chunk" -ge 1 ]; then
+    qpx_pass "sub-interface options applied: none refused, RC send buffers in chunks of 64"
+else
+    grep "for a sub-interface failed" "$TL_TMP/dbg.out" | head -5
+    qpx_fail "sub-interface options (exit $ret): $refused refused, $probe probes, $chunk chunks of 64"
+fi
+
 # For comparison (not counted): qpx_rc under the same limit, one QP per
 # endpoint on each side
 rm -f "$TL_TMP/shm"

@@ -81,14 +81,48 @@ static void qpx_hybrid_dc_config_auto(uct_iface_config_t *config)
 }
 
 
+/* Set name (as in the transport's table: the shared qpx options, in its
+ * "QPX_" sub-table, as QPX_<NAME>) to value in config; a failure is
+ * logged, and the interface opens with the value it had */
+static void qpx_hybrid_config_set(uct_iface_config_t *config,
+                                  const char *name, const char *value)
+{
+    ucs_status_t status = uct_config_modify(config, name, value);
+
+    if (status != UCS_OK) {
+        ucs_debug("qpx: setting %s=%s for a sub-interface failed: %s", name,
+                  value, ucs_status_string(status));
+    }
+}
+
+
+/*
+ * The hybrid's RC interface (not the probe) sends from a smaller first
+ * chunk of bounce buffers than qpx_rc's default, unless the user set
+ * UCX_QPX_RC_TX_BUFS_GROW or UCX_QPX_TX_BUFS_GROW: 128 buffers of 8 kB make a chunk just over
+ * 1 MiB, which UCX's "thp" allocation rounds up to a 2 MiB huge page (it
+ * accepts up to twice the length) and registers whole; 64 make 0.5 MiB,
+ * allocated as asked. Its hot peers are a bounded few, and the pool still
+ * grows by as many chunks as their sends need.
+ */
+static void qpx_hybrid_rc_config_auto(uct_iface_config_t *config)
+{
+    if ((getenv("UCX_QPX_RC_TX_BUFS_GROW") == NULL) &&
+        (getenv("UCX_QPX_TX_BUFS_GROW") == NULL)) {
+        qpx_hybrid_config_set(config, "QPX_TX_BUFS_GROW", "64");
+    }
+}
+
+
 /* What an RC interface opened only to read its attributes is given: the
  * smallest queues and pools, none of which the attributes depend on (they
  * follow SEG_SIZE, TX_MAX_INLINE and the device; qpx_hybrid_iface_rc_open
  * checks that the real one offers the same) */
 static const char *qpx_hybrid_rc_probe_config[][2] = {
-    {"TX_QUEUE_LEN", "16"}, {"TX_CQ_LEN", "16"}, {"TX_BUFS_GROW", "16"},
-    {"RX_QUEUE_LEN", "16"}, {"RX_QUEUE_MAX", "16"}, {"RX_BUFS_GROW", "16"},
-    {"QP_POOL_SIZE", "0"}
+    {"QPX_TX_QUEUE_LEN", "16"}, {"QPX_TX_CQ_LEN", "16"},
+    {"QPX_TX_BUFS_GROW", "16"}, {"QPX_RX_QUEUE_LEN", "16"},
+    {"QPX_RX_QUEUE_MAX", "16"}, {"QPX_RX_BUFS_GROW", "16"},
+    {"QPX_QP_POOL_SIZE", "0"}
 };
 
 
@@ -121,9 +155,11 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     } else if (flags & QPX_HYBRID_SUB_PROBE) {
         for (i = 0; i < ucs_static_array_size(qpx_hybrid_rc_probe_config);
              ++i) {
-            (void)uct_config_modify(config, qpx_hybrid_rc_probe_config[i][0],
-                                    qpx_hybrid_rc_probe_config[i][1]);
+            qpx_hybrid_config_set(config, qpx_hybrid_rc_probe_config[i][0],
+                                  qpx_hybrid_rc_probe_config[i][1]);
         }
+    } else if (!strcmp(tl_name, "qpx_rc")) {
+        qpx_hybrid_rc_config_auto(config);
     }
 
     memset(&sub_params, 0, sizeof(sub_params));
