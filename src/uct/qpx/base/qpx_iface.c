@@ -522,10 +522,14 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         goto err_destroy_recv_cq;
     }
 
-    /* srq_attr.attr.max_wr now holds what the device granted: the queue
-     * starts at RX_QUEUE_LEN and may grow to it */
-    self->rx.queue_max = srq_attr.attr.max_wr;
-    qpx_iface_rx_queue_set(self, srq_attr.attr.max_wr);
+    /* srq_attr.attr.max_wr now holds what the device granted, which may be
+     * more than asked (ibv_create_srq(3); softverbs grants its ring, a
+     * power of two, where mlx5 and rxe grant one fewer): the queue starts
+     * at RX_QUEUE_LEN and may grow to it, but never beyond what the receive
+     * CQ holds, a completion per posted buffer */
+    self->rx.queue_max = ucs_min(srq_attr.attr.max_wr,
+                                 (unsigned)self->recv_cq->cqe);
+    qpx_iface_rx_queue_set(self, self->rx.queue_max);
     return UCS_OK;
 
 err_destroy_recv_cq:
