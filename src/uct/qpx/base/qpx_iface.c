@@ -413,6 +413,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     struct ibv_srq_init_attr srq_attr;
     size_t queue_max, posted_max;
     ucs_status_t status = UCS_ERR_IO_ERROR;
+    uint32_t srq_max_wr;
     ucs_log_level_t level;
     int cq_len, flags;
 
@@ -508,9 +509,10 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
 
     memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = ucs_min(ucs_min(queue_max,
+    srq_max_wr            = ucs_min(ucs_min(queue_max,
                                             (unsigned)self->recv_cq->cqe),
                                     (unsigned)dev->attr.max_srq_wr);
+    srq_attr.attr.max_wr  = srq_max_wr;
     srq_attr.attr.max_sge = 1;
     /* The device's SRQ events name the interface (qpx_device_event.c) */
     srq_attr.srq_context  = self;
@@ -524,11 +526,11 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 
     /* srq_attr.attr.max_wr now holds what the device granted, which may be
      * more than asked (ibv_create_srq(3); softverbs grants its ring, a
-     * power of two, where mlx5 and rxe grant one fewer): the queue starts
-     * at RX_QUEUE_LEN and may grow to it, but never beyond what the receive
-     * CQ holds, a completion per posted buffer */
-    self->rx.queue_max = ucs_min(srq_attr.attr.max_wr,
-                                 (unsigned)self->recv_cq->cqe);
+     * power of two, where mlx5 and rxe grant one fewer) or, on a device
+     * that clamps, less: the queue starts at RX_QUEUE_LEN and may grow to
+     * what was asked and granted, never beyond RX_QUEUE_MAX or what the
+     * receive CQ holds (a completion per posted buffer) */
+    self->rx.queue_max = ucs_min(srq_attr.attr.max_wr, srq_max_wr);
     qpx_iface_rx_queue_set(self, self->rx.queue_max);
     return UCS_OK;
 
