@@ -15,6 +15,9 @@
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
+# No server or client of this script outlives it: one left spinning in
+# UCP's progress loop would starve the tests that run after it
+trap 'pkill -9 -f "$TL_TMP/ucs" 2>/dev/null; rm -rf "$TL_TMP"' EXIT
 [ -f "$SOFTVERBS_LIBDIR/librdmacm.so.1" ] ||
     qpx_skip_all "softverbs' librdmacm not built"
 ex=/usr/share/doc/libucx-dev/examples
@@ -32,7 +35,11 @@ export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n UCX_LOG_LEVEL=info
 # client, given no port, dialled port 0 ("invalid service ID")
 cs_wait_listen() {
     n=0
-    while [ $n -lt 1200 ] && ! grep -q 'server is listening on' "$1"; do
+    while [ $n -lt 1200 ] && ! grep -qs 'server is listening on' "$1"; do
+        # gone, or a zombie (which kill -0 still finds)
+        case $(ps -o stat= -p "$spid" 2>/dev/null) in
+        ""|Z*) echo "  (the server exited before it listened)"; break ;;
+        esac
         sleep 0.05; n=$((n + 1))
     done
     port=$(sed -n 's/.*server is listening on IP .* port \([0-9]*\).*/\1/p' \
