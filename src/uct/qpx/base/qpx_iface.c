@@ -116,21 +116,19 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 static __thread const char *qpx_iface_exhausted_res = NULL;
 
 
+/* The hints' defaults: an SRQ of its own, errors logged as errors, a
+ * complete interface */
+#define QPX_IFACE_HINTS_DEFAULT \
+    {.rx_owner = NULL, .exhausted_level = UCS_LOG_LEVEL_ERROR, .attr_only = 0}
+
+
 /* The hints for the next interface this thread constructs */
-static __thread qpx_iface_hints_t qpx_iface_hints = {
-    .rx_owner        = NULL,
-    .exhausted_level = UCS_LOG_LEVEL_ERROR,
-    .attr_only       = 0
-};
+static __thread qpx_iface_hints_t qpx_iface_hints = QPX_IFACE_HINTS_DEFAULT;
 
 
 void qpx_iface_hints_next(const qpx_iface_hints_t *hints)
 {
-    static const qpx_iface_hints_t defaults = {
-        .rx_owner        = NULL,
-        .exhausted_level = UCS_LOG_LEVEL_ERROR,
-        .attr_only       = 0
-    };
+    static const qpx_iface_hints_t defaults = QPX_IFACE_HINTS_DEFAULT;
 
     qpx_iface_hints = (hints != NULL) ? *hints : defaults;
 }
@@ -389,10 +387,11 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 
 
 /*
- * The CQ length to ask the device for, for about n entries. Providers make a ring of n + 1 rounded up to a power of two and
- * report one entry fewer (mlx5: align_queue_size(cqe + 1), rxe: a queue of
- * cqe + 1 slots), so n a power of two (the defaults: 4096) would double the
- * ring for its last entry. Ask one fewer then: half the ring's memory for
+ * The CQ length to ask the device for, for about n entries. Providers make
+ * a ring of n + 1 rounded up to a power of two and report one entry fewer
+ * (mlx5: align_queue_size(cqe + 1), rxe: a queue of cqe + 1 slots), so n a
+ * power of two (the defaults: 4096) would double the ring for its last
+ * entry. Ask one fewer then: half the ring's memory for
  * one entry, which the users of the CQ give up, since they size themselves
  * to what was granted (tx.cq_available, the SRQ's max_wr, rx.queue_len).
  */
