@@ -99,10 +99,10 @@ static void qpx_hybrid_config_set(uct_iface_config_t *config,
 /*
  * The hybrid's RC interface (not the probe) sends from a smaller first
  * chunk of bounce buffers than qpx_rc's default, unless the user set
- * UCX_QPX_RC_TX_BUFS_GROW or UCX_QPX_TX_BUFS_GROW: 128 buffers of 8 kB make a chunk just over
- * 1 MiB, which UCX's "thp" allocation rounds up to a 2 MiB huge page (it
- * accepts up to twice the length) and registers whole; 64 make 0.5 MiB,
- * allocated as asked. Its hot peers are a bounded few, and the pool still
+ * UCX_QPX_RC_TX_BUFS_GROW or UCX_QPX_TX_BUFS_GROW: 128 buffers of 8 kB
+ * make a chunk just over 1 MiB, which UCX's "thp" allocation rounds up to
+ * a 2 MiB huge page (it accepts up to twice the length) and registers
+ * whole; 64 make 0.5 MiB, allocated as asked. Its hot peers are a bounded few, and the pool still
  * grows by as many chunks as their sends need.
  */
 static void qpx_hybrid_rc_config_auto(uct_iface_config_t *config)
