@@ -179,7 +179,8 @@ static void test_dct_create(void **state)
     struct ibv_qp *qp = NULL;
 
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 0x1ee7a330ull, &qp),
+    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 0x1ee7a330ull,
+                                       UCS_LOG_LEVEL_ERROR, &qp),
                      UCS_OK);
     assert_ptr_equal(qp, &fake_qp);
     assert_int_equal(last_ex.comp_mask, IBV_QP_INIT_ATTR_PD);
@@ -192,14 +193,16 @@ static void test_dct_create(void **state)
 
     attr.srq = NULL;
     qp       = NULL;
-    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 1, &qp),
+    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 1, UCS_LOG_LEVEL_ERROR,
+                                       &qp),
                      UCS_ERR_INVALID_PARAM);
     assert_int_equal(create_calls, 1);
     assert_null(qp);
 
     policy   = POLICY_ENOMEM;
     attr.srq = (void*)0x30;
-    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 1, &qp),
+    assert_int_equal(qpx_qp_dct_create(&fake_pd, &attr, 1, UCS_LOG_LEVEL_ERROR,
+                                       &qp),
                      UCS_ERR_NO_MEMORY);
 }
 

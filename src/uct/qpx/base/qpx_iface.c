@@ -387,17 +387,19 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 
 
 /*
- * The CQ length to ask the device for, for about n entries. Providers make
- * a ring of n + 1 rounded up to a power of two and report one entry fewer
- * (mlx5: align_queue_size(cqe + 1), rxe: a queue of cqe + 1 slots), so n a
- * power of two (the defaults: 4096) would double the ring for its last
- * entry. Ask one fewer then: half the ring's memory for
- * one entry, which the users of the CQ give up, since they size themselves
- * to what was granted (tx.cq_available, the SRQ's max_wr, rx.queue_len).
+ * The CQ length to ask the device for, for n entries. Providers make a ring
+ * of n + 1 rounded up to a power of two and report one entry fewer (mlx5:
+ * align_queue_size(cqe + 1), rxe: a queue of cqe + 1 slots), so n a power
+ * of two (the defaults: 4096) would double the ring for its last entry.
+ * With round_down, one fewer is asked then: half the ring's memory for one
+ * entry, which the users of the CQ give up, since they size themselves to
+ * what was granted (tx.cq_available, the SRQ's max_wr, rx.queue_len).
+ * Without it (a CQ that must hold exactly n) n is asked.
  */
-static int qpx_iface_cq_len(unsigned n, const qpx_device_t *dev)
+static int qpx_iface_cq_len(unsigned n, int round_down,
+                            const qpx_device_t *dev)
 {
-    if ((n > 1) && ucs_is_pow2(n)) {
+    if (round_down && (n > 1) && ucs_is_pow2(n)) {
         --n;
     }
     return ucs_min(n, (unsigned)dev->attr.max_cqe);
@@ -436,7 +438,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
 
     cq_len        = self->attr_only ? 1 :
-                    qpx_iface_cq_len(config->tx.cq_len, dev);
+                    qpx_iface_cq_len(config->tx.cq_len, 1, dev);
     self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->send_cq == NULL) {
@@ -474,9 +476,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     }
     /* A sharer's CQ holds all the owner may post: exactly posted_max */
     cq_len        = self->attr_only ? 1 :
-                    (owner != NULL) ?
-                    (int)ucs_min(posted_max, (unsigned)dev->attr.max_cqe) :
-                    qpx_iface_cq_len(posted_max, dev);
+                    qpx_iface_cq_len(posted_max, owner == NULL, dev);
     self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
                                   0);
     if (self->recv_cq == NULL) {

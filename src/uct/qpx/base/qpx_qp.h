@@ -139,10 +139,13 @@ ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
                                struct ibv_qp **qp_p);
 
 /* A DC target on init_attr->srq (required) with access key dc_key; its
- * number (qp_num) exists once qpx_qp_dct_listen() has moved it to RTR */
+ * number (qp_num) exists once qpx_qp_dct_listen() has moved it to RTR. A
+ * DCT the device has no room or memory for (ENOMEM, EAGAIN) is logged at
+ * exhausted_level, any other failure as an error */
 ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
                                struct ibv_qp_init_attr *init_attr,
-                               uint64_t dc_key, struct ibv_qp **qp_p);
+                               uint64_t dc_key, ucs_log_level_t exhausted_level,
+                               struct ibv_qp **qp_p);
 
 /* DCI: RESET -> INIT -> RTR -> RTS; of conn, ah_attr.port_num (the port),
  * path_mtu, timeout, retry_cnt, rnr_retry, max_rd_atomic and sq_psn */

@@ -102,7 +102,8 @@ ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
 
 ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
                                struct ibv_qp_init_attr *init_attr,
-                               uint64_t dc_key, struct ibv_qp **qp_p)
+                               uint64_t dc_key, ucs_log_level_t exhausted_level,
+                               struct ibv_qp **qp_p)
 {
     qpx_qp_dc_arg_t arg = {.type = MLX5DV_DCTYPE_DCT, .dc_key = dc_key};
     struct ibv_qp *qp;
@@ -113,7 +114,7 @@ ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
     }
     qp = qpx_qp_dc_create_one(pd, init_attr, &arg);
     if (qp == NULL) {
-        ucs_log(qpx_device_err_exhausted(errno) ? qpx_qp_exhausted_level :
+        ucs_log(qpx_device_err_exhausted(errno) ? exhausted_level :
                 UCS_LOG_LEVEL_ERROR,
                 "mlx5dv_create_qp(DCT, srq %p) failed: %m", init_attr->srq);
         return (errno == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED :

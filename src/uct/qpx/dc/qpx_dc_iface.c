@@ -275,10 +275,9 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
 
     /* A DCT the device has no room for is logged at the level the
      * interface's user asked for (the hybrid, which goes on without it) */
-    qpx_qp_exhausted_level = self->super.exhausted_level;
     status = qpx_qp_dct_create(self->super.md->pd, &self->super.qp_init_attr,
-                               QPX_DC_KEY, &self->dct);
-    qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
+                               QPX_DC_KEY, self->super.exhausted_level,
+                               &self->dct);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
             qpx_iface_exhausted_set("QP");
