@@ -102,8 +102,8 @@ static void qpx_hybrid_config_set(uct_iface_config_t *config,
  * UCX_QPX_RC_TX_BUFS_GROW or UCX_QPX_TX_BUFS_GROW: 128 buffers of 8 kB
  * make a chunk just over 1 MiB, which UCX's "thp" allocation rounds up to
  * a 2 MiB huge page (it accepts up to twice the length) and registers
- * whole; 64 make 0.5 MiB, allocated as asked. Its hot peers are a bounded few, and the pool still
- * grows by as many chunks as their sends need.
+ * whole; 64 make 0.5 MiB, allocated as asked. Its hot peers are a bounded
+ * few, and the pool still grows by as many chunks as their sends need.
  */
 static void qpx_hybrid_rc_config_auto(uct_iface_config_t *config)
 {
@@ -149,9 +149,9 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 
     if (!strcmp(tl_name, "qpx_dc")) {
         qpx_hybrid_dc_config_auto(config);
-    } else if ((flags & QPX_HYBRID_SUB_UD_SRQ) && !strcmp(tl_name, "qpx_ud") &&
-               (uct_config_modify(config, "SRQ", "y") != UCS_OK)) {
-        ucs_debug("qpx: qpx_ud's SRQ option not set: its own receive queue");
+    } else if ((flags & QPX_HYBRID_SUB_UD_SRQ) && !strcmp(tl_name, "qpx_ud")) {
+        /* not set: its own receive queue */
+        qpx_hybrid_config_set(config, "SRQ", "y");
     } else if (flags & QPX_HYBRID_SUB_PROBE) {
         for (i = 0; i < ucs_static_array_size(qpx_hybrid_rc_probe_config);
              ++i) {
@@ -195,6 +195,23 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
 }
 
 
+/* The hybrid's epoll set watches sub's event fd too */
+static ucs_status_t qpx_hybrid_iface_epoll_add(qpx_hybrid_iface_t *iface,
+                                               uct_iface_h sub)
+{
+    struct epoll_event ev;
+    int fd;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    if ((uct_iface_event_fd_get(sub, &fd) != UCS_OK) ||
+        (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+
 /* The RC interface closed, if it is open */
 void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface)
 {
@@ -231,9 +248,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
 {
     uct_iface_attr_t attr;
     qpx_iface_hints_t hints;
-    struct epoll_event ev;
     ucs_status_t status;
-    int fd;
 
     hints.rx_owner        = iface->open_args.owner;
     hints.exhausted_level = UCS_LOG_LEVEL_DEBUG;
@@ -264,13 +279,10 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
     }
 
     if (!probe && (iface->epfd >= 0)) {
-        memset(&ev, 0, sizeof(ev));
-        ev.events = EPOLLIN;
-        if ((uct_iface_event_fd_get(iface->rc, &fd) != UCS_OK) ||
-            (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+        status = qpx_hybrid_iface_epoll_add(iface, iface->rc);
+        if (status != UCS_OK) {
             ucs_error("qpx iface %p: the RC interface's event fd cannot be "
                       "watched: %m", iface);
-            status = UCS_ERR_IO_ERROR;
             goto err_close;
         }
     }
@@ -404,9 +416,8 @@ void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
                           UCT_IFACE_FLAG_EVENT_RECV |
                           UCT_IFACE_FLAG_EVENT_FD;
     uct_iface_h subs[2] = {self->cold, self->rc};
-    struct epoll_event ev;
     uint64_t flags;
-    int i, fd;
+    int i;
 
     flags = cold_attr->cap.event_flags;
     if (self->rc_avail) {
@@ -428,10 +439,7 @@ void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
         if (subs[i] == NULL) {
             continue;
         }
-        memset(&ev, 0, sizeof(ev));
-        ev.events = EPOLLIN;
-        if ((uct_iface_event_fd_get(subs[i], &fd) != UCS_OK) ||
-            (epoll_ctl(self->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+        if (qpx_hybrid_iface_epoll_add(self, subs[i]) != UCS_OK) {
             ucs_warn("qpx iface %p: the event fd of sub-interface %d cannot "
                      "be watched (%m): no event notification", self, i);
             close(self->epfd);
