@@ -70,3 +70,23 @@ qpx_wait_port() {
     echo "  (nothing listened on TCP port $1 within 60 s)"
     return 1
 }
+
+# qpx_wait_output FILE ERE [PID]: until FILE (a server's output, written
+# line by line: stdbuf -oL) matches ERE, up to 60 s; with PID, no longer
+# than that server runs (gone, or a zombie, which kill -0 still finds)
+qpx_wait_output() {
+    i=0
+    while [ $i -lt 1200 ]; do
+        grep -Eqs "$2" "$1" && return 0
+        if [ -n "$3" ]; then
+            case $(ps -o stat= -p "$3" 2>/dev/null) in
+            ""|Z*) echo "  (the server exited before it printed /$2/)"
+                   return 1 ;;
+            esac
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    echo "  (the server did not print /$2/ within 60 s)"
+    return 1
+}

@@ -99,31 +99,23 @@ svt_wait_cm_listen() {
     return 1
 }
 
-# svt_wait_output FILE ERE: until FILE (a server's output, written line by
-# line: stdbuf -oL) matches ERE, up to 60 s
-svt_wait_output() {
-    i=0
-    while [ $i -lt 1200 ]; do
-        grep -Eq "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-        i=$((i + 1))
-    done
-    echo "  (the server did not print /$2/ within 60 s)"
-    return 1
-}
-
 # svt_run_pair NAME SECONDS PATTERN "SERVER CMD" "CLIENT CMD"
 # The commands are split on blanks (use `env VAR=x prog ...` for variables).
 # Runs the server in the background and the client against it, both under
 # timeout. Passes when both exit 0 and the client's output matches the
 # extended regex PATTERN; prints both outputs' tails otherwise. Waits for the
-# server to listen on TCP port $SVT_LISTEN_PORT when set, on rdma_cm port
-# $SVT_CM_PORT when set, or to print /$SVT_READY/ (run it under stdbuf -oL)
-# when set; else gives it 0.3 s. The programs are others'
+# server to listen on TCP port $SVT_LISTEN_PORT, on rdma_cm port
+# $SVT_CM_PORT, or to print /$SVT_READY/ (run it under stdbuf -oL): one of
+# them must be set, since a client that dials first fails. The programs
+# are others'
 # benchmarks and examples that check no payload: a pass is a run
 # (qpx_run_pass); the conformance program checks data itself.
 svt_run_pair() {
     name=$1; secs=$2; pattern=$3; srv_cmd=$4; cli_cmd=$5
+    if [ -z "$SVT_LISTEN_PORT$SVT_CM_PORT$SVT_READY" ]; then
+        qpx_fail "$name: svt_run_pair called with no way to wait for the server"
+        return 1
+    fi
     # The budgets are for an idle 2-core machine; two spinning processes
     # that share a loaded core meet only at scheduler ticks, so scale them
     # (QPX_TIMEOUT_SCALE, default 3): a hang still fails, just later.
@@ -139,9 +131,7 @@ svt_run_pair() {
     elif [ -n "$SVT_CM_PORT" ]; then
         svt_wait_cm_listen "$SVT_CM_PORT"
     elif [ -n "$SVT_READY" ]; then
-        svt_wait_output "$srv_file" "$SVT_READY"
-    else
-        sleep 0.3
+        qpx_wait_output "$srv_file" "$SVT_READY" "$spid"
     fi
     # shellcheck disable=SC2086
     timeout -k 2 "$secs" $cli_cmd >"$cli_file" 2>&1
