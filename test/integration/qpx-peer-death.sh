@@ -13,9 +13,15 @@
 #   handler must be called within the same bound (ucx_perftest itself
 #   keeps running afterwards, with UCX's transports as with qpx: the test
 #   stops it once the handler has spoken).
-# - ucp_put_bw with the client killed leaves a passive target that makes
-#   no UCP call at all; only qpx_ud (reliability on the async thread) can
-#   detect it there, and is tested for it in default mode.
+# - ucp_put_bw with the client killed leaves a passive target: its
+#   ucx_perftest counts its iterations without a UCP call (with
+#   -n 1000000000 that takes about 10 s here, and three times as long
+#   beside another test), then progresses until the last put arrives. RC
+#   has nothing in flight there to fail; qpx_ud probes the idle endpoint
+#   (on its async thread while the process makes no call) and fails it
+#   after its timeout, which the process learns at its first progress.
+#   The case runs 10^8 iterations, so that the survivor is progressing
+#   by the time the failure is due, and tests qpx_ud in default mode.
 # - A pair that ends normally with the same short timeouts: both exit 0
 #   with no failure reported (keepalive raises no false alarm).
 #
@@ -53,14 +59,15 @@ kill_case() {
     local tls=$1 victim=$2 mode=$3 bound=$4 test=$5
     shift 5
     envs="$*"
+    iters=${ITERS:-1000000000}
     name="$tls $test, $victim killed, $mode mode"
     eflag=""
     [ "$mode" = peer ] && eflag="-e"
     port=$(qpx_free_port)
-    perf $eflag -t "$test" -s 65536 -n 1000000000 -p "$port" >"$TMP/srv" 2>&1 &
+    perf $eflag -t "$test" -s 65536 -n "$iters" -p "$port" >"$TMP/srv" 2>&1 &
     spid=$!
     qpx_wait_port "$port"
-    perf $eflag -t "$test" -s 65536 -n 1000000000 -p "$port" 127.0.0.1 \
+    perf $eflag -t "$test" -s 65536 -n "$iters" -p "$port" 127.0.0.1 \
         >"$TMP/cli" 2>&1 &
     cpid=$!
     sleep 2
@@ -149,18 +156,16 @@ for tls in qpx_rc,qpx_ud qpx_ud qpx_dc; do
     for mode in default peer; do
         for victim in cli srv; do
             for test in tag_bw ucp_put_bw; do
-                b=$bound
+                n=1000000000
                 if [ $test = ucp_put_bw ] && [ $victim = cli ]; then
                     # The survivor is the passive target of one-sided
-                    # puts: ucx_perftest never calls ucp_worker_progress
-                    # there, so UCP cannot call a handler and RC has
-                    # nothing in flight to fail.  Only qpx_ud, whose
-                    # async thread runs its reliability, can tell, in
-                    # default mode; its async timer adds a few seconds.
+                    # puts (above): RC has nothing in flight to fail
+                    # and UCP calls no handler there; qpx_ud tells in
+                    # default mode
                     [ $tls = qpx_ud ] && [ $mode = default ] || continue
-                    b=$((bound + 10))
+                    n=100000000
                 fi
-                kill_case $tls $victim $mode $b $test $SHORT
+                ITERS=$n kill_case $tls $victim $mode $bound $test $SHORT
             done
         done
     done
