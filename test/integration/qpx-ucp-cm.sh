@@ -198,15 +198,24 @@ kill_case server
 # qplimit_case MAX WHERE: a registry of its own with room for MAX QPs: the
 # client's (3: its UD QP, after both sides' qpx_ud QPs) or the server's
 # connection QP (4) cannot be had; the client must fail at once with an
-# error, and the side that ran out must say what
+# error, and the side that ran out must say what. The server's timeout(1)
+# only guards against a hang: it counts from the server's start, which
+# beside an MPI test on 2 cores can take 10 s and more, and at 30 s it
+# once ended a server that had just said it listened, before its client
+# dialled (the client's QP was then granted and nobody answered it)
 qplimit_case() {
+    rm -f "$TL_TMP/crc.srv"
     (
         export SOFTVERBS_SHM=/dev/shm/qpx-ucp-cm-$$-$1 SOFTVERBS_MAX_QP=$1 \
                UCX_TLS=qpx_ud
-        cs_server 30 --
+        cs_server 120 --
         LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 \
             -p "$port" >"$TL_TMP/cli.log" 2>&1
         echo $? >"$TL_TMP/crc"
+        # gone (or a zombie) before its client was done: say so
+        case $(ps -o stat= -p "$spid" 2>/dev/null) in
+        ""|Z*) echo "the server had exited" >"$TL_TMP/crc.srv" ;;
+        esac
         kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
         rm -f "$SOFTVERBS_SHM"
     )
@@ -217,7 +226,7 @@ qplimit_case() {
        grep -q "qpx cm: .*create_qp.* failed" "$log"; then
         qpx_pass "qpx cm: no QP for the $2's connection (SOFTVERBS_MAX_QP=$1): the client fails with $(grep -o 'status -[0-9]* ([^)]*)' "$TL_TMP/cli.log" | head -n 1), the $2 logs it"
     else
-        qpx_fail "qpx cm: no QP for the $2's connection: client exit $crc"
+        qpx_fail "qpx cm: no QP for the $2's connection: client exit $crc$(cat "$TL_TMP/crc.srv" 2>/dev/null | sed 's/^/, /')"
         grep -v INFO "$TL_TMP/cli.log" "$TL_TMP/srv.log" | tail -n 6
     fi
 }
@@ -229,7 +238,7 @@ qplimit_case 4 server
 # client is refused at once, the server says why and serves the next
 # client (UCP would read the zeros as an address and abort)
 if command -v rdma_client >/dev/null; then
-    cs_server 30 UCX_QPX_CM_FAILURE=warn --
+    cs_server 120 UCX_QPX_CM_FAILURE=warn --
     timeout 20 rdma_client -s 127.0.0.1 -p "$port" >"$TL_TMP/rc.log" 2>&1
     rrc=$?
     LD_PRELOAD=$QPX_MODULE timeout 30 "$TL_TMP/ucs" -a 127.0.0.1 -p "$port" \
