@@ -169,7 +169,9 @@ static ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
 }
 
 
-ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
+static ucs_status_t qpx_iface_qp_get_level(qpx_iface_t *iface,
+                                           ucs_log_level_t exhausted_level,
+                                           struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr attr;
     struct ibv_qp *qp;
@@ -183,7 +185,7 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
     }
 
     attr                   = iface->qp_init_attr;
-    qpx_qp_exhausted_level = iface->exhausted_level;
+    qpx_qp_exhausted_level = exhausted_level;
     status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
     qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
     if (status != UCS_OK) {
@@ -212,6 +214,18 @@ ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
 
     *qp_p = qp;
     return UCS_OK;
+}
+
+
+ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p)
+{
+    return qpx_iface_qp_get_level(iface, iface->exhausted_level, qp_p);
+}
+
+
+ucs_status_t qpx_iface_qp_get_spare(qpx_iface_t *iface, struct ibv_qp **qp_p)
+{
+    return qpx_iface_qp_get_level(iface, UCS_LOG_LEVEL_DEBUG, qp_p);
 }
 
 

@@ -485,6 +485,10 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(struct ibv_cq *cq, int max,
  */
 ucs_status_t qpx_iface_qp_get(qpx_iface_t *iface, struct ibv_qp **qp_p);
 
+/* The same, for a QP the caller can do without (a DCI beyond the first): a
+ * device with no room for it is logged at debug level */
+ucs_status_t qpx_iface_qp_get_spare(qpx_iface_t *iface, struct ibv_qp **qp_p);
+
 /* Give a QP back: RESET and pooled, or destroyed */
 void qpx_iface_qp_put(qpx_iface_t *iface, struct ibv_qp *qp);
 

@@ -34,7 +34,10 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
 {
     ucs_status_t status;
 
-    status = qpx_iface_qp_get(&iface->super, &dci->qp);
+    /* The first DCI is required; the others the interface can do without
+     * (fewer DCIs, one warning from its init) */
+    status = (index == 0) ? qpx_iface_qp_get(&iface->super, &dci->qp) :
+                            qpx_iface_qp_get_spare(&iface->super, &dci->qp);
     if (status != UCS_OK) {
         return status;
     }
@@ -72,8 +75,19 @@ err_destroy:
 }
 
 
-ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
-                                      unsigned num_dci)
+/* Stack of free DCIs, lowest index on top: all of them, at init */
+static void qpx_dc_iface_dcis_free_all(qpx_dc_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        iface->free_dcis[i] = iface->num_dci - 1 - i;
+    }
+    iface->num_free = iface->num_dci;
+}
+
+ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface, unsigned num_dci,
+                                      ucs_status_t *short_status_p)
 {
     ucs_status_t status = UCS_OK;
     unsigned i;
@@ -91,19 +105,24 @@ ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
     if (iface->num_dci == 0) {
         return status;
     }
-    if (iface->num_dci < num_dci) {
-        /* Out of QPs or memory on the HCA: fewer DCIs, not no interface */
-        ucs_warn("qpx_dc: %s:%d got %u of %u DCIs (%s)",
-                 iface->super.md->dev.name, iface->super.port_num,
-                 iface->num_dci, num_dci, ucs_status_string(status));
-    }
 
-    /* Stack of free DCIs, lowest index on top */
-    for (i = 0; i < iface->num_dci; ++i) {
-        iface->free_dcis[i] = iface->num_dci - 1 - i;
-    }
-    iface->num_free = iface->num_dci;
+    /* Out of QPs or memory on the HCA: fewer DCIs, not no interface (the
+     * caller says so, once its DCT is made too) */
+    *short_status_p = status;
+    qpx_dc_iface_dcis_free_all(iface);
     return UCS_OK;
+}
+
+void qpx_dc_iface_dci_give_way(qpx_dc_iface_t *iface)
+{
+    qpx_dc_dci_t *dci = &iface->dcis[iface->num_dci - 1];
+
+    /* At init, with more than one DCI: no endpoint has had a DCI, none has
+     * an operation on one */
+    ucs_debug("qpx_dc: dci 0x%x gives way to the DCT", dci->qp->qp_num);
+    qpx_qp_destroy(dci->qp);
+    --iface->num_dci;
+    qpx_dc_iface_dcis_free_all(iface);
 }
 
 

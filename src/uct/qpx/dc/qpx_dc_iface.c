@@ -274,10 +274,12 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
     ucs_status_t status;
 
     /* A DCT the device has no room for is logged at the level the
-     * interface's user asked for (the hybrid, which goes on without it) */
+     * interface's user asked for (the hybrid, which goes on without it),
+     * or at debug level while a DCI can still give way to it */
     status = qpx_qp_dct_create(self->super.md->pd, &self->super.qp_init_attr,
-                               QPX_DC_KEY, self->super.exhausted_level,
-                               &self->dct);
+                               QPX_DC_KEY, (self->num_dci > 1) ?
+                               UCS_LOG_LEVEL_DEBUG :
+                               self->super.exhausted_level, &self->dct);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
             qpx_iface_exhausted_set("QP");
@@ -304,7 +306,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     const qpx_dc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
     qpx_iface_init_attr_t init_attr;
-    ucs_status_t status;
+    ucs_status_t status, dci_status;
 
     if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
         ucs_error("qpx_dc: NUM_DCI=%u is out of 1..%d", config->num_dci,
@@ -343,7 +345,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.quota      = ucs_max(1, config->quota);
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
-    status = qpx_dc_iface_dcis_create(self, config->num_dci);
+    dci_status = UCS_OK;
+    status     = qpx_dc_iface_dcis_create(self, config->num_dci, &dci_status);
     if (status != UCS_OK) {
         goto err_cleanup;
     }
@@ -358,9 +361,23 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_destroy_dcis;
     }
 
+    /* The DCT is the interface's only way in, a DCI one of its ways out:
+     * on a device out of QPs the DCIs give way to it, down to one, rather
+     * than leave the process without an interface */
     status = qpx_dc_iface_dct_create(self);
+    while ((status == UCS_ERR_NO_MEMORY) && (self->num_dci > 1)) {
+        qpx_dc_iface_dci_give_way(self);
+        dci_status = status;
+        status     = qpx_dc_iface_dct_create(self);
+    }
     if (status != UCS_OK) {
         goto err_destroy_dcis;
+    }
+    if (self->num_dci < config->num_dci) {
+        ucs_warn("qpx_dc: %s:%d has %u of %u DCIs (%s)",
+                 self->super.md->dev.name, self->super.port_num,
+                 self->num_dci, config->num_dci,
+                 ucs_status_string(dci_status));
     }
 
     self->config.caps.max_put_short = self->super.config.max_inline;

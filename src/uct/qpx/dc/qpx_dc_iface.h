@@ -204,8 +204,12 @@ UCS_CLASS_DECLARE_DELETE_FUNC(qpx_dc_ep_t, uct_ep_t);
 
 
 /* DCI pool (qpx_dc_dci.c) */
-ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface,
-                                      unsigned num_dci);
+/* At least one DCI, up to num_dci; *short_status_p: why there are fewer
+ * (set only when at least one was made) */
+ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface, unsigned num_dci,
+                                      ucs_status_t *short_status_p);
+/* At init, the last DCI destroyed so that its QP can go to the DCT */
+void qpx_dc_iface_dci_give_way(qpx_dc_iface_t *iface);
 void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface);
 /* Give ep a DCI under the policy; UCS_ERR_NO_RESOURCE when none can be
  * had now (ep then waits in iface->tx_wait if queue is set) */
