@@ -34,9 +34,13 @@ export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n UCX_LOG_LEVEL=info
 # 16-rank MPI test on 2 cores a server took over 10 s to listen, and its
 # client, given no port, dialled port 0 ("invalid service ID")
 cs_wait_listen() {
-    qpx_wait_output "$1" 'server is listening on' "$spid"
-    port=$(sed -n 's/.*server is listening on IP .* port \([0-9]*\).*/\1/p' \
+    qpx_wait_output "$1" 'server is listening on IP .* port [0-9]+' "$spid"
+    port=$(sed -n 's/.*server is listening on IP .* port \([0-9][0-9]*\).*/\1/p' \
            "$1" | head -n 1)
+    if [ -z "$port" ]; then
+        echo "  (no port from the server; its output:)"
+        tail -n 5 "$1" | sed 's/^/  | /'
+    fi
 }
 
 # cs_server SECONDS ENV... -- ARGS...: the example's server in the

@@ -80,17 +80,30 @@ svt_link_opts() {
     fi
 }
 
-# svt_wait_cm_listen PORT: until a softverbs rdma_cm id listens on PORT
-# (any address, any port space). softverbs' CM listens on an abstract Unix
-# socket named "@softverbs-cm-<registry>-<ps>-<addr>-<port>", listed in
-# /proc/net/unix with the listening flag (0x10000) once listen(2) returned:
-# a client that dials earlier is rejected ("invalid service ID", 8), as on a
-# fabric. Up to 60 s: beside an MPI test on 2 cores a server can take
-# seconds to start.
+# svt_cm_tag: the <registry> part of a softverbs CM socket name, for
+# SOFTVERBS_SHM (FNV-1a of its path, as sv_cm_sock_name computes it)
+svt_cm_tag() {
+    python3 -c 'import sys
+t = 2166136261
+for c in sys.argv[1].encode():
+    t = ((t ^ c) * 16777619) & 0xffffffff
+print("%08x" % t)' "${SOFTVERBS_SHM:-/dev/shm/softverbs}"
+}
+
+# svt_wait_cm_listen PORT: until a softverbs rdma_cm id of this registry
+# listens on PORT (any address, any port space). softverbs' CM listens on
+# an abstract Unix socket named "@softverbs-cm-<registry>-<ps>-<addr>-<port>",
+# listed in /proc/net/unix with the listening flag (0x10000) once listen(2)
+# returned: a client that dials earlier is rejected ("invalid service ID",
+# 8), as on a fabric. The registry part matters: a test running beside
+# this one, with a registry of its own, may listen on the same port. Up to
+# 60 s: beside an MPI test on 2 cores a server can take seconds to start.
 svt_wait_cm_listen() {
+    tag=$(svt_cm_tag)
     i=0
     while [ $i -lt 1200 ]; do
-        awk -v p="$1" '$4 == "00010000" && $8 ~ ("^@softverbs-cm-.*-" p "$") \
+        awk -v p="$1" -v t="$tag" '$4 == "00010000" &&
+                       $8 ~ ("^@softverbs-cm-" t "-.*-" p "$") \
                        { f = 1 } END { exit !f }' /proc/net/unix && return 0
         sleep 0.05
         i=$((i + 1))
