@@ -73,7 +73,9 @@ qpx_wait_port() {
 
 # qpx_wait_output FILE ERE [PID]: until FILE (a server's output, written
 # line by line: stdbuf -oL) matches ERE, up to 60 s; with PID, no longer
-# than that server runs (gone, or a zombie, which kill -0 still finds)
+# than that server runs (gone, or a zombie, which kill -0 still finds).
+# The caller empties FILE before it starts the server: `prog >FILE &`
+# truncates it only once the background job runs
 qpx_wait_output() {
     i=0
     while [ $i -lt 1200 ]; do

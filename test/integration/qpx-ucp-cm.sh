@@ -52,6 +52,11 @@ cs_server() {
     envs=""
     while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
     shift
+    # Emptied here: the background job's redirection truncates it only
+    # once the job runs, and a wait that reads it first finds the last
+    # server's "listening" line (a port of a server since killed, or, read
+    # once truncated, none: the client then dials port 0)
+    : >"$TL_TMP/srv.log"
     if [ "$t" = - ]; then
         env $envs LD_PRELOAD="$QPX_MODULE" stdbuf -oL "$TL_TMP/ucs" "$@" \
             -p 0 >"$TL_TMP/srv.log" 2>&1 &

@@ -135,6 +135,9 @@ svt_run_pair() {
     secs=$((secs * ${QPX_TIMEOUT_SCALE:-3}))
     srv_file=$SVT_TMP/$(echo "$name" | tr ' /' '__').srv
     cli_file=${srv_file%.srv}.cli
+    # emptied first: a background job's redirection truncates the file only
+    # once the job runs, and the wait below may read it before that
+    : >"$srv_file"
     # shellcheck disable=SC2086
     timeout -k 2 "$secs" $srv_cmd >"$srv_file" 2>&1 &
     spid=$!
