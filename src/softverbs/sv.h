@@ -41,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 9      /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 10     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -121,7 +121,8 @@ struct sv_cqe {
     uint16_t inl_len;             /* payload carried in the slot (SEND) */
     uint8_t  inl_nsge;
     uint8_t  is_send;             /* send CQE: src_qp holds the SQ index */
-    uint8_t  pad[2];
+    uint8_t  cleaned;             /* its QP went to RESET: not returned */
+    uint8_t  pad;
 };
 
 /* Small SEND payloads travel in the CQ slot: the requester saves a
@@ -582,6 +583,7 @@ int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
 int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* RQ rings */

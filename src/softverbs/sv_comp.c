@@ -39,6 +39,8 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *w,
         c.qp_num     = qp->shm->qpn;
         c.src_qp     = qp->sq_head;   /* retires up to here when polled */
         c.is_send    = 1;
+        c.cleaned    = 0;
+        c.pad        = 0;
         c.wc_flags   = 0;
         c.slid       = 0;
         c.sl         = 0;

@@ -338,10 +338,59 @@ static void sv_cq_retire(struct sv_cqe *c)
 
     if ((s != NULL) && (s->pid == sv_g.pid)) {
         qp = sv_qp((struct ibv_qp *)(uintptr_t)s->cookie);
-        /* release: pairs with the acquire in sv_post_one */
-        __atomic_store_n(&qp->sq_retired, c->src_qp + 1, __ATOMIC_RELEASE);
+        /* Only forward, and not past what was posted: a CQE of an earlier
+         * life of the QP (before a RESET, which sv_cq_clean missed because
+         * it was produced meanwhile) would otherwise make the send queue
+         * look full (sq_tail - sq_retired wraps) */
+        if ((uint32_t)(c->src_qp + 1 - qp->sq_retired) <=
+            (uint32_t)(qp->sq_tail - qp->sq_retired)) {
+            /* release: pairs with the acquire in sv_post_one */
+            __atomic_store_n(&qp->sq_retired, c->src_qp + 1,
+                             __ATOMIC_RELEASE);
+        }
     }
     c->src_qp = 0;
+}
+
+/*
+ * A QP of this process went to RESET: what its earlier life left in cq is
+ * not returned, as rdma-core's mlx5 provider removes a reset QP's CQEs
+ * from its CQs (mlx5_modify_qp -> mlx5_cq_clean), which users of a QP pool
+ * rely on (a reused QP must not see its former requests complete). Send
+ * CQEs are dropped. A receive CQE's buffer is the consumer's to get back:
+ * mlx5 returns it to the SRQ, which softverbs cannot do (the SRQ ring kept
+ * no copy of the WQE), so it is returned flushed (IBV_WC_WR_FLUSH_ERR, no
+ * data), as a QP moved to ERR returns its receives.
+ */
+void sv_cq_clean(struct sv_cq *cq, uint32_t qpn)
+{
+    struct sv_cq_hdr *ring;
+    struct sv_cq_slot *slot;
+    uint64_t h;
+
+    pthread_mutex_lock(&cq->lock);
+    ring = cq->ring;
+    for (h = ring->head; ; ++h) {
+        slot = &cq->slots[h & (ring->size - 1)];
+        /* acquire: pairs with the producer's release store of seq; a CQE
+         * published after this sweep is not the reset QP's any more */
+        if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
+            break;
+        }
+        if (slot->h.qp_num != qpn) {
+            continue;
+        }
+        if (slot->h.is_send) {
+            slot->h.cleaned = 1;
+        } else {
+            slot->h.status   = IBV_WC_WR_FLUSH_ERR;
+            slot->h.byte_len = 0;
+            slot->h.wc_flags = 0;
+            slot->h.inl_nsge = 0;
+            slot->h.inl_len  = 0;
+        }
+    }
+    pthread_mutex_unlock(&cq->lock);
 }
 
 static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
@@ -354,6 +403,14 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
     /* acquire: pairs with the producer's release store of seq */
     if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
+    }
+    while (slot->h.cleaned) {
+        /* release: the slot is the producers' again (sv_cq_clean) */
+        __atomic_store_n(&ring->head, ++h, __ATOMIC_RELEASE);
+        slot = &cq->slots[h & (ring->size - 1)];
+        if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
+            return 0;
+        }
     }
     *out = slot->h;
     cq->cur_ts = slot->inl.ts;

@@ -682,6 +682,17 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     __atomic_store_n(&qp->shm->state, next, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&qp->lock);
 
+    if (next == IBV_QPS_RESET) {
+        /* its CQEs go too (mlx5_cq_clean), without the QP's lock: the
+         * CQ's lock is taken before a QP's when a poll runs requesters */
+        if (qp->scq != NULL) {
+            sv_cq_clean(qp->scq, qp->shm->qpn);
+        }
+        if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
+            sv_cq_clean(qp->rcq, qp->shm->qpn);
+        }
+    }
+
     if ((next == IBV_QPS_ERR) && (cur != IBV_QPS_ERR)) {
         sv_qp_to_err(qp);
         if (qp->srq != NULL) {

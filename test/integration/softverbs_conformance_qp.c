@@ -253,6 +253,60 @@ static void svt_case_any_to_err_reset(svt_proc_t *p)
     svt_qp_free(qp);
 }
 
+/*
+ * A QP reused through RESET: what its earlier life left in its CQs is not
+ * returned (rdma-core's mlx5 cleans a reset QP's CQEs, mlx5_cq_clean), so
+ * no old send completion and no send queue that looks full (a stale CQE
+ * once moved its retired index past the new tail: every post failed with
+ * ENOMEM); a receive it consumed comes back flushed (mlx5 would return it
+ * to an SRQ: softverbs keeps no copy of the WQE)
+ */
+static void svt_case_reset_cqes(svt_proc_t *p)
+{
+    svt_dev_t dev;
+    svt_ep_opts_t o;
+    svt_ep_t a, b;
+    svt_addr_t aa, ba;
+    uint64_t wr_id;
+    int i;
+
+    (void)p;
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    svt_ep_local_pair(&dev, &o, &a, &b);
+    svt_ep_addr(&a, &aa);
+    svt_ep_addr(&b, &ba);
+    /* the earlier life: 8 writes and 2 sends completed, nothing polled */
+    svt_post_recv(&b, 256, 64, 200);
+    svt_post_recv(&b, 320, 64, 201);
+    for (i = 1; i <= 8; ++i) {
+        SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
+                             a.remote.rkey, 0, IBV_SEND_SIGNALED, i));
+    }
+    for (i = 0; i < 2; ++i) {
+        SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 10 + i));
+    }
+    svt_qp_move(&dev, a.qp, IBV_QPS_RESET);
+    svt_qp_move(&dev, b.qp, IBV_QPS_RESET);
+    svt_ep_connect(&a, &ba);
+    svt_ep_connect(&b, &aa);
+
+    svt_expect_wc(b.cq, IBV_WC_WR_FLUSH_ERR, -1, 200, NULL);
+    svt_expect_wc(b.cq, IBV_WC_WR_FLUSH_ERR, -1, 201, NULL);
+    svt_expect_no_wc(b.cq, 50);
+    /* the new life's writes post and are the only completions */
+    for (wr_id = 100; wr_id < 103; ++wr_id) {
+        SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
+                             a.remote.rkey, 0, IBV_SEND_SIGNALED, wr_id));
+        svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, wr_id, NULL);
+    }
+    svt_expect_no_wc(a.cq, 50);
+    svt_ep_destroy(&a);
+    svt_ep_destroy(&b);
+    svt_dev_close(&dev);
+}
+
 static void svt_case_illegal(svt_proc_t *p)
 {
     static const struct {
@@ -734,6 +788,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/legal_path_uc", svt_case_legal_path, 1, IBV_QPT_UC},
     {"qp/legal_path_ud", svt_case_legal_path, 1, IBV_QPT_UD},
     {"qp/any_to_err_reset", svt_case_any_to_err_reset, 1},
+    {"qp/reset_cleans_cqes", svt_case_reset_cqes, 1},
     {"qp/illegal_transitions", svt_case_illegal, 1},
     {"qp/masks_rc", svt_case_masks, 1, IBV_QPT_RC},
     {"qp/masks_uc", svt_case_masks, 1, IBV_QPT_UC},
