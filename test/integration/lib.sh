@@ -71,20 +71,27 @@ qpx_wait_port() {
     return 1
 }
 
+# qpx_alive PID: the process runs (neither gone nor a zombie, which kill -0
+# still finds: a child the script has not waited for yet)
+qpx_alive() {
+    case $(ps -o stat= -p "$1" 2>/dev/null) in
+    ""|Z*) return 1 ;;
+    esac
+    return 0
+}
+
 # qpx_wait_output FILE ERE [PID]: until FILE (a server's output, written
 # line by line: stdbuf -oL) matches ERE, up to 60 s; with PID, no longer
-# than that server runs (gone, or a zombie, which kill -0 still finds).
+# than that server runs (qpx_alive).
 # The caller empties FILE before it starts the server: `prog >FILE &`
 # truncates it only once the background job runs
 qpx_wait_output() {
     i=0
     while [ $i -lt 1200 ]; do
         grep -Eqs "$2" "$1" && return 0
-        if [ -n "$3" ]; then
-            case $(ps -o stat= -p "$3" 2>/dev/null) in
-            ""|Z*) echo "  (the server exited before it printed /$2/)"
-                   return 1 ;;
-            esac
+        if [ -n "$3" ] && ! qpx_alive "$3"; then
+            echo "  (the server exited before it printed /$2/)"
+            return 1
         fi
         sleep 0.05
         i=$((i + 1))

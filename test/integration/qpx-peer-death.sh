@@ -49,11 +49,6 @@ perf() {
         UCX_TLS="$tls" $envs ucx_perftest "$@"
 }
 
-# alive PID: the process exists and is not a zombie
-alive() {
-    [ -d /proc/$1 ] && [ "$(awk '{print $3}' /proc/$1/stat 2>/dev/null)" != Z ]
-}
-
 # kill_case TLS VICTIM(cli|srv) MODE(default|peer) BOUND_S TEST ENVS...
 kill_case() {
     local tls=$1 victim=$2 mode=$3 bound=$4 test=$5
@@ -76,7 +71,7 @@ kill_case() {
     else
         vpid=$spid survivor=$cpid log="$TMP/cli"
     fi
-    if ! alive $vpid || ! alive $survivor; then
+    if ! qpx_alive $vpid || ! qpx_alive $survivor; then
         kill -9 $cpid $spid 2>/dev/null; wait $cpid $spid 2>/dev/null
         sed 's/^/  /' "$TMP/srv" "$TMP/cli" | grep -v "^  [|+]" | tail -20
         qpx_fail "$name: the pair did not start"
@@ -92,14 +87,14 @@ kill_case() {
         if [ "$mode" = peer ]; then
             grep -aq "error handler called" "$log" && break
         else
-            alive $survivor || break
+            qpx_alive $survivor || break
         fi
         sleep 0.1
         t=$((t + 1))
     done
     ms=$((($(date +%s%N) - start) / 1000000))
     hung=0
-    if alive $survivor; then
+    if qpx_alive $survivor; then
         hung=1
         kill -9 $survivor
     fi
