@@ -161,6 +161,27 @@ out=$(ud_run env UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=softverbs0:1 \
 echo "(rc_verbs,ud_verbs under the same limit, not counted: exit $?, $(echo "$out" | grep -m1 "UCX  ERROR" | sed 's/.*UCX  ERROR //'))"
 rm -f "$lim_shm"
 
+# The same on a device of 20 QPs with qpx_dc's DCIs as they default: each
+# rank takes no more than half its share (20 / 8 local processes) for DC,
+# 1 DCI and its DCT. Before that cap, the first ranks took 8 DCIs each and
+# a later one failed: "no qpx_dc interface for the cold path".
+lim_shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-hybrid-lim20-$$
+rm -f "$lim_shm"
+out=$(ud_run env UCX_TLS=qpx,self UCX_NET_DEVICES=softverbs0:1 \
+      SOFTVERBS_SHM=$lim_shm SOFTVERBS_MAX_QP=20 UCX_QPX_PROMOTE_THRESH=4 \
+      timeout 300 mpirun $QPX_MPIRUN_ARGS -np 8 "$a2a_prog" 20 65536 2>&1)
+rc=$?
+rm -f "$lim_shm"
+errors=$(echo "$out" | grep -c "UCX  ERROR")
+warns=$(echo "$out" | grep -c "UCX  WARN")
+if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK" && [ "$errors" -eq 0 ] &&
+   [ "$warns" -le 8 ]; then
+    qpx_pass "QP limit 20 for 8 ranks, DCIs by default: all-to-all over qpx completes, data checked, $warns warnings"
+else
+    qpx_fail "QP limit 20 for 8 ranks, DCIs by default: exit $rc, $errors errors, $warns warnings"
+    echo "$out" | grep -v "^softverbs" | grep "UCX  ERROR\|UCX  WARN" | sort | uniq -c | sort -rn | head -n 10
+fi
+
 # limit_job NAME MAX_WARNS MAX_ERRORS ENV...: the all-to-all on 8 ranks
 # over qpx in a registry of its own under the limits in ENV completes,
 # every byte checked, with at most MAX_WARNS warnings and no error from

@@ -8,6 +8,8 @@
 
 #include "qpx_dc.inl"
 
+#include <uct/qpx/base/qpx_component.h>
+
 #include <inttypes.h>
 #include <time.h>
 
@@ -299,6 +301,43 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
 }
 
 
+/*
+ * The DCIs an interface asks for, on a device the job's processes on this
+ * host share: unless the user set UCX_QPX_DC_NUM_DCI, an interface takes
+ * no more than half its process's share of the device's QPs (max_qp over
+ * the local processes the launcher reports), its DCT included, and at
+ * least one DCI; the other half stays for RC QPs. Without the cap, on a
+ * device of 20 QPs and 8 processes, the first processes took 8 DCIs each
+ * and a later one found no QP for its DCT. On a device of thousands of QPs
+ * it changes nothing.
+ */
+static unsigned qpx_dc_iface_num_dci(qpx_dc_iface_t *iface, unsigned num_dci)
+{
+    qpx_job_info_t job;
+    unsigned share, cap;
+
+    if (getenv("UCX_QPX_DC_NUM_DCI") != NULL) {
+        return num_dci;
+    }
+
+    qpx_job_info_get(&job);
+    if (job.local_tasks <= 1) {
+        return num_dci;
+    }
+
+    share = (unsigned)iface->super.md->dev.attr.max_qp / job.local_tasks;
+    cap   = ucs_max(share / 2, 2) - 1;
+    if (cap >= num_dci) {
+        return num_dci;
+    }
+
+    ucs_debug("qpx_dc: %s:%d takes %u of %u DCIs: %d QPs for %u processes "
+              "on this host", iface->super.md->dev.name, iface->super.port_num,
+              cap, num_dci, iface->super.md->dev.attr.max_qp, job.local_tasks);
+    return cap;
+}
+
+
 static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -307,6 +346,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
     qpx_iface_init_attr_t init_attr;
     ucs_status_t status, dci_status;
+    unsigned num_dci;
 
     if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
         ucs_error("qpx_dc: NUM_DCI=%u is out of 1..%d", config->num_dci,
@@ -346,7 +386,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
     dci_status = UCS_OK;
-    status     = qpx_dc_iface_dcis_create(self, config->num_dci, &dci_status);
+    num_dci    = qpx_dc_iface_num_dci(self, config->num_dci);
+    status     = qpx_dc_iface_dcis_create(self, num_dci, &dci_status);
     if (status != UCS_OK) {
         goto err_cleanup;
     }
@@ -373,10 +414,10 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_destroy_dcis;
     }
-    if (self->num_dci < config->num_dci) {
+    if (self->num_dci < num_dci) {
         ucs_warn("qpx_dc: %s:%d has %u of %u DCIs (%s)",
                  self->super.md->dev.name, self->super.port_num,
-                 self->num_dci, config->num_dci,
+                 self->num_dci, num_dci,
                  ucs_status_string(dci_status));
     }
 
