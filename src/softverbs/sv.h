@@ -41,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 10     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 11     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -86,9 +86,11 @@ struct sv_shm_proc {
  * any number of consumers (requesters of any process) */
 struct sv_rq_hdr {
     uint64_t head;                /* consumers, advanced by CAS */
-    uint8_t  pad0[56];
+    uint64_t tail_seen;           /* a tail a consumer read: <= tail */
+    uint8_t  pad0[48];
     uint64_t tail;                /* producer, store-release */
-    uint8_t  pad1[56];
+    uint64_t head_seen;           /* the head the producer read: <= head */
+    uint8_t  pad1[48];
     uint32_t size;                /* power of two */
     uint32_t max_sge;
     uint32_t stride;
@@ -150,7 +152,8 @@ struct sv_cq_hdr {
     uint64_t head;                /* consumer */
     uint8_t  pad0[56];
     uint64_t tail;                /* producers claim slots by CAS */
-    uint8_t  pad1[56];
+    uint64_t head_seen;           /* a head a producer read: <= head */
+    uint8_t  pad1[48];
     uint32_t size;                /* power of two >= cqe + 1 */
     uint32_t cqe;                 /* capacity granted to the user */
 };
@@ -556,6 +559,7 @@ uint64_t sv_env_init(void);
 /* time: CLOCK_MONOTONIC in ns, also the device clock of completion
  * timestamps (1 GHz, hca_core_clock in kHz; 63-bit mask as mlx5's) */
 uint64_t sv_now_ns(void);
+uint64_t sv_now_coarse_ns(void);
 #define SV_CLOCK_KHZ 1000000ull
 #define SV_TS_MASK   0x7fffffffffffffffull
 

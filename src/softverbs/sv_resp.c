@@ -32,7 +32,10 @@
  * payload carried in the CQ slot, or none, makes no such call: the peer is
  * probed by reading one byte of its QP object (the cookie), at most once a
  * millisecond per requester QP (qp->lock held), so that a request to it
- * gets no response, as a destroyed QP's. A zombie fails the read too.
+ * gets no response, as a destroyed QP's. A zombie fails the read too. The
+ * millisecond is the coarse clock's (it moves at the kernel's tick): the
+ * precise one, read on every request, was a tenth of an 8-byte am_bw
+ * sender's time under a hypervisor's clock source.
  */
 static int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq)
 {
@@ -43,7 +46,7 @@ static int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq)
     if (dq->pid == sv_g.pid) {
         return 1;
     }
-    now = sv_now_ns();
+    now = sv_now_coarse_ns();
     if (now - qp->peer_probe_ns < 1000000ull) {
         return 1;
     }

@@ -16,31 +16,48 @@ uint32_t sv_rq_count(struct sv_rq_hdr *rq)
            __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The WQEs of a list are published together, by one store of tail once
+ * they are written (also when one of them fails: those before it are
+ * posted, as ibv_post_recv(3) says), so that consumers read the tail's
+ * cache line once per list rather than once per WQE. The consumers' head
+ * is read only when the head read last (head_seen, on the tail's line,
+ * which only the owner writes) shows no room: consumers move head on every
+ * receive.
+ */
 int sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
                struct ibv_recv_wr **bad)
 {
+    uint64_t t = rq->tail, t0 = t;
     struct sv_rwqe *w;
-    uint64_t t;
+    int ret = 0;
 
-    for (; wr != NULL; wr = wr->next) {
+    for (; wr != NULL; wr = wr->next, ++t) {
         if ((wr->num_sge < 0) || ((uint32_t)wr->num_sge > rq->max_sge)) {
-            *bad = wr;
-            return EINVAL;
+            ret = EINVAL;
+            break;
         }
-        t = rq->tail;
-        /* acquire: consumers copied the WQE before moving head */
-        if (t - __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE) >= rq->size) {
-            *bad = wr;
-            return ENOMEM;
+        if (t - rq->head_seen >= rq->size) {
+            /* acquire: consumers copied the WQE before moving head */
+            rq->head_seen = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
+            if (t - rq->head_seen >= rq->size) {
+                ret = ENOMEM;
+                break;
+            }
         }
         w = sv_rq_wqe(rq, t);
         w->wr_id   = wr->wr_id;
         w->num_sge = wr->num_sge;
         memcpy(w->sge, wr->sg_list, sizeof(struct ibv_sge) * wr->num_sge);
-        /* release: the WQE is written before consumers see the tail */
-        __atomic_store_n(&rq->tail, t + 1, __ATOMIC_RELEASE);
     }
-    return 0;
+    if (ret != 0) {
+        *bad = wr;
+    }
+    if (t != t0) {
+        /* release: the WQEs are written before consumers see the tail */
+        __atomic_store_n(&rq->tail, t, __ATOMIC_RELEASE);
+    }
+    return ret;
 }
 
 int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
@@ -52,10 +69,19 @@ int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
     /* acquire: a head moved by another consumer, with its copy done */
     h = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
     for (;;) {
-        /* acquire: pairs with the producer's release of tail */
-        t = __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE);
-        if (h == t) {
-            return 0;
+        /* The producer's tail is read only when the tail a consumer read
+         * last (tail_seen, on head's line) has no WQE beyond head: the
+         * producer writes tail at every post. tail_seen <= tail.
+         * acquire: pairs with the release store of tail_seen, made after
+         * an acquire load of tail (the WQEs before it are written). */
+        t = __atomic_load_n(&rq->tail_seen, __ATOMIC_ACQUIRE);
+        if ((int64_t)(t - h) <= 0) {
+            /* acquire: pairs with the producer's release of tail */
+            t = __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE);
+            if (h == t) {
+                return 0;
+            }
+            __atomic_store_n(&rq->tail_seen, t, __ATOMIC_RELEASE);
         }
         w = sv_rq_wqe(rq, h);
         n = w->num_sge;
