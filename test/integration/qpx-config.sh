@@ -56,7 +56,7 @@ expect "UCX_QPX_UD_FAILURE overrides UCX_QPX_FAILURE" UCX_QPX_UD_FAILURE WARN \
 expect "UCX_QPX_UD_FAILURE leaves qpx_rc alone" UCX_QPX_RC_FAILURE ERROR \
     UCX_QPX_FAILURE=error UCX_QPX_UD_FAILURE=warn
 # qpx_ud reads the interface core's options too, with its own defaults
-expect "qpx_ud's TX_MODERATION default" UCX_QPX_UD_TX_MODERATION 16
+expect "qpx_ud's TX_MODERATION default" UCX_QPX_UD_TX_MODERATION 64
 expect "qpx_rc's TX_MODERATION default" UCX_QPX_RC_TX_MODERATION 32
 expect "qpx_ud's TX_MAX_BUFS default" UCX_QPX_UD_TX_MAX_BUFS 65536
 expect "UCX_QPX_TX_QUEUE_LEN sets qpx_ud" UCX_QPX_UD_TX_QUEUE_LEN 128 \

@@ -20,9 +20,11 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     /* The interface core's options (SEG_SIZE, TX_/RX_ queues and buffers):
      * UCX_QPX_<NAME>, overridden by UCX_QPX_UD_<NAME>; never the bare
      * UCX_<NAME> (see qpx_iface_config_table). qpx_ud's own defaults: one
-     * inline send in 16 signalled (1..64), at most 64k send buffers (each
-     * holds an unacknowledged packet) */
-    {"QPX_", "TX_MODERATION=16;TX_MAX_BUFS=65536;TX_BUFS_GROW=256", NULL,
+     * inline send in 64 signalled (1..64: a send completion is a CQE the
+     * device writes and progress polls; 16 made 8-byte am_bw about 2%
+     * slower, docs/performance.md), at most 64k send buffers (each holds
+     * an unacknowledged packet) */
+    {"QPX_", "TX_MODERATION=64;TX_MAX_BUFS=65536;TX_BUFS_GROW=256", NULL,
      ucs_offsetof(qpx_ud_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
@@ -49,9 +51,10 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "How often progress checks retransmission timers and delayed acks.",
      ucs_offsetof(qpx_ud_iface_config_t, timer_tick), UCS_CONFIG_TYPE_TIME},
 
-    {"ACK_THRESH", "32",
+    {"ACK_THRESH", "128",
      "Packets delivered before the receiver sends an explicit ack (else acks\n"
-     "ride on its sends, answer an ack request, or go at the next tick).",
+     "ride on its sends, answer an ack request, or go at the next tick).\n"
+     "Capped at half the window, where the sender asks for one anyway.",
      ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
 
     {"RX_REORDER", "256",
