@@ -1,0 +1,79 @@
+#!/bin/sh
+# Interleaved ucx_perftest rounds of several configurations: each round runs
+# every configuration once, in the order given, so that the machine's drift
+# (load, the host's scheduling) falls on all of them alike. Prints each
+# round, then per configuration the median and, round by round, its ratio
+# to the LAST configuration (the median of those ratios, and in how many
+# rounds it was ahead). Prints, never asserts.
+#
+# Usage: am-rotation.sh BUILDDIR ROUNDS ITERS CONFIG...
+#   CONFIG: TL, or TL:VAR=VALUE,VAR=VALUE (environment of both processes)
+#   e.g. am-rotation.sh build 40 300000 qpx_ud \
+#            qpx_ud:UCX_QPX_UD_ACK_THRESH=32 ud_verbs
+# AM_ROT_TEST (am_bw) and AM_ROT_SIZE (8) choose the test: am_bw prints
+# msg/s (overall), am_lat the latency (usec; for it, lower is better).
+# AM_ROT_SVLIB: the softverbs library directory (default: BUILDDIR's).
+B=$1; R=$2; N=$3
+shift 3
+T=${AM_ROT_TEST:-am_bw}
+S=${AM_ROT_SIZE:-8}
+MOD=$B/src/.libs/libuct_qpx.so
+SVLIB=${AM_ROT_SVLIB:-$B/src/softverbs/.libs}
+port=$((19000 + $$ % 1000))
+out=$(mktemp)
+
+one() { # TL ENV... -> value
+    tl=$1; shift
+    port=$((port + 1))
+    env LD_LIBRARY_PATH="$SVLIB" LD_PRELOAD="$MOD" "$@" timeout 120 \
+        ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
+        -n "$N" -p $port >/dev/null 2>&1 &
+    spid=$!
+    sleep 0.6
+    env LD_LIBRARY_PATH="$SVLIB" LD_PRELOAD="$MOD" "$@" timeout 120 \
+        ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
+        -n "$N" -p $port 127.0.0.1 2>/dev/null |
+        awk -v t="$T" '/^Final:/ { if (t == "am_lat") print $3; else print $8 }'
+    wait $spid 2>/dev/null
+}
+
+i=0
+while [ "$i" -lt "$R" ]; do
+    line=""
+    for c in "$@"; do
+        tl=${c%%:*}
+        envs=""
+        [ "$tl" != "$c" ] && envs=$(echo "${c#*:}" | tr ',' ' ')
+        # shellcheck disable=SC2086 # one word per variable
+        v=$(one "$tl" $envs)
+        line="$line ${v:-nan}"
+    done
+    echo "round $i:$line   (load $(cut -d' ' -f1 /proc/loadavg))"
+    echo "$line" >>"$out"
+    i=$((i + 1))
+done
+
+echo "$T -s $S -n $N, $R rounds; ratios to the last configuration ($(eval echo \${$#}))"
+awk -v names="$*" '
+    { for (c = 1; c <= NF; c++) v[NR, c] = $c; nc = NF; nr = NR }
+    function med(a, n,   i, j, t) {
+        for (i = 1; i <= n; i++)
+            for (j = i + 1; j <= n; j++)
+                if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return a[int((n + 1) / 2)]
+    }
+    END {
+        split(names, name, " ")
+        for (c = 1; c <= nc; c++) {
+            n = 0; k = 0; delete a; delete r
+            for (i = 1; i <= nr; i++) {
+                if ((v[i, c] == "nan") || (v[i, nc] == "nan")) continue
+                a[++n] = v[i, c]; r[n] = v[i, c] / v[i, nc]
+                if (r[n] > 1) k++
+            }
+            if (n == 0) { printf "%-50s no result\n", name[c]; continue }
+            printf "%-50s median %12.3f  ratio %.3f  above in %d of %d\n",
+                   name[c], med(a, n), med(r, n), k, n
+        }
+    }' "$out"
+rm -f "$out"
