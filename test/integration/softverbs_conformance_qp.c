@@ -427,10 +427,13 @@ static void svt_case_post_early(svt_proc_t *p)
  * Immediate errors of ibv_post_send/ibv_post_recv (the WR is refused, bad_wr
  * points at it, the QP state is unchanged): more SGEs than the QP has
  * (arg 0), inline data above max_inline_data (1), a full receive queue (2)
- * and a full send queue (3): ENOMEM. Two QPs of this process connected to
- * each other.
+ * and a full send queue (3): ENOMEM. A list of receive WRs whose third is
+ * refused (4): the two before it are posted, and take the next two SENDs
+ * (ibv_post_recv(3): processing stops at the first failed WR). Two QPs of
+ * this process connected to each other.
  */
-enum { SVT_POST_SGE, SVT_POST_INLINE, SVT_POST_RQ_FULL, SVT_POST_SQ_FULL };
+enum { SVT_POST_SGE, SVT_POST_INLINE, SVT_POST_RQ_FULL, SVT_POST_SQ_FULL,
+       SVT_POST_RECV_LIST };
 
 static void svt_case_post_limits(svt_proc_t *p)
 {
@@ -491,6 +494,33 @@ static void svt_case_post_limits(svt_proc_t *p)
                   "(max_inline_data %u): ret %d", sge[0].length,
                   qi.cap.max_inline_data, ret);
         break;
+    case SVT_POST_RECV_LIST: {
+        struct ibv_recv_wr list[3];
+        struct ibv_wc wc;
+
+        for (i = 0; i < 3; ++i) {
+            memset(&list[i], 0, sizeof(list[i]));
+            list[i].wr_id   = 40 + i;
+            list[i].sg_list = &sge[8 + i];
+            list[i].num_sge = 1;
+            list[i].next    = (i < 2) ? &list[i + 1] : NULL;
+        }
+        list[2].num_sge = qi.cap.max_recv_sge + 1;
+        ret = ibv_post_recv(a.qp, list, &rbad);
+        SVT_CHECK(ret != 0 && rbad == &list[2], "post_recv of a list whose "
+                  "third WR has %u SGEs (max %u): ret %d, bad_wr %s",
+                  list[2].num_sge, qi.cap.max_recv_sge, ret,
+                  (rbad == &list[2]) ? "the third" : "another");
+        for (i = 0; i < 2; ++i) {
+            SVT_OK(svt_post_send(&b, IBV_WR_SEND, 0, 8, 0, 0, 0,
+                                 IBV_SEND_SIGNALED, 60 + i));
+            svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 60 + i, NULL);
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + i, &wc);
+            SVT_CHECK(wc.byte_len == 8, "receive %u of the list: %u bytes",
+                      i, wc.byte_len);
+        }
+        break;
+    }
     case SVT_POST_RQ_FULL:
         for (i = 0; i < qi.cap.max_recv_wr; ++i) {
             svt_post_recv(&a, 0, 8, i);
@@ -797,6 +827,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/post_too_many_sges", svt_case_post_limits, 1, SVT_POST_SGE},
     {"qp/post_inline_too_big", svt_case_post_limits, 1, SVT_POST_INLINE},
     {"qp/post_recv_queue_full", svt_case_post_limits, 1, SVT_POST_RQ_FULL},
+    {"qp/post_recv_list_stops", svt_case_post_limits, 1, SVT_POST_RECV_LIST},
     {"qp/post_send_queue_full", svt_case_post_limits, 1, SVT_POST_SQ_FULL},
     {"caps/writeback", svt_case_caps_writeback, 1},
     {"caps/srq_rules", svt_case_srq_rules, 1},
