@@ -41,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 11     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 12     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -156,7 +156,11 @@ struct sv_cq_hdr {
     uint8_t  pad1[48];
     uint32_t size;                /* power of two >= cqe + 1 */
     uint32_t cqe;                 /* capacity granted to the user */
+    uint8_t  pad2[56];            /* the slots that follow start on a
+                                     cache line: a CQE header is one line */
 };
+_Static_assert(sizeof(struct sv_cq_hdr) % 64 == 0,
+               "CQ slots start on a cache line");
 
 struct sv_shm_cq {
     uint32_t in_use;

@@ -267,8 +267,6 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
         }
     }
     slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
-    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
-           sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
     if (cqe->inl_len) {
         memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
                cqe->inl_len);
@@ -278,6 +276,12 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
          * it (the clock is host-wide, so any producer process may) */
         slot->inl.ts = sv_now_ns();
     }
+    /* The header last, right before seq on its cache line: x86 commits
+     * stores in order, so a header written first waited in the cache for
+     * the payload's lines, and a consumer polling seq took that line away
+     * in between: the seq store then had to fetch it again */
+    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
+           sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
     /* release: the CQE body is visible before the consumer sees seq */
     __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
     sv_cq_notify(scq, cq_index, solicited);
