@@ -7,12 +7,16 @@
 # rounds it was ahead). Prints, never asserts.
 #
 # Usage: am-rotation.sh BUILDDIR ROUNDS ITERS CONFIG...
-#   CONFIG: TL, or TL:VAR=VALUE,VAR=VALUE (environment of both processes)
+#   CONFIG: TL[@SVLIBDIR][:VAR=VALUE,VAR=VALUE] (the softverbs library
+#   directory, and the environment of both processes)
 #   e.g. am-rotation.sh build 40 300000 qpx_ud \
 #            qpx_ud:UCX_QPX_UD_ACK_THRESH=32 ud_verbs
+#        am-rotation.sh build 30 300000 qpx_ud@/tmp/old-softverbs qpx_ud
 # AM_ROT_TEST (am_bw) and AM_ROT_SIZE (8) choose the test: am_bw prints
 # msg/s (overall), am_lat the latency (usec; for it, lower is better).
-# AM_ROT_SVLIB: the softverbs library directory (default: BUILDDIR's).
+# AM_ROT_SVLIB: the default softverbs library directory (BUILDDIR's). Each
+# library directory gets a registry of its own (SOFTVERBS_SHM), as two
+# builds may differ in its layout.
 B=$1; R=$2; N=$3
 shift 3
 T=${AM_ROT_TEST:-am_bw}
@@ -22,19 +26,23 @@ SVLIB=${AM_ROT_SVLIB:-$B/src/softverbs/.libs}
 port=$((19000 + $$ % 1000))
 out=$(mktemp)
 
-one() { # TL ENV... -> value
-    tl=$1; shift
+one() { # TL LIBDIR ENV... -> value
+    tl=$1; lib=$2; shift 2
     port=$((port + 1))
-    env LD_LIBRARY_PATH="$SVLIB" LD_PRELOAD="$MOD" "$@" timeout 120 \
+    shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-rot-$(echo "$lib" | cksum | cut -d' ' -f1)
+    env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$MOD" SOFTVERBS_SHM="$shm" "$@" \
+        timeout 120 \
         ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
         -n "$N" -p $port >/dev/null 2>&1 &
     spid=$!
     sleep 0.6
-    env LD_LIBRARY_PATH="$SVLIB" LD_PRELOAD="$MOD" "$@" timeout 120 \
+    env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$MOD" SOFTVERBS_SHM="$shm" "$@" \
+        timeout 120 \
         ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
         -n "$N" -p $port 127.0.0.1 2>/dev/null |
         awk -v t="$T" '/^Final:/ { if (t == "am_lat") print $3; else print $8 }'
     wait $spid 2>/dev/null
+    rm -f "$shm"
 }
 
 i=0
@@ -44,8 +52,10 @@ while [ "$i" -lt "$R" ]; do
         tl=${c%%:*}
         envs=""
         [ "$tl" != "$c" ] && envs=$(echo "${c#*:}" | tr ',' ' ')
+        lib=$SVLIB
+        case $tl in *@*) lib=${tl#*@}; tl=${tl%%@*} ;; esac
         # shellcheck disable=SC2086 # one word per variable
-        v=$(one "$tl" $envs)
+        v=$(one "$tl" "$lib" $envs)
         line="$line ${v:-nan}"
     done
     echo "round $i:$line   (load $(cut -d' ' -f1 /proc/loadavg))"
