@@ -44,22 +44,24 @@ void sv_log(const char *fmt, ...)
     va_end(ap);
 }
 
-uint64_t sv_now_ns(void)
+static uint64_t sv_clock_ns(clockid_t clock)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t sv_now_ns(void)
+{
+    return sv_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* The time as of the kernel's last tick (1 to 4 ms old): read from the vDSO
  * page without the clock source, for checks that run on every request */
 uint64_t sv_now_coarse_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+    return sv_clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 static void sv_mutex_lock(pthread_mutex_t *m)

@@ -49,12 +49,12 @@ perf() {
         UCX_TLS="$tls" $envs ucx_perftest "$@"
 }
 
-# kill_case TLS VICTIM(cli|srv) MODE(default|peer) BOUND_S TEST ENVS...
+# kill_case TLS VICTIM(cli|srv) MODE(default|peer) BOUND_S ITERS TEST ENVS...
+# (ITERS: ucx_perftest's -n, far more than the pair sends before the kill)
 kill_case() {
-    local tls=$1 victim=$2 mode=$3 bound=$4 test=$5
-    shift 5
+    local tls=$1 victim=$2 mode=$3 bound=$4 iters=$5 test=$6
+    shift 6
     envs="$*"
-    iters=${ITERS:-1000000000}
     name="$tls $test, $victim killed, $mode mode"
     eflag=""
     [ "$mode" = peer ] && eflag="-e"
@@ -160,7 +160,7 @@ for tls in qpx_rc,qpx_ud qpx_ud qpx_dc; do
                     [ $tls = qpx_ud ] && [ $mode = default ] || continue
                     n=100000000
                 fi
-                ITERS=$n kill_case $tls $victim $mode $bound $test $SHORT
+                kill_case $tls $victim $mode $bound $n $test $SHORT
             done
         done
     done
@@ -173,7 +173,7 @@ done
 for thresh in 64 1; do
     for mode in default peer; do
         for victim in cli srv; do
-            kill_case qpx $victim $mode 8 tag_bw $SHORT \
+            kill_case qpx $victim $mode 8 1000000000 tag_bw $SHORT \
                 UCX_QPX_PROMOTE_THRESH=$thresh
         done
     done
@@ -184,12 +184,13 @@ normal_case qpx tag_bw
 # QPs and UD QP receive from one SRQ and buffer pool
 for mode in default peer; do
     for victim in cli srv; do
-        kill_case qpx $victim $mode 15 tag_bw $SHORT \
+        kill_case qpx $victim $mode 15 1000000000 tag_bw $SHORT \
             UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=1
     done
 done
 
 # Defaults: keepalive every 2 s, 8 tries of ~1 s (UCX's fatal handling
 # left out so the process ends once the failure is decided)
-kill_case qpx_rc,qpx_ud srv default 25 tag_bw UCX_HANDLE_ERRORS=none
+kill_case qpx_rc,qpx_ud srv default 25 1000000000 tag_bw \
+    UCX_HANDLE_ERRORS=none
 qpx_finish
