@@ -255,8 +255,18 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                                          __ATOMIC_RELAXED)) {
                     sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
                                 cq_index, scq->cookie);
+                    /* Said once per CQ whatever SOFTVERBS_DEBUG says, as
+                     * mlx5's driver warns of a CQ error in the kernel log:
+                     * the completion is lost, and an owner that does not
+                     * read async events would not know why */
+                    fprintf(stderr, "softverbs: cq %u overrun: %u "
+                            "completions queued, the CQ's capacity; this "
+                            "and later completions that find it full are "
+                            "lost (IBV_EVENT_CQ_ERR)\n", cq_index,
+                            (unsigned)(t - h));
+                } else {
+                    sv_error("cq %u overrun", cq_index);
                 }
-                sv_error("cq %u overrun", cq_index);
                 return -1;
             }
             __atomic_store_n(&ring->head_seen, h, __ATOMIC_RELEASE);

@@ -100,7 +100,7 @@ static void sv_cq_ring_drain(struct sv_cq_hdr *ring, uint64_t h, uint64_t t)
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
     struct sv_cq *cq = sv_cq(ibcq);
-    struct sv_cq_hdr *old = cq->ring, *ring;
+    struct sv_cq_hdr *old, *ring;
     struct sv_cq_slot *os, *ns;
     uint64_t h, t, off, len, i;
     uint32_t size;
@@ -109,7 +109,9 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
         return EINVAL;
     }
     pthread_mutex_lock(&cq->lock);
-    h = old->head;
+    /* under the lock: another thread's resize replaces the ring */
+    old = cq->ring;
+    h   = old->head;
     t = __atomic_load_n(&old->tail, __ATOMIC_ACQUIRE);
     if (t - h > (uint32_t)cqe) {
         pthread_mutex_unlock(&cq->lock);

@@ -547,7 +547,9 @@ static void svt_case_peer_killed(svt_proc_t *p)
     SVT_CHECK(svt_qp_state(ep.qp) == IBV_QPS_ERR, "QP not in ERR");
 }
 
-/* More completions than the CQ holds: IBV_EVENT_CQ_ERR */
+/* More completions than the CQ holds: IBV_EVENT_CQ_ERR, and one line on
+ * stderr whatever SOFTVERBS_DEBUG says (read back from a file it is sent
+ * to meanwhile) */
 static void svt_case_cq_overrun(svt_proc_t *p)
 {
     struct ibv_async_event ev;
@@ -555,7 +557,10 @@ static void svt_case_cq_overrun(svt_proc_t *p)
     svt_ep_t ep;
     svt_ep_opts_t o;
     struct ibv_cq *cq = NULL;
-    int i, n;
+    char log[4096];
+    FILE *f = NULL;
+    int i, n, saved = -1;
+    size_t len;
 
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_RC);
@@ -567,6 +572,10 @@ static void svt_case_cq_overrun(svt_proc_t *p)
     }
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 0) {
+        SVT_NN(f, tmpfile());
+        fflush(stderr);
+        saved = dup(2);
+        SVT_CHECK((saved >= 0) && (dup2(fileno(f), 2) == 2), "dup: %m");
         n = cq->cqe + 4;
         for (i = 0; i < n; ++i) {
             SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, 8,
@@ -574,8 +583,17 @@ static void svt_case_cq_overrun(svt_proc_t *p)
                                  IBV_SEND_SIGNALED, i));
         }
         svt_wait_async(dev.ctx, IBV_EVENT_CQ_ERR, 5000, &ev);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
         SVT_CHECK(ev.element.cq == cq, "CQ_ERR names cq %p, expected %p",
                   (void *)ev.element.cq, (void *)cq);
+        rewind(f);
+        len = fread(log, 1, sizeof(log) - 1, f);
+        log[len] = '\0';
+        fclose(f);
+        SVT_CHECK(strstr(log, "overrun: ") != NULL, "no overrun message on "
+                  "stderr (got \"%s\")", log);
     }
     svt_sync(p, !p->rank);
 }

@@ -142,8 +142,15 @@ static void svt_case_cq_resize(svt_proc_t *p)
 
 /* The CQ of rank 0 is resized over and over while rank 1 sends to it (small
  * SENDs, whose payload travels in the CQ slot, and larger ones): every
- * message arrives once, in order, intact */
-#define SVT_RESIZE_MSGS 400
+ * message arrives once, in order, intact.
+ * Every size holds all the receives posted (ibv_create_cq(3): a CQ too
+ * small for the completions queued overruns, an error, IBV_EVENT_CQ_ERR):
+ * the sender does not wait for rank 0, which may not run for a while on a
+ * loaded host. Before, the CQ kept its first 8 entries until rank 0 polled,
+ * and when rank 0 was late, the 9th completion on overran it. */
+#define SVT_RESIZE_MSGS  400
+#define SVT_RESIZE_SMALL 450  /* a ring of 512 slots */
+#define SVT_RESIZE_LARGE 1000 /* a ring of 1024 */
 static void svt_case_cq_resize_traffic(svt_proc_t *p)
 {
     struct ibv_wc wc;
@@ -160,15 +167,17 @@ static void svt_case_cq_resize_traffic(svt_proc_t *p)
     o.buf_size    = SVT_RESIZE_MSGS * 2048;
     if (p->rank == 0) {
         svt_ep_pair(p, 1, &dev, &o, &ep);
+        /* from 8 entries: grown before the receives are posted */
+        SVT_OK(ibv_resize_cq(ep.cq, SVT_RESIZE_SMALL));
         for (i = 0; i < SVT_RESIZE_MSGS; ++i) {
             svt_post_recv(&ep, (size_t)i * 2048, 2048, i);
         }
         svt_sync(p, 1);
         while (n < SVT_RESIZE_MSGS) {
-            /* queued completions can be many: grow or shrink around them */
-            if (ibv_resize_cq(ep.cq, ((n & 3) == 0) ? 600 : 300) != 0) {
-                SVT_OK(ibv_resize_cq(ep.cq, 600));
-            }
+            /* grow or shrink around the completions queued: the ring
+             * changes size twice in every 4 messages */
+            SVT_OK(ibv_resize_cq(ep.cq, ((n & 3) == 0) ? SVT_RESIZE_LARGE :
+                                 SVT_RESIZE_SMALL));
             if (svt_poll(ep.cq, &wc, 1)) {
                 SVT_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)n,
                           "message %d: status %s wr_id %llu", n,
