@@ -104,6 +104,31 @@ else
     qpx_fail "qpx_ud under SEG_SIZE=100: no refusal message"
 fi
 
+# A send queue no larger than the slots a QP keeps for flush and flow
+# control (qpx_rc 2, qpx_dc 1) is refused with a message: before, the
+# interface opened and every send waited for a slot forever (a UCP or MPI
+# job hung). The smallest accepted ones move data (rc_integrity.sh,
+# dc-uct-integrity.sh).
+for c in "qpx_rc 2 3" "qpx_dc 1 2"; do
+    set -- $c
+    tlu=$(echo "$1" | tr 'a-z' 'A-Z')
+    got=$(env UCX_${tlu}_TX_QUEUE_LEN=$2 LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -d -t "$1" 2>&1)
+    if echo "$got" | grep -q "$1: TX_QUEUE_LEN $2 must be above $2"; then
+        qpx_pass "$1 refuses TX_QUEUE_LEN=$2 with a message"
+    else
+        qpx_fail "$1 under TX_QUEUE_LEN=$2: no refusal message"
+    fi
+    got=$(env UCX_${tlu}_TX_QUEUE_LEN=$3 LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -d -t "$1" 2>&1)
+    if echo "$got" | grep -q "Transport: $1" &&
+       ! echo "$got" | grep -q "must be above"; then
+        qpx_pass "$1 opens with TX_QUEUE_LEN=$3"
+    else
+        qpx_fail "$1 under TX_QUEUE_LEN=$3: no interface"
+    fi
+done
+
 # Inline size above the device's (softverbs: 512 bytes): a device that
 # refuses it gets the largest size it takes, not a power-of-two fraction of
 # the request (halving 1000000 stops at 488)

@@ -13,6 +13,9 @@ tl_integrity "defaults"
 tl_integrity "tiny queues, no RNR retry" UCX_${P}_RX_QUEUE_LEN=64 \
     UCX_${P}_RX_MAX_BATCH=8 UCX_${P}_TX_QUEUE_LEN=16 \
     UCX_${P}_RNR_RETRY_COUNT=0 UCX_${P}_TX_MODERATION=4
+# The smallest send queue: 3, of which 2 are kept for flush and credits
+# (2 is refused, qpx-config.sh)
+tl_integrity "send queue of 3" UCX_${P}_TX_QUEUE_LEN=3
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_MAX_INLINE=1000000 UCX_${P}_TX_QUEUE_LEN=10000000
 tl_integrity "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \

@@ -196,6 +196,16 @@ static ucs_status_t qpx_iface_qp_get_level(qpx_iface_t *iface,
     }
     iface->qp_pool.created++;
 
+    if (!iface->qp_caps_granted &&
+        (attr.cap.max_send_wr <= iface->config.tx_reserve)) {
+        /* A device that lowered the send queue to its limit (the clamping
+         * kind) left no slot beyond the reserve */
+        ucs_error("qp 0x%x: %u send WRs granted, no more than the %u kept "
+                  "for flush and flow control", qp->qp_num,
+                  attr.cap.max_send_wr, iface->config.tx_reserve);
+        qpx_qp_destroy(qp);
+        return UCS_ERR_UNSUPPORTED;
+    }
     if (!iface->qp_caps_granted) {
         /* Every later QP asks for exactly what the first one got */
         iface->qp_init_attr.cap     = attr.cap;
@@ -604,6 +614,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                   config->rx.queue_len);
         return UCS_ERR_INVALID_PARAM;
     }
+    if (config->tx.queue_len <= init_attr->tx_reserve) {
+        /* else no operation would ever find a free send slot: every send
+         * returned NO_RESOURCE and the user waited forever */
+        ucs_error("%s: TX_QUEUE_LEN %u must be above %u, the send slots "
+                  "kept for flush and flow control", init_attr->tl_name,
+                  config->tx.queue_len, init_attr->tx_reserve);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                   params->rx_headroom : 0;
@@ -626,6 +644,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                                       rx_headroom;
     self->config.tx_priv_len        = init_attr->tx_priv_len;
     self->config.tx_queue_len       = config->tx.queue_len;
+    self->config.tx_reserve         = init_attr->tx_reserve;
     self->config.tx_moderation      = ucs_max(1, ucs_min(config->tx.moderation,
                                                 config->tx.queue_len / 2));
     self->config.max_inline         = config->tx.max_inline;

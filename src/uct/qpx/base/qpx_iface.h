@@ -141,6 +141,7 @@ typedef struct qpx_iface_ops {
 /* What a transport asks of the interface core */
 typedef struct qpx_iface_init_attr {
     const qpx_iface_ops_t *ops;   /* the transport's answers */
+    const char      *tl_name;      /* the transport's name, for logs */
     enum ibv_qp_type qp_type;
     size_t           rx_hdr_len;   /* transport bytes before an AM payload */
     size_t           rx_priv_len;  /* bytes after qpx_desc_t in a receive
@@ -151,6 +152,9 @@ typedef struct qpx_iface_init_attr {
     size_t           tx_priv_len;  /* bytes of a tx descriptor before data,
                                       including qpx_desc_t */
     unsigned         max_send_sge; /* SGEs requested per send WR */
+    unsigned         tx_reserve;   /* send slots a QP keeps from the user's
+                                      operations (flush, credits): its send
+                                      queue must hold more */
     int              use_srq;      /* 1: QPs receive from the SRQ; 0: no
                                       SRQ, the first QP's own receive queue
                                       is the interface's */
@@ -274,6 +278,7 @@ struct qpx_iface {
         size_t                rx_headroom;
         size_t                tx_priv_len;
         unsigned              tx_queue_len;
+        unsigned              tx_reserve;   /* init_attr's */
         unsigned              tx_moderation;
         size_t                max_inline;   /* granted by the first QP */
         unsigned              max_send_sge; /* granted by the first QP */

@@ -356,10 +356,12 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_dc_iface_base_ops;
+    init_attr.tl_name      = QPX_DC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_DRIVER;
     init_attr.rx_hdr_len   = sizeof(qpx_dc_hdr_t);
     init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
+    init_attr.tx_reserve   = QPX_DC_SQ_RESERVE;
     init_attr.use_srq      = 1;
     init_attr.qp_create    = qpx_qp_dci_create;
 

@@ -388,10 +388,12 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_rc_iface_base_ops;
+    init_attr.tl_name      = QPX_RC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_RC;
     init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
     init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
+    init_attr.tx_reserve   = QPX_RC_SQ_RESERVE;
     init_attr.use_srq      = 1;
     init_attr.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                              IBV_ACCESS_REMOTE_READ |

@@ -280,6 +280,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_ud_iface_base_ops;
+    init_attr.tl_name      = "qpx_ud";
     init_attr.qp_type      = IBV_QPT_UD;
     init_attr.rx_hdr_len   = QPX_UD_GRH_LEN + sizeof(qpx_ud_hdr_t);
     init_attr.rx_priv_len  = sizeof(qpx_ud_recv_desc_t) - sizeof(qpx_desc_t);
