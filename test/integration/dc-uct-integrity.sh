@@ -20,8 +20,8 @@ tl_integrity "one DCI, dcs_quota 2, queues of 8" UCX_${P}_NUM_DCI=1 \
     UCX_${P}_TX_POLICY=dcs_quota UCX_${P}_QUOTA=2 UCX_${P}_TX_QUEUE_LEN=8
 # The smallest send queue: 2, of which 1 is kept for flush and ep_check (1
 # is refused, qpx-config.sh)
-tl_integrity "one DCI, send queue of 2" UCX_${P}_NUM_DCI=1 \
-    UCX_${P}_TX_QUEUE_LEN=2
+tl_integrity "one DCI, send queue of 2, send CQ of 2" UCX_${P}_NUM_DCI=1 \
+    UCX_${P}_TX_QUEUE_LEN=2 UCX_${P}_TX_CQ_LEN=2
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_QUEUE_LEN=100000 UCX_${P}_RX_QUEUE_LEN=100000
 tl_integrity "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \

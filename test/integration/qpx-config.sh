@@ -129,6 +129,21 @@ for c in "qpx_rc 2 3" "qpx_dc 1 2"; do
     fi
 done
 
+# A send CQ of one entry, kept for a flushed send queue's errors, is
+# refused with a message (base's check, every transport): before, every
+# send waited forever. A TX_CQ_LEN of 2 is no longer lowered to 1 (the
+# power-of-two rounding) and moves data (the integrity tests).
+for tl in qpx_rc qpx_ud qpx_dc; do
+    tlu=$(echo "$tl" | tr 'a-z' 'A-Z')
+    got=$(env UCX_${tlu}_TX_CQ_LEN=1 LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -d -t "$tl" 2>&1)
+    if echo "$got" | grep -q "$tl: TX_CQ_LEN 1 must be at least 2"; then
+        qpx_pass "$tl refuses TX_CQ_LEN=1 with a message"
+    else
+        qpx_fail "$tl under TX_CQ_LEN=1: no refusal message"
+    fi
+done
+
 # Inline size above the device's (softverbs: 512 bytes): a device that
 # refuses it gets the largest size it takes, not a power-of-two fraction of
 # the request (halving 1000000 stops at 488)

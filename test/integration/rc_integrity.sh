@@ -16,6 +16,8 @@ tl_integrity "tiny queues, no RNR retry" UCX_${P}_RX_QUEUE_LEN=64 \
 # The smallest send queue: 3, of which 2 are kept for flush and credits
 # (2 is refused, qpx-config.sh)
 tl_integrity "send queue of 3" UCX_${P}_TX_QUEUE_LEN=3
+# The smallest send CQ: 2, of which 1 is kept for a flushed send queue
+tl_integrity "send CQ of 2" UCX_${P}_TX_CQ_LEN=2
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_MAX_INLINE=1000000 UCX_${P}_TX_QUEUE_LEN=10000000
 tl_integrity "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \

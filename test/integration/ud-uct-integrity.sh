@@ -16,6 +16,8 @@ tl_integrity "small window and queues" UCX_${P}_WINDOW=8 UCX_${P}_TX_QUEUE_LEN=8
 # Caps above what the device gives: a device that refuses them (fail) and
 # one that grants its limit instead (clamp); the interface must open within
 # the limits and move the same data
+# The smallest send CQ: 2, of which 1 is kept for a flushed send queue
+tl_integrity "send CQ of 2" UCX_${P}_TX_CQ_LEN=2
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_QUEUE_LEN=100000 UCX_${P}_RX_QUEUE_LEN=100000
 tl_integrity "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \

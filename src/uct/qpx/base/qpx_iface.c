@@ -423,7 +423,8 @@ ucs_status_t qpx_iface_query_devices(uct_md_h uct_md,
 static int qpx_iface_cq_len(unsigned n, int round_down,
                             const qpx_device_t *dev)
 {
-    if (round_down && (n > 1) && ucs_is_pow2(n)) {
+    /* not below 2: a send CQ keeps one entry (qpx_iface_create_queues) */
+    if (round_down && (n > 2) && ucs_is_pow2(n)) {
         --n;
     }
     return ucs_min(n, (unsigned)dev->attr.max_cqe);
@@ -469,6 +470,12 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
         status = qpx_iface_create_failed(self, "CQ", &level);
         ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
         goto err_event_cleanup;
+    }
+    if (!self->attr_only && (self->send_cq->cqe < 2)) {
+        ucs_error("ibv_create_cq(%s, %d) granted %d entries: a send CQ needs "
+                  "2 or more", dev->name, cq_len, self->send_cq->cqe);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_destroy_send_cq;
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
@@ -612,6 +619,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         ucs_error("invalid qpx configuration: seg_size %zu queue lengths "
                   "tx %u rx %u", seg_size, config->tx.queue_len,
                   config->rx.queue_len);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (config->tx.cq_len < 2) {
+        /* else the send CQ had no entry for a send, one being kept for the
+         * errors of a flushed send queue: every send waited forever */
+        ucs_error("%s: TX_CQ_LEN %u must be at least 2, one completion "
+                  "being kept for a flushed send queue", init_attr->tl_name,
+                  config->tx.cq_len);
         return UCS_ERR_INVALID_PARAM;
     }
     if (config->tx.queue_len <= init_attr->tx_reserve) {
