@@ -194,8 +194,6 @@ static ucs_status_t qpx_iface_qp_get_level(qpx_iface_t *iface,
         }
         return status;
     }
-    iface->qp_pool.created++;
-
     if (!iface->qp_caps_granted &&
         (attr.cap.max_send_wr <= iface->config.tx_reserve)) {
         /* A device that lowered the send queue to its limit (the clamping
@@ -206,6 +204,8 @@ static ucs_status_t qpx_iface_qp_get_level(qpx_iface_t *iface,
         qpx_qp_destroy(qp);
         return UCS_ERR_UNSUPPORTED;
     }
+    iface->qp_pool.created++;
+
     if (!iface->qp_caps_granted) {
         /* Every later QP asks for exactly what the first one got */
         iface->qp_init_attr.cap     = attr.cap;
