@@ -54,7 +54,8 @@ tl_has_cap() {
 
 # tl_integrity NAME [ENV...]: the two-process UCT data-integrity program
 # (qpx_uct_integrity: every operation the transport advertises, each size
-# class, payload checked) over QPX_TL with the environment ENV
+# class, payload checked) over QPX_TL with the environment ENV; a
+# descriptor that UCX's pool cleanup finds not returned fails it too
 tl_integrity() {
     name=$1; shift
     prog="$QPX_TESTDIR/qpx_uct_integrity"
@@ -66,9 +67,15 @@ tl_integrity() {
         cat "$TL_TMP/out"; qpx_skip_all "$QPX_TL not available"
     fi
     summary=$(tail -1 "$TL_TMP/out")
-    if [ $ret -eq 0 ]; then
+    leaks=$(grep -c "was not returned to mpool" "$TL_TMP/out")
+    if [ $ret -eq 0 ] && [ "$leaks" -eq 0 ]; then
         qpx_pass "$name: $summary"
         return 0
+    fi
+    if [ $ret -eq 0 ]; then
+        grep -m 5 "was not returned to mpool" "$TL_TMP/out"
+        qpx_fail "$name: $leaks objects not returned to their pool at close"
+        return 1
     fi
     # Both processes (initiator and forked target) write to this file;
     # print all of it so that a failure explains itself

@@ -16,6 +16,9 @@ tl_integrity "small window and queues" UCX_${P}_WINDOW=8 UCX_${P}_TX_QUEUE_LEN=8
 # Caps above what the device gives: a device that refuses them (fail) and
 # one that grants its limit instead (clamp); the interface must open within
 # the limits and move the same data
+# Every send from a descriptor, none inline: the descriptors of sends still
+# on the device when the interface closes come back (qpx_ud_iface_tx_drain)
+tl_integrity "no inline sends" UCX_${P}_TX_MAX_INLINE=0
 # The smallest send CQ: 2, of which 1 is kept for a flushed send queue
 tl_integrity "send CQ of 2" UCX_${P}_TX_CQ_LEN=2
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \

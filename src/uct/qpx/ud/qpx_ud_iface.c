@@ -416,6 +416,32 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
     return count;
 }
 
+/*
+ * Before the QP goes: the descriptors of sends still on the device (sent
+ * from a descriptor, not inline: TX_MAX_INLINE below the packet) come back
+ * with their completions. The QP moves to ERR, so that what it has not
+ * sent completes flushed, and the send CQ is polled until every signaled
+ * send has completed or a second has passed (a device that does not flush).
+ * Before, such descriptors stayed with the device and the send pool's
+ * cleanup reported them as not returned.
+ */
+void qpx_ud_iface_tx_drain(qpx_ud_iface_t *iface)
+{
+    uint64_t deadline = qpx_ud_time_now() + qpx_ud_time_from_sec(1.0);
+
+    if ((iface->tx.signaled == 0) || (qpx_qp_to_err(iface->qp) != UCS_OK)) {
+        return;
+    }
+    while ((iface->tx.signaled > 0) &&
+           ((int64_t)(qpx_ud_time_now() - deadline) < 0)) {
+        qpx_ud_iface_poll_tx(iface);
+    }
+    if (iface->tx.signaled > 0) {
+        ucs_debug("qpx_ud: qp 0x%x: %u send completions did not come before "
+                  "it was destroyed", iface->qp->qp_num, iface->tx.signaled);
+    }
+}
+
 static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
                                    const qpx_ud_disc_t *disc)
 {

@@ -395,6 +395,7 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    const qpx_device_addr_t *dev_addr,
                                    const qpx_ud_iface_addr_t *iface_addr,
                                    qpx_ud_peer_t **peer_p);
+void qpx_ud_iface_tx_drain(qpx_ud_iface_t *iface);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);

@@ -404,6 +404,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
     qpx_ud_ep_free_all(self);
     qpx_ud_iface_discs_cleanup(self);
     qpx_ud_iface_async_cleanup(self);
+    qpx_ud_iface_tx_drain(self);
     ret = ibv_destroy_qp(self->qp);
     if (ret != 0) {
         ucs_warn("qpx_ud: ibv_destroy_qp(0x%x) failed: %s", self->qp->qp_num,
