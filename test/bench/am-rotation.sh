@@ -14,6 +14,9 @@
 #        am-rotation.sh build 30 300000 qpx_ud@/tmp/old-softverbs qpx_ud
 # AM_ROT_TEST (am_bw) and AM_ROT_SIZE (8) choose the test: am_bw prints
 # msg/s (overall), am_lat the latency (usec; for it, lower is better).
+# A UCP test (tag_bw, tag_lat, ucp_*, stream_*) runs over UCX_TLS=TL,self
+# on the same device, as users run it:
+#   AM_ROT_TEST=tag_bw am-rotation.sh build 16 500000 qpx_ud ud_verbs
 # AM_ROT_SVLIB: the default softverbs library directory (BUILDDIR's). Each
 # library directory gets a registry of its own (SOFTVERBS_SHM), as two
 # builds may differ in its layout.
@@ -30,17 +33,23 @@ one() { # TL LIBDIR ENV... -> value
     tl=$1; lib=$2; shift 2
     port=$((port + 1))
     shm=${SOFTVERBS_SHM:-/dev/shm/softverbs}-rot-$(echo "$lib" | cksum | cut -d' ' -f1)
+    case $T in
+    tag_*|ucp_*|stream_*)
+        # UCP: the transport through UCX_TLS (-x, -d and -D are UCT's)
+        set -- UCX_TLS="$tl,self" UCX_NET_DEVICES=softverbs0:1 "$@"
+        args="-t $T -s $S -n $N -p $port" ;;
+    *)
+        args="-d softverbs0:1 -x $tl -t $T -D short -s $S -n $N -p $port" ;;
+    esac
+    # shellcheck disable=SC2086 # one word per argument
     env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$MOD" SOFTVERBS_SHM="$shm" "$@" \
-        timeout 120 \
-        ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
-        -n "$N" -p $port >/dev/null 2>&1 &
+        timeout 120 ucx_perftest $args >/dev/null 2>&1 &
     spid=$!
     sleep 0.6
+    # shellcheck disable=SC2086
     env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$MOD" SOFTVERBS_SHM="$shm" "$@" \
-        timeout 120 \
-        ucx_perftest -d softverbs0:1 -x "$tl" -t "$T" -D short -s "$S" \
-        -n "$N" -p $port 127.0.0.1 2>/dev/null |
-        awk -v t="$T" '/^Final:/ { if (t == "am_lat") print $3; else print $8 }'
+        timeout 120 ucx_perftest $args 127.0.0.1 2>/dev/null |
+        awk -v t="$T" '/^Final:/ { if (t ~ /lat/) print $3; else print $8 }'
     wait $spid 2>/dev/null
     rm -f "$shm"
 }
@@ -63,7 +72,8 @@ while [ "$i" -lt "$R" ]; do
     i=$((i + 1))
 done
 
-echo "$T -s $S -n $N, $R rounds; ratios to the last configuration ($(eval echo \${$#}))"
+for last in "$@"; do :; done
+echo "$T -s $S -n $N, $R rounds; ratios to the last configuration ($last)"
 awk -v names="$*" '
     { for (c = 1; c <= NF; c++) v[NR, c] = $c; nc = NF; nr = NR }
     function med(a, n,   i, j, t) {
