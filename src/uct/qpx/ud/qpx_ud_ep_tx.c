@@ -152,8 +152,9 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     memcpy(hdr + 1, header, header_length);
     desc->length = sizeof(*hdr) + header_length;
 
-    /* Unregistered buffers (or too many) travel in the descriptor */
-    copy = (iovcnt > QPX_UD_MAX_IOV);
+    /* Unregistered buffers (or more than the QP's SGEs) travel in the
+     * descriptor */
+    copy = (iovcnt > iface->tx.sge_iov);
     for (i = 0; i < iovcnt; ++i) {
         copy |= (iov[i].memh == UCT_MEM_HANDLE_NULL);
     }

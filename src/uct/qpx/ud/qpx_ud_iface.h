@@ -16,7 +16,10 @@
 #define QPX_UD_QKEY          QPX_QP_UD_QKEY  /* one Q_Key for every qpx UD QP */
 #define QPX_UD_GRH_LEN       40
 #define QPX_UD_EP_ID_NULL    QPX_EP_ID_NULL     /* CONN: no receiver ep yet */
-#define QPX_UD_MAX_IOV       2
+/* am_zcopy's iovs. UCP 1.13 sends a fragmented AM with a user header
+ * only over more than 2 (it asserted `max_iov > 1` over 2, in
+ * ucp_am_send_nbx); ud_verbs offers 5 */
+#define QPX_UD_MAX_IOV       4
 #define QPX_UD_RX_BATCH      16                 /* completions polled at once */
 #define QPX_UD_TX_MODERATION_MAX 64
 #define QPX_UD_MIN_SEG_SIZE  256                /* GRH + header + payload */
@@ -253,6 +256,10 @@ typedef struct qpx_ud_iface {
         size_t            max_short;
         int               no_desc;     /* tx_mp at max_bufs and empty: set by
                                           a failed get, cleared by any put */
+        unsigned          sge_iov;     /* am_zcopy iovs sent from the user's
+                                          buffers: the SGEs the QP granted
+                                          beyond the header's, at most
+                                          QPX_UD_MAX_IOV; more are copied */
     } tx;
     struct {
         unsigned          ack_thresh;  /* delivered: send explicit ack */

@@ -168,6 +168,9 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *self,
                                              self->tx.available / 2));
     self->tx.unsignaled = 0;
     self->tx.signaled   = 0;
+    /* read back (ibv_create_qp(3)): a device may grant fewer SGEs */
+    self->tx.sge_iov    = ucs_min(QPX_UD_MAX_IOV,
+                                  self->super.config.max_send_sge - 1);
     return UCS_OK;
 }
 
