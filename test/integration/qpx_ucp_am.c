@@ -255,6 +255,13 @@ static void *exchange(int fd, ucp_worker_h worker)
     return peer;
 }
 
+/* A setup step failed: said, and the process's exit code */
+static int setup_failed(const char *what)
+{
+    fprintf(stderr, "%s failed\n", what);
+    return 2;
+}
+
 static int run(int fd, int sender, unsigned iters)
 {
     ucp_params_t params;
@@ -275,32 +282,27 @@ static int run(int fd, int sender, unsigned iters)
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features   = UCP_FEATURE_AM;
     if (ucp_init(&params, NULL, &context) != UCS_OK) {
-        fprintf(stderr, "ucp_init failed\n");
-        return 2;
+        return setup_failed("ucp_init");
     }
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     if (ucp_worker_create(context, &wparams, &worker) != UCS_OK) {
-        fprintf(stderr, "ucp_worker_create failed\n");
-        return 2;
+        return setup_failed("ucp_worker_create");
     }
     if (!set_handler(worker, AM_DATA, data_cb) ||
         !set_handler(worker, AM_DONE, done_cb)) {
-        fprintf(stderr, "ucp_worker_set_am_recv_handler failed\n");
-        return 2;
+        return setup_failed("ucp_worker_set_am_recv_handler");
     }
     peer = exchange(fd, worker);
     if (peer == NULL) {
-        fprintf(stderr, "address exchange failed\n");
-        return 2;
+        return setup_failed("address exchange");
     }
     memset(&eparams, 0, sizeof(eparams));
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = peer;
     if (ucp_ep_create(worker, &eparams, &ep) != UCS_OK) {
-        fprintf(stderr, "ucp_ep_create failed\n");
-        return 2;
+        return setup_failed("ucp_ep_create");
     }
 
     memset(&rp, 0, sizeof(rp));
