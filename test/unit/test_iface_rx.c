@@ -118,6 +118,7 @@ static int test_setup(void **state)
     ctx->verbs_ctx.ops.post_srq_recv     = test_post_srq_recv;
     ctx->srq.context                     = &ctx->verbs_ctx;
     iface->srq                           = &ctx->srq;
+    iface->config.tl_name                = "test";
     iface->config.seg_size               = TEST_SEG_SIZE;
     iface->config.rx_hdr_offset          = TEST_HDR_OFF;
     iface->rx.batch                      = TEST_BATCH;
@@ -323,6 +324,7 @@ static void test_shared_srq(void **state)
     assert_non_null(sharer);
     sharer->srq                  = &ctx->srq;
     sharer->rx_owner             = &ctx->iface;
+    sharer->config.tl_name       = "test";
     sharer->config.seg_size      = TEST_SEG_SIZE;
     sharer->config.rx_hdr_offset = TEST_HDR_OFF;
     sharer->rx.batch             = TEST_BATCH;
@@ -340,9 +342,9 @@ static void test_shared_srq(void **state)
     }
 
     /* the owner fills the SRQ; the sharer's first fill posts nothing */
-    assert_int_equal(qpx_iface_rx_fill(&ctx->iface, "test"), UCS_OK);
+    assert_int_equal(qpx_iface_rx_fill(&ctx->iface), UCS_OK);
     assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
-    assert_int_equal(qpx_iface_rx_fill(sharer, "test"), UCS_OK);
+    assert_int_equal(qpx_iface_rx_fill(sharer), UCS_OK);
     assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
 
     /* the sharer's QP received into two buffers and the handlers kept
@@ -531,7 +533,7 @@ static void test_fill_fails(void **state)
 {
     (void)state;
     ctx->fail_at = 0;
-    assert_int_equal(qpx_iface_rx_fill(&ctx->iface, "test"),
+    assert_int_equal(qpx_iface_rx_fill(&ctx->iface),
                      UCS_ERR_NO_MEMORY);
 }
 
@@ -549,7 +551,7 @@ static void test_grow(void **state)
     iface->rx.queue_len = 4;
     iface->rx.available = 4;
     iface->rx.queue_max = 10;
-    assert_int_equal(qpx_iface_rx_fill(iface, "test"), UCS_OK);
+    assert_int_equal(qpx_iface_rx_fill(iface), UCS_OK);
     assert_int_equal(ctx->num_posted, 4);
     assert_int_equal(test_num_limits, 1);
     assert_int_equal(test_limits[0], 1);
@@ -586,7 +588,7 @@ static void test_grow_unsupported(void **state)
     iface->rx.queue_len = 4;
     iface->rx.available = 4;
     iface->rx.queue_max = 10;
-    assert_int_equal(qpx_iface_rx_fill(iface, "test"), UCS_OK);
+    assert_int_equal(qpx_iface_rx_fill(iface), UCS_OK);
     assert_int_equal(iface->rx.queue_max, 4);
     assert_int_equal(test_num_limits, 0);
     test_modify_ret = 0;

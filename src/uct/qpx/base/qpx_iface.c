@@ -660,6 +660,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->config.tx_priv_len        = init_attr->tx_priv_len;
     self->config.tx_queue_len       = config->tx.queue_len;
     self->config.tx_reserve         = init_attr->tx_reserve;
+    self->config.tl_name            = init_attr->tl_name;
     self->config.tx_moderation      = ucs_max(1, ucs_min(config->tx.moderation,
                                                 config->tx.queue_len / 2));
     self->config.max_inline         = config->tx.max_inline;

@@ -279,6 +279,7 @@ struct qpx_iface {
         size_t                tx_priv_len;
         unsigned              tx_queue_len;
         unsigned              tx_reserve;   /* init_attr's */
+        const char            *tl_name;     /* init_attr's, for logs */
         unsigned              tx_moderation;
         size_t                max_inline;   /* granted by the first QP */
         unsigned              max_send_sge; /* granted by the first QP */
@@ -300,7 +301,7 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
  * logged, if nothing could be posted. An interface that shares another's
  * SRQ posts nothing: the owner filled it, and each consumer refills what
  * it consumes. */
-ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name);
+ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface);
 
 /* The device said the SRQ of iface fell below its limit (the device event
  * handler, on UCX's async thread): the next progress grows the queue */

@@ -237,12 +237,12 @@ static void qpx_iface_rx_limit_arm(qpx_iface_t *iface)
 }
 
 
-ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface, const char *tl_name)
+ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface)
 {
     if ((iface->rx.available > 0) &&
         (qpx_iface_rx_post(iface, iface->rx.available) == 0)) {
         ucs_log(iface->exhausted_level, "%s: failed to post receive buffers",
-                tl_name);
+                iface->config.tl_name);
         return UCS_ERR_NO_MEMORY;
     }
     qpx_iface_rx_limit_arm(iface);

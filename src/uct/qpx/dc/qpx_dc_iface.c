@@ -436,7 +436,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                                   IBV_ATOMIC_NONE);
     self->config.caps.events        = config->events;
 
-    status = qpx_iface_rx_fill(&self->super, QPX_DC_TL_NAME);
+    status = qpx_iface_rx_fill(&self->super);
     if (status != UCS_OK) {
         goto err_destroy_dct;
     }

@@ -449,7 +449,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
 
-    status = qpx_iface_rx_fill(&self->super, QPX_RC_TL_NAME);
+    status = qpx_iface_rx_fill(&self->super);
     if (status != UCS_OK) {
         return status;
     }

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 
+#define QPX_UD_TL_NAME       "qpx_ud"
 #define QPX_UD_QKEY          QPX_QP_UD_QKEY  /* one Q_Key for every qpx UD QP */
 #define QPX_UD_GRH_LEN       40
 #define QPX_UD_EP_ID_NULL    QPX_EP_ID_NULL     /* CONN: no receiver ep yet */

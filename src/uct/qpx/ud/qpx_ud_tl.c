@@ -283,7 +283,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_ud_iface_base_ops;
-    init_attr.tl_name      = "qpx_ud";
+    init_attr.tl_name      = QPX_UD_TL_NAME;
     init_attr.qp_type      = IBV_QPT_UD;
     init_attr.rx_hdr_len   = QPX_UD_GRH_LEN + sizeof(qpx_ud_hdr_t);
     init_attr.rx_priv_len  = sizeof(qpx_ud_recv_desc_t) - sizeof(qpx_desc_t);
@@ -346,7 +346,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     /* Posts nothing when the SRQ is another interface's (it filled it) */
-    status = qpx_iface_rx_fill(&self->super, "qpx_ud");
+    status = qpx_iface_rx_fill(&self->super);
     if (status != UCS_OK) {
         goto err_destroy_qp;
     }
@@ -425,11 +425,11 @@ static UCS_CLASS_DEFINE_NEW_FUNC(qpx_ud_iface_t, uct_iface_t, uct_md_h,
                                  const uct_iface_config_t*);
 
 uct_tl_t qpx_ud_tl = {
-    .name          = "qpx_ud",
+    .name          = QPX_UD_TL_NAME,
     .query_devices = qpx_iface_query_devices,
     .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_ud_iface_t),
     .config        = {
-        .name   = "qpx_ud",
+        .name   = QPX_UD_TL_NAME,
         .prefix = "QPX_UD_",
         .table  = qpx_ud_iface_config_table,
         .size   = sizeof(qpx_ud_iface_config_t),
