@@ -183,6 +183,11 @@ void svt_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 void svt_expect_wc(struct ibv_cq *cq, enum ibv_wc_status status,
                    int opcode, uint64_t wr_id, struct ibv_wc *wc_out);
 void svt_expect_no_wc(struct ibv_cq *cq, int ms);
+/* stderr into a temporary file until svt_stderr_end(saved, ...), which
+ * puts it back, copies what was written into text and returns how often
+ * needle occurs in it */
+int  svt_stderr_begin(void);
+int  svt_stderr_end(int saved, const char *needle, char *text, size_t size);
 void svt_wait_async(struct ibv_context *ctx, enum ibv_event_type type,
                     int timeout_ms, struct ibv_async_event *out);
 int  svt_wait_fd(int fd, int timeout_ms);

@@ -609,3 +609,39 @@ void svt_wait_async(struct ibv_context *ctx, enum ibv_event_type type,
         ibv_ack_async_event(&ev);
     }
 }
+
+/* stderr into a temporary file until svt_stderr_end(), which returns how
+ * often needle was written there */
+int svt_stderr_begin(void)
+{
+    char path[] = "/tmp/svt-stderr.XXXXXX";
+    int fd, saved;
+
+    fflush(stderr);
+    fd = mkstemp(path);
+    SVT_CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+    unlink(path);
+    saved = dup(2);
+    SVT_CHECK((saved >= 0) && (dup2(fd, 2) == 2), "dup2: %s", strerror(errno));
+    close(fd);
+    return saved;
+}
+
+int svt_stderr_end(int saved, const char *needle, char *text,
+                          size_t size)
+{
+    const char *at;
+    ssize_t n;
+    int count = 0;
+
+    fflush(stderr);
+    n = pread(2, text, size - 1, 0);
+    text[(n > 0) ? n : 0] = '\0';
+    dup2(saved, 2);
+    close(saved);
+    for (at = strstr(text, needle); at != NULL;
+         at = strstr(at + 1, needle)) {
+        count++;
+    }
+    return count;
+}

@@ -68,42 +68,6 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *lvec,
                           riovcnt, flags);
 }
 
-/* stderr into a temporary file until svt_stderr_end(), which returns how
- * often needle was written there */
-static int svt_stderr_begin(void)
-{
-    char path[] = "/tmp/svt-stderr.XXXXXX";
-    int fd, saved;
-
-    fflush(stderr);
-    fd = mkstemp(path);
-    SVT_CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
-    unlink(path);
-    saved = dup(2);
-    SVT_CHECK((saved >= 0) && (dup2(fd, 2) == 2), "dup2: %s", strerror(errno));
-    close(fd);
-    return saved;
-}
-
-static int svt_stderr_end(int saved, const char *needle, char *text,
-                          size_t size)
-{
-    const char *at;
-    ssize_t n;
-    int count = 0;
-
-    fflush(stderr);
-    n = pread(2, text, size - 1, 0);
-    text[(n > 0) ? n : 0] = '\0';
-    dup2(saved, 2);
-    close(saved);
-    for (at = strstr(text, needle); at != NULL;
-         at = strstr(at + 1, needle)) {
-        count++;
-    }
-    return count;
-}
-
 /*
  * Every process_vm_*v refused with EPERM (as by Yama): an RDMA WRITE and,
  * on another QP, an RDMA READ complete at once with a remote operational
