@@ -97,12 +97,20 @@ for c in "4080 A=1" "968 UCX_QPX_SEG_SIZE=1k" "4080 UCX_SEG_SIZE=1k" \
         qpx_fail "qpx_ud interface under $envs: am_bcopy '$got', expected $want"
     fi
 done
-got=$(env UCX_QPX_UD_SEG_SIZE=100 LD_PRELOAD="$QPX_MODULE" ucx_info -d -t qpx_ud 2>&1)
-if echo "$got" | grep -q "SEG_SIZE 100 is below 256"; then
-    qpx_pass "qpx_ud refuses SEG_SIZE=100 with a message"
-else
-    qpx_fail "qpx_ud under SEG_SIZE=100: no refusal message"
-fi
+
+# refused TL VAR VALUE MESSAGE: the interface of TL under
+# UCX_<TL>_<VAR>=VALUE is refused, and ucx_info's output says MESSAGE
+refused() {
+    tlu=$(echo "$1" | tr 'a-z' 'A-Z')
+    got=$(env "UCX_${tlu}_$2=$3" LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -d -t "$1" 2>&1)
+    if echo "$got" | grep -q "$4"; then
+        qpx_pass "$1 refuses $2=$3 with a message"
+    else
+        qpx_fail "$1 under $2=$3: no refusal message"
+    fi
+}
+refused qpx_ud SEG_SIZE 100 "SEG_SIZE 100 is below 256"
 
 # A send queue no larger than the slots a QP keeps for flush and flow
 # control (qpx_rc 2, qpx_dc 1) is refused with a message: before, the
@@ -111,15 +119,9 @@ fi
 # dc-uct-integrity.sh).
 for c in "qpx_rc 2 3" "qpx_dc 1 2"; do
     set -- $c
+    refused "$1" TX_QUEUE_LEN "$2" "$1: TX_QUEUE_LEN $2 must be above $2"
     tlu=$(echo "$1" | tr 'a-z' 'A-Z')
-    got=$(env UCX_${tlu}_TX_QUEUE_LEN=$2 LD_PRELOAD="$QPX_MODULE" \
-          timeout 60 ucx_info -d -t "$1" 2>&1)
-    if echo "$got" | grep -q "$1: TX_QUEUE_LEN $2 must be above $2"; then
-        qpx_pass "$1 refuses TX_QUEUE_LEN=$2 with a message"
-    else
-        qpx_fail "$1 under TX_QUEUE_LEN=$2: no refusal message"
-    fi
-    got=$(env UCX_${tlu}_TX_QUEUE_LEN=$3 LD_PRELOAD="$QPX_MODULE" \
+    got=$(env "UCX_${tlu}_TX_QUEUE_LEN=$3" LD_PRELOAD="$QPX_MODULE" \
           timeout 60 ucx_info -d -t "$1" 2>&1)
     if echo "$got" | grep -q "Transport: $1" &&
        ! echo "$got" | grep -q "must be above"; then
@@ -134,14 +136,7 @@ done
 # send waited forever. A TX_CQ_LEN of 2 is no longer lowered to 1 (the
 # power-of-two rounding) and moves data (the integrity tests).
 for tl in qpx_rc qpx_ud qpx_dc; do
-    tlu=$(echo "$tl" | tr 'a-z' 'A-Z')
-    got=$(env UCX_${tlu}_TX_CQ_LEN=1 LD_PRELOAD="$QPX_MODULE" \
-          timeout 60 ucx_info -d -t "$tl" 2>&1)
-    if echo "$got" | grep -q "$tl: TX_CQ_LEN 1 must be at least 2"; then
-        qpx_pass "$tl refuses TX_CQ_LEN=1 with a message"
-    else
-        qpx_fail "$tl under TX_CQ_LEN=1: no refusal message"
-    fi
+    refused "$tl" TX_CQ_LEN 1 "$tl: TX_CQ_LEN 1 must be at least 2"
 done
 
 # Inline size above the device's (softverbs: 512 bytes): a device that
