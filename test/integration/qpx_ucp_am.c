@@ -72,6 +72,13 @@ static int size_index(uint32_t size)
     return -1;
 }
 
+/* A damaged message of size class k (an unknown size counts in class 0) */
+static void count_bad(int k)
+{
+    counts.bad[(k < 0) ? 0 : k]++;
+    counts.received++;
+}
+
 static void check(const am_hdr_t *hdr, const uint8_t *data, size_t length)
 {
     int k = size_index(hdr->size);
@@ -80,8 +87,7 @@ static void check(const am_hdr_t *hdr, const uint8_t *data, size_t length)
 
     if (k < 0) {
         fprintf(stderr, "message %u: unknown size %u\n", hdr->seq, hdr->size);
-        counts.bad[0]++;
-        counts.received++;
+        count_bad(k);
         return;
     }
     good = (length == hdr->size);
@@ -92,8 +98,10 @@ static void check(const am_hdr_t *hdr, const uint8_t *data, size_t length)
         fprintf(stderr, "message %u (%u bytes): received %zu bytes, %s\n",
                 hdr->seq, hdr->size, length,
                 (length == hdr->size) ? "payload differs" : "wrong length");
+        count_bad(k);
+        return;
     }
-    good ? counts.ok[k]++ : counts.bad[k]++;
+    counts.ok[k]++;
     counts.received++;
 }
 
@@ -112,9 +120,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
     } else {
         fprintf(stderr, "message %u: receive failed: %s\n", ctx->hdr.seq,
                 ucs_status_string(status));
-        counts.bad[size_index(ctx->hdr.size) < 0 ? 0 :
-                   size_index(ctx->hdr.size)]++;
-        counts.received++;
+        count_bad(size_index(ctx->hdr.size));
     }
     free(ctx->buf);
     free(ctx);
@@ -135,8 +141,7 @@ static ucs_status_t data_cb(void *arg, const void *header,
     if (header_length != sizeof(hdr)) {
         fprintf(stderr, "header of %zu bytes, expected %zu\n", header_length,
                 sizeof(hdr));
-        counts.bad[0]++;
-        counts.received++;
+        count_bad(-1);
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
