@@ -112,6 +112,20 @@ refused() {
 }
 refused qpx_ud SEG_SIZE 100 "SEG_SIZE 100 is below 256"
 
+# A negative number is refused by the parser, as "abc" is, for every kind
+# of unsigned value: libucs' sscanf wrapped it (RX_QUEUE_LEN=-5 asked for
+# 4294967291 buffers, RC_POOL_SIZE=-3 made the pool unbounded) and the
+# interface opened without a word. "inf" and "auto" still parse.
+refused qpx_ud RX_QUEUE_LEN -5 "Invalid value for RX_QUEUE_LEN: '-5'"
+refused qpx_rc SEG_SIZE -1 "Invalid value for SEG_SIZE: '-1'"
+refused qpx_ud RTO -1ms "Invalid value for RTO: '-1ms'"
+refused qpx_ud BACKOFF -2 "Invalid value for BACKOFF: '-2'"
+refused qpx RC_POOL_SIZE " -3" "Invalid value for RC_POOL_SIZE: ' -3'"
+expect "RC_POOL_SIZE=inf parses" UCX_QPX_RC_POOL_SIZE inf \
+    UCX_QPX_RC_POOL_SIZE=inf
+expect "TX_QUEUE_LEN=inf parses" UCX_QPX_UD_TX_QUEUE_LEN inf \
+    UCX_QPX_UD_TX_QUEUE_LEN=inf
+
 # A send queue no larger than the slots a QP keeps for flush and flow
 # control (qpx_rc 2, qpx_dc 1) is refused with a message: before, the
 # interface opened and every send waited for a slot forever (a UCP or MPI

@@ -8,6 +8,8 @@
 
 #include "qpx_iface.h"
 
+#include <ucs/qpx_config.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -31,25 +33,25 @@ ucs_config_field_t qpx_iface_config_table[] = {
     {"SEG_SIZE", "8k",
      "Size of a receive buffer and of a bcopy send buffer, including the "
      "transport header. Active messages up to this size are accepted.",
-     ucs_offsetof(qpx_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+     ucs_offsetof(qpx_iface_config_t, seg_size), QPX_CONFIG_TYPE_MEMUNITS},
 
     {"TX_QUEUE_LEN", "256",
      "Send work requests per QP (the device may grant fewer).",
-     ucs_offsetof(qpx_iface_config_t, tx.queue_len), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, tx.queue_len), QPX_CONFIG_TYPE_UINT},
 
     {"TX_CQ_LEN", "4096",
      "Entries of the interface's send completion queue.",
-     ucs_offsetof(qpx_iface_config_t, tx.cq_len), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, tx.cq_len), QPX_CONFIG_TYPE_UINT},
 
     {"TX_MAX_INLINE", "128",
      "Inline data requested per send; the granted size (read back from the "
      "QP) bounds the short operations.",
-     ucs_offsetof(qpx_iface_config_t, tx.max_inline), UCS_CONFIG_TYPE_MEMUNITS},
+     ucs_offsetof(qpx_iface_config_t, tx.max_inline), QPX_CONFIG_TYPE_MEMUNITS},
 
     {"TX_MODERATION", "32",
      "Request a send completion every N sends (operations that need a "
      "completion are always signalled).",
-     ucs_offsetof(qpx_iface_config_t, tx.moderation), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, tx.moderation), QPX_CONFIG_TYPE_UINT},
 
     {"TX_MAX_BUFS", "-1",
      "Maximal number of send bounce buffers (-1: unlimited).",
@@ -57,22 +59,22 @@ ucs_config_field_t qpx_iface_config_table[] = {
 
     {"TX_BUFS_GROW", "128",
      "Send bounce buffers allocated at a time.",
-     ucs_offsetof(qpx_iface_config_t, tx.mp.bufs_grow), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, tx.mp.bufs_grow), QPX_CONFIG_TYPE_UINT},
 
     {"RX_QUEUE_LEN", "1024",
      "Receive buffers posted to the interface's shared receive queue.",
-     ucs_offsetof(qpx_iface_config_t, rx.queue_len), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, rx.queue_len), QPX_CONFIG_TYPE_UINT},
 
     {"RX_QUEUE_MAX", "auto",
      "Receive buffers the shared receive queue may grow to when the device "
      "reports it running low (the SRQ limit event: a burst the progress "
      "falls behind); auto: 4 times RX_QUEUE_LEN. At most RX_QUEUE_LEN: it "
      "does not grow.",
-     ucs_offsetof(qpx_iface_config_t, rx.queue_max), UCS_CONFIG_TYPE_ULUNITS},
+     ucs_offsetof(qpx_iface_config_t, rx.queue_max), QPX_CONFIG_TYPE_ULUNITS},
 
     {"RX_MAX_BATCH", "16",
      "Receive buffers reposted at a time.",
-     ucs_offsetof(qpx_iface_config_t, rx.max_batch), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, rx.max_batch), QPX_CONFIG_TYPE_UINT},
 
     {"RX_MAX_BUFS", "-1",
      "Maximal number of receive buffers (-1: unlimited).",
@@ -80,11 +82,11 @@ ucs_config_field_t qpx_iface_config_table[] = {
 
     {"RX_BUFS_GROW", "256",
      "Receive buffers allocated at a time.",
-     ucs_offsetof(qpx_iface_config_t, rx.mp.bufs_grow), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, rx.mp.bufs_grow), QPX_CONFIG_TYPE_UINT},
 
     {"QP_POOL_SIZE", "16",
      "QPs kept in RESET for reuse by new endpoints.",
-     ucs_offsetof(qpx_iface_config_t, qp_pool_size), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_iface_config_t, qp_pool_size), QPX_CONFIG_TYPE_UINT},
 
     {NULL}
 };

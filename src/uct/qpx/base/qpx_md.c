@@ -7,6 +7,8 @@
 
 #include "qpx_md.h"
 
+#include <ucs/qpx_config.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,11 @@ ucs_config_field_t qpx_md_config_table[] = {
 
     {"REG_OVERHEAD", "16us",
      "Estimated fixed cost of one memory registration.",
-     ucs_offsetof(qpx_md_config_t, reg_overhead), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_md_config_t, reg_overhead), QPX_CONFIG_TYPE_TIME},
 
     {"REG_GROWTH", "0.06ns",
      "Estimated cost of registering one byte of memory.",
-     ucs_offsetof(qpx_md_config_t, reg_growth), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_md_config_t, reg_growth), QPX_CONFIG_TYPE_TIME},
 
     {"RCACHE", "y",
      "Cache memory registrations (UCX's registration cache): a buffer "
@@ -36,7 +38,7 @@ ucs_config_field_t qpx_md_config_table[] = {
     {"RCACHE_OVERHEAD", "180ns",
      "Estimated cost of a registration found in the cache (reported to UCP "
      "as the registration cost when the cache is on).",
-     ucs_offsetof(qpx_md_config_t, rcache_overhead), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_md_config_t, rcache_overhead), QPX_CONFIG_TYPE_TIME},
 
     {NULL}
 };

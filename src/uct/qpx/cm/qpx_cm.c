@@ -9,6 +9,8 @@
 
 #include "qpx_cm.h"
 
+#include <ucs/qpx_config.h>
+
 #include <uct/qpx/base/qpx_async.h>
 #include <uct/qpx/base/qpx_device.h>
 
@@ -30,7 +32,7 @@ ucs_config_field_t qpx_cm_config_table[] = {
     {"TIMEOUT", "10s",
      "Time the connection manager waits for an address or route to "
      "resolve (rdma_resolve_addr, rdma_resolve_route).",
-     ucs_offsetof(qpx_cm_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_cm_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {NULL}
 };

@@ -8,6 +8,8 @@
 
 #include "qpx_dc.inl"
 
+#include <ucs/qpx_config.h>
+
 #include <uct/qpx/base/qpx_component.h>
 
 #include <inttypes.h>
@@ -35,7 +37,7 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
     {"NUM_DCI", "8",
      "DC initiators of the interface (1..64): the endpoints that can have "
      "requests in flight at once.",
-     ucs_offsetof(qpx_dc_iface_config_t, num_dci), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_dc_iface_config_t, num_dci), QPX_CONFIG_TYPE_UINT},
 
     {"TX_POLICY", "dcs",
      "How endpoints get a DC initiator:\n"
@@ -53,31 +55,31 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
     {"QUOTA", "32",
      "dcs_quota: requests an endpoint may post on its DCI while others wait "
      "for one.",
-     ucs_offsetof(qpx_dc_iface_config_t, quota), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_dc_iface_config_t, quota), QPX_CONFIG_TYPE_UINT},
 
     {"TIMEOUT", "10s",
      "A request unacknowledged this long (its retries included) fails the "
      "endpoints with work on its DCI: a dead peer is detected within it.",
-     ucs_offsetof(qpx_dc_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_dc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"RETRY_COUNT", "7",
      "Transport retries within TIMEOUT (0..7).",
-     ucs_offsetof(qpx_dc_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_dc_iface_config_t, retry_count), QPX_CONFIG_TYPE_UINT},
 
     {"RNR_RETRY_COUNT", "7",
      "Retries after receiver-not-ready (0..7, 7: infinite, so that a flood "
      "of messages into a full receive queue slows senders down instead of "
      "failing their DCIs).",
      ucs_offsetof(qpx_dc_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
+     QPX_CONFIG_TYPE_UINT},
 
     {"RNR_TIMEOUT", "1ms",
      "Delay the DCT asks for after a receiver-not-ready.",
-     ucs_offsetof(qpx_dc_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_dc_iface_config_t, rnr_timeout), QPX_CONFIG_TYPE_TIME},
 
     {"MAX_RD_ATOMIC", "4",
      "Outstanding RDMA reads and atomics per DCI (capped by the device).",
-     ucs_offsetof(qpx_dc_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_dc_iface_config_t, max_rd_atomic), QPX_CONFIG_TYPE_UINT},
 
     {"ATOMICS", "y",
      "Offer the device's 64-bit atomics.",
@@ -95,7 +97,7 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "died while this side only waits for it fails the endpoint (within "
      "TIMEOUT) instead of going unnoticed. 0: off.",
      ucs_offsetof(qpx_dc_iface_config_t, keepalive_interval),
-     UCS_CONFIG_TYPE_TIME},
+     QPX_CONFIG_TYPE_TIME},
 
     {NULL}
 };

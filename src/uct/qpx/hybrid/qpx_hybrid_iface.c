@@ -10,6 +10,8 @@
 
 #include "qpx_hybrid.h"
 
+#include <ucs/qpx_config.h>
+
 #include <uct/qpx/base/qpx_component.h>
 #include <uct/qpx/base/qpx_iface.h>
 #include <uct/qpx/base/qpx_md.h>
@@ -36,13 +38,13 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      "peers' promotions to it included. auto: 32, or from the job size the "
      "launcher gives (N processes: 4*sqrt(N) within 16..128).",
      ucs_offsetof(qpx_hybrid_iface_config_t, pool_size),
-     UCS_CONFIG_TYPE_ULUNITS},
+     QPX_CONFIG_TYPE_ULUNITS},
 
     {"PROMOTE_THRESH", "64",
      "Operations an endpoint posts within PROMOTE_WINDOW that promote it "
      "from DC to an RC QP (1: at its first operation).",
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_thresh),
-     UCS_CONFIG_TYPE_UINT},
+     QPX_CONFIG_TYPE_UINT},
 
     {"PROMOTE_BYTES", "1m",
      "Bytes an endpoint moves within PROMOTE_WINDOW that promote it as "
@@ -50,25 +52,25 @@ static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      "operation counts 1, plus 1 for every PROMOTE_BYTES/PROMOTE_THRESH "
      "bytes it moves (rounded down to a power of two).",
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_bytes),
-     UCS_CONFIG_TYPE_MEMUNITS},
+     QPX_CONFIG_TYPE_MEMUNITS},
 
     {"PROMOTE_WINDOW", "10ms",
      "The window PROMOTE_THRESH and PROMOTE_BYTES count in.",
      ucs_offsetof(qpx_hybrid_iface_config_t, promote_window),
-     UCS_CONFIG_TYPE_TIME},
+     QPX_CONFIG_TYPE_TIME},
 
     {"SWITCH_TIMEOUT", "10ms",
      "How long an endpoint waits for its peer's answer to a promotion or a "
      "demotion (its sends wait meanwhile): a peer that does not call "
      "progress in that time leaves the endpoint on its path.",
      ucs_offsetof(qpx_hybrid_iface_config_t, switch_timeout),
-     UCS_CONFIG_TYPE_TIME},
+     QPX_CONFIG_TYPE_TIME},
 
     {"RC_POOL_BATCH", "4",
      "RC QPs created at a time when a promotion finds no QP to reuse: the "
      "rest wait in RESET for the next promotions (within RC_POOL_SIZE; "
      "1: one at a time).",
-     ucs_offsetof(qpx_hybrid_iface_config_t, pool_batch), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_hybrid_iface_config_t, pool_batch), QPX_CONFIG_TYPE_UINT},
 
     {"COLD_TL", "auto",
      "The cold path's transport, every endpoint's before it is promoted:\n"

@@ -7,6 +7,8 @@
 
 #include "qpx_rc_ep.inl"
 
+#include <ucs/qpx_config.h>
+
 #include <string.h>
 
 
@@ -32,20 +34,20 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
     {"TIMEOUT", "1.0s",
      "Transport retry timeout: a request unacknowledged for TIMEOUT is "
      "retried RETRY_COUNT times before the endpoint fails.",
-     ucs_offsetof(qpx_rc_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_rc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"RETRY_COUNT", "7",
      "Transport retries before an endpoint fails (0..7).",
-     ucs_offsetof(qpx_rc_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_rc_iface_config_t, retry_count), QPX_CONFIG_TYPE_UINT},
 
     {"RNR_RETRY_COUNT", "7",
      "Retries after receiver-not-ready (0..7, 7: infinite).",
      ucs_offsetof(qpx_rc_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
+     QPX_CONFIG_TYPE_UINT},
 
     {"RNR_TIMEOUT", "1ms",
      "Delay the peer asks for after a receiver-not-ready.",
-     ucs_offsetof(qpx_rc_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_rc_iface_config_t, rnr_timeout), QPX_CONFIG_TYPE_TIME},
 
     {"PATH_MTU", "default",
      "Path MTU: default (the port's active MTU), 256, 512, 1024, 2048, 4096.",
@@ -54,12 +56,12 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
 
     {"MAX_RD_ATOMIC", "4",
      "Outstanding RDMA reads and atomics per endpoint (capped by the device).",
-     ucs_offsetof(qpx_rc_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_rc_iface_config_t, max_rd_atomic), QPX_CONFIG_TYPE_UINT},
 
     {"FC_WND_SIZE", "512",
      "Active messages an endpoint may have unconsumed at the peer (credit "
      "flow control; capped by the receive queue; 0: off).",
-     ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), QPX_CONFIG_TYPE_UINT},
 
     {"EVENTS", "y",
      "Offer event notification (uct_iface_event_fd_get/arm through a "
@@ -78,7 +80,7 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      "TIMEOUT x (RETRY_COUNT + 1)) instead of going unnoticed. Endpoints "
      "whose peer destroyed its side are not probed. 0: off.",
      ucs_offsetof(qpx_rc_iface_config_t, keepalive_interval),
-     UCS_CONFIG_TYPE_TIME},
+     QPX_CONFIG_TYPE_TIME},
 
     {NULL}
 };

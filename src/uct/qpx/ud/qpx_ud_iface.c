@@ -9,6 +9,8 @@
 
 #include "qpx_ud.inl"
 
+#include <ucs/qpx_config.h>
+
 #include <uct/qpx/base/qpx_async.h>
 
 #include <stdlib.h>
@@ -31,38 +33,38 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
 
     {"WINDOW", "256",
      "Packets an endpoint may have unacknowledged (at most 16384).",
-     ucs_offsetof(qpx_ud_iface_config_t, window), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_ud_iface_config_t, window), QPX_CONFIG_TYPE_UINT},
 
     {"TIMEOUT", "30s",
      "No acknowledgement from a peer for this long fails the endpoint: its\n"
      "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
-     ucs_offsetof(qpx_ud_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_ud_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"RTO", "10ms", "Initial retransmission timeout.",
-     ucs_offsetof(qpx_ud_iface_config_t, rto), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_ud_iface_config_t, rto), QPX_CONFIG_TYPE_TIME},
 
     {"RTO_MAX", "1s", "Largest retransmission timeout after backoff.",
-     ucs_offsetof(qpx_ud_iface_config_t, rto_max), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_ud_iface_config_t, rto_max), QPX_CONFIG_TYPE_TIME},
 
     {"BACKOFF", "2.0",
      "Factor applied to the retransmission timeout after each timeout.",
-     ucs_offsetof(qpx_ud_iface_config_t, backoff), UCS_CONFIG_TYPE_DOUBLE},
+     ucs_offsetof(qpx_ud_iface_config_t, backoff), QPX_CONFIG_TYPE_DOUBLE},
 
     {"TIMER_TICK", "1ms",
      "How often progress checks retransmission timers and delayed acks.",
-     ucs_offsetof(qpx_ud_iface_config_t, timer_tick), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_ud_iface_config_t, timer_tick), QPX_CONFIG_TYPE_TIME},
 
     {"ACK_THRESH", "128",
      "Packets delivered before the receiver sends an explicit ack (else acks\n"
      "ride on its sends, answer an ack request, or go at the next tick).\n"
      "Capped at half the window, where the sender asks for one anyway.",
-     ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), QPX_CONFIG_TYPE_UINT},
 
     {"RX_REORDER", "256",
      "Packets an endpoint keeps when they arrive after a gap (rounded up to\n"
      "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
      "The buffer is allocated on the first gap an endpoint sees.",
-     ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), QPX_CONFIG_TYPE_UINT},
 
     {"ASYNC_PROGRESS", "y",
      "Run acknowledgements, retransmissions and peer timeouts from the\n"
@@ -75,7 +77,7 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"ASYNC_IDLE", "10ms",
      "Async progress runs once the user has not called progress for this\n"
      "long; its timer fires every half of it.",
-     ucs_offsetof(qpx_ud_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(qpx_ud_iface_config_t, async_idle), QPX_CONFIG_TYPE_TIME},
 
     {"SRQ", "n",
      "Post receive buffers to a shared receive queue attached to the UD QP\n"
@@ -89,14 +91,14 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "unnoticed. Endpoints whose peer destroyed its side (DISC) are not "
      "probed. 0: off.",
      ucs_offsetof(qpx_ud_iface_config_t, keepalive_interval),
-     UCS_CONFIG_TYPE_TIME},
+     QPX_CONFIG_TYPE_TIME},
 
     {"MAX_HALF_OPEN", "1024",
      "Endpoints that peers' connection requests may create and that have not "
      "yet been answered, in all (one remote interface gets at most 32). "
      "Requests beyond are refused and counted; a real peer sends its request "
      "again. Unanswered ones go after TIMEOUT.",
-     ucs_offsetof(qpx_ud_iface_config_t, max_half_open), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(qpx_ud_iface_config_t, max_half_open), QPX_CONFIG_TYPE_UINT},
 
     {"EVENTS", "n",
      "Offer event notification (uct_iface_event_fd_get, uct_iface_event_arm):\n"
