@@ -121,6 +121,12 @@ refused qpx_rc SEG_SIZE -1 "Invalid value for SEG_SIZE: '-1'"
 refused qpx_ud RTO -1ms "Invalid value for RTO: '-1ms'"
 refused qpx_ud BACKOFF -2 "Invalid value for BACKOFF: '-2'"
 refused qpx RC_POOL_SIZE " -3" "Invalid value for RC_POOL_SIZE: ' -3'"
+# Buffer pools too small to work: none to send with (libucs' own message
+# said only "Invalid memory pool parameter(s)"), fewer receive buffers than
+# the receive queue holds (a job hung on the queue it could not fill)
+refused qpx_rc TX_MAX_BUFS 0 "qpx_rc: TX_MAX_BUFS 0 must be -1"
+refused qpx_ud RX_MAX_BUFS 1 "qpx_ud: RX_MAX_BUFS 1 must be -1 (unlimited) or at least RX_QUEUE_LEN (1024)"
+refused qpx_dc RX_MAX_BUFS -5 "qpx_dc: RX_MAX_BUFS -5 must be -1"
 expect "RC_POOL_SIZE=inf parses" UCX_QPX_RC_POOL_SIZE inf \
     UCX_QPX_RC_POOL_SIZE=inf
 expect "TX_QUEUE_LEN=inf parses" UCX_QPX_UD_TX_QUEUE_LEN inf \

@@ -40,6 +40,18 @@ if qpx_has_tl qpx_dc; then
     a2a qpx_dc 50 65536 UCX_QPX_DC_NUM_DCI=2 UCX_QPX_DC_TX_POLICY=dcs_quota \
         UCX_QPX_DC_QUOTA=4
 fi
+# A receive buffer pool no larger than its queue (16 buffers each): UCP
+# keeps unexpected messages' buffers (every fragment of one), and kept
+# buffers took them all while the fragments they waited for found none. All
+# three transports hung (qpx_ud's peers timed out after 30 s). The pool
+# that cannot refill the queue now hands AMs over without the buffer (UCP
+# copies), the next buffer back refills it, and qpx_ud keeps no packet
+# ahead of a gap meanwhile.
+a2a qpx_ud 20 65536 UCX_QPX_RX_QUEUE_LEN=16 UCX_QPX_RX_MAX_BUFS=16
+a2a qpx_rc,qpx_ud 20 65536 UCX_QPX_RX_QUEUE_LEN=16 UCX_QPX_RX_MAX_BUFS=16
+if qpx_has_tl qpx_dc; then
+    a2a qpx_dc 20 65536 UCX_QPX_RX_QUEUE_LEN=16 UCX_QPX_RX_MAX_BUFS=16
+fi
 # Registrations: 64 memory regions on the whole host for 8 ranks. Each
 # qpx_rc endpoint used to register its control words on its own (16 MRs a
 # rank, 128 in all: the job failed); they now share one registration per

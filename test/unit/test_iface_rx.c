@@ -2,12 +2,14 @@
  * Unit tests of base's receive refill (qpx_iface_rx_post, _release, _kept):
  * what each posted WR carries, batching, buffers released after a receive
  * going back as they are, kept ones replaced by fresh ones, a post that
- * fails part-way, an empty buffer pool, an interface sharing another's SRQ
- * and buffer pool (whether its layout fits, and the pool's lock when the
- * sharer uses it from another thread), a first fill that fails, and the
- * queue growing after the SRQ limit event. The SRQ is a fake whose post_srq_recv records the
- * WRs (ibv_post_srq_recv calls through the context's ops); ibv_modify_srq
- * is wrapped to record the limits armed.
+ * fails part-way, an empty buffer pool (and the progress refilling the
+ * queue it left short once a buffer comes back), an interface sharing
+ * another's SRQ and buffer pool (whether its layout fits, and the pool's
+ * lock when the sharer uses it from another thread), a first fill that
+ * fails, and the queue growing after the SRQ limit event. The SRQ is a
+ * fake whose post_srq_recv records the WRs (ibv_post_srq_recv calls
+ * through the context's ops); ibv_modify_srq is wrapped to record the
+ * limits armed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -310,6 +312,59 @@ static void test_pool_empty(void **state)
                                        ctx->iface.rx.available), 1);
 }
 
+/* A queue the empty pool left short is refilled by the progress once a
+ * buffer comes back (all of them held by AM handlers: no completion would
+ * come to refill it, and the peer waiting for it would hang), and only
+ * then: a buffer back sets rx.low, qpx_iface_rx_tend posts it, and the
+ * SRQ limit is not armed again for it */
+static void test_pool_starved(void **state)
+{
+    qpx_iface_t *iface = &ctx->iface;
+    qpx_desc_t *held[2];
+
+    (void)state;
+    test_num_limits  = 0;
+    iface->rx.available = 16;
+    assert_int_equal(qpx_iface_rx_am_flags(iface), UCT_CB_PARAM_FLAG_DESC);
+    assert_int_equal(qpx_iface_rx_post(iface, 16), TEST_MAX_BUFS);
+    assert_int_equal(iface->rx.starved, 1);
+    assert_int_equal(iface->rx.low, 0);
+    /* meanwhile AM handlers copy what they keep: no buffer is kept */
+    assert_int_equal(qpx_iface_rx_am_flags(iface), 0);
+    held[0] = test_complete(0);  /* kept by a handler: slot owed */
+    held[1] = test_complete(1);
+    qpx_iface_rx_kept(iface);
+    qpx_iface_rx_kept(iface);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS);
+    assert_int_equal(iface->rx.available, 16 - TEST_MAX_BUFS + 2);
+
+    /* the handler gives one back: progress posts it, the pool is short
+     * again (starved stays) */
+    qpx_iface_rx_desc_put(iface, held[0]);
+    assert_int_equal(iface->rx.low, 1);
+    qpx_iface_rx_tend(iface);
+    assert_int_equal(iface->rx.low, 0);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS + 1);
+    assert_int_equal(ctx->posted[TEST_MAX_BUFS].wr_id, (uintptr_t)held[0]);
+    assert_int_equal(iface->rx.starved, 1);
+
+    /* nothing back: nothing to do */
+    assert_int_equal(iface->rx.low, 0);
+
+    qpx_iface_rx_desc_put(iface, held[1]);
+    assert_int_equal(iface->rx.low, 1);
+    qpx_iface_rx_tend(iface);
+    assert_int_equal(ctx->num_posted, TEST_MAX_BUFS + 2);
+    assert_int_equal(test_num_limits, 0);
+    test_check_posted(TEST_MAX_BUFS);
+
+    /* a queue that is full again is not starved */
+    iface->rx.starved = 0;
+    qpx_iface_rx_desc_put(iface, test_complete(2));
+    assert_int_equal(iface->rx.low, 0);
+    assert_int_equal(qpx_iface_rx_am_flags(iface), UCT_CB_PARAM_FLAG_DESC);
+}
+
 
 /* An interface that shares the owner's SRQ (qpx_iface_hints_t): its
  * first fill posts nothing, what it consumes it refills to the same SRQ,
@@ -559,9 +614,11 @@ static void test_grow(void **state)
     /* one buffer consumed and owed (below a batch): posted with the 4 */
     ucs_mpool_put(test_complete(0));
     iface->rx.available = 1;
+    iface->rx.limit_hit = 1; /* as qpx_iface_rx_limit_reached sets them */
     iface->rx.low       = 1;
-    qpx_iface_rx_grow(iface);
+    qpx_iface_rx_tend(iface);
     assert_int_equal(iface->rx.low, 0);
+    assert_int_equal(iface->rx.limit_hit, 0);
     assert_int_equal(iface->rx.queue_len, 8);
     assert_int_equal(ctx->num_posted, 4 + 5);
     assert_int_equal(iface->rx.available, 0);
@@ -570,7 +627,9 @@ static void test_grow(void **state)
     test_check_posted(4);
 
     /* capped at the maximum, and no limit armed there */
-    qpx_iface_rx_grow(iface);
+    iface->rx.limit_hit = 1;
+    iface->rx.low       = 1;
+    qpx_iface_rx_tend(iface);
     assert_int_equal(iface->rx.queue_len, 10);
     assert_int_equal(ctx->num_posted, 4 + 5 + 2);
     assert_int_equal(test_num_limits, 2);
@@ -616,6 +675,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kept_and_released, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_post_fails, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_starved, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_pool_empty, test_setup,
                                         test_teardown),

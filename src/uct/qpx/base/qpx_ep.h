@@ -251,7 +251,7 @@ unsigned qpx_iface_backlog_progress(qpx_iface_t *iface, qpx_iface_wc_cb_t rx,
  * the completions event_arm took first, then the receive CQ, the send CQ
  * unless nothing is outstanding there (tx_idle: nothing signalled and every
  * request known complete), a due keepalive round, a receive queue to grow
- * (its SRQ ran low), the pending queue.
+ * (its SRQ ran low) or to refill (its pool was empty), the pending queue.
  */
 static UCS_F_ALWAYS_INLINE unsigned
 qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
@@ -281,7 +281,7 @@ qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
         keepalive(iface);
     }
     if (ucs_unlikely(iface->rx.low)) {
-        qpx_iface_rx_grow(iface);
+        qpx_iface_rx_tend(iface);
     }
     qpx_iface_pending_progress(iface);
     return count;

@@ -623,6 +623,22 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                   config->rx.queue_len);
         return UCS_ERR_INVALID_PARAM;
     }
+    /* MAX_BUFS are read as int (-1: unlimited) into UCX's unsigned field */
+    if ((config->tx.mp.max_bufs == 0) || ((int)config->tx.mp.max_bufs < -1)) {
+        ucs_error("%s: TX_MAX_BUFS %d must be -1 (unlimited) or at least 1",
+                  init_attr->tl_name, (int)config->tx.mp.max_bufs);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (((int)config->rx.mp.max_bufs < -1) ||
+        (config->rx.mp.max_bufs < config->rx.queue_len)) {
+        /* else the receive queue could never be full: a job whose messages
+         * AM handlers keep (UCP's unexpected ones) ran out of posted
+         * buffers, and its peers' sends waited or failed for ever */
+        ucs_error("%s: RX_MAX_BUFS %d must be -1 (unlimited) or at least "
+                  "RX_QUEUE_LEN (%u)", init_attr->tl_name,
+                  (int)config->rx.mp.max_bufs, config->rx.queue_len);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (config->tx.cq_len < 2) {
         /* else the send CQ had no entry for a send, one being kept for the
          * errors of a flushed send queue: every send waited forever */
@@ -675,7 +691,9 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->attr_only                 = hints.attr_only;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
+    self->rx.limit_hit              = 0;
     self->rx.grows                  = 0;
+    self->rx.starved                = 0;
     self->rx_owner                  = NULL;
     self->rx_mp_locked              = 0;
 

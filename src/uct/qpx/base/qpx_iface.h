@@ -236,8 +236,16 @@ struct qpx_iface {
          * device's SRQ limit event (a burst the progress falls behind)
          * doubles queue_len up to it (qpx_iface_rx_grow) */
         unsigned              queue_max;
-        volatile int          low;       /* the limit event came */
+        /* Progress has receive work: the SRQ limit event came (limit_hit,
+         * set first: the device event handler runs on UCX's async thread),
+         * or a buffer went back to rx_mp while starved (qpx_iface_rx_tend) */
+        volatile int          low;
+        volatile int          limit_hit;
         unsigned              grows;
+        /* A post found rx_mp empty (every buffer held by AM handlers, or no
+         * memory could be registered for more): the receive queue is short
+         * until a buffer comes back, which sets low */
+        int                   starved;
         /* Buffers released after a receive, reposted as they are (no trip
          * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
         qpx_desc_t            **recycled;
@@ -307,9 +315,10 @@ ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface);
  * handler, on UCX's async thread): the next progress grows the queue */
 void qpx_iface_rx_limit_reached(qpx_iface_t *iface);
 
-/* Post more buffers to the SRQ (up to queue_max) after the limit event,
- * and arm the limit again (the progress, on the worker's thread) */
-void qpx_iface_rx_grow(qpx_iface_t *iface);
+/* The progress (on the worker's thread) saw rx.low: after the SRQ limit
+ * event, post more buffers (up to queue_max) and arm the limit again;
+ * after a short post, post what the queue lacks */
+void qpx_iface_rx_tend(qpx_iface_t *iface);
 
 /*
  * How the next qpx interface this thread constructs is opened, for a user
@@ -396,7 +405,10 @@ static UCS_F_ALWAYS_INLINE qpx_desc_t *qpx_iface_rx_desc_get(qpx_iface_t *iface)
     return desc;
 }
 
-/* Give a receive buffer back to its pool (not to the receive queue) */
+/* Give a receive buffer back to its pool (not to the receive queue). A
+ * receive queue left short by an empty pool is refilled by the next
+ * progress: nothing else would (no completion comes to a queue with no
+ * buffer), and the job would hang on a peer that waits for it. */
 static UCS_F_ALWAYS_INLINE void qpx_iface_rx_desc_put(qpx_iface_t *iface,
                                                       void *desc)
 {
@@ -404,11 +416,17 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_desc_put(qpx_iface_t *iface,
 
     if (ucs_likely(!pool->rx_mp_locked)) {
         ucs_mpool_put(desc);
-        return;
+    } else {
+        ucs_spin_lock(&pool->rx_mp_lock);
+        ucs_mpool_put(desc);
+        ucs_spin_unlock(&pool->rx_mp_lock);
     }
-    ucs_spin_lock(&pool->rx_mp_lock);
-    ucs_mpool_put(desc);
-    ucs_spin_unlock(&pool->rx_mp_lock);
+    if (ucs_unlikely(iface->rx.starved)) {
+        iface->rx.low = 1;
+    }
+    if (ucs_unlikely(pool->rx.starved)) {
+        pool->rx.low = 1;
+    }
 }
 
 /* Give back the buffer of a receive completion whose payload was not kept:
@@ -446,6 +464,19 @@ qpx_iface_rx_user_desc(qpx_iface_t *iface, qpx_desc_t *desc)
 }
 
 /*
+ * The flags of an AM handed to its handler: the buffer may be kept
+ * (UCT_CB_PARAM_FLAG_DESC) unless the pool could not refill the receive
+ * queue (rx.starved). Then the handler copies what it keeps (UCP does), and
+ * the buffer goes back at once: kept buffers (UCP keeps unexpected messages,
+ * all fragments of one) could otherwise hold every buffer while the
+ * fragments they wait for find none, and the job would hang.
+ */
+static UCS_F_ALWAYS_INLINE unsigned qpx_iface_rx_am_flags(qpx_iface_t *iface)
+{
+    return ucs_likely(!iface->rx.starved) ? UCT_CB_PARAM_FLAG_DESC : 0;
+}
+
+/*
  * Hand the active message in a receive buffer (byte_len bytes received,
  * starting with the transport's header of hdr_len bytes, whose first byte is
  * the AM id) to its handler, and give the buffer back or count it kept.
@@ -464,7 +495,8 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
     (void)qpx_iface_rx_user_desc(iface, desc);
     status = qpx_iface_invoke_am(&iface->super, am_id,
                                  UCS_PTR_BYTE_OFFSET(hdr, hdr_len),
-                                 byte_len - hdr_len, UCT_CB_PARAM_FLAG_DESC);
+                                 byte_len - hdr_len,
+                                 qpx_iface_rx_am_flags(iface));
     if (ucs_likely(status != UCS_INPROGRESS)) {
         qpx_iface_rx_release(iface, desc);
     } else {

@@ -150,6 +150,8 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
     for (; n < count; ++n) {
         desc = qpx_iface_rx_desc_get(iface);
         if (desc == NULL) {
+            /* the next buffer put back makes progress post again */
+            iface->rx.starved = 1;
             break;
         }
         qpx_iface_rx_wr_set(iface, n, desc);
@@ -252,29 +254,53 @@ ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface)
 
 void qpx_iface_rx_limit_reached(qpx_iface_t *iface)
 {
-    /* Seen by the next progress; a worker asleep on the event fd wakes */
-    iface->rx.low = 1;
+    /* Seen by the next progress; a worker asleep on the event fd wakes.
+     * limit_hit first: progress clears low before it reads limit_hit, so
+     * an event it does not see leaves low set (x86 keeps the order of the
+     * two stores, and volatile the compiler's) */
+    iface->rx.limit_hit = 1;
+    iface->rx.low       = 1;
     qpx_iface_event_signal(iface);
 }
 
 
-void qpx_iface_rx_grow(qpx_iface_t *iface)
+static void qpx_iface_rx_grow(qpx_iface_t *iface)
 {
     unsigned more = ucs_min(iface->rx.queue_len,
                             iface->rx.queue_max - iface->rx.queue_len);
 
-    iface->rx.low        = 0;
     iface->rx.queue_len += more;
     iface->rx.available += more;
     ++iface->rx.grows;
     ucs_debug("%s:%d: srq %p below its limit: %u receive buffers posted from "
               "now (at most %u)", iface->md->dev.name, iface->port_num,
               iface->srq, iface->rx.queue_len, iface->rx.queue_max);
+}
+
+
+void qpx_iface_rx_tend(qpx_iface_t *iface)
+{
+    int grow;
+
+    iface->rx.low = 0;
+    grow          = iface->rx.limit_hit;
+    if (grow) {
+        iface->rx.limit_hit = 0;
+        qpx_iface_rx_grow(iface);
+    }
+    if (iface->rx.starved) {
+        ucs_trace("%s:%d: a receive buffer came back: %u owed to the receive "
+                  "queue", iface->md->dev.name, iface->port_num,
+                  iface->rx.available);
+        iface->rx.starved = 0; /* set again if the pool is still short */
+    }
     /* All that is owed now, not at the next batch: the queue is short */
     if (iface->rx.available > 0) {
         (void)qpx_iface_rx_post(iface, iface->rx.available);
     }
-    qpx_iface_rx_limit_arm(iface);
+    if (grow) {
+        qpx_iface_rx_limit_arm(iface);
+    }
 }
 
 

@@ -292,7 +292,7 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     status = qpx_iface_invoke_am(&iface->super.super, hdr->am_id, hdr + 1,
                                  length - sizeof(*hdr),
-                                 UCT_CB_PARAM_FLAG_DESC);
+                                 qpx_iface_rx_am_flags(&iface->super));
     if (status != UCS_INPROGRESS) {
         return 0;
     }

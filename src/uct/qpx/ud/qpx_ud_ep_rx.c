@@ -103,6 +103,12 @@ static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
 {
     void **slots;
 
+    if (iface->super.rx.starved) {
+        /* Not while the buffer pool is short (UCX_QPX_RX_MAX_BUFS, or no
+         * memory to register): kept packets could hold every buffer, and
+         * the one that fills the gap would find none. Go-back-N resends. */
+        return 0;
+    }
     if ((ep->rx.ooo == NULL) && (iface->rx.ooo_capacity > 0)) {
         slots = calloc(iface->rx.ooo_capacity, sizeof(*slots));
         if (slots == NULL) {

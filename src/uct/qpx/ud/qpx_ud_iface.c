@@ -536,7 +536,8 @@ static UCS_F_NOINLINE void qpx_ud_iface_keepalive(qpx_ud_iface_t *iface)
 }
 
 /* The timer walk, once a tick: retransmissions, delayed acks and peer
- * timeouts of the active endpoints, DISC repeats, keepalive rounds */
+ * timeouts of the active endpoints, DISC repeats, keepalive rounds, a
+ * receive queue to refill */
 static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
 {
     qpx_ud_ep_t *ep, *tmp;
@@ -554,6 +555,12 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
     if ((iface->keepalive.interval > 0) &&
         ((int64_t)(iface->now - iface->keepalive.next) >= 0)) {
         qpx_ud_iface_keepalive(iface);
+    }
+    /* A receive queue its pool left short, now that a buffer came back
+     * (here, not on every progress: within a tick is soon enough, and the
+     * peer resends what found no buffer) */
+    if (ucs_unlikely(iface->super.rx.low)) {
+        qpx_iface_rx_tend(&iface->super);
     }
 }
 
