@@ -21,7 +21,14 @@ qpx_dc_ep_tx_begin_desc(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
         return status;
     }
     *desc_p = ucs_mpool_get(&iface->super.tx_mp);
-    return (*desc_p == NULL) ? UCS_ERR_NO_RESOURCE : UCS_OK;
+    if (ucs_unlikely(*desc_p == NULL)) {
+        /* Every buffer may be held by a DCI's unsignalled requests (their
+         * buffers come back when a later signalled one completes): ask for
+         * those completions, or the pool would stay empty */
+        qpx_dc_iface_dci_solicit(iface);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
 }
 
 

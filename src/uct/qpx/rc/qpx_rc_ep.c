@@ -377,6 +377,30 @@ void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep)
 }
 
 
+/*
+ * The send buffer pool is empty (TX_MAX_BUFS, or the device registers no
+ * more memory). A buffer comes back when the request that carried it, or a
+ * later one of its QP, completes, and only signalled requests complete:
+ * with every buffer held by unsignalled requests (one in TX_MODERATION is
+ * signalled, per QP) no completion would come, and the senders would wait
+ * for ever. Every connected endpoint whose last request is unsignalled gets
+ * a signalled zero-length write, in a send slot kept for it
+ * (QPX_RC_SQ_RESERVE); one already asked is not asked again.
+ */
+void qpx_rc_iface_tx_solicit(qpx_rc_iface_t *iface)
+{
+    qpx_rc_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if ((ep->tx.signaled_sn != ep->tx.sn) &&
+            ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR)) ==
+             QPX_RC_EP_FLAG_CONNECTED)) {
+            (void)qpx_rc_ep_post_nop(ep);
+        }
+    }
+}
+
+
 ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp)
 {

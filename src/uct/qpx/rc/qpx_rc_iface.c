@@ -348,10 +348,13 @@ static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
 }
 
 
-/* Send CQ entries are the interface-wide resource */
+/* Send CQ entries and send buffers are the interface-wide resources: a
+ * request refused for want of a buffer is queued, not told to try again
+ * (UCP would call it again at once, for ever, with no progress between to
+ * bring a buffer back) */
 static int qpx_rc_iface_tx_exhausted(qpx_iface_t *iface)
 {
-    return iface->tx.cq_available <= 0;
+    return (iface->tx.cq_available <= 0) || ucs_mpool_is_empty(&iface->tx_mp);
 }
 
 
