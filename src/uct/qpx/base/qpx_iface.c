@@ -694,6 +694,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->rx.limit_hit              = 0;
     self->rx.grows                  = 0;
     self->rx.starved                = 0;
+    self->rx.am_flags               = UCT_CB_PARAM_FLAG_DESC;
     self->rx_owner                  = NULL;
     self->rx_mp_locked              = 0;
 

@@ -244,8 +244,11 @@ struct qpx_iface {
         unsigned              grows;
         /* A post found rx_mp empty (every buffer held by AM handlers, or no
          * memory could be registered for more): the receive queue is short
-         * until a buffer comes back, which sets low */
+         * until a buffer comes back, which sets low. am_flags follows it:
+         * the flags AMs are handed over with (qpx_iface_rx_am_flags), read
+         * as they are on every AM instead of testing starved */
         int                   starved;
+        unsigned              am_flags;
         /* Buffers released after a receive, reposted as they are (no trip
          * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
         qpx_desc_t            **recycled;
@@ -473,7 +476,7 @@ qpx_iface_rx_user_desc(qpx_iface_t *iface, qpx_desc_t *desc)
  */
 static UCS_F_ALWAYS_INLINE unsigned qpx_iface_rx_am_flags(qpx_iface_t *iface)
 {
-    return ucs_likely(!iface->rx.starved) ? UCT_CB_PARAM_FLAG_DESC : 0;
+    return iface->rx.am_flags;
 }
 
 /*

@@ -151,7 +151,8 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
         desc = qpx_iface_rx_desc_get(iface);
         if (desc == NULL) {
             /* the next buffer put back makes progress post again */
-            iface->rx.starved = 1;
+            iface->rx.starved  = 1;
+            iface->rx.am_flags = 0; /* handlers copy: none kept */
             break;
         }
         qpx_iface_rx_wr_set(iface, n, desc);
@@ -292,7 +293,8 @@ void qpx_iface_rx_tend(qpx_iface_t *iface)
         ucs_trace("%s:%d: a receive buffer came back: %u owed to the receive "
                   "queue", iface->md->dev.name, iface->port_num,
                   iface->rx.available);
-        iface->rx.starved = 0; /* set again if the pool is still short */
+        iface->rx.starved  = 0; /* set again if the pool is still short */
+        iface->rx.am_flags = UCT_CB_PARAM_FLAG_DESC;
     }
     /* All that is owed now, not at the next batch: the queue is short */
     if (iface->rx.available > 0) {
