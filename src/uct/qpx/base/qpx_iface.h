@@ -234,7 +234,7 @@ struct qpx_iface {
         unsigned              queue_len; /* buffers kept posted */
         /* An SRQ this interface owns may hold up to queue_max buffers: the
          * device's SRQ limit event (a burst the progress falls behind)
-         * doubles queue_len up to it (qpx_iface_rx_grow) */
+         * doubles queue_len up to it (qpx_iface_rx_tend) */
         unsigned              queue_max;
         /* Progress has receive work: the SRQ limit event came (limit_hit,
          * set first: the device event handler runs on UCX's async thread),
