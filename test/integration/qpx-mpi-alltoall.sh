@@ -56,15 +56,16 @@ fi
 # One send buffer per interface: every buffer was held by requests the
 # QP or DCI did not signal (one in TX_MODERATION is), so no completion
 # brought one back, and the refused request was told to retry at once
-# (pending_add said BUSY): both hung. Now the empty pool asks for those
-# completions and queues the request. (4 or more ranks with so few
-# buffers still stall: docs/configuration.md.)
+# (pending_add said BUSY): both hung, on 2 ranks already. Now an empty pool
+# queues the request and asks for those completions (a signalled
+# zero-length write), also while queued requests wait for a buffer.
 a2a_np=2
+a2a qpx_rc,qpx_ud,self 20 65536 UCX_QPX_RC_TX_MAX_BUFS=1
+a2a_np=8
 a2a qpx_rc,qpx_ud,self 20 65536 UCX_QPX_RC_TX_MAX_BUFS=1
 if qpx_has_tl qpx_dc; then
     a2a qpx_dc,self 20 65536 UCX_QPX_DC_TX_MAX_BUFS=1
 fi
-a2a_np=8
 # Registrations: 64 memory regions on the whole host for 8 ranks. Each
 # qpx_rc endpoint used to register its control words on its own (16 MRs a
 # rank, 128 in all: the job failed); they now share one registration per
