@@ -507,6 +507,31 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
     }
 }
 
+/*
+ * qpx_iface_ops_t.tx_exhausted of a transport whose send buffers come back
+ * only with a signalled completion (qpx_rc, qpx_dc): send CQ entries and
+ * send buffers are the interface-wide resources. A request refused for
+ * want of a buffer is then queued, not told to try again (UCP would call it
+ * again at once, for ever, with no progress between to bring a buffer
+ * back). While the pool is empty, solicit asks the requests holding its
+ * buffers to complete, here too: the last buffer may have gone to an
+ * unsignalled request after the last refusal asked, and queued requests
+ * are not tried (so not refused) until a buffer is back.
+ */
+static inline int
+qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface,
+                                void (*solicit)(qpx_iface_t *iface))
+{
+    if (iface->tx.cq_available <= 0) {
+        return 1;
+    }
+    if (ucs_unlikely(ucs_mpool_is_empty(&iface->tx_mp))) {
+        solicit(iface);
+        return 1;
+    }
+    return 0;
+}
+
 /* Poll up to max completions of cq into wc; 0 on error (logged) */
 static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(struct ibv_cq *cq, int max,
                                                  struct ibv_wc *wc)

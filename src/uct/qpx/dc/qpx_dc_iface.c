@@ -235,23 +235,17 @@ static uct_iface_ops_t qpx_dc_iface_ops = {
 };
 
 
-/* Send CQ entries and send buffers are the interface-wide resources: a
- * request refused for want of a buffer is queued, not told to try again
- * (UCP would call it again at once, for ever, with no progress between to
- * bring a buffer back). While the pool is empty, the requests holding its
- * buffers are asked to complete, here too: the last buffer may have gone
- * to an unsignalled request after the last refusal asked, and queued
- * requests are not tried (so not refused) until a buffer is back. */
+static void qpx_dc_iface_tx_solicit_base(qpx_iface_t *iface)
+{
+    qpx_dc_iface_dci_solicit(ucs_derived_of(iface, qpx_dc_iface_t));
+}
+
+
+/* Send CQ entries and send buffers (qpx_iface_tx_exhausted_signaled) */
 static int qpx_dc_iface_tx_exhausted(qpx_iface_t *iface)
 {
-    if (iface->tx.cq_available <= 0) {
-        return 1;
-    }
-    if (ucs_unlikely(ucs_mpool_is_empty(&iface->tx_mp))) {
-        qpx_dc_iface_dci_solicit(ucs_derived_of(iface, qpx_dc_iface_t));
-        return 1;
-    }
-    return 0;
+    return qpx_iface_tx_exhausted_signaled(iface,
+                                           qpx_dc_iface_tx_solicit_base);
 }
 
 
