@@ -482,6 +482,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
+    self->tx.desc_limit   = 0;
 
     /* The SRQ of the interface offered to this one, where their receive
      * buffers agree */

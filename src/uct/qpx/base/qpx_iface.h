@@ -260,6 +260,11 @@ struct qpx_iface {
     struct {
         int                   cq_available;
         int                   cq_size;   /* cq_available when all polled */
+        /* tx_mp could not give a buffer (at its max_bufs, or no memory to
+         * grow): set by qpx_iface_tx_desc_get, never cleared. Once set, an
+         * empty free list means no buffer until one comes back
+         * (qpx_iface_tx_no_desc); before, the pool grows on the next get */
+        int                   desc_limit;
     } tx;
     /* Completions that event_arm polled (they arrived before the CQs were
      * armed, so no event announces them): the transport's progress handles
@@ -507,6 +512,27 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
     }
 }
 
+/* A send buffer from tx_mp, or NULL (the pool at its limit, see
+ * qpx_iface_tx_no_desc) */
+static UCS_F_ALWAYS_INLINE void *qpx_iface_tx_desc_get(qpx_iface_t *iface)
+{
+    void *desc = ucs_mpool_get(&iface->tx_mp);
+
+    if (ucs_unlikely(desc == NULL)) {
+        iface->tx.desc_limit = 1;
+    }
+    return desc;
+}
+
+/* No send buffer can be had until one is put back: the free list is empty
+ * and the pool has been refused growth. An empty free list alone is not
+ * enough: the next get may grow the pool. */
+static UCS_F_ALWAYS_INLINE int qpx_iface_tx_no_desc(qpx_iface_t *iface)
+{
+    return ucs_unlikely(iface->tx.desc_limit) &&
+           ucs_mpool_is_empty(&iface->tx_mp);
+}
+
 /*
  * qpx_iface_ops_t.tx_exhausted of a transport whose send buffers come back
  * only with a signalled completion (qpx_rc, qpx_dc): send CQ entries and
@@ -525,7 +551,7 @@ qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface,
     if (iface->tx.cq_available <= 0) {
         return 1;
     }
-    if (ucs_unlikely(ucs_mpool_is_empty(&iface->tx_mp))) {
+    if (qpx_iface_tx_no_desc(iface)) {
         solicit(iface);
         return 1;
     }

@@ -197,7 +197,7 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     if (comp != NULL) {
-        desc = ucs_mpool_get(&iface->super.tx_mp);
+        desc = qpx_iface_tx_desc_get(&iface->super);
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }

@@ -20,7 +20,7 @@ qpx_dc_ep_tx_begin_desc(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    *desc_p = ucs_mpool_get(&iface->super.tx_mp);
+    *desc_p = qpx_iface_tx_desc_get(&iface->super);
     if (ucs_unlikely(*desc_p == NULL)) {
         /* Every buffer may be held by a DCI's unsignalled requests (their
          * buffers come back when a later signalled one completes): ask for
