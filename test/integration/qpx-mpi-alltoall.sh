@@ -66,6 +66,12 @@ a2a qpx_rc,qpx_ud,self 20 65536 UCX_QPX_RC_TX_MAX_BUFS=1
 if qpx_has_tl qpx_dc; then
     a2a qpx_dc,self 20 65536 UCX_QPX_DC_TX_MAX_BUFS=1
 fi
+# One send buffer for qpx_ud too: its connection request, which found none
+# (the other endpoints' packets in flight held it), failed the endpoint's
+# creation ("no send descriptor for a connection request") and the job.
+# The request now waits for a buffer, and the endpoint's sends wait for it.
+a2a qpx_rc,qpx_ud,self 20 65536 UCX_QPX_TX_MAX_BUFS=1
+a2a qpx_ud,self 20 65536 UCX_QPX_UD_TX_MAX_BUFS=1
 # Registrations: 64 memory regions on the whole host for 8 ranks. Each
 # qpx_rc endpoint used to register its control words on its own (16 MRs a
 # rank, 128 in all: the job failed); they now share one registration per

@@ -21,7 +21,7 @@ qpx_ud_ep_iface(qpx_ud_ep_t *ep)
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
 {
-    return (iface->tx.available == 0) || iface->tx.no_desc;
+    return (iface->tx.available == 0) || qpx_iface_tx_no_desc(&iface->super);
 }
 
 /* The endpoint's own part: connected, and room in its window */
@@ -36,9 +36,14 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     if (ucs_unlikely(ep->flags & (QPX_UD_EP_FLAG_FAILED |
-                                  QPX_UD_EP_FLAG_CANCELED))) {
-        return (ep->flags & QPX_UD_EP_FLAG_FAILED) ?
-               UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CANCELED;
+                                  QPX_UD_EP_FLAG_CANCELED |
+                                  QPX_UD_EP_FLAG_CONN_OWED))) {
+        if (ep->flags & QPX_UD_EP_FLAG_FAILED) {
+            return UCS_ERR_ENDPOINT_TIMEOUT;
+        } else if (ep->flags & QPX_UD_EP_FLAG_CANCELED) {
+            return UCS_ERR_CANCELED;
+        }
+        return UCS_ERR_NO_RESOURCE; /* our CONN goes first */
     }
 
     if (ucs_unlikely(!qpx_ud_ep_window_open(ep) ||
@@ -96,49 +101,37 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
     }
 }
 
-/* Post one packet from a send descriptor (new or resent) */
+/* An inline send: the device copies the data at the post. A completion
+ * only returns send slots: one in moderation is asked for, and its wr_id
+ * says how many slots it returns. */
 static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
-                       qpx_ud_send_desc_t *desc)
+qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, struct ibv_send_wr *wr)
 {
-    struct ibv_sge sge[1 + QPX_UD_MAX_IOV];
-    struct ibv_send_wr wr, *bad_wr;
-    unsigned i;
+    if (iface->tx.unsignaled + 1 < iface->tx.moderation) {
+        wr->send_flags = IBV_SEND_INLINE;
+        wr->wr_id      = 0;
+    } else {
+        wr->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+        wr->wr_id      = iface->tx.unsignaled + 1;
+    }
+}
+
+/* Post wr (its sges, flags and wr_id set) to peer, and count its slot;
+ * 0 or the error of ibv_post_send() */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                     struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad_wr;
     int ret;
 
-    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
-    sge[0].length = desc->length;
-    sge[0].lkey   = desc->super.lkey;
-    for (i = 0; i < desc->iovcnt; ++i) {
-        sge[1 + i] = desc->iov[i];
-    }
+    wr->next              = NULL;
+    wr->opcode            = IBV_WR_SEND;
+    wr->wr.ud.ah          = peer->ah;
+    wr->wr.ud.remote_qpn  = peer->key.qpn;
+    wr->wr.ud.remote_qkey = QPX_UD_QKEY;
 
-    wr.next              = NULL;
-    wr.sg_list           = sge;
-    wr.num_sge           = 1 + desc->iovcnt;
-    wr.opcode            = IBV_WR_SEND;
-    wr.wr.ud.ah          = peer->ah;
-    wr.wr.ud.remote_qpn  = peer->key.qpn;
-    wr.wr.ud.remote_qkey = QPX_UD_QKEY;
-    if ((desc->iovcnt == 0) && (desc->length <= iface->super.config.max_inline)) {
-        /* The device copies the data now: the descriptor is free to go.
-         * A completion only returns send slots: one in moderation is
-         * asked for, and its wr_id says how many slots it returns. */
-        if (iface->tx.unsignaled + 1 < iface->tx.moderation) {
-            wr.send_flags = IBV_SEND_INLINE;
-            wr.wr_id      = 0;
-        } else {
-            wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-            wr.wr_id      = iface->tx.unsignaled + 1;
-        }
-    } else {
-        wr.send_flags  = IBV_SEND_SIGNALED;
-        wr.wr_id       = (uintptr_t)desc;
-        desc->sq_slots = iface->tx.unsignaled + 1;
-        ++desc->posted;
-    }
-
-    ret = ibv_post_send(iface->qp, &wr, &bad_wr);
+    ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
         /* The send queue was checked: the device failed (or, from the async
          * timer, a process is exiting with the interface open). Not sent: a
@@ -148,28 +141,89 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                                         UCS_LOG_LEVEL_ERROR,
                 "qpx_ud: qp 0x%x ibv_post_send() failed: %s",
                 iface->qp->qp_num, strerror(ret));
-        desc->posted -= (wr.wr_id == (uintptr_t)desc);
-        return;
+        return ret;
     }
     --iface->tx.available;
-    if (wr.send_flags & IBV_SEND_SIGNALED) {
+    if (wr->send_flags & IBV_SEND_SIGNALED) {
         iface->tx.unsignaled = 0;
         ++iface->tx.signaled;
     } else {
         ++iface->tx.unsignaled;
     }
+    return 0;
+}
+
+/* Post one packet from a send descriptor (new or resent) */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                       qpx_ud_send_desc_t *desc)
+{
+    struct ibv_sge sge[1 + QPX_UD_MAX_IOV];
+    struct ibv_send_wr wr;
+    unsigned i;
+
+    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
+    sge[0].length = desc->length;
+    sge[0].lkey   = desc->super.lkey;
+    for (i = 0; i < desc->iovcnt; ++i) {
+        sge[1 + i] = desc->iov[i];
+    }
+
+    wr.sg_list = sge;
+    wr.num_sge = 1 + desc->iovcnt;
+    if ((desc->iovcnt == 0) && (desc->length <= iface->super.config.max_inline)) {
+        /* The descriptor is free to go once posted */
+        qpx_ud_iface_wr_inline(iface, &wr);
+    } else {
+        wr.send_flags  = IBV_SEND_SIGNALED;
+        wr.wr_id       = (uintptr_t)desc;
+        desc->sq_slots = iface->tx.unsignaled + 1;
+        ++desc->posted;
+    }
+
+    if (ucs_unlikely(qpx_ud_iface_post_wr(iface, peer, &wr) != 0)) {
+        desc->posted -= (wr.wr_id == (uintptr_t)desc);
+    }
+}
+
+/*
+ * Header-only packets (ACK, NAK, ACK_REQ, DISC) go inline from the stack
+ * where the QP takes that much inline data, with no send buffer. Acks must
+ * not wait for one: with every buffer held by packets that wait for the
+ * peers' acks (a low UCX_QPX_TX_MAX_BUFS, many peers), the acks are what
+ * frees them, on both sides.
+ */
+static UCS_F_ALWAYS_INLINE int qpx_ud_iface_hdr_inline(qpx_ud_iface_t *iface)
+{
+    return sizeof(qpx_ud_hdr_t) <= iface->super.config.max_inline;
+}
+
+/* Post a header-only packet inline from hdr (qpx_ud_iface_hdr_inline) */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_post_hdr_inline(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                             qpx_ud_hdr_t *hdr)
+{
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+
+    sge.addr   = (uintptr_t)hdr;
+    sge.length = sizeof(*hdr);
+    sge.lkey   = 0; /* not read for inline data */
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    qpx_ud_iface_wr_inline(iface, &wr);
+    qpx_ud_iface_post_wr(iface, peer, &wr); /* a lost one is repeated */
 }
 
 /* Allocate a descriptor for a new reliable packet on ep */
 static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
 qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->super.tx_mp);
+    qpx_ud_send_desc_t *desc = qpx_iface_tx_desc_get(&iface->super);
 
     if (ucs_unlikely(desc == NULL)) {
         /* Until a descriptor comes back, sends and pending_add see no
-         * resource and pending dispatch waits (qpx_ud_iface_desc_put) */
-        iface->tx.no_desc = 1;
+         * resource and pending dispatch waits (qpx_iface_tx_no_desc) */
         return NULL;
     }
 
@@ -185,10 +239,9 @@ qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
 {
-    ucs_mpool_put(desc);
     /* A descriptor is free again: the pending requests of any endpoint may
      * go on, progress dispatches them (their groups stay scheduled) */
-    iface->tx.no_desc = 0;
+    ucs_mpool_put(desc);
 }
 
 /* A send is over (acknowledged, or purged with an error): its operation

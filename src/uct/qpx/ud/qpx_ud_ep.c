@@ -166,7 +166,13 @@ void qpx_ud_ep_linger_expire(qpx_ud_iface_t *iface)
     }
 }
 
-/* Our first packet: tells the peer who we are and where our PSNs start */
+/*
+ * Our first packet: tells the peer who we are and where our PSNs start.
+ * With no send buffer free (every one held by sends in flight, the pool at
+ * its UCX_QPX_TX_MAX_BUFS), it is owed: the control progress sends it when
+ * a buffer is back (qpx_ud_ep_send_ctl), and the endpoint's sends wait for
+ * it, as they wait for the peer's reply.
+ */
 ucs_status_t qpx_ud_ep_send_conn(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     qpx_ud_send_desc_t *desc;
@@ -176,9 +182,12 @@ ucs_status_t qpx_ud_ep_send_conn(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     desc = qpx_ud_ep_desc_get(iface, ep);
     if (desc == NULL) {
-        ucs_error("qpx_ud: no send descriptor for a connection request");
-        return UCS_ERR_NO_MEMORY;
+        ucs_debug("qpx_ud: ep %p: no send buffer for its connection request "
+                  "yet", ep);
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_CONN_OWED);
+        return UCS_OK;
     }
+    ep->flags &= ~QPX_UD_EP_FLAG_CONN_OWED;
 
     hdr  = qpx_ud_send_desc_hdr(desc);
     conn = (qpx_ud_conn_payload_t*)(hdr + 1);
@@ -431,24 +440,32 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                                   uint8_t type, uint8_t flags)
 {
     qpx_ud_send_desc_t *desc;
-    qpx_ud_hdr_t *hdr;
+    qpx_ud_hdr_t *hdr, ctl;
 
-    desc = ucs_mpool_get(&iface->super.tx_mp);
-    if (desc == NULL) {
-        iface->tx.no_desc = 1;
-        return; /* control packets are retried by the timers */
+    if (qpx_ud_iface_hdr_inline(iface)) {
+        desc = NULL;
+        hdr  = &ctl;
+    } else {
+        desc = qpx_iface_tx_desc_get(&iface->super);
+        if (desc == NULL) {
+            return; /* control packets are retried by the progress */
+        }
+        desc->ep       = NULL;
+        desc->comp     = NULL;
+        desc->posted   = 0;
+        desc->released = 1;
+        desc->iovcnt   = 0;
+        desc->length   = sizeof(*hdr);
+        hdr            = qpx_ud_send_desc_hdr(desc);
     }
 
-    desc->ep       = NULL;
-    desc->comp     = NULL;
-    desc->posted   = 0;
-    desc->released = 1;
-    desc->iovcnt   = 0;
-    desc->length   = sizeof(*hdr);
-    hdr            = qpx_ud_send_desc_hdr(desc);
     qpx_ud_ep_hdr_init(ep, hdr, type, 0);
-    hdr->flags    |= flags;
-    hdr->psn       = 0;
+    hdr->flags |= flags;
+    hdr->psn    = 0;
+    if (desc == NULL) {
+        qpx_ud_iface_post_hdr_inline(iface, ep->peer, hdr);
+        return;
+    }
     qpx_ud_iface_post_desc(iface, ep->peer, desc);
     if (desc->posted == 0) {
         qpx_ud_iface_desc_put(iface, desc); /* sent inline */
@@ -480,7 +497,16 @@ void qpx_ud_ep_send_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         qpx_ud_ep_resend(iface, ep);
     }
 
-    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ)) &&
+    if ((ep->flags & QPX_UD_EP_FLAG_CONN_OWED) &&
+        !qpx_ud_iface_tx_exhausted(iface)) {
+        qpx_ud_ep_send_conn(iface, ep);
+        if (!(ep->flags & QPX_UD_EP_FLAG_CONN_OWED)) {
+            qpx_ep_pending_schedule(&iface->super, &ep->super);
+        }
+    }
+
+    if (!(ep->flags & (QPX_UD_EP_FLAG_ACK_NOW | QPX_UD_EP_FLAG_ACK_REQ |
+                       QPX_UD_EP_FLAG_CONN_OWED)) &&
         !ep->tx.resending && (ep->flags & QPX_UD_EP_FLAG_ON_CTL)) {
         ep->flags &= ~QPX_UD_EP_FLAG_ON_CTL;
         ucs_list_del(&ep->ctl_list);

@@ -194,6 +194,16 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED)) {
+        if ((type == QPX_UD_PKT_ACK) && (ep->peer != NULL) &&
+            (hdr->flags & QPX_UD_PKT_FLAG_ACK)) {
+            /* The peer acknowledges our CONN before its own CONN came: that
+             * found no send buffer yet (qpx_ud_ep_send_conn), and goes when
+             * one is back. Not taking the ack would fail this endpoint by
+             * the peer timeout although the peer answers. */
+            qpx_ud_ep_rx_ack(iface, ep, hdr);
+            qpx_ud_rel_tx_peer_alive(&ep->tx, iface->now);
+            return 0;
+        }
         if ((type != QPX_UD_PKT_CONN) || (ep->peer == NULL)) {
             ++iface->stats.rx_stale;
             return 0;

@@ -448,29 +448,32 @@ static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
                                    const qpx_ud_disc_t *disc)
 {
     qpx_ud_send_desc_t *desc;
-    qpx_ud_hdr_t *hdr;
+    qpx_ud_hdr_t hdr;
 
     if (iface->tx.available == 0) {
         return; /* a repeat may go */
     }
 
-    desc = ucs_mpool_get(&iface->super.tx_mp);
-    if (desc == NULL) {
-        iface->tx.no_desc = 1;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.dest_id = disc->dest_id;
+    hdr.src_id  = disc->src_id;
+    hdr.type    = QPX_UD_PKT_DISC;
+    if (qpx_ud_iface_hdr_inline(iface)) {
+        qpx_ud_iface_post_hdr_inline(iface, disc->peer, &hdr);
         return;
     }
 
+    desc = qpx_iface_tx_desc_get(&iface->super);
+    if (desc == NULL) {
+        return;
+    }
     desc->ep       = NULL;
     desc->comp     = NULL;
     desc->posted   = 0;
     desc->released = 1;
     desc->iovcnt   = 0;
-    desc->length   = sizeof(*hdr);
-    hdr            = qpx_ud_send_desc_hdr(desc);
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->dest_id   = disc->dest_id;
-    hdr->src_id    = disc->src_id;
-    hdr->type      = QPX_UD_PKT_DISC;
+    desc->length   = sizeof(hdr);
+    *qpx_ud_send_desc_hdr(desc) = hdr;
     qpx_ud_iface_post_desc(iface, disc->peer, desc);
     if (desc->posted == 0) {
         qpx_ud_iface_desc_put(iface, desc); /* sent inline */

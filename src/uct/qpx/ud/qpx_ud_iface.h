@@ -142,8 +142,11 @@ enum {
     QPX_UD_EP_FLAG_PEER_GONE  = UCS_BIT(10), /* DISC: the peer's ep is gone */
     QPX_UD_EP_FLAG_HALF_OPEN  = UCS_BIT(11), /* made by a peer's CONN, which
                                                 has not answered ours yet */
-    QPX_UD_EP_FLAG_CANCELED   = UCS_BIT(12)  /* flushed with CANCEL: sends
+    QPX_UD_EP_FLAG_CANCELED   = UCS_BIT(12), /* flushed with CANCEL: sends
                                                 refused (uct_ep_flush(3)) */
+    QPX_UD_EP_FLAG_CONN_OWED  = UCS_BIT(13)  /* our CONN found no send
+                                                buffer: the control progress
+                                                sends it, sends wait */
 };
 
 
@@ -255,8 +258,6 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* seg_size - GRH - header */
         size_t            max_short;
-        int               no_desc;     /* tx_mp at max_bufs and empty: set by
-                                          a failed get, cleared by any put */
         unsigned          sge_iov;     /* am_zcopy iovs sent from the user's
                                           buffers: the SGEs the QP granted
                                           beyond the header's, at most

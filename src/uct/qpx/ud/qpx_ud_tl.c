@@ -247,8 +247,9 @@ static qpx_ep_tx_state_t qpx_ud_ep_tx_state(qpx_iface_t *iface,
         /* Its requests run: they see the error and finish */
         return QPX_EP_TX_RETRY;
     }
-    if (!qpx_ud_ep_window_open(ep)) {
-        /* The connection reply or an ack schedules it again */
+    if (!qpx_ud_ep_window_open(ep) || (ep->flags & QPX_UD_EP_FLAG_CONN_OWED)) {
+        /* The connection reply, an ack or our CONN's post schedules it
+         * again */
         return QPX_EP_TX_WAIT;
     }
     return QPX_EP_TX_OK;
@@ -312,7 +313,6 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     self->tx.max_short    = ucs_min(self->tx.max_payload, 256) -
                             sizeof(uint64_t);
     self->tx.ack_thresh   = ucs_max(config->window / 2, 1);
-    self->tx.no_desc      = 0;
     self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);
     self->rx.ooo_capacity = 0;
