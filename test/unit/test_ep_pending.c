@@ -3,7 +3,8 @@
  * what pending_add answers, which requests dispatch runs, stops on or
  * deschedules for each answer of the transport, what is tried again
  * without being scheduled, order, the running request's right to send,
- * purge and destroy. The interface and the transport's answers are fakes.
+ * purge and destroy; the send pool's exhaustion (qpx_iface_tx_no_desc).
+ * The interface and the transport's answers are fakes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -351,6 +352,62 @@ static void test_destroy(void **state)
 }
 
 
+/* The send pool as qpx_rc and qpx_dc see it (qpx_iface_tx_exhausted_signaled):
+ * an empty free list counts only once a get was refused (the pool at its
+ * max), a buffer put back ends it, and solicit is asked while it lasts */
+static unsigned test_solicits;
+
+static void test_solicit(qpx_iface_t *iface)
+{
+    assert_ptr_equal(iface, &ctx->iface);
+    ++test_solicits;
+}
+
+static void test_tx_no_desc(void **state)
+{
+    ucs_mpool_ops_t ops = {ucs_mpool_chunk_malloc, ucs_mpool_chunk_free,
+                           NULL, NULL};
+    qpx_iface_t *iface  = &ctx->iface;
+    void *a, *b;
+
+    (void)state;
+    test_solicits           = 0;
+    iface->tx.cq_available  = 4;
+    iface->tx.desc_limit    = 0;
+    assert_int_equal(ucs_mpool_init(&iface->tx_mp, 0, 64, 0, 8, 1, 2, &ops,
+                                    "test_tx"), UCS_OK);
+    a = qpx_iface_tx_desc_get(iface);
+    b = qpx_iface_tx_desc_get(iface);
+    assert_non_null(a);
+    assert_non_null(b);
+    /* Empty, but no get refused yet: not exhausted, nothing solicited */
+    assert_false(qpx_iface_tx_no_desc(iface));
+    assert_false(qpx_iface_tx_exhausted_signaled(iface, test_solicit));
+    assert_int_equal(test_solicits, 0);
+
+    assert_null(qpx_iface_tx_desc_get(iface));
+    assert_true(qpx_iface_tx_no_desc(iface));
+    assert_true(qpx_iface_tx_exhausted_signaled(iface, test_solicit));
+    assert_int_equal(test_solicits, 1);
+
+    ucs_mpool_put(a);
+    assert_false(qpx_iface_tx_no_desc(iface));
+    assert_false(qpx_iface_tx_exhausted_signaled(iface, test_solicit));
+    assert_int_equal(test_solicits, 1);
+
+    /* No send CQ entry: exhausted, with no solicit (a completion comes) */
+    iface->tx.cq_available = 0;
+    assert_true(qpx_iface_tx_exhausted_signaled(iface, test_solicit));
+    assert_int_equal(test_solicits, 1);
+
+    a = qpx_iface_tx_desc_get(iface);
+    assert_non_null(a);
+    ucs_mpool_put(a);
+    ucs_mpool_put(b);
+    ucs_mpool_cleanup(&iface->tx_mp, 1);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +428,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_purge, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_destroy, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_tx_no_desc, test_setup,
                                         test_teardown)
     };
 
