@@ -141,7 +141,8 @@ static void qpx_ud_ep_linger(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     /* What the user did not flush is canceled, as qpx_ud_ep_free does */
     qpx_ud_ep_purge_tx(iface, ep, UCS_ERR_CANCELED);
-    ep->flags     &= ~QPX_UD_EP_FLAG_USER;
+    /* ... and a CONN still owed is not sent: the peer is told to go */
+    ep->flags     &= ~(QPX_UD_EP_FLAG_USER | QPX_UD_EP_FLAG_CONN_OWED);
     ep->flags     |= QPX_UD_EP_FLAG_CLOSED;
     ep->close_time = iface->now;
     ucs_list_add_tail(&iface->linger_eps, &ep->linger_list);
