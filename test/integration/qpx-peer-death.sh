@@ -2,7 +2,7 @@
 # A peer killed mid-traffic, at the UCP level: ucx_perftest pairs over
 # UCX_TLS=qpx_rc,qpx_ud, qpx_ud, qpx_dc and qpx (the hybrid, on DC and
 # promoted to RC, and promoted from a UD cold path), tag_bw 64 KiB and
-# ucp_put_bw,
+# ucp_put_bw (qpx_ud also with one send buffer),
 # the client or the server killed with SIGKILL after 2 s of traffic.
 #
 # - UCP's default error mode (no error handler): the survivor must say
@@ -187,6 +187,13 @@ for mode in default peer; do
         kill_case qpx $victim $mode 15 1000000000 tag_bw $SHORT \
             UCX_QPX_COLD_TL=ud UCX_QPX_PROMOTE_THRESH=1
     done
+done
+
+# One send buffer: acks go without one and a connection request waits for
+# one, so the failure is still the peer's timeout, not a stall
+for victim in cli srv; do
+    kill_case qpx_ud $victim peer 15 1000000000 tag_bw $SHORT \
+        UCX_QPX_UD_TX_MAX_BUFS=1
 done
 
 # Defaults: keepalive every 2 s, 8 tries of ~1 s (UCX's fatal handling
