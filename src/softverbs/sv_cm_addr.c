@@ -9,6 +9,7 @@
  * domains (one each per device, as rdma-core's cma_dev) live here too.
  */
 #include "sv_cm.h"
+#include "sv_hash.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -204,13 +205,9 @@ socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
 {
     const char *path = getenv("SOFTVERBS_SHM");
     char host[INET6_ADDRSTRLEN] = "any";
-    uint32_t tag = 2166136261u;
-    const char *c;
+    uint32_t tag = sv_fnv1a_str(path ? path : "/dev/shm/softverbs");
     int n;
 
-    for (c = path ? path : "/dev/shm/softverbs"; *c; c++) {
-        tag = (tag ^ (uint8_t)*c) * 16777619u;
-    }
     if (!wildcard && !sv_cm_addr_is_any(sa)) {
         inet_ntop(sa->sa_family, (sa->sa_family == AF_INET6) ?
                   (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :

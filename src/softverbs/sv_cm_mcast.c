@@ -9,6 +9,7 @@
  * rdma_leave_multicast detaches it.
  */
 #include "sv_cm.h"
+#include "sv_hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -28,8 +29,7 @@ struct sv_cm_mcast {
 static int sv_cm_mc_gid(const struct sockaddr *sa, union ibv_gid *mgid,
                         uint16_t *mlid)
 {
-    uint32_t h = 2166136261u;
-    int i;
+    uint32_t h;
 
     memset(mgid, 0, sizeof(*mgid));
     if (sa->sa_family == AF_INET) {
@@ -61,9 +61,7 @@ static int sv_cm_mc_gid(const struct sockaddr *sa, union ibv_gid *mgid,
     } else {
         return -1;
     }
-    for (i = 0; i < 16; i++) {
-        h = (h ^ mgid->raw[i]) * 16777619u;
-    }
+    h     = sv_fnv1a(SV_FNV1A_INIT, mgid->raw, sizeof(mgid->raw));
     *mlid = 0xc000 + (h % 0x3ffe); /* never the permissive 0xffff */
     return 0;
 }

@@ -34,6 +34,7 @@
  * hash (two addresses of the host that collide would be refused as one).
  */
 #include "sv_cm.h"
+#include "sv_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -130,10 +131,6 @@ static int sv_cm_bindv6only(void)
 static void sv_cm_owner_of(const struct sv_cm_id *id,
                            const struct sockaddr *sa, struct sv_cm_owner *o)
 {
-    const uint8_t *b;
-    uint32_t h = 2166136261u;
-    int i;
-
     memset(o, 0, sizeof(*o));
     o->fam6  = (sa->sa_family == AF_INET6);
     o->wild  = sv_cm_addr_is_any(sa);
@@ -147,11 +144,9 @@ static void sv_cm_owner_of(const struct sv_cm_id *id,
         o->key = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
         return;
     }
-    b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-    for (i = 0; i < 16; i++) {
-        h = (h ^ b[i]) * 16777619u;
-    }
-    o->key = h;
+    o->key = sv_fnv1a(SV_FNV1A_INIT,
+                      ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr,
+                      16);
 }
 
 /* cma_check_port: 0, or the errno of the first owner that n overlaps

@@ -3,6 +3,7 @@
  * malformed value is named on stderr and the default used.
  */
 #include "sv.h"
+#include "sv_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,6 @@ uint64_t sv_env_init(void)
     const char *pol  = getenv(SOFTVERBS_ENV_CAP_POLICY);
     const char *dbg  = getenv(SOFTVERBS_ENV_DEBUG);
     uint64_t arena;
-    const char *c;
 
     sv_g.debug = dbg && (atoi(dbg) > 0);
     if ((dbg != NULL) && strcmp(dbg, "0") && strcmp(dbg, "1")) {
@@ -79,9 +79,7 @@ uint64_t sv_env_init(void)
     arena <<= 20;
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
              path ? path : "/dev/shm/softverbs");
-    for (c = sv_g.shm_path, sv_g.shm_tag = 2166136261u; *c; c++) {
-        sv_g.shm_tag = (sv_g.shm_tag ^ (uint8_t)*c) * 16777619u;
-    }
+    sv_g.shm_tag = sv_fnv1a_str(sv_g.shm_path);
     sv_g.cap_fail   = pol && !strcmp(pol, "fail");
     if ((pol != NULL) && strcmp(pol, "fail") && strcmp(pol, "clamp")) {
         sv_env_bad(SOFTVERBS_ENV_CAP_POLICY, pol, "'fail' or 'clamp'",

@@ -10,6 +10,7 @@
 #include "qpx_device.h"
 
 #include <ucs/datastruct/khash.h>
+#include <ucs/qpx_hash.h>
 
 
 /* Key: the device address with the bytes its flags do not use zeroed */
@@ -20,14 +21,7 @@ typedef struct qpx_ah_key {
 
 static UCS_F_ALWAYS_INLINE khint32_t qpx_ah_key_hash(qpx_ah_key_t key)
 {
-    const uint8_t *p = (const uint8_t*)&key;
-    khint32_t h      = 2166136261u; /* FNV-1a over the packed key */
-    size_t i;
-
-    for (i = 0; i < sizeof(key); ++i) {
-        h = (h ^ p[i]) * 16777619u;
-    }
-    return h;
+    return qpx_hash_fnv1a(&key, sizeof(key));
 }
 
 static UCS_F_ALWAYS_INLINE int qpx_ah_key_equal(qpx_ah_key_t a, qpx_ah_key_t b)

@@ -10,6 +10,7 @@
 #include "qpx_ud.inl"
 
 #include <ucs/qpx_config.h>
+#include <ucs/qpx_hash.h>
 
 #include <uct/qpx/base/qpx_async.h>
 
@@ -119,14 +120,7 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
 
 khint32_t qpx_ud_peer_key_hash(qpx_ud_peer_key_t key)
 {
-    const uint8_t *p = (const uint8_t*)&key;
-    khint32_t hash   = 2166136261u;
-    size_t i;
-
-    for (i = 0; i < sizeof(key); ++i) {
-        hash = (hash ^ p[i]) * 16777619u;
-    }
-    return hash;
+    return qpx_hash_fnv1a(&key, sizeof(key));
 }
 
 int qpx_ud_peer_key_equal(qpx_ud_peer_key_t a, qpx_ud_peer_key_t b)
