@@ -170,6 +170,18 @@ svt_run_pair() {
     if [ -z "$why" ] && ! grep -Eq "$pattern" "$cli_file"; then
         why="client output lacks /$pattern/; "
     fi
+    # SVT_RETRY: a failure of the client's own, matched in its output (a
+    # known defect of the program, not of the device): the pair runs once
+    # more, and says so
+    if [ -n "$why" ] && [ -n "$SVT_RETRY" ] && [ -z "$SVT_RETRIED" ] &&
+       grep -Eq "$SVT_RETRY" "$cli_file"; then
+        echo "  ($name: ${why}the client's known failure /$SVT_RETRY/: run once more)"
+        SVT_RETRIED=1
+        svt_run_pair "$@"
+        rc=$?
+        SVT_RETRIED=""
+        return $rc
+    fi
     # SVT_REJECT: a pattern neither side may print (a tool's data check)
     if [ -z "$why" ] && [ -n "$SVT_REJECT" ] &&
        grep -Eq "$SVT_REJECT" "$srv_file" "$cli_file"; then
