@@ -101,9 +101,9 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
     }
 }
 
-/* An inline send: the device copies the data at the post. A completion
- * only returns send slots: one in moderation is asked for, and its wr_id
- * says how many slots it returns. */
+/* The flags and wr_id of an inline send: the device copies the data at
+ * the post. A completion only returns send slots: one in moderation is
+ * asked for, and its wr_id says how many slots it returns. */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, struct ibv_send_wr *wr)
 {
@@ -116,20 +116,17 @@ qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, struct ibv_send_wr *wr)
     }
 }
 
-/* Post wr (its sges, flags and wr_id set) to peer, and count its slot;
- * 0 or the error of ibv_post_send() */
+/* Post the interface's WR (iface->tx.wr: its SGEs, count, flags and wr_id
+ * set) to peer, and count its slot; 0 or the error of ibv_post_send() */
 static UCS_F_ALWAYS_INLINE int
-qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
-                     struct ibv_send_wr *wr)
+qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
 {
+    struct ibv_send_wr *wr = &iface->tx.wr;
     struct ibv_send_wr *bad_wr;
     int ret;
 
-    wr->next              = NULL;
-    wr->opcode            = IBV_WR_SEND;
-    wr->wr.ud.ah          = peer->ah;
-    wr->wr.ud.remote_qpn  = peer->key.qpn;
-    wr->wr.ud.remote_qkey = QPX_UD_QKEY;
+    wr->wr.ud.ah         = peer->ah;
+    wr->wr.ud.remote_qpn = peer->key.qpn;
 
     ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
@@ -158,8 +155,8 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                        qpx_ud_send_desc_t *desc)
 {
-    struct ibv_sge sge[1 + QPX_UD_MAX_IOV];
-    struct ibv_send_wr wr;
+    struct ibv_send_wr *wr = &iface->tx.wr;
+    struct ibv_sge *sge    = iface->tx.sge;
     unsigned i;
 
     sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
@@ -169,20 +166,19 @@ qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
         sge[1 + i] = desc->iov[i];
     }
 
-    wr.sg_list = sge;
-    wr.num_sge = 1 + desc->iovcnt;
+    wr->num_sge = 1 + desc->iovcnt;
     if ((desc->iovcnt == 0) && (desc->length <= iface->super.config.max_inline)) {
         /* The descriptor is free to go once posted */
-        qpx_ud_iface_wr_inline(iface, &wr);
+        qpx_ud_iface_wr_inline(iface, wr);
     } else {
-        wr.send_flags  = IBV_SEND_SIGNALED;
-        wr.wr_id       = (uintptr_t)desc;
+        wr->send_flags = IBV_SEND_SIGNALED;
+        wr->wr_id      = (uintptr_t)desc;
         desc->sq_slots = iface->tx.unsignaled + 1;
         ++desc->posted;
     }
 
-    if (ucs_unlikely(qpx_ud_iface_post_wr(iface, peer, &wr) != 0)) {
-        desc->posted -= (wr.wr_id == (uintptr_t)desc);
+    if (ucs_unlikely(qpx_ud_iface_post_wr(iface, peer) != 0)) {
+        desc->posted -= (wr->wr_id == (uintptr_t)desc);
     }
 }
 
@@ -203,16 +199,12 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_hdr_inline(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                              qpx_ud_hdr_t *hdr)
 {
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
-
-    sge.addr   = (uintptr_t)hdr;
-    sge.length = sizeof(*hdr);
-    sge.lkey   = 0; /* not read for inline data */
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    qpx_ud_iface_wr_inline(iface, &wr);
-    qpx_ud_iface_post_wr(iface, peer, &wr); /* a lost one is repeated */
+    iface->tx.sge[0].addr   = (uintptr_t)hdr;
+    iface->tx.sge[0].length = sizeof(*hdr);
+    iface->tx.sge[0].lkey   = 0; /* not read for inline data */
+    iface->tx.wr.num_sge    = 1;
+    qpx_ud_iface_wr_inline(iface, &iface->tx.wr);
+    qpx_ud_iface_post_wr(iface, peer); /* a lost one is repeated */
 }
 
 /* Allocate a descriptor for a new reliable packet on ep */

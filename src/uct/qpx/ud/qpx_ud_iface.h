@@ -258,6 +258,10 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* seg_size - GRH - header */
         size_t            max_short;
+        /* The send WR, its constant fields (opcode, Q_Key, its SGE list)
+         * set at open: a post fills in the rest (qpx_ud_iface_post_wr) */
+        struct ibv_send_wr wr;
+        struct ibv_sge    sge[1 + QPX_UD_MAX_IOV];
         unsigned          sge_iov;     /* am_zcopy iovs sent from the user's
                                           buffers: the SGEs the QP granted
                                           beyond the header's, at most
