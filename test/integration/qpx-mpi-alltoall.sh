@@ -72,6 +72,10 @@ fi
 # The request now waits for a buffer, and the endpoint's sends wait for it.
 a2a qpx_rc,qpx_ud,self 20 65536 UCX_QPX_TX_MAX_BUFS=1
 a2a qpx_ud,self 20 65536 UCX_QPX_UD_TX_MAX_BUFS=1
+# A QP that takes no header inline: control packets get buffers of their
+# own; from the four send buffers they found none (all held by packets
+# waiting for acks) and every peer timed out after 30 s
+a2a qpx_ud,self 20 65536 UCX_QPX_UD_TX_MAX_INLINE=0 UCX_QPX_UD_TX_MAX_BUFS=4
 # Registrations: 64 memory regions on the whole host for 8 ranks. Each
 # qpx_rc endpoint used to register its control words on its own (16 MRs a
 # rank, 128 in all: the job failed); they now share one registration per

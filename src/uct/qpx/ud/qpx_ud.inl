@@ -207,6 +207,24 @@ qpx_ud_iface_post_hdr_inline(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     qpx_ud_iface_post_wr(iface, peer); /* a lost one is repeated */
 }
 
+/* A buffer for a header-only packet the QP cannot take inline, released
+ * once sent; NULL without memory (the packet is repeated later) */
+static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
+qpx_ud_iface_ctl_desc_get(qpx_ud_iface_t *iface)
+{
+    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->tx.ctl_mp);
+
+    if (desc != NULL) {
+        desc->ep       = NULL;
+        desc->comp     = NULL;
+        desc->posted   = 0;
+        desc->released = 1;
+        desc->iovcnt   = 0;
+        desc->length   = sizeof(qpx_ud_hdr_t);
+    }
+    return desc;
+}
+
 /* Allocate a descriptor for a new reliable packet on ep */
 static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
 qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)

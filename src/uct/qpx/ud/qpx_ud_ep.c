@@ -447,17 +447,11 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         desc = NULL;
         hdr  = &ctl;
     } else {
-        desc = qpx_iface_tx_desc_get(&iface->super);
+        desc = qpx_ud_iface_ctl_desc_get(iface);
         if (desc == NULL) {
             return; /* control packets are retried by the progress */
         }
-        desc->ep       = NULL;
-        desc->comp     = NULL;
-        desc->posted   = 0;
-        desc->released = 1;
-        desc->iovcnt   = 0;
-        desc->length   = sizeof(*hdr);
-        hdr            = qpx_ud_send_desc_hdr(desc);
+        hdr = qpx_ud_send_desc_hdr(desc);
     }
 
     qpx_ud_ep_hdr_init(ep, hdr, type, 0);

@@ -457,16 +457,10 @@ static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
         return;
     }
 
-    desc = qpx_iface_tx_desc_get(&iface->super);
+    desc = qpx_ud_iface_ctl_desc_get(iface);
     if (desc == NULL) {
-        return;
+        return; /* a repeat may go */
     }
-    desc->ep       = NULL;
-    desc->comp     = NULL;
-    desc->posted   = 0;
-    desc->released = 1;
-    desc->iovcnt   = 0;
-    desc->length   = sizeof(hdr);
     *qpx_ud_send_desc_hdr(desc) = hdr;
     qpx_ud_iface_post_desc(iface, disc->peer, desc);
     if (desc->posted == 0) {

@@ -349,15 +349,29 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_peers_cleanup;
     }
 
+    /* Header-only packets the QP cannot take inline get buffers of their
+     * own: in tx_mp they could find none, all held by packets that wait
+     * for the very acks that cannot be sent (a small TX_MAX_BUFS) */
+    if (!qpx_ud_iface_hdr_inline(self)) {
+        status = qpx_md_reg_mpool_init(self->super.md, &self->tx.ctl_mp,
+                                       sizeof(qpx_ud_send_desc_t) +
+                                       sizeof(qpx_ud_hdr_t), 64,
+                                       IBV_ACCESS_LOCAL_WRITE, "qpx_ud_ctl");
+        if (status != UCS_OK) {
+            goto err_destroy_qp;
+        }
+        self->tx.ctl_mp_valid = 1;
+    }
+
     /* Posts nothing when the SRQ is another interface's (it filled it) */
     status = qpx_iface_rx_fill(&self->super);
     if (status != UCS_OK) {
-        goto err_destroy_qp;
+        goto err_ctl_mp_cleanup;
     }
 
     status = qpx_ud_iface_async_init(self, config);
     if (status != UCS_OK) {
-        goto err_destroy_qp;
+        goto err_ctl_mp_cleanup;
     }
 
     ucs_debug("qpx_ud: iface %p on %s qpn 0x%x inline %zu seg %zu rx %u%s",
@@ -367,6 +381,10 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
               " (srq)" : "");
     return UCS_OK;
 
+err_ctl_mp_cleanup:
+    if (self->tx.ctl_mp_valid) {
+        ucs_mpool_cleanup(&self->tx.ctl_mp, 1);
+    }
 err_destroy_qp:
     ibv_destroy_qp(self->qp);
 err_peers_cleanup:
@@ -416,6 +434,10 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
     if (ret != 0) {
         ucs_warn("qpx_ud: ibv_destroy_qp(0x%x) failed: %s", self->qp->qp_num,
                  strerror(ret));
+    }
+    if (self->tx.ctl_mp_valid) {
+        /* Those the device held when the QP went away are no leaks */
+        ucs_mpool_cleanup(&self->tx.ctl_mp, 0);
     }
     qpx_ud_iface_peers_cleanup(self);
     qpx_ep_table_cleanup(&self->eps);
