@@ -221,8 +221,9 @@ struct qpx_iface {
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
     /* How a QP, CQ or SRQ the device has no room or memory for is logged
-     * (qpx_qp_exhausted_level for QPs): error, unless the transport's user
-     * degrades and says so itself */
+     * (qpx_qp_exhausted_level for QPs), and caps it granted too small for
+     * the transport: error, unless the transport's user degrades and says
+     * so itself */
     ucs_log_level_t           exhausted_level;
     /* Opened only to read its attributes (qpx_iface_hints_t) */
     int                       attr_only;
@@ -349,8 +350,9 @@ typedef struct qpx_iface_hints {
      * outlive it. Whether it took it: iface->rx_owner. Default NULL. */
     qpx_iface_t     *rx_owner;
     /* The level it logs a QP, CQ or SRQ the device has no room or memory
-     * for (ENOMEM, EAGAIN) at (its exhausted_level), for a user that goes
-     * on without it and says so itself. Default error. */
+     * for (ENOMEM, EAGAIN) at (its exhausted_level), and caps granted too
+     * small for it, for a user that goes on without it and says so
+     * itself. Default error. */
     ucs_log_level_t exhausted_level;
     /* Opened only to be queried (uct_iface_query) and closed: CQs of one
      * entry, no send buffer allocated ahead. Its attributes are those of an

@@ -404,11 +404,11 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     }
     if ((self->super.config.max_send_sge < 2) ||
         (self->super.config.max_inline < sizeof(qpx_dc_am_short_hdr_t))) {
-        ucs_error("qpx_dc: %s:%d granted %u SGEs and %zu inline bytes, "
-                  "need 2 and %zu", self->super.md->dev.name,
-                  self->super.port_num, self->super.config.max_send_sge,
-                  self->super.config.max_inline,
-                  sizeof(qpx_dc_am_short_hdr_t));
+        ucs_log(self->super.exhausted_level, "qpx_dc: %s:%d granted %u SGEs "
+                "and %zu inline bytes, need 2 and %zu",
+                self->super.md->dev.name, self->super.port_num,
+                self->super.config.max_send_sge, self->super.config.max_inline,
+                sizeof(qpx_dc_am_short_hdr_t));
         status = UCS_ERR_UNSUPPORTED;
         goto err_destroy_dcis;
     }

@@ -427,10 +427,11 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
 
     if ((self->super.config.max_send_sge < 2) ||
         (self->super.config.max_inline < sizeof(qpx_rc_am_short_hdr_t))) {
-        ucs_error("qpx_rc: %s:%d granted %u SGEs and %zu inline bytes, "
-                  "need 2 and %zu", self->super.md->dev.name,
-                  self->super.port_num, self->super.config.max_send_sge,
-                  self->super.config.max_inline, sizeof(qpx_rc_am_short_hdr_t));
+        ucs_log(self->super.exhausted_level, "qpx_rc: %s:%d granted %u SGEs "
+                "and %zu inline bytes, need 2 and %zu",
+                self->super.md->dev.name, self->super.port_num,
+                self->super.config.max_send_sge, self->super.config.max_inline,
+                sizeof(qpx_rc_am_short_hdr_t));
         return UCS_ERR_UNSUPPORTED;
     }
 
