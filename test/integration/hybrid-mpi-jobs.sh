@@ -12,7 +12,7 @@
 #   small values every tenth iteration cold) on 8 and 16 ranks;
 # and the statistics each rank prints at exit must show promotions;
 # - QP, CQ and memory registration limits the job survives on the cold
-#   path (rc_verbs shown beside).
+#   path (rc_verbs shown beside), and a DC cold path no rank can open.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/ud-common.sh"
 command -v mpirun >/dev/null || qpx_skip_all "mpirun not installed"
@@ -180,6 +180,21 @@ if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK" && [ "$errors" -eq 0 ] 
 else
     qpx_fail "QP limit 20 for 8 ranks, DCIs by default: exit $rc, $errors errors, $warns warnings"
     echo "$out" | grep -v "^softverbs" | grep "UCX  ERROR\|UCX  WARN" | sort | uniq -c | sort -rn | head -n 10
+fi
+
+# A DC cold path no rank can open (UCX_QPX_DC_TX_MAX_INLINE=0: qpx_dc
+# needs 9 inline bytes): with UCX_QPX_COLD_TL=auto each rank falls back to
+# qpx_ud, with one warning and no error, and the job completes; it failed
+# at MPI_Init ("no qpx_dc interface for the cold path").
+job "alltoall, 8 ranks, DC refused: qpx_ud cold path" 8 "ALLTOALL OK" \
+    "$a2a_prog" 20 65536 -- UCX_QPX_DC_TX_MAX_INLINE=0 \
+    UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s
+fell=$(echo "$out" | grep -c "no qpx_dc interface for the cold path.*qpx_ud instead")
+errors=$(echo "$out" | grep -c "UCX  ERROR")
+if [ "$fell" -eq 8 ] && [ "$errors" -eq 0 ]; then
+    qpx_pass "DC refused: each of 8 ranks said it fell back to qpx_ud, no error"
+else
+    qpx_fail "DC refused: $fell of 8 ranks said they fell back, $errors errors"
 fi
 
 # limit_job NAME MAX_WARNS MAX_ERRORS ENV...: the all-to-all on 8 ranks

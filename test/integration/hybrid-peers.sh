@@ -29,4 +29,34 @@ tl_peers "failures (promoted at the first operation)" $fail_env \
     UCX_QPX_PROMOTE_THRESH=1 -- -m fail
 tl_peers "peers killed in a switch" $fail_env UCX_QPX_PROMOTE_THRESH=1 \
     UCX_QPX_RC_POOL_SIZE=1 UCX_QPX_SWITCH_TIMEOUT=2s -- -m switch
+
+# Peers on different cold paths (UCX_QPX_COLD_TL=dc on one, ud on the
+# other): qpx_dc's and qpx_ud's addresses are both 3-byte queue numbers,
+# and the pair took each other for reachable and hung until killed (a UD
+# QPN used as a DCT number). The interface address now says which path it
+# is: UCP finds the peer unreachable and both sides fail at once.
+port=$(qpx_free_port)
+out=$TL_TMP/mixed
+env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+    UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 UCX_QPX_COLD_TL=dc \
+    timeout 60 ucx_perftest -t tag_bw -s 8 -n 1000 -p "$port" \
+    >"$out.srv" 2>&1 &
+spid=$!
+qpx_wait_port "$port"
+start=$(date +%s)
+env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+    UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 UCX_QPX_COLD_TL=ud \
+    timeout 60 ucx_perftest -t tag_bw -s 8 -n 1000 -p "$port" 127.0.0.1 \
+    >"$out.cli" 2>&1
+crc=$?
+wait $spid
+src=$?
+secs=$(($(date +%s) - start))
+if [ $crc -ne 0 ] && [ $crc -ne 124 ] && [ $src -ne 124 ] &&
+   grep -q "Destination is unreachable" "$out.cli"; then
+    qpx_pass "a DC cold path and a UD one: unreachable, client exit $crc and server $src after $secs s"
+else
+    qpx_fail "a DC cold path and a UD one: client exit $crc, server $src after $secs s (124: hung)"
+    tail -n 3 "$out.cli" "$out.srv"
+fi
 qpx_finish

@@ -446,7 +446,8 @@ static int switch_child(int sock)
 
 /*
  * A peer whose DCT has another access key than qpx's: a raw mlx5dv DCT on
- * an SRQ, published as a qpx_dc interface address (its DCT number) with a
+ * an SRQ, published as a qpx_dc interface address (its DCT number; the
+ * hybrid's has its cold path's tag before) with a
  * qpx device address (flags byte 0, the port's LID: InfiniBand). Reports
  * whether its buffer is still untouched.
  */
@@ -513,9 +514,13 @@ static int rogue_child(int sock)
     memset(&a, 0, sizeof(a));
     a.dev_addr[0]   = 0;                 /* qpx_device_addr_t.flags */
     memcpy(&a.dev_addr[1], &port.lid, 2);
-    a.iface_addr[0] = dct->qp_num & 0xff;
-    a.iface_addr[1] = (dct->qp_num >> 8) & 0xff;
-    a.iface_addr[2] = (dct->qp_num >> 16) & 0xff;
+    /* The hybrid's interface address: its cold path's tag (1: DC), then
+     * qpx_dc's */
+    i               = !strcmp(TL, "qpx");
+    a.iface_addr[0] = 1;
+    a.iface_addr[i] = dct->qp_num & 0xff;
+    a.iface_addr[i + 1] = (dct->qp_num >> 8) & 0xff;
+    a.iface_addr[i + 2] = (dct->qp_num >> 16) & 0xff;
     a.buf           = (uintptr_t)buf;
     memcpy(a.rkey, &mr->rkey, sizeof(mr->rkey)); /* qpx_md's packed rkey */
     qpx_uct_xfer(sock, &a, sizeof(a), 1);

@@ -54,12 +54,19 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/list.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 
 #define QPX_HYBRID_TL_NAME    "qpx"
 #define QPX_HYBRID_AM_ID_CTL  (UCT_AM_ID_MAX - 1)
 #define QPX_HYBRID_ADDR_MAX   64  /* bytes of a sub-interface address */
+/* The first byte of the interface address: which cold path the rest is
+ * the address of. qpx_dc's and qpx_ud's addresses are both 3-byte queue
+ * numbers: without it a peer on the other cold path would look reachable,
+ * and its UD QPN be taken for a DCT number. */
+#define QPX_HYBRID_ADDR_COLD_DC 1
+#define QPX_HYBRID_ADDR_COLD_UD 2
 #define QPX_HYBRID_SUB_UD_SRQ   UCS_BIT(0) /* qpx_hybrid_iface_open_sub */
 #define QPX_HYBRID_SUB_PROBE    UCS_BIT(1)
 #define QPX_HYBRID_COLD_TRIES   20    /* the cold path's interface, when */
@@ -241,6 +248,9 @@ struct qpx_hybrid_iface {
                                         or degraded) */
     uct_iface_config_t  *cold_config;
     const char          *cold_tl;    /* "qpx_dc" or "qpx_ud" */
+    /* The cold path was chosen (COLD_TL=auto) and has qpx_ud to fall back
+     * to: its failure is logged by the hybrid (qpx_hybrid_iface_open_cold) */
+    int                 cold_fallback;
     uct_iface_config_t  *rc_config;
     qpx_ep_table_t      eps;         /* qpx_hybrid_ep_t by id */
     qpx_ep_table_t      conns;       /* qpx_hybrid_conn_t by id */
@@ -324,6 +334,13 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
 
 /* qpx_hybrid_sub.c: the sub-interfaces */
 const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl);
+
+/* The cold path's tag in our interface address (QPX_HYBRID_ADDR_COLD_*) */
+static inline uint8_t qpx_hybrid_iface_cold_tag(const qpx_hybrid_iface_t *iface)
+{
+    return strcmp(iface->cold_tl, "qpx_dc") ? QPX_HYBRID_ADDR_COLD_UD :
+                                              QPX_HYBRID_ADDR_COLD_DC;
+}
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);

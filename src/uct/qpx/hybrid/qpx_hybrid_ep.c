@@ -132,12 +132,20 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (((const uint8_t*)params->iface_addr)[0] !=
+        qpx_hybrid_iface_cold_tag(iface)) {
+        ucs_error("qpx: the peer's cold path is not ours (%s): unreachable",
+                  iface->cold_tl);
+        return UCS_ERR_UNREACHABLE;
+    }
+
     dc_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                            UCT_EP_PARAM_FIELD_DEV_ADDR |
                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
     dc_params.iface      = iface->cold;
     dc_params.dev_addr   = params->dev_addr;
-    dc_params.iface_addr = params->iface_addr;
+    dc_params.iface_addr = (const uct_iface_addr_t*)
+                           ((const uint8_t*)params->iface_addr + 1);
     if (params->field_mask & UCT_EP_PARAM_FIELD_PATH_INDEX) {
         dc_params.field_mask |= UCT_EP_PARAM_FIELD_PATH_INDEX;
         dc_params.path_index  = params->path_index;

@@ -200,7 +200,9 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
      * take as they are (the same header), or the RC interface's, which the
      * UD QP takes behind its GRH and header (so that the RC payload, the
      * hot one, stays 8-byte aligned): then the RC interface opens first */
-    self->cold_tl = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
+    self->cold_tl       = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
+    self->cold_fallback = (config->cold_tl == QPX_HYBRID_COLD_AUTO) &&
+                          !strcmp(self->cold_tl, "qpx_dc");
     rc_first      = config->shared_srq && !strcmp(self->cold_tl, "qpx_ud");
 
     self->open_args.md     = md;
@@ -228,6 +230,21 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         qpx_hybrid_iface_rc_close(self);
         rc_first = 0;
         status   = qpx_hybrid_iface_open_cold(self, QPX_HYBRID_COLD_TRIES);
+    }
+    if ((status != UCS_OK) && self->cold_fallback) {
+        /* Chosen, not asked for: qpx_ud needs no DCT, SRQ or DC inline
+         * room. Peers whose cold path is DC do not reach this interface
+         * (the address says which path it is), but those that fell back
+         * too do, where the job would have failed */
+        ucs_warn("qpx: %s: no qpx_dc interface for the cold path (%s, "
+                 "logged at debug level): qpx_ud instead",
+                 params->mode.device.dev_name, ucs_status_string(status));
+        qpx_hybrid_iface_rc_close(self);
+        rc_first            = 0;
+        self->cold_tl       = "qpx_ud";
+        self->cold_fallback = 0;
+        status              = qpx_hybrid_iface_open_cold(self,
+                                                         QPX_HYBRID_COLD_TRIES);
     }
     if (status != UCS_OK) {
         ucs_error("qpx: %s: no %s interface for the cold path (%s)",
@@ -503,7 +520,8 @@ ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.atomic64.op_flags  &= r->cap.atomic64.op_flags;
     iface_attr->cap.atomic64.fop_flags &= r->cap.atomic64.fop_flags;
 
-    iface_attr->ep_addr_len = 0;
+    iface_attr->ep_addr_len    = 0;
+    iface_attr->iface_addr_len = 1 + iface->addr.iface_len; /* the tag */
     /* A busy peer is served at RC's cost; any number of peers at DC's
      * (max_num_eps stays DC's): RC's fixed latency, without its growth
      * with the number of endpoints (RC QPs stay within the pool) */
@@ -523,22 +541,32 @@ ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
 }
 
 
+/* Our cold path's tag, then its interface address */
 ucs_status_t qpx_hybrid_iface_get_address(uct_iface_h tl_iface,
                                           uct_iface_addr_t *addr)
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    uint8_t *p                = (uint8_t*)addr;
 
-    return uct_iface_get_address(iface->cold, addr);
+    p[0] = qpx_hybrid_iface_cold_tag(iface);
+    memcpy(p + 1, iface->addr.iface, iface->addr.iface_len);
+    return UCS_OK;
 }
 
 
+/* A peer whose cold path is ours, and which that path reaches */
 int qpx_hybrid_iface_is_reachable(const uct_iface_h tl_iface,
                                   const uct_device_addr_t *dev_addr,
                                   const uct_iface_addr_t *iface_addr)
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_iface, qpx_hybrid_iface_t);
+    const uint8_t *p          = (const uint8_t*)iface_addr;
 
-    return uct_iface_is_reachable(iface->cold, dev_addr, iface_addr);
+    if ((p == NULL) || (p[0] != qpx_hybrid_iface_cold_tag(iface))) {
+        return 0;
+    }
+    return uct_iface_is_reachable(iface->cold, dev_addr,
+                                  (const uct_iface_addr_t*)(p + 1));
 }
 
 

@@ -358,7 +358,8 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
 
     for (attempt = 1; ; ++attempt) {
         hints.rx_owner        = owner;
-        hints.exhausted_level = ((attempt < tries) || (owner != NULL)) ?
+        hints.exhausted_level = ((attempt < tries) || (owner != NULL) ||
+                                 self->cold_fallback) ?
                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
         hints.attr_only       = 0;
         qpx_iface_hints_next(&hints);
