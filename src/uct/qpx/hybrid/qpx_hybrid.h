@@ -341,6 +341,7 @@ static inline uint8_t qpx_hybrid_iface_cold_tag(const qpx_hybrid_iface_t *iface)
     return strcmp(iface->cold_tl, "qpx_dc") ? QPX_HYBRID_ADDR_COLD_UD :
                                               QPX_HYBRID_ADDR_COLD_DC;
 }
+
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);

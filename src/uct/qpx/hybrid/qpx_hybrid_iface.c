@@ -203,7 +203,8 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->cold_tl       = qpx_hybrid_cold_tl_choose(md, config->cold_tl);
     self->cold_fallback = (config->cold_tl == QPX_HYBRID_COLD_AUTO) &&
                           !strcmp(self->cold_tl, "qpx_dc");
-    rc_first      = config->shared_srq && !strcmp(self->cold_tl, "qpx_ud");
+    rc_first            = config->shared_srq &&
+                          !strcmp(self->cold_tl, "qpx_ud");
 
     self->open_args.md     = md;
     self->open_args.worker = worker;
