@@ -14,7 +14,7 @@ oshcc -o "$TL_TMP/qpx_shmem_test" "$QPX_SRCDIR/test/integration/qpx_shmem_test.c
 NPES=${QPX_NPES:-2}
 LD_PRELOAD=$QPX_MODULE UCX_TLS="${QPX_UCP_TLS:-$QPX_TL,ud_verbs,self}" \
 UCX_NET_DEVICES="$QPX_DEV" \
-UCX_LOG_LEVEL=info timeout 300 oshrun --allow-run-as-root --oversubscribe -np $NPES \
+UCX_LOG_LEVEL=info timeout "${QPX_SHMEM_TIMEOUT:-300}" oshrun --allow-run-as-root --oversubscribe -np $NPES \
     --mca spml ucx --mca osc ucx --mca pml ucx --mca pml_ucx_tls any \
     --mca pml_ucx_devices any "$TL_TMP/qpx_shmem_test" >"$TL_TMP/out" 2>&1
 ret=$?

@@ -409,6 +409,14 @@ void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
         ep->flags |= QPX_DC_EP_FLAG_WAITING;
         ucs_list_add_tail(&iface->tx_wait, &ep->wait_link);
     }
+    if ((iface->num_free > 0) && !qpx_dc_iface_policy_fixed(iface)) {
+        /* Behind the waiters with a DCI free: it may be idle for good (no
+         * request outstanding to complete and wake them), so the next
+         * progress schedules them and the first of them takes it. 8 PEs
+         * with one DCI and one send buffer hung in shmem_atomic_fetch_add
+         * with a DCI free and six endpoints waiting. */
+        iface->tx_wake_due = 1;
+    }
 }
 
 

@@ -150,6 +150,11 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
 
+    if (ucs_unlikely(iface->tx_wake_due)) {
+        iface->tx_wake_due = 0;
+        qpx_dc_iface_tx_wake(iface);
+    }
+
     /* The send CQ is idle when nothing signalled is outstanding and every
      * request posted is known complete */
     return qpx_iface_progress_cqs(&iface->super,
@@ -380,6 +385,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->tx_wait);
+    self->tx_wake_due = 0;
     self->num_dci_waiters = 0;
     qpx_ep_table_init(&self->ep_table);
     qpx_ah_cache_init(&self->ah_cache, self->super.md->pd,

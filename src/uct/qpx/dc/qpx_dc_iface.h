@@ -154,6 +154,9 @@ typedef struct qpx_dc_iface {
      * that a free DCI goes to those who waited first, not to whoever calls
      * next (MPI passive-target lock spinners starved the unlock) */
     unsigned         num_dci_waiters;
+    /* An endpoint went to tx_wait behind the waiters while a DCI was free:
+     * no completion may come to wake them, so the next progress does */
+    int              tx_wake_due;
     /* Requests posted and not yet known complete (see qpx_rc_iface_t) */
     uint64_t         tx_unacked;
     unsigned         fence_beat;
