@@ -135,6 +135,12 @@ typedef struct qpx_iface_ops {
     int               (*tx_exhausted)(qpx_iface_t *iface);
     /* The endpoint's own resources (see qpx_ep_tx_state_t) */
     qpx_ep_tx_state_t (*ep_tx_state)(qpx_iface_t *iface, qpx_ep_t *ep);
+    /* NULL, or: the send buffer pool is empty, ask for the completions
+     * that bring buffers back (qpx_rc, qpx_dc: their unsignalled requests
+     * hold buffers until a later signalled one completes). Called where a
+     * buffer is refused (qpx_iface_tx_desc_get) and while the pool stays
+     * empty (qpx_iface_tx_exhausted_signaled) */
+    void              (*tx_solicit)(qpx_iface_t *iface);
 } qpx_iface_ops_t;
 
 
@@ -515,13 +521,16 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
 }
 
 /* A send buffer from tx_mp, or NULL (the pool at its limit, see
- * qpx_iface_tx_no_desc) */
+ * qpx_iface_tx_no_desc; the transport's tx_solicit is asked for buffers) */
 static UCS_F_ALWAYS_INLINE void *qpx_iface_tx_desc_get(qpx_iface_t *iface)
 {
     void *desc = ucs_mpool_get(&iface->tx_mp);
 
     if (ucs_unlikely(desc == NULL)) {
         iface->tx.desc_limit = 1;
+        if (iface->ops->tx_solicit != NULL) {
+            iface->ops->tx_solicit(iface);
+        }
     }
     return desc;
 }
@@ -541,20 +550,18 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_tx_no_desc(qpx_iface_t *iface)
  * send buffers are the interface-wide resources. A request refused for
  * want of a buffer is then queued, not told to try again (UCP would call it
  * again at once, for ever, with no progress between to bring a buffer
- * back). While the pool is empty, solicit asks the requests holding its
- * buffers to complete, here too: the last buffer may have gone to an
- * unsignalled request after the last refusal asked, and queued requests
- * are not tried (so not refused) until a buffer is back.
+ * back). While the pool is empty, ops->tx_solicit asks the requests
+ * holding its buffers to complete, here too: the last buffer may have gone
+ * to an unsignalled request after the last refusal asked, and queued
+ * requests are not tried (so not refused) until a buffer is back.
  */
-static inline int
-qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface,
-                                void (*solicit)(qpx_iface_t *iface))
+static inline int qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface)
 {
     if (iface->tx.cq_available <= 0) {
         return 1;
     }
     if (qpx_iface_tx_no_desc(iface)) {
-        solicit(iface);
+        iface->ops->tx_solicit(iface);
         return 1;
     }
     return 0;

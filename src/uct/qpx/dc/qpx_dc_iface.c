@@ -246,17 +246,11 @@ static void qpx_dc_iface_tx_solicit_base(qpx_iface_t *iface)
 }
 
 
-/* Send CQ entries and send buffers (qpx_iface_tx_exhausted_signaled) */
-static int qpx_dc_iface_tx_exhausted(qpx_iface_t *iface)
-{
-    return qpx_iface_tx_exhausted_signaled(iface,
-                                           qpx_dc_iface_tx_solicit_base);
-}
-
-
 static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
-    .tx_exhausted = qpx_dc_iface_tx_exhausted,
-    .ep_tx_state  = qpx_dc_ep_tx_state
+    /* send CQ entries and send buffers */
+    .tx_exhausted = qpx_iface_tx_exhausted_signaled,
+    .ep_tx_state  = qpx_dc_ep_tx_state,
+    .tx_solicit   = qpx_dc_iface_tx_solicit_base
 };
 
 

@@ -20,15 +20,10 @@ qpx_dc_ep_tx_begin_desc(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
+    /* A refused buffer solicits the DCIs' completions (tx_solicit): every
+     * buffer may be held by unsignalled requests */
     *desc_p = qpx_iface_tx_desc_get(&iface->super);
-    if (ucs_unlikely(*desc_p == NULL)) {
-        /* Every buffer may be held by a DCI's unsignalled requests (their
-         * buffers come back when a later signalled one completes): ask for
-         * those completions, or the pool would stay empty */
-        qpx_dc_iface_dci_solicit(iface);
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return UCS_OK;
+    return (*desc_p == NULL) ? UCS_ERR_NO_RESOURCE : UCS_OK;
 }
 
 

@@ -387,8 +387,9 @@ void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep)
  * a signalled zero-length write, in a send slot kept for it
  * (QPX_RC_SQ_RESERVE); one already asked is not asked again.
  */
-void qpx_rc_iface_tx_solicit(qpx_rc_iface_t *iface)
+void qpx_rc_iface_tx_solicit(qpx_iface_t *base_iface)
 {
+    qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
     qpx_rc_ep_t *ep;
 
     ucs_list_for_each(ep, &iface->eps, list) {

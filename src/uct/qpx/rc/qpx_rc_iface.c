@@ -348,20 +348,6 @@ static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
 }
 
 
-static void qpx_rc_iface_tx_solicit_base(qpx_iface_t *iface)
-{
-    qpx_rc_iface_tx_solicit(ucs_derived_of(iface, qpx_rc_iface_t));
-}
-
-
-/* Send CQ entries and send buffers (qpx_iface_tx_exhausted_signaled) */
-static int qpx_rc_iface_tx_exhausted(qpx_iface_t *iface)
-{
-    return qpx_iface_tx_exhausted_signaled(iface,
-                                           qpx_rc_iface_tx_solicit_base);
-}
-
-
 static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
                                             qpx_ep_t *base_ep)
 {
@@ -379,8 +365,10 @@ static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
 
 
 static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
-    .tx_exhausted = qpx_rc_iface_tx_exhausted,
-    .ep_tx_state  = qpx_rc_ep_tx_state
+    /* send CQ entries and send buffers */
+    .tx_exhausted = qpx_iface_tx_exhausted_signaled,
+    .ep_tx_state  = qpx_rc_ep_tx_state,
+    .tx_solicit   = qpx_rc_iface_tx_solicit
 };
 
 

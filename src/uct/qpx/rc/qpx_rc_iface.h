@@ -186,9 +186,10 @@ void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep);
 /* Probe ep if nothing was posted to it since the last round */
 void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep);
 
-/* No send buffer could be had: ask for the completion of every endpoint's
- * unsignalled requests, whose buffers come back only then */
-void qpx_rc_iface_tx_solicit(qpx_rc_iface_t *iface);
+/* No send buffer could be had (qpx_iface_ops_t.tx_solicit): ask for the
+ * completion of every endpoint's unsignalled requests, whose buffers come
+ * back only then */
+void qpx_rc_iface_tx_solicit(qpx_iface_t *base_iface);
 
 /* Data path (qpx_rc_ops.c) */
 ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,

@@ -13,12 +13,7 @@
 static UCS_F_ALWAYS_INLINE qpx_tx_desc_t *
 qpx_rc_ep_get_desc(qpx_rc_iface_t *iface)
 {
-    qpx_tx_desc_t *desc = qpx_iface_tx_desc_get(&iface->super);
-
-    if (ucs_unlikely(desc == NULL)) {
-        qpx_rc_iface_tx_solicit(iface); /* so that buffers come back */
-    }
-    return desc;
+    return qpx_iface_tx_desc_get(&iface->super); /* solicits when refused */
 }
 
 
