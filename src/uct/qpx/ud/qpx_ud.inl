@@ -207,22 +207,34 @@ qpx_ud_iface_post_hdr_inline(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
     qpx_ud_iface_post_wr(iface, peer); /* a lost one is repeated */
 }
 
-/* A buffer for a header-only packet the QP cannot take inline, released
- * once sent; NULL without memory (the packet is repeated later) */
-static UCS_F_ALWAYS_INLINE qpx_ud_send_desc_t *
-qpx_ud_iface_ctl_desc_get(qpx_ud_iface_t *iface)
+/*
+ * Where a header-only packet is written: *stack where the QP takes it
+ * inline, else a buffer of tx.ctl_mp (*desc_p), released once sent. NULL
+ * without memory for one (the packet is repeated later). Send it with
+ * qpx_ud_iface_post_ctl_hdr.
+ */
+static UCS_F_ALWAYS_INLINE qpx_ud_hdr_t *
+qpx_ud_iface_ctl_hdr(qpx_ud_iface_t *iface, qpx_ud_hdr_t *stack,
+                     qpx_ud_send_desc_t **desc_p)
 {
-    qpx_ud_send_desc_t *desc = ucs_mpool_get(&iface->tx.ctl_mp);
+    qpx_ud_send_desc_t *desc;
 
-    if (desc != NULL) {
-        desc->ep       = NULL;
-        desc->comp     = NULL;
-        desc->posted   = 0;
-        desc->released = 1;
-        desc->iovcnt   = 0;
-        desc->length   = sizeof(qpx_ud_hdr_t);
+    if (qpx_ud_iface_hdr_inline(iface)) {
+        *desc_p = NULL;
+        return stack;
     }
-    return desc;
+    desc = ucs_mpool_get(&iface->tx.ctl_mp);
+    if (desc == NULL) {
+        return NULL;
+    }
+    desc->ep       = NULL;
+    desc->comp     = NULL;
+    desc->posted   = 0;
+    desc->released = 1;
+    desc->iovcnt   = 0;
+    desc->length   = sizeof(qpx_ud_hdr_t);
+    *desc_p        = desc;
+    return qpx_ud_send_desc_hdr(desc);
 }
 
 /* Allocate a descriptor for a new reliable packet on ep */
@@ -252,6 +264,22 @@ qpx_ud_iface_desc_put(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc)
     /* A descriptor is free again: the pending requests of any endpoint may
      * go on, progress dispatches them (their groups stay scheduled) */
     ucs_mpool_put(desc);
+}
+
+/* Send the header-only packet hdr that qpx_ud_iface_ctl_hdr gave (desc:
+ * its buffer, or NULL for inline) to peer */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_post_ctl_hdr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                          qpx_ud_hdr_t *hdr, qpx_ud_send_desc_t *desc)
+{
+    if (desc == NULL) {
+        qpx_ud_iface_post_hdr_inline(iface, peer, hdr);
+        return;
+    }
+    qpx_ud_iface_post_desc(iface, peer, desc);
+    if (desc->posted == 0) {
+        qpx_ud_iface_desc_put(iface, desc); /* the post failed */
+    }
 }
 
 /* A send is over (acknowledged, or purged with an error): its operation

@@ -443,28 +443,15 @@ static void qpx_ud_iface_post_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     qpx_ud_send_desc_t *desc;
     qpx_ud_hdr_t *hdr, ctl;
 
-    if (qpx_ud_iface_hdr_inline(iface)) {
-        desc = NULL;
-        hdr  = &ctl;
-    } else {
-        desc = qpx_ud_iface_ctl_desc_get(iface);
-        if (desc == NULL) {
-            return; /* control packets are retried by the progress */
-        }
-        hdr = qpx_ud_send_desc_hdr(desc);
+    /* Taken before the header: hdr_init takes the ack state out of ep */
+    hdr = qpx_ud_iface_ctl_hdr(iface, &ctl, &desc);
+    if (hdr == NULL) {
+        return; /* control packets are retried by the progress */
     }
-
     qpx_ud_ep_hdr_init(ep, hdr, type, 0);
     hdr->flags |= flags;
     hdr->psn    = 0;
-    if (desc == NULL) {
-        qpx_ud_iface_post_hdr_inline(iface, ep->peer, hdr);
-        return;
-    }
-    qpx_ud_iface_post_desc(iface, ep->peer, desc);
-    if (desc->posted == 0) {
-        qpx_ud_iface_desc_put(iface, desc); /* sent inline */
-    }
+    qpx_ud_iface_post_ctl_hdr(iface, ep->peer, hdr, desc);
 }
 
 /* Send owed control packets; stays on the control list if the SQ is full */

@@ -442,30 +442,21 @@ static void qpx_ud_iface_disc_post(qpx_ud_iface_t *iface,
                                    const qpx_ud_disc_t *disc)
 {
     qpx_ud_send_desc_t *desc;
-    qpx_ud_hdr_t hdr;
+    qpx_ud_hdr_t *hdr, ctl;
 
     if (iface->tx.available == 0) {
         return; /* a repeat may go */
     }
 
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.dest_id = disc->dest_id;
-    hdr.src_id  = disc->src_id;
-    hdr.type    = QPX_UD_PKT_DISC;
-    if (qpx_ud_iface_hdr_inline(iface)) {
-        qpx_ud_iface_post_hdr_inline(iface, disc->peer, &hdr);
-        return;
-    }
-
-    desc = qpx_ud_iface_ctl_desc_get(iface);
-    if (desc == NULL) {
+    hdr = qpx_ud_iface_ctl_hdr(iface, &ctl, &desc);
+    if (hdr == NULL) {
         return; /* a repeat may go */
     }
-    *qpx_ud_send_desc_hdr(desc) = hdr;
-    qpx_ud_iface_post_desc(iface, disc->peer, desc);
-    if (desc->posted == 0) {
-        qpx_ud_iface_desc_put(iface, desc); /* sent inline */
-    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->dest_id = disc->dest_id;
+    hdr->src_id  = disc->src_id;
+    hdr->type    = QPX_UD_PKT_DISC;
+    qpx_ud_iface_post_ctl_hdr(iface, disc->peer, hdr, desc);
 }
 
 /* Tell the peer an ep is gone: now, and again on the next ticks */

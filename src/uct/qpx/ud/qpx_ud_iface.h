@@ -262,11 +262,11 @@ typedef struct qpx_ud_iface {
          * set at open: a post fills in the rest (qpx_ud_iface_post_wr) */
         struct ibv_send_wr wr;
         struct ibv_sge    sge[1 + QPX_UD_MAX_IOV];
-        /* Where the QP takes no header inline: registered buffers for the
-         * header-only packets, apart from tx_mp, which packets waiting
-         * for acks may hold whole (qpx_ud_iface_ctl_desc_get) */
+        /* Where the QP takes no header inline (only then initialized):
+         * registered buffers for the header-only packets, apart from
+         * tx_mp, which packets waiting for acks may hold whole
+         * (qpx_ud_iface_ctl_hdr) */
         ucs_mpool_t       ctl_mp;
-        int               ctl_mp_valid;
         unsigned          sge_iov;     /* am_zcopy iovs sent from the user's
                                           buffers: the SGEs the QP granted
                                           beyond the header's, at most

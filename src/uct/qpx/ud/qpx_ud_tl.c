@@ -360,7 +360,6 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
         if (status != UCS_OK) {
             goto err_destroy_qp;
         }
-        self->tx.ctl_mp_valid = 1;
     }
 
     /* Posts nothing when the SRQ is another interface's (it filled it) */
@@ -382,7 +381,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     return UCS_OK;
 
 err_ctl_mp_cleanup:
-    if (self->tx.ctl_mp_valid) {
+    if (!qpx_ud_iface_hdr_inline(self)) {
         ucs_mpool_cleanup(&self->tx.ctl_mp, 1);
     }
 err_destroy_qp:
@@ -435,7 +434,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
         ucs_warn("qpx_ud: ibv_destroy_qp(0x%x) failed: %s", self->qp->qp_num,
                  strerror(ret));
     }
-    if (self->tx.ctl_mp_valid) {
+    if (!qpx_ud_iface_hdr_inline(self)) {
         /* Those the device held when the QP went away are no leaks */
         ucs_mpool_cleanup(&self->tx.ctl_mp, 0);
     }
