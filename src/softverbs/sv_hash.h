@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SV_FNV1A_INIT 2166136261u
 
@@ -27,12 +28,7 @@ static inline uint32_t sv_fnv1a(uint32_t h, const void *p, size_t n)
 /* The registry tag of a SOFTVERBS_SHM path */
 static inline uint32_t sv_fnv1a_str(const char *s)
 {
-    uint32_t h = SV_FNV1A_INIT;
-
-    for (; *s; s++) {
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    }
-    return h;
+    return sv_fnv1a(SV_FNV1A_INIT, s, strlen(s));
 }
 
 #endif
