@@ -566,6 +566,8 @@ int main(int argc, char **argv)
                test_no_progress(&res, atof(argv[2]),
                                 (argc >= 4) && !strcmp(argv[3], "held")) :
                77;
+    } else if ((argc >= 3) && !strcmp(argv[1], "async-race")) {
+        return test_init(&res) ? test_async_race(&res, atof(argv[2])) : 77;
     } else if ((argc >= 2) && !strcmp(argv[1], "late-connect")) {
         return test_init(&res) ? test_late_connect(&res) : 77;
     } else if ((argc >= 2) && !strcmp(argv[1], "close-race")) {

@@ -68,6 +68,9 @@ int test_ep_churn(const test_resource_t *res, int count);
 int test_late_connect(const test_resource_t *res);
 int test_flush_cancel(const test_resource_t *res);
 
+/* ud_uct_async.c: the user's calls against the async timer */
+int test_async_race(const test_resource_t *res, double seconds);
+
 /* ud_uct_raw.c: crafted packets from a raw UD QP */
 int test_garbage(const test_resource_t *res);
 

@@ -16,6 +16,10 @@
 #  include <ucs/async/async_int.h>
 #endif
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 
 /* The modes qpx can block: the thread modes, and poll mode (no thread, a
  * counter). Signal mode runs handlers inside any call of the user's
@@ -71,6 +75,149 @@ static UCS_F_ALWAYS_INLINE void qpx_async_unblock(ucs_async_context_t *async)
     } else {
         --async->poll_block;
     }
+}
+
+
+/*
+ * Excluding the async thread from a user's hot call without the context's
+ * lock (an atomic read-modify-write and a pthread_self() per send):
+ * Dekker's exclusion with the expensive barrier on the rare side. The
+ * user's call marks itself busy and reads claim with plain accesses and a
+ * compiler barrier; the async thread, before it works, raises claim and
+ * runs membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full memory
+ * barrier on every CPU that runs a thread of this process, then reads
+ * busy. Either it sees the user inside (and hands its work to the user's
+ * progress, as when the lock is taken), or the user's call sees claim and
+ * takes the context's lock, which the async thread holds while it works.
+ * Without membarrier (a kernel before 4.14, a seccomp filter), or when
+ * the user turns it off, claim stays high: every call takes the lock.
+ */
+typedef struct qpx_async_fence {
+    unsigned busy;   /* user calls inside (nested: an AM handler sends);
+                        written by the user's thread only */
+    int      claim;  /* the async thread works, or is about to */
+    int      locked; /* no membarrier: claim is always high */
+    uint64_t blocked; /* calls that took the lock (statistics) */
+} qpx_async_fence_t;
+
+
+/* Use membarrier if enable and the kernel lets this process register for
+ * it (repeated, a no-op), else the lock */
+static inline void qpx_async_fence_init(qpx_async_fence_t *fence, int enable)
+{
+    fence->busy    = 0;
+    fence->locked  = 1;
+    fence->blocked = 0;
+    if (enable) {
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                    0, 0) == 0) {
+            fence->locked = 0;
+        } else {
+            ucs_debug("membarrier(REGISTER_PRIVATE_EXPEDITED) failed: %m");
+        }
+    }
+    fence->claim = fence->locked;
+}
+
+
+/* busy up and down by the user's thread, its only writer. On x86 a plain
+ * read-modify-write of memory (one instruction) is enough: the hardware
+ * keeps stores in order (TSO), so the decrement is a release; elsewhere
+ * atomic stores give the ordering */
+static UCS_F_ALWAYS_INLINE void qpx_async_fence_busy_inc(qpx_async_fence_t *fence)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    ++fence->busy; /* stored before the claim is read: the fence after */
+#else
+    __atomic_store_n(&fence->busy, fence->busy + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+static UCS_F_ALWAYS_INLINE void qpx_async_fence_busy_dec(qpx_async_fence_t *fence)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    /* Compiler barrier: the call's stores stay before the decrement */
+    __atomic_signal_fence(__ATOMIC_RELEASE);
+    --fence->busy;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* not sunk into a later call */
+#else
+    __atomic_store_n(&fence->busy, fence->busy - 1, __ATOMIC_RELEASE);
+#endif
+}
+
+
+/* A user's call enters: 0 without the lock, 1 with the context blocked
+ * (the async thread claimed it); give it to qpx_async_fence_leave. The
+ * async thread's own calls (an AM handler flagged async that sends) see
+ * claim at once and never write busy, so the user's thread is its only
+ * writer. */
+static UCS_F_ALWAYS_INLINE int
+qpx_async_fence_enter(qpx_async_fence_t *fence, ucs_async_context_t *async)
+{
+    if (ucs_likely(!__atomic_load_n(&fence->claim, __ATOMIC_RELAXED))) {
+        qpx_async_fence_busy_inc(fence);
+        /* The light half of the barrier: the store above is ordered
+         * before the load below by the async thread's membarrier(); the
+         * compiler must not reorder them either */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (ucs_likely(!__atomic_load_n(&fence->claim, __ATOMIC_ACQUIRE))) {
+            return 0;
+        }
+        qpx_async_fence_busy_dec(fence);
+    }
+
+    qpx_async_block(async);
+    ++fence->blocked;
+    return 1;
+}
+
+
+static UCS_F_ALWAYS_INLINE void
+qpx_async_fence_leave(qpx_async_fence_t *fence, ucs_async_context_t *async,
+                      int blocked)
+{
+    if (ucs_unlikely(blocked)) {
+        qpx_async_unblock(async);
+        return;
+    }
+    /* Release: what the call wrote is visible before the async thread can
+     * see it out */
+    qpx_async_fence_busy_dec(fence);
+}
+
+
+/*
+ * The async thread, holding the context (qpx_async_try_block): 1 when no
+ * user's call is inside and none enters without the lock until
+ * qpx_async_fence_unclaim; 0 when one is inside (nothing claimed then).
+ */
+static inline int qpx_async_fence_claim(qpx_async_fence_t *fence)
+{
+    if (fence->locked) {
+        return 1; /* every call takes the context, which this thread has */
+    }
+
+    __atomic_store_n(&fence->claim, 1, __ATOMIC_RELAXED);
+    /* The heavy half: a full barrier on every CPU running this process */
+    if ((syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ==
+         0) &&
+        (__atomic_load_n(&fence->busy, __ATOMIC_ACQUIRE) == 0)) {
+        return 1;
+    }
+
+    __atomic_store_n(&fence->claim, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+
+
+static inline void qpx_async_fence_unclaim(qpx_async_fence_t *fence)
+{
+    if (fence->locked) {
+        return;
+    }
+    /* Release: the async thread's work is visible to a call that then
+     * sees claim low */
+    __atomic_store_n(&fence->claim, 0, __ATOMIC_RELEASE);
 }
 
 #endif

@@ -4,12 +4,15 @@
  * packets) when the user has not called progress for a while, so a process
  * in a long compute phase keeps acknowledging and is not declared dead.
  *
- * Serialization follows ud_verbs: the timer's work runs with the async
- * context blocked (by the timer when nobody holds it, else by the user's
- * progress it is handed to), and every operation of such an interface
- * blocks it too. The blocking wrappers are installed in
- * the interface's own ops only when async progress is on: without it the
- * operations are the lock-free ones of qpx_ud_tl.c.
+ * Serialization: the timer's work runs with the async context blocked (by
+ * the timer when nobody holds it, else by the user's progress it is handed
+ * to). Operations of such an interface block it too, as in ud_verbs,
+ * except the hot ones (am_short, am_bcopy, progress): they exclude the
+ * timer through the interface's qpx_async_fence_t (plain stores; the timer
+ * pays a membarrier), or block it where membarrier is not there or
+ * UCX_QPX_UD_ASYNC_FENCE=n. The wrappers are installed in the interface's
+ * own ops only when async progress is on: without it the operations are
+ * the lock-free ones of qpx_ud_tl.c.
  *
  * User callbacks never run from the timer, except AM handlers registered
  * with UCT_CB_FLAG_ASYNC: other AMs and completions are queued and run by
@@ -190,11 +193,26 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
     iface->async.close(tl_iface);
 }
 
+/* The timer's work to the user's progress, once (the timer could not run
+ * it: the user is inside a call) */
+static void qpx_ud_iface_async_defer(qpx_ud_iface_t *iface,
+                                     uct_worker_h worker)
+{
+    /* Only this thread sets it, only the callback clears it */
+    if (!__atomic_load_n(&iface->async.deferred, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&iface->async.deferred, 1, __ATOMIC_RELAXED);
+        ucs_callbackq_add_safe(&worker->progress_q,
+                               qpx_ud_iface_async_deferred, iface,
+                               UCS_CALLBACKQ_FLAG_ONESHOT);
+    }
+}
+
 /*
  * Every half ASYNC_IDLE on UCX's async thread, without the context (a
  * timerfd: UCX 1.13's own timers make that thread spin up to a millisecond
  * per period, about 10% of a core at this period). The work runs with the
- * context blocked. When the user holds the context, it is inside a call:
+ * context blocked and the fence claimed. When the user holds the context,
+ * or is inside a hot call, it is inside a call:
  * the work is queued to the worker's progress, one-shot, as UCX's missed
  * queue does for its own timers. Skipping it would be wrong: a user may
  * hold the context while not progressing this interface (a multi-threaded
@@ -219,13 +237,14 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     }
 
     if (!qpx_async_try_block(iface->async.ctx)) {
-        /* Only this thread sets it, only the callback clears it */
-        if (!__atomic_load_n(&iface->async.deferred, __ATOMIC_ACQUIRE)) {
-            __atomic_store_n(&iface->async.deferred, 1, __ATOMIC_RELAXED);
-            ucs_callbackq_add_safe(&worker->progress_q,
-                                   qpx_ud_iface_async_deferred, iface,
-                                   UCS_CALLBACKQ_FLAG_ONESHOT);
-        }
+        qpx_ud_iface_async_defer(iface, worker);
+        return;
+    }
+    if (!qpx_async_fence_claim(&iface->async.fence)) {
+        /* A send or progress of the user is inside, without the lock */
+        ++iface->async.busy;
+        qpx_async_unblock(iface->async.ctx);
+        qpx_ud_iface_async_defer(iface, worker);
         return;
     }
 
@@ -239,6 +258,7 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     if (qpx_ud_iface_has_deferred(iface)) {
         qpx_iface_event_signal(&iface->super);
     }
+    qpx_async_fence_unclaim(&iface->async.fence);
     qpx_async_unblock(iface->async.ctx);
 }
 
@@ -322,6 +342,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.deferred      = 0;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
+    qpx_async_fence_init(&iface->async.fence, 0);
     if (!config->async_progress || (ctx == NULL)) {
         return UCS_OK;
     }
@@ -337,6 +358,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
+    qpx_async_fence_init(&iface->async.fence, config->async_fence);
     /* The timer takes and gives back receive buffers: where they come from
      * another interface's pool (the hybrid's shared SRQ), that one does
      * not block this context, so the pool takes a lock */

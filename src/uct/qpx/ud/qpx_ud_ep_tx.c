@@ -67,19 +67,20 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                      header, payload, length);
 }
 
-/* With async progress: the worker's async context blocked around the send,
- * in one function (the timer's progress shares the endpoint's state) */
+/* With async progress: the send excludes the timer (whose progress shares
+ * the endpoint's state), in one function */
 ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
                                         uint64_t header, const void *payload,
                                         unsigned length)
 {
-    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     ucs_status_t status;
+    int blocked;
 
-    qpx_async_block(async);
-    status = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
-    qpx_async_unblock(async);
+    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    status  = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
+    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
     return status;
 }
 
@@ -118,14 +119,15 @@ ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
                                    uct_pack_callback_t pack_cb, void *arg,
                                    unsigned flags)
 {
-    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     ssize_t ret;
+    int blocked;
 
     (void)flags;
-    qpx_async_block(async);
-    ret = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
-    qpx_async_unblock(async);
+    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    ret     = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
+    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
     return ret;
 }
 

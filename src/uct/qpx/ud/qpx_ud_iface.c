@@ -70,10 +70,18 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"ASYNC_PROGRESS", "y",
      "Run acknowledgements, retransmissions and peer timeouts from the\n"
      "worker's async thread when the user does not call progress (thread\n"
-     "async modes only). Operations then block the async context, as\n"
-     "ud_verbs does; with 'n' a process that stops calling progress for\n"
+     "async modes only). Operations then exclude the timer (see\n"
+     "ASYNC_FENCE); with 'n' a process that stops calling progress for\n"
      "longer than TIMEOUT is declared dead by its peers.",
      ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_FENCE", "y",
+     "With async progress, sends and progress exclude the timer without a\n"
+     "lock: the timer, which runs rarely, pays a process-wide membarrier(2)\n"
+     "instead. 'n', or a kernel without membarrier: every operation blocks\n"
+     "the worker's async context (an uncontended recursive lock), as\n"
+     "ud_verbs does.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_fence), UCS_CONFIG_TYPE_BOOL},
 
     {"ASYNC_IDLE", "10ms",
      "Async progress runs once the user has not called progress for this\n"
@@ -632,11 +640,12 @@ unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     unsigned count;
+    int blocked;
 
     /* The async timer runs progress too (qpx_ud_async.c) */
-    qpx_async_block(iface->async.ctx);
-    count = qpx_ud_iface_progress_user(iface);
-    qpx_async_unblock(iface->async.ctx);
+    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    count   = qpx_ud_iface_progress_user(iface);
+    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
     return count;
 }
 

@@ -7,6 +7,7 @@
 
 #include "qpx_ud_rel.h"
 
+#include <uct/qpx/base/qpx_async.h>
 #include <uct/qpx/base/qpx_ep.h>
 #include <uct/qpx/base/qpx_ep_table.h>
 #include <ucs/datastruct/khash.h>
@@ -116,6 +117,7 @@ typedef struct qpx_ud_iface_config {
     unsigned           ack_thresh;
     unsigned           rx_reorder;
     int                async_progress;
+    int                async_fence;
     double             async_idle;
     int                srq;
     double             keepalive_interval;
@@ -314,6 +316,9 @@ typedef struct qpx_ud_iface {
                                           async thread, cleared by the
                                           user's one-shot callback) */
         uint64_t            runs;      /* async progress calls that worked */
+        uint64_t            busy;      /* timer runs that found a user's
+                                          call inside (then deferred) */
+        qpx_async_fence_t   fence;     /* the hot calls against the timer */
         qpx_ud_recv_desc_t  *rx_head;  /* AMs received in async progress, */
         qpx_ud_recv_desc_t  **rx_tail; /* delivered by the next progress */
         unsigned            rx_count;  /* in rx_head: at most rx.queue_len */
@@ -361,7 +366,7 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                            uct_pack_callback_t pack_cb, void *arg,
                            unsigned flags);
-/* The same two with the worker's async context blocked (async progress) */
+/* The same two guarded against the async timer (async progress on) */
 ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
                                         uint64_t header, const void *payload,
                                         unsigned length);
@@ -417,7 +422,7 @@ void qpx_ud_iface_tx_drain(qpx_ud_iface_t *iface);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
-/* The same with the worker's async context blocked (async progress on) */
+/* The same guarded against the async timer (async progress on) */
 unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface);
 
 /* uct_iface_event_arm: base's arming, and a wakeup for the work that no
