@@ -34,6 +34,10 @@ a2a() { # TLS ITERATIONS BLOCK [ENV...]
 
 a2a qpx_rc,qpx_ud 300 1048576
 a2a qpx_ud 30 1048576
+# qpx_ud's sends and progress excluding its async timer by the fence
+# (UCX_QPX_UD_ASYNC_FENCE, off by default) under UCP: wireup, AMs, acks
+a2a qpx_ud 30 1048576 UCX_QPX_UD_ASYNC_FENCE=y
+a2a qpx_rc,qpx_ud 50 1048576 UCX_QPX_UD_ASYNC_FENCE=y
 # qpx_dc alone: 8 ranks, 8 peers each (itself included), 8 DCIs per rank;
 # and 2 DCIs, so that endpoints wait for one (pending) under dcs_quota
 if qpx_has_tl qpx_dc; then

@@ -4,15 +4,18 @@
  * packets) when the user has not called progress for a while, so a process
  * in a long compute phase keeps acknowledging and is not declared dead.
  *
- * Serialization: the timer's work runs with the async context blocked (by
- * the timer when nobody holds it, else by the user's progress it is handed
- * to). Operations of such an interface block it too, as in ud_verbs,
- * except the hot ones (am_short, am_bcopy, progress): they exclude the
- * timer through the interface's qpx_async_fence_t (plain stores; the timer
- * pays a membarrier), or block it where membarrier is not there or
- * UCX_QPX_UD_ASYNC_FENCE=n. The wrappers are installed in the interface's
- * own ops only when async progress is on: without it the operations are
- * the lock-free ones of qpx_ud_tl.c.
+ * Serialization follows ud_verbs: the timer's work runs with the async
+ * context blocked (by the timer when nobody holds it, else by the user's
+ * progress it is handed to), and every operation of such an interface
+ * blocks it too. With UCX_QPX_UD_ASYNC_FENCE=y the hot ones (am_short,
+ * am_bcopy, progress) exclude the timer through the interface's
+ * qpx_async_fence_t instead (plain stores; the timer pays a membarrier).
+ * Not the default: code of another transport that UCX's async thread runs
+ * with the context blocked (UCX's ud_verbs delivers UCP's wireup messages
+ * there, and UCP answers them over any lane) does not claim the fence, and
+ * would run beside a user's send. The wrappers are installed in the
+ * interface's own ops only when async progress is on: without it the
+ * operations are the lock-free ones of qpx_ud_tl.c.
  *
  * User callbacks never run from the timer, except AM handlers registered
  * with UCT_CB_FLAG_ASYNC: other AMs and completions are queued and run by
@@ -371,8 +374,15 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
         return status;
     }
 
-    ops->ep_am_short           = qpx_ud_ep_am_short_blocked;
-    ops->ep_am_bcopy           = qpx_ud_ep_am_bcopy_blocked;
+    if (!iface->async.fence.locked) {
+        ops->ep_am_short    = qpx_ud_ep_am_short_fenced;
+        ops->ep_am_bcopy    = qpx_ud_ep_am_bcopy_fenced;
+        ops->iface_progress = qpx_ud_iface_progress_fenced;
+    } else {
+        ops->ep_am_short    = qpx_ud_ep_am_short_blocked;
+        ops->ep_am_bcopy    = qpx_ud_ep_am_bcopy_blocked;
+        ops->iface_progress = qpx_ud_iface_progress_blocked;
+    }
     ops->ep_am_zcopy           = qpx_ud_async_am_zcopy;
     ops->ep_pending_add        = qpx_ud_async_pending_add;
     ops->ep_pending_purge      = qpx_ud_async_pending_purge;
@@ -382,7 +392,6 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ops->ep_destroy            = qpx_ud_async_ep_destroy;
     ops->ep_connect_to_ep      = qpx_ud_async_connect_to_ep;
     ops->iface_flush           = qpx_ud_async_iface_flush;
-    ops->iface_progress        = qpx_ud_iface_progress_blocked;
     ops->iface_event_arm       = qpx_ud_async_event_arm;
     ops->iface_close           = qpx_ud_async_iface_close;
     return UCS_OK;

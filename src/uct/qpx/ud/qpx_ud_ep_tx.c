@@ -67,11 +67,26 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                      header, payload, length);
 }
 
-/* With async progress: the send excludes the timer (whose progress shares
- * the endpoint's state), in one function */
+/* With async progress: the worker's async context blocked around the send,
+ * in one function (the timer's progress shares the endpoint's state) */
 ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
                                         uint64_t header, const void *payload,
                                         unsigned length)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    ucs_status_t status;
+
+    qpx_async_block(async);
+    status = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
+    qpx_async_unblock(async);
+    return status;
+}
+
+/* The same excluding the timer by the interface's fence (ASYNC_FENCE=y) */
+ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
+                                       uint64_t header, const void *payload,
+                                       unsigned length)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
@@ -118,6 +133,21 @@ ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
                                    uct_pack_callback_t pack_cb, void *arg,
                                    unsigned flags)
+{
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
+    ssize_t ret;
+
+    (void)flags;
+    qpx_async_block(async);
+    ret = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
+    qpx_async_unblock(async);
+    return ret;
+}
+
+ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
+                                  uct_pack_callback_t pack_cb, void *arg,
+                                  unsigned flags)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);

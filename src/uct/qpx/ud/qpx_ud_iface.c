@@ -70,17 +70,19 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
     {"ASYNC_PROGRESS", "y",
      "Run acknowledgements, retransmissions and peer timeouts from the\n"
      "worker's async thread when the user does not call progress (thread\n"
-     "async modes only). Operations then exclude the timer (see\n"
+     "async modes only). Operations then block the async context (or see\n"
      "ASYNC_FENCE); with 'n' a process that stops calling progress for\n"
      "longer than TIMEOUT is declared dead by its peers.",
      ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
 
-    {"ASYNC_FENCE", "y",
+    {"ASYNC_FENCE", "n",
      "With async progress, sends and progress exclude the timer without a\n"
      "lock: the timer, which runs rarely, pays a process-wide membarrier(2)\n"
-     "instead. 'n', or a kernel without membarrier: every operation blocks\n"
-     "the worker's async context (an uncontended recursive lock), as\n"
-     "ud_verbs does.",
+     "instead. Only for workers where no other transport calls UCP from the\n"
+     "async thread (UCX's ud_verbs and ud_mlx5 do: a wireup answer they run\n"
+     "could be sent over this interface beside the user's send). 'n', or a\n"
+     "kernel without membarrier: every operation blocks the worker's async\n"
+     "context (an uncontended recursive lock), as ud_verbs does.\n",
      ucs_offsetof(qpx_ud_iface_config_t, async_fence), UCS_CONFIG_TYPE_BOOL},
 
     {"ASYNC_IDLE", "10ms",
@@ -640,9 +642,20 @@ unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     unsigned count;
-    int blocked;
 
     /* The async timer runs progress too (qpx_ud_async.c) */
+    qpx_async_block(iface->async.ctx);
+    count = qpx_ud_iface_progress_user(iface);
+    qpx_async_unblock(iface->async.ctx);
+    return count;
+}
+
+unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface)
+{
+    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    unsigned count;
+    int blocked;
+
     blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
     count   = qpx_ud_iface_progress_user(iface);
     qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
