@@ -24,24 +24,31 @@ static ucs_async_context_t *fence_async_create(ucs_async_mode_t mode)
     return async;
 }
 
+/* A call that must take the lock (poll mode: its counter), busy untouched */
+static void fence_call_blocked(qpx_async_fence_t *fence,
+                               ucs_async_context_t *async)
+{
+    int blocked = qpx_async_fence_enter(fence, async);
+
+    assert_int_equal(blocked, 1);
+    assert_int_equal(async->poll_block, 1);
+    assert_int_equal(fence->busy, 0);
+    qpx_async_fence_leave(fence, async, blocked);
+    assert_int_equal(async->poll_block, 0);
+}
+
 /* Without membarrier: every call blocks, the async thread always may work
  * once it holds the context */
 static void test_locked(void **state)
 {
     ucs_async_context_t *async = fence_async_create(UCS_ASYNC_MODE_POLL);
     qpx_async_fence_t fence;
-    int blocked;
 
     (void)state;
     qpx_async_fence_init(&fence, 0);
     assert_true(fence.locked);
 
-    blocked = qpx_async_fence_enter(&fence, async);
-    assert_int_equal(blocked, 1);
-    assert_int_equal(async->poll_block, 1);
-    assert_int_equal(fence.busy, 0);
-    qpx_async_fence_leave(&fence, async, blocked);
-    assert_int_equal(async->poll_block, 0);
+    fence_call_blocked(&fence, async);
 
     assert_int_equal(qpx_async_fence_claim(&fence), 1);
     qpx_async_fence_unclaim(&fence);
@@ -80,12 +87,7 @@ static void test_contract(void **state)
     /* Nobody inside: claimed; a call then takes the lock and leaves busy
      * alone (also the async thread's own call) */
     assert_int_equal(qpx_async_fence_claim(&fence), 1);
-    blocked = qpx_async_fence_enter(&fence, async);
-    assert_int_equal(blocked, 1);
-    assert_int_equal(async->poll_block, 1);
-    assert_int_equal(fence.busy, 0);
-    qpx_async_fence_leave(&fence, async, blocked);
-    assert_int_equal(async->poll_block, 0);
+    fence_call_blocked(&fence, async);
     qpx_async_fence_unclaim(&fence);
 
     blocked = qpx_async_fence_enter(&fence, async);
