@@ -82,7 +82,7 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "async thread (UCX's ud_verbs and ud_mlx5 do: a wireup answer they run\n"
      "could be sent over this interface beside the user's send). 'n', or a\n"
      "kernel without membarrier: every operation blocks the worker's async\n"
-     "context (an uncontended recursive lock), as ud_verbs does.\n",
+     "context (an uncontended recursive lock), as ud_verbs does.",
      ucs_offsetof(qpx_ud_iface_config_t, async_fence), UCS_CONFIG_TYPE_BOOL},
 
     {"ASYNC_IDLE", "10ms",
