@@ -30,6 +30,11 @@ osc() { # NAME TLS NP [ENV...]
 osc "qpx_rc,qpx_ud, 16 ranks, 8-entry send queues" qpx_rc,qpx_ud,self 16 \
     UCX_QPX_RC_TX_QUEUE_LEN=8
 osc "qpx_ud, 8 ranks" qpx_ud,self 8
+# One send buffer per interface: the lock's spinners' AMs (UCP emulates the
+# atomics) found the buffer back at the moment they arrived and their
+# answers took it every time, before the holder's queued request; 1
+# iteration took 137 s. Sends now queue behind other endpoints' requests.
+osc "qpx_ud, 8 ranks, 1 send buffer" qpx_ud,self 8 UCX_QPX_UD_TX_MAX_BUFS=1
 if qpx_has_tl qpx_dc; then
     osc "qpx_dc, 16 ranks, 8 DCIs (dcs)" qpx_dc,self 16
     osc "qpx_dc, 8 ranks, 4 DCIs (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=4

@@ -29,6 +29,7 @@ typedef struct test_req {
     unsigned          calls;
     int               clear;    /* qpx_ep_pending_is_clear() during the call */
     int               other_clear; /* the same for the other endpoint */
+    int               clear_all;   /* qpx_ep_pending_is_clear_all() */
     int               takes_last;  /* the call leaves its endpoint WAIT */
     unsigned          busy_calls;  /* calls that answer UCS_INPROGRESS */
 } test_req_t;
@@ -79,6 +80,7 @@ static ucs_status_t test_req_cb(uct_pending_req_t *self)
     ++req->calls;
     req->clear       = qpx_ep_pending_is_clear(&ctx->iface, req->ep);
     req->other_clear = qpx_ep_pending_is_clear(&ctx->iface, other);
+    req->clear_all   = qpx_ep_pending_is_clear_all(&ctx->iface, req->ep);
     ctx->order[ctx->num_called++] = req - ctx->req;
     if (req->busy_calls > 0) {
         --req->busy_calls;
@@ -187,6 +189,34 @@ static void test_add_queued(void **state)
     ctx->state[1] = QPX_EP_TX_RETRY;
     assert_int_equal(test_add(2, 1), UCS_OK);
     assert_true(qpx_iface_pending_is_due(&ctx->iface));
+}
+
+
+/* Another endpoint's request waits for the interface's resources: ep 1,
+ * with nothing queued and able to send, may not go before it (its sends
+ * see qpx_ep_pending_is_clear_all false, its pending_add queues instead of
+ * BUSY); the waiting request runs first, with the right to send */
+static void test_queue_behind_others(void **state)
+{
+    (void)state;
+    ctx->exhausted = 1;
+    assert_int_equal(test_add(0, 0), UCS_OK);
+    ctx->exhausted = 0; /* the resource is back, not yet dispatched */
+
+    assert_true(qpx_ep_pending_is_clear(&ctx->iface, &ctx->ep[1]));
+    assert_false(qpx_ep_pending_is_clear_all(&ctx->iface, &ctx->ep[1]));
+    assert_int_equal(test_add(1, 1), UCS_OK);
+
+    qpx_iface_pending_progress(&ctx->iface);
+    assert_int_equal(ctx->num_called, 2);
+    assert_int_equal(ctx->order[0], 0);
+    assert_int_equal(ctx->order[1], 1);
+    assert_true(ctx->req[0].clear_all);
+    assert_true(ctx->req[1].clear_all);
+
+    /* Nothing waits any more: ep 1 may send, pending_add says BUSY */
+    assert_true(qpx_ep_pending_is_clear_all(&ctx->iface, &ctx->ep[1]));
+    assert_int_equal(test_add(2, 1), UCS_ERR_BUSY);
 }
 
 
@@ -419,6 +449,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_add_busy, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_add_queued, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_queue_behind_others, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_dispatch_order, test_setup,
                                         test_teardown),

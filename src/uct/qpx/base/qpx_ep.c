@@ -60,7 +60,10 @@ ucs_status_t qpx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     ucs_arbiter_elem_t *elem = (ucs_arbiter_elem_t*)req->priv;
 
     (void)flags;
+    /* Queued behind other endpoints' requests too: a transport whose sends
+     * wait for them (qpx_ep_pending_is_clear_all) would refuse the retry */
     if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
+        ucs_arbiter_is_empty(&iface->arbiter) &&
         !iface->ops->tx_exhausted(iface) &&
         (iface->ops->ep_tx_state(iface, ep) == QPX_EP_TX_OK)) {
         return UCS_ERR_BUSY;

@@ -187,6 +187,23 @@ static UCS_F_ALWAYS_INLINE int qpx_ep_pending_is_clear(qpx_iface_t *iface,
            (iface->pending.ep == ep);
 }
 
+/*
+ * Nothing is queued ahead of a new operation on ep, neither its own nor
+ * other endpoints' requests that wait for the interface's resources (the
+ * groups scheduled in the arbiter): a send of ep may not take the buffer
+ * or slot that came back before them. Without it, an MPI lock's spinners,
+ * whose requests find the interface's one send buffer back at the moment
+ * their AM arrives, answered first every time, and the holder's queued
+ * request waited behind them.
+ */
+static UCS_F_ALWAYS_INLINE int qpx_ep_pending_is_clear_all(qpx_iface_t *iface,
+                                                           qpx_ep_t *ep)
+{
+    return (ucs_arbiter_group_is_empty(&ep->arb_group) &&
+            ucs_arbiter_is_empty(&iface->arbiter)) ||
+           (iface->pending.ep == ep);
+}
+
 /* ep's requests may run again (its resource came back) */
 static UCS_F_ALWAYS_INLINE void qpx_ep_pending_schedule(qpx_iface_t *iface,
                                                         qpx_ep_t *ep)

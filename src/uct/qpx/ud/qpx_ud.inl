@@ -48,7 +48,8 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     if (ucs_unlikely(!qpx_ud_ep_window_open(ep) ||
                      qpx_ud_iface_tx_exhausted(iface) ||
-                     !qpx_ep_pending_is_clear(&iface->super, &ep->super))) {
+                     !qpx_ep_pending_is_clear_all(&iface->super,
+                                                  &ep->super))) {
         return UCS_ERR_NO_RESOURCE;
     }
 
