@@ -50,20 +50,7 @@
 
 static const char *dev_name = "softverbs0:1";
 static const char *TL       = "qpx_dc"; /* or "qpx": the hybrid */
-static int npass, nfail;
 
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%s: ", ok ? "PASS" : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    ok ? ++npass : ++nfail;
-}
 
 /* What a peer interface tells the hub */
 typedef struct {
@@ -255,7 +242,7 @@ static int run_many(int nprocs, int nifaces, int neps)
         socks[p] = sv[0];
     }
     if (node_open(&hub, 0) != 0) {
-        report(0, "hub interface open");
+        qpx_uct_report(0, "hub interface open");
         return 1;
     }
     for (p = 0; p < nprocs; ++p) {
@@ -263,7 +250,7 @@ static int run_many(int nprocs, int nifaces, int neps)
             j = p * nifaces + i;
             if ((qpx_uct_xfer(socks[p], &addrs[j], sizeof(addrs[j]), 0) != 0) ||
                 (uct_rkey_unpack(hub.comp, addrs[j].rkey, &rkeys[j]) != UCS_OK)) {
-                report(0, "address of interface %d of child %d", i, p);
+                qpx_uct_report(0, "address of interface %d of child %d", i, p);
                 return 1;
             }
         }
@@ -299,7 +286,7 @@ static int run_many(int nprocs, int nifaces, int neps)
         fadds[j].done = (status == UCS_OK);
         ok = ok && ((status == UCS_OK) || (status == UCS_INPROGRESS));
     }
-    report(ok, "%d endpoints on one interface to %d interfaces of %d "
+    qpx_uct_report(ok, "%d endpoints on one interface to %d interfaces of %d "
            "processes, each put + fetch-add posted", j, total, nprocs);
     ok = ok && (hub_flush(&hub, 60) == 0);
     for (j = 0; ok && (j < neps); ++j) {
@@ -307,7 +294,7 @@ static int run_many(int nprocs, int nifaces, int neps)
             uct_worker_progress(hub.worker);
         }
     }
-    report(ok, "every operation completed (interface flush)");
+    qpx_uct_report(ok, "every operation completed (interface flush)");
 
     /* QPs while every endpoint exists */
     env     = getenv("UCX_QPX_DC_NUM_DCI");
@@ -315,7 +302,7 @@ static int run_many(int nprocs, int nifaces, int neps)
     get_stats = (get_stats_fn_t)dlvsym(RTLD_DEFAULT, "softverbs_get_stats",
                                        "SOFTVERBS_1.1");
     if (get_stats == NULL) {
-        report(0, "softverbs_get_stats@SOFTVERBS_1.1 not found");
+        qpx_uct_report(0, "softverbs_get_stats@SOFTVERBS_1.1 not found");
     } else {
         /* The hybrid adds its RC QPs: those in use (at most its pool) and
          * the RESET ones qpx_rc keeps for reuse, which were in use before
@@ -325,7 +312,7 @@ static int run_many(int nprocs, int nifaces, int neps)
         max_rc  = strcmp(TL, "qpx") ? 0 : (env ? atoi(env) : 32) + 1;
         memset(&st, 0, sizeof(st));
         get_stats(getpid(), &st);
-        report((st.num_dci == (uint32_t)num_dci) && (st.num_dct == 1) &&
+        qpx_uct_report((st.num_dci == (uint32_t)num_dci) && (st.num_dct == 1) &&
                (st.num_qp_by_type[0] <= (uint32_t)max_rc) &&
                (st.num_qp == (uint32_t)num_dci + 1 + st.num_qp_by_type[0]),
                "hub with %d endpoints: %u QPs = %u DCIs + %u DCT + %u RC "
@@ -335,7 +322,7 @@ static int run_many(int nprocs, int nifaces, int neps)
             /* The RC QPs receive from the DCT's SRQ unless told not to */
             env = getenv("UCX_QPX_SHARED_SRQ");
             j   = ((env != NULL) && (env[0] == 'n')) ? 2 : 1;
-            report(st.num_srq == (uint32_t)j, "hub: %u SRQs (expected %d: "
+            qpx_uct_report(st.num_srq == (uint32_t)j, "hub: %u SRQs (expected %d: "
                    "UCX_QPX_SHARED_SRQ=%s)", st.num_srq, j, env ? env : "y");
         }
         for (p = 0; p < nprocs; ++p) {
@@ -347,7 +334,7 @@ static int run_many(int nprocs, int nifaces, int neps)
                 break;
             }
         }
-        report(p == nprocs, "each of %d processes: %d interfaces, %d DCTs, "
+        qpx_uct_report(p == nprocs, "each of %d processes: %d interfaces, %d DCTs, "
                "%d DCIs and at most %d RC QPs", nprocs, nifaces, nifaces,
                nifaces * num_dci, nifaces * max_rc);
     }
@@ -363,7 +350,7 @@ static int run_many(int nprocs, int nifaces, int neps)
         }
         free(seen);
     }
-    report(bad == 0, "fetch-add results: each target's 0..n-1 once each "
+    qpx_uct_report(bad == 0, "fetch-add results: each target's 0..n-1 once each "
            "(%d wrong)", bad);
 
     for (j = 0; j < neps; ++j) {
@@ -384,9 +371,9 @@ static int run_many(int nprocs, int nifaces, int neps)
         waitpid(pids[p], &wstatus, 0);
         bad += (cbad != 0) || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus);
     }
-    report(bad == 0, "every target slot and counter holds what was sent "
+    qpx_uct_report(bad == 0, "every target slot and counter holds what was sent "
            "(%d processes wrong)", bad);
-    return nfail != 0;
+    return qpx_uct_nfail != 0;
 }
 
 /* ------------------------------------------------------------------ fail */
@@ -585,7 +572,7 @@ static void check_healthy(node_t *hub, uct_ep_h ep, peer_addr_t *a,
 
     ok = ok && (hub_flush(hub, 10) == 0) &&
          (child_cmd(sock, CMD_CHECK, value) == 1);
-    report(ok, "healthy peer served after %s: put of %d landed", after,
+    qpx_uct_report(ok, "healthy peer served after %s: put of %d landed", after,
            value);
 }
 
@@ -610,14 +597,14 @@ static int hub_spawn(int npeers, child_fn_t (*child)(int p), node_t *hub,
         socks[p] = sv[0];
     }
     if (node_open(hub, 1) != 0) {
-        report(0, "hub interface open");
+        qpx_uct_report(0, "hub interface open");
         return 1;
     }
     for (p = 0; p < npeers; ++p) {
         if ((qpx_uct_xfer(socks[p], &addrs[p], sizeof(addrs[p]), 0) != 0) ||
             (uct_rkey_unpack(hub->comp, addrs[p].rkey, &rkeys[p]) != UCS_OK) ||
             ((eps[p] = ep_create(hub, &addrs[p])) == NULL)) {
-            report(0, "endpoint to peer %d", p);
+            qpx_uct_report(0, "endpoint to peer %d", p);
             return 1;
         }
     }
@@ -651,18 +638,18 @@ static int run_fail(void)
 
     ok = expect_failure(&hub, eps[ROGUE], &addrs[ROGUE], rkeys[ROGUE].rkey,
                         &secs);
-    report(ok, "wrong DC key: endpoint failed through the handler after "
+    qpx_uct_report(ok, "wrong DC key: endpoint failed through the handler after "
            "%.2f s", secs);
-    report(child_cmd(socks[ROGUE], CMD_CHECK, 0) == 1,
+    qpx_uct_report(child_cmd(socks[ROGUE], CMD_CHECK, 0) == 1,
            "wrong DC key: nothing written at the peer");
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
                   socks[HEALTHY], 2, "a wrong key");
 
-    report(child_cmd(socks[CLOSER], CMD_CLOSE, 0) == 1,
+    qpx_uct_report(child_cmd(socks[CLOSER], CMD_CLOSE, 0) == 1,
            "peer closed its interface");
     ok = expect_failure(&hub, eps[CLOSER], &addrs[CLOSER],
                         rkeys[CLOSER].rkey, &secs);
-    report(ok, "destroyed DCT: endpoint failed through the handler after "
+    qpx_uct_report(ok, "destroyed DCT: endpoint failed through the handler after "
            "%.2f s", secs);
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
                   socks[HEALTHY], 3, "a destroyed DCT");
@@ -671,7 +658,7 @@ static int run_fail(void)
     waitpid(pids[VICTIM], NULL, 0);
     ok = expect_failure(&hub, eps[VICTIM], &addrs[VICTIM],
                         rkeys[VICTIM].rkey, &secs);
-    report(ok, "killed peer: endpoint failed through the handler after "
+    qpx_uct_report(ok, "killed peer: endpoint failed through the handler after "
            "%.2f s", secs);
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
                   socks[HEALTHY], 4, "a killed peer");
@@ -685,7 +672,7 @@ static int run_fail(void)
             waitpid(pids[p], NULL, 0);
         }
     }
-    return nfail != 0;
+    return qpx_uct_nfail != 0;
 }
 
 /* ---------------------------------------------------------------- switch */
@@ -730,7 +717,7 @@ static int run_switch(void)
     before = failed_eps;
     ok     = expect_failure(&hub, eps[EARLY], &addrs[EARLY],
                             rkeys[EARLY].rkey, &secs);
-    report(ok && (failed_eps == before + 1), "peer killed before its "
+    qpx_uct_report(ok && (failed_eps == before + 1), "peer killed before its "
            "promotion: its endpoint (only) failed through the handler after "
            "%.2f s", secs);
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
@@ -745,7 +732,7 @@ static int run_switch(void)
                    rkeys[HOT].rkey) == UCS_OK) && (hub_flush(&hub, 10) == 0);
     }
     ok = ok && (child_cmd(socks[HOT], CMD_CHECK, 100 + i - 1) == 1);
-    report(ok, "hot peer served (%d puts in 0.5 s, the last checked)", i);
+    qpx_uct_report(ok, "hot peer served (%d puts in 0.5 s, the last checked)", i);
 
     /* Killed while it holds the RC QP: the healthy peer's promotion demotes
      * it, and its DEMOTE_REQ meets a dead peer */
@@ -758,7 +745,7 @@ static int run_switch(void)
         (void)hub_flush(&hub, 1);
     }
     ok = wait_failure(&hub, before, 20, &secs);
-    report(ok && (failed_eps == before + 1), "peer killed holding the RC "
+    qpx_uct_report(ok && (failed_eps == before + 1), "peer killed holding the RC "
            "QP: its endpoint (only) failed through the handler during its "
            "demotion");
     check_healthy(&hub, eps[HEALTHY], &addrs[HEALTHY], rkeys[HEALTHY].rkey,
@@ -773,7 +760,7 @@ static int run_switch(void)
             waitpid(pids[p], NULL, 0);
         }
     }
-    return nfail != 0;
+    return qpx_uct_nfail != 0;
 }
 
 int main(int argc, char **argv)
@@ -808,6 +795,6 @@ int main(int argc, char **argv)
     ret = !strcmp(mode, "fail")   ? run_fail() :
           !strcmp(mode, "switch") ? run_switch() :
           run_many(nprocs, nifaces, neps);
-    printf("%d passed, %d failed\n", npass, nfail);
-    return (ret == 0) && (nfail == 0) ? 0 : 1;
+    printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
+    return (ret == 0) && (qpx_uct_nfail == 0) ? 0 : 1;
 }

@@ -29,7 +29,6 @@
 #define NEPS 4
 
 static const char *dev_name = "softverbs0:1";
-static int npass, nfail;
 
 typedef struct {
     ucs_async_context_t *async;
@@ -46,17 +45,6 @@ typedef struct {
     int               done;
 } put_req_t;
 
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%s: ", ok ? "PASS" : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    ok ? ++npass : ++nfail;
-}
 
 static double now_s(void)
 {
@@ -154,23 +142,23 @@ int main(int argc, char **argv)
     /* 1, 2: A holds the DCI, B's probe finds none */
     status = uct_ep_put_short(ep[0], &values[0], 8, (uintptr_t)&buf[0],
                               rkey.rkey);
-    report(status == UCS_OK, "A's put takes the one DCI (%s)",
+    qpx_uct_report(status == UCS_OK, "A's put takes the one DCI (%s)",
            ucs_status_string(status));
     status = uct_ep_check(ep[1], 0, NULL);
-    report(status == UCS_ERR_NO_RESOURCE,
+    qpx_uct_report(status == UCS_ERR_NO_RESOURCE,
            "B's uct_ep_check finds no DCI for its probe (%s)",
            ucs_status_string(status));
 
     /* 3: the DCI back, C takes it at once */
-    report(ep_flush(&hub, &peer, ep[0]) && (buf[0] == values[0]),
+    qpx_uct_report(ep_flush(&hub, &peer, ep[0]) && (buf[0] == values[0]),
            "A's put completed, value 0x%lx at the target",
            (unsigned long)buf[0]);
     status = uct_ep_put_short(ep[2], &values[2], 8, (uintptr_t)&buf[2],
                               rkey.rkey);
-    report(status == UCS_OK,
+    qpx_uct_report(status == UCS_OK,
            "C's put takes the free DCI at its first try, B waits in no line "
            "(%s)", ucs_status_string(status));
-    report(ep_flush(&hub, &peer, ep[2]) && (buf[2] == values[2]),
+    qpx_uct_report(ep_flush(&hub, &peer, ep[2]) && (buf[2] == values[2]),
            "C's put completed, value 0x%lx at the target",
            (unsigned long)buf[2]);
 
@@ -185,7 +173,7 @@ int main(int argc, char **argv)
     req.raddr      = (uintptr_t)&buf[2];
     req.rkey       = rkey.rkey;
     req.done       = 0;
-    report((status == UCS_OK) &&
+    qpx_uct_report((status == UCS_OK) &&
            (uct_ep_put_short(ep[2], &values[2], 8, req.raddr, rkey.rkey) ==
             UCS_ERR_NO_RESOURCE) &&
            (uct_ep_pending_add(ep[2], &req.super, 0) == UCS_OK),
@@ -201,9 +189,9 @@ int main(int argc, char **argv)
         }
         progress(&hub, &peer);
     }
-    report(req.done && !ret,
+    qpx_uct_report(req.done && !ret,
            "C's queued request got the DCI before D's direct put");
-    report(ep_flush(&hub, &peer, ep[2]) && (buf[2] == values[2]) &&
+    qpx_uct_report(ep_flush(&hub, &peer, ep[2]) && (buf[2] == values[2]) &&
            (buf[0] == values[0]),
            "C's queued put completed, 0x%lx at the target (A's 0x%lx)",
            (unsigned long)buf[2], (unsigned long)buf[0]);
@@ -220,6 +208,6 @@ int main(int argc, char **argv)
     ucs_async_context_destroy(hub.async);
     ucs_async_context_destroy(peer.async);
     uct_md_close(md);
-    printf("%d passed, %d failed\n", npass, nfail);
-    return (nfail == 0) ? 0 : 1;
+    printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
+    return (qpx_uct_nfail == 0) ? 0 : 1;
 }

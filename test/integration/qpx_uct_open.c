@@ -4,6 +4,8 @@
 #include "qpx_uct_open.h"
 
 #include <alloca.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -136,4 +138,20 @@ int qpx_uct_xfer(int fd, void *p, size_t len, int out)
         len -= n;
     }
     return 0;
+}
+
+
+int qpx_uct_npass, qpx_uct_nfail;
+
+void qpx_uct_report(int ok, const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("%s: ", ok ? "PASS" : "FAIL");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    ok ? ++qpx_uct_npass : ++qpx_uct_nfail;
 }

@@ -27,6 +27,12 @@ int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
                        ucs_async_context_t **async_p, uct_worker_h *worker_p,
                        uct_iface_h *iface_p);
 
+/* One check: "PASS: ..." or "FAIL: ..." (printf-style), counted in
+ * qpx_uct_npass / qpx_uct_nfail for the closing "N passed, N failed" */
+extern int qpx_uct_npass, qpx_uct_nfail;
+void qpx_uct_report(int ok, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* All of len bytes through fd: out != 0 writes, else reads. 0 or -1. */
 int qpx_uct_xfer(int fd, void *p, size_t len, int out);
 
