@@ -91,6 +91,10 @@ static UCS_F_ALWAYS_INLINE void qpx_async_unblock(ucs_async_context_t *async)
  * takes the context's lock, which the async thread holds while it works.
  * Without membarrier (a kernel before 4.14, a seccomp filter), or when
  * the user turns it off, claim stays high: every call takes the lock.
+ * Only the async code that claims is excluded: what UCX's async thread
+ * runs for others with the context blocked (another transport's handlers,
+ * UCP's code they call) is not, so a user of the fence must know that no
+ * such code calls it.
  */
 typedef struct qpx_async_fence {
     unsigned busy;   /* user calls inside (nested: an AM handler sends);
