@@ -149,6 +149,8 @@ static void race_child(void *arg, int wfd, int rfd)
         !ep_create(&rx.ti, addr[0], addr[1], &rx.reply_ep)) {
         _exit(1);
     }
+    /* Only now may messages come: the handler answers on reply_ep */
+    write_full(wfd, "r", 1);
     fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
 
     /* Spells of progress (0-2 ms) and of sleep (0-3 ms): the timer
@@ -217,6 +219,7 @@ int test_async_race(const test_resource_t *res, double seconds)
     test_iface_t a = {};
     double end, until;
     int rfd, wfd, ok;
+    char ready = 0;
     uct_ep_h ep;
     pid_t pid;
 
@@ -236,6 +239,12 @@ int test_async_race(const test_resource_t *res, double seconds)
                              0);
     write_full(wfd, a.dev_addr, MAX_ADDR);
     write_full(wfd, a.iface_addr, MAX_ADDR);
+    if (!read_full(rfd, &ready, 1) || (ready != 'r')) {
+        fprintf(stderr, "async-race: the child did not get ready\n");
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return 1;
+    }
 
     end = now_sec() + seconds;
     while ((now_sec() < end) && (a.failed_eps == 0)) {
