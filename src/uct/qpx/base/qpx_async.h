@@ -128,7 +128,8 @@ static inline void qpx_async_fence_init(qpx_async_fence_t *fence, int enable)
  * read-modify-write of memory (one instruction) is enough: the hardware
  * keeps stores in order (TSO), so the decrement is a release; elsewhere
  * atomic stores give the ordering */
-static UCS_F_ALWAYS_INLINE void qpx_async_fence_busy_inc(qpx_async_fence_t *fence)
+static UCS_F_ALWAYS_INLINE void
+qpx_async_fence_busy_inc(qpx_async_fence_t *fence)
 {
 #if defined(__x86_64__) || defined(__i386__)
     ++fence->busy; /* stored before the claim is read: the fence after */
@@ -137,7 +138,8 @@ static UCS_F_ALWAYS_INLINE void qpx_async_fence_busy_inc(qpx_async_fence_t *fenc
 #endif
 }
 
-static UCS_F_ALWAYS_INLINE void qpx_async_fence_busy_dec(qpx_async_fence_t *fence)
+static UCS_F_ALWAYS_INLINE void
+qpx_async_fence_busy_dec(qpx_async_fence_t *fence)
 {
 #if defined(__x86_64__) || defined(__i386__)
     /* Compiler barrier: the call's stores stay before the decrement */

@@ -17,6 +17,33 @@ qpx_ud_ep_iface(qpx_ud_ep_t *ep)
     return ucs_derived_of(ep->super.super.super.iface, qpx_ud_iface_t);
 }
 
+/*
+ * Around a hot call (a send, progress) with async progress on: the worker's
+ * async context blocked (fenced 0), or the interface's fence entered
+ * (fenced 1, UCX_QPX_UD_ASYNC_FENCE=y). fenced is a constant where this is
+ * inlined, so each wrapper compiles to one of the two; give the return
+ * value to qpx_ud_iface_hot_leave.
+ */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_hot_enter(qpx_ud_iface_t *iface, int fenced)
+{
+    if (fenced) {
+        return qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    }
+    qpx_async_block(iface->async.ctx);
+    return 1;
+}
+
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_hot_leave(qpx_ud_iface_t *iface, int fenced, int blocked)
+{
+    if (fenced) {
+        qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
+    } else {
+        qpx_async_unblock(iface->async.ctx);
+    }
+}
+
 /* No send slot or no descriptor, whatever the endpoint */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)

@@ -67,36 +67,35 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                      header, payload, length);
 }
 
-/* With async progress: the worker's async context blocked around the send,
- * in one function (the timer's progress shares the endpoint's state) */
-ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
-                                        uint64_t header, const void *payload,
-                                        unsigned length)
-{
-    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
-    ucs_status_t status;
-
-    qpx_async_block(async);
-    status = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
-    qpx_async_unblock(async);
-    return status;
-}
-
-/* The same excluding the timer by the interface's fence (ASYNC_FENCE=y) */
-ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
-                                       uint64_t header, const void *payload,
-                                       unsigned length)
+/* With async progress: the send guarded against the timer, whose progress
+ * shares the endpoint's state, in one function (qpx_ud_iface_hot_enter) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_ud_ep_am_short_guarded(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                           const void *payload, unsigned length, int fenced)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     ucs_status_t status;
     int blocked;
 
-    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    blocked = qpx_ud_iface_hot_enter(iface, fenced);
     status  = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
-    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
+    qpx_ud_iface_hot_leave(iface, fenced, blocked);
     return status;
+}
+
+ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
+                                        uint64_t header, const void *payload,
+                                        unsigned length)
+{
+    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length, 0);
+}
+
+ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
+                                       uint64_t header, const void *payload,
+                                       unsigned length)
+{
+    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length, 1);
 }
 
 static UCS_F_ALWAYS_INLINE ssize_t
@@ -130,35 +129,35 @@ ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                      pack_cb, arg);
 }
 
-ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
-                                   uct_pack_callback_t pack_cb, void *arg,
-                                   unsigned flags)
-{
-    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    ucs_async_context_t *async = qpx_ud_ep_iface(ep)->async.ctx;
-    ssize_t ret;
-
-    (void)flags;
-    qpx_async_block(async);
-    ret = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
-    qpx_async_unblock(async);
-    return ret;
-}
-
-ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
-                                  uct_pack_callback_t pack_cb, void *arg,
-                                  unsigned flags)
+static UCS_F_ALWAYS_INLINE ssize_t
+qpx_ud_ep_am_bcopy_guarded(uct_ep_h tl_ep, uint8_t id,
+                           uct_pack_callback_t pack_cb, void *arg, int fenced)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     ssize_t ret;
     int blocked;
 
-    (void)flags;
-    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    blocked = qpx_ud_iface_hot_enter(iface, fenced);
     ret     = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
-    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
+    qpx_ud_iface_hot_leave(iface, fenced, blocked);
     return ret;
+}
+
+ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
+                                   uct_pack_callback_t pack_cb, void *arg,
+                                   unsigned flags)
+{
+    (void)flags;
+    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg, 0);
+}
+
+ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
+                                  uct_pack_callback_t pack_cb, void *arg,
+                                  unsigned flags)
+{
+    (void)flags;
+    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg, 1);
 }
 
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,

@@ -638,28 +638,28 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
                                                      qpx_ud_iface_t));
 }
 
-unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
-{
-    qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
-    unsigned count;
-
-    /* The async timer runs progress too (qpx_ud_async.c) */
-    qpx_async_block(iface->async.ctx);
-    count = qpx_ud_iface_progress_user(iface);
-    qpx_async_unblock(iface->async.ctx);
-    return count;
-}
-
-unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface)
+/* The async timer runs progress too (qpx_ud_async.c) */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_progress_guarded(uct_iface_h tl_iface, int fenced)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     unsigned count;
     int blocked;
 
-    blocked = qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+    blocked = qpx_ud_iface_hot_enter(iface, fenced);
     count   = qpx_ud_iface_progress_user(iface);
-    qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
+    qpx_ud_iface_hot_leave(iface, fenced, blocked);
     return count;
+}
+
+unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
+{
+    return qpx_ud_iface_progress_guarded(tl_iface, 0);
+}
+
+unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface)
+{
+    return qpx_ud_iface_progress_guarded(tl_iface, 1);
 }
 
 int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface)
