@@ -10,12 +10,8 @@
 #include <string.h>
 
 
-static UCS_F_ALWAYS_INLINE qpx_tx_desc_t *
-qpx_rc_ep_get_desc(qpx_rc_iface_t *iface)
-{
-    return qpx_iface_tx_desc_get(&iface->super); /* solicits when refused */
-}
-
+/* Send buffers: base's qpx_iface_tx_desc_get, which solicits the
+ * endpoints' completions when it refuses one (qpx_rc_iface_tx_solicit) */
 
 ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                  unsigned length, uint64_t remote_addr,
@@ -53,7 +49,7 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     size_t length;
 
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
-        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -91,7 +87,8 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
         return UCS_ERR_INVALID_PARAM;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
-        ((comp != NULL) && ((desc = qpx_rc_ep_get_desc(iface)) == NULL))) {
+        ((comp != NULL) &&
+         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL))) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -148,7 +145,7 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_INVALID_PARAM;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
-        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -224,7 +221,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||
-        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -276,7 +273,7 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||
-        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -320,7 +317,7 @@ qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
                                        UCS_ERR_UNSUPPORTED;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
-        ((desc = qpx_rc_ep_get_desc(iface)) == NULL)) {
+        ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
