@@ -19,28 +19,31 @@ qpx_ud_ep_iface(qpx_ud_ep_t *ep)
 
 /*
  * Around a hot call (a send, progress) with async progress on: the worker's
- * async context blocked (fenced 0), or the interface's fence entered
- * (fenced 1, UCX_QPX_UD_ASYNC_FENCE=y). fenced is a constant where this is
- * inlined, so each wrapper compiles to one of the two; give the return
- * value to qpx_ud_iface_hot_leave.
+ * async context (async: iface->async.ctx, read once by the caller, so that
+ * it stays in a register across the call) blocked (fenced 0), or the
+ * interface's fence entered (fenced 1, UCX_QPX_UD_ASYNC_FENCE=y). fenced
+ * is a constant where this is inlined, so each wrapper compiles to one of
+ * the two; give the return value to qpx_ud_iface_hot_leave.
  */
 static UCS_F_ALWAYS_INLINE int
-qpx_ud_iface_hot_enter(qpx_ud_iface_t *iface, int fenced)
+qpx_ud_iface_hot_enter(qpx_ud_iface_t *iface, ucs_async_context_t *async,
+                       int fenced)
 {
     if (fenced) {
-        return qpx_async_fence_enter(&iface->async.fence, iface->async.ctx);
+        return qpx_async_fence_enter(&iface->async.fence, async);
     }
-    qpx_async_block(iface->async.ctx);
+    qpx_async_block(async);
     return 1;
 }
 
 static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_hot_leave(qpx_ud_iface_t *iface, int fenced, int blocked)
+qpx_ud_iface_hot_leave(qpx_ud_iface_t *iface, ucs_async_context_t *async,
+                       int fenced, int blocked)
 {
     if (fenced) {
-        qpx_async_fence_leave(&iface->async.fence, iface->async.ctx, blocked);
+        qpx_async_fence_leave(&iface->async.fence, async, blocked);
     } else {
-        qpx_async_unblock(iface->async.ctx);
+        qpx_async_unblock(async);
     }
 }
 
@@ -51,29 +54,27 @@ qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
     return (iface->tx.available == 0) || qpx_iface_tx_no_desc(&iface->super);
 }
 
-/* The endpoint's own part: connected, and room in its window */
-static UCS_F_ALWAYS_INLINE int qpx_ud_ep_window_open(qpx_ud_ep_t *ep)
-{
-    return (ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&
-           qpx_ud_rel_tx_can_send(&ep->tx);
-}
-
 /* Whether a new reliable packet may be sent on ep now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    if (ucs_unlikely(ep->flags & (QPX_UD_EP_FLAG_FAILED |
-                                  QPX_UD_EP_FLAG_CANCELED |
-                                  QPX_UD_EP_FLAG_CONN_OWED))) {
+    /* One test for the usual case: connected, and none of the states that
+     * refuse or delay a send */
+    if (ucs_unlikely((ep->flags & (QPX_UD_EP_FLAG_CONNECTED |
+                                   QPX_UD_EP_FLAG_FAILED |
+                                   QPX_UD_EP_FLAG_CANCELED |
+                                   QPX_UD_EP_FLAG_CONN_OWED)) !=
+                     QPX_UD_EP_FLAG_CONNECTED)) {
         if (ep->flags & QPX_UD_EP_FLAG_FAILED) {
             return UCS_ERR_ENDPOINT_TIMEOUT;
         } else if (ep->flags & QPX_UD_EP_FLAG_CANCELED) {
             return UCS_ERR_CANCELED;
         }
-        return UCS_ERR_NO_RESOURCE; /* our CONN goes first */
+        /* not connected yet, or our CONN goes first */
+        return UCS_ERR_NO_RESOURCE;
     }
 
-    if (ucs_unlikely(!qpx_ud_ep_window_open(ep) ||
+    if (ucs_unlikely(!qpx_ud_rel_tx_can_send(&ep->tx) ||
                      qpx_ud_iface_tx_exhausted(iface) ||
                      !qpx_ep_pending_is_clear_all(&iface->super,
                                                   &ep->super))) {
@@ -129,23 +130,47 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
     }
 }
 
-/* The flags and wr_id of an inline send: the device copies the data at
- * the post. A completion only returns send slots: one in moderation is
- * asked for, and its wr_id says how many slots it returns. */
+/*
+ * The completion accounting of the WR about to be posted (iface->tx.wr),
+ * done before the post so that the flags are not looked at again after
+ * it; a failed post undoes it (qpx_ud_iface_post_failed). An inline send (the
+ * device copies the data at the post) asks for a completion once in
+ * moderation, whose wr_id says how many slots it returns.
+ */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, struct ibv_send_wr *wr)
 {
-    if (iface->tx.unsignaled + 1 < iface->tx.moderation) {
-        wr->send_flags = IBV_SEND_INLINE;
-        wr->wr_id      = 0;
+    unsigned slots = iface->tx.unsignaled + 1;
+
+    if (slots < iface->tx.moderation) {
+        wr->send_flags       = IBV_SEND_INLINE;
+        wr->wr_id            = 0;
+        iface->tx.unsignaled = slots;
     } else {
-        wr->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-        wr->wr_id      = iface->tx.unsignaled + 1;
+        wr->send_flags       = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+        wr->wr_id            = slots;
+        iface->tx.unsignaled = 0;
+        ++iface->tx.signaled;
     }
 }
 
-/* Post the interface's WR (iface->tx.wr: its SGEs, count, flags and wr_id
- * set) to peer, and count its slot; 0 or the error of ibv_post_send() */
+/* ... and of a send from desc, which the device reads after the post: its
+ * completion returns the descriptor and the slots sent since the last */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_wr_signaled(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
+                         qpx_ud_send_desc_t *desc)
+{
+    wr->send_flags       = IBV_SEND_SIGNALED;
+    wr->wr_id            = (uintptr_t)desc;
+    desc->sq_slots       = iface->tx.unsignaled + 1;
+    iface->tx.unsignaled = 0;
+    ++iface->tx.signaled;
+    ++desc->posted;
+}
+
+/* Post the interface's WR (iface->tx.wr: its SGEs, count, and accounting
+ * by qpx_ud_iface_wr_inline or _signaled) to peer, and take its send slot;
+ * 0, or the error of ibv_post_send() with the accounting undone */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
 {
@@ -158,24 +183,48 @@ qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
 
     ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
-        /* The send queue was checked: the device failed (or, from the async
-         * timer, a process is exiting with the interface open). Not sent: a
-         * reliable packet stays in its window and is resent, and its
-         * endpoint fails by timeout if the device does not come back */
-        ucs_log(iface->async.in_async ? UCS_LOG_LEVEL_DEBUG :
-                                        UCS_LOG_LEVEL_ERROR,
-                "qpx_ud: qp 0x%x ibv_post_send() failed: %s",
-                iface->qp->qp_num, strerror(ret));
+        qpx_ud_iface_post_failed(iface, ret);
         return ret;
     }
     --iface->tx.available;
-    if (wr->send_flags & IBV_SEND_SIGNALED) {
-        iface->tx.unsignaled = 0;
-        ++iface->tx.signaled;
-    } else {
-        ++iface->tx.unsignaled;
-    }
     return 0;
+}
+
+/* Post one packet from a send descriptor; may_have_iov 0 (a constant
+ * where inlined) when the caller knows it has no user iovs: the payload
+ * was copied behind the header */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_iface_post_desc_common(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
+                              qpx_ud_send_desc_t *desc, int may_have_iov)
+{
+    struct ibv_send_wr *wr = &iface->tx.wr;
+    struct ibv_sge *sge    = iface->tx.sge;
+    unsigned length        = desc->length;
+    unsigned i;
+
+    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
+    sge[0].length = length;
+    if ((!may_have_iov || (desc->iovcnt == 0)) &&
+        (length <= iface->super.config.max_inline)) {
+        /* The device copies the data at the post (the lkey is not read):
+         * the descriptor is free to go once posted */
+        wr->num_sge = 1;
+        qpx_ud_iface_wr_inline(iface, wr);
+    } else {
+        sge[0].lkey = desc->super.lkey;
+        wr->num_sge = 1;
+        if (may_have_iov) {
+            for (i = 0; i < desc->iovcnt; ++i) {
+                sge[1 + i] = desc->iov[i];
+            }
+            wr->num_sge += desc->iovcnt;
+        }
+        qpx_ud_iface_wr_signaled(iface, wr, desc);
+    }
+
+    /* A failed post is not counted in desc->posted either: the packet
+     * stays in its window and is resent */
+    qpx_ud_iface_post_wr(iface, peer);
 }
 
 /* Post one packet from a send descriptor (new or resent) */
@@ -183,31 +232,7 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                        qpx_ud_send_desc_t *desc)
 {
-    struct ibv_send_wr *wr = &iface->tx.wr;
-    struct ibv_sge *sge    = iface->tx.sge;
-    unsigned i;
-
-    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
-    sge[0].length = desc->length;
-    sge[0].lkey   = desc->super.lkey;
-    for (i = 0; i < desc->iovcnt; ++i) {
-        sge[1 + i] = desc->iov[i];
-    }
-
-    wr->num_sge = 1 + desc->iovcnt;
-    if ((desc->iovcnt == 0) && (desc->length <= iface->super.config.max_inline)) {
-        /* The descriptor is free to go once posted */
-        qpx_ud_iface_wr_inline(iface, wr);
-    } else {
-        wr->send_flags = IBV_SEND_SIGNALED;
-        wr->wr_id      = (uintptr_t)desc;
-        desc->sq_slots = iface->tx.unsignaled + 1;
-        ++desc->posted;
-    }
-
-    if (ucs_unlikely(qpx_ud_iface_post_wr(iface, peer) != 0)) {
-        desc->posted -= (wr->wr_id == (uintptr_t)desc);
-    }
+    qpx_ud_iface_post_desc_common(iface, peer, desc, 1);
 }
 
 /*
@@ -337,16 +362,20 @@ qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
                                                   rel), UCS_OK);
 }
 
-/* Put a filled descriptor in the window and send it */
+/* Put a filled descriptor in the window and send it (may_have_iov: as
+ * for qpx_ud_iface_post_desc_common) */
 static UCS_F_ALWAYS_INLINE void
-qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                    qpx_ud_send_desc_t *desc)
+qpx_ud_ep_send_desc_common(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                           qpx_ud_send_desc_t *desc, int may_have_iov)
 {
     qpx_ud_hdr_t *hdr = qpx_ud_send_desc_hdr(desc);
+    qpx_ud_psn_t psn;
     unsigned inflight;
 
-    hdr->psn = qpx_ud_rel_tx_add(&ep->tx, &desc->rel, iface->now);
-    inflight = qpx_ud_rel_tx_inflight(&ep->tx);
+    psn      = qpx_ud_rel_tx_add(&ep->tx, &desc->rel, iface->now);
+    hdr->psn = psn;
+    /* In flight with this one: from the PSN just given, not reloaded */
+    inflight = (qpx_ud_psn_t)(psn - ep->tx.acked_psn);
     if (ucs_unlikely((inflight == iface->tx.ack_thresh) ||
                      (inflight >= ep->tx.config->window))) {
         /* Half the window, and the last packet it takes: asked twice per
@@ -354,8 +383,25 @@ qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
          * peer answer each one (an ack per packet while it lags) */
         hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
     }
-    qpx_ud_iface_post_desc(iface, ep->peer, desc);
+    qpx_ud_iface_post_desc_common(iface, ep->peer, desc, may_have_iov);
     qpx_ud_ep_activate(iface, ep);
+}
+
+/* A descriptor with user iovs (am_zcopy) */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                    qpx_ud_send_desc_t *desc)
+{
+    qpx_ud_ep_send_desc_common(iface, ep, desc, 1);
+}
+
+/* A descriptor whose payload is copied behind its header (short, bcopy,
+ * probes) */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_send_copied(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                      qpx_ud_send_desc_t *desc)
+{
+    qpx_ud_ep_send_desc_common(iface, ep, desc, 0);
 }
 
 

@@ -39,10 +39,10 @@ qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
 
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_ud_ep_am_short_inline(qpx_ud_ep_t *ep, uint8_t id, uint64_t header,
-                          const void *payload, unsigned length)
+qpx_ud_ep_am_short_inline(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
+                          uint64_t header, const void *payload,
+                          unsigned length)
 {
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
     qpx_ud_send_desc_t *desc;
     qpx_ud_hdr_t *hdr;
     ucs_status_t status;
@@ -56,15 +56,17 @@ qpx_ud_ep_am_short_inline(qpx_ud_ep_t *ep, uint8_t id, uint64_t header,
     *(uint64_t*)(hdr + 1) = header;
     memcpy((uint64_t*)(hdr + 1) + 1, payload, length);
     desc->length = sizeof(*hdr) + sizeof(header) + length;
-    qpx_ud_ep_send_desc(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc);
     return UCS_OK;
 }
 
 ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                 const void *payload, unsigned length)
 {
-    return qpx_ud_ep_am_short_inline(ucs_derived_of(tl_ep, qpx_ud_ep_t), id,
-                                     header, payload, length);
+    qpx_ud_ep_t *ep = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+
+    return qpx_ud_ep_am_short_inline(qpx_ud_ep_iface(ep), ep, id, header,
+                                     payload, length);
 }
 
 /* With async progress: the send guarded against the timer, whose progress
@@ -75,12 +77,14 @@ qpx_ud_ep_am_short_guarded(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    ucs_async_context_t *async = iface->async.ctx;
     ucs_status_t status;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, fenced);
-    status  = qpx_ud_ep_am_short_inline(ep, id, header, payload, length);
-    qpx_ud_iface_hot_leave(iface, fenced, blocked);
+    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
+    status  = qpx_ud_ep_am_short_inline(iface, ep, id, header, payload,
+                                        length);
+    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
     return status;
 }
 
@@ -116,7 +120,7 @@ qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
     hdr = qpx_ud_send_desc_hdr(desc);
     length       = pack_cb(hdr + 1, arg);
     desc->length = sizeof(*hdr) + length;
-    qpx_ud_ep_send_desc(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc);
     return length;
 }
 
@@ -135,12 +139,13 @@ qpx_ud_ep_am_bcopy_guarded(uct_ep_h tl_ep, uint8_t id,
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    ucs_async_context_t *async = iface->async.ctx;
     ssize_t ret;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, fenced);
+    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
     ret     = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
-    qpx_ud_iface_hot_leave(iface, fenced, blocked);
+    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
     return ret;
 }
 
@@ -287,7 +292,7 @@ static ucs_status_t qpx_ud_ep_probe(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_NOP, 0);
     desc->length = sizeof(qpx_ud_hdr_t);
-    qpx_ud_ep_send_desc(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc);
     return UCS_OK;
 }
 

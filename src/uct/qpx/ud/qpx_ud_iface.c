@@ -370,6 +370,35 @@ qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     return qpx_ud_iface_rx_wcs(iface, wc, n);
 }
 
+void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, int ret)
+{
+    struct ibv_send_wr *wr = &iface->tx.wr;
+    qpx_ud_send_desc_t *desc;
+
+    /* The send queue was checked: the device failed (or, from the async
+     * timer, a process is exiting with the interface open). Not sent: a
+     * reliable packet stays in its window and is resent, and its endpoint
+     * fails by timeout if the device does not come back */
+    ucs_log(iface->async.in_async ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+            "qpx_ud: qp 0x%x ibv_post_send() failed: %s", iface->qp->qp_num,
+            strerror(ret));
+
+    /* What qpx_ud_iface_wr_inline or _signaled counted */
+    if (!(wr->send_flags & IBV_SEND_SIGNALED)) {
+        --iface->tx.unsignaled;
+        return;
+    }
+
+    --iface->tx.signaled;
+    if (wr->wr_id <= QPX_UD_TX_MODERATION_MAX) {
+        iface->tx.unsignaled = wr->wr_id - 1; /* inline: wr_id is the slots */
+        return;
+    }
+    desc                 = (qpx_ud_send_desc_t*)(uintptr_t)wr->wr_id;
+    iface->tx.unsignaled = desc->sq_slots - 1;
+    --desc->posted;
+}
+
 /* Send completions: slots and descriptors back (base's backlog too) */
 static unsigned qpx_ud_iface_tx_wc(qpx_iface_t *super, struct ibv_wc *wc,
                                    int n)
@@ -556,6 +585,20 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
     }
 }
 
+/* The control packets that endpoints owe (acks, NAKs, ack requests), while
+ * send slots last */
+static UCS_F_NOINLINE void qpx_ud_iface_ctl_progress(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
+        if (iface->tx.available == 0) {
+            break;
+        }
+        qpx_ud_ep_send_ctl(iface, ep);
+    }
+}
+
 /* Receive, send completions, timers and control packets: what the async
  * timer may run too. User callbacks are deferred while in_async. Inline in
  * the user's progress (one layer from the worker to the packet) and behind
@@ -563,7 +606,6 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
 static UCS_F_ALWAYS_INLINE unsigned
 qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
 {
-    qpx_ud_ep_t *ep, *tmp;
     unsigned count;
 
     /* What event_arm took out of the CQs, before anything newer */
@@ -583,11 +625,8 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
         qpx_ud_iface_tick(iface);
     }
 
-    ucs_list_for_each_safe(ep, tmp, &iface->ctl_eps, ctl_list) {
-        if (iface->tx.available == 0) {
-            break;
-        }
-        qpx_ud_ep_send_ctl(iface, ep);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->ctl_eps))) {
+        qpx_ud_iface_ctl_progress(iface);
     }
     return count;
 }
@@ -610,11 +649,11 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
         qpx_ud_iface_async_dispatch(iface);
     }
 
-    /* The clock, when due (QPX_UD_CLOCK_READS) */
-    if (!iface->async.on || iface->async.clock_due ||
-        (++iface->clock_skips >= QPX_UD_CLOCK_READS)) {
+    /* The clock, when due (QPX_UD_CLOCK_READS), or when the timer asked */
+    if ((--iface->clock_left == 0) ||
+        __atomic_load_n(&iface->async.clock_due, __ATOMIC_RELAXED)) {
         iface->now             = qpx_ud_time_now();
-        iface->clock_skips     = 0;
+        iface->clock_left      = iface->clock_reads;
         iface->async.clock_due = 0;
     }
 
@@ -643,12 +682,13 @@ static UCS_F_ALWAYS_INLINE unsigned
 qpx_ud_iface_progress_guarded(uct_iface_h tl_iface, int fenced)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
+    ucs_async_context_t *async = iface->async.ctx;
     unsigned count;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, fenced);
+    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
     count   = qpx_ud_iface_progress_user(iface);
-    qpx_ud_iface_hot_leave(iface, fenced, blocked);
+    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
     return count;
 }
 

@@ -159,8 +159,9 @@ enum {
 
 typedef struct qpx_ud_ep {
     qpx_ep_t            super;       /* interface, pending queue */
-    uint32_t            id;
+    /* In the order of the header's dest_id and src_id: one copy */
     uint32_t            dest_id;
+    uint32_t            id;
     uint32_t            conn_sn;
     uint32_t            flags;
     qpx_ud_peer_t       *peer;
@@ -293,7 +294,10 @@ typedef struct qpx_ud_iface {
     uint64_t              tick;
     uint64_t              now;         /* qpx_ud_time_now(), see
                                           QPX_UD_CLOCK_READS */
-    unsigned              clock_skips; /* progress calls since the read */
+    unsigned              clock_reads; /* progress calls per clock read:
+                                          QPX_UD_CLOCK_READS with async
+                                          progress, else 1 */
+    unsigned              clock_left;  /* calls until the next read */
     qpx_ud_iface_stats_t  stats;
     int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
     struct {
@@ -418,6 +422,9 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
 
 /* qpx_ud_iface.c */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
+/* ibv_post_send() of iface->tx.wr returned ret: log it, undo its completion
+ * accounting (and its descriptor's post count) */
+void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, int ret);
 void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                             uint32_t dest_id, uint32_t src_id);
 void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface);

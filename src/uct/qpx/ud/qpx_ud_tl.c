@@ -251,7 +251,9 @@ static qpx_ep_tx_state_t qpx_ud_ep_tx_state(qpx_iface_t *iface,
         /* Its requests run: they see the error and finish */
         return QPX_EP_TX_RETRY;
     }
-    if (!qpx_ud_ep_window_open(ep) || (ep->flags & QPX_UD_EP_FLAG_CONN_OWED)) {
+    if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
+        (ep->flags & QPX_UD_EP_FLAG_CONN_OWED) ||
+        !qpx_ud_rel_tx_can_send(&ep->tx)) {
         /* The connection reply, an ack or our CONN's post schedules it
          * again */
         return QPX_EP_TX_WAIT;
