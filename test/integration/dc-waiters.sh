@@ -2,7 +2,8 @@
 # qpx_dc's line of endpoints waiting for a DCI (qpx_dc_waiters, one DCI):
 # a probe that finds no DCI and queues nothing waits in no line, so the
 # next endpoint takes the DCI once it is back; an endpoint whose request is
-# queued gets it before another's direct send. Every put checked.
+# queued gets it before another's direct send, and before the owner's
+# next sends when the owner keeps sending. Every put checked.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_dc

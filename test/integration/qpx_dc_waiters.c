@@ -13,6 +13,9 @@
  *  4. and the line itself: with A's put holding the DCI again, C's put is
  *     refused and queued (pending_add); D's direct put, after the DCI is
  *     back, is refused while C waits, and C's request gets the DCI.
+ *  5. an owner that keeps sending (A puts before every progress) gives the
+ *     DCI up to C's queued request: its requests are signalled while
+ *     others wait, so the DCI is known idle once A's last one completed.
  *
  * Every put is checked at the target. Prints PASS/FAIL lines and
  * "N passed, N failed".
@@ -194,6 +197,40 @@ int main(int argc, char **argv)
     qpx_uct_report(ep_flush(&hub, &peer, ep[2]) && (buf[2] == values[2]) &&
            (buf[0] == values[0]),
            "C's queued put completed, 0x%lx at the target (A's 0x%lx)",
+           (unsigned long)buf[2], (unsigned long)buf[0]);
+
+    /* 5: an owner that keeps sending gives the DCI up to a waiter. A
+     * holds it and puts again before every progress; C's request waits */
+    values[0] = 0x7000;
+    status    = uct_ep_put_short(ep[0], &values[0], 8, (uintptr_t)&buf[0],
+                                 rkey.rkey);
+    ++values[0]; /* the next put's value: the last sent is values[0] - 1 */
+    values[2] = 0x7777;
+    req.done  = 0;
+    qpx_uct_report((status == UCS_OK) &&
+           (uct_ep_put_short(ep[2], &values[2], 8, req.raddr, rkey.rkey) ==
+            UCS_ERR_NO_RESOURCE) &&
+           (uct_ep_pending_add(ep[2], &req.super, 0) == UCS_OK),
+           "A holds the DCI; C's put is refused and queued");
+    end = now_s() + 10;
+    ret = 0;
+    while (!req.done && (now_s() < end)) {
+        if (uct_ep_put_short(ep[0], &values[0], 8, (uintptr_t)&buf[0],
+                             rkey.rkey) == UCS_OK) {
+            ++ret;
+            ++values[0];
+        }
+        progress(&hub, &peer);
+    }
+    --values[0];
+    /* A DCI is known idle only after its last request's completion: an
+     * owner posting unsignalled requests all along kept it (the waiter
+     * starved; 4 ranks of MPI_Accumulate on one DCI, 5 to 100 s) */
+    qpx_uct_report(req.done, "C's queued request got the DCI while A kept "
+                   "sending (%d puts of A before it)", ret);
+    qpx_uct_report(ep_flush(&hub, &peer, ep[2]) && ep_flush(&hub, &peer, ep[0]) &&
+           (buf[2] == values[2]) && (buf[0] == values[0]),
+           "C's put 0x%lx and A's last 0x%lx at the target",
            (unsigned long)buf[2], (unsigned long)buf[0]);
 
     for (i = 0; i < NEPS; ++i) {

@@ -79,7 +79,14 @@ static UCS_F_ALWAYS_INLINE int
 qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
                     unsigned send_flags, int signal)
 {
-    signal |= (dci->unsignaled + 1 >= iface->super.config.tx_moderation);
+    /* Signalled too while endpoints wait for a DCI: a DCI is known idle,
+     * and given back, only once its last request's completion is polled.
+     * Unsignalled, an owner that keeps posting (UCP's replies to a peer's
+     * software atomics, each before the last one is known done) kept its
+     * DCI for good: 4 ranks of MPI_Accumulate on one DCI took 5 to over
+     * 100 s, spinning in the waiters' solicitations (0.04 s on spread) */
+    signal |= (dci->unsignaled + 1 >= iface->super.config.tx_moderation) |
+              (iface->num_dci_waiters > 0);
     ibv_wr_start(dci->qpx);
     dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
     /* An interface fence since ep's last post fences this one too */
