@@ -38,6 +38,16 @@ osc "qpx_ud, 8 ranks, 1 send buffer" qpx_ud,self 8 UCX_QPX_UD_TX_MAX_BUFS=1
 if qpx_has_tl qpx_dc; then
     osc "qpx_dc, 16 ranks, 8 DCIs (dcs)" qpx_dc,self 16
     osc "qpx_dc, 8 ranks, 4 DCIs (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=4
+    # Fewer DCIs than busy peers: a DCI whose owner kept posting (UCP's
+    # answers to the lock spinners' emulated atomics) never showed idle,
+    # its requests unsignalled, and the holder's answer waited for it: 10
+    # iterations on 2 DCIs took over 100 s, 4 ranks on 1 DCI 5 s to a hang.
+    # On 8 ranks, an endpoint that began to wait had its group scheduled
+    # by its pending_add, before those that waited longer: two spinners'
+    # answers went at every turn, the holder's never (a hang)
+    osc "qpx_dc, 8 ranks, 2 DCIs (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=2
+    osc "qpx_dc, 4 ranks, 1 DCI (dcs)" qpx_dc,self 4 UCX_QPX_DC_NUM_DCI=1
+    osc "qpx_dc, 8 ranks, 1 DCI (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=1
 fi
 osc "qpx, 16 ranks" qpx,self 16
 qpx_finish

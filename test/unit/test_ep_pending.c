@@ -229,7 +229,10 @@ static void test_dispatch_order(void **state)
     test_add(0, 0);
     test_add(1, 0);
     test_add(2, 1);
+    /* the resource back: the transport schedules them (ep 0 waited first) */
     ctx->state[0] = ctx->state[1] = QPX_EP_TX_OK;
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[0]);
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[1]);
     qpx_iface_pending_progress(&ctx->iface);
 
     assert_int_equal(ctx->num_called, 3);
@@ -283,6 +286,39 @@ static void test_wait_needs_schedule(void **state)
 }
 
 
+/* Endpoints that wait (WAIT) go in the order the transport schedules
+ * them, the order they began to wait: one that begins to wait while
+ * another's group is descheduled is not scheduled by its pending_add,
+ * which had it dispatched first (two lock spinners' answers over one DCI
+ * went at every turn, the lock holder's never); nor is a waiting group by
+ * a later request of its endpoint */
+static void test_wait_order(void **state)
+{
+    (void)state;
+    ctx->state[0] = QPX_EP_TX_WAIT;
+    assert_int_equal(test_add(0, 0), UCS_OK);
+    qpx_iface_pending_progress(&ctx->iface);
+    ctx->state[1] = QPX_EP_TX_WAIT;
+    assert_int_equal(test_add(1, 1), UCS_OK);
+    ctx->state[0] = QPX_EP_TX_OK;
+    assert_int_equal(test_add(2, 0), UCS_OK); /* behind req 0, waiting */
+    assert_true(ucs_arbiter_is_empty(&ctx->iface.arbiter));
+    qpx_iface_pending_progress(&ctx->iface);
+    assert_int_equal(ctx->num_called, 0);
+
+    /* the resource back: ep 0 began to wait first */
+    ctx->state[1] = QPX_EP_TX_OK;
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[0]);
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[1]);
+    qpx_iface_pending_progress(&ctx->iface);
+    assert_int_equal(ctx->num_called, 3);
+    assert_int_equal(ctx->order[0], 0);
+    assert_int_equal(ctx->order[1], 1);
+    assert_int_equal(ctx->order[2], 2);
+    assert_true(ucs_arbiter_is_empty(&ctx->iface.arbiter));
+}
+
+
 /* A request refused while the endpoint is OK or RETRY is tried again at
  * the next progress (nothing else would announce the resource); refused
  * with the endpoint then WAIT, it waits for a schedule */
@@ -330,6 +366,8 @@ static void test_inprogress(void **state)
     test_add(1, 0);
     test_add(2, 1);
     ctx->state[0] = ctx->state[1] = QPX_EP_TX_OK;
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[0]);
+    qpx_ep_pending_schedule(&ctx->iface, &ctx->ep[1]);
     qpx_iface_pending_progress(&ctx->iface);
     assert_int_equal(ctx->num_called, 5);
     assert_int_equal(ctx->order[0], 0);
@@ -459,6 +497,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_needs_schedule, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_refused, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_order, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_inprogress, test_setup,
                                         test_teardown),

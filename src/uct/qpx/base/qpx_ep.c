@@ -58,23 +58,37 @@ ucs_status_t qpx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     qpx_ep_t *ep             = ucs_derived_of(tl_ep, qpx_ep_t);
     qpx_iface_t *iface       = qpx_ep_iface(ep);
     ucs_arbiter_elem_t *elem = (ucs_arbiter_elem_t*)req->priv;
+    qpx_ep_tx_state_t state  = QPX_EP_TX_OK;
+    int first;
 
     (void)flags;
-    /* Queued behind other endpoints' requests too: a transport whose sends
-     * wait for them (qpx_ep_pending_is_clear_all) would refuse the retry */
-    if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
-        ucs_arbiter_is_empty(&iface->arbiter) &&
-        !iface->ops->tx_exhausted(iface) &&
-        (iface->ops->ep_tx_state(iface, ep) == QPX_EP_TX_OK)) {
-        return UCS_ERR_BUSY;
+    first = ucs_arbiter_group_is_empty(&ep->arb_group);
+    if (first && !iface->ops->tx_exhausted(iface)) {
+        state = iface->ops->ep_tx_state(iface, ep);
+        /* Queued behind other endpoints' requests too: a transport whose
+         * sends wait for them (qpx_ep_pending_is_clear_all) would refuse
+         * the retry */
+        if ((state == QPX_EP_TX_OK) && ucs_arbiter_is_empty(&iface->arbiter)) {
+            return UCS_ERR_BUSY;
+        }
     }
 
     UCS_STATIC_ASSERT(sizeof(ucs_arbiter_elem_t) <= UCT_PENDING_REQ_PRIV_LEN);
     ucs_arbiter_elem_init(elem);
     ucs_arbiter_group_push_elem(&ep->arb_group, elem);
-    /* Dispatch deschedules it while the ep cannot send; the transport
-     * schedules it again when the resource returns */
-    qpx_ep_pending_schedule(iface, ep);
+    /*
+     * Scheduled only as the first request of ep that may go: while ep
+     * waits (QPX_EP_TX_WAIT) the transport schedules the group when the
+     * resource returns, in the order its endpoints began to wait, and a
+     * queue already there is scheduled, or waits so. Scheduled at once,
+     * the group of an endpoint that just began to wait went before those
+     * that waited longer: two of 8 MPI ranks spinning on a lock over one
+     * DCI had their answers sent at every turn, the holder's never (a
+     * hang).
+     */
+    if (first && (state != QPX_EP_TX_WAIT)) {
+        qpx_ep_pending_schedule(iface, ep);
+    }
     return UCS_OK;
 }
 
