@@ -76,6 +76,21 @@ static int ep_flush(node_t *hub, node_t *peer, uct_ep_h ep)
     return status == UCS_OK;
 }
 
+/* A puts value_a (taking the DCI); C's put of req->value is refused and
+ * queued as req. 1 when all three went so */
+static int a_holds_c_queued(uct_ep_h a, uint64_t *value_a, uint64_t raddr_a,
+                            put_req_t *req)
+{
+    ucs_status_t status;
+
+    status    = uct_ep_put_short(a, value_a, 8, raddr_a, req->rkey);
+    req->done = 0;
+    return (status == UCS_OK) &&
+           (uct_ep_put_short(req->ep, req->value, 8, req->raddr,
+                             req->rkey) == UCS_ERR_NO_RESOURCE) &&
+           (uct_ep_pending_add(req->ep, &req->super, 0) == UCS_OK);
+}
+
 static ucs_status_t put_req_cb(uct_pending_req_t *self)
 {
     put_req_t *req = ucs_container_of(self, put_req_t, super);
@@ -167,19 +182,14 @@ int main(int argc, char **argv)
 
     /* 4: the line. A holds the DCI, C's refused put is queued */
     values[0] = 0x5555;
-    status    = uct_ep_put_short(ep[0], &values[0], 8, (uintptr_t)&buf[0],
-                                 rkey.rkey);
     values[2] = 0x6666;
     req.super.func = put_req_cb;
     req.ep         = ep[2];
     req.value      = &values[2];
     req.raddr      = (uintptr_t)&buf[2];
     req.rkey       = rkey.rkey;
-    req.done       = 0;
-    qpx_uct_report((status == UCS_OK) &&
-           (uct_ep_put_short(ep[2], &values[2], 8, req.raddr, rkey.rkey) ==
-            UCS_ERR_NO_RESOURCE) &&
-           (uct_ep_pending_add(ep[2], &req.super, 0) == UCS_OK),
+    qpx_uct_report(a_holds_c_queued(ep[0], &values[0], (uintptr_t)&buf[0],
+                                    &req),
            "A holds the DCI again; C's put is refused and queued");
     /* D's direct puts until C's request ran: none may pass C */
     end = now_s() + 10;
@@ -202,16 +212,11 @@ int main(int argc, char **argv)
     /* 5: an owner that keeps sending gives the DCI up to a waiter. A
      * holds it and puts again before every progress; C's request waits */
     values[0] = 0x7000;
-    status    = uct_ep_put_short(ep[0], &values[0], 8, (uintptr_t)&buf[0],
-                                 rkey.rkey);
-    ++values[0]; /* the next put's value: the last sent is values[0] - 1 */
     values[2] = 0x7777;
-    req.done  = 0;
-    qpx_uct_report((status == UCS_OK) &&
-           (uct_ep_put_short(ep[2], &values[2], 8, req.raddr, rkey.rkey) ==
-            UCS_ERR_NO_RESOURCE) &&
-           (uct_ep_pending_add(ep[2], &req.super, 0) == UCS_OK),
+    qpx_uct_report(a_holds_c_queued(ep[0], &values[0], (uintptr_t)&buf[0],
+                                    &req),
            "A holds the DCI; C's put is refused and queued");
+    ++values[0]; /* the next put's value: the last sent is values[0] - 1 */
     end = now_s() + 10;
     ret = 0;
     while (!req.done && (now_s() < end)) {

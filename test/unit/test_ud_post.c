@@ -128,6 +128,16 @@ static qpx_ud_send_desc_t *test_desc(unsigned length)
     return desc;
 }
 
+/* Two header-only packets, inline and unsignaled: two slots taken */
+static void test_post_two_hdrs(void)
+{
+    qpx_ud_hdr_t hdr = {0};
+
+    qpx_ud_iface_post_hdr_inline(&ctx->iface, &ctx->peer, &hdr);
+    qpx_ud_iface_post_hdr_inline(&ctx->iface, &ctx->peer, &hdr);
+    assert_int_equal(ctx->iface.tx.unsignaled, 2);
+}
+
 /* Header-only packets go inline: TEST_MODERATION - 1 unsignaled, then a
  * signaled one whose wr_id is the slots it returns; the counters follow */
 static void test_inline_moderation(void **state)
@@ -209,13 +219,10 @@ static void test_inline_refused(void **state)
 static void test_desc_signaled(void **state)
 {
     qpx_ud_iface_t *iface = &ctx->iface;
-    qpx_ud_hdr_t hdr      = {0};
     qpx_ud_send_desc_t *desc;
 
     (void)state;
-    qpx_ud_iface_post_hdr_inline(iface, &ctx->peer, &hdr);
-    qpx_ud_iface_post_hdr_inline(iface, &ctx->peer, &hdr);
-
+    test_post_two_hdrs();
     desc = test_desc(TEST_MAX_INLINE + 1);
     qpx_ud_iface_post_desc(iface, &ctx->peer, desc);
     assert_int_equal(ctx->num_posted, 3);
@@ -243,13 +250,10 @@ static void test_desc_signaled(void **state)
 static void test_desc_refused(void **state)
 {
     qpx_ud_iface_t *iface = &ctx->iface;
-    qpx_ud_hdr_t hdr      = {0};
     qpx_ud_send_desc_t *desc;
 
     (void)state;
-    qpx_ud_iface_post_hdr_inline(iface, &ctx->peer, &hdr);
-    qpx_ud_iface_post_hdr_inline(iface, &ctx->peer, &hdr);
-
+    test_post_two_hdrs();
     desc      = test_desc(TEST_MAX_INLINE + 8);
     ctx->fail = ENOMEM;
     qpx_ud_iface_post_desc(iface, &ctx->peer, desc);
