@@ -471,15 +471,17 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
  * After a reliable packet was delivered in order (pkt_flags: its header's):
  * what was kept behind it follows, then the acknowledgement is sent now
  * (asked for, or ACK_THRESH owed), once nothing more arrives, or by the
- * tick. Shared by the fast receive path and qpx_ud_ep_rx.
+ * tick. Shared by the fast receive path (may_have_ooo 0: it takes only
+ * packets of endpoints that keep none, and an AM handler may not progress)
+ * and qpx_ud_ep_rx.
  */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_rx_delivered(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                       uint8_t pkt_flags)
+                       uint8_t pkt_flags, int may_have_ooo)
 {
     unsigned unacked;
 
-    if (ucs_unlikely(ep->rx.ooo_count > 0)) {
+    if (may_have_ooo && ucs_unlikely(ep->rx.ooo_count > 0)) {
         qpx_ud_ep_rx_pull(iface, ep);
     }
 

@@ -300,7 +300,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     if (type == QPX_UD_PKT_AM) {
         kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
     }
-    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags);
+    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags, 1);
 
     if ((type == QPX_UD_PKT_CONN) && !(ep->flags & QPX_UD_EP_FLAG_CONN_SENT)) {
         qpx_ud_ep_send_conn(iface, ep); /* reply: our id and first PSN */

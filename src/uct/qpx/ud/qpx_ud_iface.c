@@ -273,6 +273,7 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
         return -1;
     }
 
+    /* A connected endpoint has its peer (set before it is connected) */
     ep = qpx_ep_table_lookup(&iface->eps, hdr->dest_id);
     if (ucs_unlikely((ep == NULL) ||
                      ((ep->flags & (QPX_UD_EP_FLAG_CONNECTED |
@@ -282,7 +283,7 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
                      (hdr->src_id != ep->dest_id) ||
                      (hdr->psn != ep->rx.expected_psn) ||
                      !ep->rx.initialized || (ep->rx.ooo_count > 0) ||
-                     ep->tx.probed || (ep->peer == NULL) ||
+                     ep->tx.probed ||
                      !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
                                           &ep->peer->key.dev_addr))) {
         return -1;
@@ -302,7 +303,7 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     ++ep->rx.expected_psn; /* qpx_ud_rel_rx_check's DELIVER */
     kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
-    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags);
+    qpx_ud_ep_rx_delivered(iface, ep, hdr->flags, 0);
     return kept;
 }
 
