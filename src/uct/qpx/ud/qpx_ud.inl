@@ -169,9 +169,10 @@ qpx_ud_iface_wr_signaled(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
 }
 
 /* Post the interface's WR (iface->tx.wr: its SGEs, count, and accounting
- * by qpx_ud_iface_wr_inline or _signaled) to peer, and take its send slot;
- * 0, or the error of ibv_post_send() with the accounting undone */
-static UCS_F_ALWAYS_INLINE int
+ * by qpx_ud_iface_wr_inline or _signaled) to peer, and take its send slot.
+ * A failed post takes none and has the accounting undone: nothing is lost,
+ * a reliable packet stays in its window and a control one is repeated */
+static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
 {
     struct ibv_send_wr *wr = &iface->tx.wr;
@@ -184,10 +185,9 @@ qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
     ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
         qpx_ud_iface_post_failed(iface, ret);
-        return ret;
+        return;
     }
     --iface->tx.available;
-    return 0;
 }
 
 /* Post one packet from a send descriptor; may_have_iov 0 (a constant
@@ -204,15 +204,14 @@ qpx_ud_iface_post_desc_common(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
     sge[0].length = length;
+    wr->num_sge   = 1;
     if ((!may_have_iov || (desc->iovcnt == 0)) &&
         (length <= iface->super.config.max_inline)) {
         /* The device copies the data at the post (the lkey is not read):
          * the descriptor is free to go once posted */
-        wr->num_sge = 1;
         qpx_ud_iface_wr_inline(iface, wr);
     } else {
         sge[0].lkey = desc->super.lkey;
-        wr->num_sge = 1;
         if (may_have_iov) {
             for (i = 0; i < desc->iovcnt; ++i) {
                 sge[1 + i] = desc->iov[i];

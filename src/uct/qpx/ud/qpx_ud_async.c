@@ -345,8 +345,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.deferred      = 0;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
-    iface->clock_reads         = 1; /* without the timer: every progress */
-    iface->clock_left          = 1;
+    iface->clock_left          = 1; /* the first progress reads it */
     qpx_async_fence_init(&iface->async.fence, 0);
     if (!config->async_progress || (ctx == NULL)) {
         return UCS_OK;
@@ -363,7 +362,6 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.ctx   = ctx;
     iface->async.close = ops->iface_close;
     iface->async.on    = 1;
-    iface->clock_reads = QPX_UD_CLOCK_READS;
     qpx_async_fence_init(&iface->async.fence, config->async_fence);
     /* The timer takes and gives back receive buffers: where they come from
      * another interface's pool (the hybrid's shared SRQ), that one does
@@ -373,8 +371,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
                                    qpx_ud_iface_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
-        iface->async.on    = 0;
-        iface->clock_reads = 1;
+        iface->async.on = 0;
         return status;
     }
 

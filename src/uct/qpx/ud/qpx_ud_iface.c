@@ -654,7 +654,7 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
     if ((--iface->clock_left == 0) ||
         __atomic_load_n(&iface->async.clock_due, __ATOMIC_RELAXED)) {
         iface->now             = qpx_ud_time_now();
-        iface->clock_left      = iface->clock_reads;
+        iface->clock_left      = iface->async.on ? QPX_UD_CLOCK_READS : 1;
         iface->async.clock_due = 0;
     }
 

@@ -294,10 +294,10 @@ typedef struct qpx_ud_iface {
     uint64_t              tick;
     uint64_t              now;         /* qpx_ud_time_now(), see
                                           QPX_UD_CLOCK_READS */
-    unsigned              clock_reads; /* progress calls per clock read:
+    unsigned              clock_left;  /* progress calls until the next
+                                          clock read (one in
                                           QPX_UD_CLOCK_READS with async
-                                          progress, else 1 */
-    unsigned              clock_left;  /* calls until the next read */
+                                          progress, else every one) */
     qpx_ud_iface_stats_t  stats;
     int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
     struct {
