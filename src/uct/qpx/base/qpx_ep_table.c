@@ -10,11 +10,20 @@
 #include <stdlib.h>
 
 
+/* What an empty table's lookups read: no endpoint, whatever the id */
+static qpx_ep_table_slot_t qpx_ep_table_no_slot = { NULL, 0, UINT32_MAX };
+
+
+static uint32_t qpx_ep_table_id(unsigned idx, uint32_t gen)
+{
+    return idx | ((gen & QPX_EP_ID_GEN_MASK) << QPX_EP_ID_IDX_BITS);
+}
+
+
 void qpx_ep_table_init(qpx_ep_table_t *table)
 {
-    table->objs      = NULL;
-    table->gen       = NULL;
-    table->free_next = NULL;
+    table->slots     = &qpx_ep_table_no_slot;
+    table->mask      = 0;
     table->capacity  = 0;
     table->count     = 0;
     table->free_head = UINT32_MAX;
@@ -27,9 +36,9 @@ void qpx_ep_table_cleanup(qpx_ep_table_t *table)
         ucs_debug("endpoint table %p freed with %u endpoints", table,
                   table->count);
     }
-    free(table->objs);
-    free(table->gen);
-    free(table->free_next);
+    if (table->capacity > 0) {
+        free(table->slots);
+    }
     qpx_ep_table_init(table);
 }
 
@@ -38,7 +47,7 @@ void qpx_ep_table_cleanup(qpx_ep_table_t *table)
 static ucs_status_t qpx_ep_table_grow(qpx_ep_table_t *table)
 {
     unsigned i, capacity = ucs_max(64, table->capacity * 2);
-    void *objs, *gen, *next;
+    qpx_ep_table_slot_t *slots;
 
     if (capacity > QPX_EP_ID_IDX_MASK) {
         ucs_error("endpoint table %p: more than %u endpoints", table,
@@ -46,47 +55,33 @@ static ucs_status_t qpx_ep_table_grow(qpx_ep_table_t *table)
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    /* Arrays that did grow keep their new size: capacity says how much of
-     * them is in use, so a failure leaves the table as it was */
-    objs = realloc(table->objs, capacity * sizeof(*table->objs));
-    if (objs == NULL) {
-        goto err_nomem;
+    /* Nothing changes unless the new array is there */
+    slots = realloc((table->capacity > 0) ? table->slots : NULL,
+                    capacity * sizeof(*slots));
+    if (slots == NULL) {
+        ucs_error("endpoint table %p: failed to grow to %u endpoints",
+                  table, capacity);
+        return UCS_ERR_NO_MEMORY;
     }
-    table->objs = objs;
-
-    gen = realloc(table->gen, capacity * sizeof(*table->gen));
-    if (gen == NULL) {
-        goto err_nomem;
-    }
-    table->gen = gen;
-
-    next = realloc(table->free_next, capacity * sizeof(*table->free_next));
-    if (next == NULL) {
-        goto err_nomem;
-    }
-    table->free_next = next;
 
     for (i = table->capacity; i < capacity; ++i) {
-        table->objs[i]      = NULL;
-        table->gen[i]       = 0;
-        table->free_next[i] = (i + 1 < capacity) ? i + 1 : table->free_head;
+        slots[i].obj       = NULL;
+        slots[i].id        = qpx_ep_table_id(i, 0);
+        slots[i].free_next = (i + 1 < capacity) ? i + 1 : table->free_head;
     }
+    table->slots     = slots;
     table->free_head = table->capacity;
     table->capacity  = capacity;
+    table->mask      = capacity - 1;
     return UCS_OK;
-
-err_nomem:
-    ucs_error("endpoint table %p: failed to grow to %u endpoints", table,
-              capacity);
-    return UCS_ERR_NO_MEMORY;
 }
 
 
 ucs_status_t qpx_ep_table_add(qpx_ep_table_t *table, void *obj,
                               uint32_t *id_p)
 {
+    qpx_ep_table_slot_t *slot;
     ucs_status_t status;
-    unsigned idx;
 
     if (table->free_head == UINT32_MAX) {
         status = qpx_ep_table_grow(table);
@@ -95,23 +90,24 @@ ucs_status_t qpx_ep_table_add(qpx_ep_table_t *table, void *obj,
         }
     }
 
-    idx              = table->free_head;
-    table->free_head = table->free_next[idx];
-    table->objs[idx] = obj;
+    slot             = &table->slots[table->free_head];
+    table->free_head = slot->free_next;
+    slot->obj        = obj;
     ++table->count;
-    *id_p = idx | ((uint32_t)table->gen[idx] << QPX_EP_ID_IDX_BITS);
+    *id_p = slot->id;
     return UCS_OK;
 }
 
 
 void qpx_ep_table_remove(qpx_ep_table_t *table, uint32_t id)
 {
-    unsigned idx = id & QPX_EP_ID_IDX_MASK;
+    unsigned idx              = id & QPX_EP_ID_IDX_MASK;
+    qpx_ep_table_slot_t *slot = &table->slots[idx];
 
-    table->objs[idx]      = NULL;
+    slot->obj        = NULL;
     /* A new generation: packets for the old id no longer match */
-    table->gen[idx]       = (table->gen[idx] + 1) & QPX_EP_ID_GEN_MASK;
-    table->free_next[idx] = table->free_head;
-    table->free_head      = idx;
+    slot->id         = qpx_ep_table_id(idx, (id >> QPX_EP_ID_IDX_BITS) + 1);
+    slot->free_next  = table->free_head;
+    table->free_head = idx;
     --table->count;
 }

@@ -25,13 +25,22 @@
 #define QPX_EP_ID_GEN_MASK  ((1u << (32 - QPX_EP_ID_IDX_BITS)) - 1)
 
 
+/* A slot: its endpoint (NULL when free) and the id it answers to, which a
+ * free slot keeps at its next id (no endpoint has it yet) */
+typedef struct qpx_ep_table_slot {
+    void     *obj;
+    uint32_t id;
+    uint32_t free_next;   /* a free slot: the next free one */
+} qpx_ep_table_slot_t;
+
+
 typedef struct qpx_ep_table {
-    void     **objs;      /* per slot: the endpoint, or NULL */
-    uint16_t *gen;        /* per slot: generation of its current id */
-    uint32_t *free_next;  /* per free slot: the next free one */
-    unsigned capacity;
-    unsigned count;       /* slots in use */
-    unsigned free_head;   /* UINT32_MAX: none free */
+    qpx_ep_table_slot_t *slots; /* capacity of them, or one read-only slot
+                                   that no id finds an endpoint in */
+    unsigned            mask;   /* capacity - 1 (a power of two), 0 empty */
+    unsigned            capacity;
+    unsigned            count;     /* slots in use */
+    unsigned            free_head; /* UINT32_MAX: none free */
 } qpx_ep_table_t;
 
 
@@ -48,24 +57,25 @@ ucs_status_t qpx_ep_table_add(qpx_ep_table_t *table, void *obj,
 /* Free the slot of id: the slot's next id has a new generation */
 void qpx_ep_table_remove(qpx_ep_table_t *table, uint32_t id);
 
-/* The endpoint of id, or NULL (unknown slot, free slot, old generation) */
+/* The endpoint of id, or NULL (unknown slot, free slot, old generation):
+ * the slot the index bits give within the table, if it answers to the whole
+ * id (an index beyond the table lands on a slot of another index) */
 static UCS_F_ALWAYS_INLINE void *
 qpx_ep_table_lookup(const qpx_ep_table_t *table, uint32_t id)
 {
-    unsigned idx = id & QPX_EP_ID_IDX_MASK;
+    const qpx_ep_table_slot_t *slot = &table->slots[id & table->mask];
 
-    if (ucs_unlikely((idx >= table->capacity) ||
-                     (table->gen[idx] != (id >> QPX_EP_ID_IDX_BITS)))) {
+    if (ucs_unlikely(slot->id != id)) {
         return NULL;
     }
-    return table->objs[idx];
+    return slot->obj;
 }
 
 /* Slot i (0 <= i < capacity) for walking every endpoint: NULL when free */
 static UCS_F_ALWAYS_INLINE void *
 qpx_ep_table_slot(const qpx_ep_table_t *table, unsigned i)
 {
-    return table->objs[i];
+    return table->slots[i].obj;
 }
 
 #endif
