@@ -33,6 +33,12 @@ for fence in y n; do
            sort -u | tr -d '\n')
     qpx_check "ASYNC_FENCE=$fence: both timers worked beside the user (async_runs $runs)" \
         [ "${runs:-0}" -gt 0 ]
+    # What the timers deferred reached the user's progress by its attention
+    # word, never by the tick's check of every list
+    missed=$(echo "$out" | sed -n 's/.* attention_missed=\([0-9]*\).*/\1/p' |
+             sort -n | tail -1)
+    qpx_check "ASYNC_FENCE=$fence: no deferred work waited for the tick (attention_missed=$missed)" \
+        [ "${missed:-x}" = 0 ]
     if [ $fence = y ]; then
         # both conditions inside the check (an && after it was not checked)
         fenced=0

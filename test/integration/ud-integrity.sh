@@ -19,6 +19,12 @@ resent=$(echo "$out" | sed -n 's/.*tx_resent=\([0-9]*\).*/\1/p' | head -1)
 qpx_check "retransmissions happened (tx_resent=$resent)" [ "${resent:-0}" -gt 0 ]
 ahead=$(echo "$out" | sed -n 's/.*rx_ahead=\([0-9]*\).*/\1/p' | head -1)
 qpx_check "gaps were seen and repaired (rx_ahead=$ahead)" [ "${ahead:-0}" -gt 0 ]
+# Acks, NAKs and resends are the rare work progress finds by its attention
+# word: the tick's check of every list found none that it missed
+missed=$(echo "$out" | sed -n 's/.* attention_missed=\([0-9]*\).*/\1/p' |
+         sort -n | tail -1)
+qpx_check "no rare work waited for the tick (attention_missed=$missed)" \
+    [ "${missed:-x}" = 0 ]
 
 out=$(ud_run env UD_TEST_CONNECT=ep SOFTVERBS_UD_DROP=0.05 \
       SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?

@@ -179,7 +179,8 @@ ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
         !ep->on_resched) {
         /* Refused for something no completion announces (credits, a
          * buffer): the next progress schedules the group again */
-        ep->on_resched = 1;
+        ep->on_resched   = 1;
+        iface->attention = 1;
         ucs_list_add_tail(&iface->pending.resched, &ep->resched);
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;

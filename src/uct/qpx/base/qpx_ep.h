@@ -228,6 +228,15 @@ ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
                                                       ucs_arbiter_elem_t *elem,
                                                       void *arg);
 
+/* Run pending requests while the transport says they can go, for a
+ * progress that knows that no endpoint waits to be rescheduled (it read
+ * iface->attention) */
+static UCS_F_ALWAYS_INLINE void qpx_iface_pending_dispatch(qpx_iface_t *iface)
+{
+    ucs_arbiter_dispatch(&iface->arbiter, 1, qpx_iface_pending_dispatch_cb,
+                         iface);
+}
+
 /* From the transport's progress: run pending requests while the transport
  * says they can go */
 static UCS_F_ALWAYS_INLINE void qpx_iface_pending_progress(qpx_iface_t *iface)
@@ -235,8 +244,7 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_pending_progress(qpx_iface_t *iface)
     if (ucs_unlikely(!ucs_list_is_empty(&iface->pending.resched))) {
         qpx_iface_pending_resched(iface);
     }
-    ucs_arbiter_dispatch(&iface->arbiter, 1, qpx_iface_pending_dispatch_cb,
-                         iface);
+    qpx_iface_pending_dispatch(iface);
 }
 
 /*

@@ -713,6 +713,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->pending.ep          = NULL;
     self->backlog.rx_count    = 0;
     self->backlog.tx_count    = 0;
+    self->attention           = 0;
     self->keepalive.interval  = 0;
     self->keepalive.timer.fd  = -1;
     self->keepalive.timer.id  = -1;

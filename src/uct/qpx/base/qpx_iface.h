@@ -282,6 +282,12 @@ struct qpx_iface {
         struct ibv_wc         rx[QPX_IFACE_BACKLOG];
         struct ibv_wc         tx[QPX_IFACE_BACKLOG];
     } backlog;
+    /* Nonzero when progress may have rare work: set by whoever makes some
+     * (base: a backlog, an endpoint to reschedule; a transport: its own),
+     * so that a transport's progress tests one word instead of each list.
+     * Only a hint that may stay set: the transport that reads it clears it
+     * after it looked at everything (qpx_ud) */
+    unsigned                  attention;
     /* Idle endpoints are probed every interval (qpx_iface_keepalive_start),
      * so that a peer that died while we only wait for it is still detected:
      * the timer sets due, the transport's progress runs a round when it

@@ -202,6 +202,9 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
                                                          iface->backlog.rx);
     }
 
+    if (iface->backlog.rx_count | iface->backlog.tx_count) {
+        iface->attention = 1;
+    }
     if (signal || (iface->backlog.rx_count | iface->backlog.tx_count) ||
         iface->keepalive.due || iface->rx.low ||
         qpx_iface_pending_is_due(iface)) {

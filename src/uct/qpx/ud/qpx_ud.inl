@@ -18,30 +18,45 @@ qpx_ud_ep_iface(qpx_ud_ep_t *ep)
 }
 
 /*
- * Around a hot call (a send, progress) with async progress on: the worker's
- * async context (async: iface->async.ctx, read once by the caller, so that
- * it stays in a register across the call) blocked (fenced 0), or the
- * interface's fence entered (fenced 1, UCX_QPX_UD_ASYNC_FENCE=y). fenced
- * is a constant where this is inlined, so each wrapper compiles to one of
- * the two; give the return value to qpx_ud_iface_hot_leave.
+ * How a hot call (a send, progress) with async progress on keeps the timer
+ * out: the worker's async context blocked, whatever its mode
+ * (QPX_UD_GUARD_BLOCK), or known to be in spinlock mode, UCP's (the
+ * recursive spinlock taken with no test of the mode), or the interface's
+ * fence entered (QPX_UD_GUARD_FENCE, UCX_QPX_UD_ASYNC_FENCE=y). The guard
+ * is a constant where these are inlined, so each wrapper compiles to one
+ * of the three; the interface installs the one that fits its context.
  */
+typedef enum {
+    QPX_UD_GUARD_BLOCK,
+    QPX_UD_GUARD_SPIN,
+    QPX_UD_GUARD_FENCE
+} qpx_ud_guard_t;
+
+/* Enter a hot call (async: iface->async.ctx, read once by the caller, so
+ * that it stays in a register across the call); give the return value to
+ * qpx_ud_iface_hot_leave */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_hot_enter(qpx_ud_iface_t *iface, ucs_async_context_t *async,
-                       int fenced)
+                       qpx_ud_guard_t guard)
 {
-    if (fenced) {
+    if (guard == QPX_UD_GUARD_FENCE) {
         return qpx_async_fence_enter(&iface->async.fence, async);
+    } else if (guard == QPX_UD_GUARD_SPIN) {
+        ucs_recursive_spin_lock(&async->thread.spinlock);
+    } else {
+        qpx_async_block(async);
     }
-    qpx_async_block(async);
     return 1;
 }
 
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_hot_leave(qpx_ud_iface_t *iface, ucs_async_context_t *async,
-                       int fenced, int blocked)
+                       qpx_ud_guard_t guard, int blocked)
 {
-    if (fenced) {
+    if (guard == QPX_UD_GUARD_FENCE) {
         qpx_async_fence_leave(&iface->async.fence, async, blocked);
+    } else if (guard == QPX_UD_GUARD_SPIN) {
+        ucs_recursive_spin_unlock(&async->thread.spinlock);
     } else {
         qpx_async_unblock(async);
     }
@@ -91,7 +106,8 @@ qpx_ud_ep_ctl_schedule(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint32_t flag)
 {
     ep->flags |= flag;
     if (!(ep->flags & QPX_UD_EP_FLAG_ON_CTL)) {
-        ep->flags |= QPX_UD_EP_FLAG_ON_CTL;
+        ep->flags             |= QPX_UD_EP_FLAG_ON_CTL;
+        iface->super.attention = 1;
         ucs_list_add_tail(&iface->ctl_eps, &ep->ctl_list);
     }
 }

@@ -292,6 +292,7 @@ void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
     iface->async.comps[iface->async.comp_count].comp   = comp;
     iface->async.comps[iface->async.comp_count].status = status;
     ++iface->async.comp_count;
+    iface->super.attention = 1; /* the context is ours: a plain store */
 }
 
 int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
@@ -302,6 +303,7 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
     rdesc->next            = NULL;
     *iface->async.rx_tail  = rdesc;
     iface->async.rx_tail   = &rdesc->next;
+    iface->super.attention = 1; /* the context is ours: a plain store */
     return 1;
 }
 
@@ -379,6 +381,11 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
         ops->ep_am_short    = qpx_ud_ep_am_short_fenced;
         ops->ep_am_bcopy    = qpx_ud_ep_am_bcopy_fenced;
         ops->iface_progress = qpx_ud_iface_progress_fenced;
+    } else if (ctx->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
+        /* UCP's workers: no test of the mode on every call */
+        ops->ep_am_short    = qpx_ud_ep_am_short_spinlocked;
+        ops->ep_am_bcopy    = qpx_ud_ep_am_bcopy_spinlocked;
+        ops->iface_progress = qpx_ud_iface_progress_spinlocked;
     } else {
         ops->ep_am_short    = qpx_ud_ep_am_short_blocked;
         ops->ep_am_bcopy    = qpx_ud_ep_am_bcopy_blocked;

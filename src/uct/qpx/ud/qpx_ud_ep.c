@@ -379,6 +379,7 @@ static void qpx_ud_ep_set_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     /* stays QPX_UD_EP_FLAG_ON_ACTIVE: qpx_ud_ep_free unlinks it */
     ucs_list_del(&ep->active_list);
     ucs_list_add_tail(&iface->failed_eps, &ep->active_list);
+    iface->super.attention = 1;
 }
 
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)

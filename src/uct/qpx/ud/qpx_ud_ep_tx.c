@@ -73,7 +73,8 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
  * shares the endpoint's state, in one function (qpx_ud_iface_hot_enter) */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_am_short_guarded(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                           const void *payload, unsigned length, int fenced)
+                           const void *payload, unsigned length,
+                           qpx_ud_guard_t guard)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
@@ -81,10 +82,10 @@ qpx_ud_ep_am_short_guarded(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     ucs_status_t status;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
+    blocked = qpx_ud_iface_hot_enter(iface, async, guard);
     status  = qpx_ud_ep_am_short_inline(iface, ep, id, header, payload,
                                         length);
-    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
+    qpx_ud_iface_hot_leave(iface, async, guard, blocked);
     return status;
 }
 
@@ -92,14 +93,25 @@ ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
                                         uint64_t header, const void *payload,
                                         unsigned length)
 {
-    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length, 0);
+    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
+                                      QPX_UD_GUARD_BLOCK);
+}
+
+ucs_status_t qpx_ud_ep_am_short_spinlocked(uct_ep_h tl_ep, uint8_t id,
+                                           uint64_t header,
+                                           const void *payload,
+                                           unsigned length)
+{
+    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
+                                      QPX_UD_GUARD_SPIN);
 }
 
 ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
                                        uint64_t header, const void *payload,
                                        unsigned length)
 {
-    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length, 1);
+    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
+                                      QPX_UD_GUARD_FENCE);
 }
 
 static UCS_F_ALWAYS_INLINE ssize_t
@@ -135,7 +147,8 @@ ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
 static UCS_F_ALWAYS_INLINE ssize_t
 qpx_ud_ep_am_bcopy_guarded(uct_ep_h tl_ep, uint8_t id,
-                           uct_pack_callback_t pack_cb, void *arg, int fenced)
+                           uct_pack_callback_t pack_cb, void *arg,
+                           qpx_ud_guard_t guard)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
@@ -143,9 +156,9 @@ qpx_ud_ep_am_bcopy_guarded(uct_ep_h tl_ep, uint8_t id,
     ssize_t ret;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
+    blocked = qpx_ud_iface_hot_enter(iface, async, guard);
     ret     = qpx_ud_ep_am_bcopy_inline(ep, id, pack_cb, arg);
-    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
+    qpx_ud_iface_hot_leave(iface, async, guard, blocked);
     return ret;
 }
 
@@ -154,7 +167,17 @@ ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
                                    unsigned flags)
 {
     (void)flags;
-    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg, 0);
+    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
+                                      QPX_UD_GUARD_BLOCK);
+}
+
+ssize_t qpx_ud_ep_am_bcopy_spinlocked(uct_ep_h tl_ep, uint8_t id,
+                                      uct_pack_callback_t pack_cb, void *arg,
+                                      unsigned flags)
+{
+    (void)flags;
+    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
+                                      QPX_UD_GUARD_SPIN);
 }
 
 ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
@@ -162,7 +185,8 @@ ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
                                   unsigned flags)
 {
     (void)flags;
-    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg, 1);
+    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
+                                      QPX_UD_GUARD_FENCE);
 }
 
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,

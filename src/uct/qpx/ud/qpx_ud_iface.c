@@ -557,6 +557,17 @@ static UCS_F_NOINLINE void qpx_ud_iface_keepalive(qpx_ud_iface_t *iface)
     }
 }
 
+/* Whether progress has rare work: what sets iface->super.attention (base's
+ * backlog and endpoints to reschedule, what the async timer deferred,
+ * control packets owed, endpoints failed) */
+static int qpx_ud_iface_attention_due(qpx_ud_iface_t *iface)
+{
+    return ((iface->super.backlog.rx_count | iface->super.backlog.tx_count)
+            != 0) ||
+           !ucs_list_is_empty(&iface->super.pending.resched) ||
+           qpx_ud_iface_has_deferred(iface);
+}
+
 /* The timer walk, once a tick: retransmissions, delayed acks and peer
  * timeouts of the active endpoints, DISC repeats, keepalive rounds, a
  * receive queue to refill */
@@ -583,6 +594,12 @@ static UCS_F_NOINLINE void qpx_ud_iface_tick(qpx_ud_iface_t *iface)
      * peer resends what found no buffer) */
     if (ucs_unlikely(iface->super.rx.low)) {
         qpx_iface_rx_tend(&iface->super);
+    }
+    /* Whatever makes rare work sets the attention; should one place not,
+     * its work waits a tick instead of forever (and is counted) */
+    if (!iface->super.attention && qpx_ud_iface_attention_due(iface)) {
+        ++iface->stats.attention_missed;
+        iface->super.attention = 1;
     }
 }
 
@@ -638,8 +655,21 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     return qpx_ud_iface_progress_run(iface);
 }
 
-static UCS_F_ALWAYS_INLINE unsigned
-qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
+/* The clock, when due (QPX_UD_CLOCK_READS), or when the timer asked */
+static UCS_F_ALWAYS_INLINE void qpx_ud_iface_clock_update(qpx_ud_iface_t *iface)
+{
+    if ((--iface->clock_left == 0) ||
+        __atomic_load_n(&iface->async.clock_due, __ATOMIC_RELAXED)) {
+        iface->now             = qpx_ud_time_now();
+        iface->clock_left      = iface->async.on ? QPX_UD_CLOCK_READS : 1;
+        iface->async.clock_due = 0;
+    }
+}
+
+/* The user's progress with attention set: every step, each tested; then
+ * the attention is what is left */
+static UCS_F_NOINLINE unsigned
+qpx_ud_iface_progress_attend(qpx_ud_iface_t *iface)
 {
     qpx_ud_ep_t *ep;
     unsigned count;
@@ -650,14 +680,7 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
         qpx_ud_iface_async_dispatch(iface);
     }
 
-    /* The clock, when due (QPX_UD_CLOCK_READS), or when the timer asked */
-    if ((--iface->clock_left == 0) ||
-        __atomic_load_n(&iface->async.clock_due, __ATOMIC_RELAXED)) {
-        iface->now             = qpx_ud_time_now();
-        iface->clock_left      = iface->async.on ? QPX_UD_CLOCK_READS : 1;
-        iface->async.clock_due = 0;
-    }
-
+    qpx_ud_iface_clock_update(iface);
     count                     = qpx_ud_iface_progress_run(iface);
     iface->async.last_progress = iface->now;
 
@@ -669,6 +692,60 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
     }
 
     qpx_iface_pending_progress(&iface->super);
+    iface->super.attention = qpx_ud_iface_attention_due(iface);
+    return count;
+}
+
+/* The rest of a progress round that made rare work (attention set while it
+ * received or ran the timer walk): in the order of
+ * qpx_ud_iface_progress_attend, up to the pending dispatch */
+static UCS_F_NOINLINE void
+qpx_ud_iface_progress_attend_rest(qpx_ud_iface_t *iface)
+{
+    qpx_ud_ep_t *ep;
+
+    if (!ucs_list_is_empty(&iface->ctl_eps)) {
+        qpx_ud_iface_ctl_progress(iface);
+    }
+    while (!ucs_list_is_empty(&iface->failed_eps)) {
+        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
+        qpx_ud_ep_notify_failed(iface, ep);
+    }
+    if (!ucs_list_is_empty(&iface->super.pending.resched)) {
+        qpx_iface_pending_resched(&iface->super);
+    }
+    iface->super.attention = qpx_ud_iface_attention_due(iface);
+}
+
+/*
+ * The user's progress. With no attention (the usual round) it only reads
+ * the clock, polls the CQs and runs the tick when due: no deferred work, no
+ * backlog, nothing to reschedule, no control packet owed and no failed
+ * endpoint, so none of their lists is looked at. What receiving or the
+ * tick makes of them is handled after, in the same order as the full
+ * round (qpx_ud_iface_progress_attend).
+ */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
+{
+    unsigned count;
+
+    if (ucs_unlikely(iface->super.attention)) {
+        return qpx_ud_iface_progress_attend(iface);
+    }
+
+    qpx_ud_iface_clock_update(iface);
+    count  = (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) : 0;
+    count += qpx_ud_iface_poll_rx(iface);
+    if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
+        qpx_ud_iface_tick(iface);
+    }
+    iface->async.last_progress = iface->now;
+
+    if (ucs_unlikely(iface->super.attention)) {
+        qpx_ud_iface_progress_attend_rest(iface);
+    }
+    qpx_iface_pending_dispatch(&iface->super);
     return count;
 }
 
@@ -680,27 +757,32 @@ unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
 
 /* The async timer runs progress too (qpx_ud_async.c) */
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_ud_iface_progress_guarded(uct_iface_h tl_iface, int fenced)
+qpx_ud_iface_progress_guarded(uct_iface_h tl_iface, qpx_ud_guard_t guard)
 {
     qpx_ud_iface_t *iface = ucs_derived_of(tl_iface, qpx_ud_iface_t);
     ucs_async_context_t *async = iface->async.ctx;
     unsigned count;
     int blocked;
 
-    blocked = qpx_ud_iface_hot_enter(iface, async, fenced);
+    blocked = qpx_ud_iface_hot_enter(iface, async, guard);
     count   = qpx_ud_iface_progress_user(iface);
-    qpx_ud_iface_hot_leave(iface, async, fenced, blocked);
+    qpx_ud_iface_hot_leave(iface, async, guard, blocked);
     return count;
 }
 
 unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
 {
-    return qpx_ud_iface_progress_guarded(tl_iface, 0);
+    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_BLOCK);
+}
+
+unsigned qpx_ud_iface_progress_spinlocked(uct_iface_h tl_iface)
+{
+    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_SPIN);
 }
 
 unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface)
 {
-    return qpx_ud_iface_progress_guarded(tl_iface, 1);
+    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_FENCE);
 }
 
 int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface)

@@ -245,6 +245,8 @@ typedef struct qpx_ud_iface_stats {
     uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
     uint64_t rx_spoofed;       /* source QPN/LID/GID not the one claimed */
     uint64_t rx_conn_refused;  /* CONN beyond the half-open limits */
+    uint64_t attention_missed; /* rare work the tick found with
+                                  super.attention clear (a defect) */
 } qpx_ud_iface_stats_t;
 
 
@@ -370,14 +372,22 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                            uct_pack_callback_t pack_cb, void *arg,
                            unsigned flags);
-/* The same two with the worker's async context blocked (async progress),
- * or excluding the timer by the interface's fence (ASYNC_FENCE=y) */
+/* The same two with the worker's async context blocked (async progress;
+ * _spinlocked: a context in spinlock mode), or excluding the timer by the
+ * interface's fence (ASYNC_FENCE=y) */
 ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
                                         uint64_t header, const void *payload,
                                         unsigned length);
 ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
                                    uct_pack_callback_t pack_cb, void *arg,
                                    unsigned flags);
+ucs_status_t qpx_ud_ep_am_short_spinlocked(uct_ep_h tl_ep, uint8_t id,
+                                           uint64_t header,
+                                           const void *payload,
+                                           unsigned length);
+ssize_t qpx_ud_ep_am_bcopy_spinlocked(uct_ep_h tl_ep, uint8_t id,
+                                      uct_pack_callback_t pack_cb, void *arg,
+                                      unsigned flags);
 ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
                                        uint64_t header, const void *payload,
                                        unsigned length);
@@ -436,9 +446,11 @@ void qpx_ud_iface_tx_drain(qpx_ud_iface_t *iface);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
-/* The same with the worker's async context blocked (async progress on),
- * or excluding the timer by the fence (ASYNC_FENCE=y) */
+/* The same with the worker's async context blocked (async progress on;
+ * _spinlocked: a context in spinlock mode), or excluding the timer by the
+ * fence (ASYNC_FENCE=y) */
 unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface);
+unsigned qpx_ud_iface_progress_spinlocked(uct_iface_h tl_iface);
 unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface);
 
 /* uct_iface_event_arm: base's arming, and a wakeup for the work that no

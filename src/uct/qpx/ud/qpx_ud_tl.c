@@ -412,14 +412,15 @@ static void qpx_ud_iface_print_stats(qpx_ud_iface_t *iface)
                 "tx_timeouts=%lu tx_probe_resends=%lu tx_ack_reqs=%lu "
                 "tx_acks=%lu eps_failed=%lu eps_reclaimed=%lu eps=%u "
                 "async_runs=%lu async_busy=%lu async_fence=%d "
-                "async_blocked=%lu\n",
+                "async_blocked=%lu attention_missed=%lu\n",
                 s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
                 s->rx_dup, s->rx_ahead, s->rx_bad_status, s->rx_async_full,
                 s->rx_spoofed, s->rx_conn_refused,
                 s->tx_resent, s->tx_timeouts, s->tx_probe_resends,
                 s->tx_ack_reqs, s->tx_acks, s->eps_failed, s->eps_reclaimed,
                 iface->eps.count, iface->async.runs, iface->async.busy,
-                !iface->async.fence.locked, iface->async.fence.blocked);
+                !iface->async.fence.locked, iface->async.fence.blocked,
+                s->attention_missed);
     }
 }
 
