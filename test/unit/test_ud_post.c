@@ -99,10 +99,7 @@ static int test_setup(void **state)
     iface->super.config.max_inline   = TEST_MAX_INLINE;
     iface->tx.available              = TEST_AVAILABLE;
     iface->tx.moderation             = TEST_MODERATION;
-    /* as the interface sets up its WR (qpx_ud_iface_create_qp) */
-    iface->tx.wr.opcode              = IBV_WR_SEND;
-    iface->tx.wr.sg_list             = iface->tx.sge;
-    iface->tx.wr.wr.ud.remote_qkey   = QPX_UD_QKEY;
+    qpx_ud_iface_tx_wrs_init(iface); /* as the interface does at open */
     ctx->buf.desc.super.lkey         = 0x77;
     *state                           = ctx;
     return 0;

@@ -69,6 +69,14 @@ qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
     return (iface->tx.available == 0) || qpx_iface_tx_no_desc(&iface->super);
 }
 
+/* qpx_ud_rel_tx_can_send, with the window of every endpoint's config read
+ * from the interface (in a register on the send path) */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_ep_tx_can_send(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    return qpx_ud_rel_tx_inflight(&ep->tx) < iface->rel_config.window;
+}
+
 /* Whether a new reliable packet may be sent on ep now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
@@ -89,7 +97,7 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if (ucs_unlikely(!qpx_ud_rel_tx_can_send(&ep->tx) ||
+    if (ucs_unlikely(!qpx_ud_ep_tx_can_send(iface, ep) ||
                      qpx_ud_iface_tx_exhausted(iface) ||
                      !qpx_ep_pending_is_clear_all(&iface->super,
                                                   &ep->super))) {
@@ -146,32 +154,57 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
     }
 }
 
-/*
- * The completion accounting of the WR about to be posted (iface->tx.wr),
- * done before the post so that the flags are not looked at again after
- * it; a failed post undoes it (qpx_ud_iface_post_failed). An inline send (the
- * device copies the data at the post) asks for a completion once in
- * moderation, whose wr_id says how many slots it returns.
- */
-static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, struct ibv_send_wr *wr)
+/* The constant fields of the send WRs (iface->tx.wr, wr_inl), at open */
+static inline void qpx_ud_iface_tx_wrs_init(qpx_ud_iface_t *iface)
 {
-    unsigned slots = iface->tx.unsignaled + 1;
-
-    if (slots < iface->tx.moderation) {
-        wr->send_flags       = IBV_SEND_INLINE;
-        wr->wr_id            = 0;
-        iface->tx.unsignaled = slots;
-    } else {
-        wr->send_flags       = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-        wr->wr_id            = slots;
-        iface->tx.unsignaled = 0;
-        ++iface->tx.signaled;
-    }
+    memset(&iface->tx.wr, 0, sizeof(iface->tx.wr));
+    iface->tx.wr.opcode            = IBV_WR_SEND;
+    iface->tx.wr.sg_list           = iface->tx.sge;
+    iface->tx.wr.wr.ud.remote_qkey = QPX_UD_QKEY;
+    iface->tx.wr_inl               = iface->tx.wr;
+    iface->tx.wr_inl.sg_list       = &iface->tx.sge_inl;
+    iface->tx.wr_inl.num_sge       = 1;
+    iface->tx.wr_inl.send_flags    = IBV_SEND_INLINE;
+    iface->tx.wr_inl.wr_id         = 0;
+    iface->tx.sge_inl.lkey         = 0; /* not read for inline data */
 }
 
-/* ... and of a send from desc, which the device reads after the post: its
- * completion returns the descriptor and the slots sent since the last */
+/*
+ * The WR of an inline send of length bytes at data (the device copies them
+ * at the post: the lkey is not read), with its completion accounting, done
+ * before the post so that the flags are not looked at again after it; a
+ * failed post undoes it (qpx_ud_iface_post_failed). Once in moderation it
+ * asks for a completion, whose wr_id says how many slots it returns: then
+ * iface->tx.wr, else wr_inl, whose flags and wr_id never change.
+ */
+static UCS_F_ALWAYS_INLINE struct ibv_send_wr *
+qpx_ud_iface_wr_inline(qpx_ud_iface_t *iface, const void *data,
+                       unsigned length)
+{
+    unsigned slots = iface->tx.unsignaled + 1;
+    struct ibv_send_wr *wr;
+
+    if (ucs_likely(slots < iface->tx.moderation)) {
+        iface->tx.sge_inl.addr   = (uintptr_t)data;
+        iface->tx.sge_inl.length = length;
+        iface->tx.unsignaled     = slots;
+        return &iface->tx.wr_inl;
+    }
+
+    wr                       = &iface->tx.wr;
+    iface->tx.sge[0].addr    = (uintptr_t)data;
+    iface->tx.sge[0].length  = length;
+    wr->num_sge              = 1;
+    wr->send_flags           = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    wr->wr_id                = slots;
+    iface->tx.unsignaled     = 0;
+    ++iface->tx.signaled;
+    return wr;
+}
+
+/* ... and of a send from desc, which the device reads after the post
+ * (iface->tx.wr, its SGEs filled in by the caller): its completion returns
+ * the descriptor and the slots sent since the last */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_wr_signaled(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
                          qpx_ud_send_desc_t *desc)
@@ -184,14 +217,14 @@ qpx_ud_iface_wr_signaled(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
     ++desc->posted;
 }
 
-/* Post the interface's WR (iface->tx.wr: its SGEs, count, and accounting
- * by qpx_ud_iface_wr_inline or _signaled) to peer, and take its send slot.
- * A failed post takes none and has the accounting undone: nothing is lost,
- * a reliable packet stays in its window and a control one is repeated */
+/* Post wr (one of the interface's, filled in and counted by
+ * qpx_ud_iface_wr_inline or _signaled) to peer, and take its send slot. A
+ * failed post takes none and has the accounting undone: nothing is lost, a
+ * reliable packet stays in its window and a control one is repeated */
 static UCS_F_ALWAYS_INLINE void
-qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
+qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
+                     qpx_ud_peer_t *peer)
 {
-    struct ibv_send_wr *wr = &iface->tx.wr;
     struct ibv_send_wr *bad_wr;
     int ret;
 
@@ -200,7 +233,7 @@ qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer)
 
     ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
-        qpx_ud_iface_post_failed(iface, ret);
+        qpx_ud_iface_post_failed(iface, wr, ret);
         return;
     }
     --iface->tx.available;
@@ -213,21 +246,23 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_desc_common(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                               qpx_ud_send_desc_t *desc, int may_have_iov)
 {
-    struct ibv_send_wr *wr = &iface->tx.wr;
-    struct ibv_sge *sge    = iface->tx.sge;
-    unsigned length        = desc->length;
+    unsigned length = desc->length;
+    struct ibv_send_wr *wr;
+    struct ibv_sge *sge;
     unsigned i;
 
-    sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
-    sge[0].length = length;
-    wr->num_sge   = 1;
     if ((!may_have_iov || (desc->iovcnt == 0)) &&
         (length <= iface->super.config.max_inline)) {
-        /* The device copies the data at the post (the lkey is not read):
-         * the descriptor is free to go once posted */
-        qpx_ud_iface_wr_inline(iface, wr);
+        /* The descriptor is free to go once posted */
+        wr = qpx_ud_iface_wr_inline(iface, qpx_ud_send_desc_hdr(desc),
+                                    length);
     } else {
-        sge[0].lkey = desc->super.lkey;
+        wr            = &iface->tx.wr;
+        sge           = iface->tx.sge;
+        sge[0].addr   = (uintptr_t)qpx_ud_send_desc_hdr(desc);
+        sge[0].length = length;
+        sge[0].lkey   = desc->super.lkey;
+        wr->num_sge   = 1;
         if (may_have_iov) {
             for (i = 0; i < desc->iovcnt; ++i) {
                 sge[1 + i] = desc->iov[i];
@@ -239,7 +274,7 @@ qpx_ud_iface_post_desc_common(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     /* A failed post is not counted in desc->posted either: the packet
      * stays in its window and is resent */
-    qpx_ud_iface_post_wr(iface, peer);
+    qpx_ud_iface_post_wr(iface, wr, peer);
 }
 
 /* Post one packet from a send descriptor (new or resent) */
@@ -267,12 +302,10 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_hdr_inline(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                              qpx_ud_hdr_t *hdr)
 {
-    iface->tx.sge[0].addr   = (uintptr_t)hdr;
-    iface->tx.sge[0].length = sizeof(*hdr);
-    iface->tx.sge[0].lkey   = 0; /* not read for inline data */
-    iface->tx.wr.num_sge    = 1;
-    qpx_ud_iface_wr_inline(iface, &iface->tx.wr);
-    qpx_ud_iface_post_wr(iface, peer); /* a lost one is repeated */
+    /* a lost one is repeated */
+    qpx_ud_iface_post_wr(iface, qpx_ud_iface_wr_inline(iface, hdr,
+                                                       sizeof(*hdr)),
+                         peer);
 }
 
 /*
@@ -387,19 +420,25 @@ qpx_ud_ep_send_desc_common(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     qpx_ud_psn_t psn;
     unsigned inflight;
 
-    psn      = qpx_ud_rel_tx_add(&ep->tx, &desc->rel, iface->now);
+    if (ucs_unlikely(qpx_ud_rel_tx_is_idle(&ep->tx))) {
+        /* The first packet in flight: its timers start, and the timer walk
+         * looks at ep from now on. It does until the window is empty again
+         * (qpx_ud_ep_timer), so a busy window is always on active_eps */
+        qpx_ud_rel_tx_start(&ep->tx, iface->now);
+        qpx_ud_ep_activate(iface, ep);
+    }
+    psn      = qpx_ud_rel_tx_push(&ep->tx, &desc->rel);
     hdr->psn = psn;
     /* In flight with this one: from the PSN just given, not reloaded */
     inflight = (qpx_ud_psn_t)(psn - ep->tx.acked_psn);
     if (ucs_unlikely((inflight == iface->tx.ack_thresh) ||
-                     (inflight >= ep->tx.config->window))) {
+                     (inflight >= iface->rel_config.window))) {
         /* Half the window, and the last packet it takes: asked twice per
          * window rather than on every packet past the half, which had the
          * peer answer each one (an ack per packet while it lags) */
         hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
     }
     qpx_ud_iface_post_desc_common(iface, ep->peer, desc, may_have_iov);
-    qpx_ud_ep_activate(iface, ep);
 }
 
 /* A descriptor with user iovs (am_zcopy) */

@@ -371,9 +371,9 @@ qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     return qpx_ud_iface_rx_wcs(iface, wc, n);
 }
 
-void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, int ret)
+void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
+                              int ret)
 {
-    struct ibv_send_wr *wr = &iface->tx.wr;
     qpx_ud_send_desc_t *desc;
 
     /* The send queue was checked: the device failed (or, from the async

@@ -263,10 +263,14 @@ typedef struct qpx_ud_iface {
         unsigned          ack_thresh;  /* in flight: ask for an ack */
         size_t            max_payload; /* seg_size - GRH - header */
         size_t            max_short;
-        /* The send WR, its constant fields (opcode, Q_Key, its SGE list)
-         * set at open: a post fills in the rest (qpx_ud_iface_post_wr) */
+        /* The send WRs, their constant fields set at open
+         * (qpx_ud_iface_tx_wrs_init): a post fills in the rest
+         * (qpx_ud_iface_post_wr). wr_inl is the unsignaled inline send of
+         * one SGE, most packets: only its SGE and destination change */
         struct ibv_send_wr wr;
         struct ibv_sge    sge[1 + QPX_UD_MAX_IOV];
+        struct ibv_send_wr wr_inl;
+        struct ibv_sge    sge_inl;
         /* Where the QP takes no header inline (only then initialized):
          * registered buffers for the header-only packets, apart from
          * tx_mp, which packets waiting for acks may hold whole
@@ -432,9 +436,10 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
 
 /* qpx_ud_iface.c */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
-/* ibv_post_send() of iface->tx.wr returned ret: log it, undo its completion
- * accounting (and its descriptor's post count) */
-void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, int ret);
+/* ibv_post_send() of wr (iface->tx.wr or wr_inl) returned ret: log it, undo
+ * its completion accounting (and its descriptor's post count) */
+void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
+                              int ret);
 void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                             uint32_t dest_id, uint32_t src_id);
 void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface);

@@ -45,6 +45,25 @@ qpx_ud_rel_tx_is_idle(qpx_ud_rel_tx_t *tx)
     return ucs_list_is_empty(&tx->window);
 }
 
+/* The first packet goes into an empty window (qpx_ud_rel_tx_is_idle) at
+ * now: the timers start */
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_rel_tx_start(qpx_ud_rel_tx_t *tx, uint64_t now)
+{
+    tx->deadline      = now + tx->rto;
+    tx->progress_time = now;
+}
+
+/* Put a new packet in a window that has one (else qpx_ud_rel_tx_start
+ * first); returns its PSN. The caller checked qpx_ud_rel_tx_can_send(). */
+static UCS_F_ALWAYS_INLINE qpx_ud_psn_t
+qpx_ud_rel_tx_push(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc)
+{
+    desc->psn = tx->next_psn++;
+    ucs_list_add_tail(&tx->window, &desc->list);
+    return desc->psn;
+}
+
 /*
  * Put a new packet in the window; returns its PSN. The caller checked
  * qpx_ud_rel_tx_can_send().
@@ -53,13 +72,9 @@ static UCS_F_ALWAYS_INLINE qpx_ud_psn_t
 qpx_ud_rel_tx_add(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc, uint64_t now)
 {
     if (ucs_list_is_empty(&tx->window)) {
-        tx->deadline      = now + tx->rto;
-        tx->progress_time = now;
+        qpx_ud_rel_tx_start(tx, now);
     }
-
-    desc->psn = tx->next_psn++;
-    ucs_list_add_tail(&tx->window, &desc->list);
-    return desc->psn;
+    return qpx_ud_rel_tx_push(tx, desc);
 }
 
 /*

@@ -171,10 +171,7 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *self,
     /* read back (ibv_create_qp(3)): a device may grant fewer SGEs */
     self->tx.sge_iov    = ucs_min(QPX_UD_MAX_IOV,
                                   self->super.config.max_send_sge - 1);
-    memset(&self->tx.wr, 0, sizeof(self->tx.wr));
-    self->tx.wr.opcode            = IBV_WR_SEND;
-    self->tx.wr.sg_list           = self->tx.sge;
-    self->tx.wr.wr.ud.remote_qkey = QPX_UD_QKEY;
+    qpx_ud_iface_tx_wrs_init(self);
     return UCS_OK;
 }
 
