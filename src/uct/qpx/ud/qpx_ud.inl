@@ -496,14 +496,17 @@ qpx_ud_ep_rx_src_is(const struct ibv_wc *wc, const qpx_ud_hdr_t *hdr,
     return wc->slid == dev_addr->lid;
 }
 
-/* Hand an AM to its handler; returns 1 when the handler kept the buffer */
+/* Hand an AM to its handler; returns 1 when the handler kept the buffer.
+ * may_be_async 0 (a constant where inlined): the caller is the user's
+ * progress, never the async timer's (iface->async.in_async is 0) */
 static UCS_F_ALWAYS_INLINE int
-qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                        qpx_ud_hdr_t *hdr, size_t length)
+qpx_ud_iface_rx_deliver_common(qpx_ud_iface_t *iface,
+                               qpx_ud_recv_desc_t *rdesc, qpx_ud_hdr_t *hdr,
+                               size_t length, int may_be_async)
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(iface->async.in_async) &&
+    if (may_be_async && ucs_unlikely(iface->async.in_async) &&
         !(iface->super.super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
         /* A sync handler runs only from the user's progress: keep it */
         return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
@@ -518,6 +521,13 @@ qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 
     (void)qpx_iface_rx_user_desc(&iface->super, &rdesc->super);
     return 1;
+}
+
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_iface_rx_deliver(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                        qpx_ud_hdr_t *hdr, size_t length)
+{
+    return qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length, 1);
 }
 
 

@@ -255,21 +255,23 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
  * The packet of a busy endpoint, handled inline: an AM, in order, from the
  * connected peer of an endpoint that is neither failed nor half-open,
  * keeping nothing ahead of a gap, carrying no NAK and answering no probe,
- * outside the async timer. It does what qpx_ud_ep_rx does for that case
- * (ack first, then delivery, then the ack decision), without its calls and
- * its switch; anything else goes to qpx_ud_ep_rx (returns -1, nothing
- * changed). Returns 1 when the AM handler kept the buffer, else 0.
+ * outside the async timer (known when may_be_async is 0, a constant where
+ * inlined). It does what qpx_ud_ep_rx does for that case (ack first, then
+ * delivery, then the ack decision), without its calls and its switch;
+ * anything else goes to qpx_ud_ep_rx (returns -1, nothing changed). Returns
+ * 1 when the AM handler kept the buffer, else 0.
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                     qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
+                     qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc,
+                     int may_be_async)
 {
     qpx_ud_ep_t *ep;
     int kept;
 
     if (ucs_unlikely((hdr->type != QPX_UD_PKT_AM) ||
                      (hdr->flags & QPX_UD_PKT_FLAG_NAK) ||
-                     iface->async.in_async)) {
+                     (may_be_async && iface->async.in_async))) {
         return -1;
     }
 
@@ -302,16 +304,18 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     ++ep->rx.expected_psn; /* qpx_ud_rel_rx_check's DELIVER */
-    kept = qpx_ud_iface_rx_deliver(iface, rdesc, hdr, length);
+    kept = qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length, 0);
     qpx_ud_ep_rx_delivered(iface, ep, hdr->flags, 0);
     return kept;
 }
 
 /* Received packets: delivered, or their buffers given back. Inline in
  * progress; the backlog (completions event_arm took out of the CQ) calls
- * it through qpx_ud_iface_rx_wc */
+ * it through qpx_ud_iface_rx_wc. may_be_async: as for
+ * qpx_ud_iface_rx_fast */
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n)
+qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
+                    int may_be_async)
 {
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
@@ -337,7 +341,8 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n)
 
         hdr    = qpx_ud_iface_rx_hdr(iface, rdesc);
         length = wc[i].byte_len - QPX_UD_GRH_LEN;
-        kept   = qpx_ud_iface_rx_fast(iface, rdesc, hdr, length, &wc[i]);
+        kept   = qpx_ud_iface_rx_fast(iface, rdesc, hdr, length, &wc[i],
+                                      may_be_async);
         if (ucs_unlikely(kept < 0)) {
             kept = qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i]);
         }
@@ -355,11 +360,12 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n)
 static unsigned qpx_ud_iface_rx_wc(qpx_iface_t *super, struct ibv_wc *wc,
                                    int n)
 {
-    return qpx_ud_iface_rx_wcs(ucs_derived_of(super, qpx_ud_iface_t), wc, n);
+    return qpx_ud_iface_rx_wcs(ucs_derived_of(super, qpx_ud_iface_t), wc, n,
+                               1);
 }
 
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
+qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface, int may_be_async)
 {
     struct ibv_wc wc[QPX_UD_RX_BATCH];
     int n;
@@ -368,7 +374,7 @@ qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface)
     if (n <= 0) {
         return 0;
     }
-    return qpx_ud_iface_rx_wcs(iface, wc, n);
+    return qpx_ud_iface_rx_wcs(iface, wc, n, may_be_async);
 }
 
 void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
@@ -637,7 +643,7 @@ qpx_ud_iface_progress_run(qpx_ud_iface_t *iface)
      * packet whose earlier post is only finished once it is polled. Only
      * signaled sends make completions. */
     count += (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) : 0;
-    count += qpx_ud_iface_poll_rx(iface);
+    count += qpx_ud_iface_poll_rx(iface, 1);
 
     if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
         qpx_ud_iface_tick(iface);
@@ -736,7 +742,7 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
 
     qpx_ud_iface_clock_update(iface);
     count  = (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) : 0;
-    count += qpx_ud_iface_poll_rx(iface);
+    count += qpx_ud_iface_poll_rx(iface, 0); /* the user's */
     if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
         qpx_ud_iface_tick(iface);
     }
