@@ -17,6 +17,7 @@
 #include <ucs/config/parser.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue_types.h>
 #include <ucs/type/class.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -140,6 +141,40 @@ static inline void ucs_arbiter_dispatch(ucs_arbiter_t *arbiter,
     if (!ucs_arbiter_is_empty(arbiter)) {
         ucs_arbiter_dispatch_nonempty(arbiter, per_group, cb, cb_arg);
     }
+}
+
+/* ------------------------------------------------------------------------
+ * ucs: queue (ucs/datastruct/queue.h is not installed; its types are,
+ * queue_types.h). A singly linked FIFO: head, and the link the next push
+ * writes (ptail); the last element's next is not set.
+ */
+static inline void ucs_queue_head_init(ucs_queue_head_t *queue)
+{
+    queue->ptail = &queue->head;
+}
+
+static inline int ucs_queue_is_empty(const ucs_queue_head_t *queue)
+{
+    return queue->ptail == &queue->head;
+}
+
+static inline void ucs_queue_push(ucs_queue_head_t *queue,
+                                  ucs_queue_elem_t *elem)
+{
+    *queue->ptail = elem;
+    queue->ptail  = &elem->next;
+}
+
+static inline ucs_queue_elem_t *
+ucs_queue_pull_non_empty(ucs_queue_head_t *queue)
+{
+    ucs_queue_elem_t *elem = queue->head;
+
+    queue->head = elem->next;
+    if (queue->ptail == &elem->next) {
+        queue->ptail = &queue->head;
+    }
+    return elem;
 }
 
 /* ------------------------------------------------------------------------

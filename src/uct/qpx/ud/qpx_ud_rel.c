@@ -47,8 +47,8 @@ void qpx_ud_rel_tx_init(qpx_ud_rel_tx_t *tx, const qpx_ud_rel_config_t *config,
     tx->resend_end    = initial_psn;
     tx->resending     = 0;
     tx->probed        = 0;
-    ucs_list_head_init(&tx->window);
-    tx->resend_pos    = &tx->window;
+    ucs_queue_head_init(&tx->window);
+    tx->resend_pos    = tx->window.ptail;
     tx->rto           = config->rto_init;
     tx->deadline      = 0;
     tx->progress_time = 0;
@@ -86,7 +86,7 @@ static void qpx_ud_rel_tx_resend_from_oldest(qpx_ud_rel_tx_t *tx,
     tx->resend_psn = tx->acked_psn + 1;
     tx->resend_end = tx->resend_psn +
                      ucs_min(count, qpx_ud_rel_tx_inflight(tx));
-    tx->resend_pos = tx->window.next;
+    tx->resend_pos = &tx->window.head;
 }
 
 void qpx_ud_rel_rx_ooo_init(qpx_ud_rel_rx_t *rx, void **slots,
@@ -137,7 +137,7 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
 {
     uint64_t rto;
 
-    if (ucs_list_is_empty(&tx->window)) {
+    if (ucs_queue_is_empty(&tx->window)) {
         return QPX_UD_REL_TIMER_IDLE;
     }
 
@@ -165,7 +165,7 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
 
 int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now, unsigned count)
 {
-    if (ucs_list_is_empty(&tx->window) || tx->resending) {
+    if (ucs_queue_is_empty(&tx->window) || tx->resending) {
         return 0;
     }
 
@@ -184,7 +184,7 @@ int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now, unsigned count)
 
 int qpx_ud_rel_tx_probe_reply(qpx_ud_rel_tx_t *tx)
 {
-    if (!tx->probed || tx->resending || ucs_list_is_empty(&tx->window)) {
+    if (!tx->probed || tx->resending || ucs_queue_is_empty(&tx->window)) {
         return 0;
     }
 
@@ -198,12 +198,13 @@ qpx_ud_rel_desc_t *qpx_ud_rel_tx_purge_one(qpx_ud_rel_tx_t *tx)
     qpx_ud_rel_desc_t *desc;
 
     tx->resending  = 0;
-    tx->resend_pos = &tx->window;
-    if (ucs_list_is_empty(&tx->window)) {
+    tx->resend_pos = &tx->window.head;
+    if (ucs_queue_is_empty(&tx->window)) {
         return NULL;
     }
 
-    desc = ucs_list_extract_head(&tx->window, qpx_ud_rel_desc_t, list);
+    desc = ucs_container_of(ucs_queue_pull_non_empty(&tx->window),
+                            qpx_ud_rel_desc_t, queue);
     /* The packet is gone for good: the peer must not expect it */
     tx->acked_psn = desc->psn;
     return desc;

@@ -42,8 +42,8 @@ typedef struct qpx_ud_rel_config {
 
 /* Embedded in every reliable send descriptor */
 typedef struct qpx_ud_rel_desc {
-    ucs_list_link_t list;  /* in qpx_ud_rel_tx_t::window, PSN order */
-    qpx_ud_psn_t    psn;
+    ucs_queue_elem_t queue; /* in qpx_ud_rel_tx_t::window, PSN order */
+    qpx_ud_psn_t     psn;
 } qpx_ud_rel_desc_t;
 
 
@@ -71,8 +71,11 @@ typedef struct qpx_ud_rel_tx {
     qpx_ud_psn_t              resend_end;  /* stop before this PSN */
     uint8_t                   resending;   /* resend_psn is valid */
     uint8_t                   probed;      /* probe sent, no progress yet */
-    ucs_list_link_t           window;      /* unacked descriptors */
-    ucs_list_link_t           *resend_pos; /* cursor: desc with resend_psn */
+    ucs_queue_head_t          window;      /* unacked descriptors: sent at
+                                              the tail, acked at the head */
+    ucs_queue_iter_t          resend_pos;  /* cursor: the link to the desc
+                                              with resend_psn (the window's
+                                              ptail: none) */
     uint64_t                  rto;         /* current timeout, ns */
     uint64_t                  deadline;    /* retransmit at, when unacked */
     uint64_t                  progress_time; /* last ack progress / start */

@@ -42,7 +42,7 @@ qpx_ud_rel_tx_can_send(const qpx_ud_rel_tx_t *tx)
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_rel_tx_is_idle(qpx_ud_rel_tx_t *tx)
 {
-    return ucs_list_is_empty(&tx->window);
+    return ucs_queue_is_empty(&tx->window);
 }
 
 /* The first packet goes into an empty window (qpx_ud_rel_tx_is_idle) at
@@ -60,7 +60,7 @@ static UCS_F_ALWAYS_INLINE qpx_ud_psn_t
 qpx_ud_rel_tx_push(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc)
 {
     desc->psn = tx->next_psn++;
-    ucs_list_add_tail(&tx->window, &desc->list);
+    ucs_queue_push(&tx->window, &desc->queue);
     return desc->psn;
 }
 
@@ -71,7 +71,7 @@ qpx_ud_rel_tx_push(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc)
 static UCS_F_ALWAYS_INLINE qpx_ud_psn_t
 qpx_ud_rel_tx_add(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc, uint64_t now)
 {
-    if (ucs_list_is_empty(&tx->window)) {
+    if (ucs_queue_is_empty(&tx->window)) {
         qpx_ud_rel_tx_start(tx, now);
     }
     return qpx_ud_rel_tx_push(tx, desc);
@@ -95,15 +95,16 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
         return 0;
     }
 
-    while (!ucs_list_is_empty(&tx->window)) {
-        desc = ucs_list_head(&tx->window, qpx_ud_rel_desc_t, list);
+    while (!ucs_queue_is_empty(&tx->window)) {
+        desc = ucs_container_of(tx->window.head, qpx_ud_rel_desc_t, queue);
         if (qpx_ud_psn_lt(ack_psn, desc->psn)) {
             break;
         }
-        if (tx->resend_pos == &desc->list) {
-            tx->resend_pos = desc->list.next;
+        /* A cursor on the next one: that one becomes the head */
+        if (tx->resend_pos == &desc->queue.next) {
+            tx->resend_pos = &tx->window.head;
         }
-        ucs_list_del(&desc->list);
+        ucs_queue_pull_non_empty(&tx->window);
         cb(desc, arg);
         ++count;
     }
@@ -115,7 +116,7 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
     tx->progress_time = now;
     if (tx->resending && qpx_ud_psn_le(tx->resend_psn, ack_psn)) {
         tx->resend_psn = ack_psn + 1;
-        tx->resend_pos = tx->window.next;
+        tx->resend_pos = &tx->window.head;
     }
     if (tx->resending && !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
@@ -131,13 +132,13 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
 static UCS_F_ALWAYS_INLINE qpx_ud_rel_desc_t *
 qpx_ud_rel_tx_resend_next(qpx_ud_rel_tx_t *tx)
 {
-    if (!tx->resending || (tx->resend_pos == &tx->window) ||
+    if (!tx->resending || (tx->resend_pos == tx->window.ptail) ||
         !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
         return NULL;
     }
 
-    return ucs_container_of(tx->resend_pos, qpx_ud_rel_desc_t, list);
+    return ucs_container_of(*tx->resend_pos, qpx_ud_rel_desc_t, queue);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -145,8 +146,8 @@ qpx_ud_rel_tx_resend_done(qpx_ud_rel_tx_t *tx)
 {
     ++tx->num_resent;
     ++tx->resend_psn;
-    tx->resend_pos = tx->resend_pos->next;
-    if ((tx->resend_pos == &tx->window) ||
+    tx->resend_pos = &(*tx->resend_pos)->next;
+    if ((tx->resend_pos == tx->window.ptail) ||
         !qpx_ud_psn_lt(tx->resend_psn, tx->resend_end)) {
         tx->resending = 0;
     }
