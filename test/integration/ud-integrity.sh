@@ -5,13 +5,16 @@
 . "$(dirname "$0")/ud-common.sh"
 N=${QPX_UD_INTEGRITY_MSGS:-140000}
 
-out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y "$UD_TEST" integrity 20000 2>&1); rc=$?
+# Each run is bounded: a message that never arrives fails the check instead
+# of hanging the suite
+out=$(ud_run env UCX_QPX_UD_PRINT_STATS=y timeout 300 "$UD_TEST" integrity 20000 \
+      2>&1); rc=$?
 echo "$out" | grep -E "integrity:|stats" | sed 's/^/  /'
 [ $rc -eq 77 ] && qpx_skip_all "no qpx_ud resource"
 qpx_check "no loss: 20000 messages each way" [ $rc -eq 0 ]
 
 out=$(ud_run env SOFTVERBS_UD_DROP=0.05 SOFTVERBS_UD_REORDER=0.05 \
-      UCX_QPX_UD_PRINT_STATS=y UCX_QPX_UD_RTO=2ms \
+      UCX_QPX_UD_PRINT_STATS=y UCX_QPX_UD_RTO=2ms timeout 600 \
       "$UD_TEST" integrity "$N" 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|stats|got seq|corrupt" | head -20 | sed 's/^/  /'
 qpx_check "5% drop + 5% reorder: $N messages each way" [ $rc -eq 0 ]
@@ -27,12 +30,12 @@ qpx_check "no rare work waited for the tick (attention_missed=$missed)" \
     [ "${missed:-x}" = 0 ]
 
 out=$(ud_run env UD_TEST_CONNECT=ep SOFTVERBS_UD_DROP=0.05 \
-      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+      SOFTVERBS_UD_REORDER=0.05 timeout 300 "$UD_TEST" integrity 30000 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
 qpx_check "CONNECT_TO_EP, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
 
 out=$(ud_run env UCX_QPX_UD_SRQ=y SOFTVERBS_UD_DROP=0.05 \
-      SOFTVERBS_UD_REORDER=0.05 "$UD_TEST" integrity 30000 2>&1); rc=$?
+      SOFTVERBS_UD_REORDER=0.05 timeout 300 "$UD_TEST" integrity 30000 2>&1); rc=$?
 echo "$out" | grep -E "integrity:|got seq|corrupt|failed" | head -5 | sed 's/^/  /'
 qpx_check "UCX_QPX_UD_SRQ=y, 5% drop + 5% reorder: 30000 messages each way" [ $rc -eq 0 ]
 

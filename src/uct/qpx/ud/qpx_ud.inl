@@ -107,6 +107,22 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     return UCS_OK;
 }
 
+/*
+ * QPX_UD_EP_FLAG_RX_SLOW again from the states it stands for, after a
+ * change that may end them. The changes that begin them set the flag where
+ * they happen (an endpoint created, a packet kept ahead of a gap, a probe
+ * sent), so that the fast receive path, which tests only the flags, never
+ * takes a packet one of them concerns.
+ */
+static UCS_F_ALWAYS_INLINE void qpx_ud_ep_rx_slow_update(qpx_ud_ep_t *ep)
+{
+    if (!ep->rx.initialized || (ep->rx.ooo_count > 0) || ep->tx.probed) {
+        ep->flags |= QPX_UD_EP_FLAG_RX_SLOW;
+    } else {
+        ep->flags &= ~QPX_UD_EP_FLAG_RX_SLOW;
+    }
+}
+
 /* Have ep send a control packet (flag: ack, NAK, ack request) from the
  * interface's progress */
 static UCS_F_ALWAYS_INLINE void

@@ -71,7 +71,7 @@ ucs_status_t qpx_ud_ep_alloc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
 
     ep->dest_id = QPX_UD_EP_ID_NULL;
     ep->conn_sn = conn_sn;
-    ep->flags   = flags;
+    ep->flags   = flags | QPX_UD_EP_FLAG_RX_SLOW; /* rx not started */
     ep->peer    = peer;
     /* A fresh starting PSN per endpoint: a packet of an earlier endpoint
      * in the same slot is very unlikely to fall in the new window */
@@ -507,6 +507,7 @@ void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         qpx_ud_ep_resend(iface, ep);
         break;
     case QPX_UD_REL_TIMER_PROBE:
+        ep->flags |= QPX_UD_EP_FLAG_RX_SLOW; /* the answer needs it */
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_REQ);
         break;
     default:

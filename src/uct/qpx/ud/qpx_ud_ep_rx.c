@@ -94,6 +94,7 @@ void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         ++iface->stats.tx_probe_resends;
         qpx_ud_ep_resend(iface, ep);
     }
+    qpx_ud_ep_rx_slow_update(ep); /* the probe may be answered */
 }
 
 /* Keep a packet that arrived ahead of a gap until the gap is filled */
@@ -122,7 +123,11 @@ static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     }
 
     rdesc->super.flags = length;
-    return qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc);
+    if (!qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc)) {
+        return 0;
+    }
+    ep->flags |= QPX_UD_EP_FLAG_RX_SLOW; /* the next ones are pulled */
+    return 1;
 }
 
 void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
@@ -159,6 +164,7 @@ void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW |
                                           QPX_UD_EP_FLAG_NAK);
     }
+    qpx_ud_ep_rx_slow_update(ep);
 }
 
 int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
@@ -255,6 +261,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     case QPX_UD_PKT_CONN:
         if (!ep->rx.initialized) {
             qpx_ud_rel_rx_start(&ep->rx, hdr->psn);
+            qpx_ud_ep_rx_slow_update(ep);
         }
         break;
     case QPX_UD_PKT_AM:

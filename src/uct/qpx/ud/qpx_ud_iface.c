@@ -253,8 +253,9 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 
 /*
  * The packet of a busy endpoint, handled inline: an AM, in order, from the
- * connected peer of an endpoint that is neither failed nor half-open,
- * keeping nothing ahead of a gap, carrying no NAK and answering no probe,
+ * connected peer of an endpoint that is neither failed nor half-open nor in
+ * a state the full path must see (QPX_UD_EP_FLAG_RX_SLOW: receiving not
+ * started, packets kept ahead of a gap, a probe out), carrying no NAK,
  * outside the async timer (known when may_be_async is 0, a constant where
  * inlined). It does what qpx_ud_ep_rx does for that case (ack first, then
  * delivery, then the ack decision), without its calls and its switch;
@@ -280,12 +281,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     if (ucs_unlikely((ep == NULL) ||
                      ((ep->flags & (QPX_UD_EP_FLAG_CONNECTED |
                                     QPX_UD_EP_FLAG_FAILED |
-                                    QPX_UD_EP_FLAG_HALF_OPEN)) !=
+                                    QPX_UD_EP_FLAG_HALF_OPEN |
+                                    QPX_UD_EP_FLAG_RX_SLOW)) !=
                       QPX_UD_EP_FLAG_CONNECTED) ||
                      (hdr->src_id != ep->dest_id) ||
                      (hdr->psn != ep->rx.expected_psn) ||
-                     !ep->rx.initialized || (ep->rx.ooo_count > 0) ||
-                     ep->tx.probed ||
                      !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
                                           &ep->peer->key.dev_addr))) {
         return -1;

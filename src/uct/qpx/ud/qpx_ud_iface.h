@@ -146,9 +146,14 @@ enum {
                                                 has not answered ours yet */
     QPX_UD_EP_FLAG_CANCELED   = UCS_BIT(12), /* flushed with CANCEL: sends
                                                 refused (uct_ep_flush(3)) */
-    QPX_UD_EP_FLAG_CONN_OWED  = UCS_BIT(13)  /* our CONN found no send
+    QPX_UD_EP_FLAG_CONN_OWED  = UCS_BIT(13), /* our CONN found no send
                                                 buffer: the control progress
                                                 sends it, sends wait */
+    QPX_UD_EP_FLAG_RX_SLOW    = UCS_BIT(14)  /* a packet needs the full
+                                                receive path: rx not started,
+                                                packets kept ahead of a gap,
+                                                or a probe out
+                                                (qpx_ud_ep_rx_slow_update) */
 };
 
 
