@@ -77,6 +77,16 @@ qpx_ud_ep_tx_can_send(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     return qpx_ud_rel_tx_inflight(&ep->tx) < iface->rel_config.window;
 }
 
+/* Room in ep's window and a send slot, nobody waiting before us. A buffer is
+ * not tested here: the caller's get fails at once when there is none (the
+ * pool's quota is 0 once it is full or refused growth, qpx_iface_mp_grow) */
+static UCS_F_ALWAYS_INLINE int
+qpx_ud_ep_tx_room(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    return qpx_ud_ep_tx_can_send(iface, ep) && (iface->tx.available != 0) &&
+           qpx_ep_pending_is_clear_all(&iface->super, &ep->super);
+}
+
 /* Whether a new reliable packet may be sent on ep now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
@@ -97,10 +107,7 @@ qpx_ud_ep_tx_check(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if (ucs_unlikely(!qpx_ud_ep_tx_can_send(iface, ep) ||
-                     qpx_ud_iface_tx_exhausted(iface) ||
-                     !qpx_ep_pending_is_clear_all(&iface->super,
-                                                  &ep->super))) {
+    if (ucs_unlikely(!qpx_ud_ep_tx_room(iface, ep))) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -145,19 +152,21 @@ qpx_ud_ep_activate(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 }
 
-/* Fill the header of a reliable packet, piggybacking our ack */
+/* Fill the header of a reliable packet, piggybacking our ack. acking 1 (a
+ * constant where inlined): the caller knows that ep has an ack to carry
+ * (QPX_UD_EP_FLAG_RX_STARTED) and no NAK */
 static UCS_F_ALWAYS_INLINE void
-qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
-                   uint8_t am_id)
+qpx_ud_ep_hdr_init_common(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
+                          uint8_t am_id, int acking)
 {
     hdr->dest_id  = ep->dest_id;
     hdr->src_id   = ep->id;
     hdr->type     = type;
     hdr->am_id    = am_id;
     hdr->reserved = 0;
-    if (ep->rx.initialized) {
+    if (acking || ep->rx.initialized) {
         hdr->flags   = QPX_UD_PKT_FLAG_ACK;
-        if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_NAK)) {
+        if (!acking && ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_NAK)) {
             hdr->flags |= QPX_UD_PKT_FLAG_NAK |
                           ((ep->rx.ooo != NULL) ? QPX_UD_PKT_FLAG_OOO : 0);
         }
@@ -168,6 +177,13 @@ qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
         hdr->flags   = 0;
         hdr->ack_psn = 0;
     }
+}
+
+static UCS_F_ALWAYS_INLINE void
+qpx_ud_ep_hdr_init(qpx_ud_ep_t *ep, qpx_ud_hdr_t *hdr, uint8_t type,
+                   uint8_t am_id)
+{
+    qpx_ud_ep_hdr_init_common(ep, hdr, type, am_id, 0);
 }
 
 /* The constant fields of the send WRs (iface->tx.wr, wr_inl), at open */

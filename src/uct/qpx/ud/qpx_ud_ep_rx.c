@@ -261,6 +261,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     case QPX_UD_PKT_CONN:
         if (!ep->rx.initialized) {
             qpx_ud_rel_rx_start(&ep->rx, hdr->psn);
+            ep->flags |= QPX_UD_EP_FLAG_RX_STARTED;
             qpx_ud_ep_rx_slow_update(ep);
         }
         break;

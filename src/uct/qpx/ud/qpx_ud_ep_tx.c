@@ -14,17 +14,47 @@
 
 
 /* Room to send on ep, and a descriptor with the header of an active message
- * id; *desc_p is set only on UCS_OK */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
-                      qpx_ud_send_desc_t **desc_p)
+ * id; *desc_p is set only on UCS_OK. Every case, each tested. */
+static UCS_F_NOINLINE ucs_status_t
+qpx_ud_ep_am_desc_get_slow(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
+                           qpx_ud_send_desc_t **desc_p)
 {
     qpx_ud_send_desc_t *desc;
     ucs_status_t status;
 
     status = qpx_ud_ep_tx_check(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
+    if (status != UCS_OK) {
         return status;
+    }
+
+    desc = qpx_ud_ep_desc_get(iface, ep);
+    if (desc == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_AM, id);
+    *desc_p = desc;
+    return UCS_OK;
+}
+
+/* The same; inline for the usual case (a connected endpoint whose packets
+ * carry an ack and no NAK, room to send), else the function above */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
+                      qpx_ud_send_desc_t **desc_p)
+{
+    qpx_ud_send_desc_t *desc;
+
+    if (ucs_unlikely(((ep->flags & (QPX_UD_EP_FLAG_CONNECTED |
+                                    QPX_UD_EP_FLAG_FAILED |
+                                    QPX_UD_EP_FLAG_CANCELED |
+                                    QPX_UD_EP_FLAG_CONN_OWED |
+                                    QPX_UD_EP_FLAG_NAK |
+                                    QPX_UD_EP_FLAG_RX_STARTED)) !=
+                      (QPX_UD_EP_FLAG_CONNECTED |
+                       QPX_UD_EP_FLAG_RX_STARTED)) ||
+                     !qpx_ud_ep_tx_room(iface, ep))) {
+        return qpx_ud_ep_am_desc_get_slow(iface, ep, id, desc_p);
     }
 
     desc = qpx_ud_ep_desc_get(iface, ep);
@@ -32,7 +62,8 @@ qpx_ud_ep_am_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_AM, id);
+    qpx_ud_ep_hdr_init_common(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_AM,
+                              id, 1);
     *desc_p = desc;
     return UCS_OK;
 }

@@ -149,11 +149,13 @@ enum {
     QPX_UD_EP_FLAG_CONN_OWED  = UCS_BIT(13), /* our CONN found no send
                                                 buffer: the control progress
                                                 sends it, sends wait */
-    QPX_UD_EP_FLAG_RX_SLOW    = UCS_BIT(14)  /* a packet needs the full
+    QPX_UD_EP_FLAG_RX_SLOW    = UCS_BIT(14), /* a packet needs the full
                                                 receive path: rx not started,
                                                 packets kept ahead of a gap,
                                                 or a probe out
                                                 (qpx_ud_ep_rx_slow_update) */
+    QPX_UD_EP_FLAG_RX_STARTED = UCS_BIT(15)  /* rx.initialized: our packets
+                                                carry an ack */
 };
 
 
