@@ -419,7 +419,8 @@ static void lossy_channel(int keep_ahead)
                              QPX_UD_REL_TIMER_FAILED);
         while ((d = qpx_ud_rel_tx_resend_next(&tx)) != NULL) {
             desc = ucs_container_of(d, test_desc_t, rel);
-            sim_send(step, 0, d->psn, desc->seq);
+            /* the PSN it goes with is the cursor's */
+            sim_send(step, 0, tx.resend_psn, desc->seq);
             qpx_ud_rel_tx_resend_done(&tx);
         }
 

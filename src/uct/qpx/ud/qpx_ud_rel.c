@@ -205,7 +205,8 @@ qpx_ud_rel_desc_t *qpx_ud_rel_tx_purge_one(qpx_ud_rel_tx_t *tx)
 
     desc = ucs_container_of(ucs_queue_pull_non_empty(&tx->window),
                             qpx_ud_rel_desc_t, queue);
-    /* The packet is gone for good: the peer must not expect it */
-    tx->acked_psn = desc->psn;
+    /* The packet (the oldest in flight) is gone for good: the peer must not
+     * expect it */
+    ++tx->acked_psn;
     return desc;
 }

@@ -40,10 +40,11 @@ typedef struct qpx_ud_rel_config {
 } qpx_ud_rel_config_t;
 
 
-/* Embedded in every reliable send descriptor */
+/* Embedded in every reliable send descriptor. Its PSN is not kept: the
+ * window holds every PSN from acked_psn + 1 to next_psn - 1, in order, one
+ * descriptor each, so the k-th from the head has acked_psn + 1 + k */
 typedef struct qpx_ud_rel_desc {
     ucs_queue_elem_t queue; /* in qpx_ud_rel_tx_t::window, PSN order */
-    qpx_ud_psn_t     psn;
 } qpx_ud_rel_desc_t;
 
 

@@ -59,9 +59,8 @@ qpx_ud_rel_tx_start(qpx_ud_rel_tx_t *tx, uint64_t now)
 static UCS_F_ALWAYS_INLINE qpx_ud_psn_t
 qpx_ud_rel_tx_push(qpx_ud_rel_tx_t *tx, qpx_ud_rel_desc_t *desc)
 {
-    desc->psn = tx->next_psn++;
     ucs_queue_push(&tx->window, &desc->queue);
-    return desc->psn;
+    return tx->next_psn++;
 }
 
 /*
@@ -88,25 +87,24 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
                   void (*cb)(qpx_ud_rel_desc_t *desc, void *arg), void *arg)
 {
     qpx_ud_rel_desc_t *desc;
-    unsigned count = 0;
+    unsigned i, count;
 
     if (!qpx_ud_psn_lt(tx->acked_psn, ack_psn) ||
         !qpx_ud_psn_lt(ack_psn, tx->next_psn)) {
         return 0;
     }
 
-    while (!ucs_queue_is_empty(&tx->window)) {
-        desc = ucs_container_of(tx->window.head, qpx_ud_rel_desc_t, queue);
-        if (qpx_ud_psn_lt(ack_psn, desc->psn)) {
-            break;
-        }
+    /* The oldest count descriptors of the window (it holds one per PSN in
+     * flight, ack_psn among them) */
+    count = (qpx_ud_psn_t)(ack_psn - tx->acked_psn);
+    for (i = 0; i < count; ++i) {
+        desc = ucs_container_of(ucs_queue_pull_non_empty(&tx->window),
+                                qpx_ud_rel_desc_t, queue);
         /* A cursor on the next one: that one becomes the head */
         if (tx->resend_pos == &desc->queue.next) {
             tx->resend_pos = &tx->window.head;
         }
-        ucs_queue_pull_non_empty(&tx->window);
         cb(desc, arg);
-        ++count;
     }
 
     tx->acked_psn     = ack_psn;
