@@ -265,20 +265,23 @@ qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
 
     ret = ibv_post_send(iface->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
-        qpx_ud_iface_post_failed(iface, wr, ret);
+        /* bad_wr is wr (the only one): named by the device, wr need not
+         * live across the call */
+        qpx_ud_iface_post_failed(iface, bad_wr, ret);
         return;
     }
     --iface->tx.available;
 }
 
-/* Post one packet from a send descriptor; may_have_iov 0 (a constant
- * where inlined) when the caller knows it has no user iovs: the payload
- * was copied behind the header */
+/* Post one packet of length bytes (desc->length, given by the caller that
+ * has it in a register) from a send descriptor; may_have_iov 0 (a constant
+ * where inlined) when the caller knows it has no user iovs: the payload was
+ * copied behind the header */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_desc_common(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
-                              qpx_ud_send_desc_t *desc, int may_have_iov)
+                              qpx_ud_send_desc_t *desc, unsigned length,
+                              int may_have_iov)
 {
-    unsigned length = desc->length;
     struct ibv_send_wr *wr;
     struct ibv_sge *sge;
     unsigned i;
@@ -314,7 +317,7 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_iface_post_desc(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                        qpx_ud_send_desc_t *desc)
 {
-    qpx_ud_iface_post_desc_common(iface, peer, desc, 1);
+    qpx_ud_iface_post_desc_common(iface, peer, desc, desc->length, 1);
 }
 
 /*
@@ -384,9 +387,12 @@ qpx_ud_ep_desc_get(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 
     desc->ep       = ep;
     desc->comp     = NULL;
+    /* sq_slots too, though set where it is read: with it, the four bytes
+     * are one store */
     desc->posted   = 0;
     desc->released = 0;
     desc->iovcnt   = 0;
+    desc->sq_slots = 0;
     return desc;
 }
 
@@ -442,11 +448,12 @@ qpx_ud_ep_acked_cb(qpx_ud_rel_desc_t *rel, void *arg)
                                                   rel), UCS_OK);
 }
 
-/* Put a filled descriptor in the window and send it (may_have_iov: as
- * for qpx_ud_iface_post_desc_common) */
+/* Put a filled descriptor in the window and send it (length,
+ * may_have_iov: as for qpx_ud_iface_post_desc_common) */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_send_desc_common(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                           qpx_ud_send_desc_t *desc, int may_have_iov)
+                           qpx_ud_send_desc_t *desc, unsigned length,
+                           int may_have_iov)
 {
     qpx_ud_hdr_t *hdr = qpx_ud_send_desc_hdr(desc);
     qpx_ud_psn_t psn;
@@ -470,7 +477,8 @@ qpx_ud_ep_send_desc_common(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
          * peer answer each one (an ack per packet while it lags) */
         hdr->flags |= QPX_UD_PKT_FLAG_ACK_REQ;
     }
-    qpx_ud_iface_post_desc_common(iface, ep->peer, desc, may_have_iov);
+    qpx_ud_iface_post_desc_common(iface, ep->peer, desc, length,
+                                  may_have_iov);
 }
 
 /* A descriptor with user iovs (am_zcopy) */
@@ -478,16 +486,17 @@ static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_send_desc(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                     qpx_ud_send_desc_t *desc)
 {
-    qpx_ud_ep_send_desc_common(iface, ep, desc, 1);
+    qpx_ud_ep_send_desc_common(iface, ep, desc, desc->length, 1);
 }
 
 /* A descriptor whose payload is copied behind its header (short, bcopy,
- * probes) */
+ * probes): length bytes with the header, which desc->length is set to */
 static UCS_F_ALWAYS_INLINE void
 qpx_ud_ep_send_copied(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                      qpx_ud_send_desc_t *desc)
+                      qpx_ud_send_desc_t *desc, unsigned length)
 {
-    qpx_ud_ep_send_desc_common(iface, ep, desc, 0);
+    desc->length = length;
+    qpx_ud_ep_send_desc_common(iface, ep, desc, length, 0);
 }
 
 

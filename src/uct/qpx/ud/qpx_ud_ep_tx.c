@@ -86,8 +86,8 @@ qpx_ud_ep_am_short_inline(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
     hdr = qpx_ud_send_desc_hdr(desc);
     *(uint64_t*)(hdr + 1) = header;
     memcpy((uint64_t*)(hdr + 1) + 1, payload, length);
-    desc->length = sizeof(*hdr) + sizeof(header) + length;
-    qpx_ud_ep_send_copied(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc,
+                          sizeof(*hdr) + sizeof(header) + length);
     return UCS_OK;
 }
 
@@ -162,8 +162,7 @@ qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
 
     hdr = qpx_ud_send_desc_hdr(desc);
     length       = pack_cb(hdr + 1, arg);
-    desc->length = sizeof(*hdr) + length;
-    qpx_ud_ep_send_copied(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc, sizeof(*hdr) + length);
     return length;
 }
 
@@ -346,8 +345,7 @@ static ucs_status_t qpx_ud_ep_probe(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 
     qpx_ud_ep_hdr_init(ep, qpx_ud_send_desc_hdr(desc), QPX_UD_PKT_NOP, 0);
-    desc->length = sizeof(qpx_ud_hdr_t);
-    qpx_ud_ep_send_copied(iface, ep, desc);
+    qpx_ud_ep_send_copied(iface, ep, desc, sizeof(qpx_ud_hdr_t));
     return UCS_OK;
 }
 
