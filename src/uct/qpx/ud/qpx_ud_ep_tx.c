@@ -160,8 +160,8 @@ qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
         return status;
     }
 
-    hdr = qpx_ud_send_desc_hdr(desc);
-    length       = pack_cb(hdr + 1, arg);
+    hdr    = qpx_ud_send_desc_hdr(desc);
+    length = pack_cb(hdr + 1, arg);
     qpx_ud_ep_send_copied(iface, ep, desc, sizeof(*hdr) + length);
     return length;
 }

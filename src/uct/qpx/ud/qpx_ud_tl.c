@@ -1,6 +1,7 @@
 /*
- * qpx_ud interface lifecycle and attributes: open (CQs, UD QP, buffers),
- * close, query, addresses, and the uct_tl_t "qpx_ud".
+ * qpx_ud interface lifecycle and attributes: the configuration table, open
+ * (CQs, UD QP, buffers), close, query, addresses, and the uct_tl_t
+ * "qpx_ud".
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -8,7 +9,118 @@
 
 #include "qpx_ud.inl"
 
+#include <ucs/qpx_config.h>
+
 #include <string.h>
+
+
+ucs_config_field_t qpx_ud_iface_config_table[] = {
+    /* The interface core's options (SEG_SIZE, TX_/RX_ queues and buffers):
+     * UCX_QPX_<NAME>, overridden by UCX_QPX_UD_<NAME>; never the bare
+     * UCX_<NAME> (see qpx_iface_config_table). qpx_ud's own defaults: one
+     * inline send in 64 signalled (1..64: a send completion is a CQE the
+     * device writes and progress polls; 64 rather than 16 made 8-byte
+     * am_bw about 1% faster alone, 5 to 8% with ACK_THRESH 128,
+     * docs/performance.md), at most 64k send buffers (each holds an
+     * unacknowledged packet) */
+    {"QPX_", "TX_MODERATION=64;TX_MAX_BUFS=65536;TX_BUFS_GROW=256", NULL,
+     ucs_offsetof(qpx_ud_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
+
+    {"WINDOW", "256",
+     "Packets an endpoint may have unacknowledged (at most 16384).",
+     ucs_offsetof(qpx_ud_iface_config_t, window), QPX_CONFIG_TYPE_UINT},
+
+    {"TIMEOUT", "30s",
+     "No acknowledgement from a peer for this long fails the endpoint: its\n"
+     "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
+     ucs_offsetof(qpx_ud_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
+
+    {"RTO", "10ms", "Initial retransmission timeout.",
+     ucs_offsetof(qpx_ud_iface_config_t, rto), QPX_CONFIG_TYPE_TIME},
+
+    {"RTO_MAX", "1s", "Largest retransmission timeout after backoff.",
+     ucs_offsetof(qpx_ud_iface_config_t, rto_max), QPX_CONFIG_TYPE_TIME},
+
+    {"BACKOFF", "2.0",
+     "Factor applied to the retransmission timeout after each timeout.",
+     ucs_offsetof(qpx_ud_iface_config_t, backoff), QPX_CONFIG_TYPE_DOUBLE},
+
+    {"TIMER_TICK", "1ms",
+     "How often progress checks retransmission timers and delayed acks.",
+     ucs_offsetof(qpx_ud_iface_config_t, timer_tick), QPX_CONFIG_TYPE_TIME},
+
+    {"ACK_THRESH", "128",
+     "Packets delivered before the receiver sends an explicit ack (else acks\n"
+     "ride on its sends, answer an ack request, or go at the next tick).\n"
+     "Capped at half the window, where the sender asks for one anyway.",
+     ucs_offsetof(qpx_ud_iface_config_t, ack_thresh), QPX_CONFIG_TYPE_UINT},
+
+    {"RX_REORDER", "256",
+     "Packets an endpoint keeps when they arrive after a gap (rounded up to\n"
+     "a power of 2, at most 16384; 0: drop them and rely on go-back-N).\n"
+     "The buffer is allocated on the first gap an endpoint sees.",
+     ucs_offsetof(qpx_ud_iface_config_t, rx_reorder), QPX_CONFIG_TYPE_UINT},
+
+    {"ASYNC_PROGRESS", "y",
+     "Run acknowledgements, retransmissions and peer timeouts from the\n"
+     "worker's async thread when the user does not call progress (thread\n"
+     "async modes only). Operations then block the async context (or see\n"
+     "ASYNC_FENCE); with 'n' a process that stops calling progress for\n"
+     "longer than TIMEOUT is declared dead by its peers.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_progress), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_FENCE", "n",
+     "With async progress, sends and progress exclude the timer without a\n"
+     "lock: the timer, which runs rarely, pays a process-wide membarrier(2)\n"
+     "instead. Only for workers where no other transport calls UCP from the\n"
+     "async thread (UCX's ud_verbs and ud_mlx5 do: a wireup answer they run\n"
+     "could be sent over this interface beside the user's send). 'n', or a\n"
+     "kernel without membarrier: every operation blocks the worker's async\n"
+     "context (an uncontended recursive lock), as ud_verbs does.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_fence), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_IDLE", "10ms",
+     "Async progress runs once the user has not called progress for this\n"
+     "long; its timer fires every half of it.",
+     ucs_offsetof(qpx_ud_iface_config_t, async_idle), QPX_CONFIG_TYPE_TIME},
+
+    {"SRQ", "n",
+     "Post receive buffers to a shared receive queue attached to the UD QP\n"
+     "instead of the QP's own receive queue (docs/performance.md).",
+     ucs_offsetof(qpx_ud_iface_config_t, srq), UCS_CONFIG_TYPE_BOOL},
+
+    {"KEEPALIVE_INTERVAL", "2s",
+     "Every interval, a connected endpoint that sent nothing since the last "
+     "one sends a reliable probe, so that a peer that died while this side "
+     "only waits for it fails the endpoint after TIMEOUT instead of going "
+     "unnoticed. Endpoints whose peer destroyed its side (DISC) are not "
+     "probed. 0: off.",
+     ucs_offsetof(qpx_ud_iface_config_t, keepalive_interval),
+     QPX_CONFIG_TYPE_TIME},
+
+    {"MAX_HALF_OPEN", "1024",
+     "Endpoints that peers' connection requests may create and that have not "
+     "yet been answered, in all (one remote interface gets at most 32). "
+     "Requests beyond are refused and counted; a real peer sends its request "
+     "again. Unanswered ones go after TIMEOUT.",
+     ucs_offsetof(qpx_ud_iface_config_t, max_half_open), QPX_CONFIG_TYPE_UINT},
+
+    {"EVENTS", "n",
+     "Offer event notification (uct_iface_event_fd_get, uct_iface_event_arm):\n"
+     "a worker may sleep in ucp_worker_wait until a packet arrives. Off by\n"
+     "default: UCP then also stops progressing an idle qpx_ud interface and\n"
+     "waits for its events, and a connection of qpx_rc wired up over qpx_ud\n"
+     "takes about 4 ms instead of 0.12 ms (docs/performance.md).",
+     ucs_offsetof(qpx_ud_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
+    {"PRINT_STATS", "n",
+     "Print the interface's packet counters (refused, spoofed, duplicate, "
+     "resent, ...) to stderr when it is closed.",
+     ucs_offsetof(qpx_ud_iface_config_t, print_stats), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
 
 
 static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
