@@ -56,6 +56,7 @@
 #  include <uct/base/uct_cm.h>
 #  include <uct/api/v2/uct_v2.h>
 #  include <ucs/datastruct/arbiter.h>
+#  include <ucs/datastruct/queue.h>
 #elif (QPX_UCX_BUILD_MAJOR == 1) && (QPX_UCX_BUILD_MINOR == 13)
 #  include "compat/ucx-1.13.h"
 #else
