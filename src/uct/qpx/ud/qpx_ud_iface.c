@@ -561,41 +561,11 @@ static UCS_F_ALWAYS_INLINE void qpx_ud_iface_clock_update(qpx_ud_iface_t *iface)
     }
 }
 
-/* The user's progress with attention set: every step, each tested; then
- * the attention is what is left */
-static UCS_F_NOINLINE unsigned
-qpx_ud_iface_progress_attend(qpx_ud_iface_t *iface)
-{
-    qpx_ud_ep_t *ep;
-    unsigned count;
-
-    /* What the async timer received or completed, before anything newer */
-    if (ucs_unlikely((iface->async.rx_head != NULL) ||
-                     (iface->async.comp_count > 0))) {
-        qpx_ud_iface_async_dispatch(iface);
-    }
-
-    qpx_ud_iface_clock_update(iface);
-    count                     = qpx_ud_iface_progress_run(iface);
-    iface->async.last_progress = iface->now;
-
-    /* Reported here, not in the timer walk: an error handler may destroy
-     * endpoints */
-    while (ucs_unlikely(!ucs_list_is_empty(&iface->failed_eps))) {
-        ep = ucs_list_head(&iface->failed_eps, qpx_ud_ep_t, active_list);
-        qpx_ud_ep_notify_failed(iface, ep);
-    }
-
-    qpx_iface_pending_progress(&iface->super);
-    iface->super.attention = qpx_ud_iface_attention_due(iface);
-    return count;
-}
-
-/* The rest of a progress round that made rare work (attention set while it
- * received or ran the timer walk): in the order of
- * qpx_ud_iface_progress_attend, up to the pending dispatch */
-static UCS_F_NOINLINE void
-qpx_ud_iface_progress_attend_rest(qpx_ud_iface_t *iface)
+/* The rare work a round made or found (attention set): control packets
+ * owed, failed endpoints reported (here, not in the timer walk: an error
+ * handler may destroy endpoints), endpoints to schedule again; then the
+ * attention is what is left */
+static UCS_F_NOINLINE void qpx_ud_iface_progress_rare(qpx_ud_iface_t *iface)
 {
     qpx_ud_ep_t *ep;
 
@@ -612,24 +582,16 @@ qpx_ud_iface_progress_attend_rest(qpx_ud_iface_t *iface)
     iface->super.attention = qpx_ud_iface_attention_due(iface);
 }
 
-/*
- * The user's progress. With no attention (the usual round) it only reads
- * the clock, polls the CQs and runs the tick when due: no deferred work, no
- * backlog, nothing to reschedule, no control packet owed and no failed
- * endpoint, so none of their lists is looked at. What receiving or the
- * tick makes of them is handled after, in the same order as the full
- * round (qpx_ud_iface_progress_attend).
- */
+/* One round of the user's progress once the clock is read: send
+ * completions (first: a NAK received may ask to resend a packet whose
+ * earlier post is only finished once it is polled; only signaled sends make
+ * them), received packets, the tick when due, then the rare work when the
+ * attention is set, and the pending requests */
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
+qpx_ud_iface_progress_round(qpx_ud_iface_t *iface)
 {
     unsigned count;
 
-    if (ucs_unlikely(iface->super.attention)) {
-        return qpx_ud_iface_progress_attend(iface);
-    }
-
-    qpx_ud_iface_clock_update(iface);
     count  = (iface->tx.signaled > 0) ? qpx_ud_iface_poll_tx(iface) : 0;
     count += qpx_ud_iface_poll_rx(iface, 0); /* the user's */
     if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
@@ -638,10 +600,47 @@ qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
     iface->async.last_progress = iface->now;
 
     if (ucs_unlikely(iface->super.attention)) {
-        qpx_ud_iface_progress_attend_rest(iface);
+        qpx_ud_iface_progress_rare(iface);
     }
     qpx_iface_pending_dispatch(&iface->super);
     return count;
+}
+
+/* The user's progress with attention set: what came before this round
+ * first (what the async timer received or completed, what event_arm took
+ * out of the CQs), then the round, whose rare part then runs */
+static UCS_F_NOINLINE unsigned
+qpx_ud_iface_progress_attend(qpx_ud_iface_t *iface)
+{
+    unsigned count = 0;
+
+    if ((iface->async.rx_head != NULL) || (iface->async.comp_count > 0)) {
+        qpx_ud_iface_async_dispatch(iface);
+    }
+    qpx_ud_iface_clock_update(iface);
+    if ((iface->super.backlog.rx_count | iface->super.backlog.tx_count) != 0) {
+        count = qpx_iface_backlog_progress(&iface->super, qpx_ud_iface_rx_wc,
+                                           qpx_ud_iface_tx_wc);
+    }
+    return count + qpx_ud_iface_progress_round(iface);
+}
+
+/*
+ * The user's progress. With no attention (the usual round) there is no
+ * deferred work, no backlog, nothing to reschedule, no control packet owed
+ * and no failed endpoint, so none of their lists is looked at; what
+ * receiving or the tick makes of them sets the attention, and the round
+ * handles it after, in the order of a full round.
+ */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_ud_iface_progress_user(qpx_ud_iface_t *iface)
+{
+    if (ucs_unlikely(iface->super.attention)) {
+        return qpx_ud_iface_progress_attend(iface);
+    }
+
+    qpx_ud_iface_clock_update(iface);
+    return qpx_ud_iface_progress_round(iface);
 }
 
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface)
