@@ -26,7 +26,7 @@
 
 #define TEST_BATCH     4
 #define TEST_SEG_SIZE  256
-#define TEST_HDR_OFF   24
+#define TEST_HDR_OFF   72  /* after qpx_rx_desc_t and 16 private bytes */
 #define TEST_MAX_BUFS  12
 #define TEST_MAX_POSTS 64
 
@@ -97,8 +97,10 @@ static void test_desc_init(ucs_mpool_t *mp, void *obj, void *chunk)
 {
     (void)mp;
     (void)chunk;
-    /* a distinct key per buffer, to see that each WR carries its own */
+    /* a distinct key per buffer, to see that each WR carries its own;
+     * then the buffer's WR, as rx_mp's object init makes it */
     ((qpx_desc_t*)obj)->lkey = (uint32_t)((uintptr_t)obj >> 4);
+    qpx_iface_rx_desc_wr_init(&ctx->iface, obj);
 }
 
 static ucs_mpool_ops_t test_mp_ops = {
@@ -111,7 +113,6 @@ static ucs_mpool_ops_t test_mp_ops = {
 static int test_setup(void **state)
 {
     qpx_iface_t *iface;
-    unsigned i;
 
     ctx = calloc(1, sizeof(*ctx));
     assert_non_null(ctx);
@@ -133,17 +134,7 @@ static int test_setup(void **state)
                                     TEST_MAX_BUFS, &test_mp_ops, "test_rx"),
                      UCS_OK);
 
-    /* as the interface sets them up: one chain with the constant fields */
-    iface->rx.recycled = calloc(TEST_BATCH, sizeof(*iface->rx.recycled));
-    iface->rx.wrs      = calloc(TEST_BATCH, sizeof(*iface->rx.wrs));
-    iface->rx.sges     = calloc(TEST_BATCH, sizeof(*iface->rx.sges));
-    for (i = 0; i < TEST_BATCH; ++i) {
-        iface->rx.sges[i].length = TEST_SEG_SIZE;
-        iface->rx.wrs[i].sg_list = &iface->rx.sges[i];
-        iface->rx.wrs[i].num_sge = 1;
-        iface->rx.wrs[i].next    = (i + 1 < TEST_BATCH) ?
-                                   &iface->rx.wrs[i + 1] : NULL;
-    }
+    qpx_iface_rx_recycled_reset(iface); /* as the interface starts */
     *state = ctx;
     return 0;
 }
@@ -160,9 +151,6 @@ static int test_teardown(void **state)
         }
     }
     ucs_mpool_cleanup(&iface->rx_mp, 1);
-    free(iface->rx.recycled);
-    free(iface->rx.wrs);
-    free(iface->rx.sges);
     free(ctx);
     *state = NULL;
     return 0;
@@ -198,18 +186,19 @@ static qpx_desc_t *test_complete(unsigned n)
 }
 
 
-/* A refill larger than a batch is posted in batches, each one chain */
+/* A refill larger than a batch is one chain (the batch says how often
+ * completions are reposted, not how many WRs a post may carry) */
 static void test_post_batches(void **state)
 {
     (void)state;
     assert_int_equal(qpx_iface_rx_post(&ctx->iface, 10), 10);
     assert_int_equal(ctx->num_posted, 10);
-    assert_int_equal(ctx->num_calls, 3);   /* 4 + 4 + 2 */
+    assert_int_equal(ctx->num_calls, 1);
     assert_int_equal(ctx->iface.rx.available, 6);
     test_check_posted(0);
-    /* the chain is whole again for the next batch */
-    assert_ptr_equal(ctx->iface.rx.wrs[1].next, &ctx->iface.rx.wrs[2]);
-    assert_null(ctx->iface.rx.wrs[TEST_BATCH - 1].next);
+    /* nothing is left chained for the next batch */
+    assert_null(ctx->iface.rx.recycled);
+    assert_ptr_equal(ctx->iface.rx.recycled_tail, &ctx->iface.rx.recycled);
 }
 
 
@@ -241,6 +230,70 @@ static void test_release_recycles(void **state)
     test_check_posted(TEST_BATCH);
     assert_int_equal(ctx->iface.rx.available, 0);
     assert_int_equal(ctx->iface.rx.num_recycled, 0);
+}
+
+
+/* A post of fewer buffers than are recycled takes the first ones released;
+ * the rest stay recycled, and the next post takes them (no trip through
+ * the pool). Completions handled in a loop are counted after it: more may
+ * be recycled than a batch. */
+static void test_recycled_beyond_count(void **state)
+{
+    qpx_desc_t *desc[TEST_BATCH + 2];
+    unsigned i;
+
+    (void)state;
+    ctx->iface.rx.available = TEST_BATCH + 2;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH + 2),
+                     TEST_BATCH + 2);
+    for (i = 0; i < TEST_BATCH + 2; ++i) {
+        desc[i] = test_complete(i);
+        qpx_iface_rx_recycle(&ctx->iface, desc[i]);
+    }
+    assert_int_equal(ctx->iface.rx.num_recycled, TEST_BATCH + 2);
+    assert_int_equal(ctx->iface.rx.available, 0);
+    assert_int_equal(ctx->num_calls, 1);
+
+    /* counted after the loop: one post of all of them, in order */
+    qpx_iface_rx_consumed(&ctx->iface, TEST_BATCH + 2);
+    assert_int_equal(ctx->num_calls, 2);
+    assert_int_equal(ctx->num_posted, 2 * (TEST_BATCH + 2));
+    for (i = 0; i < TEST_BATCH + 2; ++i) {
+        assert_int_equal(ctx->posted[TEST_BATCH + 2 + i].wr_id,
+                         (uintptr_t)desc[i]);
+    }
+    test_check_posted(TEST_BATCH + 2);
+    for (i = 0; i < TEST_BATCH + 2; ++i) {
+        desc[i] = test_complete(TEST_BATCH + 2 + i);
+    }
+    assert_int_equal(ctx->iface.rx.num_recycled, 0);
+    assert_int_equal(ctx->iface.rx.available, 0);
+
+    /* three recycled, two asked for: the first two; the third stays */
+    for (i = 0; i < 3; ++i) {
+        qpx_iface_rx_release(&ctx->iface, desc[i]);
+    }
+    assert_int_equal(ctx->num_calls, 2); /* 3 < a batch */
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, 2), 2);
+    assert_int_equal(ctx->num_calls, 3);
+    assert_int_equal(ctx->posted[2 * (TEST_BATCH + 2)].wr_id,
+                     (uintptr_t)desc[0]);
+    assert_int_equal(ctx->posted[2 * (TEST_BATCH + 2) + 1].wr_id,
+                     (uintptr_t)desc[1]);
+    assert_int_equal(ctx->iface.rx.num_recycled, 1);
+    assert_int_equal(ctx->iface.rx.available, 1);
+
+    /* the next post takes it as it is, its WR whole (the chain was cut
+     * after the second) */
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, 1), 1);
+    assert_int_equal(ctx->posted[2 * (TEST_BATCH + 2) + 2].wr_id,
+                     (uintptr_t)desc[2]);
+    test_check_posted(2 * (TEST_BATCH + 2));
+    for (i = 3; i < TEST_BATCH + 2; ++i) {
+        ucs_mpool_put(desc[i]); /* taken out above, never released */
+    }
+    assert_int_equal(ctx->iface.rx.num_recycled, 0);
+    assert_int_equal(ctx->iface.rx.available, 0);
 }
 
 
@@ -376,7 +429,6 @@ static void test_shared_srq(void **state)
 {
     qpx_iface_t *sharer = calloc(1, sizeof(*sharer));
     qpx_desc_t *kept[2];
-    unsigned i;
 
     (void)state;
     assert_non_null(sharer);
@@ -388,16 +440,7 @@ static void test_shared_srq(void **state)
     sharer->rx.batch             = TEST_BATCH;
     sharer->rx.queue_len         = 16;
     sharer->rx.available         = 0;
-    sharer->rx.recycled = calloc(TEST_BATCH, sizeof(*sharer->rx.recycled));
-    sharer->rx.wrs      = calloc(TEST_BATCH, sizeof(*sharer->rx.wrs));
-    sharer->rx.sges     = calloc(TEST_BATCH, sizeof(*sharer->rx.sges));
-    for (i = 0; i < TEST_BATCH; ++i) {
-        sharer->rx.sges[i].length = TEST_SEG_SIZE;
-        sharer->rx.wrs[i].sg_list = &sharer->rx.sges[i];
-        sharer->rx.wrs[i].num_sge = 1;
-        sharer->rx.wrs[i].next    = (i + 1 < TEST_BATCH) ?
-                                    &sharer->rx.wrs[i + 1] : NULL;
-    }
+    qpx_iface_rx_recycled_reset(sharer);
 
     /* the owner fills the SRQ; the sharer's first fill posts nothing */
     assert_int_equal(qpx_iface_rx_fill(&ctx->iface), UCS_OK);
@@ -431,9 +474,6 @@ static void test_shared_srq(void **state)
     /* the handlers release what they kept (uct_iface_release_desc) */
     ucs_mpool_put(kept[0]);
     ucs_mpool_put(kept[1]);
-    free(sharer->rx.recycled);
-    free(sharer->rx.wrs);
-    free(sharer->rx.sges);
     free(sharer);
 }
 
@@ -445,16 +485,14 @@ static void test_shared_srq(void **state)
 static void test_share_layout(void **state)
 {
     qpx_iface_t *sharer = calloc(1, sizeof(*sharer));
-    struct ibv_sge sges[TEST_BATCH];
     qpx_iface_t other_port;
+    qpx_rx_desc_t *desc;
 
     (void)state;
     assert_non_null(sharer);
     ctx->iface.port_num = 1;
     sharer->port_num    = 1;
     sharer->rx.batch    = TEST_BATCH;
-    sharer->rx.sges     = sges;
-    memset(sges, 0, sizeof(sges));
 
     /* RC-like: a 1-byte header, no private bytes, 8 bytes of headroom: the
      * payload right after the landing point, the headroom before it */
@@ -467,8 +505,14 @@ static void test_share_layout(void **state)
     assert_int_equal(sharer->config.rx_hdr_offset, TEST_HDR_OFF);
     assert_int_equal(sharer->config.rx_payload_offset, TEST_HDR_OFF + 1);
     assert_int_equal(sharer->config.rx_headroom_offset, TEST_HDR_OFF + 1 - 8);
-    assert_int_equal(sges[0].length, TEST_SEG_SIZE);
-    assert_int_equal(sges[TEST_BATCH - 1].length, TEST_SEG_SIZE);
+    /* what it posts are the owner's buffers, whose WRs say the owner's
+     * length and landing point (every buffer in the SRQ of one length) */
+    desc = (qpx_rx_desc_t*)qpx_iface_rx_desc_get(&ctx->iface);
+    assert_non_null(desc);
+    assert_int_equal(desc->sge.length, TEST_SEG_SIZE);
+    assert_int_equal(desc->sge.addr, (uintptr_t)desc + TEST_HDR_OFF);
+    assert_int_equal(desc->wr.wr_id, (uintptr_t)desc);
+    qpx_iface_rx_desc_put(&ctx->iface, desc);
 
     /* UD-like: GRH and header of 56 bytes, 8 private bytes, 32 of
      * headroom: the payload 56 bytes after the landing point */
@@ -481,7 +525,8 @@ static void test_share_layout(void **state)
                      TEST_HDR_OFF + 56 - 32);
 
     /* no room: the headroom and release pointer would cover the private
-     * bytes (1 + 24 < 8 + 8 + 16), or the private bytes the landing point */
+     * bytes (72 + 1 < 56 + 8 + 8 + 16), or the private bytes the landing
+     * point */
     sharer->config.rx_hdr_len         = 1;
     sharer->config.rx_priv_len        = 8;
     sharer->config.rx_headroom        = 16;
@@ -675,6 +720,8 @@ int main(void)
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_release_recycles, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_recycled_beyond_count,
+                                        test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_kept_and_released, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_post_fails, test_setup,

@@ -103,6 +103,15 @@ static void qpx_iface_desc_init(uct_iface_h tl_iface, void *obj,
 }
 
 
+/* A receive buffer: its key, then its WR (qpx_rx_desc_t) */
+static void qpx_iface_rx_desc_init(uct_iface_h tl_iface, void *obj,
+                                   uct_mem_h memh)
+{
+    qpx_iface_desc_init(tl_iface, obj, memh);
+    qpx_iface_rx_desc_wr_init(ucs_derived_of(tl_iface, qpx_iface_t), obj);
+}
+
+
 static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 {
     qpx_iface_t *iface = ucs_container_of(self, qpx_iface_t, release_desc);
@@ -665,7 +674,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->config.seg_size           = seg_size;
     self->config.rx_headroom        = rx_headroom;
     /* Aligned for the user's headroom and the release pointer before it */
-    self->config.rx_payload_offset  = ucs_align_up(sizeof(qpx_desc_t) +
+    self->config.rx_payload_offset  = ucs_align_up(sizeof(qpx_rx_desc_t) +
                                                    init_attr->rx_priv_len +
                                                    ucs_max(init_attr->rx_hdr_len,
                                                            sizeof(void*) +
@@ -704,11 +713,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
-    status = qpx_iface_rx_wrs_init(self);
-    if (status != UCS_OK) {
-        goto err_destroy_lock;
-    }
-
+    qpx_iface_rx_recycled_reset(self);
     ucs_arbiter_init(&self->arbiter);
     self->pending.ep          = NULL;
     self->backlog.rx_count    = 0;
@@ -759,7 +764,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                                   self->config.seg_size, 0,
                                   QPX_IFACE_DESC_ALIGN, &mp_config,
                                   mp_config.bufs_grow,
-                                  qpx_iface_desc_init, "qpx_rx_desc");
+                                  qpx_iface_rx_desc_init, "qpx_rx_desc");
     if (status != UCS_OK) {
         goto err_pool_cleanup;
     }
@@ -818,8 +823,6 @@ err_destroy_queues:
 err_destroy_map:
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);
-    qpx_iface_rx_wrs_cleanup(self);
-err_destroy_lock:
     ucs_spinlock_destroy(&self->rx_mp_lock);
     return status;
 }
@@ -850,7 +853,6 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */
     ucs_mpool_cleanup(&self->rx_mp, 0);
-    qpx_iface_rx_wrs_cleanup(self);
     ucs_mpool_cleanup(&self->tx_mp, 1);
     kh_destroy_inplace(qpx_qp_map, &self->qp_map);
     ucs_arbiter_cleanup(&self->arbiter);

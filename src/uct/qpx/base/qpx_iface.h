@@ -17,7 +17,7 @@
  *
  * Receive buffer layout (offsets in qpx_iface_t.config):
  *
- *   | qpx_desc_t | rx_priv | ... | uct_recv_desc_t* | rx_headroom | payload
+ *   | qpx_rx_desc_t | rx_priv | ... | uct_recv_desc_t* | rx_headroom | payload
  *                                  ^ am handler desc - 8 ^ desc  ^ rx_payload
  *                                     | transport hdr (rx_hdr_len) |   _offset
  *                                     ^ rx_hdr_offset: where the receive lands
@@ -46,7 +46,10 @@
  *     received bytes start at desc + config.rx_hdr_offset, the AM payload at
  *     desc + config.rx_payload_offset. Call qpx_iface_rx_user_desc() before
  *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
- *     count the slot (qpx_iface_rx_kept()), else qpx_iface_rx_release().
+ *     count the slot (qpx_iface_rx_kept()), else qpx_iface_rx_release();
+ *     or, in a loop over polled completions, recycle the buffers not kept
+ *     (qpx_iface_rx_recycle()) and count all of them after the loop
+ *     (qpx_iface_rx_consumed()).
  *     Poll iface->send_cq yourself and add one to
  *     tx.cq_available per completion polled; subtract one per signalled
  *     post.
@@ -80,6 +83,17 @@ typedef struct qpx_desc {
     uint32_t lkey;
     uint32_t flags; /* free for the transport */
 } qpx_desc_t;
+
+
+/* Header of every receive buffer (rx_mp): its own receive WR, filled when
+ * the pool makes the buffer (wr_id: the buffer; one SGE at config's
+ * rx_hdr_offset, seg_size long) and posted as it is every time after, only
+ * its link set. A transport's private bytes (rx_priv_len) follow it. */
+typedef struct qpx_rx_desc {
+    qpx_desc_t         super;
+    struct ibv_recv_wr wr;
+    struct ibv_sge     sge;
+} qpx_rx_desc_t;
 
 
 /* Common configuration: UCX_QPX_<TL>_* (embed qpx_iface_config_table first) */
@@ -150,8 +164,9 @@ typedef struct qpx_iface_init_attr {
     const char      *tl_name;      /* the transport's name, for logs */
     enum ibv_qp_type qp_type;
     size_t           rx_hdr_len;   /* transport bytes before an AM payload */
-    size_t           rx_priv_len;  /* bytes after qpx_desc_t in a receive
-                                      buffer kept for the transport */
+    size_t           rx_priv_len;  /* bytes after qpx_rx_desc_t in a
+                                      receive buffer kept for the
+                                      transport */
     size_t           seg_size;     /* receive/bcopy buffer bytes, or 0 for
                                       the configured SEG_SIZE (a datagram
                                       transport: at most GRH + MTU) */
@@ -257,12 +272,12 @@ struct qpx_iface {
         int                   starved;
         unsigned              am_flags;
         /* Buffers released after a receive, reposted as they are (no trip
-         * through rx_mp) by the next qpx_iface_rx_post(); at most batch */
-        qpx_desc_t            **recycled;
+         * through rx_mp) by the next qpx_iface_rx_post(): the chain of
+         * their own WRs (recycled_tail: the link to set next), at most
+         * batch long */
+        struct ibv_recv_wr    *recycled;
+        struct ibv_recv_wr    **recycled_tail;
         unsigned              num_recycled;
-        /* Receive WRs for one batch, constant fields filled at init */
-        struct ibv_recv_wr    *wrs;
-        struct ibv_sge        *sges;
     } rx;
     struct {
         int                   cq_available;
@@ -323,7 +338,7 @@ UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
 
 
 /* Post up to count receive buffers to the SRQ (recycled ones first, then
- * fresh ones from rx_mp); returns how many */
+ * fresh ones from rx_mp), as one chain; returns how many */
 unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
 
 /* The first fill of the receive queue (step 4 above): UCS_ERR_NO_MEMORY,
@@ -384,11 +399,12 @@ void qpx_iface_hints_next(const qpx_iface_hints_t *hints);
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
 /* Base-internal, between qpx_iface.c and qpx_iface_rx.c: the
- * receive queue's length, the receive WR batch, and the registered pools'
- * growth (qpx_iface_mp_wrap, after UCX initialized mp: rx_mp or tx_mp) */
+ * receive queue's length, the empty chain of recycled buffers, a receive
+ * buffer's WR (rx_mp's object init, after its lkey is set), and the
+ * registered pools' growth (qpx_iface_mp_wrap, after UCX initialized mp:
+ * rx_mp or tx_mp) */
 void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len);
-ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self);
-void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self);
+void qpx_iface_rx_desc_wr_init(qpx_iface_t *iface, qpx_desc_t *desc);
 void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp);
 
 /* What the device last had no room or memory for in this thread ("CQ",
@@ -451,26 +467,57 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_desc_put(qpx_iface_t *iface,
     }
 }
 
-/* Give back the buffer of a receive completion whose payload was not kept:
- * it is reposted as it is with the next batch (due now: posted now) */
+/* The chain of recycled buffers empty (base-internal) */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_recycled_reset(qpx_iface_t *iface)
+{
+    iface->rx.recycled      = NULL;
+    iface->rx.recycled_tail = &iface->rx.recycled;
+    iface->rx.num_recycled  = 0;
+}
+
+/*
+ * Receive completions handled: each one's buffer was recycled (its payload
+ * not kept: qpx_iface_rx_recycle) or kept (by an AM handler or the
+ * transport); their n slots are refilled, recycled buffers first, in a
+ * batch when one is due. A loop over polled completions counts them once
+ * after the loop.
+ */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_consumed(qpx_iface_t *iface,
+                                                      unsigned n)
+{
+    iface->rx.available += n;
+    if (iface->rx.available >= iface->rx.batch) {
+        qpx_iface_rx_post(iface, iface->rx.available);
+    }
+}
+
+/* The buffer of a receive completion whose payload was not kept goes back
+ * as it is with the next post: its WR joins the recycled chain (which the
+ * slots counted consumed cover: num_recycled <= available) */
+static UCS_F_ALWAYS_INLINE void
+qpx_iface_rx_recycle(qpx_iface_t *iface, qpx_desc_t *desc)
+{
+    struct ibv_recv_wr *wr = &ucs_derived_of(desc, qpx_rx_desc_t)->wr;
+
+    *iface->rx.recycled_tail = wr;
+    iface->rx.recycled_tail  = &wr->next;
+    ++iface->rx.num_recycled;
+}
+
+/* One completion's buffer given back (qpx_iface_rx_recycle), its slot
+ * counted consumed */
 static UCS_F_ALWAYS_INLINE void
 qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
 {
-    /* num_recycled <= available < batch here (a due batch is posted at
-     * once, and posting empties the array): the slot exists */
-    iface->rx.recycled[iface->rx.num_recycled++] = desc;
-    if (++iface->rx.available >= iface->rx.batch) {
-        qpx_iface_rx_post(iface, iface->rx.available);
-    }
+    qpx_iface_rx_recycle(iface, desc);
+    qpx_iface_rx_consumed(iface, 1);
 }
 
 /* A receive buffer was kept (by an AM handler, or by the transport): its
  * slot is refilled with a fresh buffer */
 static UCS_F_ALWAYS_INLINE void qpx_iface_rx_kept(qpx_iface_t *iface)
 {
-    if (++iface->rx.available >= iface->rx.batch) {
-        qpx_iface_rx_post(iface, iface->rx.available);
-    }
+    qpx_iface_rx_consumed(iface, 1);
 }
 
 /* The desc to hand an AM handler for a receive buffer, with its release
@@ -501,7 +548,8 @@ static UCS_F_ALWAYS_INLINE unsigned qpx_iface_rx_am_flags(qpx_iface_t *iface)
 /*
  * Hand the active message in a receive buffer (byte_len bytes received,
  * starting with the transport's header of hdr_len bytes, whose first byte is
- * the AM id) to its handler, and give the buffer back or count it kept.
+ * the AM id) to its handler, and recycle the buffer unless the handler kept
+ * it. The caller counts the completion consumed (qpx_iface_rx_consumed).
  */
 static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
                                                 qpx_desc_t *desc,
@@ -520,10 +568,8 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
                                  byte_len - hdr_len,
                                  qpx_iface_rx_am_flags(iface));
     if (ucs_likely(status != UCS_INPROGRESS)) {
-        qpx_iface_rx_release(iface, desc);
-    } else {
-        qpx_iface_rx_kept(iface); /* a fresh buffer replaces it */
-    }
+        qpx_iface_rx_recycle(iface, desc);
+    } /* else kept: a fresh buffer replaces it */
 }
 
 /* A send buffer from tx_mp, or NULL (the pool at its limit, see

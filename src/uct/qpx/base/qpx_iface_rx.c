@@ -75,26 +75,32 @@ void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp)
 }
 
 
-/* Fill receive WR n of the batch for desc */
-static UCS_F_ALWAYS_INLINE void
-qpx_iface_rx_wr_set(qpx_iface_t *iface, unsigned n, qpx_desc_t *desc)
+/* The receive WR of a buffer rx_mp made (its lkey set): the WR and SGE at
+ * the buffer's start point at where the receive lands, and never change */
+void qpx_iface_rx_desc_wr_init(qpx_iface_t *iface, qpx_desc_t *desc)
 {
-    /* sg_list, num_sge, length and the chain were set at init */
-    iface->rx.sges[n].addr = (uintptr_t)desc + iface->config.rx_hdr_offset;
-    iface->rx.sges[n].lkey = desc->lkey;
-    iface->rx.wrs[n].wr_id = (uintptr_t)desc;
+    qpx_rx_desc_t *rdesc = ucs_derived_of(desc, qpx_rx_desc_t);
+
+    rdesc->sge.addr    = (uintptr_t)desc + iface->config.rx_hdr_offset;
+    rdesc->sge.length  = iface->config.seg_size;
+    rdesc->sge.lkey    = desc->lkey;
+    rdesc->wr.wr_id    = (uintptr_t)desc;
+    rdesc->wr.next     = NULL;
+    rdesc->wr.sg_list  = &rdesc->sge;
+    rdesc->wr.num_sge  = 1;
 }
 
 
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner)
 {
     size_t hdr_offset, payload_offset, priv_end;
-    unsigned i;
 
     /* The same port, buffers at least self's SEG_SIZE, and from owner's
      * landing point back: self's header, the user's headroom and the
      * release pointer before it, then self's private bytes after its
-     * qpx_desc_t */
+     * qpx_rx_desc_t. The buffers' WRs are owner's: its landing point, its
+     * SEG_SIZE (every buffer in the SRQ of one length: any QP may take
+     * any) */
     if ((owner == NULL) || (owner->srq == NULL) || (owner->md != self->md) ||
         (owner->port_num != self->port_num) ||
         (owner->config.seg_size < self->config.seg_size)) {
@@ -103,7 +109,7 @@ int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner)
 
     hdr_offset     = owner->config.rx_hdr_offset;
     payload_offset = hdr_offset + self->config.rx_hdr_len;
-    priv_end       = sizeof(qpx_desc_t) + self->config.rx_priv_len;
+    priv_end       = sizeof(qpx_rx_desc_t) + self->config.rx_priv_len;
     if ((hdr_offset < priv_end) ||
         (payload_offset < priv_end + sizeof(void*) +
                           self->config.rx_headroom)) {
@@ -114,10 +120,6 @@ int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner)
     self->config.rx_payload_offset  = payload_offset;
     self->config.rx_headroom_offset = payload_offset -
                                       self->config.rx_headroom;
-    /* Every buffer in the SRQ of one length: any QP may take any */
-    for (i = 0; i < self->rx.batch; ++i) {
-        self->rx.sges[i].length = owner->config.seg_size;
-    }
     return 1;
 }
 
@@ -135,18 +137,84 @@ void qpx_iface_rx_pool_lock(qpx_iface_t *iface)
 }
 
 
-/* Post up to batch buffers: the recycled ones, then fresh ones */
-static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
+/* The buffer of a receive WR */
+static UCS_F_ALWAYS_INLINE qpx_desc_t *
+qpx_iface_rx_wr_desc(const struct ibv_recv_wr *wr)
 {
-    struct ibv_recv_wr *wrs = iface->rx.wrs, *bad_wr;
-    unsigned i, n, recycled;
-    qpx_desc_t *desc;
+    return (qpx_desc_t*)(uintptr_t)wr->wr_id;
+}
+
+
+/* Post n buffers chained by their WRs from head (tail: the last one's
+ * link); returns how many the device took */
+static unsigned qpx_iface_rx_post_chain(qpx_iface_t *iface,
+                                        struct ibv_recv_wr *head,
+                                        struct ibv_recv_wr **tail, unsigned n)
+{
+    struct ibv_recv_wr *wr, *bad_wr, *next;
     int ret;
 
-    recycled = ucs_min(count, iface->rx.num_recycled);
-    for (n = 0; n < recycled; ++n) {
-        qpx_iface_rx_wr_set(iface, n, iface->rx.recycled[n]);
+    if (n == 0) {
+        return 0;
     }
+
+    *tail = NULL;
+    ret   = (iface->srq != NULL) ? ibv_post_srq_recv(iface->srq, head, &bad_wr) :
+                                   ibv_post_recv(iface->rx.qp, head, &bad_wr);
+    if (ret != 0) {
+        /* The queue had room for them: the device or the QP failed */
+        if (iface->srq != NULL) {
+            ucs_error("ibv_post_srq_recv(srq %p, %u WRs) failed: %s",
+                      iface->srq, n, strerror(ret));
+        } else {
+            ucs_error("ibv_post_recv(qp 0x%x, %u WRs) failed: %s",
+                      iface->rx.qp->qp_num, n, strerror(ret));
+        }
+        for (n = 0, wr = head; wr != bad_wr; wr = wr->next) {
+            ++n;
+        }
+        for (; wr != NULL; wr = next) {
+            next = wr->next;
+            qpx_iface_rx_desc_put(iface, qpx_iface_rx_wr_desc(wr));
+        }
+    }
+
+    iface->rx.available -= n;
+    return n;
+}
+
+
+/*
+ * Post up to count buffers, one chain of their own WRs however long (the
+ * batch says how often to post, not how much): the recycled ones (as they
+ * are), then fresh ones from rx_mp, each linked by its WR. Only the links
+ * are written; the buffers' WRs were filled when rx_mp made them.
+ */
+unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
+{
+    struct ibv_recv_wr *head, **tail, *wr;
+    unsigned i, n;
+    qpx_desc_t *desc;
+
+    if (ucs_unlikely((iface->srq == NULL) && (iface->rx.qp == NULL))) {
+        return 0; /* no receive queue yet: qpx_iface_qp_get() makes it */
+    }
+
+    n    = iface->rx.num_recycled;
+    tail = iface->rx.recycled_tail;
+    if (ucs_unlikely(n > count)) {
+        /* More recycled than asked for: the first count of them; the rest
+         * stay chained for the next post */
+        head = iface->rx.recycled;
+        tail = &head;
+        for (i = 0; i < count; ++i) {
+            tail = &(*tail)->next;
+        }
+        iface->rx.recycled      = *tail;
+        iface->rx.num_recycled -= count;
+        return qpx_iface_rx_post_chain(iface, head, tail, count);
+    }
+
     for (; n < count; ++n) {
         desc = qpx_iface_rx_desc_get(iface);
         if (desc == NULL) {
@@ -155,62 +223,14 @@ static unsigned qpx_iface_rx_post_batch(qpx_iface_t *iface, unsigned count)
             iface->rx.am_flags = 0; /* handlers copy: none kept */
             break;
         }
-        qpx_iface_rx_wr_set(iface, n, desc);
+        wr    = &ucs_derived_of(desc, qpx_rx_desc_t)->wr;
+        *tail = wr;
+        tail  = &wr->next;
     }
 
-    /* Recycled buffers beyond count (none in practice) go back to rx_mp */
-    for (i = recycled; i < iface->rx.num_recycled; ++i) {
-        qpx_iface_rx_desc_put(iface, iface->rx.recycled[i]);
-    }
-    iface->rx.num_recycled = 0;
-
-    if (n == 0) {
-        return 0;
-    }
-
-    wrs[n - 1].next = NULL;
-    ret = (iface->srq != NULL) ? ibv_post_srq_recv(iface->srq, wrs, &bad_wr) :
-                                 ibv_post_recv(iface->rx.qp, wrs, &bad_wr);
-    wrs[n - 1].next = (n < iface->rx.batch) ? &wrs[n] : NULL;
-    if (ret != 0) {
-        /* The queue had room for count: the device or the QP failed */
-        if (iface->srq != NULL) {
-            ucs_error("ibv_post_srq_recv(srq %p, %u WRs) failed: %s",
-                      iface->srq, n, strerror(ret));
-        } else {
-            ucs_error("ibv_post_recv(qp 0x%x, %u WRs) failed: %s",
-                      iface->rx.qp->qp_num, n, strerror(ret));
-        }
-        for (i = bad_wr - wrs; i < n; ++i) {
-            qpx_iface_rx_desc_put(iface, (void*)(uintptr_t)wrs[i].wr_id);
-        }
-        n = bad_wr - wrs;
-    }
-
-    iface->rx.available -= n;
-    return n;
-}
-
-
-unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count)
-{
-    unsigned total = 0, chunk, n;
-
-    if (ucs_unlikely((iface->srq == NULL) && (iface->rx.qp == NULL))) {
-        return 0; /* no receive queue yet: qpx_iface_qp_get() makes it */
-    }
-
-    if (ucs_likely(count <= iface->rx.batch)) {
-        return (count == 0) ? 0 : qpx_iface_rx_post_batch(iface, count);
-    }
-
-    do {
-        chunk  = ucs_min(count - total, iface->rx.batch);
-        n      = qpx_iface_rx_post_batch(iface, chunk);
-        total += n;
-    } while ((n == chunk) && (total < count));
-
-    return total;
+    head = iface->rx.recycled;
+    qpx_iface_rx_recycled_reset(iface);
+    return qpx_iface_rx_post_chain(iface, head, tail, n);
 }
 
 
@@ -314,39 +334,4 @@ void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len)
     iface->rx.available = iface->rx.queue_len;
     iface->rx.batch     = ucs_max(1, ucs_min(iface->rx.batch,
                                              iface->rx.queue_len / 4));
-}
-
-
-void qpx_iface_rx_wrs_cleanup(qpx_iface_t *self)
-{
-    free(self->rx.sges);
-    free(self->rx.wrs);
-    free(self->rx.recycled);
-}
-
-
-/* One batch of receive WRs with the fields that never change, chained */
-ucs_status_t qpx_iface_rx_wrs_init(qpx_iface_t *self)
-{
-    unsigned i;
-
-    self->rx.num_recycled = 0;
-    self->rx.recycled     = calloc(self->rx.batch, sizeof(*self->rx.recycled));
-    self->rx.wrs          = calloc(self->rx.batch, sizeof(*self->rx.wrs));
-    self->rx.sges         = calloc(self->rx.batch, sizeof(*self->rx.sges));
-    if ((self->rx.recycled == NULL) || (self->rx.wrs == NULL) ||
-        (self->rx.sges == NULL)) {
-        ucs_error("failed to allocate %u receive WRs", self->rx.batch);
-        qpx_iface_rx_wrs_cleanup(self);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    for (i = 0; i < self->rx.batch; ++i) {
-        self->rx.sges[i].length = self->config.seg_size;
-        self->rx.wrs[i].sg_list = &self->rx.sges[i];
-        self->rx.wrs[i].num_sge = 1;
-        self->rx.wrs[i].next    = (i + 1 < self->rx.batch) ?
-                                  &self->rx.wrs[i + 1] : NULL;
-    }
-    return UCS_OK;
 }

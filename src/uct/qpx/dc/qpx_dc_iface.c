@@ -119,13 +119,14 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
                           wc[i].byte_len);
             }
-            qpx_iface_rx_release(&iface->super, desc);
+            qpx_iface_rx_recycle(&iface->super, desc);
             continue;
         }
 
         qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_dc_hdr_t),
                         wc[i].byte_len);
     }
+    qpx_iface_rx_consumed(&iface->super, n);
     return n;
 }
 

@@ -141,7 +141,7 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
                           wc[i].byte_len);
             }
-            qpx_iface_rx_release(&iface->super, desc);
+            qpx_iface_rx_recycle(&iface->super, desc);
             continue;
         }
 
@@ -160,6 +160,7 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
     }
 
     qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
+    qpx_iface_rx_consumed(&iface->super, n);
     return n;
 }
 

@@ -560,7 +560,7 @@ qpx_ud_iface_rx_deliver_common(qpx_ud_iface_t *iface,
         return 0;
     }
 
-    (void)qpx_iface_rx_user_desc(&iface->super, &rdesc->super);
+    (void)qpx_iface_rx_user_desc(&iface->super, &rdesc->super.super);
     return 1;
 }
 

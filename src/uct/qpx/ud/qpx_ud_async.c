@@ -299,7 +299,7 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length)
 {
     ++iface->async.rx_count;
-    rdesc->super.flags     = length;
+    rdesc->super.super.flags     = length;
     rdesc->next            = NULL;
     *iface->async.rx_tail  = rdesc;
     iface->async.rx_tail   = &rdesc->next;
@@ -317,7 +317,7 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
         iface->async.rx_head = rdesc->next;
         if (!qpx_ud_iface_rx_deliver(iface, rdesc,
                                      qpx_ud_iface_rx_hdr(iface, rdesc),
-                                     rdesc->super.flags)) {
+                                     rdesc->super.super.flags)) {
             qpx_iface_rx_desc_put(&iface->super, rdesc);
         }
     }

@@ -122,7 +122,7 @@ static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         return 0;
     }
 
-    rdesc->super.flags = length;
+    rdesc->super.super.flags = length;
     if (!qpx_ud_rel_rx_ooo_put(&ep->rx, hdr->psn, rdesc)) {
         return 0;
     }
@@ -154,7 +154,7 @@ void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         hdr = qpx_ud_iface_rx_hdr(iface, rdesc);
         if ((hdr->type != QPX_UD_PKT_AM) ||
             !qpx_ud_iface_rx_deliver(iface, rdesc, hdr,
-                                     rdesc->super.flags)) {
+                                     rdesc->super.super.flags)) {
             qpx_iface_rx_desc_put(&iface->super, rdesc);
         }
     }

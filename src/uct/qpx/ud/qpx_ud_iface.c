@@ -212,19 +212,19 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
     int i, kept;
 
     /* Every buffer's slot is refilled in batches (the producer index of the
-     * receive queue is a cache line the sender reads, or a doorbell): a
-     * buffer not kept is reposted as it is */
+     * receive queue is a cache line the sender reads, or a doorbell), counted
+     * after the loop: a buffer not kept is reposted as it is */
     for (i = 0; i < n; ++i) {
         rdesc = (qpx_ud_recv_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
             ++iface->stats.rx_bad_status;
-            qpx_iface_rx_release(&iface->super, &rdesc->super);
+            qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
             continue;
         }
 
         if (ucs_unlikely(wc[i].byte_len < QPX_UD_GRH_LEN + sizeof(*hdr))) {
             ++iface->stats.rx_short;
-            qpx_iface_rx_release(&iface->super, &rdesc->super);
+            qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
             continue;
         }
 
@@ -235,14 +235,12 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
         if (ucs_unlikely(kept < 0)) {
             kept = qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i]);
         }
-        if (kept) {
-            /* kept by the AM handler, deferred, or ahead of a gap */
-            qpx_iface_rx_kept(&iface->super);
-        } else {
-            qpx_iface_rx_release(&iface->super, &rdesc->super);
+        if (!kept) { /* else by the AM handler, deferred, or ahead of a gap */
+            qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
         }
     }
 
+    qpx_iface_rx_consumed(&iface->super, n);
     return n;
 }
 

@@ -207,8 +207,8 @@ typedef struct qpx_ud_send_desc {
 /* Receive descriptor (an element of the interface's rx_mp; layout in
  * qpx_iface.h): GRH, header and payload follow at config.rx_hdr_offset */
 typedef struct qpx_ud_recv_desc {
-    qpx_desc_t              super;  /* lkey; flags: packet length when kept
-                                       ahead of a gap or deferred */
+    qpx_rx_desc_t           super;  /* lkey, WR; flags: packet length when
+                                       kept ahead of a gap or deferred */
     struct qpx_ud_recv_desc *next;  /* in iface->async.rx_head until
                                        delivered */
 } qpx_ud_recv_desc_t;

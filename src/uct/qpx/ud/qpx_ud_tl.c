@@ -402,7 +402,8 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.tl_name      = QPX_UD_TL_NAME;
     init_attr.qp_type      = IBV_QPT_UD;
     init_attr.rx_hdr_len   = QPX_UD_GRH_LEN + sizeof(qpx_ud_hdr_t);
-    init_attr.rx_priv_len  = sizeof(qpx_ud_recv_desc_t) - sizeof(qpx_desc_t);
+    init_attr.rx_priv_len  = sizeof(qpx_ud_recv_desc_t) -
+                             sizeof(qpx_rx_desc_t);
     init_attr.seg_size     = seg_size;
     init_attr.tx_priv_len  = sizeof(qpx_ud_send_desc_t);
     init_attr.max_send_sge = 1 + QPX_UD_MAX_IOV;
