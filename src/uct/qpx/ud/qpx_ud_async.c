@@ -172,7 +172,7 @@ static unsigned qpx_ud_iface_async_deferred(void *arg)
         return 0;
     }
 
-    iface->async.clock_due = 1;
+    iface->clock_left = 1; /* the clock is read */
     ++iface->async.runs;
     return qpx_ud_iface_progress_blocked(&iface->super.super.super);
 }
@@ -232,9 +232,10 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     (void)id;
     (void)events;
-    /* The user's next progress reads the clock (a plain flag: a lost
-     * store costs one stale read of at most QPX_UD_CLOCK_READS calls) */
-    __atomic_store_n(&iface->async.clock_due, 1, __ATOMIC_RELAXED);
+    /* The user's next progress reads the clock (and so says it is not
+     * idle): its countdown is a plain counter, the store may be lost to its
+     * decrement (qpx_ud_iface_clock_update) */
+    __atomic_store_n(&iface->clock_left, 1, __ATOMIC_RELAXED);
     if (!qpx_ud_iface_async_is_idle(iface)) {
         return;
     }

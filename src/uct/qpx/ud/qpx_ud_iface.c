@@ -548,14 +548,19 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     return qpx_ud_iface_progress_run(iface);
 }
 
-/* The clock, when due (QPX_UD_CLOCK_READS), or when the timer asked */
+/*
+ * The clock, when due: once in QPX_UD_CLOCK_READS calls, or at the first
+ * call after the async timer ran (it sets clock_left to 1; a store lost to
+ * this decrement costs one read at most QPX_UD_CLOCK_READS calls late).
+ * The user's progress is recent as of each read: the timer, which forces
+ * one every half ASYNC_IDLE, finds it idle only when none came since.
+ */
 static UCS_F_ALWAYS_INLINE void qpx_ud_iface_clock_update(qpx_ud_iface_t *iface)
 {
-    if ((--iface->clock_left == 0) ||
-        __atomic_load_n(&iface->async.clock_due, __ATOMIC_RELAXED)) {
-        iface->now             = qpx_ud_time_now();
-        iface->clock_left      = iface->async.on ? QPX_UD_CLOCK_READS : 1;
-        iface->async.clock_due = 0;
+    if (--iface->clock_left == 0) {
+        iface->now                 = qpx_ud_time_now();
+        iface->clock_left          = iface->async.on ? QPX_UD_CLOCK_READS : 1;
+        iface->async.last_progress = iface->now;
     }
 }
 
@@ -595,7 +600,6 @@ qpx_ud_iface_progress_round(qpx_ud_iface_t *iface)
     if (ucs_unlikely((int64_t)(iface->now - iface->next_tick) >= 0)) {
         qpx_ud_iface_tick(iface);
     }
-    iface->async.last_progress = iface->now;
 
     if (ucs_unlikely(iface->super.attention)) {
         qpx_ud_iface_progress_rare(iface);

@@ -310,7 +310,8 @@ typedef struct qpx_ud_iface {
     unsigned              clock_left;  /* progress calls until the next
                                           clock read (one in
                                           QPX_UD_CLOCK_READS with async
-                                          progress, else every one) */
+                                          progress, else every one; the
+                                          async timer sets 1) */
     qpx_ud_iface_stats_t  stats;
     int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
     struct {
@@ -326,8 +327,10 @@ typedef struct qpx_ud_iface {
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
         uint64_t            idle;      /* user progress older: async runs */
-        uint64_t            last_progress; /* of the user */
-        int                 clock_due; /* the timer ran: read the clock */
+        uint64_t            last_progress; /* the user's last clock
+                                              read (at least one per
+                                              timer period while it
+                                              progresses) */
         int                 deferred;  /* the timer queued its work to the
                                           user's progress (set by the
                                           async thread, cleared by the
@@ -507,10 +510,10 @@ static inline double qpx_ud_time_to_sec(uint64_t t)
 
 /*
  * The user's progress reads the clock once in QPX_UD_CLOCK_READS calls when
- * async progress is on, and when the async timer asked (it fires every half
- * UCX_QPX_UD_ASYNC_IDLE): reading the time-stamp counter cost more than an
- * empty CQ poll in a VM (perf: a third of progress' samples on it, with the
- * conversion it had). iface->now is then at most that many calls, or half
+ * async progress is on, and at the first call after the async timer ran
+ * (every half UCX_QPX_UD_ASYNC_IDLE): reading the time-stamp counter cost
+ * more than an empty CQ poll in a VM (perf: a third of progress' samples on
+ * it, with the conversion it had). iface->now is then at most that many calls, or half
  * ASYNC_IDLE, old: well under the 1 ms tick and the 10 ms RTO it serves.
  * Without async progress, and in the timer, the clock is read every call.
  */
