@@ -147,9 +147,9 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
  * started, packets kept ahead of a gap, a probe out), carrying no NAK,
  * outside the async timer (known when may_be_async is 0, a constant where
  * inlined). It does what qpx_ud_ep_rx does for that case (ack first, then
- * delivery, then the ack decision), without its calls and its switch;
- * anything else goes to qpx_ud_ep_rx (returns -1, nothing changed). Returns
- * 1 when the AM handler kept the buffer, else 0.
+ * delivery, then the ack decision), without its calls and its switch,
+ * and recycles the buffer unless the AM handler kept it: returns 1.
+ * Anything else goes to qpx_ud_ep_rx (returns 0, nothing changed).
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
@@ -157,12 +157,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
                      int may_be_async)
 {
     qpx_ud_ep_t *ep;
-    int kept;
 
     if (ucs_unlikely((hdr->type != QPX_UD_PKT_AM) ||
                      (hdr->flags & QPX_UD_PKT_FLAG_NAK) ||
                      (may_be_async && iface->async.in_async))) {
-        return -1;
+        return 0;
     }
 
     /* A connected endpoint has its peer (set before it is connected) */
@@ -177,7 +176,7 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
                      (hdr->psn != ep->rx.expected_psn) ||
                      !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
                                           &ep->peer->key.dev_addr))) {
-        return -1;
+        return 0;
     }
 
     if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
@@ -193,9 +192,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     ++ep->rx.expected_psn; /* qpx_ud_rel_rx_check's DELIVER */
-    kept = qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length, 0);
+    if (!qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length, 0)) {
+        qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
+    }
     qpx_ud_ep_rx_delivered(iface, ep, hdr->flags, 0);
-    return kept;
+    return 1;
 }
 
 /* Received packets: delivered, or their buffers given back. Inline in
@@ -209,7 +210,7 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
     qpx_ud_recv_desc_t *rdesc;
     qpx_ud_hdr_t *hdr;
     size_t length;
-    int i, kept;
+    int i;
 
     /* Every buffer's slot is refilled in batches (the producer index of the
      * receive queue is a cache line the sender reads, or a doorbell), counted
@@ -230,12 +231,12 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
 
         hdr    = qpx_ud_iface_rx_hdr(iface, rdesc);
         length = wc[i].byte_len - QPX_UD_GRH_LEN;
-        kept   = qpx_ud_iface_rx_fast(iface, rdesc, hdr, length, &wc[i],
-                                      may_be_async);
-        if (ucs_unlikely(kept < 0)) {
-            kept = qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i]);
+        if (ucs_likely(qpx_ud_iface_rx_fast(iface, rdesc, hdr, length,
+                                            &wc[i], may_be_async))) {
+            continue;
         }
-        if (!kept) { /* else by the AM handler, deferred, or ahead of a gap */
+        if (!qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i])) {
+            /* else kept: by the AM handler, deferred, or ahead of a gap */
             qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
         }
     }
