@@ -590,10 +590,9 @@ qpx_ud_ep_rx_delivered(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         qpx_ud_ep_rx_pull(iface, ep);
     }
 
+    /* The tick acks what waited a whole tick (qpx_ud_ep_timer): nothing to
+     * note per packet */
     unacked = qpx_ud_rel_rx_unacked(&ep->rx);
-    if (unacked == 1) {
-        ep->ack_time = iface->now;
-    }
     if ((pkt_flags & QPX_UD_PKT_FLAG_ACK_REQ) ||
         (unacked >= iface->rx.ack_thresh)) {
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);

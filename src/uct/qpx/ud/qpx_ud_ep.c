@@ -514,10 +514,17 @@ void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         break;
     }
 
-    /* Delayed acknowledgement: nothing carried it within a tick */
-    if ((qpx_ud_rel_rx_unacked(&ep->rx) > 0) &&
-        ((iface->now - ep->ack_time) >= iface->tick)) {
+    /* Delayed acknowledgement: packets this tick finds unacked that the
+     * previous one found unacked too, with no ack sent in between, waited a
+     * whole tick (at most two) for one to carry it */
+    if (qpx_ud_rel_rx_unacked(&ep->rx) == 0) {
+        ep->flags &= ~QPX_UD_EP_FLAG_ACK_AGING;
+    } else if ((ep->flags & QPX_UD_EP_FLAG_ACK_AGING) &&
+               (ep->ack_mark == ep->rx.acked_psn)) {
         qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+    } else {
+        ep->flags   |= QPX_UD_EP_FLAG_ACK_AGING;
+        ep->ack_mark = ep->rx.acked_psn;
     }
 
     if (qpx_ud_rel_tx_is_idle(&ep->tx) &&

@@ -154,8 +154,10 @@ enum {
                                                 packets kept ahead of a gap,
                                                 or a probe out
                                                 (qpx_ud_ep_rx_slow_update) */
-    QPX_UD_EP_FLAG_RX_STARTED = UCS_BIT(15)  /* rx.initialized: our packets
+    QPX_UD_EP_FLAG_RX_STARTED = UCS_BIT(15), /* rx.initialized: our packets
                                                 carry an ack */
+    QPX_UD_EP_FLAG_ACK_AGING  = UCS_BIT(16)  /* a tick found packets
+                                                unacked up to ack_mark */
 };
 
 
@@ -180,7 +182,9 @@ typedef struct qpx_ud_ep {
     ucs_list_link_t     ctl_list;    /* in iface->ctl_eps */
     ucs_list_link_t     linger_list; /* in iface->linger_eps (CLOSED) */
     uint64_t            close_time;  /* CLOSED: when the user destroyed it */
-    uint64_t            ack_time;    /* first unacked delivery */
+    qpx_ud_psn_t        ack_mark;    /* rx.acked_psn at the tick that
+                                        found packets unacked
+                                        (QPX_UD_EP_FLAG_ACK_AGING) */
     uint64_t            ack_req_time; /* last ACK_REQ sent, 0: answered */
     qpx_ud_psn_t        keepalive_psn; /* tx.next_psn at the last round */
 } qpx_ud_ep_t;
