@@ -23,6 +23,14 @@ echo "  flushing side sent ${reqs:-?} ACK_REQ packets"
 qpx_check "the flush loop sends a bounded number of ACK_REQs" \
     [ "${reqs:-1000000}" -lt 1000 ]
 
+# The late peer's CONN acks nothing of ours (it dropped our CONN: its ep had
+# no peer yet): ours goes again when it comes, not at the next timeout,
+# which backoff has put up to 160 ms later by then
+resends=$(echo "$out" | grep "qpx_ud stats" | tail -1 |
+          sed -n 's/.*tx_conn_resends=\([0-9]*\).*/\1/p')
+qpx_check "the CONN the late peer dropped is resent at its own CONN" \
+    [ "${resends:-0}" -ge 1 ]
+
 # Without async progress the peer stays silent while the zcopy sends wait
 out=$(ud_run env UCX_QPX_UD_ASYNC_PROGRESS=n timeout 120 "$UD_TEST" flush-cancel 2>&1)
 rc=$?

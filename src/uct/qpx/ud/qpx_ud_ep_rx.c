@@ -264,6 +264,16 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
             ep->flags |= QPX_UD_EP_FLAG_RX_STARTED;
             qpx_ud_ep_rx_slow_update(ep);
         }
+        /* A CONN that acks nothing: the peer has not received ours. Its
+         * endpoint may have had no peer yet when ours came (its user calls
+         * uct_ep_connect_to_ep later than ours), and then it dropped ours
+         * and what followed: all of it goes again now, not at the
+         * retransmission timeout (crossing CONNs cost a duplicate) */
+        if (!(hdr->flags & QPX_UD_PKT_FLAG_ACK) &&
+            qpx_ud_rel_tx_nak(&ep->tx, iface->now, QPX_UD_REL_MAX_WINDOW)) {
+            ++iface->stats.tx_conn_resends;
+            qpx_ud_ep_resend(iface, ep);
+        }
         break;
     case QPX_UD_PKT_AM:
     case QPX_UD_PKT_NOP:

@@ -252,6 +252,8 @@ typedef struct qpx_ud_iface_stats {
     uint64_t tx_probe_resends; /* tail losses found by a probe */
     uint64_t tx_ack_reqs;      /* ACK_REQ packets sent */
     uint64_t tx_acks;          /* explicit ACK packets sent */
+    uint64_t tx_conn_resends;  /* resent at once: the peer's CONN acked
+                                  nothing of ours */
     uint64_t eps_failed;
     uint64_t eps_reclaimed;    /* internal eps freed on the peer's DISC */
     uint64_t rx_spoofed;       /* source QPN/LID/GID not the one claimed */

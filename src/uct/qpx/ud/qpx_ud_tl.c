@@ -520,14 +520,15 @@ static void qpx_ud_iface_print_stats(qpx_ud_iface_t *iface)
                 "rx_bad_status=%lu rx_async_full=%lu rx_spoofed=%lu "
                 "rx_conn_refused=%lu tx_resent=%lu "
                 "tx_timeouts=%lu tx_probe_resends=%lu tx_ack_reqs=%lu "
-                "tx_acks=%lu eps_failed=%lu eps_reclaimed=%lu eps=%u "
-                "async_runs=%lu async_busy=%lu async_fence=%d "
+                "tx_acks=%lu tx_conn_resends=%lu eps_failed=%lu "
+                "eps_reclaimed=%lu eps=%u async_runs=%lu async_busy=%lu async_fence=%d "
                 "async_blocked=%lu attention_missed=%lu\n",
                 s->rx_short, s->rx_bad_type, s->rx_unknown_ep, s->rx_stale,
                 s->rx_dup, s->rx_ahead, s->rx_bad_status, s->rx_async_full,
                 s->rx_spoofed, s->rx_conn_refused,
                 s->tx_resent, s->tx_timeouts, s->tx_probe_resends,
-                s->tx_ack_reqs, s->tx_acks, s->eps_failed, s->eps_reclaimed,
+                s->tx_ack_reqs, s->tx_acks, s->tx_conn_resends, s->eps_failed,
+                s->eps_reclaimed,
                 iface->eps.count, iface->async.runs, iface->async.busy,
                 !iface->async.fence.locked, iface->async.fence.blocked,
                 s->attention_missed);
