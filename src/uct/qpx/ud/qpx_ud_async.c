@@ -172,7 +172,6 @@ static unsigned qpx_ud_iface_async_deferred(void *arg)
         return 0;
     }
 
-    iface->clock_left = 1; /* the clock is read */
     ++iface->async.runs;
     return qpx_ud_iface_progress_blocked(&iface->super.super.super);
 }
@@ -232,10 +231,6 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     (void)id;
     (void)events;
-    /* The user's next progress reads the clock (and so says it is not
-     * idle): its countdown is a plain counter, the store may be lost to its
-     * decrement (qpx_ud_iface_clock_update) */
-    __atomic_store_n(&iface->clock_left, 1, __ATOMIC_RELAXED);
     if (!qpx_ud_iface_async_is_idle(iface)) {
         return;
     }
@@ -348,7 +343,6 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     iface->async.deferred      = 0;
     iface->async.idle          = qpx_ud_time_from_sec(config->async_idle);
     iface->async.last_progress = qpx_ud_time_now();
-    iface->clock_left          = 1; /* the first progress reads it */
     qpx_async_fence_init(&iface->async.fence, 0);
     if (!config->async_progress || (ctx == NULL)) {
         return UCS_OK;

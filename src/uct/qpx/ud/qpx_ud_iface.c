@@ -549,20 +549,12 @@ unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface)
     return qpx_ud_iface_progress_run(iface);
 }
 
-/*
- * The clock, when due: once in QPX_UD_CLOCK_READS calls, or at the first
- * call after the async timer ran (it sets clock_left to 1; a store lost to
- * this decrement costs one read at most QPX_UD_CLOCK_READS calls late).
- * The user's progress is recent as of each read: the timer, which forces
- * one every half ASYNC_IDLE, finds it idle only when none came since.
- */
+/* The clock, read on every call of the user's progress (qpx_ud_time_now),
+ * which is then recent for the async timer's idle test */
 static UCS_F_ALWAYS_INLINE void qpx_ud_iface_clock_update(qpx_ud_iface_t *iface)
 {
-    if (--iface->clock_left == 0) {
-        iface->now                 = qpx_ud_time_now();
-        iface->clock_left          = iface->async.on ? QPX_UD_CLOCK_READS : 1;
-        iface->async.last_progress = iface->now;
-    }
+    iface->now                 = qpx_ud_time_now();
+    iface->async.last_progress = iface->now;
 }
 
 /* The rare work a round made or found (attention set): control packets

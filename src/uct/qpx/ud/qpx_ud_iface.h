@@ -311,13 +311,8 @@ typedef struct qpx_ud_iface {
     } keepalive;
     uint64_t              next_tick;
     uint64_t              tick;
-    uint64_t              now;         /* qpx_ud_time_now(), see
-                                          QPX_UD_CLOCK_READS */
-    unsigned              clock_left;  /* progress calls until the next
-                                          clock read (one in
-                                          QPX_UD_CLOCK_READS with async
-                                          progress, else every one; the
-                                          async timer sets 1) */
+    uint64_t              now;         /* qpx_ud_time_now() at the start
+                                          of this progress call */
     qpx_ud_iface_stats_t  stats;
     int                   print_stats;  /* UCX_QPX_UD_PRINT_STATS */
     struct {
@@ -333,10 +328,8 @@ typedef struct qpx_ud_iface {
         void                (*close)(uct_iface_h); /* without the block */
         int                 in_async;  /* progress run by the async timer */
         uint64_t            idle;      /* user progress older: async runs */
-        uint64_t            last_progress; /* the user's last clock
-                                              read (at least one per
-                                              timer period while it
-                                              progresses) */
+        uint64_t            last_progress; /* the user's last
+                                              progress call */
         int                 deferred;  /* the timer queued its work to the
                                           user's progress (set by the
                                           async thread, cleared by the
@@ -489,7 +482,10 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *data);
  * elsewhere CLOCK_MONOTONIC in ns. Every duration qpx_ud keeps (timeouts,
  * the tick, the reliability core's) is converted to these units once, at
  * configuration, so that the data path neither converts nor divides.
- * qpx_ud_time_init() before the first use.
+ * qpx_ud_time_init() before the first use. The user's progress reads it on
+ * every call (one RDTSC; a countdown that read it once in 16 calls spun
+ * its empty polls faster against the peer, and am_bw lost 6-9% to
+ * ud_verbs over softverbs, docs/performance.md).
  */
 extern double qpx_ud_time_per_sec;
 void qpx_ud_time_init(void);
@@ -514,16 +510,6 @@ static inline double qpx_ud_time_to_sec(uint64_t t)
     return t / qpx_ud_time_per_sec;
 }
 
-/*
- * The user's progress reads the clock once in QPX_UD_CLOCK_READS calls when
- * async progress is on, and at the first call after the async timer ran
- * (every half UCX_QPX_UD_ASYNC_IDLE): reading the time-stamp counter cost
- * more than an empty CQ poll in a VM (perf: a third of progress' samples on
- * it, with the conversion it had). iface->now is then at most that many calls, or half
- * ASYNC_IDLE, old: well under the 1 ms tick and the 10 ms RTO it serves.
- * Without async progress, and in the timer, the clock is read every call.
- */
-#define QPX_UD_CLOCK_READS  16
 void qpx_ud_iface_peers_cleanup(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp);
