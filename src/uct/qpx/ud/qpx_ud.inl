@@ -515,6 +515,30 @@ qpx_ud_iface_rx_hdr(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc)
 }
 
 /*
+ * A header's type and flags bytes as one 16-bit value, so that a test of
+ * both is one compare: QPX_UD_HDR_TYPE_FLAGS(type, flags) is the value of
+ * those two bytes in memory order.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define QPX_UD_HDR_TYPE_FLAGS(_type, _flags) \
+      ((uint16_t)((_type) | ((_flags) << 8)))
+#else
+#  define QPX_UD_HDR_TYPE_FLAGS(_type, _flags) \
+      ((uint16_t)(((_type) << 8) | (_flags)))
+#endif
+
+static UCS_F_ALWAYS_INLINE uint16_t
+qpx_ud_hdr_type_flags(const qpx_ud_hdr_t *hdr)
+{
+    uint16_t value;
+
+    UCS_STATIC_ASSERT(ucs_offsetof(qpx_ud_hdr_t, flags) ==
+                      ucs_offsetof(qpx_ud_hdr_t, type) + 1);
+    memcpy(&value, &hdr->type, sizeof(value));
+    return value;
+}
+
+/*
  * Does the packet come from the interface it claims (qpn, dev_addr)? As the
  * device reports it, not as the packet says: the source QPN and LID of the
  * work completion, or on a GID-routed address (RoCE) the source GID of the

@@ -144,8 +144,8 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
  * The packet of a busy endpoint, handled inline: an AM, in order, from the
  * connected peer of an endpoint that is neither failed nor half-open nor in
  * a state the full path must see (QPX_UD_EP_FLAG_RX_SLOW: receiving not
- * started, packets kept ahead of a gap, a probe out), carrying no NAK,
- * outside the async timer (known when may_be_async is 0, a constant where
+ * started, packets kept ahead of a gap, a probe out), carrying an ack and
+ * no NAK, outside the async timer (known when may_be_async is 0, a constant where
  * inlined). It does what qpx_ud_ep_rx does for that case (ack first, then
  * delivery, then the ack decision), without its calls and its switch,
  * and recycles the buffer unless the AM handler kept it: returns 1.
@@ -158,8 +158,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
 {
     qpx_ud_ep_t *ep;
 
-    if (ucs_unlikely((hdr->type != QPX_UD_PKT_AM) ||
-                     (hdr->flags & QPX_UD_PKT_FLAG_NAK) ||
+    if (ucs_unlikely(((qpx_ud_hdr_type_flags(hdr) &
+                       QPX_UD_HDR_TYPE_FLAGS(0xff, QPX_UD_PKT_FLAG_NAK |
+                                                   QPX_UD_PKT_FLAG_ACK)) !=
+                      QPX_UD_HDR_TYPE_FLAGS(QPX_UD_PKT_AM,
+                                            QPX_UD_PKT_FLAG_ACK)) ||
                      (may_be_async && iface->async.in_async))) {
         return 0;
     }
@@ -179,11 +182,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
         return 0;
     }
 
-    if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
+    /* The ack it carries (every AM of a peer that receives from us does) */
+    if (ucs_unlikely(hdr->ack_psn != ep->tx.acked_psn)) {
         ep->ack_req_time = 0; /* the peer answers: it may be asked again */
-        if ((hdr->ack_psn != ep->tx.acked_psn) &&
-            (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
-                               qpx_ud_ep_acked_cb, iface) > 0)) {
+        if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
+                              qpx_ud_ep_acked_cb, iface) > 0) {
             if (!ucs_list_is_empty(&ep->flushes)) {
                 qpx_ud_ep_flushes_complete(ep, UCS_OK);
             }
