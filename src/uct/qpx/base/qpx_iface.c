@@ -73,7 +73,8 @@ ucs_config_field_t qpx_iface_config_table[] = {
      ucs_offsetof(qpx_iface_config_t, rx.queue_max), QPX_CONFIG_TYPE_ULUNITS},
 
     {"RX_MAX_BATCH", "16",
-     "Receive buffers reposted at a time.",
+     "Receive buffers due before they are reposted (one post, after a poll\n"
+     "of the CQ).",
      ucs_offsetof(qpx_iface_config_t, rx.max_batch), QPX_CONFIG_TYPE_UINT},
 
     {"RX_MAX_BUFS", "-1",

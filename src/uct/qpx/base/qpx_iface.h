@@ -18,10 +18,12 @@
  * Receive buffer layout (offsets in qpx_iface_t.config):
  *
  *   | qpx_rx_desc_t | rx_priv | ... | uct_recv_desc_t* | rx_headroom | payload
- *                                  ^ am handler desc - 8 ^ desc  ^ rx_payload
- *                                     | transport hdr (rx_hdr_len) |   _offset
- *                                     ^ rx_hdr_offset: where the receive lands
- * (rx_payload_offset is 8-byte aligned; the receive is seg_size bytes)
+ *
+ * The AM handler's desc is the headroom (rx_headroom_offset), the release
+ * pointer the 8 bytes before it; the receive lands at rx_hdr_offset, the
+ * transport's header (rx_hdr_len bytes) overlapping those, and the payload
+ * follows at rx_payload_offset (8-byte aligned; the receive is seg_size
+ * bytes).
  *
  * Using it from a transport (qpx_rc is the reference user):
  *  1. config: embed qpx_iface_config_table as the first entry of the
@@ -274,7 +276,7 @@ struct qpx_iface {
         /* Buffers released after a receive, reposted as they are (no trip
          * through rx_mp) by the next qpx_iface_rx_post(): the chain of
          * their own WRs (recycled_tail: the link to set next), at most
-         * batch long */
+         * a batch and one poll's completions long */
         struct ibv_recv_wr    *recycled;
         struct ibv_recv_wr    **recycled_tail;
         unsigned              num_recycled;
