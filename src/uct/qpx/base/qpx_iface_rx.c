@@ -159,8 +159,11 @@ static unsigned qpx_iface_rx_post_chain(qpx_iface_t *iface,
     }
 
     *tail = NULL;
-    ret   = (iface->srq != NULL) ? ibv_post_srq_recv(iface->srq, head, &bad_wr) :
-                                   ibv_post_recv(iface->rx.qp, head, &bad_wr);
+    if (iface->srq != NULL) {
+        ret = ibv_post_srq_recv(iface->srq, head, &bad_wr);
+    } else {
+        ret = ibv_post_recv(iface->rx.qp, head, &bad_wr);
+    }
     if (ret != 0) {
         /* The queue had room for them: the device or the QP failed */
         if (iface->srq != NULL) {

@@ -295,10 +295,10 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length)
 {
     ++iface->async.rx_count;
-    rdesc->super.super.flags     = length;
-    rdesc->next            = NULL;
-    *iface->async.rx_tail  = rdesc;
-    iface->async.rx_tail   = &rdesc->next;
+    rdesc->super.super.flags = length;
+    rdesc->next              = NULL;
+    *iface->async.rx_tail    = rdesc;
+    iface->async.rx_tail     = &rdesc->next;
     iface->super.attention = 1; /* the context is ours: a plain store */
     return 1;
 }

@@ -145,10 +145,11 @@ void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
  * connected peer of an endpoint that is neither failed nor half-open nor in
  * a state the full path must see (QPX_UD_EP_FLAG_RX_SLOW: receiving not
  * started, packets kept ahead of a gap, a probe out), carrying an ack and
- * no NAK, outside the async timer (known when may_be_async is 0, a constant where
- * inlined). It does what qpx_ud_ep_rx does for that case (ack first, then
- * delivery, then the ack decision), without its calls and its switch,
- * and recycles the buffer unless the AM handler kept it: returns 1.
+ * no NAK, outside the async timer (known when may_be_async is 0, a
+ * constant where inlined). It does what qpx_ud_ep_rx does for that case
+ * (ack first, then delivery, then the ack decision), without its calls and
+ * its switch, and recycles the buffer unless the AM handler kept it:
+ * returns 1.
  * Anything else goes to qpx_ud_ep_rx (returns 0, nothing changed).
  */
 static UCS_F_ALWAYS_INLINE int
