@@ -235,7 +235,7 @@ static void test_release_recycles(void **state)
 
 /* A post of fewer buffers than are recycled takes the first ones released;
  * the rest stay recycled, and the next post takes them (no trip through
- * the pool). Completions handled in a loop are counted after it: more may
+ * the pool). Completions recycled in a loop are posted after it: more may
  * be recycled than a batch. */
 static void test_recycled_beyond_count(void **state)
 {
@@ -251,11 +251,11 @@ static void test_recycled_beyond_count(void **state)
         qpx_iface_rx_recycle(&ctx->iface, desc[i]);
     }
     assert_int_equal(ctx->iface.rx.num_recycled, TEST_BATCH + 2);
-    assert_int_equal(ctx->iface.rx.available, 0);
+    assert_int_equal(ctx->iface.rx.available, TEST_BATCH + 2);
     assert_int_equal(ctx->num_calls, 1);
 
-    /* counted after the loop: one post of all of them, in order */
-    qpx_iface_rx_consumed(&ctx->iface, TEST_BATCH + 2);
+    /* after the loop: one post of all of them, in order */
+    qpx_iface_rx_post_due(&ctx->iface);
     assert_int_equal(ctx->num_calls, 2);
     assert_int_equal(ctx->num_posted, 2 * (TEST_BATCH + 2));
     for (i = 0; i < TEST_BATCH + 2; ++i) {
@@ -294,6 +294,40 @@ static void test_recycled_beyond_count(void **state)
     }
     assert_int_equal(ctx->iface.rx.num_recycled, 0);
     assert_int_equal(ctx->iface.rx.available, 0);
+}
+
+
+/* Recycled buffers wait for the end of a loop, a kept one posts at once
+ * when a batch is due: a pool that runs dry is found at the kept buffer
+ * that drains it, before the handlers are given more to keep */
+static void test_kept_posts_at_once(void **state)
+{
+    qpx_desc_t *desc[TEST_BATCH];
+    unsigned i;
+
+    (void)state;
+    ctx->iface.rx.available = TEST_BATCH;
+    assert_int_equal(qpx_iface_rx_post(&ctx->iface, TEST_BATCH), TEST_BATCH);
+    for (i = 0; i < TEST_BATCH; ++i) {
+        desc[i] = test_complete(i);
+    }
+    for (i = 0; i < TEST_BATCH - 1; ++i) {
+        qpx_iface_rx_recycle(&ctx->iface, desc[i]);
+    }
+    assert_int_equal(ctx->num_calls, 1);
+    qpx_iface_rx_kept(&ctx->iface); /* the handler kept desc[last] */
+    assert_int_equal(ctx->num_calls, 2);
+    assert_int_equal(ctx->num_posted, 2 * TEST_BATCH);
+    for (i = 0; i < TEST_BATCH - 1; ++i) {
+        assert_int_equal(ctx->posted[TEST_BATCH + i].wr_id,
+                         (uintptr_t)desc[i]);
+    }
+    /* the kept one's slot took a fresh buffer */
+    assert_true(ctx->posted[2 * TEST_BATCH - 1].wr_id !=
+                (uintptr_t)desc[TEST_BATCH - 1]);
+    test_check_posted(TEST_BATCH);
+    assert_int_equal(ctx->iface.rx.available, 0);
+    ucs_mpool_put(desc[TEST_BATCH - 1]); /* the handler releases it */
 }
 
 
@@ -722,6 +756,8 @@ int main(void)
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_recycled_beyond_count,
                                         test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_kept_posts_at_once, test_setup,
+                                        test_teardown),
         cmocka_unit_test_setup_teardown(test_kept_and_released, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_post_fails, test_setup,

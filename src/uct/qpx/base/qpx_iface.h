@@ -50,8 +50,8 @@
  *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
  *     count the slot (qpx_iface_rx_kept()), else qpx_iface_rx_release();
  *     or, in a loop over polled completions, recycle the buffers not kept
- *     (qpx_iface_rx_recycle()) and count all of them after the loop
- *     (qpx_iface_rx_consumed()).
+ *     (qpx_iface_rx_recycle()), count kept ones (qpx_iface_rx_kept()), and
+ *     post what is due after the loop (qpx_iface_rx_post_due()).
  *     Poll iface->send_cq yourself and add one to
  *     tx.cq_available per completion polled; subtract one per signalled
  *     post.
@@ -477,25 +477,21 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_recycled_reset(qpx_iface_t *iface)
     iface->rx.num_recycled  = 0;
 }
 
-/*
- * Receive completions handled: each one's buffer was recycled (its payload
- * not kept: qpx_iface_rx_recycle) or kept (by an AM handler or the
- * transport); their n slots are refilled, recycled buffers first, in a
- * batch when one is due. A loop over polled completions counts them once
- * after the loop.
- */
-static UCS_F_ALWAYS_INLINE void qpx_iface_rx_consumed(qpx_iface_t *iface,
-                                                      unsigned n)
+/* The receive queue's empty slots refilled when a batch is due: recycled
+ * buffers first, then fresh ones */
+static UCS_F_ALWAYS_INLINE void qpx_iface_rx_post_due(qpx_iface_t *iface)
 {
-    iface->rx.available += n;
     if (iface->rx.available >= iface->rx.batch) {
         qpx_iface_rx_post(iface, iface->rx.available);
     }
 }
 
 /* The buffer of a receive completion whose payload was not kept goes back
- * as it is with the next post: its WR joins the recycled chain (which the
- * slots counted consumed cover: num_recycled <= available) */
+ * as it is: its WR joins the recycled chain and its slot is counted, but
+ * not posted yet. A loop over polled completions posts what is due after
+ * the loop (qpx_iface_rx_post_due); a buffer taken from the pool only
+ * replaces a kept one, so that a pool that runs dry is found at the kept
+ * buffer that drains it (qpx_iface_rx_kept) */
 static UCS_F_ALWAYS_INLINE void
 qpx_iface_rx_recycle(qpx_iface_t *iface, qpx_desc_t *desc)
 {
@@ -504,22 +500,26 @@ qpx_iface_rx_recycle(qpx_iface_t *iface, qpx_desc_t *desc)
     *iface->rx.recycled_tail = wr;
     iface->rx.recycled_tail  = &wr->next;
     ++iface->rx.num_recycled;
+    ++iface->rx.available;
 }
 
-/* One completion's buffer given back (qpx_iface_rx_recycle), its slot
- * counted consumed */
+/* One completion's buffer given back, posted when a batch is due */
 static UCS_F_ALWAYS_INLINE void
 qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
 {
     qpx_iface_rx_recycle(iface, desc);
-    qpx_iface_rx_consumed(iface, 1);
+    qpx_iface_rx_post_due(iface);
 }
 
 /* A receive buffer was kept (by an AM handler, or by the transport): its
- * slot is refilled with a fresh buffer */
+ * slot is refilled with a fresh buffer when a batch is due, now. Posting
+ * at once, not after the loop, finds an empty pool before more buffers
+ * are handed out to keep: the handlers then copy (rx.am_flags), and a
+ * burst cannot leave the queue with none posted while they hold them all */
 static UCS_F_ALWAYS_INLINE void qpx_iface_rx_kept(qpx_iface_t *iface)
 {
-    qpx_iface_rx_consumed(iface, 1);
+    ++iface->rx.available;
+    qpx_iface_rx_post_due(iface);
 }
 
 /* The desc to hand an AM handler for a receive buffer, with its release
@@ -551,7 +551,8 @@ static UCS_F_ALWAYS_INLINE unsigned qpx_iface_rx_am_flags(qpx_iface_t *iface)
  * Hand the active message in a receive buffer (byte_len bytes received,
  * starting with the transport's header of hdr_len bytes, whose first byte is
  * the AM id) to its handler, and recycle the buffer unless the handler kept
- * it. The caller counts the completion consumed (qpx_iface_rx_consumed).
+ * it, or count it kept. The caller posts what is due after its loop
+ * (qpx_iface_rx_post_due).
  */
 static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
                                                 qpx_desc_t *desc,
@@ -571,7 +572,9 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
                                  qpx_iface_rx_am_flags(iface));
     if (ucs_likely(status != UCS_INPROGRESS)) {
         qpx_iface_rx_recycle(iface, desc);
-    } /* else kept: a fresh buffer replaces it */
+    } else {
+        qpx_iface_rx_kept(iface); /* a fresh buffer replaces it */
+    }
 }
 
 /* A send buffer from tx_mp, or NULL (the pool at its limit, see

@@ -126,7 +126,7 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
         qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_dc_hdr_t),
                         wc[i].byte_len);
     }
-    qpx_iface_rx_consumed(&iface->super, n);
+    qpx_iface_rx_post_due(&iface->super);
     return n;
 }
 

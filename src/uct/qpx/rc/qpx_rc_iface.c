@@ -129,7 +129,6 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
     qpx_rc_ep_t *run_ep = NULL;
     unsigned run_count  = 0;
     uint32_t run_qp_num = 0;
-    int counted         = 0;
     qpx_desc_t *desc;
     int i;
 
@@ -149,14 +148,13 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
         /* Credits are counted per run of messages from one QP and reported
          * after the run: one endpoint lookup per run, not per message */
         if (ucs_unlikely((wc[i].qp_num != run_qp_num) || (run_count == 0))) {
-            /* The buffers consumed so far are counted (reposted when a
-             * batch is due) before the run's credits go back: the peers
-             * may send as many as the credits say, and without RNR
-             * retries a message that finds the SRQ empty fails its
-             * endpoint (RX_QUEUE_LEN >= eps x FC_WND_SIZE + RX_MAX_BATCH
-             * holds, docs/configuration.md) */
-            qpx_iface_rx_consumed(&iface->super, i - counted);
-            counted = i;
+            /* The buffers consumed so far are reposted when a batch is
+             * due before the run's credits go back: the peers may send as
+             * many as the credits say, and without RNR retries a message
+             * that finds the SRQ empty fails its endpoint (RX_QUEUE_LEN >=
+             * eps x FC_WND_SIZE + RX_MAX_BATCH holds,
+             * docs/configuration.md) */
+            qpx_iface_rx_post_due(&iface->super);
             qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
             run_qp_num = wc[i].qp_num;
             run_count  = 0;
@@ -168,7 +166,7 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
                         wc[i].byte_len);
     }
 
-    qpx_iface_rx_consumed(&iface->super, n - counted);
+    qpx_iface_rx_post_due(&iface->super);
     qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
     return n;
 }

@@ -196,8 +196,11 @@ qpx_ud_iface_rx_fast(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
     }
 
     ++ep->rx.expected_psn; /* qpx_ud_rel_rx_check's DELIVER */
-    if (!qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length, 0)) {
+    if (ucs_likely(!qpx_ud_iface_rx_deliver_common(iface, rdesc, hdr, length,
+                                                   0))) {
         qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
+    } else {
+        qpx_iface_rx_kept(&iface->super);
     }
     qpx_ud_ep_rx_delivered(iface, ep, hdr->flags, 0);
     return 1;
@@ -217,8 +220,9 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
     int i;
 
     /* Every buffer's slot is refilled in batches (the producer index of the
-     * receive queue is a cache line the sender reads, or a doorbell), counted
-     * after the loop: a buffer not kept is reposted as it is */
+     * receive queue is a cache line the sender reads, or a doorbell), after
+     * the loop unless a kept buffer makes one due: a buffer not kept is
+     * reposted as it is */
     for (i = 0; i < n; ++i) {
         rdesc = (qpx_ud_recv_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
@@ -239,13 +243,15 @@ qpx_ud_iface_rx_wcs(qpx_ud_iface_t *iface, struct ibv_wc *wc, int n,
                                             &wc[i], may_be_async))) {
             continue;
         }
-        if (!qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i])) {
-            /* else kept: by the AM handler, deferred, or ahead of a gap */
+        if (qpx_ud_ep_rx(iface, rdesc, hdr, length, &wc[i])) {
+            /* kept: by the AM handler, deferred, or ahead of a gap */
+            qpx_iface_rx_kept(&iface->super);
+        } else {
             qpx_iface_rx_recycle(&iface->super, &rdesc->super.super);
         }
     }
 
-    qpx_iface_rx_consumed(&iface->super, n);
+    qpx_iface_rx_post_due(&iface->super);
     return n;
 }
 
