@@ -48,10 +48,10 @@
  *     received bytes start at desc + config.rx_hdr_offset, the AM payload at
  *     desc + config.rx_payload_offset. Call qpx_iface_rx_user_desc() before
  *     the AM handler (UCT_CB_PARAM_FLAG_DESC); if it returns UCS_INPROGRESS
- *     count the slot (qpx_iface_rx_kept()), else qpx_iface_rx_release();
- *     or, in a loop over polled completions, recycle the buffers not kept
- *     (qpx_iface_rx_recycle()), count kept ones (qpx_iface_rx_kept()), and
- *     post what is due after the loop (qpx_iface_rx_post_due()).
+ *     count the slot (qpx_iface_rx_kept()), else recycle the buffer
+ *     (qpx_iface_rx_recycle()); after the loop over the polled completions
+ *     post what is due (qpx_iface_rx_post_due()). qpx_iface_rx_am() does
+ *     the handler's part.
  *     Poll iface->send_cq yourself and add one to
  *     tx.cq_available per completion polled; subtract one per signalled
  *     post.
@@ -501,14 +501,6 @@ qpx_iface_rx_recycle(qpx_iface_t *iface, qpx_desc_t *desc)
     iface->rx.recycled_tail  = &wr->next;
     ++iface->rx.num_recycled;
     ++iface->rx.available;
-}
-
-/* One completion's buffer given back, posted when a batch is due */
-static UCS_F_ALWAYS_INLINE void
-qpx_iface_rx_release(qpx_iface_t *iface, qpx_desc_t *desc)
-{
-    qpx_iface_rx_recycle(iface, desc);
-    qpx_iface_rx_post_due(iface);
 }
 
 /* A receive buffer was kept (by an AM handler, or by the transport): its
