@@ -2,8 +2,9 @@
 # qpx_ud against bad input from the network: short, truncated, unknown type,
 # unknown/stale endpoint ids, wrong source, PSNs duplicate/ahead/out of any
 # window, wrong Q_Key, a connection request that claims another sender, a
-# packet for an endpoint from a QP that is not its peer, and a flood of 100
-# connection requests from one QP (32 half-open endpoints at most). Only the
+# packet for an endpoint from a QP that is not its peer, and two floods of
+# 100 connection requests from one QP each, the second's with the ACK flag
+# set (32 half-open endpoints per QP at most either way). Only the
 # one well-formed AM may be delivered; every other packet is dropped and
 # counted.
 . "$(dirname "$0")/lib.sh"
@@ -21,5 +22,5 @@ qpx_check "wrong source and out-of-window PSN counted (rx_stale=$(stat rx_stale)
 qpx_check "duplicate counted (rx_dup=$(stat rx_dup))" [ "$(stat rx_dup)" = 1 ]
 qpx_check "gaps counted (rx_ahead=$(stat rx_ahead))" [ "$(stat rx_ahead)" = 2 ]
 qpx_check "forged CONN and packet from a non-peer QP counted (rx_spoofed=$(stat rx_spoofed))" [ "$(stat rx_spoofed)" = 2 ]
-qpx_check "flood beyond 32 half-open endpoints refused (rx_conn_refused=$(stat rx_conn_refused))" [ "$(stat rx_conn_refused)" = 68 ]
+qpx_check "two floods (one with ACK flags) beyond 32 half-open endpoints each refused (rx_conn_refused=$(stat rx_conn_refused))" [ "$(stat rx_conn_refused)" = 136 ]
 qpx_finish

@@ -238,6 +238,19 @@ int test_garbage(const test_resource_t *res)
             creq.h.src_id = 1000 + n;
             raw_send(&r, &creq, sizeof(creq), 0x1ee7a331);
         }
+
+        /* The same flood from a second QP, each request with the ACK flag
+         * set: an ack that covers nothing the victim sent opens nothing,
+         * so again at most 32 half-open endpoints, 68 refused */
+        claim = r2.qp->qp_num;
+        creq.qpn[0] = claim; creq.qpn[1] = claim >> 8; creq.qpn[2] = claim >> 16;
+        creq.h.flags   = 1; /* QPX_UD_PKT_FLAG_ACK */
+        creq.h.ack_psn = 0x1234;
+        for (n = 0; n < 100; ++n) {
+            creq.conn_sn  = 2000 + n;
+            creq.h.src_id = 2000 + n;
+            raw_send(&r2, &creq, sizeof(creq), 0x1ee7a331);
+        }
     }
 
     printf("garbage: AMs delivered %lu (expected 1)\n",

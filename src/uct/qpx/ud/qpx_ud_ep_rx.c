@@ -69,13 +69,17 @@ static qpx_ud_ep_t *qpx_ud_ep_rx_conn_lookup(qpx_ud_iface_t *iface,
     return ep;
 }
 
-/* The ack (and NAK) a received header carries */
-void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                             const qpx_ud_hdr_t *hdr)
+/* The ack (and NAK) a received header carries; nonzero when it acked
+ * packets of ours that were in flight */
+int qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                     const qpx_ud_hdr_t *hdr)
 {
+    int acked;
+
     ep->ack_req_time = 0; /* the peer answers: it may be asked again */
-    if (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
-                          qpx_ud_ep_acked_cb, iface) > 0) {
+    acked = (qpx_ud_rel_tx_ack(&ep->tx, hdr->ack_psn, iface->now,
+                               qpx_ud_ep_acked_cb, iface) > 0);
+    if (acked) {
         qpx_ud_ep_flushes_complete(ep, UCS_OK);
         qpx_ep_pending_schedule(&iface->super, &ep->super);
     }
@@ -95,6 +99,7 @@ void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
         qpx_ud_ep_resend(iface, ep);
     }
     qpx_ud_ep_rx_slow_update(ep); /* the probe may be answered */
+    return acked;
 }
 
 /* Keep a packet that arrived ahead of a gap until the gap is filled */
@@ -221,9 +226,13 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
         return 0;
     }
 
-    if (hdr->flags & QPX_UD_PKT_FLAG_ACK) {
-        qpx_ud_ep_half_open_clear(iface, ep); /* it answered our CONN */
-        qpx_ud_ep_rx_ack(iface, ep, hdr);
+    /* Half-open until the peer acks a packet this side sent (our CONN
+     * first): an ACK flag alone proves nothing, the CONN that made this
+     * endpoint may carry one, and a flood of those would bypass the
+     * half-open limits */
+    if ((hdr->flags & QPX_UD_PKT_FLAG_ACK) &&
+        qpx_ud_ep_rx_ack(iface, ep, hdr)) {
+        qpx_ud_ep_half_open_clear(iface, ep);
     }
 
     switch (type) {

@@ -428,8 +428,8 @@ void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 /* Deliver the packets kept after the one just delivered, in order */
 void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 /* The ack, NAK or probe reply a received header carries, processed */
-void qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                      const qpx_ud_hdr_t *hdr);
+int qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                     const qpx_ud_hdr_t *hdr);
 
 /* qpx_ud_async.c */
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
