@@ -25,6 +25,14 @@ static uint32_t qpx_rc_unpack24(const uint8_t *src)
 }
 
 
+/* The first PSN of QP qpn, on both sides of a connection: a spread of the
+ * numbers, so that QPs of one device start far apart */
+static uint32_t qpx_rc_qp_initial_psn(uint32_t qpn)
+{
+    return (qpn * 2654435761u) & 0xffffff;
+}
+
+
 UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
 {
     qpx_rc_iface_t *iface;
@@ -74,7 +82,6 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     }
 
     self->id              = iface->next_ep_id++;
-    self->psn             = (self->qp->qp_num * 2654435761u) & 0xffffff;
     self->flags           = 0;
     self->tx.sn           = 0;
     self->tx.acked_sn     = 0;
@@ -161,7 +168,6 @@ ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
 
     memset(rc_addr, 0, sizeof(*rc_addr));
     qpx_rc_pack24(rc_addr->qp_num, ep->qp->qp_num);
-    qpx_rc_pack24(rc_addr->psn, ep->psn);
     rc_addr->flags   = QPX_RC_EP_ADDR_FLAG_CTL |
                        (ep->fc.enabled ? QPX_RC_EP_ADDR_FLAG_FC : 0);
     rc_addr->fc_rkey = ep->fc.ctl->keys.rkey;
@@ -197,8 +203,8 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
 
     conn          = iface->config.conn;
     conn.dest_qpn = qpx_rc_unpack24(rc_addr->qp_num);
-    conn.rq_psn   = qpx_rc_unpack24(rc_addr->psn);
-    conn.sq_psn   = ep->psn;
+    conn.rq_psn   = qpx_rc_qp_initial_psn(conn.dest_qpn);
+    conn.sq_psn   = qpx_rc_qp_initial_psn(ep->qp->qp_num);
     qpx_device_ah_attr(&addr, iface->super.port_num, &conn.ah_attr);
 
     status = qpx_qp_to_rtr(ep->qp, &conn);

@@ -46,10 +46,14 @@ typedef struct qpx_rc_am_short_hdr {
 } UCS_S_PACKED qpx_rc_am_short_hdr_t;
 
 
-/* Endpoint address: QPN, PSN and the flow-control counter */
+/*
+ * Endpoint address: QPN and the flow-control counter. No PSN: a QP's first
+ * is a function of its number (qpx_rc_qp_initial_psn), which the peer
+ * computes. 16 bytes, so that UCP's address of a qpx_rc endpoint fits in
+ * the 53 bytes qpx's CM carries in a REQ (qpx_cm.h).
+ */
 typedef struct qpx_rc_ep_addr {
     uint8_t  qp_num[3];
-    uint8_t  psn[3];
     uint8_t  flags;      /* QPX_RC_EP_ADDR_FLAG_* */
     uint32_t fc_rkey;
     uint64_t fc_addr;
@@ -128,7 +132,6 @@ struct qpx_rc_ep {
     qpx_ep_t            super;          /* interface, pending queue */
     struct ibv_qp       *qp;
     ucs_list_link_t     list;           /* in iface->eps */
-    uint32_t            psn;
     uint16_t            id;             /* tags wr_id against a reused QP */
     uint8_t             flags;
     struct {
