@@ -44,6 +44,41 @@ size_t qpx_cm_max_conn_priv(void)
 }
 
 
+/* length is within qpx_cm_max_conn_priv(), which the length bits hold */
+void qpx_cm_priv_pack(qpx_cm_priv_hdr_t *hdr, unsigned kind, size_t length)
+{
+    hdr->kind_len = (kind << QPX_CM_PRIV_KIND_SHIFT) | length;
+    hdr->check    = ucs_crc16(&hdr->kind_len, 1 + length);
+}
+
+
+int qpx_cm_priv_is_valid(const qpx_cm_priv_hdr_t *hdr, size_t len)
+{
+    return (hdr != NULL) && (len >= sizeof(*hdr)) &&
+           (qpx_cm_priv_kind(hdr) == QPX_CM_PRIV_CONNECT) &&
+           (qpx_cm_priv_length(hdr) <= len - sizeof(*hdr)) &&
+           (hdr->check == ucs_crc16(&hdr->kind_len,
+                                    1 + qpx_cm_priv_length(hdr)));
+}
+
+
+/* How many malformed arrivals are logged before the rest are sampled */
+#define QPX_CM_MALFORMED_LOGGED 8
+
+void qpx_cm_malformed_log(qpx_cm_t *cm, const char *what,
+                          const char *peer_str, size_t len)
+{
+    unsigned long count = ++cm->malformed;
+    ucs_log_level_t level;
+
+    level = ((count <= QPX_CM_MALFORMED_LOGGED) || ucs_is_pow2(count)) ?
+            cm->super.config.failure_level : UCS_LOG_LEVEL_DEBUG;
+    ucs_log(level, "qpx cm: malformed connection %s from %s (%zu bytes of "
+            "private data, not a whole qpx header and its data): rejected, "
+            "%lu malformed so far", what, peer_str, len, count);
+}
+
+
 void qpx_cm_id_dev_name(struct rdma_cm_id *id, char *dev_name)
 {
     snprintf(dev_name, UCT_DEVICE_NAME_MAX, "%s:%u",
@@ -99,7 +134,7 @@ void qpx_cm_remote_data_set(uct_cm_remote_data_t *remote_data,
     remote_data->dev_addr              = (const uct_device_addr_t*)dev_addr;
     remote_data->dev_addr_length       = dev_addr_len;
     remote_data->conn_priv_data        = hdr + 1;
-    remote_data->conn_priv_data_length = hdr->length;
+    remote_data->conn_priv_data_length = qpx_cm_priv_length(hdr);
 }
 
 

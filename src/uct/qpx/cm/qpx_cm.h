@@ -26,6 +26,7 @@
 #define QPX_CM_H_
 
 #include <ucs/ucx_compat.h>
+#include <ucs/algorithm/crc.h>
 
 #include <rdma/rdma_cma.h>
 
@@ -53,6 +54,8 @@ typedef struct qpx_cm {
     ucs_async_context_t       *async;   /* the worker's */
     ucs_list_link_t           devs;     /* qpx_cm_dev_t */
     int                       timeout_ms;
+    unsigned long             malformed; /* requests and responses not a
+                                            qpx CM's whole, intact data */
 } qpx_cm_t;
 
 
@@ -88,30 +91,46 @@ typedef struct qpx_cm_ep {
 /*
  * The private data of a REQ or REP: this header, then UCP's data. A reject
  * by the listener says REJECTED in it; a reject by the IB CM itself (no
- * listener) carries none. The kind is a tag of its own rather than 0, so
- * that a REQ from another program, which the IB CM pads with zeros to its
- * 56 bytes (rdma_connect(3): the data may arrive longer than sent), is not
- * taken for an empty one from a qpx CM: UCP would read zeros as its
- * address.
+ * listener) carries none. What arrives is taken for a qpx CM's only when it
+ * is whole and intact: a kind that is not 0 (the IB CM pads a REQ with
+ * zeros to its 56 bytes, rdma_connect(3): the data may arrive longer than
+ * sent), a length within what arrived, and a CRC-16 (ucs_crc16) over the
+ * kind, the length and that many bytes of UCP's data. A request from
+ * another program, a header that claims more than was sent, and one over
+ * bytes that are not the ones it was made for are rejected before UCP
+ * sees them: UCP takes what it is given for a packed address, and a wrong
+ * one aborts it (an assertion in its address unpacking). Three bytes, so
+ * that UCP's address of a qpx_rc endpoint (50 bytes with UCX 1.13) fits.
  */
 enum {
-    QPX_CM_PRIV_CONNECT = 0x71, /* 'q': UCP's data follows */
-    QPX_CM_PRIV_REJECT  = 0x72  /* the listener's user rejected it */
+    QPX_CM_PRIV_CONNECT = 1, /* UCP's data follows */
+    QPX_CM_PRIV_REJECT  = 2  /* the listener's user rejected it */
 };
 
+#define QPX_CM_PRIV_KIND_SHIFT 6
+#define QPX_CM_PRIV_LENGTH_MASK UCS_MASK(QPX_CM_PRIV_KIND_SHIFT)
+
 typedef struct qpx_cm_priv_hdr {
-    uint8_t kind;       /* QPX_CM_PRIV_* */
-    uint8_t length;     /* bytes of UCP's data that follow */
+    uint16_t check;     /* ucs_crc16 of what follows it */
+    uint8_t  kind_len;  /* QPX_CM_PRIV_* << QPX_CM_PRIV_KIND_SHIFT | bytes
+                           of UCP's data that follow */
 } UCS_S_PACKED qpx_cm_priv_hdr_t;
 
-/* Whether len bytes at hdr are a qpx CM's connection data */
-static inline int qpx_cm_priv_is_valid(const qpx_cm_priv_hdr_t *hdr,
-                                       size_t len)
+static inline unsigned qpx_cm_priv_kind(const qpx_cm_priv_hdr_t *hdr)
 {
-    return (hdr != NULL) && (len >= sizeof(*hdr)) &&
-           (hdr->kind == QPX_CM_PRIV_CONNECT) &&
-           (hdr->length <= len - sizeof(*hdr));
+    return hdr->kind_len >> QPX_CM_PRIV_KIND_SHIFT;
 }
+
+static inline size_t qpx_cm_priv_length(const qpx_cm_priv_hdr_t *hdr)
+{
+    return hdr->kind_len & QPX_CM_PRIV_LENGTH_MASK;
+}
+
+/* Fill hdr (the buffer UCP's length bytes follow, already there) */
+void qpx_cm_priv_pack(qpx_cm_priv_hdr_t *hdr, unsigned kind, size_t length);
+
+/* Whether len bytes at hdr are a whole, intact qpx CM's connection data */
+int qpx_cm_priv_is_valid(const qpx_cm_priv_hdr_t *hdr, size_t len);
 
 /* rdma_cm's private data in a REQ on RDMA_PS_TCP: the IB CM's 92 bytes
  * less librdmacm's 36-byte IP header (rdma_connect(3)); the REP allows
@@ -126,6 +145,12 @@ ucs_status_t qpx_cm_open(uct_component_h component, uct_worker_h worker,
 
 /* Largest private data a user can send */
 size_t qpx_cm_max_conn_priv(void);
+
+/* Count malformed private data (what, from peer_str, len bytes) and log
+ * it: the first few at the CM's failure level, then at every power of two
+ * of the count (a peer sends as many as it likes), the rest at debug */
+void qpx_cm_malformed_log(qpx_cm_t *cm, const char *what,
+                          const char *peer_str, size_t len);
 
 /* "<device>:<port>" of the id */
 void qpx_cm_id_dev_name(struct rdma_cm_id *id, char *dev_name);

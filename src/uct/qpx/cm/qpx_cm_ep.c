@@ -172,11 +172,10 @@ static ucs_status_t qpx_cm_ep_send_priv_data(qpx_cm_ep_t *cep,
         return status;
     }
 
-    hdr->kind   = QPX_CM_PRIV_CONNECT;
-    hdr->length = length;
     if (length > 0) {
         memcpy(hdr + 1, data, length);
     }
+    qpx_cm_priv_pack(hdr, QPX_CM_PRIV_CONNECT, length);
 
     memset(&param, 0, sizeof(param));
     param.private_data     = buf;
@@ -266,10 +265,8 @@ static void qpx_cm_ep_connect_response(qpx_cm_ep_t *cep,
     }
 
     if (!qpx_cm_priv_is_valid(hdr, priv_len)) {
-        ucs_log(cm->super.config.failure_level,
-                "qpx cm: malformed connection response from %s (%zu bytes "
-                "of private data)", qpx_cm_ep_peer_str(cep, peer_str),
-                priv_len);
+        qpx_cm_malformed_log(cm, "response",
+                             qpx_cm_ep_peer_str(cep, peer_str), priv_len);
         rdma_disconnect(cep->id);
         qpx_cm_ep_set_failed(cep, UCS_ERR_CONNECTION_RESET, 1);
         return;
@@ -300,7 +297,7 @@ static ucs_status_t qpx_cm_ep_event_status(qpx_cm_ep_t *cep,
         }
         if ((hdr != NULL) &&
             (event->param.conn.private_data_len >= sizeof(*hdr)) &&
-            (hdr->kind == QPX_CM_PRIV_REJECT)) {
+            (qpx_cm_priv_kind(hdr) == QPX_CM_PRIV_REJECT)) {
             return UCS_ERR_REJECTED;  /* the server's user rejected us */
         }
         /* the IB CM answered for nobody: no listener on that port */

@@ -27,10 +27,13 @@ static void qpx_cm_request_release(qpx_cm_t *cm, struct rdma_cm_event *event,
     qpx_cm_priv_hdr_t hdr;
 
     if (reject) {
-        hdr.kind   = QPX_CM_PRIV_REJECT;
-        hdr.length = 0;
+        qpx_cm_priv_pack(&hdr, QPX_CM_PRIV_REJECT, 0);
+        /* EINVAL: the client has gone since its request (its id
+         * destroyed, the IB CM's connection ended): nothing to answer, and
+         * a peer must not make us log once per such request */
         if (rdma_reject(id, &hdr, sizeof(hdr))) {
-            ucs_log(cm->super.config.failure_level,
+            ucs_log((errno == EINVAL) ? UCS_LOG_LEVEL_DEBUG :
+                    cm->super.config.failure_level,
                     "qpx cm: rdma_reject(id %p) failed: %m", id);
         }
     }
@@ -59,11 +62,10 @@ void qpx_cm_listener_handle_request(qpx_cm_t *cm, struct rdma_cm_event *event)
     client = rdma_get_peer_addr(event->id);
     /* A REQ not made by a qpx CM (or cut short) is not handed to UCP */
     if (!qpx_cm_priv_is_valid(hdr, priv_len)) {
-        ucs_log(cm->super.config.failure_level,
-                "qpx cm: malformed connection request from %s (%zu bytes "
-                "of private data): rejected",
-                ucs_sockaddr_str(client, peer_str, sizeof(peer_str)),
-                priv_len);
+        qpx_cm_malformed_log(cm, "request",
+                             ucs_sockaddr_str(client, peer_str,
+                                              sizeof(peer_str)),
+                             priv_len);
         qpx_cm_request_release(cm, event, 1);
         return;
     }
@@ -90,9 +92,9 @@ void qpx_cm_listener_handle_request(qpx_cm_t *cm, struct rdma_cm_event *event)
     args.client_address.addrlen = addr_len;
     qpx_cm_id_dev_name(event->id, args.dev_name);
 
-    ucs_debug("qpx cm: connection request from %s on %s, %u bytes",
+    ucs_debug("qpx cm: connection request from %s on %s, %zu bytes",
               ucs_sockaddr_str(client, peer_str, sizeof(peer_str)),
-              args.dev_name, hdr->length);
+              args.dev_name, qpx_cm_priv_length(hdr));
     /* the user owns the request now: uct_ep_create or uct_listener_reject
      * acknowledges the event */
     listener->conn_request_cb(&listener->super, listener->user_data, &args);
