@@ -45,7 +45,7 @@ wait "$server"
 if command -v mpicc >/dev/null; then
     qpx_say "Open MPI, 2 ranks, pml ucx + osc ucx over UCX_TLS=qpx_rc,qpx_ud: ping-pong, put, get, accumulate"
     tmp=$(mktemp -d)
-    mpicc -O2 -o "$tmp/mpi_demo" "$QPX_TOP/test/integration/rc_mpi_test.c"
+    mpicc -O2 -o "$tmp/mpi_demo" "$QPX_TOP/test/integration/qpx_mpi_test.c"
     eval "$("$qpxrun" --env)"
     UCX_TLS=qpx_rc,qpx_ud,self timeout 300 mpirun --allow-run-as-root -np 2 \
         -x LD_PRELOAD -x LD_LIBRARY_PATH -x UCX_TLS \

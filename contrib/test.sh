@@ -52,6 +52,21 @@ for trs in $(find . -name '*.trs' | sort); do
     SKIP) grep -h '^SKIP' "$log" | head -3 | sed 's/^/        /' ;;
     esac
 done
+# The README's first command, as a new user runs it, from this checkout:
+# it must work, and its MPI program checks the data it moved
+qpx_say "tests: the README's first command (bash contrib/demo.sh)"
+(cd "$QPX_TOP" && timeout 900 bash contrib/demo.sh) >"$QPX_BUILDDIR/demo.out" 2>&1
+demo_rc=$?
+if [ "$demo_rc" -eq 0 ] && grep -q '^MPI OK$' "$QPX_BUILDDIR/demo.out"; then
+    pass=$((pass + 1))
+    printf '  %-5s %-48s %4d passed, %3d failed\n' PASS "contrib/demo.sh" 1 0
+else
+    fail=$((fail + 1))
+    printf '  %-5s %-48s %4d passed, %3d failed\n' FAIL "contrib/demo.sh" 0 1
+    echo "---- $QPX_BUILDDIR/demo.out (exit $demo_rc, 'MPI OK' expected)"
+    tail -25 "$QPX_BUILDDIR/demo.out"
+fi
+
 if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
     # make check failed before any test could report (e.g. a build error)
     tail -30 check.out
