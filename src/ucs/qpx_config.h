@@ -22,6 +22,19 @@ int qpx_config_sscanf_memunits(const char *buf, void *dest, const void *arg);
 int qpx_config_sscanf_time(const char *buf, void *dest, const void *arg);
 int qpx_config_sscanf_double(const char *buf, void *dest, const void *arg);
 
+/* A 64-bit key: "auto" (left to the code that reads it) or a number,
+ * decimal or 0x-hex, nothing after it */
+typedef struct qpx_config_key {
+    int      is_auto;
+    uint64_t value;
+} qpx_config_key_t;
+
+int qpx_config_sscanf_key(const char *buf, void *dest, const void *arg);
+int qpx_config_sprintf_key(char *buf, size_t max, const void *src,
+                           const void *arg);
+ucs_status_t qpx_config_clone_key(const void *src, void *dest,
+                                  const void *arg);
+
 
 #define QPX_CONFIG_TYPE_UINT \
     {qpx_config_sscanf_uint,      ucs_config_sprintf_uint, \
@@ -49,5 +62,11 @@ int qpx_config_sscanf_double(const char *buf, void *dest, const void *arg);
     {qpx_config_sscanf_double,    ucs_config_sprintf_double, \
      ucs_config_clone_double,     ucs_config_release_nop, \
      ucs_config_help_generic,     "floating point number"}
+
+#define QPX_CONFIG_TYPE_KEY \
+    {qpx_config_sscanf_key,       qpx_config_sprintf_key, \
+     qpx_config_clone_key,        ucs_config_release_nop, \
+     ucs_config_help_generic, \
+     "64-bit key: \"auto\", or a number (decimal or 0x-hex)"}
 
 #endif

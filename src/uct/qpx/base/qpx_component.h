@@ -30,6 +30,15 @@ typedef struct qpx_job_info {
 
 void qpx_job_info_get(qpx_job_info_t *info);
 
+/*
+ * A 64-bit key of this job: a hash of its identity (SLURM_JOB_ID, else
+ * PMIX_NAMESPACE, which Open MPI's mpirun and srun --mpi=pmix set, else
+ * OMPI_MCA_ess_base_jobid) mixed into base, so that the processes of one
+ * job share it and another job's do not. base itself where the launcher
+ * names no job. *source_p: the variable it came from, or "none".
+ */
+uint64_t qpx_job_key(uint64_t base, const char **source_p);
+
 /* Transports the component offers (NULL-terminated) */
 extern uct_tl_t *const qpx_transports[];
 

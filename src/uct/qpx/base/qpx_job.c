@@ -162,3 +162,31 @@ void qpx_job_info_get(qpx_job_info_t *info)
     (void)pthread_once(&qpx_job_once, qpx_job_info_init);
     *info = qpx_job_info;
 }
+
+uint64_t qpx_job_key(uint64_t base, const char **source_p)
+{
+    /* In order: a Slurm job covers all its steps (and an mpirun inside
+     * it); PMIx's namespace is the job of mpirun or srun --mpi=pmix */
+    static const char *sources[] = {"SLURM_JOB_ID", "PMIX_NAMESPACE",
+                                    "OMPI_MCA_ess_base_jobid"};
+    const unsigned char *p;
+    const char *value;
+    uint64_t hash;
+    unsigned i;
+
+    for (i = 0; i < sizeof(sources) / sizeof(sources[0]); ++i) {
+        value = getenv(sources[i]);
+        if ((value == NULL) || (*value == '\0')) {
+            continue;
+        }
+        /* FNV-1a over the identity, then base mixed in */
+        hash = 0xcbf29ce484222325ull;
+        for (p = (const unsigned char*)value; *p != '\0'; ++p) {
+            hash = (hash ^ *p) * 0x100000001b3ull;
+        }
+        *source_p = sources[i];
+        return hash ^ base;
+    }
+    *source_p = "none";
+    return base;
+}

@@ -105,7 +105,8 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 {
     int ret;
 
-    mlx5dv_wr_set_dc_addr(dci->mqp, ep->ah, ep->dct_num, QPX_DC_KEY);
+    mlx5dv_wr_set_dc_addr(dci->mqp, ep->ah, ep->dct_num,
+                          iface->config.dc_key);
     ret = ibv_wr_complete(dci->qpx);
     if (ucs_unlikely(ret != 0)) {
         ucs_error("ibv_wr_complete(dci 0x%x) failed: %s", dci->qp->qp_num,

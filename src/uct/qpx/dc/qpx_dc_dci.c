@@ -253,7 +253,7 @@ void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
         ibv_wr_rdma_write(dci->qpx, 0, 0);
         ibv_wr_set_sge_list(dci->qpx, 0, NULL);
         mlx5dv_wr_set_dc_addr(dci->mqp, dci->target_ah, dci->target_dct,
-                              QPX_DC_KEY);
+                              iface->config.dc_key);
         ret = ibv_wr_complete(dci->qpx);
         if (ret != 0) {
             ucs_error("ibv_wr_complete(dci 0x%x) failed: %s",

@@ -99,6 +99,17 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      ucs_offsetof(qpx_dc_iface_config_t, keepalive_interval),
      QPX_CONFIG_TYPE_TIME},
 
+    {"KEY", "auto",
+     "Access key of the interface's DC target, which every request to it "
+     "must carry; requests with another are refused by the device.\n"
+     " auto     - derived from the job the launcher names (SLURM_JOB_ID, "
+     "else PMIX_NAMESPACE, else OMPI_MCA_ess_base_jobid), so that a process "
+     "of another job cannot write into this job's DC targets by knowing "
+     "qpx's default; that default where no job is named\n"
+     " <number> - this key (decimal, or hex with 0x): every process that "
+     "talks to this one over qpx_dc (or the hybrid) must set the same",
+     ucs_offsetof(qpx_dc_iface_config_t, key), QPX_CONFIG_TYPE_KEY},
+
     {NULL}
 };
 
@@ -288,7 +299,7 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
      * interface's user asked for (the hybrid, which goes on without it),
      * or at debug level while a DCI can still give way to it */
     status = qpx_qp_dct_create(self->super.md->pd, &self->super.qp_init_attr,
-                               QPX_DC_KEY, (self->num_dci > 1) ?
+                               self->config.dc_key, (self->num_dci > 1) ?
                                UCS_LOG_LEVEL_DEBUG :
                                self->super.exhausted_level, &self->dct);
     if (status != UCS_OK) {
@@ -355,6 +366,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
     qpx_iface_init_attr_t init_attr;
     ucs_status_t status, dci_status;
+    const char *key_source;
     unsigned num_dci;
 
     if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
@@ -395,6 +407,14 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     qpx_dc_iface_init_conn(self, config);
     self->config.policy     = (qpx_dc_policy_t)config->policy;
     self->config.quota      = ucs_max(1, config->quota);
+    if (config->key.is_auto) {
+        self->config.dc_key = qpx_job_key(QPX_DC_KEY, &key_source);
+    } else {
+        self->config.dc_key = config->key.value;
+        key_source          = "UCX_QPX_DC_KEY";
+    }
+    ucs_debug("qpx_dc: %s:%d DC access key from %s", self->super.md->dev.name,
+              self->super.port_num, key_source);
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
     dci_status = UCS_OK;

@@ -46,12 +46,14 @@
 #include <uct/qpx/base/qpx_ep.h>
 #include <uct/qpx/base/qpx_ah.h>
 #include <uct/qpx/base/qpx_ep_table.h>
+#include <ucs/qpx_config.h>
 
 #include <infiniband/mlx5dv.h>
 
 
 #define QPX_DC_TL_NAME        "qpx_dc"
-/* Access key of every qpx DCT: a DCI must carry it */
+/* Access key of a qpx DCT where the launcher names no job and the user
+ * sets none (UCX_QPX_DC_KEY): a DCI must carry its target's */
 #define QPX_DC_KEY            0x1ee7a332ull
 #define QPX_DC_MAX_DCI        64
 #define QPX_DC_DCI_NONE       0xff
@@ -133,6 +135,7 @@ typedef struct qpx_dc_iface_config {
     int                atomics;
     int                events;          /* offer event notification */
     double             keepalive_interval; /* 0: no keepalive */
+    qpx_config_key_t   key;             /* of the DCT, and of the peers' */
 } qpx_dc_iface_config_t;
 
 
@@ -169,6 +172,7 @@ typedef struct qpx_dc_iface {
         qpx_dc_policy_t       policy;
         unsigned              quota;
         qpx_iface_rdma_caps_t caps;
+        uint64_t              dc_key;  /* of our DCT and of the peers' */
     } config;
 } qpx_dc_iface_t;
 
