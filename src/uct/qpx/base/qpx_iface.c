@@ -7,6 +7,7 @@
 #endif
 
 #include "qpx_iface.h"
+#include "qpx_param.h"
 
 #include <ucs/qpx_config.h>
 
@@ -374,7 +375,7 @@ void qpx_iface_query_rdma(qpx_iface_t *iface, const qpx_iface_rdma_caps_t *caps,
     iface_attr->cap.am.max_zcopy        = am_max;
     iface_attr->cap.am.opt_zcopy_align  = 1;
     iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = ucs_min(am_max, 128);
+    iface_attr->cap.am.max_hdr          = ucs_min(am_max, QPX_AM_MAX_HDR);
     iface_attr->cap.am.max_iov          = caps->max_iov;
 
     if (caps->atomics) {

@@ -455,8 +455,9 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     self->config.caps.max_put_short = self->super.config.max_inline;
     self->config.caps.am_hdr_len    = sizeof(qpx_dc_hdr_t);
+    /* UCT's am.max_short counts the 8-byte header with the payload */
     self->config.caps.max_am_short  = self->super.config.max_inline -
-                                 sizeof(qpx_dc_am_short_hdr_t);
+                                      sizeof(qpx_dc_hdr_t);
     self->config.caps.max_bcopy     = self->super.config.seg_size;
     self->config.caps.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
                                          1ul << 30);

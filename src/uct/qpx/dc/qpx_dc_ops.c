@@ -9,6 +9,8 @@
 
 #include "qpx_dc.inl"
 
+#include <uct/qpx/base/qpx_param.h>
+
 
 /* The DCI and a bounce buffer for an operation of ep, or the reason not */
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -38,7 +40,8 @@ ucs_status_t qpx_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     int signal;
 
     if (ucs_unlikely(length > iface->config.caps.max_put_short)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_length_error("put_short", length,
+                                      iface->config.caps.max_put_short);
     }
     status = qpx_dc_ep_tx_begin(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -69,6 +72,11 @@ ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
 
     length = pack_cb(qpx_tx_desc_data(desc), arg);
+    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
+        ucs_mpool_put(desc);
+        return qpx_param_length_error("put_bcopy", length,
+                                      iface->config.caps.max_bcopy);
+    }
     signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
     ibv_wr_rdma_write(dci->qpx, (uint32_t)rkey, remote_addr);
     ibv_wr_set_sge(dci->qpx, desc->super.lkey,
@@ -98,8 +106,11 @@ qpx_dc_ep_rdma_zcopy(qpx_dc_ep_t *ep, int is_read, const uct_iov_t *iov,
     size_t num_sge;
     int signal;
 
-    if (ucs_unlikely(iovcnt > iface->config.caps.max_iov)) {
-        return UCS_ERR_INVALID_PARAM;
+    status = qpx_param_check_iov(is_read ? "get_zcopy" : "put_zcopy", iov,
+                                 iovcnt, iface->config.caps.max_iov, 0,
+                                 iface->config.caps.max_zcopy);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     status = (comp != NULL) ?
              qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc) :
@@ -162,7 +173,8 @@ ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
     int signal;
 
     if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_length_error("get_bcopy", length,
+                                      iface->config.caps.max_bcopy);
     }
     status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
     if (status != UCS_OK) {
@@ -198,9 +210,13 @@ ucs_status_t qpx_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     ucs_status_t status;
     int signal;
 
-    if (ucs_unlikely((length > iface->config.caps.max_am_short) ||
-                     (id >= UCT_AM_ID_MAX))) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
+    if (ucs_unlikely(sizeof(header) + length >
+                     iface->config.caps.max_am_short)) {
+        return qpx_param_length_error("am_short", sizeof(header) + length,
+                                      iface->config.caps.max_am_short);
     }
     status = qpx_dc_ep_tx_begin(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -235,7 +251,7 @@ ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     int signal;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
     }
     status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
     if (status != UCS_OK) {
@@ -245,6 +261,12 @@ ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     length     = pack_cb(hdr + 1, arg);
+    if (ucs_unlikely(sizeof(*hdr) + length > iface->super.config.seg_size)) {
+        ucs_mpool_put(desc);
+        return qpx_param_length_error("am_bcopy", length,
+                                      iface->super.config.seg_size -
+                                      sizeof(*hdr));
+    }
     signal     = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
     ibv_wr_send(dci->qpx);
     ibv_wr_set_sge(dci->qpx, desc->super.lkey, (uintptr_t)hdr,
@@ -272,17 +294,21 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     qpx_dc_dci_t *dci = NULL;
     qpx_dc_hdr_t *hdr;
     ucs_status_t status;
-    size_t i, total;
+    size_t max_payload    = iface->super.config.seg_size - sizeof(*hdr);
     int signal;
 
-    total = sizeof(*hdr) + header_length;
-    for (i = 0; i < iovcnt; ++i) {
-        total += iov[i].length * iov[i].count;
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
     }
-    if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
-                     (iovcnt > iface->config.caps.max_iov) ||
-                     (total > iface->super.config.seg_size))) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(header_length > ucs_min(max_payload, QPX_AM_MAX_HDR))) {
+        return qpx_param_length_error("am_zcopy header", header_length,
+                                      ucs_min(max_payload, QPX_AM_MAX_HDR));
+    }
+    status = qpx_param_check_iov("am_zcopy", iov, iovcnt,
+                                 iface->config.caps.max_iov, header_length,
+                                 max_payload);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
     if (status != UCS_OK) {

@@ -9,6 +9,8 @@
 
 #include "qpx_hybrid.inl"
 
+#include <uct/qpx/base/qpx_param.h>
+
 
 static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             unsigned length,
@@ -103,6 +105,11 @@ static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
 {
     uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
 
+    /* The last id is the hybrid's own (its control messages): a user's
+     * would be taken for one by the peer */
+    if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
+        return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -117,6 +124,9 @@ static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
 {
     uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
 
+    if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
+        return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -132,6 +142,9 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
     ssize_t ret;
 
+    if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
+        return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -151,6 +164,9 @@ static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 {
     uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
 
+    if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
+        return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }

@@ -7,6 +7,8 @@
 
 #include "qpx_rc_ep.inl"
 
+#include <uct/qpx/base/qpx_param.h>
+
 #include <string.h>
 
 
@@ -23,7 +25,8 @@ ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     struct ibv_sge sge;
 
     if (ucs_unlikely(length > iface->config.caps.max_put_short)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_length_error("put_short", length,
+                                      iface->config.caps.max_put_short);
     }
     if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep))) {
         return UCS_ERR_NO_RESOURCE;
@@ -54,6 +57,11 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
 
     length     = pack_cb(qpx_tx_desc_data(desc), arg);
+    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
+        ucs_mpool_put(desc);
+        return qpx_param_length_error("put_bcopy", length,
+                                      iface->config.caps.max_bcopy);
+    }
     sge.addr   = (uintptr_t)qpx_tx_desc_data(desc);
     sge.length = length;
     sge.lkey   = desc->super.lkey;
@@ -71,7 +79,7 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 
 /* RDMA write or read from iov, completing comp (if any) when done */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
+qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, const char *op, enum ibv_wr_opcode opcode,
                      const uct_iov_t *iov, size_t iovcnt,
                      uint64_t remote_addr, uct_rkey_t rkey,
                      uct_completion_t *comp)
@@ -83,8 +91,10 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode,
     ucs_status_t status;
     size_t num_sge;
 
-    if (ucs_unlikely(iovcnt > iface->config.caps.max_iov)) {
-        return UCS_ERR_INVALID_PARAM;
+    status = qpx_param_check_iov(op, iov, iovcnt, iface->config.caps.max_iov,
+                                 0, iface->config.caps.max_zcopy);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         ((comp != NULL) &&
@@ -114,7 +124,8 @@ ucs_status_t qpx_rc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                  uct_rkey_t rkey, uct_completion_t *comp)
 {
     return qpx_rc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_rc_ep_t),
-                                IBV_WR_RDMA_WRITE, iov, iovcnt, remote_addr,
+                                "put_zcopy", IBV_WR_RDMA_WRITE, iov, iovcnt,
+                                remote_addr,
                                 rkey, comp);
 }
 
@@ -124,7 +135,8 @@ ucs_status_t qpx_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                  uct_rkey_t rkey, uct_completion_t *comp)
 {
     return qpx_rc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_rc_ep_t),
-                                IBV_WR_RDMA_READ, iov, iovcnt, remote_addr,
+                                "get_zcopy", IBV_WR_RDMA_READ, iov, iovcnt,
+                                remote_addr,
                                 rkey, comp);
 }
 
@@ -142,7 +154,8 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
     ucs_status_t status;
 
     if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_length_error("get_bcopy", length,
+                                      iface->config.caps.max_bcopy);
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
@@ -177,9 +190,13 @@ ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     struct ibv_sge sge[2];
     ucs_status_t status;
 
-    if (ucs_unlikely((length > iface->config.caps.max_am_short) ||
-                     (id >= UCT_AM_ID_MAX))) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
+    if (ucs_unlikely(sizeof(header) + length >
+                     iface->config.caps.max_am_short)) {
+        return qpx_param_length_error("am_short", sizeof(header) + length,
+                                      iface->config.caps.max_am_short);
     }
     if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep) ||
                      !qpx_rc_ep_has_fc_credits(iface, ep))) {
@@ -217,7 +234,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     size_t length;
 
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return UCS_ERR_INVALID_PARAM;
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||
@@ -228,6 +245,12 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     length     = pack_cb(hdr + 1, arg);
+    if (ucs_unlikely(sizeof(*hdr) + length > iface->super.config.seg_size)) {
+        ucs_mpool_put(desc);
+        return qpx_param_length_error("am_bcopy", length,
+                                      iface->super.config.seg_size -
+                                      sizeof(*hdr));
+    }
     sge.addr   = (uintptr_t)hdr;
     sge.length = sizeof(*hdr) + length;
     sge.lkey   = desc->super.lkey;
@@ -260,16 +283,20 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     qpx_rc_hdr_t *hdr;
     struct ibv_send_wr wr;
     ucs_status_t status;
-    size_t i, total;
+    size_t max_payload    = iface->super.config.seg_size - sizeof(*hdr);
 
-    total = sizeof(*hdr) + header_length;
-    for (i = 0; i < iovcnt; ++i) {
-        total += iov[i].length * iov[i].count;
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
     }
-    if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
-                     (iovcnt > iface->config.caps.max_iov) ||
-                     (total > iface->super.config.seg_size))) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(header_length > ucs_min(max_payload, QPX_AM_MAX_HDR))) {
+        return qpx_param_length_error("am_zcopy header", header_length,
+                                      ucs_min(max_payload, QPX_AM_MAX_HDR));
+    }
+    status = qpx_param_check_iov("am_zcopy", iov, iovcnt,
+                                 iface->config.caps.max_iov, header_length,
+                                 max_payload);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||

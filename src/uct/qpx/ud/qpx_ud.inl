@@ -569,15 +569,19 @@ qpx_ud_iface_rx_deliver_common(qpx_ud_iface_t *iface,
                                qpx_ud_recv_desc_t *rdesc, qpx_ud_hdr_t *hdr,
                                size_t length, int may_be_async)
 {
+    /* Within the handler table whatever the peer wrote (a sender checks
+     * the id, qpx_param.h; a forged one reaches a handler as a forged
+     * valid one would, as in base's qpx_iface_rx_am) */
+    uint8_t am_id = hdr->am_id & (UCT_AM_ID_MAX - 1);
     ucs_status_t status;
 
     if (may_be_async && ucs_unlikely(iface->async.in_async) &&
-        !(iface->super.super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
+        !(iface->super.super.am[am_id].flags & UCT_CB_FLAG_ASYNC)) {
         /* A sync handler runs only from the user's progress: keep it */
         return qpx_ud_iface_async_defer_rx(iface, rdesc, length);
     }
 
-    status = qpx_iface_invoke_am(&iface->super.super, hdr->am_id, hdr + 1,
+    status = qpx_iface_invoke_am(&iface->super.super, am_id, hdr + 1,
                                  length - sizeof(*hdr),
                                  qpx_iface_rx_am_flags(&iface->super));
     if (status != UCS_INPROGRESS) {

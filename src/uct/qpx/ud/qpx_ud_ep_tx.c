@@ -9,6 +9,7 @@
 #include "qpx_ud.inl"
 
 #include <uct/qpx/base/qpx_async.h>
+#include <uct/qpx/base/qpx_param.h>
 
 #include <string.h>
 
@@ -78,6 +79,13 @@ qpx_ud_ep_am_short_inline(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep, uint8_t id,
     qpx_ud_hdr_t *hdr;
     ucs_status_t status;
 
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
+    if (ucs_unlikely(sizeof(header) + length > iface->tx.max_short)) {
+        return qpx_param_length_error("am_short", sizeof(header) + length,
+                                      iface->tx.max_short);
+    }
     status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -155,6 +163,9 @@ qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
     ucs_status_t status;
     size_t length;
 
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
     status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -162,6 +173,13 @@ qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
 
     hdr    = qpx_ud_send_desc_hdr(desc);
     length = pack_cb(hdr + 1, arg);
+    if (ucs_unlikely(length > iface->tx.max_payload)) {
+        /* Not sent: the ack its header took goes on its own */
+        qpx_ud_iface_desc_put(iface, desc);
+        qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
+        return qpx_param_length_error("am_bcopy", length,
+                                      iface->tx.max_payload);
+    }
     qpx_ud_ep_send_copied(iface, ep, desc, sizeof(*hdr) + length);
     return length;
 }
@@ -233,6 +251,20 @@ ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     size_t i, length;
     int copy;
 
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
+    if (ucs_unlikely(header_length >
+                     ucs_min(iface->tx.max_payload, QPX_AM_MAX_HDR))) {
+        return qpx_param_length_error("am_zcopy header", header_length,
+                                      ucs_min(iface->tx.max_payload,
+                                              QPX_AM_MAX_HDR));
+    }
+    status = qpx_param_check_iov("am_zcopy", iov, iovcnt, QPX_UD_MAX_IOV,
+                                 header_length, iface->tx.max_payload);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     status = qpx_ud_ep_am_desc_get(iface, ep, id, &desc);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

@@ -10,6 +10,7 @@
 #include "qpx_ud.inl"
 
 #include <ucs/qpx_config.h>
+#include <uct/qpx/base/qpx_param.h>
 
 #include <string.h>
 
@@ -137,7 +138,7 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_zcopy       = max_payload;
     attr->cap.am.opt_zcopy_align = 1;
     attr->cap.am.align_mtu       = 1;
-    attr->cap.am.max_hdr         = ucs_min(max_payload, 128);
+    attr->cap.am.max_hdr         = ucs_min(max_payload, QPX_AM_MAX_HDR);
     attr->cap.am.max_iov         = QPX_UD_MAX_IOV;
     if (iface->events) {
         /* a send completes when its ack arrives: a receive event */
@@ -426,8 +427,8 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
     /* Kept buffers go back to the pool under the async block */
     self->super.release_desc.cb = qpx_ud_iface_release_desc;
     self->tx.max_payload  = seg_size - QPX_UD_GRH_LEN - sizeof(qpx_ud_hdr_t);
-    self->tx.max_short    = ucs_min(self->tx.max_payload, 256) -
-                            sizeof(uint64_t);
+    /* UCT's am.max_short counts the 8-byte header with the payload */
+    self->tx.max_short    = ucs_min(self->tx.max_payload, 256);
     self->tx.ack_thresh   = ucs_max(config->window / 2, 1);
     self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
                                             config->window / 2), 1);
