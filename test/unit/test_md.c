@@ -369,6 +369,10 @@ static void test_md_query(void **state)
     assert_true(attr.cap.reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
     assert_true(attr.cap.access_mem_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
     assert_int_equal(attr.cap.max_reg, 1ul << 40);
+    /* no allocation, no limit (UCX's IB MD; UCX's gtest trims its sizes
+     * by it) */
+    assert_false(attr.cap.flags & UCT_MD_FLAG_ALLOC);
+    assert_true(attr.cap.max_alloc == SIZE_MAX);
     assert_int_equal(attr.rkey_packed_size, sizeof(uint32_t));
     assert_string_equal(attr.component_name, "qpx");
     assert_true(attr.reg_cost.c == 1e-6);

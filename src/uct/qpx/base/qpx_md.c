@@ -74,7 +74,10 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
     memset(md_attr, 0, sizeof(*md_attr));
     md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
                                     UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.max_alloc        = 0;
+    /* No UCT_MD_FLAG_ALLOC: nothing is allocated here, so nothing limits
+     * a size by it; SIZE_MAX, as UCX's IB memory domain reports (0 made
+     * UCX's test harness trim every transfer size to nothing) */
+    md_attr->cap.max_alloc        = SIZE_MAX;
     md_attr->cap.max_reg          = md->dev.attr.max_mr_size;
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
