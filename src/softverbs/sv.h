@@ -283,7 +283,7 @@ struct sv_global {
     int32_t    pid;
     int        num_devs;
     int        num_ports;         /* of every device, 1..SV_MAX_PORTS */
-    int        cap_fail;          /* SOFTVERBS_CAP_POLICY=fail */
+    int        cap_fail;          /* SOFTVERBS_CAP_POLICY: not clamp */
     uint32_t   max_qp, max_cq, max_mr, max_srq;
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */

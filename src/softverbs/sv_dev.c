@@ -81,7 +81,8 @@ void sv_device_gid(int index, uint8_t port, union ibv_gid *gid)
                                         ((uint64_t)(port - 1) << 40));
 }
 
-/* Apply SOFTVERBS_CAP_POLICY to a requested capability */
+/* Apply SOFTVERBS_CAP_POLICY to a requested capability: fail (the
+ * default, EINVAL as mlx5) or clamp (lowered to the limit, written back) */
 int sv_cap_check(uint32_t *val, uint32_t max)
 {
     if (*val <= max) {

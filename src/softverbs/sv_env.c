@@ -80,10 +80,14 @@ uint64_t sv_env_init(void)
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
              path ? path : "/dev/shm/softverbs");
     sv_g.shm_tag = sv_fnv1a_str(sv_g.shm_path);
-    sv_g.cap_fail   = pol && !strcmp(pol, "fail");
+    /* fail by default: mlx5 refuses caps above the device's (create_qp
+     * and mlx5_calc_sq_size/mlx5_calc_rq_size in rdma-core
+     * providers/mlx5/verbs.c return EINVAL, mlx5_create_srq too; the
+     * kernel's mlx5_ib_create_srq likewise); clamp only when asked */
+    sv_g.cap_fail   = !(pol && !strcmp(pol, "clamp"));
     if ((pol != NULL) && strcmp(pol, "fail") && strcmp(pol, "clamp")) {
         sv_env_bad(SOFTVERBS_ENV_CAP_POLICY, pol, "'fail' or 'clamp'",
-                   "clamp");
+                   "fail");
     }
     sv_g.max_qp     = sv_env_uint(SOFTVERBS_ENV_MAX_QP, 0, SV_QP_TBL - 1,
                                   SV_QP_TBL - 1, 1);

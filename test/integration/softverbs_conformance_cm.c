@@ -485,7 +485,7 @@ static void svt_cm_check_caps(struct ibv_qp *qp, const struct ibv_qp_cap *c,
 
 /* The caps granted are written back to the init attributes and are what
  * ibv_query_qp says. Above the device's limits: lowered to them
- * (SOFTVERBS_CAP_POLICY=clamp, the default; arg 0) or EINVAL with nothing
+ * (SOFTVERBS_CAP_POLICY=clamp; arg 0) or EINVAL with nothing
  * left behind (=fail; arg 1). Small values: at least what was asked */
 static void svt_case_cm_qp_caps(svt_proc_t *p)
 {
@@ -938,7 +938,8 @@ const svt_case_t svt_cases_cm[] = {
     {"cm/create_qp_default_pd", svt_case_cm_qp_default_pd, 1},
     {"cm/create_qp_twice", svt_case_cm_qp_twice, 1},
     {"cm/create_qp_cm_cqs_released", svt_case_cm_qp_cm_cqs, 1},
-    {"cm/create_qp_caps_clamped", svt_case_cm_qp_caps, 1, 0},
+    {"cm/create_qp_caps_clamped", svt_case_cm_qp_caps, 1, 0, 0,
+     "SOFTVERBS_CAP_POLICY=clamp"},
     {"cm/create_qp_caps_fail_policy", svt_case_cm_qp_caps, 1, 1, 0,
      "SOFTVERBS_CAP_POLICY=fail"},
     {"cm/create_qp_ud_rts", svt_case_cm_qp_state_ud, 1},

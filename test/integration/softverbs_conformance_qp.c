@@ -672,8 +672,9 @@ static void svt_case_mcast_busy(svt_proc_t *p)
     SVT_OK(ibv_destroy_cq(cq));
 }
 
-/* SOFTVERBS_CAP_POLICY: fail -> EINVAL above a device limit; clamp -> the
- * limit is written back */
+/* SOFTVERBS_CAP_POLICY: fail (and unset: the default, as mlx5's
+ * create_qp refuses caps above the device's) -> EINVAL above a device
+ * limit; clamp -> the limit is written back */
 static void svt_case_cap_policy(svt_proc_t *p)
 {
     int clamp = (p->arg != 0);
@@ -836,5 +837,7 @@ const svt_case_t svt_cases_qp[] = {
      "SOFTVERBS_CAP_POLICY=fail"},
     {"caps/policy_clamp", svt_case_cap_policy, 1, 1, 0,
      "SOFTVERBS_CAP_POLICY=clamp"},
+    /* no SOFTVERBS_CAP_POLICY: mlx5's EINVAL (caps above the device's) */
+    {"caps/policy_default_fails", svt_case_cap_policy, 1, 0},
     {NULL}
 };
