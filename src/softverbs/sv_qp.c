@@ -506,14 +506,21 @@ void sv_qp_flush_rq(struct sv_qp *qp)
     }
 }
 
-/* Move to ERR and flush both queues (owner only) */
+/*
+ * Move to ERR and flush both queues (owner only). The state moves as the
+ * HCA's QP context does; the public ibv_qp.state does not: libibverbs sets
+ * it only in ibv_modify_qp and ibv_query_qp (rdma-core libibverbs/verbs.c,
+ * ibv_modify_qp and ibv_query_qp: qp->state = attr->qp_state), so a QP that
+ * failed by itself still reads as its last modified state there until the
+ * owner queries it (UCX's rc_verbs checks that field when it purges a
+ * failed peer).
+ */
 void sv_qp_to_err(struct sv_qp *qp)
 {
     pthread_mutex_lock(&qp->lock);
     /* release: requesters stop delivering before the flush below */
     __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
     qp->attr.qp_state = IBV_QPS_ERR;
-    qp->qpx.qp_base.state = IBV_QPS_ERR;
     sv_comp_flush_sq(qp);
     sv_qp_flush_rq(qp);
     pthread_mutex_unlock(&qp->lock);
@@ -672,7 +679,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         }
     }
     qp->attr.qp_state = next;
-    ibqp->state       = next;
+    if (mask & IBV_QP_STATE) {
+        ibqp->state = next; /* as libibverbs' ibv_modify_qp */
+    }
     if ((qp->sv_type == SV_QPT_DCT) && (next == IBV_QPS_RTR)) {
         /* the DCT exists on the HCA from RTR on, and its number with it
          * (rdma-core providers/mlx5/verbs.c modify_dct: qp_num = dctn) */
@@ -737,6 +746,11 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
     init->cap        = qp->cap;
     init->qp_type    = ibqp->qp_type;
     init->sq_sig_all = qp->shm->sq_sig_all;
+    if (mask & IBV_QP_STATE) {
+        /* libibverbs' ibv_query_qp updates the public field: a QP that
+         * went to ERR by itself shows it from here on */
+        ibqp->state = attr->qp_state;
+    }
     pthread_mutex_unlock(&qp->lock);
     return 0;
 }

@@ -383,8 +383,10 @@ int sv_req_progress(struct sv_qp *qp)
                 /* release: requesters see the state after the WC */
                 __atomic_store_n(&qp->shm->state, IBV_QPS_SQE,
                                  __ATOMIC_RELEASE);
-                qp->attr.qp_state     = IBV_QPS_SQE;
-                qp->qpx.qp_base.state = IBV_QPS_SQE;
+                /* the internal state only: the public qp->state
+                 * changes in ibv_modify_qp and ibv_query_qp alone
+                 * (rdma-core libibverbs/verbs.c) */
+                qp->attr.qp_state = IBV_QPS_SQE;
                 sv_comp_flush_sq(qp);
                 break;
             }
@@ -392,8 +394,7 @@ int sv_req_progress(struct sv_qp *qp)
              * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
             /* release: peers and poll_cq see ERR before the flush */
             __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-            qp->attr.qp_state     = IBV_QPS_ERR;
-            qp->qpx.qp_base.state = IBV_QPS_ERR;
+            qp->attr.qp_state = IBV_QPS_ERR; /* not qp->state: above */
             sv_comp_flush_sq(qp);
             sv_qp_flush_rq(qp);
             /* a QP on an SRQ reports reaching ERR, whatever took it there

@@ -510,6 +510,48 @@ static void svt_case_rnr(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * A QP that fails by itself (RNR retries exceeded) is in ERR, but the
+ * public ibv_qp.state still reads RTS: libibverbs changes that field only
+ * in ibv_modify_qp and ibv_query_qp (rdma-core libibverbs/verbs.c), and
+ * UCX's rc_verbs asserts it while purging a failed peer. ibv_query_qp
+ * reports ERR and updates the field.
+ */
+static void svt_case_state_field(svt_proc_t *p)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr attr;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    svt_ep_opts_t o;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.rnr_retry     = 1;
+    o.min_rnr_timer = 1;
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 0) {
+        SVT_CHECK(ep.qp->state == IBV_QPS_RTS, "qp->state %d after the "
+                  "move to RTS", ep.qp->state);
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 32, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 1));
+        SVT_OK(svt_post_send(&ep, IBV_WR_SEND, 0, 32, 0, 0, 0,
+                             IBV_SEND_SIGNALED, 2));
+        svt_expect_wc(ep.cq, IBV_WC_RNR_RETRY_EXC_ERR, -1, 1, NULL);
+        svt_expect_wc(ep.cq, IBV_WC_WR_FLUSH_ERR, -1, 2, NULL);
+        SVT_CHECK(ep.qp->state == IBV_QPS_RTS, "qp->state %d after the QP "
+                  "failed by itself, expected RTS (%d) until ibv_query_qp",
+                  ep.qp->state, IBV_QPS_RTS);
+        memset(&attr, 0, sizeof(attr));
+        SVT_OK(ibv_query_qp(ep.qp, &attr, IBV_QP_STATE, &init));
+        SVT_CHECK(attr.qp_state == IBV_QPS_ERR, "ibv_query_qp: state %d, "
+                  "expected ERR", attr.qp_state);
+        SVT_CHECK(ep.qp->state == IBV_QPS_ERR, "qp->state %d after "
+                  "ibv_query_qp, expected ERR", ep.qp->state);
+    }
+    svt_sync(p, !p->rank);
+}
+
 /* The peer process dies: RETRY_EXC_ERR after about timeout x retry_cnt,
  * for an RDMA WRITE (arg 0) and for a small SEND to a receive the peer
  * posted before dying (arg 1: its payload would fit in the CQ slot) */
@@ -740,6 +782,7 @@ const svt_case_t svt_cases_err[] = {
     {"err/flush_in_err", svt_case_flush, 2},
     {"err/rnr_retry_exceeded", svt_case_rnr, 2, 0},
     {"err/rnr_then_recv", svt_case_rnr, 2, 1},
+    {"err/qp_state_field_until_query", svt_case_state_field, 2},
     {"err/peer_killed", svt_case_peer_killed, 2, 0, 15, NULL,
      SVT_CASE_F_PEER_DIES},
     {"err/peer_killed_small_send", svt_case_peer_killed, 2, 1, 15, NULL,
