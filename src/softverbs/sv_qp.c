@@ -569,14 +569,14 @@ static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
           (qp->sv_type != SV_QPT_DCI) && (qp->sv_type != SV_QPT_DCT)))) {
         return EINVAL;
     }
-    if ((mask & IBV_QP_ACCESS_FLAGS) &&
-        (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE |
-                                IBV_ACCESS_REMOTE_WRITE |
-                                IBV_ACCESS_REMOTE_READ |
-                                IBV_ACCESS_REMOTE_ATOMIC |
-                                IBV_ACCESS_MW_BIND))) {
-        return EINVAL;
-    }
+    /* qp_access_flags are not checked: the kernel's modify_qp
+     * (drivers/infiniband/core/uverbs_cmd.c) copies them as they come and
+     * mlx5_ib reads only the remote read/write/atomic bits of them
+     * (to_mlx5_access_flags, later set_qpc_atomic_flags, in
+     * drivers/infiniband/hw/mlx5/qp.c), so IBV_ACCESS_ON_DEMAND (an MR's
+     * flag, which applications pass along with the rest) is taken and
+     * has no effect; the responder here likewise looks at the remote bits
+     * only */
     return 0;
 }
 

@@ -307,6 +307,41 @@ static void svt_case_reset_cqes(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/*
+ * IBV_ACCESS_ON_DEMAND in qp_access_flags is taken and ignored, as the
+ * kernel's modify_qp passes the flags on unchecked and mlx5_ib uses only
+ * their remote read/write/atomic bits (to_mlx5_access_flags): at
+ * RESET->INIT and RTS->RTS, and the QP still carries RDMA writes
+ */
+static void svt_case_access_odp(svt_proc_t *p)
+{
+    struct ibv_qp_attr attr;
+    svt_ep_opts_t o;
+    svt_dev_t dev;
+    svt_ep_t a, b;
+    int ret;
+
+    (void)p;
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.qp_access |= IBV_ACCESS_ON_DEMAND;
+    svt_ep_local_pair(&dev, &o, &a, &b);
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                           IBV_ACCESS_ON_DEMAND;
+    ret = ibv_modify_qp(b.qp, &attr, IBV_QP_ACCESS_FLAGS);
+    SVT_CHECK(ret == 0, "RTS->RTS with IBV_ACCESS_ON_DEMAND in "
+              "qp_access_flags: %d, expected 0", ret);
+    svt_fill(a.buf, 64, 5);
+    SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, svt_raddr(&a, 128),
+                         a.remote.rkey, 0, IBV_SEND_SIGNALED, 1));
+    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+    svt_pattern_check(b.buf + 128, 64, 5, "write to a QP with ON_DEMAND");
+    svt_ep_destroy(&a);
+    svt_ep_destroy(&b);
+    svt_dev_close(&dev);
+}
+
 static void svt_case_illegal(svt_proc_t *p)
 {
     static const struct {
@@ -820,6 +855,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/legal_path_ud", svt_case_legal_path, 1, IBV_QPT_UD},
     {"qp/any_to_err_reset", svt_case_any_to_err_reset, 1},
     {"qp/reset_cleans_cqes", svt_case_reset_cqes, 1},
+    {"qp/access_flags_on_demand", svt_case_access_odp, 1},
     {"qp/illegal_transitions", svt_case_illegal, 1},
     {"qp/masks_rc", svt_case_masks, 1, IBV_QPT_RC},
     {"qp/masks_uc", svt_case_masks, 1, IBV_QPT_UC},
