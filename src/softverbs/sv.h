@@ -41,7 +41,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 12     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 13     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -100,7 +100,8 @@ struct sv_rq_hdr {
 struct sv_rwqe {
     uint64_t wr_id;
     uint32_t num_sge;
-    uint32_t pad;
+    uint32_t pos;                 /* sv_rq_take's copy: the ring position
+                                     it was taken from (low 32 bits) */
     struct ibv_sge sge[];
 };
 
@@ -125,6 +126,8 @@ struct sv_cqe {
     uint8_t  is_send;             /* send CQE: src_qp holds the SQ index */
     uint8_t  cleaned;             /* its QP went to RESET: not returned */
     uint8_t  pad;
+    uint32_t rq_pos;              /* receive: the WQE's ring position
+                                     (sv_rwqe.pos), for sv_cq_clean */
 };
 
 /* Small SEND payloads travel in the CQ slot: the requester saves a
@@ -591,7 +594,7 @@ int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
-void sv_cq_clean(struct sv_cq *cq, uint32_t qpn);
+void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* RQ rings */

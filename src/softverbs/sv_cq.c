@@ -384,17 +384,50 @@ static void sv_cq_retire(struct sv_cqe *c)
 }
 
 /*
+ * Give a receive WQE an SRQ lent to a reset QP back to the SRQ, as
+ * __mlx5_cq_clean does (mlx5_free_srq_wqe: the WQE returns to the SRQ's
+ * free list). The SRQ's ring keeps the WQE's copy in its slot until the
+ * owner posts over it (tail - pos > size): then, or when the SRQ is full,
+ * it cannot be given back and 0 is returned.
+ */
+static int sv_cq_clean_srq_wqe(struct sv_srq *srq, const struct sv_cqe *c)
+{
+    struct sv_rq_hdr *rq = srq->ring;
+    struct ibv_sge sge[SV_MAX_SGE];
+    struct ibv_recv_wr wr, *bad;
+    struct sv_rwqe *w;
+    int ret = 0;
+
+    pthread_mutex_lock(&srq->lock);
+    w = sv_rq_wqe(rq, c->rq_pos);
+    if (((uint32_t)((uint32_t)rq->tail - c->rq_pos) <= rq->size) &&
+        (w->wr_id == c->wr_id) && (w->num_sge <= rq->max_sge)) {
+        memset(&wr, 0, sizeof(wr));
+        memcpy(sge, w->sge, w->num_sge * sizeof(sge[0]));
+        wr.wr_id   = w->wr_id;
+        wr.sg_list = sge;
+        wr.num_sge = (int)w->num_sge;
+        ret        = (sv_rq_post(rq, &wr, &bad) == 0);
+    }
+    pthread_mutex_unlock(&srq->lock);
+    return ret;
+}
+
+/*
  * A QP of this process went to RESET: what its earlier life left in cq is
  * not returned, as rdma-core's mlx5 provider removes a reset QP's CQEs
- * from its CQs (mlx5_modify_qp -> mlx5_cq_clean), which users of a QP pool
- * rely on (a reused QP must not see its former requests complete). Send
- * CQEs are dropped. A receive CQE's buffer is the consumer's to get back:
- * mlx5 returns it to the SRQ, which softverbs cannot do (the SRQ ring kept
- * no copy of the WQE), so it is returned flushed (IBV_WC_WR_FLUSH_ERR, no
- * data), as a QP moved to ERR returns its receives.
+ * from its CQs (mlx5_modify_qp -> mlx5_cq_clean -> __mlx5_cq_clean),
+ * which users of a QP pool rely on (a reused QP must not see its former
+ * requests complete). Send CQEs and receive CQEs of the QP's own receive
+ * queue are dropped (the RQ is emptied by the reset too: its buffers are
+ * the application's again). A receive CQE of an SRQ gives its WQE back to
+ * the SRQ (mlx5_free_srq_wqe), posted again from the SRQ ring's copy; only
+ * when that copy was posted over, or the SRQ is full, is it returned
+ * flushed (IBV_WC_WR_FLUSH_ERR, no data) so that its buffer is not lost.
  */
-void sv_cq_clean(struct sv_cq *cq, uint32_t qpn)
+void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp)
 {
+    uint32_t qpn = qp->shm->qpn;
     struct sv_cq_hdr *ring;
     struct sv_cq_slot *slot;
     uint64_t h;
@@ -408,10 +441,11 @@ void sv_cq_clean(struct sv_cq *cq, uint32_t qpn)
         if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
             break;
         }
-        if (slot->h.qp_num != qpn) {
+        if ((slot->h.qp_num != qpn) || slot->h.cleaned) {
             continue;
         }
-        if (slot->h.is_send) {
+        if (slot->h.is_send || (qp->srq == NULL) ||
+            sv_cq_clean_srq_wqe(qp->srq, &slot->h)) {
             slot->h.cleaned = 1;
         } else {
             slot->h.status   = IBV_WC_WR_FLUSH_ERR;

@@ -695,10 +695,10 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         /* its CQEs go too (mlx5_cq_clean), without the QP's lock: the
          * CQ's lock is taken before a QP's when a poll runs requesters */
         if (qp->scq != NULL) {
-            sv_cq_clean(qp->scq, qp->shm->qpn);
+            sv_cq_clean(qp->scq, qp);
         }
         if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
-            sv_cq_clean(qp->rcq, qp->shm->qpn);
+            sv_cq_clean(qp->rcq, qp);
         }
     }
 

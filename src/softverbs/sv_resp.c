@@ -409,6 +409,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
     }
     memset(&rs->cqe, 0, sizeof(rs->cqe));
     rs->cqe.wr_id  = rs->rw->wr_id;
+    rs->cqe.rq_pos = rs->rw->pos;
     rs->cqe.qp_num = rs->dq->qpn;
     rs->cqe.opcode = (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
                      IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;

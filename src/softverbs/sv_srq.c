@@ -90,6 +90,7 @@ int sv_rq_take(struct sv_rq_hdr *rq, struct sv_rwqe *out)
         }
         out->wr_id   = w->wr_id;
         out->num_sge = n;
+        out->pos     = (uint32_t)h;
         memcpy(out->sge, w->sge, sizeof(struct ibv_sge) * n);
         /* the slot cannot be reused until head passes it: our copy is
          * valid iff nobody moved head meanwhile */

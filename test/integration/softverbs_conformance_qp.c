@@ -254,15 +254,21 @@ static void svt_case_any_to_err_reset(svt_proc_t *p)
 }
 
 /*
- * A QP reused through RESET: what its earlier life left in its CQs is not
- * returned (rdma-core's mlx5 cleans a reset QP's CQEs, mlx5_cq_clean), so
- * no old send completion and no send queue that looks full (a stale CQE
- * once moved its retired index past the new tail: every post failed with
- * ENOMEM); a receive it consumed comes back flushed (mlx5 would return it
- * to an SRQ: softverbs keeps no copy of the WQE)
+ * A QP reused through RESET: nothing of its earlier life is polled from
+ * its CQs, as rdma-core's mlx5 cleans a reset QP's CQEs (mlx5_modify_qp ->
+ * mlx5_cq_clean -> __mlx5_cq_clean): no old send completion, no send queue
+ * that looks full (a stale CQE once moved its retired index past the new
+ * tail: every post failed with ENOMEM), no completion of a receive it
+ * consumed. With an SRQ (arg 1) such a receive's WQE goes back to the SRQ
+ * (mlx5_free_srq_wqe) and takes a later message.
  */
 static void svt_case_reset_cqes(svt_proc_t *p)
 {
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+    struct ibv_srq *srq = NULL;
+    struct ibv_recv_wr rwr, *rbad;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
     svt_dev_t dev;
     svt_ep_opts_t o;
     svt_ep_t a, b;
@@ -270,15 +276,29 @@ static void svt_case_reset_cqes(svt_proc_t *p)
     uint64_t wr_id;
     int i;
 
-    (void)p;
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_RC);
+    if (p->arg) {
+        SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+        o.srq = srq;
+    }
     svt_ep_local_pair(&dev, &o, &a, &b);
     svt_ep_addr(&a, &aa);
     svt_ep_addr(&b, &ba);
     /* the earlier life: 8 writes and 2 sends completed, nothing polled */
-    svt_post_recv(&b, 256, 64, 200);
-    svt_post_recv(&b, 320, 64, 201);
+    for (i = 0; i < 2; ++i) {
+        if (srq == NULL) {
+            svt_post_recv(&b, 256 + 64 * i, 64, 200 + i);
+            continue;
+        }
+        sge = (struct ibv_sge){(uintptr_t)b.buf + 256 + 64 * i, 64,
+                               b.mr->lkey};
+        memset(&rwr, 0, sizeof(rwr));
+        rwr.wr_id   = 200 + i;
+        rwr.sg_list = &sge;
+        rwr.num_sge = 1;
+        SVT_OK(ibv_post_srq_recv(srq, &rwr, &rbad));
+    }
     for (i = 1; i <= 8; ++i) {
         SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 8, svt_raddr(&a, 0),
                              a.remote.rkey, 0, IBV_SEND_SIGNALED, i));
@@ -292,8 +312,6 @@ static void svt_case_reset_cqes(svt_proc_t *p)
     svt_ep_connect(&a, &ba);
     svt_ep_connect(&b, &aa);
 
-    svt_expect_wc(b.cq, IBV_WC_WR_FLUSH_ERR, -1, 200, NULL);
-    svt_expect_wc(b.cq, IBV_WC_WR_FLUSH_ERR, -1, 201, NULL);
     svt_expect_no_wc(b.cq, 50);
     /* the new life's writes post and are the only completions */
     for (wr_id = 100; wr_id < 103; ++wr_id) {
@@ -302,8 +320,24 @@ static void svt_case_reset_cqes(svt_proc_t *p)
         svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, wr_id, NULL);
     }
     svt_expect_no_wc(a.cq, 50);
+    if (srq != NULL) {
+        /* the two WQEs are the SRQ's again: two sends land in them */
+        svt_fill(a.buf, 16, 21);
+        for (i = 0; i < 2; ++i) {
+            SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 16, 0, 0, 0,
+                                 IBV_SEND_SIGNALED, 110 + i));
+            svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 110 + i, NULL);
+            svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 200 + i, &wc);
+            SVT_CHECK(wc.byte_len == 16, "received %u bytes", wc.byte_len);
+            svt_pattern_check(b.buf + 256 + 64 * i, 16, 21, "send into an "
+                              "SRQ WQE given back by the reset");
+        }
+    }
     svt_ep_destroy(&a);
     svt_ep_destroy(&b);
+    if (srq != NULL) {
+        SVT_OK(ibv_destroy_srq(srq));
+    }
     svt_dev_close(&dev);
 }
 
@@ -855,6 +889,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/legal_path_ud", svt_case_legal_path, 1, IBV_QPT_UD},
     {"qp/any_to_err_reset", svt_case_any_to_err_reset, 1},
     {"qp/reset_cleans_cqes", svt_case_reset_cqes, 1},
+    {"qp/reset_gives_srq_wqes_back", svt_case_reset_cqes, 1, 1},
     {"qp/access_flags_on_demand", svt_case_access_odp, 1},
     {"qp/illegal_transitions", svt_case_illegal, 1},
     {"qp/masks_rc", svt_case_masks, 1, IBV_QPT_RC},
