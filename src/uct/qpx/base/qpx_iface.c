@@ -600,7 +600,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     qpx_iface_hints_t hints = qpx_iface_hints;
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
-    size_t rx_headroom, seg_size;
+    size_t rx_headroom, seg_size, am_align, am_align_offset;
     void *desc;
 
     qpx_iface_hints_next(NULL);
@@ -670,6 +670,11 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
 
     rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                   params->rx_headroom : 0;
+    status = qpx_param_am_alignment(params, seg_size, QPX_IFACE_DESC_ALIGN,
+                                    &am_align, &am_align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     self->port                      = qpx_device_port(&self->md->dev,
                                                       self->port_num);
@@ -761,10 +766,16 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     mp_config.bufs_grow = ucs_min(ucs_max(mp_config.bufs_grow,
                                           self->rx.queue_len),
                                   mp_config.max_bufs); /* -1: UINT_MAX */
+    /* Buffers start at QPX_IFACE_DESC_ALIGN, unless the user asks the
+     * payload (plus an offset) aligned: then the payload is, and a buffer
+     * starts where that puts it (UCX's IB transports do the same) */
+    if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) {
+        am_align_offset += self->config.rx_payload_offset;
+    }
     status = uct_iface_mpool_init(&self->super, &self->rx_mp,
                                   self->config.rx_hdr_offset +
-                                  self->config.seg_size, 0,
-                                  QPX_IFACE_DESC_ALIGN, &mp_config,
+                                  self->config.seg_size, am_align_offset,
+                                  am_align, &mp_config,
                                   mp_config.bufs_grow,
                                   qpx_iface_rx_desc_init, "qpx_rx_desc");
     if (status != UCS_OK) {

@@ -38,6 +38,18 @@ ucs_status_t qpx_param_length_error(const char *op, size_t length,
 ucs_status_t qpx_param_iovcnt_error(const char *op, size_t iovcnt,
                                     size_t max);
 
+/*
+ * The alignment of received AM payloads a user asks in uct_iface_open's
+ * params (am_alignment, am_align_offset), checked: an alignment that is
+ * not a power of two, or an offset without an alignment, is logged and
+ * refused (UCS_ERR_INVALID_PARAM); an offset not below seg_size is ignored
+ * with a diagnostic, as UCX does. Without either, dfl_align and offset 0.
+ * On UCS_OK: the payload plus *offset_p is to be aligned to *align_p.
+ */
+ucs_status_t qpx_param_am_alignment(const uct_iface_params_t *params,
+                                    size_t seg_size, size_t dfl_align,
+                                    size_t *align_p, size_t *offset_p);
+
 /* Bytes an iov describes */
 static UCS_F_ALWAYS_INLINE size_t qpx_iov_total_length(const uct_iov_t *iov,
                                                        size_t iovcnt)

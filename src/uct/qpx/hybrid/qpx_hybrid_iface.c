@@ -15,6 +15,7 @@
 #include <uct/qpx/base/qpx_component.h>
 #include <uct/qpx/base/qpx_iface.h>
 #include <uct/qpx/base/qpx_md.h>
+#include <uct/qpx/base/qpx_param.h>
 
 #include <string.h>
 #include <unistd.h>
@@ -141,12 +142,19 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
             ucs_derived_of(tl_config, qpx_hybrid_iface_config_t);
     uct_iface_attr_t attr;
     ucs_status_t status;
+    size_t align, align_offset;
     int rc_first;
 
     if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
         !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
         ucs_error("qpx: only device open mode is supported");
         return UCS_ERR_UNSUPPORTED;
+    }
+    /* Checked here once; the sub-interfaces get it (qpx_hybrid_sub.c) */
+    status = qpx_param_am_alignment(params, SIZE_MAX, 1, &align,
+                                    &align_offset);
+    if (status != UCS_OK) {
+        return status;
     }
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,

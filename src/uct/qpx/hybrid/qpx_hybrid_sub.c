@@ -182,6 +182,13 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
         sub_params.field_mask |= UCT_IFACE_PARAM_FIELD_CPU_MASK;
         sub_params.cpu_mask    = params->cpu_mask;
     }
+    /* The user's AM alignment: the payloads a sub-interface receives are
+     * the hybrid's */
+    sub_params.field_mask |= params->field_mask &
+                             (UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
+                              UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET);
+    sub_params.am_alignment    = params->am_alignment;
+    sub_params.am_align_offset = params->am_align_offset;
 
     status = uct_iface_open(md, worker, &sub_params, config, iface_p);
     if (status != UCS_OK) {
