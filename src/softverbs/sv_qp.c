@@ -265,6 +265,71 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     return sv_qp_create(ctx, attr, attr->qp_type);
 }
 
+/*
+ * The inline capacity of a send WQE, as libmlx5 computes it (rdma-core
+ * providers/mlx5/verbs.c): a WQE is sized from the caps asked for
+ * (mlx5_calc_send_wqe) and whatever room it has beyond the largest
+ * operation's segments is inline data, which mlx5_calc_sq_size writes back
+ * in cap.max_inline_data (and query_qp reports):
+ *   overhead  the segments of the largest send operation the QP may post
+ *             (_sq_overhead): the control segment (16 bytes); with RDMA
+ *             write/read a remote address segment (+16); with atomics an
+ *             atomic segment too (+16 more); with memory windows or local
+ *             invalidation a UMR (16 + 48 + 64 + 64 = 192); plus, for UD
+ *             and DC initiators, the datagram segment (48). Without
+ *             IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, RC, UC and DCIs count every
+ *             operation of their type (MW and LOCAL_INV included: 192),
+ *             UD send (16 + 48 = 64).
+ *   size      max(overhead + 16 x max_send_sge,
+ *                 max_inline_data ? overhead + align16(4 + max_inline_data)
+ *                                 : 0), rounded up to 64-byte blocks
+ *   capacity  size - overhead - 4 (the inline segment's byte count)
+ * So an RC or UD QP of one SGE and no inline asked has 60 bytes, an RC QP
+ * asking for 100 bytes gets 124. The segment sizes are those of mlx5dv.h's
+ * struct mlx5_wqe_*_seg. A WQE with no room past the overhead (no SGE, no
+ * inline asked, an overhead of whole blocks) has 0 here, where libmlx5's
+ * int arithmetic would write back a negative value.
+ */
+static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
+                                 uint8_t sv_type, uint32_t max_send_sge,
+                                 uint32_t max_inline)
+{
+    const uint32_t ctrl = 16, raddr = 16, atomic = 16, datagram = 48;
+    const uint32_t umr = 16 + 48 + 64 + 64, dseg = 16, inl_hdr = 4;
+    uint64_t ops;
+    uint32_t ovh = ctrl, size, inl = 0;
+
+    if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+        ops = attr->send_ops_flags;
+    } else if (sv_type == IBV_QPT_UD) {
+        ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    } else {
+        ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+              IBV_QP_EX_WITH_BIND_MW;
+    }
+    if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+               IBV_QP_EX_WITH_RDMA_READ)) {
+        ovh = ctrl + raddr;
+    }
+    if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)) {
+        ovh = ctrl + raddr + atomic;
+    }
+    if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) {
+        ovh = umr;
+    }
+    if ((sv_type == IBV_QPT_UD) || (sv_type == SV_QPT_DCI)) {
+        ovh += datagram;
+    }
+    size = ovh + max_send_sge * dseg;
+    if (max_inline != 0) {
+        inl = ovh + ((inl_hdr + max_inline + 15) & ~15u);
+    }
+    size = (size > inl) ? size : inl;
+    size = (size + 63) & ~63u;
+    return (size >= ovh + inl_hdr) ? size - ovh - inl_hdr : 0;
+}
+
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type)
 {
@@ -278,14 +343,17 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     if (cap.max_send_wr == 0) {
         cap.max_send_wr = 1;
     }
-    if (cap.max_send_sge == 0) {
-        cap.max_send_sge = 1;
-    }
     if (sv_cap_check(&cap.max_send_wr, SV_MAX_WR) ||
         sv_cap_check(&cap.max_send_sge, SV_MAX_SGE) ||
         sv_cap_check(&cap.max_inline_data, SV_MAX_INLINE)) {
         errno = EINVAL;
         return NULL;
+    }
+    /* the capacity the WQE has, reported and enforced on post (mlx5) */
+    cap.max_inline_data = sv_qp_inline_cap(attr, sv_type, cap.max_send_sge,
+                                           cap.max_inline_data);
+    if (cap.max_send_sge == 0) {
+        cap.max_send_sge = 1;
     }
     if (attr->srq || (sv_type == SV_QPT_DCI)) {
         /* man ibv_create_qp: ignored when the QP uses an SRQ; a DCI has no

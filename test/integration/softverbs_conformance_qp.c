@@ -669,6 +669,105 @@ static void svt_case_caps_writeback(svt_proc_t *p)
     SVT_OK(ibv_destroy_cq(cq));
 }
 
+/*
+ * max_inline_data is the room the send WQE has, as libmlx5 sizes it from
+ * the caps (rdma-core providers/mlx5/verbs.c: _sq_overhead,
+ * mlx5_calc_send_wqe, mlx5_calc_sq_size writes the capacity back):
+ * written back by create, reported by query, and what a post may carry
+ * inline. A QP created with max_inline_data 0 takes a 16-byte inline send.
+ */
+static void svt_case_inline_capacity(svt_proc_t *p)
+{
+    static const struct {
+        enum ibv_qp_type type;
+        uint32_t sge, inl;
+        uint64_t ops;            /* 0: no IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+        uint32_t expect;
+    } t[] = {
+        {IBV_QPT_RC, 1, 0, 0, 60},    /* 192 (MW/UMR) + 16 -> 256 */
+        {IBV_QPT_RC, 1, 100, 0, 124}, /* 192 + 16 + 104 -> 320 */
+        {IBV_QPT_RC, 4, 0, 0, 60},
+        {IBV_QPT_UC, 1, 0, 0, 60},
+        {IBV_QPT_UD, 1, 0, 0, 60},    /* 16 + 48 + 16 -> 128 */
+        {IBV_QPT_UD, 2, 100, 0, 124},
+        {IBV_QPT_RC, 1, 0, IBV_QP_EX_WITH_SEND, 44},
+        {IBV_QPT_RC, 1, 0, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+         28},
+    };
+    struct ibv_qp_init_attr_ex ix;
+    struct ibv_qp_init_attr qi;
+    struct ibv_qp_attr qa;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    svt_ep_opts_t o;
+    svt_ep_t a, b;
+    svt_dev_t dev;
+    struct ibv_wc wc;
+    size_t i;
+    int ret;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); ++i) {
+        memset(&ix, 0, sizeof(ix));
+        ix.send_cq = ix.recv_cq = cq;
+        ix.qp_type = t[i].type;
+        ix.cap     = (struct ibv_qp_cap){4, 4, t[i].sge, 1, t[i].inl};
+        ix.pd      = dev.pd;
+        ix.comp_mask = IBV_QP_INIT_ATTR_PD;
+        if (t[i].ops != 0) {
+            ix.comp_mask     |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+            ix.send_ops_flags = t[i].ops;
+        }
+        SVT_NN(qp, ibv_create_qp_ex(dev.ctx, &ix));
+        SVT_CHECK(ix.cap.max_inline_data == t[i].expect, "type %d, %u SGEs, "
+                  "%u inline, ops 0x%llx: max_inline_data %u written back, "
+                  "mlx5's is %u", t[i].type, t[i].sge, t[i].inl,
+                  (unsigned long long)t[i].ops, ix.cap.max_inline_data,
+                  t[i].expect);
+        SVT_OK(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi));
+        SVT_CHECK(qi.cap.max_inline_data == t[i].expect &&
+                  qa.cap.max_inline_data == t[i].expect, "case %zu: "
+                  "ibv_query_qp max_inline_data %u/%u, expected %u", i,
+                  qi.cap.max_inline_data, qa.cap.max_inline_data,
+                  t[i].expect);
+        SVT_OK(ibv_destroy_qp(qp));
+    }
+    SVT_OK(ibv_destroy_cq(cq));
+
+    /* a QP asked for no inline data takes inline sends up to 60 bytes */
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.max_send_sge = 1;
+    o.max_inline   = 0;
+    svt_ep_local_pair(&dev, &o, &a, &b);
+    SVT_CHECK(a.o.max_inline == 60, "max_inline_data %u written back for "
+              "0 asked, mlx5's is 60", a.o.max_inline);
+    svt_fill(a.buf, 60, 7);
+    svt_post_recv(&b, 1024, 256, 1);
+    ret = svt_post_send(&a, IBV_WR_SEND, 0, 16, 0, 0, 0,
+                        IBV_SEND_SIGNALED | IBV_SEND_INLINE, 2);
+    SVT_CHECK(ret == 0, "16-byte inline send on a QP created with "
+              "max_inline_data 0: %d", ret);
+    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 2, NULL);
+    svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 1, &wc);
+    SVT_CHECK(wc.byte_len == 16, "received %u bytes", wc.byte_len);
+    svt_pattern_check(b.buf + 1024, 16, 7, "inline send");
+    svt_post_recv(&b, 1024, 256, 3);
+    SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 60, 0, 0, 0,
+                         IBV_SEND_SIGNALED | IBV_SEND_INLINE, 4));
+    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 4, NULL);
+    svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 3, &wc);
+    svt_pattern_check(b.buf + 1024, 60, 7, "60-byte inline send");
+    ret = svt_post_send(&a, IBV_WR_SEND, 0, 61, 0, 0, 0,
+                        IBV_SEND_SIGNALED | IBV_SEND_INLINE, 5);
+    SVT_CHECK(ret != 0, "61-byte inline send above the capacity of 60 was "
+              "posted");
+    svt_ep_destroy(&a);
+    svt_ep_destroy(&b);
+    svt_dev_close(&dev);
+}
+
 /* An SRQ is for RC/UD (and XRC) only, of the QP's PD; with one,
  * max_recv_wr/sge are ignored */
 static void svt_case_srq_rules(svt_proc_t *p)
@@ -902,6 +1001,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/post_recv_list_stops", svt_case_post_limits, 1, SVT_POST_RECV_LIST},
     {"qp/post_send_queue_full", svt_case_post_limits, 1, SVT_POST_SQ_FULL},
     {"caps/writeback", svt_case_caps_writeback, 1},
+    {"caps/inline_capacity_mlx5", svt_case_inline_capacity, 1},
     {"caps/srq_rules", svt_case_srq_rules, 1},
     {"caps/destroy_attached_qp", svt_case_mcast_busy, 1},
     {"caps/policy_fail", svt_case_cap_policy, 1, 0, 0,
