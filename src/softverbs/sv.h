@@ -447,6 +447,8 @@ struct sv_srq {
     struct sv_rq_hdr *ring;
     pthread_mutex_t lock;
     uint32_t events_reported;     /* under srq.mutex, see struct sv_cq */
+    uint32_t max_wr;              /* granted: the ring's size, 0 for an
+                                     SRQ created with max_wr 0 */
 };
 
 /* Send WQE, process-local (the requester is the poster) */

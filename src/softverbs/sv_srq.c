@@ -159,6 +159,12 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
     struct sv_srq *srq = sv_srq(ibsrq);
     int ret;
 
+    if (SV_UNLIKELY(srq->max_wr == 0) && (wr != NULL)) {
+        /* an SRQ of max_wr 0 holds no WQE: mlx5_post_srq_recv finds its
+         * free list empty (head == tail) and fails with ENOMEM */
+        *bad = wr;
+        return ENOMEM;
+    }
     pthread_mutex_lock(&srq->lock);
     ret = sv_rq_post(srq->ring, wr, bad);
     pthread_mutex_unlock(&srq->lock);
@@ -225,9 +231,13 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
         errno = err;
         return NULL;
     }
+    /* max_wr 0 is accepted, as by mlx5: mlx5_create_srq and
+     * mlx5_alloc_srq_buf (rdma-core providers/mlx5/verbs.c, srq.c) size a
+     * queue of one WQE, none of it usable (max_wr written back 0), and the
+     * kernel's mlx5_ib_create_srq takes it; every post then fails */
     wr  = attr->attr.max_wr;
     sge = attr->attr.max_sge;
-    if ((wr == 0) || sv_cap_check(&wr, SV_MAX_WR - 1) ||
+    if (sv_cap_check(&wr, SV_MAX_WR - 1) ||
         sv_cap_check(&sge, SV_MAX_SGE) ||
         (attr->attr.srq_limit > wr)) {
         errno = EINVAL;
@@ -274,8 +284,9 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     h->num_srq++;
     sv_shm_unlock();
 
-    srq->index = i;
-    srq->shm   = s;
+    srq->index  = i;
+    srq->max_wr = (attr->attr.max_wr == 0) ? 0 : wr;
+    srq->shm    = s;
     srq->ring  = sv_shm_ptr(s->ring_off);
     pthread_mutex_init(&srq->lock, NULL);
     srq->srq.context    = ctx;
@@ -286,7 +297,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     pthread_mutex_init(&srq->srq.mutex, NULL);
     pthread_cond_init(&srq->srq.cond, NULL);
     /* caps written back with the values granted */
-    attr->attr.max_wr  = wr;
+    attr->attr.max_wr  = srq->max_wr;
     attr->attr.max_sge = sge;
     return &srq->srq;
 
@@ -341,7 +352,7 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
     struct sv_srq *srq = sv_srq(ibsrq);
 
-    attr->max_wr    = srq->ring->size;
+    attr->max_wr    = srq->max_wr;
     attr->max_sge   = srq->ring->max_sge;
     /* acquire: the limit may have been disarmed by a consumer */
     attr->srq_limit = __atomic_load_n(&srq->shm->limit, __ATOMIC_ACQUIRE);

@@ -704,6 +704,45 @@ static void svt_case_dm(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/*
+ * An SRQ of max_wr 0 is created, as mlx5_create_srq does (mlx5_alloc_srq_buf
+ * sizes one WQE, none usable, max_wr written back 0; the kernel's
+ * mlx5_ib_create_srq takes it); a post finds no room: ENOMEM, bad_wr the
+ * first WR (mlx5_post_srq_recv)
+ */
+static void svt_case_srq_max_wr_zero(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 0, .max_sge = 1}};
+    struct ibv_recv_wr rwr, *bad = NULL;
+    struct ibv_srq_attr qa;
+    struct ibv_sge sge;
+    struct ibv_srq *srq;
+    svt_dev_t dev;
+    uint64_t buf;
+    int ret;
+
+    (void)p;
+    svt_dev_open(&dev);
+    errno = 0;
+    srq = ibv_create_srq(dev.pd, &sa);
+    SVT_CHECK(srq != NULL, "SRQ of max_wr 0 refused (errno %d)", errno);
+    SVT_CHECK(sa.attr.max_wr == 0, "max_wr written back %u, mlx5's is 0",
+              sa.attr.max_wr);
+    SVT_OK(ibv_query_srq(srq, &qa));
+    SVT_CHECK(qa.max_wr == 0, "ibv_query_srq: max_wr %u", qa.max_wr);
+    sge.addr    = (uintptr_t)&buf;
+    sge.length  = sizeof(buf);
+    sge.lkey    = 0;
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    ret = ibv_post_srq_recv(srq, &rwr, &bad);
+    SVT_CHECK(ret == ENOMEM && bad == &rwr, "post to an SRQ of max_wr 0: "
+              "%d, expected ENOMEM", ret);
+    SVT_OK(ibv_destroy_srq(srq));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_feat[] = {
     {"feat/cq_max_cqe", svt_case_cq_max_cqe, 1, 0, 60},
     {"feat/cq_resize", svt_case_cq_resize, 1},
@@ -713,5 +752,6 @@ const svt_case_t svt_cases_feat[] = {
     {"feat/odp", svt_case_odp, 1, 0, 30},
     {"feat/timestamps", svt_case_timestamps, 1},
     {"feat/dm", svt_case_dm, 1},
+    {"feat/srq_max_wr_zero", svt_case_srq_max_wr_zero, 1},
     {NULL}
 };
