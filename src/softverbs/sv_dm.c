@@ -144,7 +144,11 @@ static int sv_free_dm(struct ibv_dm *dm)
  * optional range (EINVAL for others, ON_DEMAND included); libibverbs'
  * ibv_cmd_reg_dm_mr requires IBV_ACCESS_ZERO_BASED (EINVAL): the MR's
  * addresses are offsets from its start; the kernel checks the range lies in
- * the DM (EINVAL) */
+ * the DM (EINVAL; UVERBS_METHOD_DM_MR_REG in
+ * drivers/infiniband/core/uverbs_std_types_mr.c). A length of 0 is taken:
+ * neither that handler nor mlx5_ib_reg_dm_mr (mlx5_ib_get_dm_mr, an mkey
+ * of length 0) refuses it; every access through such an MR is out of
+ * bounds */
 static struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
                                    uint64_t off, size_t length,
                                    unsigned access)
@@ -158,7 +162,7 @@ static struct ibv_mr *sv_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
     struct ibv_mr *mr;
 
     if ((access & ~allowed) || !(access & IBV_ACCESS_ZERO_BASED) ||
-        (length == 0) || (off + length < off) || (off + length > d->length)) {
+        (off + length < off) || (off + length > d->length)) {
         errno = EINVAL;
         return NULL;
     }

@@ -705,6 +705,51 @@ static void svt_case_dm(svt_proc_t *p)
 }
 
 /*
+ * A DM MR of length 0 is registered, as the kernel's DM_MR_REG handler
+ * (uverbs_std_types_mr.c: only the range inside the DM is checked) and
+ * mlx5_ib_reg_dm_mr (an mkey of length 0) allow; a remote write of one
+ * byte through it is out of bounds
+ */
+static void svt_case_dm_mr_empty(svt_proc_t *p)
+{
+    struct ibv_alloc_dm_attr da;
+    struct ibv_dm *dm;
+    struct ibv_mr *mr;
+    svt_ep_opts_t o;
+    svt_ep_t a, b;
+    svt_dev_t dev;
+
+    (void)p;
+    svt_dev_open(&dev);
+    memset(&da, 0, sizeof(da));
+    da.length = 4096;
+    SVT_NN(dm, ibv_alloc_dm(dev.ctx, &da));
+    errno = 0;
+    mr = ibv_reg_dm_mr(dev.pd, dm, 0, 0, IBV_ACCESS_ZERO_BASED |
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    SVT_CHECK(mr != NULL, "DM MR of length 0 refused (errno %d)", errno);
+    SVT_CHECK(mr->length == 0, "DM MR length %zu, 0 registered",
+              mr->length);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    svt_ep_local_pair(&dev, &o, &a, &b);
+    SVT_OK(svt_post_send(&a, IBV_WR_RDMA_WRITE, 0, 1, 0, mr->rkey, 0,
+                         IBV_SEND_SIGNALED, 1));
+    svt_expect_wc(a.cq, IBV_WC_REM_ACCESS_ERR, -1, 1, NULL);
+    svt_ep_destroy(&a);
+    svt_ep_destroy(&b);
+    SVT_OK(ibv_dereg_mr(mr));
+    /* at the DM's end, length 0: inside; past it: EINVAL */
+    SVT_NN(mr, ibv_reg_dm_mr(dev.pd, dm, 4096, 0, IBV_ACCESS_ZERO_BASED));
+    SVT_OK(ibv_dereg_mr(mr));
+    errno = 0;
+    SVT_CHECK(ibv_reg_dm_mr(dev.pd, dm, 4100, 0, IBV_ACCESS_ZERO_BASED) ==
+              NULL && errno == EINVAL, "DM MR at an offset past the DM: "
+              "errno %d", errno);
+    SVT_OK(ibv_free_dm(dm));
+    svt_dev_close(&dev);
+}
+
+/*
  * An SRQ of max_wr 0 is created, as mlx5_create_srq does (mlx5_alloc_srq_buf
  * sizes one WQE, none usable, max_wr written back 0; the kernel's
  * mlx5_ib_create_srq takes it); a post finds no room: ENOMEM, bad_wr the
@@ -752,6 +797,7 @@ const svt_case_t svt_cases_feat[] = {
     {"feat/odp", svt_case_odp, 1, 0, 30},
     {"feat/timestamps", svt_case_timestamps, 1},
     {"feat/dm", svt_case_dm, 1},
+    {"feat/dm_mr_length_zero", svt_case_dm_mr_empty, 1},
     {"feat/srq_max_wr_zero", svt_case_srq_max_wr_zero, 1},
     {NULL}
 };
