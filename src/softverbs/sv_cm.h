@@ -86,6 +86,8 @@ struct sv_cm_id {
     uint8_t              reuseaddr;   /* RDMA_OPTION_ID_REUSEADDR */
     uint8_t              afonly;      /* RDMA_OPTION_ID_AFONLY ... */
     uint8_t              afonly_set;  /* ... if set, else the default */
+    uint8_t              ack_timeout; /* RDMA_OPTION_ID_ACK_TIMEOUT ... */
+    uint8_t              ack_timeout_set; /* ... if set, else 14 */
     int                  own_cqs;     /* send/recv CQs created by the CM */
     /* a passive endpoint (rdma_create_ep): the QP each request gets */
     struct ibv_qp_init_attr *ep_qp_attr;

@@ -476,8 +476,13 @@ SV_CM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *cm_id)
  * rdma_set_reuseaddr: set on any id but a listener, cleared only on one
  * not bound yet (else EINVAL); rdma_set_afonly: before the id is
  * resolved or listens (else EINVAL). A bound id's port follows the new
- * flags. The others: softverbs has one path, no type of service and no
- * timeouts to tune: accepted and not used */
+ * flags. RDMA_OPTION_ID_ACK_TIMEOUT as ucma_set_option_id and
+ * rdma_set_ack_timeout (drivers/infiniband/core/ucma.c, cma.c) take it: a
+ * uint8_t (another length EINVAL), on an RC id only (else EINVAL), kept
+ * for the id's QP: the local ACK timeout it gets at RTR->RTS and that
+ * rdma_init_qp_attr gives (the kernel's rdma_init_qp_attr: timeout_set)
+ * in place of the default 14. The others: softverbs has one path and no
+ * type of service: accepted and not used */
 static int sv_cm_api_set_option(struct rdma_cm_id *cm_id, int level,
                                 int optname, void *optval, size_t optlen)
 {
@@ -487,6 +492,16 @@ static int sv_cm_api_set_option(struct rdma_cm_id *cm_id, int level,
     if ((cm_id == NULL) || ((optval == NULL) && (optlen != 0))) {
         errno = EINVAL;
         return -1;
+    }
+    if ((level == RDMA_OPTION_ID) &&
+        (optname == RDMA_OPTION_ID_ACK_TIMEOUT)) {
+        if ((optlen != sizeof(uint8_t)) || (cm_id->qp_type != IBV_QPT_RC)) {
+            errno = EINVAL;
+            return -1;
+        }
+        id->ack_timeout     = *(uint8_t *)optval;
+        id->ack_timeout_set = 1;
+        return 0;
     }
     if ((level != RDMA_OPTION_ID) ||
         ((optname != RDMA_OPTION_ID_REUSEADDR) &&

@@ -68,6 +68,14 @@ static int sv_cm_ud_to_rts(struct sv_cm_id *id)
     return sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
+/* The local ACK timeout of the id's QP: RDMA_OPTION_ID_ACK_TIMEOUT if set
+ * (the kernel's rdma_init_qp_attr uses id_priv->timeout when timeout_set),
+ * else 14 (4.096 us x 2^14, about 67 ms) */
+static uint8_t sv_cm_ack_timeout(const struct sv_cm_id *id)
+{
+    return id->ack_timeout_set ? id->ack_timeout : 14;
+}
+
 /* RC: RTR toward the peer of the REQ/REP, then RTS (cma.c's
  * rdma_init_qp_attr values: the path's MTU and LID, the peer's QPN and
  * PSN, reads in flight from the agreed resources) */
@@ -105,7 +113,7 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
     memset(&a, 0, sizeof(a));
     a.qp_state      = IBV_QPS_RTS;
     a.sq_psn        = id->psn;
-    a.timeout       = 14;
+    a.timeout       = sv_cm_ack_timeout(id);
     a.retry_cnt     = id->peer_retry ? id->peer_retry :
                       (id->conn.retry_count & 7);
     a.rnr_retry     = id->conn.rnr_retry_count & 7;
@@ -423,7 +431,7 @@ static int sv_cm_api_init_qp_attr(struct rdma_cm_id *cm_id,
         return 0;
     case IBV_QPS_RTS:
         a->sq_psn        = id->psn;
-        a->timeout       = 14;
+        a->timeout       = sv_cm_ack_timeout(id);
         a->retry_cnt     = 7;
         a->rnr_retry     = id->conn.rnr_retry_count & 7;
         a->max_rd_atomic = id->conn.initiator_depth ?

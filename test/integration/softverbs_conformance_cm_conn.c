@@ -182,6 +182,74 @@ static void svt_case_cm_qp_state_rc(svt_proc_t *p)
     free(buf);
 }
 
+/*
+ * RDMA_OPTION_ID_ACK_TIMEOUT (rdma_set_option(3)): a uint8_t, RC ids only
+ * (the kernel's ucma_set_option_id and rdma_set_ack_timeout: EINVAL
+ * otherwise), the local ACK timeout of the id's QP: it is what the QP gets
+ * at RTR->RTS and what rdma_init_qp_attr gives for RTS (the kernel's
+ * rdma_init_qp_attr), on the active side (set before rdma_connect) and the
+ * passive one (set on the request's id before rdma_accept)
+ */
+static void svt_case_cm_ack_timeout(svt_proc_t *p)
+{
+    uint8_t want = p->rank ? 20 : 18, t8;
+    struct rdma_cm_id *ud;
+    struct rdma_conn_param cp;
+    struct ibv_qp_init_attr qi;
+    struct ibv_qp_attr qa;
+    int mask, i32 = 18;
+    svt_cm_t cm;
+
+    svt_cm_listen_xchg(p, &cm);
+    if (p->rank == 1) {
+        svt_cm_wait_request(&cm);
+    } else {
+        cm.id = svt_cm_resolved_id(cm.ch, RDMA_PS_TCP, cm.port);
+        errno = 0;
+        SVT_CHECK(rdma_set_option(cm.id, RDMA_OPTION_ID,
+                                  RDMA_OPTION_ID_ACK_TIMEOUT, &i32,
+                                  sizeof(i32)) != 0 && errno == EINVAL,
+                  "ACK_TIMEOUT given as an int: errno %d, expected EINVAL",
+                  errno);
+        SVT_OK(rdma_create_id(NULL, &ud, NULL, RDMA_PS_UDP));
+        t8    = 18;
+        errno = 0;
+        SVT_CHECK(rdma_set_option(ud, RDMA_OPTION_ID,
+                                  RDMA_OPTION_ID_ACK_TIMEOUT, &t8,
+                                  sizeof(t8)) != 0 && errno == EINVAL,
+                  "ACK_TIMEOUT on a UD id: errno %d, expected EINVAL",
+                  errno);
+        SVT_OK(rdma_destroy_id(ud));
+    }
+    t8 = want;
+    SVT_OK(rdma_set_option(cm.id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+                           &t8, sizeof(t8)));
+    svt_cm_qp(&cm);
+    svt_cm_param(&cp, NULL, 0);
+    if (p->rank == 1) {
+        SVT_OK(rdma_accept(cm.id, &cp));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
+    } else {
+        SVT_OK(rdma_connect(cm.id, &cp));
+        svt_cm_active_established(&cm);
+    }
+    memset(&qa, 0, sizeof(qa));
+    SVT_OK(ibv_query_qp(cm.id->qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT, &qi));
+    SVT_CHECK(qa.qp_state == IBV_QPS_RTS && qa.timeout == want, "rank %d: "
+              "QP in state %d with timeout %u, expected RTS and the %u set "
+              "with RDMA_OPTION_ID_ACK_TIMEOUT", p->rank, qa.qp_state,
+              qa.timeout, want);
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTS;
+    SVT_OK(rdma_init_qp_attr(cm.id, &qa, &mask));
+    SVT_CHECK((mask & IBV_QP_TIMEOUT) && qa.timeout == want, "rank %d: "
+              "rdma_init_qp_attr(RTS) timeout %u (mask 0x%x), expected %u",
+              p->rank, qa.timeout, mask, want);
+    svt_sync(p, !p->rank);
+    rdma_destroy_qp(cm.id);
+    svt_cm_close(&cm);
+}
+
 /* ---------------------------------------------------------------------
  * Private data (rdma_connect(3): 56 bytes for RDMA_PS_TCP; the IBA CM's
  * REP carries 196, REJ 148; rdma_get_cm_event(3): the receiver's buffer
@@ -769,6 +837,7 @@ static void svt_case_cm_source_address(svt_proc_t *p)
 
 const svt_case_t svt_cases_cm_conn[] = {
     {"cm/qp_states_rc_init_then_rts", svt_case_cm_qp_state_rc, 2},
+    {"cm/ack_timeout_option", svt_case_cm_ack_timeout, 2},
     {"cm/private_data_at_limits", svt_case_cm_priv, 2, 0},
     {"cm/private_data_short_zero_padded", svt_case_cm_priv, 2, 1},
     {"cm/private_data_over_limits_einval", svt_case_cm_priv, 2, 2},
