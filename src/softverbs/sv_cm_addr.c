@@ -249,6 +249,25 @@ SV_CM_EXPORT void rdma_free_devices(struct ibv_context **list)
     free(list);
 }
 
+/* The QP type of an rdma_getaddrinfo result, as librdmacm derives it
+ * (rdma-core librdmacm/addrinfo.c, ucma_convert_to_ai and
+ * ucma_convert_to_rai): the hints' if given, else from the socket type
+ * getaddrinfo(3) answers for the port space's protocol: UDP (RDMA_PS_UDP,
+ * _IPOIB) gives datagrams, a UD QP; TCP or none a stream, RC. A multicast
+ * group (mckey's rdma_getaddrinfo with RDMA_PS_UDP) thus comes back UD. */
+static enum ibv_qp_type sv_cm_gai_qp_type(const struct rdma_addrinfo *hints)
+{
+    if (hints == NULL) {
+        return IBV_QPT_RC;
+    }
+    if (hints->ai_qp_type) {
+        return hints->ai_qp_type;
+    }
+    return ((hints->ai_port_space == RDMA_PS_UDP) ||
+            (hints->ai_port_space == RDMA_PS_IPOIB)) ? IBV_QPT_UD :
+           IBV_QPT_RC;
+}
+
 /* man rdma_getaddrinfo: numeric and named hosts through getaddrinfo(3),
  * one rdma_addrinfo per result, RC over RDMA_PS_TCP unless the hints say
  * otherwise; RAI_PASSIVE gives a source address to bind */
@@ -282,10 +301,11 @@ SV_CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
         }
         r->ai_flags      = hints ? hints->ai_flags : 0;
         r->ai_family     = a->ai_family;
-        r->ai_qp_type    = (hints && hints->ai_qp_type) ? hints->ai_qp_type :
-                           IBV_QPT_RC;
+        r->ai_qp_type    = sv_cm_gai_qp_type(hints);
         r->ai_port_space = (hints && hints->ai_port_space) ?
-                           hints->ai_port_space : RDMA_PS_TCP;
+                           hints->ai_port_space :
+                           (r->ai_qp_type == IBV_QPT_UD) ? RDMA_PS_UDP :
+                           RDMA_PS_TCP;
         if (passive) {
             r->ai_src_len  = a->ai_addrlen;
             r->ai_src_addr = malloc(a->ai_addrlen);

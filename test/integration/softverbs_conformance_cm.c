@@ -931,7 +931,60 @@ static void svt_case_cm_migrate_events(svt_proc_t *p)
     rdma_destroy_event_channel(from);
 }
 
+/*
+ * rdma_getaddrinfo of a multicast group, as mckey resolves its -m
+ * address: IPv4 and IPv6 groups come back as the group address; with
+ * RDMA_PS_UDP and no QP type, librdmacm's result is a UD QP in the UDP
+ * port space (librdmacm/addrinfo.c: ucma_convert_to_ai asks getaddrinfo(3)
+ * for UDP, ucma_convert_to_rai maps its datagram socket type to UD)
+ */
+static void svt_case_cm_gai_mcast(svt_proc_t *p)
+{
+    static const char *const group[] = {"239.1.2.3", "ff0e::1"};
+    struct rdma_addrinfo hints, *res;
+    uint8_t want[16];
+    size_t i;
+    int ret, fam;
+
+    (void)p;
+    for (i = 0; i < 2; ++i) {
+        fam = i ? AF_INET6 : AF_INET;
+        SVT_CHECK(inet_pton(fam, group[i], want) == 1, "inet_pton %s",
+                  group[i]);
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_port_space = RDMA_PS_UDP;
+        res   = NULL;
+        errno = 0;
+        ret   = rdma_getaddrinfo(group[i], NULL, &hints, &res);
+        SVT_CHECK(ret == 0 && res != NULL, "rdma_getaddrinfo(%s): %d "
+                  "(errno %d)", group[i], ret, errno);
+        SVT_CHECK(res->ai_family == fam && res->ai_dst_addr != NULL &&
+                  res->ai_dst_addr->sa_family == fam, "%s: family %d, "
+                  "destination family %d", group[i], res->ai_family,
+                  res->ai_dst_addr ? res->ai_dst_addr->sa_family : -1);
+        SVT_CHECK(!memcmp(want, i ? (const void *)&((struct sockaddr_in6 *)
+                                     res->ai_dst_addr)->sin6_addr :
+                                    (const void *)&((struct sockaddr_in *)
+                                     res->ai_dst_addr)->sin_addr,
+                          i ? 16 : 4), "%s: another destination address",
+                  group[i]);
+        SVT_CHECK(res->ai_qp_type == IBV_QPT_UD &&
+                  res->ai_port_space == RDMA_PS_UDP, "%s with RDMA_PS_UDP: "
+                  "qp_type %d, port space %d; librdmacm's are UD (%d) and "
+                  "RDMA_PS_UDP", group[i], res->ai_qp_type,
+                  res->ai_port_space, IBV_QPT_UD);
+        rdma_freeaddrinfo(res);
+        /* no hints: resolved as well */
+        res = NULL;
+        ret = rdma_getaddrinfo(group[i], NULL, NULL, &res);
+        SVT_CHECK(ret == 0 && res != NULL, "rdma_getaddrinfo(%s) without "
+                  "hints: %d (errno %d)", group[i], ret, errno);
+        rdma_freeaddrinfo(res);
+    }
+}
+
 const svt_case_t svt_cases_cm[] = {
+    {"cm/getaddrinfo_multicast", svt_case_cm_gai_mcast, 1},
     {"cm/create_qp_unbound_id", svt_case_cm_qp_unbound, 1},
     {"cm/create_qp_pd_of_other_context", svt_case_cm_qp_other_pd, 1, 0, 0,
      "SOFTVERBS_NUM_DEVICES=2"},
