@@ -241,6 +241,113 @@ static void test_nak(void **state)
     }
 }
 
+/* The timeout follows the round trip (RFC 6298), measured from the tick
+ * that times a packet to the ack that covers it; none across a resend */
+static void test_rto_adapts(void **state)
+{
+    qpx_ud_rel_tx_t tx;
+    test_desc_t descs[64];
+    unsigned i, count = 0;
+    uint64_t now = 1000 * MS;
+
+    (void)state;
+    memset(descs, 0, sizeof(descs));
+    qpx_ud_rel_tx_init(&tx, &test_config, 500);
+    assert_int_equal(tx.rto, 10 * MS);
+
+    /* Round trips of 30 ms: each tick times the newest, its ack 30 ms on */
+    for (i = 0; i < 6; ++i) {
+        qpx_ud_rel_tx_add(&tx, &descs[i].rel, now);
+        assert_int_equal(qpx_ud_rel_tx_timer(&tx, now),
+                         QPX_UD_REL_TIMER_IDLE);
+        assert_true(tx.rtt_timing);
+        now += 30 * MS;
+        assert_int_equal(qpx_ud_rel_tx_ack(&tx, 500 + i, now, test_ack_cb,
+                                           &count), 1);
+        assert_false(tx.rtt_timing);
+    }
+    assert_int_equal(tx.srtt / MS, 30);
+    /* above the samples, within rto_max (80 ms) */
+    assert_true(tx.rto >= 30 * MS);
+    assert_true(tx.rto <= 80 * MS);
+
+    /* A 30 ms wait for the next ack is no timeout any more */
+    qpx_ud_rel_tx_add(&tx, &descs[6].rel, now);
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, now + 29 * MS),
+                     QPX_UD_REL_TIMER_IDLE);
+
+    /* Karn: a resend cancels the timing, the ack after it is no sample */
+    now += tx.rto;
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, now), QPX_UD_REL_TIMER_RESEND);
+    assert_false(tx.rtt_timing);
+    qpx_ud_rel_tx_ack(&tx, 506, now + 500 * MS, test_ack_cb, &count);
+    assert_int_equal(tx.srtt / MS, 30);
+
+    /* A short path keeps the floor, rto_init */
+    qpx_ud_rel_tx_init(&tx, &test_config, 0);
+    qpx_ud_rel_tx_add(&tx, &descs[10].rel, now);
+    qpx_ud_rel_tx_timer(&tx, now);
+    qpx_ud_rel_tx_ack(&tx, 0, now + 1000, test_ack_cb, &count);
+    assert_int_equal(tx.rto, 10 * MS);
+}
+
+/* The congestion window: halved by a timeout (down to the minimum), the
+ * resend within it, grown back by the packets acks release */
+static void test_cwnd(void **state)
+{
+    qpx_ud_rel_tx_t tx;
+    test_desc_t descs[8];
+    unsigned i, n, count = 0;
+    uint64_t now = 0;
+
+    (void)state;
+    memset(descs, 0, sizeof(descs));
+    qpx_ud_rel_tx_init(&tx, &test_config, 0xfffc); /* across the wrap */
+    assert_int_equal(tx.cwnd, 8);
+    for (i = 0; i < 8; ++i) {
+        assert_true(qpx_ud_rel_tx_can_send(&tx));
+        qpx_ud_rel_tx_add(&tx, &descs[i].rel, now);
+    }
+    assert_false(qpx_ud_rel_tx_can_send(&tx));
+
+    /* Timeout: cwnd 4, four resent, not eight */
+    now += tx.rto;
+    assert_int_equal(qpx_ud_rel_tx_timer(&tx, now), QPX_UD_REL_TIMER_RESEND);
+    assert_int_equal(tx.cwnd, 4);
+    for (n = 0; qpx_ud_rel_tx_resend_next(&tx) != NULL; ++n) {
+        qpx_ud_rel_tx_resend_done(&tx);
+    }
+    assert_int_equal(n, 4);
+
+    /* Two more: 2, then the minimum */
+    now += tx.rto;
+    qpx_ud_rel_tx_timer(&tx, now);
+    assert_int_equal(tx.cwnd, 2);
+    now += tx.rto;
+    qpx_ud_rel_tx_timer(&tx, now);
+    assert_int_equal(tx.cwnd, QPX_UD_REL_MIN_CWND);
+    while (qpx_ud_rel_tx_resend_next(&tx) != NULL) {
+        qpx_ud_rel_tx_resend_done(&tx);
+    }
+
+    /* A NAK resends within it too */
+    assert_int_equal(qpx_ud_rel_tx_nak(&tx, now, QPX_UD_REL_MAX_WINDOW), 1);
+    for (n = 0; qpx_ud_rel_tx_resend_next(&tx) != NULL; ++n) {
+        qpx_ud_rel_tx_resend_done(&tx);
+    }
+    assert_int_equal(n, QPX_UD_REL_MIN_CWND);
+
+    /* Acks of 3, then of the other 5: 2 + 3 = 5 in flight allowed, then
+     * the window (8) */
+    qpx_ud_rel_tx_ack(&tx, 0xfffe, now, test_ack_cb, &count);
+    assert_int_equal(tx.cwnd, 5);
+    assert_false(qpx_ud_rel_tx_can_send(&tx)); /* 5 still in flight */
+    qpx_ud_rel_tx_ack(&tx, 3, now, test_ack_cb, &count);
+    assert_int_equal(count, 8);
+    assert_int_equal(tx.cwnd, 8);
+    assert_true(qpx_ud_rel_tx_can_send(&tx));
+}
+
 /* Receive side: deliver, duplicate, gap, stale, across the wrap */
 static void test_rx_check(void **state)
 {
@@ -508,6 +615,8 @@ int main(void)
         cmocka_unit_test(test_retransmit_backoff),
         cmocka_unit_test(test_peer_failure),
         cmocka_unit_test(test_nak),
+        cmocka_unit_test(test_rto_adapts),
+        cmocka_unit_test(test_cwnd),
         cmocka_unit_test(test_rx_check),
         cmocka_unit_test(test_rx_ooo),
         cmocka_unit_test(test_probe_and_nak_count),

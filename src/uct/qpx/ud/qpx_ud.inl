@@ -69,12 +69,11 @@ qpx_ud_iface_tx_exhausted(qpx_ud_iface_t *iface)
     return (iface->tx.available == 0) || qpx_iface_tx_no_desc(&iface->super);
 }
 
-/* qpx_ud_rel_tx_can_send, with the window of every endpoint's config read
- * from the interface (in a register on the send path) */
+/* qpx_ud_rel_tx_can_send: room in the endpoint's congestion window */
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_ep_tx_can_send(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
-    return qpx_ud_rel_tx_inflight(&ep->tx) < iface->rel_config.window;
+    return qpx_ud_rel_tx_can_send(&ep->tx);
 }
 
 /* Room in ep's window and a send slot, nobody waiting before us. A buffer is

@@ -47,9 +47,16 @@ void qpx_ud_rel_tx_init(qpx_ud_rel_tx_t *tx, const qpx_ud_rel_config_t *config,
     tx->resend_end    = initial_psn;
     tx->resending     = 0;
     tx->probed        = 0;
+    tx->rtt_timing    = 0;
+    tx->rtt_psn       = 0;
+    tx->cwnd          = config->window;
     ucs_queue_head_init(&tx->window);
     tx->resend_pos    = tx->window.ptail;
     tx->rto           = config->rto_init;
+    tx->rto_base      = config->rto_init;
+    tx->rtt_start     = 0;
+    tx->srtt          = 0;
+    tx->rttvar        = 0;
     tx->deadline      = 0;
     tx->progress_time = 0;
     tx->last_nak_time = 0;
@@ -82,6 +89,7 @@ void qpx_ud_rel_rx_start(qpx_ud_rel_rx_t *rx, qpx_ud_psn_t first_psn)
 static void qpx_ud_rel_tx_resend_from_oldest(qpx_ud_rel_tx_t *tx,
                                              unsigned count)
 {
+    tx->rtt_timing = 0; /* Karn: an ack may now answer either copy */
     tx->resending  = 1;
     tx->resend_psn = tx->acked_psn + 1;
     tx->resend_end = tx->resend_psn +
@@ -145,6 +153,14 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
         return QPX_UD_REL_TIMER_FAILED;
     }
 
+    /* Time the newest packet, unless one is timed: its ack gives a round
+     * trip (at the tick's resolution, the receiver's delayed ack in it) */
+    if (!tx->rtt_timing) {
+        tx->rtt_timing = 1;
+        tx->rtt_psn    = tx->next_psn - 1;
+        tx->rtt_start  = now;
+    }
+
     if ((int64_t)(now - tx->deadline) < 0) {
         if (!tx->probed && (tx->config->probe_time > 0) &&
             ((now - tx->progress_time) >= tx->config->probe_time)) {
@@ -154,9 +170,11 @@ qpx_ud_rel_timer_result_t qpx_ud_rel_tx_timer(qpx_ud_rel_tx_t *tx,
         return QPX_UD_REL_TIMER_IDLE;
     }
 
-    /* Timed out: go back to the oldest packet and back off */
+    /* Timed out: half the congestion window, back to the oldest packet
+     * (what fits in the window), back off */
     ++tx->num_timeouts;
-    qpx_ud_rel_tx_resend_from_oldest(tx, QPX_UD_REL_MAX_WINDOW);
+    tx->cwnd = ucs_max(tx->cwnd / 2, QPX_UD_REL_MIN_CWND);
+    qpx_ud_rel_tx_resend_from_oldest(tx, tx->cwnd);
     rto          = (uint64_t)(tx->rto * tx->config->backoff);
     tx->rto      = ucs_min(rto, tx->config->rto_max);
     tx->deadline = now + tx->rto;
@@ -178,8 +196,26 @@ int qpx_ud_rel_tx_nak(qpx_ud_rel_tx_t *tx, uint64_t now, unsigned count)
 
     tx->last_nak_time = now;
     tx->nak_acked_psn = tx->acked_psn;
-    qpx_ud_rel_tx_resend_from_oldest(tx, count);
+    qpx_ud_rel_tx_resend_from_oldest(tx, ucs_min(count, tx->cwnd));
     return 1;
+}
+
+void qpx_ud_rel_tx_rtt_sample(qpx_ud_rel_tx_t *tx, uint64_t rtt)
+{
+    uint64_t err, rto;
+
+    tx->rtt_timing = 0;
+    if (tx->srtt == 0) {
+        tx->srtt   = rtt;
+        tx->rttvar = rtt / 2;
+    } else {
+        err        = (tx->srtt > rtt) ? (tx->srtt - rtt) : (rtt - tx->srtt);
+        tx->rttvar = (3 * tx->rttvar + err) / 4;
+        tx->srtt   = (7 * tx->srtt + rtt) / 8;
+    }
+    rto          = tx->srtt + 4 * tx->rttvar;
+    tx->rto_base = ucs_min(ucs_max(rto, tx->config->rto_init),
+                           tx->config->rto_max);
 }
 
 int qpx_ud_rel_tx_probe_reply(qpx_ud_rel_tx_t *tx)
@@ -189,7 +225,7 @@ int qpx_ud_rel_tx_probe_reply(qpx_ud_rel_tx_t *tx)
     }
 
     tx->probed = 0;
-    qpx_ud_rel_tx_resend_from_oldest(tx, QPX_UD_REL_MAX_WINDOW);
+    qpx_ud_rel_tx_resend_from_oldest(tx, tx->cwnd);
     return 1;
 }
 

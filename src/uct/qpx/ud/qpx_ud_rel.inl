@@ -36,7 +36,7 @@ qpx_ud_rel_tx_inflight(const qpx_ud_rel_tx_t *tx)
 static UCS_F_ALWAYS_INLINE int
 qpx_ud_rel_tx_can_send(const qpx_ud_rel_tx_t *tx)
 {
-    return qpx_ud_rel_tx_inflight(tx) < tx->config->window;
+    return qpx_ud_rel_tx_inflight(tx) < tx->cwnd;
 }
 
 static UCS_F_ALWAYS_INLINE int
@@ -107,9 +107,14 @@ qpx_ud_rel_tx_ack(qpx_ud_rel_tx_t *tx, qpx_ud_psn_t ack_psn, uint64_t now,
         cb(desc, arg);
     }
 
+    if (ucs_unlikely(tx->rtt_timing) && qpx_ud_psn_le(tx->rtt_psn, ack_psn)) {
+        qpx_ud_rel_tx_rtt_sample(tx, now - tx->rtt_start);
+    }
+    /* Each packet released lets one more in, up to the window */
+    tx->cwnd          = ucs_min(tx->cwnd + count, tx->config->window);
     tx->acked_psn     = ack_psn;
     tx->probed        = 0;
-    tx->rto           = tx->config->rto_init;
+    tx->rto           = tx->rto_base;
     tx->deadline      = now + tx->rto;
     tx->progress_time = now;
     if (tx->resending && qpx_ud_psn_le(tx->resend_psn, ack_psn)) {
