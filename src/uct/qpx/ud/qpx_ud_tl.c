@@ -37,7 +37,9 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "error handler is called with UCS_ERR_ENDPOINT_TIMEOUT.",
      ucs_offsetof(qpx_ud_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
-    {"RTO", "10ms", "Initial retransmission timeout.",
+    {"RTO", "10ms",
+     "Initial and smallest retransmission timeout: above it, the timeout\n"
+     "follows the measured round trip (srtt + 4 rttvar, RFC 6298).",
      ucs_offsetof(qpx_ud_iface_config_t, rto), QPX_CONFIG_TYPE_TIME},
 
     {"RTO_MAX", "1s", "Largest retransmission timeout after backoff.",
