@@ -121,7 +121,10 @@ enum {
     QPX_HYBRID_EP_FLAG_SWITCH_DUE = UCS_BIT(2), /* answered: switch once the
                                                    old path is flushed */
     QPX_HYBRID_EP_FLAG_FAILED     = UCS_BIT(3), /* a sub-ep failed */
-    QPX_HYBRID_EP_FLAG_IN_WORK    = UCS_BIT(4)  /* in iface->work_eps */
+    QPX_HYBRID_EP_FLAG_IN_WORK    = UCS_BIT(4), /* in iface->work_eps */
+    QPX_HYBRID_EP_FLAG_PENDING    = UCS_BIT(5)  /* pending_link is in
+                                                   iface->pending_eps or in
+                                                   a dispatch round */
 };
 
 
@@ -286,6 +289,11 @@ struct qpx_hybrid_iface {
     } open_args;
     uct_iface_attr_t    rc_attr;
     int                 rc_avail;
+    /* The hybrid's own attributes (qpx_hybrid_iface_query at open): its
+     * operations hold callers to these limits, the smaller of both paths',
+     * whichever path an endpoint is on (qpx_hybrid_ops.c) */
+    uct_iface_attr_t    attr;
+    int                 check_bcopy; /* a path takes more than attr says */
     /* After an RC endpoint could not be created (no QP, CQ or memory
      * registration left): none is tried before rc_retry_at, the wait
      * doubling from 100 ms to 10 s while it keeps failing */
@@ -345,6 +353,8 @@ static inline uint8_t qpx_hybrid_iface_cold_tag(const qpx_hybrid_iface_t *iface)
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
+ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
+                                    uct_iface_attr_t *iface_attr);
 void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep);
 void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self);

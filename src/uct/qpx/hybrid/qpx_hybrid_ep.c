@@ -22,6 +22,27 @@ qpx_hybrid_req_link(uct_pending_req_t *req)
 }
 
 
+/* ep has requests: its link joins the interface's list, unless it is in
+ * one (QPX_HYBRID_EP_FLAG_PENDING) */
+static void qpx_hybrid_ep_pending_link(qpx_hybrid_iface_t *iface,
+                                       qpx_hybrid_ep_t *ep)
+{
+    if (!(ep->flags & QPX_HYBRID_EP_FLAG_PENDING)) {
+        ep->flags |= QPX_HYBRID_EP_FLAG_PENDING;
+        ucs_list_add_tail(&iface->pending_eps, &ep->pending_link);
+    }
+}
+
+
+static void qpx_hybrid_ep_pending_unlink(qpx_hybrid_ep_t *ep)
+{
+    if (ep->flags & QPX_HYBRID_EP_FLAG_PENDING) {
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_PENDING;
+        ucs_list_del(&ep->pending_link);
+    }
+}
+
+
 void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
                           void *owner, int kind)
 {
@@ -191,9 +212,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_ep_t)
     if (iface->dispatch_ep == self) {
         iface->dispatch_ep = NULL; /* tells the dispatch loop it is gone */
     }
-    if (!ucs_list_is_empty(&self->pending)) {
-        ucs_list_del(&self->pending_link);
-    }
+    qpx_hybrid_ep_pending_unlink(self);
     if (self->flags & QPX_HYBRID_EP_FLAG_IN_WORK) {
         ucs_list_del(&self->work_link);
     }
@@ -236,10 +255,8 @@ ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
 
-    if (ucs_list_is_empty(&ep->pending)) {
-        ucs_list_add_tail(&iface->pending_eps, &ep->pending_link);
-    }
     ucs_list_add_tail(&ep->pending, qpx_hybrid_req_link(req));
+    qpx_hybrid_ep_pending_link(iface, ep);
     ep->tx_ep = NULL;
     return UCS_OK;
 }
@@ -252,10 +269,7 @@ void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
     uct_pending_req_t *req;
     ucs_list_link_t *link;
 
-    if (ucs_list_is_empty(&ep->pending)) {
-        return;
-    }
-    ucs_list_del(&ep->pending_link);
+    qpx_hybrid_ep_pending_unlink(ep);
     while (!ucs_list_is_empty(&ep->pending)) {
         link = ep->pending.next;
         ucs_list_del(link);
@@ -269,8 +283,14 @@ void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
 
 
 /*
- * Run ep's requests in order until one is refused. Returns how many ran,
- * or -1 when a request destroyed the endpoint.
+ * Run ep's requests in order until one is refused (UCS_INPROGRESS: kept,
+ * and the next endpoint's turn, as UCX's transports do). Returns how many
+ * ran, or -1 when a request destroyed the endpoint.
+ *
+ * A request is unlinked before its callback runs and linked back at the
+ * head unless it completed: a callback that completes may free or reuse
+ * it (UCP's requests go back to their pool), and may add requests, purge
+ * or send on this endpoint or on others.
  */
 static int qpx_hybrid_ep_pending_dispatch(qpx_hybrid_iface_t *iface,
                                           qpx_hybrid_ep_t *ep)
@@ -283,52 +303,64 @@ static int qpx_hybrid_ep_pending_dispatch(qpx_hybrid_iface_t *iface,
     while (!ucs_list_is_empty(&ep->pending)) {
         link = ep->pending.next;
         req  = ucs_container_of(link, uct_pending_req_t, priv);
+        ucs_list_del(link);
 
         /* The request sends through the endpoint like any caller */
         ep->tx_ep          = ep->path_ep;
         iface->dispatch_ep = ep;
         status             = req->func(req);
         if (iface->dispatch_ep != ep) {
-            return -1;
+            return -1; /* req, unless it completed, went with its ep */
         }
         iface->dispatch_ep = NULL;
 
         if (status == UCS_OK) {
-            ucs_list_del(link);
             ++count;
-        } else {
-            count += (status == UCS_INPROGRESS);
-            break;
+            continue;
         }
+        ucs_list_add_head(&ep->pending, link);
+        count += (status == UCS_INPROGRESS);
+        break;
     }
 
-    if (ucs_list_is_empty(&ep->pending)) {
-        ucs_list_del(&ep->pending_link);
+    if (!ucs_list_is_empty(&ep->pending)) {
+        qpx_hybrid_ep_pending_link(iface, ep);
     }
     qpx_hybrid_ep_update_tx(ep);
     return count;
 }
 
 
+/*
+ * One round over the endpoints with requests: the list is taken whole, so
+ * that what the callbacks do to other endpoints (add requests, purge them,
+ * destroy the endpoint) changes only this round's list, never an iterator
+ * into it; an endpoint whose requests remain goes back to the interface's
+ * list for the next round.
+ */
 unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface)
 {
-    qpx_hybrid_ep_t *ep, *tmp;
+    ucs_list_link_t round;
+    qpx_hybrid_ep_t *ep;
     unsigned count = 0;
     int ret;
 
-    ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_link) {
+    ucs_list_head_init(&round);
+    ucs_list_splice_tail(&round, &iface->pending_eps);
+    ucs_list_head_init(&iface->pending_eps);
+
+    while (!ucs_list_is_empty(&round)) {
+        ep         = ucs_list_extract_head(&round, qpx_hybrid_ep_t,
+                                           pending_link);
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_PENDING;
         if (!(ep->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
             (ep->state != QPX_HYBRID_EP_COLD) &&
             (ep->state != QPX_HYBRID_EP_HOT)) {
-            continue; /* a switch holds it */
+            qpx_hybrid_ep_pending_link(iface, ep); /* a switch holds it */
+            continue;
         }
-        ret = qpx_hybrid_ep_pending_dispatch(iface, ep);
-        if (ret < 0) {
-            /* A request destroyed its endpoint, and tmp may be gone with
-             * it: the others run at the next progress */
-            return count + 1;
-        }
-        count += ret;
+        ret    = qpx_hybrid_ep_pending_dispatch(iface, ep);
+        count += (ret < 0) ? 1 : ret;
     }
     return count;
 }

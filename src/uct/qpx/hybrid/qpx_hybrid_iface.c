@@ -134,6 +134,15 @@ static unsigned qpx_hybrid_pool_size_auto(void)
 }
 
 
+/* Whether a path takes more bytes in a bcopy than the hybrid offers */
+static int qpx_hybrid_bcopy_above(const uct_iface_attr_t *path,
+                                  const uct_iface_attr_t *hybrid)
+{
+    return (path->cap.am.max_bcopy > hybrid->cap.am.max_bcopy) ||
+           (path->cap.put.max_bcopy > hybrid->cap.put.max_bcopy);
+}
+
+
 static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -298,6 +307,13 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->addr.iface_len = attr.iface_addr_len;
 
     qpx_hybrid_iface_event_init(self, &attr);
+    status = qpx_hybrid_iface_query(&self->super.super, &self->attr);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    self->check_bcopy = qpx_hybrid_bcopy_above(&attr, &self->attr) ||
+                        (self->rc_avail &&
+                         qpx_hybrid_bcopy_above(&self->rc_attr, &self->attr));
     if (self->rc != NULL) {
         ucs_debug("qpx iface %p: %s", self,
                   (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner != NULL) ?

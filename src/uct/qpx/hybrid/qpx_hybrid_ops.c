@@ -12,13 +12,53 @@
 #include <uct/qpx/base/qpx_param.h>
 
 
+/*
+ * UCT's parameter contract (qpx_param.h) with the hybrid's own limits,
+ * the smaller of both paths' (iface->attr): an endpoint may be on either
+ * path, and a path that takes more must not take what the hybrid says it
+ * does not. A bcopy's length is known only once packed: where a path
+ * takes more than the hybrid (iface->check_bcopy), the pack callback is
+ * wrapped, and a length above the limit becomes one no path takes, so
+ * that the path refuses the send.
+ */
+static UCS_F_ALWAYS_INLINE const uct_iface_attr_t *
+qpx_hybrid_ep_attr(uct_ep_h tl_ep)
+{
+    return &ucs_derived_of(tl_ep->iface, qpx_hybrid_iface_t)->attr;
+}
+
+typedef struct {
+    uct_pack_callback_t pack_cb;
+    void                *arg;
+    const char          *op;
+    size_t              max;
+} qpx_hybrid_pack_t;
+
+static size_t qpx_hybrid_pack_checked(void *dest, void *arg)
+{
+    const qpx_hybrid_pack_t *pack = arg;
+    size_t length                 = pack->pack_cb(dest, pack->arg);
+
+    if (ucs_unlikely(length > pack->max)) {
+        (void)qpx_param_length_error(pack->op, length, pack->max);
+        return SIZE_MAX;
+    }
+    return length;
+}
+
+
 static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             unsigned length,
                                             uint64_t remote_addr,
                                             uct_rkey_t rkey)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
 
+    if (ucs_unlikely(length > attr->cap.put.max_short)) {
+        return qpx_param_length_error("put_short", length,
+                                      attr->cap.put.max_short);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -31,11 +71,22 @@ static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
                                        uct_pack_callback_t pack_cb, void *arg,
                                        uint64_t remote_addr, uct_rkey_t rkey)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                               qpx_hybrid_iface_t);
+    uct_ep_h ep               = qpx_hybrid_ep_tx(tl_ep);
+    qpx_hybrid_pack_t pack;
     ssize_t ret;
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
+    }
+    if (ucs_unlikely(iface->check_bcopy)) {
+        pack.pack_cb = pack_cb;
+        pack.arg     = arg;
+        pack.op      = "put_bcopy";
+        pack.max     = iface->attr.cap.put.max_bcopy;
+        pack_cb      = qpx_hybrid_pack_checked;
+        arg          = &pack;
     }
     ret = uct_ep_put_bcopy(ep, pack_cb, arg, remote_addr, rkey);
     if (ucs_likely(ret >= 0)) {
@@ -51,8 +102,16 @@ static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
                                             uct_rkey_t rkey,
                                             uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    ucs_status_t status;
 
+    status = qpx_param_check_iov("put_zcopy", iov, iovcnt,
+                                 attr->cap.put.max_iov, 0,
+                                 attr->cap.put.max_zcopy);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -69,8 +128,13 @@ static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
                                             uct_rkey_t rkey,
                                             uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
 
+    if (ucs_unlikely(length > attr->cap.get.max_bcopy)) {
+        return qpx_param_length_error("get_bcopy", length,
+                                      attr->cap.get.max_bcopy);
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -87,8 +151,16 @@ static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
                                             uct_rkey_t rkey,
                                             uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    ucs_status_t status;
 
+    status = qpx_param_check_iov("get_zcopy", iov, iovcnt,
+                                 attr->cap.get.max_iov, 0,
+                                 attr->cap.get.max_zcopy);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -103,12 +175,17 @@ static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                                            const void *payload,
                                            unsigned length)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
 
     /* The last id is the hybrid's own (its control messages): a user's
      * would be taken for one by the peer */
     if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
         return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
+    if (ucs_unlikely(sizeof(header) + length > attr->cap.am.max_short)) {
+        return qpx_param_length_error("am_short", sizeof(header) + length,
+                                      attr->cap.am.max_short);
     }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -122,10 +199,18 @@ static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                                const uct_iov_t *iov,
                                                size_t iovcnt)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    ucs_status_t status;
 
     if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
         return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
+    status = qpx_param_check_iov("am_short_iov", iov, iovcnt,
+                                 attr->cap.am.max_iov, 0,
+                                 attr->cap.am.max_short);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -139,7 +224,10 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                       uct_pack_callback_t pack_cb, void *arg,
                                       unsigned flags)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                               qpx_hybrid_iface_t);
+    uct_ep_h ep               = qpx_hybrid_ep_tx(tl_ep);
+    qpx_hybrid_pack_t pack;
     ssize_t ret;
 
     if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
@@ -147,6 +235,14 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
+    }
+    if (ucs_unlikely(iface->check_bcopy)) {
+        pack.pack_cb = pack_cb;
+        pack.arg     = arg;
+        pack.op      = "am_bcopy";
+        pack.max     = iface->attr.cap.am.max_bcopy;
+        pack_cb      = qpx_hybrid_pack_checked;
+        arg          = &pack;
     }
     ret = uct_ep_am_bcopy(ep, id, pack_cb, arg, flags);
     if (ucs_likely(ret >= 0)) {
@@ -162,10 +258,22 @@ static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                            size_t iovcnt, unsigned flags,
                                            uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    ucs_status_t status;
 
     if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
         return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
+    }
+    if (ucs_unlikely(header_length > attr->cap.am.max_hdr)) {
+        return qpx_param_length_error("am_zcopy header", header_length,
+                                      attr->cap.am.max_hdr);
+    }
+    status = qpx_param_check_iov("am_zcopy", iov, iovcnt,
+                                 attr->cap.am.max_iov, header_length,
+                                 attr->cap.am.max_zcopy);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -287,8 +395,6 @@ ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                     uct_completion_t *comp);
 ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags);
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);
-ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
-                                    uct_iface_attr_t *iface_attr);
 ucs_status_t qpx_hybrid_iface_get_device_address(uct_iface_h tl_iface,
                                                  uct_device_addr_t *addr);
 ucs_status_t qpx_hybrid_iface_get_address(uct_iface_h tl_iface,

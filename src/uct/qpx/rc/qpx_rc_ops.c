@@ -245,7 +245,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     hdr        = qpx_tx_desc_data(desc);
     hdr->am_id = id;
     length     = pack_cb(hdr + 1, arg);
-    if (ucs_unlikely(sizeof(*hdr) + length > iface->super.config.seg_size)) {
+    if (ucs_unlikely(length > iface->super.config.seg_size - sizeof(*hdr))) {
         ucs_mpool_put(desc);
         return qpx_param_length_error("am_bcopy", length,
                                       iface->super.config.seg_size -
