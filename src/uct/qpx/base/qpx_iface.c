@@ -25,10 +25,15 @@
 
 
 ucs_config_field_t qpx_iface_config_table[] = {
-    /* Named "QPX_", not "": UCX's parser reads a sub-table without a name
-     * under the bare UCX_<NAME> (UCX_SEG_SIZE is UCP's own knob). Named, it
-     * is read as UCX_QPX_<NAME>, then UCX_QPX_<TL>_<NAME> overrides it. */
-    {"QPX_", "", NULL, ucs_offsetof(qpx_iface_config_t, super),
+    /* UCT's common interface options (MAX_SHORT, MAX_BCOPY, ALLOC,
+     * FAILURE, MAX_NUM_EPS) under their UCT names, as every UCX transport
+     * embeds them: uct_config_modify() and uct_config_get() address them
+     * so (UCX's tools and gtest do). Unnamed, UCX's parser reads them as
+     * UCX_<NAME> (UCT's generic default for every transport), then
+     * UCX_QPX_<NAME>, then UCX_QPX_<TL>_<NAME>. qpx's own options below
+     * stay under QPX_ only (the table that embeds this one is named so):
+     * UCX_SEG_SIZE is UCP's own knob. */
+    {"", "", NULL, ucs_offsetof(qpx_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
     {"SEG_SIZE", "8k",

@@ -28,7 +28,7 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
      * One QP (and its HCA context) per peer: beyond MAX_NUM_EPS peers UCP
      * picks a transport whose cost does not grow with them (qpx_ud), as it
      * does with UCX's own RC (256 too) */
-    {"QPX_", "QPX_MAX_NUM_EPS=256", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
+    {"QPX_", "MAX_NUM_EPS=256", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
     {"TIMEOUT", "1.0s",
