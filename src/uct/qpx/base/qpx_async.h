@@ -21,6 +21,18 @@
 #include <unistd.h>
 
 
+/* A spin-wait's pause: the CPU's hint that this is a busy loop (x86
+ * PAUSE, Arm YIELD), nothing where there is none */
+static UCS_F_ALWAYS_INLINE void qpx_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+
 /* The modes qpx can block: the thread modes, and poll mode (no thread, a
  * counter). Signal mode runs handlers inside any call of the user's
  * thread; nothing in qpx supports it */
@@ -41,8 +53,7 @@ static UCS_F_ALWAYS_INLINE void qpx_async_block(ucs_async_context_t *async)
         ucs_recursive_spin_lock(&async->thread.spinlock);
     } else if (async->mode == UCS_ASYNC_MODE_THREAD_MUTEX) {
         while (!ucs_async_thread_mutex_ops.context_try_block(async)) {
-            /* pause: spin politely while a handler runs */
-            __builtin_ia32_pause();
+            qpx_cpu_relax(); /* spin politely while a handler runs */
         }
     } else {
         ++async->poll_block;
