@@ -26,6 +26,7 @@
 #define SV_QP_TBL         65536
 #define SV_CQ_TBL         16384
 #define SV_MR_TBL         65536
+#define SV_MW_TBL         4096    /* memory windows (rxe's RXE_MAX_MW) */
 #define SV_SRQ_TBL        4096
 #define SV_PROC_TBL       1024
 #define SV_MCAST_TBL      256
@@ -41,7 +42,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 13     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 14     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -53,6 +54,7 @@
                            ((uint64_t)sizeof(struct sv_shm_cq) << 32) ^ \
                            ((uint64_t)sizeof(struct sv_shm_srq) << 40) ^ \
                            ((uint64_t)sizeof(struct sv_shm_mr) << 20) ^ \
+                           ((uint64_t)sizeof(struct sv_shm_mw) << 48) ^ \
                            ((uint64_t)sizeof(struct sv_rwqe) << 12) ^ \
                            SV_LAYOUT_VERSION)
 
@@ -235,6 +237,41 @@ struct sv_shm_mr {
     uint64_t addr;                /* iova seen by remote peers */
     uint64_t len;
     uint64_t va;                  /* owner's virtual address */
+    uint32_t num_mw;              /* memory windows bound to it (under the
+                                     registry lock): deregistration fails
+                                     while there are any (sv_mw.c) */
+    uint32_t pad;
+};
+
+/* Memory window states (rxe's rxe_mw_state; IBTA vol 1 10.6.7): a type 1
+ * window is VALID from its allocation on (bound or not: a length of 0 is
+ * unbound), a type 2 window FREE until a bind makes it VALID and an
+ * invalidation FREE again; INVALID is a slot without a window */
+enum sv_mw_state {
+    SV_MW_INVALID = 0,
+    SV_MW_FREE,
+    SV_MW_VALID,
+};
+
+/* A memory window. Changed under the registry lock only (bind,
+ * invalidation, deallocation, reclaim), each change inside a write of the
+ * sequence lock seq (odd while writing), so that a responder of any
+ * process reads a consistent window without a lock (sv_mw.c) */
+struct sv_shm_mw {
+    uint32_t seq;
+    uint32_t in_use;
+    uint32_t rkey;                /* (SV_MW_KEY_BASE + index) << 8 | tag */
+    uint32_t proc;
+    int32_t  pid;
+    uint32_t pd_id;
+    uint32_t type;                /* IBV_MW_TYPE_1 / _2 */
+    uint32_t state;               /* enum sv_mw_state */
+    uint32_t access;              /* mw_access_flags of the bind */
+    uint32_t mr_key;              /* the MR it is bound to, 0: none */
+    uint32_t qpn;                 /* type 2: the QP that bound it */
+    uint32_t pad;
+    uint64_t addr;                /* start (an iova of the MR) */
+    uint64_t len;                 /* 0: not bound */
 };
 
 struct sv_shm_mcast {
@@ -268,13 +305,16 @@ struct sv_shm_hdr {
     uint32_t qp_cursor;
     uint32_t mr_cursor;
     uint32_t num_qp, num_cq, num_mr, num_srq;
+    uint32_t num_mw, mw_cursor;
     uint8_t  qp_gen[SV_QP_TBL];
     uint8_t  mr_gen[SV_MR_TBL];
+    uint8_t  mw_gen[SV_MW_TBL];
     struct sv_shm_proc  procs[SV_PROC_TBL];
     struct sv_shm_qp    qps[SV_QP_TBL];
     struct sv_shm_cq    cqs[SV_CQ_TBL];
     struct sv_shm_srq   srqs[SV_SRQ_TBL];
     struct sv_shm_mr    mrs[SV_MR_TBL];
+    struct sv_shm_mw    mws[SV_MW_TBL];
     struct sv_shm_mcast mcast[SV_MCAST_TBL];
 };
 
@@ -374,22 +414,80 @@ struct sv_context {
     pthread_mutex_t lock;
 };
 
+/* A thread domain (ibv_alloc_td(3)): a hint only, softverbs keeps its
+ * locks; it counts the parent domains that name it (sv_pd.c) */
+struct sv_td {
+    struct ibv_td td;
+    uint32_t refs;
+};
+
+/* A protection domain, or a parent domain (ibv_alloc_parent_domain(3)),
+ * which has the pd_id of the PD it contains: the two are one protection
+ * domain to every check, as the man page makes them interchangeable */
 struct sv_pd {
     struct ibv_pd pd;
     uint32_t pd_id;
-    uint32_t refs;                /* MRs, QPs, SRQs, AHs using it */
+    uint32_t refs;                /* MRs, MWs, QPs, SRQs, AHs, CQs and
+                                     parent domains using it */
+    struct sv_pd *parent_of;      /* parent domain: the PD it contains */
+    struct sv_td *td;             /* parent domain: its thread domain */
+    void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+                   size_t alignment, uint64_t resource_type);
+    void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+                 uint64_t resource_type);
+    void *pd_context;
 };
+
+static inline struct sv_pd *sv_pd(struct ibv_pd *pd)
+{
+    return sv_container_of(pd, struct sv_pd, pd);
+}
 
 static inline void sv_pd_ref(struct ibv_pd *pd, int delta)
 {
-    __atomic_fetch_add(&((struct sv_pd *)pd)->refs, delta, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&sv_pd(pd)->refs, delta, __ATOMIC_RELAXED);
 }
+
+/* PDs, parent and thread domains (sv_pd.c). A buffer of the process for
+ * an object of pd: from the parent domain's allocator if it has one (NULL:
+ * it failed), else calloc; *custom says which, for sv_pd_buf_free */
+struct ibv_pd *sv_alloc_pd(struct ibv_context *ctx);
+void *sv_pd_buf_alloc(struct ibv_pd *pd, size_t size, uint64_t type,
+                      int *custom);
+void  sv_pd_buf_free(struct ibv_pd *pd, void *buf, uint64_t type, int custom);
+void  sv_pd_init_ops(struct verbs_context *v);
 
 struct sv_mr {
     struct ibv_mr mr;
     uint32_t index;
     uint32_t *dm_refs;            /* MR on device memory: the DM's MR count */
 };
+
+/* Memory windows (sv_mw.c). Keys of windows have index bit 16 set, above
+ * every MR index (rxe keeps MWs in an index range of their own too,
+ * RXE_MIN_MW_INDEX), so that an rkey names a window or an MR by itself */
+#define SV_MW_KEY_BASE 0x10000u
+static inline int sv_key_is_mw(uint32_t key)
+{
+    return (key >> 8) >= SV_MW_KEY_BASE;
+}
+
+struct sv_mw {
+    struct ibv_mw mw;
+    uint32_t index;
+};
+
+void sv_mw_init_ops(struct verbs_context *v);
+struct sv_qp;
+struct sv_swqe;
+/* requester: execute a BIND_MW / LOCAL_INV WQE (an sv_resp_status) */
+int  sv_mw_local_op(struct sv_qp *qp, struct sv_swqe *w);
+/* responder: a Send with Invalidate's rkey, on behalf of QP dq: 0 or -1 */
+int  sv_mw_remote_invalidate(const struct sv_shm_qp *dq, uint32_t rkey);
+/* responder: the rkey of a window (an sv_resp_status, riov set) */
+int  sv_mw_check_rkey(const struct sv_shm_qp *dq, uint32_t rkey,
+                      uint64_t addr, uint64_t len, unsigned access,
+                      struct iovec *riov);
 
 /* Access flags an MR takes (ibv_reg_mr(3)) */
 #define SV_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -438,6 +536,7 @@ struct sv_cq {
      * ibv_ack_async_event), as libibverbs does with the kernel's counts */
     uint32_t comp_events_reported;
     uint32_t async_events_reported;
+    struct ibv_pd *parent_domain; /* IBV_CQ_INIT_ATTR_MASK_PD, referenced */
 };
 
 struct sv_srq {
@@ -482,6 +581,14 @@ struct sv_swqe {
                                      overtake (SOFTVERBS_RC_READ_REORDER) */
     uint64_t deadline_ns;
     union ibv_gid ud_dgid;
+    /* BIND_MW: the window's key when posted, the MR's lkey (0: unbind),
+     * the range (remote_addr, bind_len) and access; rkey is the new key.
+     * LOCAL_INV, SEND_WITH_INV: imm_data holds the key to invalidate */
+    uint32_t mw_rkey;
+    uint32_t mr_lkey;
+    uint64_t bind_len;
+    uint32_t bind_access;
+    uint32_t pad_mw;
     struct ibv_sge sge[];         /* then inline data */
 };
 
@@ -498,8 +605,9 @@ struct sv_qp {
     struct ibv_qp_cap cap;
     int is_ex;
     uint64_t send_ops_flags;
-    /* send queue */
+    /* send queue (from the parent domain's allocator when sq_custom) */
     char    *sq;
+    int      sq_custom;
     uint32_t sq_size, sq_stride;
     uint32_t sq_head, sq_tail;    /* head: oldest unfinished */
     uint32_t sq_retired;          /* WQEs before it had their CQE polled */
@@ -647,6 +755,8 @@ enum sv_resp_status {
     SV_RESP_NAK_OP,               /* remote operational error */
     SV_RESP_LOC_PROT,             /* local (requester) protection error */
     SV_RESP_LOC_LEN,              /* local length error */
+    SV_RESP_MW_BIND,              /* local: the bind failed its checks */
+    SV_RESP_LOC_QP_OP,            /* local: a local operation failed */
 };
 
 struct sv_resp_req {

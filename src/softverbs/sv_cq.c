@@ -667,6 +667,15 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
+    /* IBV_CQ_INIT_ATTR_MASK_PD names a parent domain (ibv_create_cq_ex(3));
+     * a plain PD, or none, is EINVAL as with mlx5 (create_cq:
+     * to_mparent_domain() NULL). The CQ references it until destroyed */
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+        ((attr->parent_domain == NULL) ||
+         (sv_pd(attr->parent_domain)->parent_of == NULL))) {
+        errno = EINVAL;
+        return NULL;
+    }
     cq = calloc(1, sizeof(*cq));
     if (cq == NULL) {
         errno = ENOMEM;
@@ -720,6 +729,10 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     cq->cq.cq_context = attr->cq_context;
     cq->cq.cqe        = cqe;
     cq->cq.handle     = i;
+    if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+        cq->parent_domain = attr->parent_domain;
+        sv_pd_ref(cq->parent_domain, 1);
+    }
     pthread_mutex_init(&cq->cq.mutex, NULL);
     pthread_cond_init(&cq->cq.cond, NULL);
     cq->cq.start_poll          = sv_cq_start_poll;
@@ -814,6 +827,9 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     sv_shm_unlock();
     if (ibcq->channel) {
         ibcq->channel->refcnt--;
+    }
+    if (cq->parent_domain != NULL) {
+        sv_pd_ref(cq->parent_domain, -1);
     }
     free(cq->qps);
     free(cq);

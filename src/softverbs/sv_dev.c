@@ -157,12 +157,18 @@ void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
                              IBV_DEVICE_SYS_IMAGE_GUID |
                              IBV_DEVICE_RC_RNR_NAK_GEN |
                              IBV_DEVICE_SRQ_RESIZE |
-                             IBV_DEVICE_N_NOTIFY_CQ;
+                             IBV_DEVICE_N_NOTIFY_CQ |
+                             /* type 1 and type 2B windows, as rxe
+                              * (rxe_init_device_param: RXE_DEVICE_CAP_FLAGS;
+                              * sv_mw.c) */
+                             IBV_DEVICE_MEM_WINDOW |
+                             IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a->max_sge             = SV_MAX_SGE;
     a->max_sge_rd          = SV_MAX_SGE;
     a->max_cq              = sv_g.max_cq;
     a->max_cqe             = sv_cq_max_cqe();
     a->max_mr              = sv_g.max_mr;
+    a->max_mw              = SV_MW_TBL - 1;
     a->max_pd              = 1 << 24;
     a->max_qp_rd_atom      = SV_MAX_RD_ATOM;
     a->max_ee_rd_atom      = 0;
@@ -202,8 +208,9 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     memset(&a, 0, sizeof(a));
     sv_device_attr(&a.orig_attr, sv_ctx(ctx)->dev);
     a.comp_mask                  = 0;
-    /* no IBV_DEVICE_XRC, MEM_WINDOW, MEM_MGT_EXTENSIONS, RAW_*: the same
-     * flags as ibv_query_device, none of the 64-bit-only ones */
+    /* no IBV_DEVICE_XRC, MEM_MGT_EXTENSIONS, RAW_*: the same flags as
+     * ibv_query_device (memory windows among them), none of the 64-bit-only
+     * ones */
     a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
     /* On-demand paging: softverbs pins nothing and reaches a peer's memory
      * with process_vm_*v, which faults pages in, so every MR behaves as an
@@ -411,7 +418,6 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port,
 /* ---------------------------------------------------------------------
  * Contexts
  * ------------------------------------------------------------------- */
-struct ibv_pd *sv_alloc_pd(struct ibv_context *ctx);
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
                                   struct ibv_cq_init_attr_ex *attr);
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
@@ -474,6 +480,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     v->get_srq_num     = sv_get_srq_num;
     v->query_rt_values = sv_query_rt_values;
     sv_obj_init_ops(v);
+    sv_pd_init_ops(v);
+    sv_mw_init_ops(v);
     return &v->context;
 
 err_close_async:

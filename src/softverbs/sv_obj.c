@@ -1,5 +1,6 @@
 /*
- * softverbs protection domains, memory regions, address handles.
+ * softverbs memory regions and address handles (protection domains are
+ * in sv_pd.c, memory windows in sv_mw.c).
  */
 #include "sv.h"
 
@@ -8,42 +9,6 @@
 #include <endian.h>
 #include <unistd.h>
 #include <sys/mman.h>
-
-/* ---------------------------------------------------------------------
- * PD
- * ------------------------------------------------------------------- */
-struct ibv_pd *sv_alloc_pd(struct ibv_context *ctx)
-{
-    struct sv_pd *pd = calloc(1, sizeof(*pd));
-
-    if (pd == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    sv_shm_lock();
-    pd->pd_id = sv_g.shm->next_pd_id++;
-    sv_shm_unlock();
-    pd->pd.context = ctx;
-    pd->pd.handle  = pd->pd_id;
-    return &pd->pd;
-}
-
-SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
-{
-    return sv_alloc_pd(ctx);
-}
-
-SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
-{
-    struct sv_pd *spd = sv_container_of(pd, struct sv_pd, pd);
-
-    /* man ibv_dealloc_pd: fails while any object is associated with it */
-    if (__atomic_load_n(&spd->refs, __ATOMIC_RELAXED) > 0) {
-        return EBUSY;
-    }
-    free(spd);
-    return 0;
-}
 
 static inline uint32_t sv_pd_id(struct ibv_pd *pd)
 {
@@ -137,6 +102,7 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t length,
     m->addr   = iova;
     m->len    = length;
     m->va     = (uintptr_t)addr;
+    m->num_mw = 0;
     /* release: fields are visible before lookups see in_use */
     __atomic_store_n(&m->in_use, 1, __ATOMIC_RELEASE);
     h->num_mr++;
@@ -180,6 +146,14 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
     struct sv_shm_mr *m = &sv_g.shm->mrs[mr->index];
 
     sv_shm_lock();
+    /* an MR with memory windows bound to it stays (rxe_dereg_mr: -EINVAL
+     * while num_mw > 0; IBTA vol 1 10.6.7: a window's MR must outlive the
+     * binding); the windows are unbound by invalidation, a bind of length
+     * 0 (type 1) or their deallocation */
+    if (m->in_use && (m->key == ibmr->lkey) && (m->num_mw > 0)) {
+        sv_shm_unlock();
+        return EINVAL;
+    }
     if (m->in_use && (m->key == ibmr->lkey)) {
         /* release: lookups after this see the key as invalid */
         __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);

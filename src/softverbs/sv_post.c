@@ -22,9 +22,42 @@ static int sv_opcode_ok(uint8_t type, enum ibv_wr_opcode op)
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
         return sv_qp_reliable(type);
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_SEND_WITH_INV:
+        /* UC and RC (ibv_post_send(3)'s table; mlx5's
+         * MLX5_SUPPORTED_SEND_OPS_FLAGS_RC/_UC); not on DCIs, where
+         * softverbs offers no window operation */
+        return (type == IBV_QPT_RC) || (type == IBV_QPT_UC);
     default:
         return 0;
     }
+}
+
+/* A local operation: executed by the requester, no packet, no data */
+static int sv_wr_is_local(enum ibv_wr_opcode op)
+{
+    return (op == IBV_WR_BIND_MW) || (op == IBV_WR_LOCAL_INV);
+}
+
+/* The window operation of a BIND_MW WR into w: the window is named by the
+ * key it has when the WR is posted (as rxe's provider and mlx5 put
+ * mw->rkey in the WQE), the new key is bind_mw.rkey. Everything else is
+ * checked when the WQE executes (a bind error completion, as rxe) */
+static int sv_post_bind(struct sv_swqe *w, const struct ibv_send_wr *wr)
+{
+    const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+
+    if (wr->bind_mw.mw == NULL) {
+        return EINVAL;
+    }
+    w->mw_rkey     = wr->bind_mw.mw->rkey;
+    w->rkey        = wr->bind_mw.rkey;
+    w->mr_lkey     = (bi->mr != NULL) ? bi->mr->lkey : 0;
+    w->remote_addr = bi->addr;
+    w->bind_len    = bi->length;
+    w->bind_access = bi->mw_access_flags;
+    return 0;
 }
 
 /* A WR built by the ibv_wr_* API, with room for its DC address */
@@ -61,7 +94,12 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
         return EINVAL;
     }
     w = sv_sq_wqe(qp, qp->sq_tail);
-    if ((wr->send_flags & IBV_SEND_INLINE) &&
+    if (sv_wr_is_local(wr->opcode)) {
+        if ((wr->opcode == IBV_WR_BIND_MW) && sv_post_bind(w, wr)) {
+            return EINVAL;
+        }
+        w->num_sge = 0;
+    } else if ((wr->send_flags & IBV_SEND_INLINE) &&
         (wr->opcode != IBV_WR_RDMA_READ) &&
         (wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP) &&
         (wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)) {
@@ -351,20 +389,49 @@ static void sv_wr_unsupported(struct ibv_qp_ex *q)
     sv_qpx(q)->wr_err = EOPNOTSUPP;
 }
 
+/* The window operations exist on RC and UC QPs (see sv_opcode_ok); a DCI
+ * has none (EOPNOTSUPP, as before softverbs had windows) */
+static struct ibv_send_wr *sv_wr_new_mw(struct ibv_qp_ex *q,
+                                        enum ibv_wr_opcode op)
+{
+    struct sv_qp *qp = sv_qpx(q);
+
+    if ((qp->sv_type != IBV_QPT_RC) && (qp->sv_type != IBV_QPT_UC)) {
+        sv_wr_unsupported(q);
+        return NULL;
+    }
+    return sv_wr_new(q, op);
+}
+
 static void sv_wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
-    sv_wr_unsupported(q);
+    struct ibv_send_wr *wr = sv_wr_new_mw(q, IBV_WR_SEND_WITH_INV);
+
+    if (wr) {
+        wr->invalidate_rkey = rkey;
+    }
 }
 
 static void sv_wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
-    sv_wr_unsupported(q);
+    struct ibv_send_wr *wr = sv_wr_new_mw(q, IBV_WR_LOCAL_INV);
+
+    if (wr) {
+        wr->invalidate_rkey = rkey;
+    }
 }
 
+/* ibv_wr_bind_mw(3): a type 2 bind (rkey: the window's new key) */
 static void sv_wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw,
                           uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
-    sv_wr_unsupported(q);
+    struct ibv_send_wr *wr = sv_wr_new_mw(q, IBV_WR_BIND_MW);
+
+    if (wr) {
+        wr->bind_mw.mw        = mw;
+        wr->bind_mw.rkey      = rkey;
+        wr->bind_mw.bind_info = *info;
+    }
 }
 
 static void sv_wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz,

@@ -168,8 +168,8 @@ static void sv_qp_free_shm(struct sv_qp *qp)
 /* The send operations softverbs executes per QP type through ibv_wr_*:
  * those of a ConnectX device (rdma-core providers/mlx5/qp.c,
  * MLX5_SUPPORTED_SEND_OPS_FLAGS_RC/_UC/_UD; rxe's check_qp_init_attr in
- * providers/rxe/rxe.c has the same per-type sets) less memory windows,
- * invalidation and TSO, which softverbs does not have */
+ * providers/rxe/rxe.c has the same per-type sets) less TSO, which softverbs
+ * does not have: memory windows and invalidation on RC and UC (sv_mw.c) */
 static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
 {
     uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -177,7 +177,9 @@ static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
     if (type == IBV_QPT_UD) {
         return ops;
     }
-    ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+           IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_LOCAL_INV |
+           IBV_QP_EX_WITH_BIND_MW;
     if (type == IBV_QPT_UC) {
         return ops;
     }
@@ -257,8 +259,9 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     /* An SRQ serves QPs of its own protection domain: its receive buffers
      * are registered there, and a QP of another PD receiving into them
      * would cross the PD boundary (IBA protection domains). Refused with
-     * EINVAL, as an invalid attribute of the request */
-    if (attr->srq && (attr->srq->pd != attr->pd)) {
+     * EINVAL, as an invalid attribute of the request. A parent domain is
+     * the domain of the PD it contains (sv_pd.c) */
+    if (attr->srq && (sv_pd(attr->srq->pd)->pd_id != sv_pd(attr->pd)->pd_id)) {
         errno = EINVAL;
         return NULL;
     }
@@ -382,9 +385,10 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     qp->sq_stride = (sizeof(struct sv_swqe) +
                      cap.max_send_sge * sizeof(struct ibv_sge) +
                      cap.max_inline_data + 7) & ~7u;
-    qp->sq = calloc(sq_size, qp->sq_stride);
+    /* from the parent domain's allocator, if it has one (sv_pd.c) */
+    qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
+                             MLX5DV_RES_TYPE_QP, &qp->sq_custom);
     if (qp->sq == NULL) {
-        errno = ENOMEM;
         goto err_free_qp;
     }
 
@@ -482,7 +486,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     return &qp->qpx.qp_base;
 
 err_free_sq:
-    free(qp->sq);
+    sv_pd_buf_free(attr->pd, qp->sq, MLX5DV_RES_TYPE_QP, qp->sq_custom);
 err_free_qp:
     free(qp);
     return NULL;
@@ -551,9 +555,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
         __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
     }
     sv_qp_free_shm(qp);
-    sv_pd_ref(ibqp->pd, -1);
     free(qp->wr_list);
-    free(qp->sq);
+    sv_pd_buf_free(ibqp->pd, qp->sq, MLX5DV_RES_TYPE_QP, qp->sq_custom);
+    sv_pd_ref(ibqp->pd, -1);
     free(qp);
     return 0;
 }

@@ -90,6 +90,10 @@ void sv_shm_recount(void)
         n += !!h->mrs[i].in_use;
     }
     h->num_mr = n;
+    for (i = n = 0; i < SV_MW_TBL; i++) {
+        n += !!h->mws[i].in_use;
+    }
+    h->num_mw = n;
 }
 
 /* Release every object of dead processes. Called with the lock held. */
@@ -139,6 +143,21 @@ void sv_shm_reap(void)
         if (m->in_use && dead[m->proc]) {
             __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
             h->num_mr--;
+        }
+    }
+    /* windows: a write of their sequence lock, so that a responder never
+     * reads a half-released window (sv_mw.c); an unfinished write of a
+     * dead writer is completed here */
+    for (i = 0; i < SV_MW_TBL; i++) {
+        struct sv_shm_mw *w = &h->mws[i];
+        if (w->in_use && dead[w->proc]) {
+            w->seq |= 1;
+            __atomic_thread_fence(__ATOMIC_RELEASE);
+            w->in_use = 0;
+            w->state  = SV_MW_INVALID;
+            w->len    = 0;
+            __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_RELEASE);
+            h->num_mw--;
         }
     }
     for (i = 0; i < SV_MCAST_TBL; i++) {

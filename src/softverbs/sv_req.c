@@ -163,6 +163,11 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
     struct sv_resp_req r;
     int need_write, cnt = 0;
 
+    /* local operations: no packet, done in order with the other WQEs
+     * (rxe_requester: WR_LOCAL_OP_MASK, rxe_do_local_ops) */
+    if ((w->opcode == IBV_WR_BIND_MW) || (w->opcode == IBV_WR_LOCAL_INV)) {
+        return sv_mw_local_op(qp, w);
+    }
     need_write = (w->opcode == IBV_WR_RDMA_READ) ||
                  (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
                  (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD);
@@ -254,6 +259,12 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
         return 1;
     case SV_RESP_LOC_LEN:
         *status = IBV_WC_LOC_LEN_ERR;
+        return 1;
+    case SV_RESP_MW_BIND:
+        *status = IBV_WC_MW_BIND_ERR;
+        return 1;
+    case SV_RESP_LOC_QP_OP:
+        *status = IBV_WC_LOC_QP_OP_ERR;
         return 1;
     case SV_RESP_LOC_PROT:
     default:

@@ -123,13 +123,21 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 }
 
 /* rkey check (IBA spec 9.7.4.1.4 / 10.6.3): valid key of the responder,
- * same PD as the QP, access right granted, range inside the region */
+ * same PD as the QP, access right granted, range inside the region. The
+ * key of a memory window is checked against the window (sv_mw.c, as rxe's
+ * check_rkey takes rkey_is_mw keys to rxe_lookup_mw) */
 static int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
                               uint64_t addr, uint64_t len, unsigned access,
                               struct iovec *riov)
 {
-    struct sv_shm_mr *m = sv_shm_mr_lookup(rkey);
+    struct sv_shm_mr *m;
 
+    if (sv_key_is_mw(rkey)) {
+        return (dq->access & access) ?
+               sv_mw_check_rkey(dq, rkey, addr, len, access, riov) :
+               SV_RESP_NAK_ACCESS;
+    }
+    m = sv_shm_mr_lookup(rkey);
     if (!(dq->access & access) || (m == NULL) || (m->pid != dq->pid) ||
         (m->pd_id != dq->pd_id) || !(m->access & access) ||
         (addr < m->addr) || (addr + len < addr) ||
@@ -253,6 +261,7 @@ struct sv_resp {
 static int sv_resp_needs_wqe(uint32_t opcode)
 {
     return (opcode == IBV_WR_SEND) || (opcode == IBV_WR_SEND_WITH_IMM) ||
+           (opcode == IBV_WR_SEND_WITH_INV) ||
            (opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 }
 
@@ -415,7 +424,8 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
                      IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
     rs->cqe.src_qp = rs->r->qp->shm->qpn;
     rs->cqe.slid   = sv_port_lid(rs->r->qp->shm->dev, rs->r->qp->shm->port);
-    if (rs->w->opcode != IBV_WR_SEND) {
+    if ((rs->w->opcode == IBV_WR_SEND_WITH_IMM) ||
+        (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
         rs->cqe.imm_data  = rs->w->imm_data;
         rs->cqe.wc_flags |= IBV_WC_WITH_IMM;
     }
@@ -488,6 +498,22 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
     if ((size_t)cap < len) {
         rs->cqe.status = IBV_WC_LOC_LEN_ERR;
         return sv_resp_recv_error(rs, SV_RESP_NAK_INV);
+    }
+    /* Send with Invalidate (IBTA vol 1 9.7.5, remote invalidate): the
+     * window of the IETH's rkey is invalidated before the receive
+     * completes, which then carries IBV_WC_WITH_INV and the key
+     * (invalidated_rkey). A key that cannot be invalidated completes the
+     * receive WQE with IBV_WC_REM_INV_REQ_ERR and takes an RC QP to ERR, as
+     * rxe (RESPST_ERR_INVALIDATE_RKEY, class J); the request is NAKed as
+     * an invalid request (rxe answers it with an ACK, leaving the requester
+     * unaware); nothing is placed */
+    if (rs->w->opcode == IBV_WR_SEND_WITH_INV) {
+        if (sv_mw_remote_invalidate(dq, rs->w->imm_data) < 0) {
+            rs->cqe.status = IBV_WC_REM_INV_REQ_ERR;
+            return sv_resp_recv_error(rs, SV_RESP_NAK_INV);
+        }
+        rs->cqe.imm_data  = rs->w->imm_data;
+        rs->cqe.wc_flags |= IBV_WC_WITH_INV;
     }
     if (ud) {
         sv_resp_build_grh(r, &grh, len - SV_GRH_LEN);
@@ -563,6 +589,7 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
     switch (w->opcode) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:
         return sv_resp_exec_send(rs);
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:

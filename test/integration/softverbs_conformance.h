@@ -209,6 +209,9 @@ extern const svt_case_t svt_cases_stress[];
 extern const svt_case_t svt_cases_ex[];
 extern const svt_case_t svt_cases_sys[];
 extern const svt_case_t svt_cases_feat[];
+extern const svt_case_t svt_cases_mw[];
+extern const svt_case_t svt_cases_mw_inv[];
+extern const svt_case_t svt_cases_pd[];
 #ifdef HAVE_MLX5DV
 extern const svt_case_t svt_cases_dc[];
 extern const svt_case_t svt_cases_dc_data[];

@@ -61,15 +61,17 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
               (unsigned long long)ax.device_cap_flags_ex,
               dev.attr.device_cap_flags);
     SVT_CHECK(!(dev.attr.device_cap_flags &
-                (IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW |
-                 IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-                 IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+                (IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
                  IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_RAW_MULTI |
                  IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_MANAGED_FLOW_STEERING)),
-              "device_cap_flags 0x%x claims XRC, memory windows, memory "
-              "management, raw or flow steering", dev.attr.device_cap_flags);
-    SVT_CHECK(dev.attr.max_mw == 0, "max_mw %d without memory windows",
-              dev.attr.max_mw);
+              "device_cap_flags 0x%x claims XRC, type 2A memory windows, "
+              "memory management, raw or flow steering",
+              dev.attr.device_cap_flags);
+    /* memory windows, type 1 and 2B, as rxe (the mw/ cases use them) */
+    SVT_CHECK((dev.attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+              (dev.attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
+              (dev.attr.max_mw > 0), "memory windows: device_cap_flags 0x%x, "
+              "max_mw %d", dev.attr.device_cap_flags, dev.attr.max_mw);
     SVT_CHECK(dev.attr.max_raw_ipv6_qp == 0 && dev.attr.max_raw_ethy_qp == 0,
               "raw QPs %d/%d", dev.attr.max_raw_ipv6_qp,
               dev.attr.max_raw_ethy_qp);
@@ -359,8 +361,12 @@ static void svt_case_create_qp_ex_refused(svt_proc_t *p)
         {"UC with ATOMIC_FETCH_AND_ADD", IBV_QPT_UC,
          IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, 0, EOPNOTSUPP},
-        {"RC with LOCAL_INV", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+        {"UD with LOCAL_INV", IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
          IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV, 0, EOPNOTSUPP},
+        {"UD with BIND_MW", IBV_QPT_UD, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW, 0, EOPNOTSUPP},
+        {"RC with TSO", IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+         IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO, 0, EOPNOTSUPP},
     };
     struct ibv_qp_init_attr_ex init;
     struct ibv_cq *cq;
