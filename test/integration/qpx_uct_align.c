@@ -96,53 +96,6 @@ static ucs_status_t align_iface_open(uct_md_h md, const char *tl,
     return status;
 }
 
-/* An endpoint of a to b (and b's of a where the transport connects ep to
- * ep); 0 or -1 */
-static int align_connect(uct_iface_h a, uct_iface_h b, uct_ep_h *ab_p,
-                         uct_ep_h *ba_p)
-{
-    uint8_t dev_addr[256], iface_addr[256], ep_addr[256], ep_addr_b[256];
-    uct_iface_attr_t attr;
-    uct_ep_params_t p;
-
-    *ba_p = NULL;
-    if (uct_iface_query(b, &attr) ||
-        uct_iface_get_device_address(b, (uct_device_addr_t*)dev_addr)) {
-        return -1;
-    }
-    memset(&p, 0, sizeof(p));
-    p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-    if (attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) {
-        if (uct_iface_get_address(b, (uct_iface_addr_t*)iface_addr)) {
-            return -1;
-        }
-        p.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        p.iface       = a;
-        p.dev_addr    = (uct_device_addr_t*)dev_addr;
-        p.iface_addr  = (uct_iface_addr_t*)iface_addr;
-        return uct_ep_create(&p, ab_p) ? -1 : 0;
-    }
-
-    p.iface = a;
-    if (uct_ep_create(&p, ab_p)) {
-        return -1;
-    }
-    p.iface = b;
-    if (uct_ep_create(&p, ba_p) ||
-        uct_ep_get_address(*ab_p, (uct_ep_addr_t*)ep_addr) ||
-        uct_ep_get_address(*ba_p, (uct_ep_addr_t*)ep_addr_b) ||
-        uct_ep_connect_to_ep(*ba_p, (uct_device_addr_t*)dev_addr,
-                             (uct_ep_addr_t*)ep_addr)) {
-        return -1;
-    }
-    if (uct_iface_get_device_address(a, (uct_device_addr_t*)dev_addr)) {
-        return -1;
-    }
-    return uct_ep_connect_to_ep(*ab_p, (uct_device_addr_t*)dev_addr,
-                                (uct_ep_addr_t*)ep_addr_b) ? -1 : 0;
-}
-
 /* Send one AM of len bytes (zcopy from the registered buf), wait for it */
 static int align_send(uct_ep_h ep, align_rx_t *rx, int zcopy, uint8_t *buf,
                       uct_mem_h memh, size_t len)
@@ -197,7 +150,7 @@ static void align_case(uct_md_h md, const char *tl, const char *dev,
     }
     uct_iface_set_am_handler(recv_iface, ALIGN_AM_ID, align_am_cb, &rx, 0);
     uct_iface_query(send_iface, &attr);
-    if (align_connect(send_iface, recv_iface, &ep, &back)) {
+    if (qpx_uct_connect_pair(send_iface, recv_iface, &ep, &back)) {
         qpx_uct_report(0, "alignment %zu offset %zu: connect", align, offset);
         goto out;
     }

@@ -125,6 +125,51 @@ int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
     return 0;
 }
 
+int qpx_uct_connect_pair(uct_iface_h a, uct_iface_h b, uct_ep_h *ab_p,
+                         uct_ep_h *ba_p)
+{
+    uint8_t dev_addr[256], iface_addr[256], ep_addr[256], ep_addr_b[256];
+    uct_iface_attr_t attr;
+    uct_ep_params_t p;
+
+    *ba_p = NULL;
+    if (uct_iface_query(b, &attr) ||
+        uct_iface_get_device_address(b, (uct_device_addr_t*)dev_addr)) {
+        return -1;
+    }
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    if (attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) {
+        if (uct_iface_get_address(b, (uct_iface_addr_t*)iface_addr)) {
+            return -1;
+        }
+        p.field_mask |= UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        p.iface       = a;
+        p.dev_addr    = (uct_device_addr_t*)dev_addr;
+        p.iface_addr  = (uct_iface_addr_t*)iface_addr;
+        return uct_ep_create(&p, ab_p) ? -1 : 0;
+    }
+
+    p.iface = a;
+    if (uct_ep_create(&p, ab_p)) {
+        return -1;
+    }
+    p.iface = b;
+    if (uct_ep_create(&p, ba_p) ||
+        uct_ep_get_address(*ab_p, (uct_ep_addr_t*)ep_addr) ||
+        uct_ep_get_address(*ba_p, (uct_ep_addr_t*)ep_addr_b) ||
+        uct_ep_connect_to_ep(*ba_p, (uct_device_addr_t*)dev_addr,
+                             (uct_ep_addr_t*)ep_addr)) {
+        return -1;
+    }
+    if (uct_iface_get_device_address(a, (uct_device_addr_t*)dev_addr)) {
+        return -1;
+    }
+    return uct_ep_connect_to_ep(*ab_p, (uct_device_addr_t*)dev_addr,
+                                (uct_ep_addr_t*)ep_addr_b) ? -1 : 0;
+}
+
 int qpx_uct_xfer(int fd, void *p, size_t len, int out)
 {
     ssize_t n;

@@ -27,6 +27,14 @@ int qpx_uct_iface_open(uct_md_h md, const char *tl_name, const char *dev_name,
                        ucs_async_context_t **async_p, uct_worker_h *worker_p,
                        uct_iface_h *iface_p);
 
+/*
+ * An endpoint of interface a to interface b of the same process (and b's
+ * back to a where the transport connects endpoint to endpoint; else *ba_p
+ * is NULL). Returns 0 or -1.
+ */
+int qpx_uct_connect_pair(uct_iface_h a, uct_iface_h b, uct_ep_h *ab_p,
+                         uct_ep_h *ba_p);
+
 /* One check: "PASS: ..." or "FAIL: ..." (printf-style), counted in
  * qpx_uct_npass / qpx_uct_nfail for the closing "N passed, N failed" */
 extern int qpx_uct_npass, qpx_uct_nfail;

@@ -54,6 +54,10 @@ qpx_dc_ep_tx_begin(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     if (ucs_unlikely(ep->flags & QPX_DC_EP_FLAG_ERROR)) {
         return ep->status;
     }
+    /* Nothing of ep's queued before it (as qpx_rc_ep_can_send) */
+    if (ucs_unlikely(!qpx_ep_pending_is_clear(&iface->super, &ep->super))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
     if (ucs_unlikely(ep->dci == QPX_DC_DCI_NONE) &&
         (qpx_dc_iface_dci_get(iface, ep) != UCS_OK)) {
         return UCS_ERR_NO_RESOURCE;

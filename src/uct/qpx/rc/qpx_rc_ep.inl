@@ -25,6 +25,18 @@ qpx_rc_ep_has_tx_resources(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep)
 }
 
 
+/* A user operation may go now: resources, and no request of ep queued
+ * before it (a completion callback that sends while ep's pending request
+ * is still in progress must not overtake it: UCX's gtest
+ * test_uct_pending.send_ooo_with_comp) */
+static UCS_F_ALWAYS_INLINE int
+qpx_rc_ep_can_send(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep)
+{
+    return qpx_rc_ep_has_tx_resources(iface, ep) &&
+           qpx_ep_pending_is_clear(&iface->super, &ep->super);
+}
+
+
 /* Credits for one more active message */
 static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
                                                        qpx_rc_ep_t *ep)

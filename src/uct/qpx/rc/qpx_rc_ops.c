@@ -28,7 +28,7 @@ ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return qpx_param_length_error("put_short", length,
                                       iface->config.caps.max_put_short);
     }
-    if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep))) {
+    if (ucs_unlikely(!qpx_rc_ep_can_send(iface, ep))) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -51,7 +51,7 @@ ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     size_t length;
 
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -96,7 +96,7 @@ qpx_rc_ep_rdma_zcopy(qpx_rc_ep_t *ep, const char *op, enum ibv_wr_opcode opcode,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         ((comp != NULL) &&
          ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL))) {
         return UCS_ERR_NO_RESOURCE;
@@ -157,7 +157,7 @@ ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
         return qpx_param_length_error("get_bcopy", length,
                                       iface->config.caps.max_bcopy);
     }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -198,7 +198,7 @@ ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
         return qpx_param_length_error("am_short", sizeof(header) + length,
                                       iface->config.caps.max_am_short);
     }
-    if (ucs_unlikely(!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (ucs_unlikely(!qpx_rc_ep_can_send(iface, ep) ||
                      !qpx_rc_ep_has_fc_credits(iface, ep))) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -236,7 +236,7 @@ ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
         return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
     }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -298,7 +298,7 @@ ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         !qpx_rc_ep_has_fc_credits(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -343,7 +343,7 @@ qpx_rc_ep_atomic(qpx_rc_ep_t *ep, enum ibv_wr_opcode opcode, uint64_t add,
         return iface->config.caps.atomics ? UCS_ERR_INVALID_PARAM :
                                        UCS_ERR_UNSUPPORTED;
     }
-    if (!qpx_rc_ep_has_tx_resources(iface, ep) ||
+    if (!qpx_rc_ep_can_send(iface, ep) ||
         ((desc = qpx_iface_tx_desc_get(&iface->super)) == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
