@@ -79,6 +79,15 @@ void qpx_op_comp_release(qpx_op_t *op, ucs_status_t status);
 void qpx_op_get_bcopy(qpx_op_t *op, ucs_status_t status);
 void qpx_op_atomic_fetch(qpx_op_t *op, ucs_status_t status);
 
+/*
+ * The endpoint of op is destroyed before op completes: its user completion
+ * runs now, with UCS_ERR_CANCELED (UCT: uct_ep_destroy completes what is
+ * outstanding; nothing of the endpoint's is called after it), and what is
+ * left (the buffer the device may still read) is released when the device
+ * completes the request, as canceled (no unpack, no result written).
+ */
+void qpx_op_orphan(qpx_op_t *op);
+
 
 /* Queue op on ops (posted with request sn), to run with cb */
 static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,

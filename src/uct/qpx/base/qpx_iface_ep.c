@@ -169,8 +169,20 @@ void qpx_op_release(qpx_op_t *op, ucs_status_t status)
 
 void qpx_op_comp_release(qpx_op_t *op, ucs_status_t status)
 {
-    qpx_invoke_completion(op->comp, status);
+    if (op->comp != NULL) { /* NULL: completed already (qpx_op_orphan) */
+        qpx_invoke_completion(op->comp, status);
+    }
     ucs_mpool_put(ucs_container_of(op, qpx_tx_desc_t, op));
+}
+
+
+void qpx_op_orphan(qpx_op_t *op)
+{
+    op->canceled = 1;
+    if (op->comp != NULL) {
+        qpx_invoke_completion(op->comp, UCS_ERR_CANCELED);
+        op->comp = NULL;
+    }
 }
 
 

@@ -80,8 +80,18 @@ UCS_CLASS_CLEANUP_FUNC(qpx_dc_ep_t)
 {
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(self);
 
-    /* Its operations still on a DCI name it by id only: they complete
-     * without it (the table no longer finds it) */
+    qpx_op_t *op;
+
+    /* Its operations still on a DCI name it by id only: their user
+     * completions run now, as canceled (UCT: uct_ep_destroy completes what
+     * is outstanding), their buffers go when the DCI completes them */
+    if (self->dci != QPX_DC_DCI_NONE) {
+        ucs_list_for_each(op, &iface->dcis[self->dci].ops, list) {
+            if (op->ep_id == self->id) {
+                qpx_op_orphan(op);
+            }
+        }
+    }
     qpx_dc_iface_dci_detach(iface, self);
     qpx_dc_ep_dci_unwait(iface, self);
     if (self->flags & QPX_DC_EP_FLAG_WAITING) {

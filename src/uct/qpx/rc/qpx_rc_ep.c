@@ -111,17 +111,10 @@ err_put_qp:
 }
 
 
-static void qpx_rc_op_drop(qpx_op_t *op)
-{
-    /* The user destroyed the endpoint: completions are not called, only our
-     * buffers are released */
-    ucs_mpool_put(ucs_container_of(op, qpx_tx_desc_t, op));
-}
-
-
 UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
 {
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(self);
+    ucs_list_link_t ops;
     qpx_op_t *op;
 
     qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
@@ -129,10 +122,11 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
         iface->rx_cache.ep = NULL;
     }
 
-    while (!ucs_list_is_empty(&self->tx.ops)) {
-        op = ucs_list_extract_head(&self->tx.ops, qpx_op_t, list);
-        qpx_rc_op_drop(op);
-    }
+    /* What is outstanding completes as canceled, once the QP is reset
+     * below (the device reads none of its buffers after that) */
+    ucs_list_head_init(&ops);
+    ucs_list_splice_tail(&ops, &self->tx.ops);
+    ucs_list_head_init(&self->tx.ops);
 
     /* Requests that will never be polled are no longer outstanding */
     iface->tx_unacked -= self->tx.sn - self->tx.acked_sn;
@@ -152,6 +146,14 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
      * new endpoint: it comes through our QP, now reset (or reconnected to
      * another peer, whose packets only it accepts) */
     ucs_mpool_put(self->fc.ctl);
+
+    /* UCT: uct_ep_destroy completes the endpoint's outstanding operations
+     * (UCX's gtest test_uct_ep.destroy_entity_after_send); they were
+     * dropped without their completions */
+    while (!ucs_list_is_empty(&ops)) {
+        op = ucs_list_extract_head(&ops, qpx_op_t, list);
+        op->cb(op, UCS_ERR_CANCELED);
+    }
     ucs_debug("qpx_rc ep %p destroyed", self);
 }
 

@@ -1,0 +1,165 @@
+/*
+ * uct_ep_destroy completes what is outstanding (UCX's gtest
+ * test_uct_ep.destroy_entity_after_send), one process, two interfaces of
+ * one transport on one worker:
+ *   qpx_uct_destroy_comp -x TL [-d DEV]
+ * Zero-copy active messages of the largest size until the send queue is
+ * full, then the endpoint is destroyed without a flush: by the time
+ * uct_ep_destroy returns, every completion has been called (with
+ * UCS_ERR_CANCELED or, for what finished, UCS_OK), and none is called
+ * after it, however long the worker progresses. Ten rounds, a new
+ * endpoint each. Prints "N passed, N failed"; exit 0 when none failed, 77
+ * without TL.
+ */
+#include "qpx_uct_open.h"
+
+#include <ucs/sys/math.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DESTROY_AM_ID 3
+#define DESTROY_BUF   (256 * 1024)
+
+typedef struct {
+    uct_completion_t super;
+    int              destroyed;  /* the endpoint is gone */
+    int              late;       /* calls after that */
+    int              canceled;
+} destroy_comp_t;
+
+static void destroy_comp_cb(uct_completion_t *self)
+{
+    destroy_comp_t *comp = ucs_container_of(self, destroy_comp_t, super);
+
+    comp->late     += comp->destroyed;
+    comp->canceled += (self->status == UCS_ERR_CANCELED);
+}
+
+static ucs_status_t destroy_am_cb(void *arg, void *data, size_t length,
+                                  unsigned flags)
+{
+    return UCS_OK;
+}
+
+int main(int argc, char **argv)
+{
+    const char *tl = NULL, *dev = "softverbs0:1";
+    uct_iface_h send_iface, recv_iface;
+    uct_iface_params_t params;
+    uct_iface_config_t *config;
+    ucs_async_context_t *async;
+    uct_iface_attr_t attr;
+    uct_component_h comp_h;
+    uct_worker_h worker;
+    destroy_comp_t comp;
+    ucs_status_t status;
+    uct_ep_h ep, back;
+    uct_mem_h memh;
+    uct_md_h md;
+    uct_iov_t iov;
+    int opt, ret, round, posted, i;
+    void *buf;
+
+    while ((opt = getopt(argc, argv, "x:d:")) != -1) {
+        if (opt == 'x') {
+            tl = optarg;
+        } else if (opt == 'd') {
+            dev = optarg;
+        }
+    }
+    if (tl == NULL) {
+        fprintf(stderr, "usage: %s -x TL [-d DEV]\n", argv[0]);
+        return 2;
+    }
+    ret = qpx_uct_md_open(tl, dev, &comp_h, &md);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl;
+    params.mode.device.dev_name = dev;
+    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                  &async) != UCS_OK) ||
+        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) != UCS_OK) ||
+        (uct_md_iface_config_read(md, tl, NULL, NULL, &config) != UCS_OK) ||
+        (uct_iface_open(md, worker, &params, config, &send_iface) != UCS_OK) ||
+        (uct_iface_open(md, worker, &params, config, &recv_iface) != UCS_OK) ||
+        (uct_iface_query(send_iface, &attr) != UCS_OK) ||
+        (posix_memalign(&buf, 4096, DESTROY_BUF) != 0) ||
+        (uct_md_mem_reg(md, buf, DESTROY_BUF, UCT_MD_MEM_ACCESS_ALL,
+                        &memh) != UCS_OK)) {
+        fprintf(stderr, "setup failed\n");
+        return 1;
+    }
+    uct_config_release(config);
+    uct_iface_progress_enable(send_iface, UCT_PROGRESS_SEND |
+                                          UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(recv_iface, UCT_PROGRESS_SEND |
+                                          UCT_PROGRESS_RECV);
+    uct_iface_set_am_handler(recv_iface, DESTROY_AM_ID, destroy_am_cb, NULL,
+                             0);
+    if (!(attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
+        printf("SKIP: %s has no am_zcopy\n", tl);
+        return 77;
+    }
+
+    iov.buffer = buf;
+    iov.length = ucs_min(attr.cap.am.max_zcopy, DESTROY_BUF);
+    iov.memh   = memh;
+    iov.stride = 0;
+    iov.count  = 1;
+    for (round = 0; round < 10; ++round) {
+        if (qpx_uct_connect_pair(send_iface, recv_iface, &ep, &back)) {
+            qpx_uct_report(0, "round %d: connect", round);
+            break;
+        }
+        memset(&comp, 0, sizeof(comp));
+        comp.super.func   = destroy_comp_cb;
+        comp.super.status = UCS_OK;
+        for (posted = 0, i = 0; (posted < 10000) && (i < 1000000); ++i) {
+            ++comp.super.count;
+            status = uct_ep_am_zcopy(ep, DESTROY_AM_ID, NULL, 0, &iov, 1, 0,
+                                     &comp.super);
+            if (status != UCS_INPROGRESS) {
+                --comp.super.count;
+            }
+            if ((status == UCS_INPROGRESS) || (status == UCS_OK)) {
+                ++posted;
+            } else if ((status == UCS_ERR_NO_RESOURCE) && (posted == 0)) {
+                uct_worker_progress(worker); /* still connecting */
+            } else {
+                break; /* the queue is full */
+            }
+        }
+        uct_ep_destroy(ep); /* no flush */
+        comp.destroyed = 1;
+        qpx_uct_report(comp.super.count == 0,
+                       "round %d: %d posted, %d outstanding after "
+                       "uct_ep_destroy (%d canceled)", round, posted,
+                       comp.super.count, comp.canceled);
+        for (i = 0; i < 200000; ++i) {
+            uct_worker_progress(worker);
+        }
+        qpx_uct_report(comp.late == 0, "round %d: %d completions called "
+                       "after uct_ep_destroy", round, comp.late);
+        if (back != NULL) {
+            uct_ep_destroy(back);
+        }
+    }
+
+    uct_md_mem_dereg(md, memh);
+    free(buf);
+    uct_iface_close(recv_iface);
+    uct_iface_close(send_iface);
+    uct_worker_destroy(worker);
+    ucs_async_context_destroy(async);
+    uct_md_close(md);
+    printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
+    return (qpx_uct_nfail == 0) ? 0 : 1;
+}
