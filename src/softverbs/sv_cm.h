@@ -103,6 +103,12 @@ struct sv_cm_id {
     uint8_t              peer_rnr_retry;
     uint8_t              peer_retry;
     uint32_t             psn;
+    /* the RDMA read/atomic resources of the connection, librdmacm's
+     * id_priv->responder_resources/initiator_depth and the kernel CM's
+     * cm_id_priv ones (sv_cm_conn.c, sv_cm_resources): the QP's
+     * max_dest_rd_atomic at RTR and max_rd_atomic at RTS */
+    uint8_t              resp_res;
+    uint8_t              init_depth;
     struct rdma_conn_param conn;      /* ours, from connect or accept */
     uint8_t              rx[512];     /* partial message being read */
     uint32_t             rx_len;

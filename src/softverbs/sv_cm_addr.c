@@ -249,93 +249,167 @@ SV_CM_EXPORT void rdma_free_devices(struct ibv_context **list)
     free(list);
 }
 
-/* The QP type of an rdma_getaddrinfo result, as librdmacm derives it
- * (rdma-core librdmacm/addrinfo.c, ucma_convert_to_ai and
- * ucma_convert_to_rai): the hints' if given, else from the socket type
- * getaddrinfo(3) answers for the port space's protocol: UDP (RDMA_PS_UDP,
- * _IPOIB) gives datagrams, a UD QP; TCP or none a stream, RC. A multicast
- * group (mckey's rdma_getaddrinfo with RDMA_PS_UDP) thus comes back UD. */
-static enum ibv_qp_type sv_cm_gai_qp_type(const struct rdma_addrinfo *hints)
+/* getaddrinfo(3) hints for an rdma_getaddrinfo call, as librdmacm's
+ * ucma_convert_to_ai makes them (rdma-core 44 librdmacm/addrinfo.c): the
+ * passive and numeric flags, the family (not AF_IB), the socket type of
+ * the QP type (RC/UC/XRC a stream, UD datagrams) and the protocol of the
+ * port space (TCP, UDP for RDMA_PS_UDP/_IPOIB, RDMA_PS_IB as the socket
+ * type says). */
+static void sv_cm_gai_hints(struct addrinfo *ai,
+                            const struct rdma_addrinfo *hints)
 {
-    if (hints == NULL) {
-        return IBV_QPT_RC;
+    memset(ai, 0, sizeof(*ai));
+    ai->ai_flags = ((hints->ai_flags & RAI_PASSIVE) ? AI_PASSIVE : 0) |
+                   ((hints->ai_flags & RAI_NUMERICHOST) ? AI_NUMERICHOST : 0);
+    if (hints->ai_family != AF_IB) {
+        ai->ai_family = hints->ai_family;
     }
-    if (hints->ai_qp_type) {
-        return hints->ai_qp_type;
+    switch (hints->ai_qp_type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+        ai->ai_socktype = SOCK_STREAM;
+        break;
+    case IBV_QPT_UD:
+        ai->ai_socktype = SOCK_DGRAM;
+        break;
+    default:
+        break;
     }
-    return ((hints->ai_port_space == RDMA_PS_UDP) ||
-            (hints->ai_port_space == RDMA_PS_IPOIB)) ? IBV_QPT_UD :
-           IBV_QPT_RC;
+    switch (hints->ai_port_space) {
+    case RDMA_PS_TCP:
+        ai->ai_protocol = IPPROTO_TCP;
+        break;
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB:
+        ai->ai_protocol = IPPROTO_UDP;
+        break;
+    case RDMA_PS_IB:
+        ai->ai_protocol = (ai->ai_socktype == SOCK_STREAM) ? IPPROTO_TCP :
+                          (ai->ai_socktype == SOCK_DGRAM) ? IPPROTO_UDP : 0;
+        break;
+    default:
+        break;
+    }
 }
 
-/* man rdma_getaddrinfo: numeric and named hosts through getaddrinfo(3),
- * one rdma_addrinfo per result, RC over RDMA_PS_TCP unless the hints say
- * otherwise; RAI_PASSIVE gives a source address to bind */
+static int sv_cm_gai_copy(struct sockaddr **dst, socklen_t *dst_len,
+                          const struct sockaddr *src, socklen_t len)
+{
+    *dst = malloc(len);
+    if (*dst == NULL) {
+        return ENOMEM;
+    }
+    memcpy(*dst, src, len);
+    *dst_len = len;
+    return 0;
+}
+
+/*
+ * rdma_getaddrinfo, as rdma-core 44's (librdmacm/addrinfo.c,
+ * rdma_getaddrinfo, ucma_getaddrinfo, ucma_convert_to_rai):
+ *
+ *   no node, no service, no hints        -> EINVAL
+ *   a node or a service (RESOLVE)        -> getaddrinfo(3), and ONE result
+ *       made of its first answer: the hints' QP type, else RC for a
+ *       stream and UD for datagrams; the hints' port space, else TCP or
+ *       UDP from the protocol (a multicast group with RDMA_PS_UDP comes
+ *       back UD, as mckey needs); the address as the source with
+ *       RAI_PASSIVE, else as the destination
+ *   neither (FROM_HINTS)                 -> the hints' flags, family, QP
+ *       type, port space and destination address: nothing is looked up.
+ *       libfabric's verbs provider asks so for the source address it
+ *       already holds (vrb_get_rdmacm_rai: node and service NULL,
+ *       ai_src_addr set, RAI_PASSIVE): ofi_rxm's fi_domain and
+ *       fi_pingpong's server took this path, which softverbs answered
+ *       with getaddrinfo(NULL, NULL) = EAI_NONAME, ENODEV
+ *   then, either way                     -> the hints' source address
+ *       when the result has none
+ *
+ * A getaddrinfo(3) failure returns its EAI_ code with errno ENODEV (or
+ * getaddrinfo's own errno for EAI_SYSTEM); librdmacm leaves errno as
+ * getaddrinfo left it. ibacm's AF_IB path records (ucma_ib_resolve) are
+ * never added: no ibacm here.
+ */
+enum sv_cm_gai_mode {
+    SV_CM_GAI_RESOLVE,
+    SV_CM_GAI_FROM_HINTS,
+};
+
 SV_CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
                                   const struct rdma_addrinfo *hints,
                                   struct rdma_addrinfo **res)
 {
-    struct addrinfo ai_hints, *ai = NULL, *a;
-    struct rdma_addrinfo *head = NULL, **tail = &head, *r;
-    int passive = hints && (hints->ai_flags & RAI_PASSIVE);
-    int ret;
+    static const struct rdma_addrinfo nohints;
+    enum sv_cm_gai_mode mode;
+    struct addrinfo ai_hints, *ai = NULL;
+    struct rdma_addrinfo *r;
+    int ret = 0;
 
-    memset(&ai_hints, 0, sizeof(ai_hints));
-    ai_hints.ai_family   = hints ? hints->ai_family : AF_UNSPEC;
-    ai_hints.ai_socktype = SOCK_STREAM;
-    ai_hints.ai_flags    = (passive ? AI_PASSIVE : 0) |
-                           ((hints && (hints->ai_flags & RAI_NUMERICHOST)) ?
-                            AI_NUMERICHOST : 0);
-    if ((ai_hints.ai_family != AF_INET) && (ai_hints.ai_family != AF_INET6)) {
-        ai_hints.ai_family = AF_UNSPEC;
+    if ((node == NULL) && (service == NULL) && (hints == NULL)) {
+        errno = EINVAL;
+        return -1;
     }
-    ret = getaddrinfo(node, service, &ai_hints, &ai);
-    if (ret != 0) {
-        errno = (ret == EAI_SYSTEM) ? errno : ENODEV;
-        return ret;
-    }
-    for (a = ai; a != NULL; a = a->ai_next) {
-        r = calloc(1, sizeof(*r));
-        if (r == NULL) {
-            break;
-        }
-        r->ai_flags      = hints ? hints->ai_flags : 0;
-        r->ai_family     = a->ai_family;
-        r->ai_qp_type    = sv_cm_gai_qp_type(hints);
-        r->ai_port_space = (hints && hints->ai_port_space) ?
-                           hints->ai_port_space :
-                           (r->ai_qp_type == IBV_QPT_UD) ? RDMA_PS_UDP :
-                           RDMA_PS_TCP;
-        if (passive) {
-            r->ai_src_len  = a->ai_addrlen;
-            r->ai_src_addr = malloc(a->ai_addrlen);
-            if (r->ai_src_addr != NULL) {
-                memcpy(r->ai_src_addr, a->ai_addr, a->ai_addrlen);
-            }
-        } else {
-            r->ai_dst_len  = a->ai_addrlen;
-            r->ai_dst_addr = malloc(a->ai_addrlen);
-            if (r->ai_dst_addr != NULL) {
-                memcpy(r->ai_dst_addr, a->ai_addr, a->ai_addrlen);
-            }
-            if (hints && hints->ai_src_addr) {
-                r->ai_src_len  = hints->ai_src_len;
-                r->ai_src_addr = malloc(hints->ai_src_len);
-                if (r->ai_src_addr != NULL) {
-                    memcpy(r->ai_src_addr, hints->ai_src_addr,
-                           hints->ai_src_len);
-                }
-            }
-        }
-        *tail = r;
-        tail  = &r->ai_next;
-    }
-    freeaddrinfo(ai);
-    if (head == NULL) {
+    mode = ((node != NULL) || (service != NULL)) ? SV_CM_GAI_RESOLVE :
+           SV_CM_GAI_FROM_HINTS;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
         errno = ENOMEM;
         return -1;
     }
-    *res = head;
+    switch (mode) {
+    case SV_CM_GAI_RESOLVE:
+        if (hints != NULL) {
+            sv_cm_gai_hints(&ai_hints, hints);
+        }
+        ret = getaddrinfo(node, service, hints ? &ai_hints : NULL, &ai);
+        if (ret != 0) {
+            errno = (ret == EAI_SYSTEM) ? errno : ENODEV;
+            free(r);
+            return ret;
+        }
+        if (hints == NULL) {
+            hints = &nohints;
+        }
+        r->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type :
+                        (ai->ai_socktype == SOCK_STREAM) ? IBV_QPT_RC :
+                        (ai->ai_socktype == SOCK_DGRAM) ? IBV_QPT_UD : 0;
+        r->ai_port_space = hints->ai_port_space ? hints->ai_port_space :
+                           (ai->ai_protocol == IPPROTO_TCP) ? RDMA_PS_TCP :
+                           (ai->ai_protocol == IPPROTO_UDP) ? RDMA_PS_UDP : 0;
+        r->ai_family = ai->ai_family;
+        if (ai->ai_flags & AI_PASSIVE) {
+            r->ai_flags = RAI_PASSIVE;
+            ret = sv_cm_gai_copy(&r->ai_src_addr, &r->ai_src_len,
+                                 ai->ai_addr, ai->ai_addrlen);
+        } else {
+            ret = sv_cm_gai_copy(&r->ai_dst_addr, &r->ai_dst_len,
+                                 ai->ai_addr, ai->ai_addrlen);
+        }
+        freeaddrinfo(ai);
+        break;
+    case SV_CM_GAI_FROM_HINTS:
+        r->ai_flags      = hints->ai_flags;
+        r->ai_family     = hints->ai_family;
+        r->ai_qp_type    = hints->ai_qp_type;
+        r->ai_port_space = hints->ai_port_space;
+        if (hints->ai_dst_len) {
+            ret = sv_cm_gai_copy(&r->ai_dst_addr, &r->ai_dst_len,
+                                 hints->ai_dst_addr, hints->ai_dst_len);
+        }
+        break;
+    }
+    if ((ret == 0) && !r->ai_src_len && hints->ai_src_len) {
+        ret = sv_cm_gai_copy(&r->ai_src_addr, &r->ai_src_len,
+                             hints->ai_src_addr, hints->ai_src_len);
+    }
+    if (ret != 0) {
+        rdma_freeaddrinfo(r);
+        errno = ret;
+        return -1;
+    }
+    *res = r;
     return 0;
 }
 

@@ -565,12 +565,19 @@ static struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id)
 
 /* man rdma_migrate_id: the id moves to another channel with its events,
  * those already reported on the old one and not yet got included (as the
- * kernel moves them); its socket is watched there */
+ * kernel moves them); its socket is watched there. A synchronous id's own
+ * channel is destroyed, as librdmacm's rdma_migrate_id does (rdma-core 44
+ * librdmacm/cma.c: rdma_destroy_event_channel of the old channel when
+ * id_priv->sync): libfabric's verbs provider makes each endpoint's id
+ * synchronous (vrb_create_ep) and migrates it to its event queue's
+ * channel, and every endpoint left two descriptors behind */
 static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
                                 struct rdma_event_channel *channel)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id), **pp;
     struct sv_cm_channel *to = (struct sv_cm_channel *)channel;
+    struct sv_cm_channel *from = id->chan;
+    int was_sync = id->sync;
     struct sv_cm_event *ev, *next;
 
     if (to == NULL) {
@@ -598,6 +605,9 @@ static int sv_cm_api_migrate_id(struct rdma_cm_id *cm_id,
     }
     if (id->sock >= 0) {
         sv_cm_channel_watch(id, id->sock);
+    }
+    if (was_sync && (from != to)) {
+        sv_cm_channel_free(from);
     }
     return 0;
 }

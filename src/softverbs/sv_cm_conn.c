@@ -68,6 +68,8 @@
 #define SV_CM_REJ_INVALID_SERVICE_ID 8   /* IBA table 112, reject reasons */
 #define SV_CM_REJ_TIMEOUT            1
 #define SV_CM_REJ_CONSUMER_DEFINED   28
+/* the device's max_qp_rd_atom, should its query fail (sv_dev.c) */
+#define SV_CM_RD_ATOM_DEFAULT 16
 #define SV_CM_SIDR_UNSUPPORTED       1   /* IBA table 124, SIDR REP status */
 #define SV_CM_SIDR_REJECT            2
 #define SV_CM_UDP_QKEY 0x01234567        /* RDMA_UDP_QKEY of rdma-core */
@@ -268,6 +270,86 @@ static void sv_cm_event_ud(struct sv_cm_id *id, enum rdma_cm_event_type t,
     sv_cm_event_queue(ev);
 }
 
+/*
+ * The RDMA read/atomic resources of a connection, as librdmacm and the
+ * kernel's CM agree them (rdma-core 44 librdmacm/cma.c: ucma_valid_param,
+ * rdma_connect, rdma_accept, ucma_process_conn_req; Linux
+ * drivers/infiniband/core/cm.c: cm_req_handler, cm_rep_handler):
+ *
+ *   rdma_connect   resp_res, init_depth = the param's, where
+ *                  RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH (0xff) or no
+ *                  param means the device's max_qp_rd_atom /
+ *                  max_qp_init_rd_atom; the REQ carries them
+ *   REQ received   resp_res = the REQ's initiator depth, init_depth = its
+ *                  responder resources (what CONNECT_REQUEST shows)
+ *   rdma_accept    the param's, where 0xff or no param means the REQ's
+ *                  (above) capped at the device's; the REP carries them
+ *   REP received   swapped from the REP as from a REQ
+ *
+ * RTR takes resp_res as max_dest_rd_atomic, RTS init_depth as
+ * max_rd_atomic (sv_cm_qp.c). For an RDMA_PS_TCP id a value other than
+ * 0xff above the device's limit is EINVAL, and so is connecting or
+ * accepting without QP and without param (ucma_valid_param).
+ * libfabric's verbs provider passes 0xff for both
+ * (vrb_ep_prepare_rdma_cm_param); softverbs gave 255 to the QP as
+ * max_dest_rd_atomic and the modify to RTR failed: rdma_accept EINVAL.
+ */
+static void sv_cm_dev_rd_atom(struct sv_cm_id *id, uint8_t *max_resp,
+                              uint8_t *max_init)
+{
+    struct ibv_device_attr da;
+
+    if ((id->id.verbs == NULL) || (ibv_query_device(id->id.verbs, &da) != 0)) {
+        da.max_qp_rd_atom      = SV_CM_RD_ATOM_DEFAULT;
+        da.max_qp_init_rd_atom = SV_CM_RD_ATOM_DEFAULT;
+    }
+    /* uint8_t, as librdmacm's cma_dev keeps them */
+    *max_resp = (uint8_t)da.max_qp_rd_atom;
+    *max_init = (uint8_t)da.max_qp_init_rd_atom;
+}
+
+static int sv_cm_valid_param(struct sv_cm_id *id,
+                             const struct rdma_conn_param *param,
+                             uint8_t max_resp, uint8_t max_init)
+{
+    if (id->id.ps != RDMA_PS_TCP) {
+        return 0;
+    }
+    if ((id->id.qp == NULL) && (param == NULL)) {
+        return EINVAL;
+    }
+    if (param == NULL) {
+        return 0;
+    }
+    if (((param->responder_resources != RDMA_MAX_RESP_RES) &&
+         (param->responder_resources > max_resp)) ||
+        ((param->initiator_depth != RDMA_MAX_INIT_DEPTH) &&
+         (param->initiator_depth > max_init))) {
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* rdma_connect (accept = 0) or rdma_accept (1): the resources the REQ or
+ * REP will carry */
+static void sv_cm_resources(struct sv_cm_id *id,
+                            const struct rdma_conn_param *param, int accept,
+                            uint8_t max_resp, uint8_t max_init)
+{
+    if ((param != NULL) && (param->responder_resources != RDMA_MAX_RESP_RES)) {
+        id->resp_res = param->responder_resources;
+    } else {
+        id->resp_res = (accept && (id->resp_res < max_resp)) ? id->resp_res :
+                       max_resp;
+    }
+    if ((param != NULL) && (param->initiator_depth != RDMA_MAX_INIT_DEPTH)) {
+        id->init_depth = param->initiator_depth;
+    } else {
+        id->init_depth = (accept && (id->init_depth < max_init)) ?
+                         id->init_depth : max_init;
+    }
+}
+
 static void sv_cm_take_peer(struct sv_cm_id *id, const struct sv_cm_msg *m)
 {
     id->peer_qpn        = m->qpn;
@@ -276,6 +358,9 @@ static void sv_cm_take_peer(struct sv_cm_id *id, const struct sv_cm_msg *m)
     id->peer_gid        = m->gid;
     id->peer_resp_res   = m->resp_res;
     id->peer_init_depth = m->init_depth;
+    /* the peer's resources seen from here (cm_req_handler, cm_rep_handler) */
+    id->resp_res        = m->init_depth;
+    id->init_depth      = m->resp_res;
     id->peer_retry      = m->retry;
     id->peer_rnr_retry  = m->rnr_retry;
 }
@@ -539,6 +624,7 @@ static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
+    uint8_t max_resp, max_init;
 
     if ((id == NULL) || (id->state != SV_CM_ROUTE_RESOLVED) ||
         ((param != NULL) &&
@@ -549,6 +635,12 @@ static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
         errno = EINVAL;
         return -1;
     }
+    sv_cm_dev_rd_atom(id, &max_resp, &max_init);
+    if (sv_cm_valid_param(id, param, max_resp, max_init) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_resources(id, param, 0, max_resp, max_init);
     if (param != NULL) {
         id->conn = *param;
     } else {
@@ -576,8 +668,8 @@ static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
                                              SV_CM_MSG_REQ,
                    id->conn.private_data, id->conn.private_data_len);
     m.qpn        = cm_id->qp ? cm_id->qp->qp_num : id->conn.qp_num;
-    m.resp_res   = id->conn.responder_resources;
-    m.init_depth = id->conn.initiator_depth;
+    m.resp_res   = id->resp_res;
+    m.init_depth = id->init_depth;
     m.retry      = id->conn.retry_count & 7;
     m.rnr_retry  = id->conn.rnr_retry_count & 7;
     id->conn.private_data = NULL; /* the user's buffer is not kept */
@@ -605,11 +697,17 @@ static int sv_cm_api_accept(struct rdma_cm_id *cm_id,
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
     struct sv_cm_msg m;
+    uint8_t max_resp, max_init;
 
     if ((id == NULL) || (id->state != SV_CM_REQ_RCVD) ||
         ((param != NULL) &&
          (param->private_data_len > (sv_cm_is_ud(id) ? SV_CM_SIDR_REP_PRIV :
                                                        SV_CM_REP_PRIV)))) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_dev_rd_atom(id, &max_resp, &max_init);
+    if (sv_cm_valid_param(id, param, max_resp, max_init) != 0) {
         errno = EINVAL;
         return -1;
     }
@@ -631,14 +729,15 @@ static int sv_cm_api_accept(struct rdma_cm_id *cm_id,
         memset(&id->conn, 0, sizeof(id->conn));
         id->conn.rnr_retry_count = 7;
     }
+    sv_cm_resources(id, param, 1, max_resp, max_init);
     if ((cm_id->qp != NULL) && (sv_cm_qp_to_rtr_rts(id) != 0)) {
         return -1;
     }
     sv_cm_msg_init(id, &m, SV_CM_MSG_REP, param ? param->private_data : NULL,
                    param ? param->private_data_len : 0);
     m.qpn        = cm_id->qp ? cm_id->qp->qp_num : id->conn.qp_num;
-    m.resp_res   = id->conn.responder_resources;
-    m.init_depth = id->conn.initiator_depth;
+    m.resp_res   = id->resp_res;
+    m.init_depth = id->init_depth;
     m.rnr_retry  = id->conn.rnr_retry_count & 7;
     id->conn.private_data = NULL;
     id->state = SV_CM_REP_SENT;

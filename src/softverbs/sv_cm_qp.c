@@ -95,8 +95,7 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
     a.path_mtu           = pa.active_mtu;
     a.dest_qp_num        = id->peer_qpn;
     a.rq_psn             = id->peer_psn;
-    a.max_dest_rd_atomic = id->conn.responder_resources ?
-                           id->conn.responder_resources : 1;
+    a.max_dest_rd_atomic = id->resp_res ? id->resp_res : 1;
     a.min_rnr_timer      = 12;
     a.ah_attr.dlid       = id->peer_lid;
     a.ah_attr.port_num   = id->id.port_num;
@@ -117,7 +116,7 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
     a.retry_cnt     = id->peer_retry ? id->peer_retry :
                       (id->conn.retry_count & 7);
     a.rnr_retry     = id->conn.rnr_retry_count & 7;
-    a.max_rd_atomic = id->conn.initiator_depth ? id->conn.initiator_depth : 1;
+    a.max_rd_atomic = id->init_depth ? id->init_depth : 1;
     return sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
                         IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                         IBV_QP_MAX_QP_RD_ATOMIC);
@@ -420,8 +419,7 @@ static int sv_cm_api_init_qp_attr(struct rdma_cm_id *cm_id,
         a->path_mtu           = pa.active_mtu;
         a->dest_qp_num        = id->peer_qpn;
         a->rq_psn             = id->peer_psn;
-        a->max_dest_rd_atomic = id->conn.responder_resources ?
-                                id->conn.responder_resources : 1;
+        a->max_dest_rd_atomic = id->resp_res ? id->resp_res : 1;
         a->min_rnr_timer      = 12;
         a->ah_attr.dlid       = id->peer_lid;
         a->ah_attr.port_num   = cm_id->port_num;
@@ -434,8 +432,7 @@ static int sv_cm_api_init_qp_attr(struct rdma_cm_id *cm_id,
         a->timeout       = sv_cm_ack_timeout(id);
         a->retry_cnt     = 7;
         a->rnr_retry     = id->conn.rnr_retry_count & 7;
-        a->max_rd_atomic = id->conn.initiator_depth ?
-                           id->conn.initiator_depth : 1;
+        a->max_rd_atomic = id->init_depth ? id->init_depth : 1;
         *mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
                 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
         return 0;

@@ -10,6 +10,7 @@
 #include "softverbs_conformance_cm.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -863,6 +864,7 @@ static void svt_case_cm_bind_port_zero(svt_proc_t *p)
     struct rdma_event_channel *ch = svt_cm_channel();
     struct rdma_cm_id *a = svt_cm_bound_id(ch, RDMA_PS_TCP, 0);
     struct rdma_cm_id *b = svt_cm_bound_id(ch, RDMA_PS_TCP, 0), *c, *child;
+    struct rdma_conn_param cp;
     struct sockaddr_in *sin;
     struct rdma_cm_event *ev;
     uint16_t pa = ntohs(rdma_get_src_port(a));
@@ -877,7 +879,8 @@ static void svt_case_cm_bind_port_zero(svt_proc_t *p)
               sin->sin_family, ntohs(sin->sin_port), pa);
     SVT_OK(rdma_listen(a, 4));
     c = svt_cm_resolved_id(ch, RDMA_PS_TCP, pa);
-    SVT_OK(rdma_connect(c, NULL));
+    memset(&cp, 0, sizeof(cp)); /* no QP: a param (ucma_valid_param) */
+    SVT_OK(rdma_connect(c, &cp));
     svt_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &ev);
     SVT_CHECK(ev->listen_id == a, "CONNECT_REQUEST for listener %p, expected "
               "%p", (void *)ev->listen_id, (void *)a);
@@ -983,8 +986,134 @@ static void svt_case_cm_gai_mcast(svt_proc_t *p)
     }
 }
 
+/*
+ * rdma_getaddrinfo as rdma-core 44's (librdmacm/addrinfo.c): without node
+ * and service the result is the hints' own (flags, family, QP type, port
+ * space, destination address, and the source address), nothing looked up;
+ * libfabric's verbs provider resolves its endpoints' source addresses so
+ * (vrb_get_rdmacm_rai), and softverbs answered ENODEV (getaddrinfo(NULL,
+ * NULL)): fi_pingpong over verbs and ofi_rxm failed with -61 (ENODATA).
+ * No node, service nor hints is EINVAL; a name gives one result, its
+ * first address (ucma_convert_to_rai converts getaddrinfo's head only).
+ */
+static void svt_case_cm_gai_from_hints(svt_proc_t *p)
+{
+    struct rdma_addrinfo hints, *res = NULL;
+    struct sockaddr_in src, dst;
+    int ret;
+
+    (void)p;
+    svt_cm_loopback(&src, 0);
+    svt_cm_loopback(&dst, 7471);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_flags       = RAI_PASSIVE;
+    hints.ai_family      = AF_INET;
+    hints.ai_port_space  = RDMA_PS_TCP;
+    hints.ai_src_addr    = (struct sockaddr *)&src;
+    hints.ai_src_len     = sizeof(src);
+    errno = 0;
+    ret   = rdma_getaddrinfo(NULL, NULL, &hints, &res);
+    SVT_CHECK((ret == 0) && (res != NULL), "rdma_getaddrinfo(NULL, NULL, "
+              "hints with a source address): %d (errno %d), expected the "
+              "hints' address", ret, errno);
+    SVT_CHECK((res->ai_flags == RAI_PASSIVE) && (res->ai_family == AF_INET) &&
+              (res->ai_port_space == RDMA_PS_TCP) && (res->ai_qp_type == 0) &&
+              (res->ai_dst_len == 0) && (res->ai_next == NULL),
+              "result flags 0x%x family %d port space %d qp type %d dst_len "
+              "%u next %p: expected the hints' own", res->ai_flags,
+              res->ai_family, res->ai_port_space, res->ai_qp_type,
+              res->ai_dst_len, (void *)res->ai_next);
+    SVT_CHECK((res->ai_src_len == sizeof(src)) &&
+              (res->ai_src_addr != (struct sockaddr *)&src) &&
+              !memcmp(res->ai_src_addr, &src, sizeof(src)),
+              "source address not the hints' (a copy)");
+    rdma_freeaddrinfo(res);
+
+    /* an active side's: both addresses from the hints */
+    hints.ai_flags    = 0;
+    hints.ai_dst_addr = (struct sockaddr *)&dst;
+    hints.ai_dst_len  = sizeof(dst);
+    res = NULL;
+    SVT_OK(rdma_getaddrinfo(NULL, NULL, &hints, &res));
+    SVT_CHECK((res->ai_dst_len == sizeof(dst)) &&
+              !memcmp(res->ai_dst_addr, &dst, sizeof(dst)) &&
+              (res->ai_src_len == sizeof(src)) &&
+              !memcmp(res->ai_src_addr, &src, sizeof(src)),
+              "destination and source not the hints'");
+    rdma_freeaddrinfo(res);
+
+    errno = 0;
+    ret   = rdma_getaddrinfo(NULL, NULL, NULL, &res);
+    SVT_CHECK((ret == -1) && (errno == EINVAL), "rdma_getaddrinfo(NULL, "
+              "NULL, NULL): %d (errno %d), expected EINVAL", ret, errno);
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_port_space = RDMA_PS_TCP;
+    res = NULL;
+    SVT_OK(rdma_getaddrinfo("localhost", "7471", &hints, &res));
+    SVT_CHECK((res->ai_next == NULL) && (res->ai_dst_addr != NULL) &&
+              (res->ai_qp_type == IBV_QPT_RC), "localhost: next %p, dst %p, "
+              "qp type %d; librdmacm gives one RC result",
+              (void *)res->ai_next, (void *)res->ai_dst_addr,
+              res->ai_qp_type);
+    rdma_freeaddrinfo(res);
+}
+
+static int svt_cm_fd_count(void)
+{
+    struct dirent *d;
+    DIR *dir;
+    int n = 0;
+
+    SVT_NN(dir, opendir("/proc/self/fd"));
+    while ((d = readdir(dir)) != NULL) {
+        n += (d->d_name[0] != '.');
+    }
+    closedir(dir);
+    return n;
+}
+
+/*
+ * rdma_migrate_id of a synchronous id (no channel at rdma_create_id)
+ * destroys the id's own channel, as librdmacm's does (rdma-core 44
+ * librdmacm/cma.c: rdma_destroy_event_channel when id_priv->sync).
+ * libfabric's verbs provider makes each endpoint's id so (vrb_create_ep)
+ * and migrates it to its event queue; softverbs kept the old channel's two
+ * descriptors, and a process that retried connections ran out of them.
+ */
+static void svt_case_cm_migrate_sync(svt_proc_t *p)
+{
+    struct rdma_event_channel *ch = svt_cm_channel();
+    struct sockaddr_in dst;
+    struct rdma_cm_id *id;
+    int i, base = 0;
+
+    (void)p;
+    svt_cm_loopback(&dst, 7471);
+    for (i = 0; i < 20; i++) {
+        if (i == 1) {
+            base = svt_cm_fd_count();
+        }
+        SVT_OK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP));
+        SVT_CHECK(id->channel == NULL, "synchronous id with a channel");
+        SVT_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+        SVT_OK(rdma_migrate_id(id, ch));
+        SVT_CHECK(id->channel == ch, "migrated id on channel %p, expected "
+                  "%p", (void *)id->channel, (void *)ch);
+        SVT_OK(rdma_resolve_route(id, 2000));
+        svt_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
+        SVT_OK(rdma_destroy_id(id));
+    }
+    SVT_CHECK(svt_cm_fd_count() == base, "%d descriptors open after 19 "
+              "synchronous ids migrated and destroyed, %d before",
+              svt_cm_fd_count(), base);
+    rdma_destroy_event_channel(ch);
+}
+
 const svt_case_t svt_cases_cm[] = {
     {"cm/getaddrinfo_multicast", svt_case_cm_gai_mcast, 1},
+    {"cm/getaddrinfo_from_hints", svt_case_cm_gai_from_hints, 1},
+    {"cm/migrate_sync_id_frees_channel", svt_case_cm_migrate_sync, 1},
     {"cm/create_qp_unbound_id", svt_case_cm_qp_unbound, 1},
     {"cm/create_qp_pd_of_other_context", svt_case_cm_qp_other_pd, 1, 0, 0,
      "SOFTVERBS_NUM_DEVICES=2"},

@@ -763,6 +763,7 @@ static void svt_cm_poll_idle(struct rdma_event_channel *ch, int ms,
  * checks above */
 static void svt_case_cm_chan_poll(svt_proc_t *p)
 {
+    struct rdma_conn_param cp;
     struct rdma_cm_event *ev;
     struct sockaddr_in dst;
     svt_cm_t cm;
@@ -790,7 +791,10 @@ static void svt_case_cm_chan_poll(svt_proc_t *p)
                               "rdma_resolve_route", p->arg);
         SVT_OK(rdma_ack_cm_event(ev));
         svt_sync(p, 1);
-        SVT_OK(rdma_connect(cm.id, NULL));
+        /* an id without QP connects with a param (NULL: EINVAL, as
+         * librdmacm's ucma_valid_param) */
+        memset(&cp, 0, sizeof(cp));
+        SVT_OK(rdma_connect(cm.id, &cp));
         svt_sync(p, 1); /* the listener took the request, rejects now */
         ev = svt_cm_poll_step(cm.ch, RDMA_CM_EVENT_REJECTED,
                               "rejected connect", p->arg);
@@ -835,6 +839,101 @@ static void svt_case_cm_source_address(svt_proc_t *p)
     svt_cm_close(&cm);
 }
 
+/*
+ * RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH (0xff) in rdma_connect's and
+ * rdma_accept's param mean "the most the device takes" (rdma-core 44
+ * librdmacm/cma.c: rdma_connect gives the device's max_qp_rd_atom /
+ * max_qp_init_rd_atom, rdma_accept the request's capped at them), and the
+ * QPs get them (ucma_modify_qp_rtr/_rts, the kernel CM's cm_req_handler
+ * and cm_rep_handler swap the peer's): libfabric's verbs provider connects
+ * and accepts so (vrb_ep_prepare_rdma_cm_param). A value above the
+ * device's, or no param for an id without QP, is EINVAL
+ * (ucma_valid_param). softverbs gave the QP 255 and rdma_accept failed
+ * (EINVAL), which is why ofi_rxm over verbs could not connect.
+ */
+static void svt_cm_check_rd_atomic(struct rdma_cm_id *id, int want,
+                                   const char *who)
+{
+    struct ibv_qp_init_attr qi;
+    struct ibv_qp_attr qa;
+
+    SVT_OK(ibv_query_qp(id->qp, &qa,
+                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MAX_QP_RD_ATOMIC,
+                       &qi));
+    SVT_CHECK((qa.max_dest_rd_atomic == want) && (qa.max_rd_atomic == want),
+              "%s QP: max_dest_rd_atomic %u, max_rd_atomic %u; expected the "
+              "device's %d for RDMA_MAX_RESP_RES/RDMA_MAX_INIT_DEPTH", who,
+              qa.max_dest_rd_atomic, qa.max_rd_atomic, want);
+}
+
+static void svt_case_cm_max_resources(svt_proc_t *p)
+{
+    struct ibv_device_attr da;
+    struct rdma_conn_param cp;
+    struct rdma_cm_event *ev;
+    struct rdma_cm_id *bare;
+    svt_cm_t cm;
+    int ret;
+
+    svt_cm_listen_xchg(p, &cm);
+    if (p->rank == 1) {
+        SVT_OK(ibv_query_device(cm.listen->verbs, &da));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &ev);
+        cm.id = ev->id;
+        /* the active side's 0xff became the device's in its REQ */
+        SVT_CHECK((ev->param.conn.responder_resources ==
+                   da.max_qp_init_rd_atom) &&
+                  (ev->param.conn.initiator_depth == da.max_qp_rd_atom),
+                  "CONNECT_REQUEST: responder_resources %u, "
+                  "initiator_depth %u; expected %d/%d",
+                  ev->param.conn.responder_resources,
+                  ev->param.conn.initiator_depth, da.max_qp_init_rd_atom,
+                  da.max_qp_rd_atom);
+        SVT_OK(rdma_ack_cm_event(ev));
+        svt_cm_qp(&cm);
+        svt_cm_param(&cp, NULL, 0);
+        cp.responder_resources = (uint8_t)(da.max_qp_rd_atom + 1);
+        errno = 0;
+        ret   = rdma_accept(cm.id, &cp);
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "rdma_accept with "
+                  "responder_resources %u above the device's %d: %d (errno "
+                  "%d), expected EINVAL", cp.responder_resources,
+                  da.max_qp_rd_atom, ret, errno);
+        cp.responder_resources = RDMA_MAX_RESP_RES;
+        cp.initiator_depth     = RDMA_MAX_INIT_DEPTH;
+        SVT_OK(rdma_accept(cm.id, &cp));
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_ESTABLISHED, 0, NULL);
+        svt_cm_check_rd_atomic(cm.id, da.max_qp_rd_atom, "passive");
+    } else {
+        cm.id = svt_cm_resolved_id(cm.ch, RDMA_PS_TCP, cm.port);
+        SVT_OK(ibv_query_device(cm.id->verbs, &da));
+        /* no QP and no param */
+        bare = svt_cm_resolved_id(cm.ch, RDMA_PS_TCP, cm.port);
+        errno = 0;
+        ret   = rdma_connect(bare, NULL);
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "rdma_connect of an id "
+                  "without QP and without param: %d (errno %d), expected "
+                  "EINVAL", ret, errno);
+        SVT_OK(rdma_destroy_id(bare));
+        svt_cm_qp(&cm);
+        svt_cm_param(&cp, NULL, 0);
+        cp.initiator_depth = (uint8_t)(da.max_qp_init_rd_atom + 1);
+        errno = 0;
+        ret   = rdma_connect(cm.id, &cp);
+        SVT_CHECK((ret == -1) && (errno == EINVAL), "rdma_connect with "
+                  "initiator_depth %u above the device's %d: %d (errno %d), "
+                  "expected EINVAL", cp.initiator_depth,
+                  da.max_qp_init_rd_atom, ret, errno);
+        cp.responder_resources = RDMA_MAX_RESP_RES;
+        cp.initiator_depth     = RDMA_MAX_INIT_DEPTH;
+        SVT_OK(rdma_connect(cm.id, &cp));
+        svt_cm_active_established(&cm);
+        svt_cm_check_rd_atomic(cm.id, da.max_qp_rd_atom, "active");
+    }
+    svt_sync(p, !p->rank);
+    svt_cm_close(&cm);
+}
+
 const svt_case_t svt_cases_cm_conn[] = {
     {"cm/qp_states_rc_init_then_rts", svt_case_cm_qp_state_rc, 2},
     {"cm/ack_timeout_option", svt_case_cm_ack_timeout, 2},
@@ -851,6 +950,7 @@ const svt_case_t svt_cases_cm_conn[] = {
     {"cm/timewait_exit_after_disconnect", svt_case_cm_timewait, 2},
     {"cm/data_send_write_read", svt_case_cm_data, 2},
     {"cm/source_address_resolved", svt_case_cm_source_address, 2},
+    {"cm/max_resources_0xff", svt_case_cm_max_resources, 2},
     {"cm/channel_fd_poll", svt_case_cm_chan_poll, 2, 0},
     {"cm/channel_fd_pollin_means_event", svt_case_cm_chan_poll, 2,
      SVT_CM_POLL_NOW},
