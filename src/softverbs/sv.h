@@ -32,7 +32,7 @@
 #define SV_MCAST_TBL      256
 #define SV_MCAST_QPS      64
 #define SV_MAX_SGE        30
-#define SV_MAX_INLINE     512
+#define SV_MAX_SQ_DESC    768     /* largest send WQE: inline room (sv_qp.c) */
 #define SV_MAX_PORTS      4
 #define SV_MAX_WR         32768
 #define SV_MAX_CQE        (4 * 1024 * 1024 - 1)

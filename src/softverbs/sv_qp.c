@@ -293,14 +293,13 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
  * inline asked, an overhead of whole blocks) has 0 here, where libmlx5's
  * int arithmetic would write back a negative value.
  */
-static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
-                                 uint8_t sv_type, uint32_t max_send_sge,
-                                 uint32_t max_inline)
+static uint32_t sv_qp_send_overhead(const struct ibv_qp_init_attr_ex *attr,
+                                    uint8_t sv_type)
 {
     const uint32_t ctrl = 16, raddr = 16, atomic = 16, datagram = 48;
-    const uint32_t umr = 16 + 48 + 64 + 64, dseg = 16, inl_hdr = 4;
+    const uint32_t umr = 16 + 48 + 64 + 64;
     uint64_t ops;
-    uint32_t ovh = ctrl, size, inl = 0;
+    uint32_t ovh = ctrl;
 
     if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
         ops = attr->send_ops_flags;
@@ -324,6 +323,16 @@ static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
     if ((sv_type == IBV_QPT_UD) || (sv_type == SV_QPT_DCI)) {
         ovh += datagram;
     }
+    return ovh;
+}
+
+static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
+                                 uint8_t sv_type, uint32_t max_send_sge,
+                                 uint32_t max_inline)
+{
+    const uint32_t dseg = 16, inl_hdr = 4;
+    uint32_t ovh = sv_qp_send_overhead(attr, sv_type), size, inl = 0;
+
     size = ovh + max_send_sge * dseg;
     if (max_inline != 0) {
         inl = ovh + ((inl_hdr + max_inline + 15) & ~15u);
@@ -331,6 +340,33 @@ static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
     size = (size > inl) ? size : inl;
     size = (size + 63) & ~63u;
     return (size >= ovh + inl_hdr) ? size - ovh - inl_hdr : 0;
+}
+
+/*
+ * The largest max_inline_data a QP may ask for: its send WQE must fit in
+ * the device's largest send descriptor, as libmlx5 checks it against
+ * max_sq_desc_sz (mlx5_calc_send_wqe: a larger tot_size is EINVAL). So the
+ * limit follows the QP's overhead, and the capacity written back always
+ * fits (it fills the same WQE): a QP asking for the room another QP was
+ * given gets it, as with mlx5. A ConnectX-4/5 has 1024 bytes (perftest
+ * PR #176: on a ConnectX-4 Lx, ib_send_lat -I 1004 is created and 1005
+ * refused, 1004 = 1024 - 16 - 4); softverbs has 768 (SV_MAX_SQ_DESC), the
+ * WQE of 512 inline bytes on an RC QP with every operation: every QP type
+ * takes the 512 bytes softverbs always gave, RC/UC at most 572 (as before),
+ * UD 700, a DCI 524, RC with send only 748. softverbs refused every
+ * request above 512 while writing back up to 572 (UD, 4 SGEs, 512 asked):
+ * libfabric's verbs provider probes the inline room with one SGE
+ * (vrb_find_max_inline: 512), learns its endpoint's capacity
+ * (vrb_get_qp_cap: 572) and asks for that, so fi_pingpong -e dgram (and
+ * ofi_rxd over it) failed in fi_enable with EINVAL.
+ */
+static uint32_t sv_qp_inline_max(const struct ibv_qp_init_attr_ex *attr,
+                                 uint8_t sv_type)
+{
+    const uint32_t inl_hdr = 4;
+
+    return ((SV_MAX_SQ_DESC - sv_qp_send_overhead(attr, sv_type)) & ~15u) -
+           inl_hdr;
 }
 
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
@@ -348,7 +384,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     }
     if (sv_cap_check(&cap.max_send_wr, SV_MAX_WR) ||
         sv_cap_check(&cap.max_send_sge, SV_MAX_SGE) ||
-        sv_cap_check(&cap.max_inline_data, SV_MAX_INLINE)) {
+        sv_cap_check(&cap.max_inline_data, sv_qp_inline_max(attr, sv_type))) {
         errno = EINVAL;
         return NULL;
     }

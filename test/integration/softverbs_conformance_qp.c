@@ -840,6 +840,75 @@ static void svt_case_mcast_busy(svt_proc_t *p)
     SVT_OK(ibv_destroy_cq(cq));
 }
 
+/*
+ * The inline room a QP was given can be asked for again: libmlx5 checks a
+ * request against the largest send descriptor (mlx5_calc_send_wqe:
+ * max_sq_desc_sz), and the capacity it writes back fills the same WQE, so
+ * it passes. libfabric's verbs provider does exactly that (vrb_get_qp_cap
+ * learns 572 for a UD QP of 4 SGEs asking 512, its endpoints then ask
+ * 572); softverbs refused anything above 512 and fi_pingpong -e dgram
+ * failed. softverbs' descriptor is 768 bytes (sv_qp.c): 572 at most on
+ * RC with every operation, 700 on UD, and 512 on every QP type.
+ */
+static void svt_case_inline_recreate(svt_proc_t *p)
+{
+    static const struct {
+        enum ibv_qp_type type;
+        uint32_t sge, inl;
+        int ok;
+    } t[] = {
+        {IBV_QPT_UD, 4, 512, 1}, {IBV_QPT_RC, 1, 512, 1},
+        {IBV_QPT_UC, 30, 512, 1}, {IBV_QPT_RC, 1, 572, 1},
+        {IBV_QPT_RC, 1, 573, 0}, {IBV_QPT_UD, 1, 700, 1},
+        {IBV_QPT_UD, 1, 701, 0},
+    };
+    struct ibv_qp_init_attr a, again;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp, *qp2;
+    svt_dev_t dev;
+    size_t i;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); ++i) {
+        memset(&a, 0, sizeof(a));
+        a.send_cq = a.recv_cq = cq;
+        a.qp_type = t[i].type;
+        a.cap     = (struct ibv_qp_cap){4, 4, t[i].sge, 1, t[i].inl};
+        errno     = 0;
+        qp        = ibv_create_qp(dev.pd, &a);
+        if (!t[i].ok) {
+            SVT_CHECK((qp == NULL) && (errno == EINVAL), "type %d, %u "
+                      "inline bytes (a WQE above 768 bytes): %s, errno %d, "
+                      "expected EINVAL", t[i].type, t[i].inl,
+                      qp ? "created" : "refused", errno);
+            if (qp != NULL) {
+                SVT_OK(ibv_destroy_qp(qp));
+            }
+            continue;
+        }
+        SVT_CHECK(qp != NULL, "type %d, %u SGEs, %u inline bytes refused "
+                  "(errno %d)", t[i].type, t[i].sge, t[i].inl, errno);
+        SVT_CHECK(a.cap.max_inline_data >= t[i].inl, "type %d: %u inline "
+                  "bytes asked, %u written back", t[i].type, t[i].inl,
+                  a.cap.max_inline_data);
+        /* the room written back, asked for again: the same WQE */
+        again = a;
+        errno = 0;
+        qp2   = ibv_create_qp(dev.pd, &again);
+        SVT_CHECK(qp2 != NULL, "type %d, %u SGEs: asking for the %u inline "
+                  "bytes written back was refused (errno %d)", t[i].type,
+                  t[i].sge, a.cap.max_inline_data, errno);
+        SVT_CHECK(again.cap.max_inline_data == a.cap.max_inline_data,
+                  "asked again for %u, %u written back",
+                  a.cap.max_inline_data, again.cap.max_inline_data);
+        SVT_OK(ibv_destroy_qp(qp2));
+        SVT_OK(ibv_destroy_qp(qp));
+    }
+    SVT_OK(ibv_destroy_cq(cq));
+}
+
 /* SOFTVERBS_CAP_POLICY: fail (and unset: the default, as mlx5's
  * create_qp refuses caps above the device's) -> EINVAL above a device
  * limit; clamp -> the limit is written back */
@@ -1002,6 +1071,8 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/post_send_queue_full", svt_case_post_limits, 1, SVT_POST_SQ_FULL},
     {"caps/writeback", svt_case_caps_writeback, 1},
     {"caps/inline_capacity_mlx5", svt_case_inline_capacity, 1},
+    {"caps/inline_written_back_asked_again", svt_case_inline_recreate, 1, 0,
+     0, "SOFTVERBS_CAP_POLICY=fail"},
     {"caps/srq_rules", svt_case_srq_rules, 1},
     {"caps/destroy_attached_qp", svt_case_mcast_busy, 1},
     {"caps/policy_fail", svt_case_cap_policy, 1, 0, 0,
