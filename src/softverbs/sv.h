@@ -343,6 +343,8 @@ extern struct sv_global sv_g;
 
 /* the registry file, its locks and this process's slot (sv_shm.c) */
 int  sv_shm_init(void);
+/* the directory of softverbs' sysfs tree for this device set (sv_misc.c) */
+void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports);
 /* hook run once by the first sv_shm_init() that attaches the registry; set
  * from a constructor (the devices, sv_dev.c) */
 void sv_shm_set_init_hook(void (*hook)(void));

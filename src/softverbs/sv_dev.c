@@ -18,10 +18,14 @@ static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
 static void sv_devices_init(void)
 {
     int n = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1, 0);
+    char sysfs[256];
     int i;
 
     sv_g.num_ports = (int)sv_env_uint(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS,
                                       1, 0);
+    /* the devices' sysfs directories, as libibverbs names them under
+     * ibv_get_sysfs_path(): softverbs' tree (sv_misc.c) */
+    sv_sysfs_root(sysfs, sizeof(sysfs), n, sv_g.num_ports);
     for (i = 0; i < n; i++) {
         struct sv_device *d = &sv_devs[i];
         memset(d, 0, sizeof(*d));
@@ -32,9 +36,9 @@ static void sv_devices_init(void)
         snprintf(d->ibdev.name, sizeof(d->ibdev.name), "softverbs%d", i);
         snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
         snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-                 "/sys/class/infiniband_verbs/uverbs%d", i);
+                 "%.200s/class/infiniband_verbs/uverbs%d", sysfs, i);
         snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-                 "/sys/class/infiniband/softverbs%d", i);
+                 "%.200s/class/infiniband/softverbs%d", sysfs, i);
         sv_dev_list[i] = &d->ibdev;
     }
     sv_dev_list[n] = NULL;

@@ -6,21 +6,415 @@
 #include "sv.h"
 #include "sv_stub.h"
 
+#include <dirent.h>
+#include <endian.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/ib_user_sa.h>
 #include <infiniband/sa.h>
 
-SV_EXPORT const char *ibv_get_sysfs_path(void)
-{
-    const char *env = getenv("SYSFS_PATH");
+/*
+ * sysfs. A kernel RDMA device has a directory under
+ * <sysfs>/class/infiniband (ib_core's device: node_type, node_guid,
+ * fw_ver, ports/<p>/{state,lid,rate,gids/<i>,pkeys/<i>,...}) and its verbs
+ * node one under <sysfs>/class/infiniband_verbs; libibverbs names <sysfs>
+ * with ibv_get_sysfs_path(): SYSFS_PATH (not for a set-uid program,
+ * trailing slashes dropped) or /sys (rdma-core 44 libibverbs/sysfs.c).
+ * Programs look there: Open MPI's openib BTL gives up at once, with no
+ * word, unless <sysfs>/class/infiniband is a directory
+ * (opal_common_verbs_check_basics, "the RDMA drivers are not loaded"); on
+ * this host, with no kernel RDMA device, it was not, and openib's init
+ * "returned failure". softverbs has no kernel device, so it makes the
+ * tree its devices would have:
+ *
+ *   <directory of SOFTVERBS_SHM>/softverbs-sysfs-<uid>-<devices>x<ports>-v1
+ *     class/infiniband/softverbs<i>/...   the kernel's ib_core files, in
+ *                                         its formats (drivers/infiniband/
+ *                                         core/sysfs.c), from the same
+ *                                         queries ibv_query_* answer
+ *     class/infiniband_verbs/abi_version, uverbs<i>/{ibdev,abi_version,dev}
+ *                                         (uverbs_main.c)
+ *     every other entry of the system's sysfs and of its class/:
+ *                                         a symbolic link to it
+ *
+ * and ibv_get_sysfs_path() gives that directory; the devices' ibdev_path
+ * and dev_path point into it (sv_dev.c, sv_sysfs_root). The tree depends
+ * only on the device and port counts, so processes share it: the first
+ * ibv_get_sysfs_path() of a host builds it under a temporary name and
+ * renames it into place (another process's rename wins; its tree is the
+ * same). With SYSFS_PATH set, it is returned as libibverbs returns it and
+ * no tree is made (the caller brings its own sysfs).
+ *
+ *   UNBUILT --ibv_get_sysfs_path--> READY   (built or found: the tree)
+ *                               \-> SYSTEM  (SYSFS_PATH set: that)
+ *                               \-> FAILED  (no devices, or the directory
+ *                                            is not writable: the system's
+ *                                            sysfs, and why on stderr once)
+ */
+enum sv_sysfs_state {
+    SV_SYSFS_UNBUILT,
+    SV_SYSFS_READY,
+    SV_SYSFS_SYSTEM,
+    SV_SYSFS_FAILED,
+};
 
-    return env ? env : "/sys";
+#define SV_SYSFS_FORMAT "v1"
+
+static pthread_once_t sv_sysfs_once = PTHREAD_ONCE_INIT;
+static enum sv_sysfs_state sv_sysfs_state = SV_SYSFS_UNBUILT;
+static char sv_sysfs_path[256];   /* what ibv_get_sysfs_path gives */
+static char sv_sysfs_base[256];   /* the system's sysfs */
+
+/* The caller's SYSFS_PATH, as libibverbs takes it, or NULL */
+static const char *sv_sysfs_env(char *buf, size_t len)
+{
+    const char *env = (getuid() == geteuid()) ? getenv("SYSFS_PATH") : NULL;
+    size_t n;
+
+    if (env == NULL) {
+        return NULL;
+    }
+    snprintf(buf, len, "%s", env);
+    for (n = strlen(buf); (n > 0) && (buf[n - 1] == '/'); n--) {
+        buf[n - 1] = '\0';
+    }
+    return buf;
 }
 
+/* The tree's directory for this device set (sv_dev.c names the devices'
+ * paths with it); SYSFS_PATH when set */
+void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports)
+{
+    char dir[256], *slash;
+
+    if (sv_sysfs_env(buf, len) != NULL) {
+        return;
+    }
+    snprintf(dir, sizeof(dir), "%s", sv_g.shm_path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else if (slash == dir) {
+        dir[1] = '\0';
+    } else {
+        *slash = '\0';
+    }
+    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-" SV_SYSFS_FORMAT, dir,
+             (dir[strlen(dir) - 1] == '/') ? "" : "/", (unsigned)getuid(),
+             ndevs, nports);
+}
+
+/* dir/name holding the formatted line, as a sysfs attribute reads */
+static int __attribute__((format(printf, 3, 4)))
+sv_sysfs_put(const char *dir, const char *name, const char *fmt, ...)
+{
+    char path[512];
+    va_list ap;
+    FILE *f;
+    int ok;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "we");
+    if (f == NULL) {
+        return -1;
+    }
+    va_start(ap, fmt);
+    ok = (vfprintf(f, fmt, ap) >= 0) && (fputc('\n', f) != EOF);
+    va_end(ap);
+    return ((fclose(f) == 0) && ok) ? 0 : -1;
+}
+
+static int __attribute__((format(printf, 2, 3)))
+sv_sysfs_mkdir(char *path, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(path, 512, fmt, ap);
+    va_end(ap);
+    return ((mkdir(path, 0755) == 0) || (errno == EEXIST)) ? 0 : -1;
+}
+
+/* A link in dst to every entry of src but "." and "..", and those that
+ * skip() takes */
+static int sv_sysfs_mirror(const char *src, const char *dst,
+                           int (*skip)(const char *))
+{
+    char from[512], to[512];
+    struct dirent *e;
+    DIR *d = opendir(src);
+
+    if (d == NULL) {
+        return (errno == ENOENT) ? 0 : -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            skip(e->d_name)) {
+            continue;
+        }
+        snprintf(from, sizeof(from), "%s/%s", src, e->d_name);
+        snprintf(to, sizeof(to), "%s/%s", dst, e->d_name);
+        if (symlink(from, to) != 0) {
+            closedir(d);
+            return -1;
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static int sv_sysfs_skip_top(const char *name)
+{
+    return !strcmp(name, "class");
+}
+
+/* the kernel's RDMA classes (infiniband, infiniband_verbs, _mad, _cm):
+ * softverbs' devices stand in for them */
+static int sv_sysfs_skip_class(const char *name)
+{
+    return !strncmp(name, "infiniband", 10);
+}
+
+static int sv_sysfs_rm(const char *path, const struct stat *st, int type,
+                       struct FTW *ftw)
+{
+    (void)st; (void)type; (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* ib_core's formats: a GUID as four groups (node_guid_show), a GID as
+ * %pI6 (show_port_gid) */
+static void sv_sysfs_guid(char *buf, size_t len, __be64 guid)
+{
+    uint64_t g = be64toh(guid);
+
+    snprintf(buf, len, "%04x:%04x:%04x:%04x", (unsigned)(g >> 48) & 0xffff,
+             (unsigned)(g >> 32) & 0xffff, (unsigned)(g >> 16) & 0xffff,
+             (unsigned)g & 0xffff);
+}
+
+static void sv_sysfs_gid(char *buf, size_t len, const union ibv_gid *gid)
+{
+    int i, n = 0;
+
+    for (i = 0; i < 16; i += 2) {
+        n += snprintf(buf + n, len - n, "%s%02x%02x", i ? ":" : "",
+                      gid->raw[i], gid->raw[i + 1]);
+    }
+}
+
+/* rate_show: the lane speed times the width, "100 Gb/sec (4X EDR)" */
+static void sv_sysfs_rate(char *buf, size_t len, const struct ibv_port_attr *p)
+{
+    static const struct { uint8_t speed; int rate10; const char *name; }
+        speeds[] = {
+            {1, 25, " SDR"}, {2, 50, " DDR"}, {4, 100, " QDR"},
+            {8, 103, " FDR10"}, {16, 140, " FDR"}, {32, 250, " EDR"},
+            {64, 500, " HDR"}, {128, 1000, " NDR"},
+        };
+    static const struct { uint8_t width; int lanes; const char *name; }
+        widths[] = {{1, 1, "1X"}, {2, 4, "4X"}, {4, 8, "8X"}, {8, 12, "12X"},
+                    {16, 2, "2X"}};
+    int rate10 = 25, lanes = 1;
+    const char *sn = " SDR", *wn = "1X";
+    size_t i;
+
+    for (i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++) {
+        if (speeds[i].speed == p->active_speed) {
+            rate10 = speeds[i].rate10;
+            sn     = speeds[i].name;
+        }
+    }
+    for (i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+        if (widths[i].width == p->active_width) {
+            lanes = widths[i].lanes;
+            wn    = widths[i].name;
+        }
+    }
+    rate10 *= lanes;
+    snprintf(buf, len, "%d%s Gb/sec (%s%s)", rate10 / 10,
+             (rate10 % 10) ? ".5" : "", wn, sn);
+}
+
+/* One device's ib_core and uverbs directories under root */
+static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
+                           const char *host)
+{
+    static const char *const port_states[] = {
+        "NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER",
+    };
+    static const char *const phys_states[] = {
+        "<unknown>", "Sleep", "Polling", "Disabled",
+        "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery",
+        "Phy Test",
+    };
+    char dir[512], pdir[512], sub[512], buf[64];
+    struct ibv_context *ctx = ibv_open_device(dev);
+    struct ibv_device_attr da;
+    struct ibv_port_attr pa;
+    union ibv_gid gid;
+    uint16_t pkey;
+    int p, ret = -1;
+
+    if (ctx == NULL) {
+        return -1;
+    }
+    if ((ibv_query_device(ctx, &da) != 0) ||
+        (sv_sysfs_mkdir(dir, "%s/class/infiniband/%s", root,
+                        ibv_get_device_name(dev)) != 0) ||
+        (sv_sysfs_put(dir, "node_type", "%d: %s", 1, "CA") != 0) ||
+        (sv_sysfs_guid(buf, sizeof(buf), da.node_guid),
+         sv_sysfs_put(dir, "node_guid", "%s", buf) != 0) ||
+        (sv_sysfs_guid(buf, sizeof(buf), da.sys_image_guid),
+         sv_sysfs_put(dir, "sys_image_guid", "%s", buf) != 0) ||
+        (sv_sysfs_put(dir, "node_desc", "%.*s %s", 60, host,
+                      ibv_get_device_name(dev)) != 0) ||
+        (sv_sysfs_put(dir, "fw_ver", "%s", da.fw_ver) != 0) ||
+        (sv_sysfs_put(dir, "hca_type", "MT%u", da.vendor_part_id) != 0) ||
+        (sv_sysfs_put(dir, "hw_rev", "%x", da.hw_ver) != 0) ||
+        (sv_sysfs_put(dir, "board_id", "SOFTVERBS_%04d", i) != 0) ||
+        (sv_sysfs_mkdir(sub, "%s/ports", dir) != 0)) {
+        goto out;
+    }
+    for (p = 1; p <= da.phys_port_cnt; p++) {
+        if ((ibv_query_port(ctx, (uint8_t)p, &pa) != 0) ||
+            (ibv_query_gid(ctx, (uint8_t)p, 0, &gid) != 0) ||
+            (ibv_query_pkey(ctx, (uint8_t)p, 0, &pkey) != 0) ||
+            (sv_sysfs_mkdir(pdir, "%s/ports/%d", dir, p) != 0) ||
+            (sv_sysfs_put(pdir, "state", "%d: %s", pa.state,
+                          port_states[pa.state <= 5 ? pa.state : 0]) != 0) ||
+            (sv_sysfs_put(pdir, "phys_state", "%u: %s", pa.phys_state,
+                          phys_states[pa.phys_state <= 7 ? pa.phys_state :
+                                      0]) != 0) ||
+            (sv_sysfs_put(pdir, "lid", "0x%x", pa.lid) != 0) ||
+            (sv_sysfs_put(pdir, "lid_mask_count", "%d", pa.lmc) != 0) ||
+            (sv_sysfs_put(pdir, "sm_lid", "0x%x", pa.sm_lid) != 0) ||
+            (sv_sysfs_put(pdir, "sm_sl", "%d", pa.sm_sl) != 0) ||
+            (sv_sysfs_put(pdir, "cap_mask", "0x%08x", pa.port_cap_flags) !=
+             0) ||
+            (sv_sysfs_rate(buf, sizeof(buf), &pa),
+             sv_sysfs_put(pdir, "rate", "%s", buf) != 0) ||
+            (sv_sysfs_put(pdir, "link_layer", "%s",
+                          (pa.link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                          "Ethernet" : "InfiniBand") != 0) ||
+            (sv_sysfs_mkdir(sub, "%s/gids", pdir) != 0) ||
+            (sv_sysfs_gid(buf, sizeof(buf), &gid),
+             sv_sysfs_put(sub, "0", "%s", buf) != 0) ||
+            (sv_sysfs_mkdir(sub, "%s/pkeys", pdir) != 0) ||
+            (sv_sysfs_put(sub, "0", "0x%04x", be16toh(pkey)) != 0) ||
+            (sv_sysfs_mkdir(sub, "%s/gid_attrs", pdir) != 0) ||
+            (sv_sysfs_mkdir(sub, "%s/gid_attrs/types", pdir) != 0) ||
+            (sv_sysfs_put(sub, "0", "IB/RoCE v1") != 0)) {
+            goto out;
+        }
+    }
+    /* the uverbs node (major 231, minors from 192, as the kernel's
+     * IB_UVERBS_BASE_MINOR); the provider ABI of mlx5 is 1 */
+    if ((sv_sysfs_mkdir(dir, "%s/class/infiniband_verbs/%s", root,
+                        dev->dev_name) != 0) ||
+        (sv_sysfs_put(dir, "ibdev", "%s", ibv_get_device_name(dev)) != 0) ||
+        (sv_sysfs_put(dir, "abi_version", "%d", 1) != 0) ||
+        (sv_sysfs_put(dir, "dev", "%d:%d", 231, 192 + i) != 0)) {
+        goto out;
+    }
+    ret = 0;
+out:
+    ibv_close_device(ctx);
+    return ret;
+}
+
+/* The tree, built at <root>.tmp.<pid> and renamed to root */
+static int sv_sysfs_build(const char *root, struct ibv_device **list, int n)
+{
+    char tmp[512], src[512], dst[512], host[64] = "localhost";
+    int i;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", root, (int)getpid());
+    nftw(tmp, sv_sysfs_rm, 16, FTW_DEPTH | FTW_PHYS);
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(src, sizeof(src), "%s/class", sv_sysfs_base);
+    if ((mkdir(tmp, 0755) != 0) ||
+        (sv_sysfs_mirror(sv_sysfs_base, tmp, sv_sysfs_skip_top) != 0) ||
+        (sv_sysfs_mkdir(dst, "%s/class", tmp) != 0) ||
+        (sv_sysfs_mirror(src, dst, sv_sysfs_skip_class) != 0) ||
+        (sv_sysfs_mkdir(dst, "%s/class/infiniband", tmp) != 0) ||
+        (sv_sysfs_mkdir(dst, "%s/class/infiniband_verbs", tmp) != 0) ||
+        /* IB_USER_VERBS_ABI_VERSION (show_abi_version) */
+        (sv_sysfs_put(dst, "abi_version", "%d", 6) != 0)) {
+        goto err;
+    }
+    for (i = 0; i < n; i++) {
+        if (sv_sysfs_device(tmp, list[i], i, host) != 0) {
+            goto err;
+        }
+    }
+    if (rename(tmp, root) == 0) {
+        return 0;
+    }
+    /* another process put its tree there first: the same tree */
+    if ((errno == EEXIST) || (errno == ENOTEMPTY)) {
+        nftw(tmp, sv_sysfs_rm, 16, FTW_DEPTH | FTW_PHYS);
+        return 0;
+    }
+err:
+    i = errno;
+    nftw(tmp, sv_sysfs_rm, 16, FTW_DEPTH | FTW_PHYS);
+    errno = i;
+    return -1;
+}
+
+static void sv_sysfs_init(void)
+{
+    struct ibv_device **list;
+    char probe[512];
+    struct stat st;
+    int n = 0;
+
+    if (sv_sysfs_env(sv_sysfs_path, sizeof(sv_sysfs_path)) != NULL) {
+        sv_sysfs_state = SV_SYSFS_SYSTEM;
+        return;
+    }
+    snprintf(sv_sysfs_base, sizeof(sv_sysfs_base), "/sys");
+    snprintf(sv_sysfs_path, sizeof(sv_sysfs_path), "%s", sv_sysfs_base);
+    list = ibv_get_device_list(&n);
+    if (list == NULL) {
+        /* no registry: the system's sysfs, as before any device */
+        sv_sysfs_state = SV_SYSFS_FAILED;
+        return;
+    }
+    sv_sysfs_root(sv_sysfs_path, sizeof(sv_sysfs_path), sv_g.num_devs,
+                  sv_g.num_ports);
+    snprintf(probe, sizeof(probe), "%s/class/infiniband_verbs/abi_version",
+             sv_sysfs_path);
+    if ((stat(probe, &st) == 0) ||
+        (sv_sysfs_build(sv_sysfs_path, list, n) == 0)) {
+        sv_sysfs_state = SV_SYSFS_READY;
+    } else {
+        fprintf(stderr, "softverbs: cannot make the sysfs tree %s (%s); "
+                "ibv_get_sysfs_path() gives %s, without the softverbs "
+                "devices\n", sv_sysfs_path, strerror(errno), sv_sysfs_base);
+        snprintf(sv_sysfs_path, sizeof(sv_sysfs_path), "%s", sv_sysfs_base);
+        sv_sysfs_state = SV_SYSFS_FAILED;
+    }
+    ibv_free_device_list(list);
+}
+
+SV_EXPORT const char *ibv_get_sysfs_path(void)
+{
+    pthread_once(&sv_sysfs_once, sv_sysfs_init);
+    return sv_sysfs_path;
+}
+
+/* as libibverbs' (ibv_read_sysfs_file_at): the trailing newline dropped;
+ * contents that fill buf without one cannot be terminated: -1 */
 SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
                                   char *buf, size_t size)
 {
@@ -39,13 +433,12 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
     len = read(fd, buf, size);
     close(fd);
     if (len > 0) {
-        if ((size_t)len == size) {
-            len--;
-        }
         if (buf[len - 1] == '\n') {
             buf[--len] = '\0';
-        } else {
+        } else if ((size_t)len < size) {
             buf[len] = '\0';
+        } else {
+            return -1;
         }
     }
     return len;

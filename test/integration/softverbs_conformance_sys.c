@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -215,11 +217,105 @@ static void svt_case_arena_merge(svt_proc_t *p)
 }
 
 
+/*
+ * sysfs: libibverbs names it with ibv_get_sysfs_path() (rdma-core
+ * libibverbs/sysfs.c), and a kernel RDMA device is there under
+ * class/infiniband/<name> (ib_core: node_guid, ports/<p>/{state,lid,
+ * gids/<i>,...}, drivers/infiniband/core/sysfs.c) and
+ * class/infiniband_verbs/uverbs<i> (ibdev). Open MPI's openib BTL refuses
+ * to start unless <sysfs>/class/infiniband is a directory
+ * (opal_common_verbs_check_basics), which this host, without a kernel RDMA
+ * device, did not have. softverbs gives its own tree (sv_misc.c): the
+ * devices' files agree with the verbs queries, their ibdev_path and
+ * dev_path lie in it, and the system's other entries are reachable.
+ */
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+                        size_t size);
+
+static void svt_sysfs_expect(const char *dir, const char *file,
+                             const char *want)
+{
+    char buf[128];
+    int n = ibv_read_sysfs_file(dir, file, buf, sizeof(buf));
+
+    SVT_CHECK((n > 0) && !strcmp(buf, want), "%s/%s: '%s' (%d), expected "
+              "'%s'", dir, file, (n > 0) ? buf : "", n, want);
+}
+
+static void svt_case_sysfs(svt_proc_t *p)
+{
+    const char *root = ibv_get_sysfs_path();
+    struct ibv_device **list;
+    struct ibv_context *ctx;
+    struct ibv_port_attr pa;
+    char dir[512], want[128];
+    union ibv_gid gid;
+    struct stat st;
+    __be64 guid;
+    int n, i, port, k, len;
+
+    (void)p;
+    SVT_CHECK(root != NULL, "ibv_get_sysfs_path() gave NULL");
+    snprintf(dir, sizeof(dir), "%s/class/infiniband", root);
+    SVT_CHECK((stat(dir, &st) == 0) && S_ISDIR(st.st_mode), "%s is not a "
+              "directory: Open MPI's openib BTL would not start", dir);
+    snprintf(dir, sizeof(dir), "%s/class/net", root);
+    SVT_CHECK((access("/sys/class/net", F_OK) != 0) ||
+              (stat(dir, &st) == 0), "%s: the system's sysfs entries are "
+              "not reachable through ibv_get_sysfs_path()", dir);
+    SVT_NN(list, ibv_get_device_list(&n));
+    SVT_CHECK(n > 0, "no devices");
+    for (i = 0; i < n; ++i) {
+        snprintf(dir, sizeof(dir), "%s/class/infiniband/%s", root,
+                 ibv_get_device_name(list[i]));
+        SVT_CHECK(!strcmp(list[i]->ibdev_path, dir), "ibdev_path %s, "
+                  "expected %s", list[i]->ibdev_path, dir);
+        snprintf(dir, sizeof(dir), "%s/class/infiniband_verbs/%s", root,
+                 list[i]->dev_name);
+        SVT_CHECK(!strcmp(list[i]->dev_path, dir), "dev_path %s, expected "
+                  "%s", list[i]->dev_path, dir);
+        svt_sysfs_expect(dir, "ibdev", ibv_get_device_name(list[i]));
+        svt_sysfs_expect(list[i]->ibdev_path, "node_type", "1: CA");
+        guid = ibv_get_device_guid(list[i]);
+        snprintf(want, sizeof(want), "%04x:%04x:%04x:%04x",
+                 (unsigned)(be64toh(guid) >> 48) & 0xffff,
+                 (unsigned)(be64toh(guid) >> 32) & 0xffff,
+                 (unsigned)(be64toh(guid) >> 16) & 0xffff,
+                 (unsigned)be64toh(guid) & 0xffff);
+        svt_sysfs_expect(list[i]->ibdev_path, "node_guid", want);
+        SVT_NN(ctx, ibv_open_device(list[i]));
+        for (port = 1; ibv_query_port(ctx, port, &pa) == 0; ++port) {
+            SVT_OK(ibv_query_gid(ctx, port, 0, &gid));
+            snprintf(dir, sizeof(dir), "ports/%d/lid", port);
+            snprintf(want, sizeof(want), "0x%x", pa.lid);
+            svt_sysfs_expect(list[i]->ibdev_path, dir, want);
+            snprintf(dir, sizeof(dir), "ports/%d/state", port);
+            svt_sysfs_expect(list[i]->ibdev_path, dir, "4: ACTIVE");
+            snprintf(dir, sizeof(dir), "ports/%d/link_layer", port);
+            svt_sysfs_expect(list[i]->ibdev_path, dir, "InfiniBand");
+            for (k = 0, len = 0; k < 8; ++k) {
+                len += snprintf(want + len, sizeof(want) - len, "%s%02x%02x",
+                                k ? ":" : "", gid.raw[2 * k],
+                                gid.raw[2 * k + 1]);
+            }
+            snprintf(dir, sizeof(dir), "ports/%d/gids/0", port);
+            svt_sysfs_expect(list[i]->ibdev_path, dir, want);
+        }
+        SVT_CHECK(port > 1, "%s: no port", ibv_get_device_name(list[i]));
+        SVT_OK(ibv_close_device(ctx));
+    }
+    ibv_free_device_list(list);
+}
+
 const svt_case_t svt_cases_sys[] = {
     {"err/yama_eperm_write_read", svt_case_yama_eperm, 2, 0, 0,
      "SVT_INJECT_EPERM=1"},
     {"err/yama_eperm_send", svt_case_yama_eperm, 2, 1, 0, "SVT_INJECT_EPERM=1"},
     {"err/mlx5dv_unsupported", svt_case_mlx5dv_unsupported, 1},
     {"sys/arena_merge", svt_case_arena_merge, 1, 0, 0, "SOFTVERBS_SHM_MB=64"},
+    {"sys/sysfs_devices", svt_case_sysfs, 1},
+    {"sys/sysfs_devices_ports", svt_case_sysfs, 1, 0, 0,
+     "SOFTVERBS_NUM_DEVICES=2 SOFTVERBS_NUM_PORTS=3"},
     {NULL}
 };
