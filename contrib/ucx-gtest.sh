@@ -1,0 +1,421 @@
+#!/bin/bash
+#
+# ucx-gtest.sh: UCX's own gtest suite, built from the unmodified UCX release
+# source, run against qpx over softverbs.
+#
+#   bash contrib/ucx-gtest.sh [build|run] [VERSION] [FILTER]
+#
+# build  extracts ../shared/ucx/ucx-VERSION.tar.gz (default VERSION 1.13.1),
+#        applies contrib/ucx-gtest/ucx-VERSION-qpx.patch (it only adds qpx's
+#        transports to the instantiation lists of test/gtest/uct/uct_test.h;
+#        the tests are UCX's), configures it like Debian's libucx0 (the
+#        ENABLE_* values of `ucx_info -b`, which decide UCX's internal struct
+#        layouts that qpx declares) and builds the libraries and test/gtest.
+#        The result is cached in $QPX_UCX_CACHE/VERSION/<key> (default
+#        /var/cache/qpx-ucx), the key made of the hashes of the tarball, the
+#        patch and the configure flags, so that later runs skip the build.
+# run    (the default; builds first when there is no cached build) runs the
+#        generic UCT tests (the suites instantiated outside test/gtest/uct/ib/)
+#        for qpx_rc, qpx_ud, qpx_dc, qpx and, for comparison, UCX's rc_verbs
+#        and ud_verbs, all on $QPX_DEV (softverbs0:1). The gtest binary uses
+#        the source-built libucs/libuct/libucp (the same version as the
+#        Debian UCX qpx is built against: qpx checks it at run time), qpx by
+#        LD_PRELOAD, softverbs first on LD_LIBRARY_PATH. One gtest process per
+#        test suite and transport; a test that crashes or hangs (no result
+#        within $QPX_GTEST_TIMEOUT seconds, default 300) is a failure and the
+#        rest of its suite continues in a new process.
+#        FILTER (a shell pattern) keeps the test cases whose full name, e.g.
+#        qpx_rc/test_uct_pending.pending_op/0, matches it.
+#
+# Prints a line per test case (PASS/FAIL/SKIP), a table per transport and,
+# last, "N passed, N failed" for the qpx transports' cases. Exit 0 when
+# every qpx case that ran passed, 1 otherwise, 77 when it cannot run (no
+# UCX source, qpx or softverbs not built).
+#
+# Environment: QPX_BUILDDIR (qpx build, default build/ in the project
+# root), QPX_MODULE, SOFTVERBS_LIBDIR, QPX_UCX_SRCDIR (directory of the
+# tarballs, default ../shared/ucx from the project root), QPX_UCX_CACHE,
+# QPX_GTEST_TLS (transports to run), QPX_DEV, QPX_GTEST_TIMEOUT,
+# QPX_GTEST_LOGDIR (full gtest logs; default a new directory in /tmp, kept).
+#
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+
+action=${1:-run}
+version=${2:-1.13.1}
+filter=${3:-}
+case $action in
+build|run) ;;
+-h|--help) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
+*) echo "usage: $0 [build|run] [VERSION] [FILTER]" >&2; exit 2 ;;
+esac
+
+QPX_BUILDDIR=${QPX_BUILDDIR:-$top/build}
+QPX_MODULE=${QPX_MODULE:-$QPX_BUILDDIR/src/.libs/libuct_qpx.so}
+SOFTVERBS_LIBDIR=${SOFTVERBS_LIBDIR:-$QPX_BUILDDIR/src/softverbs/.libs}
+srcdir=${QPX_UCX_SRCDIR:-$top/../shared/ucx}
+tarball=$srcdir/ucx-$version.tar.gz
+patchfile=$here/ucx-gtest/ucx-$version-qpx.patch
+cache=${QPX_UCX_CACHE:-/var/cache/qpx-ucx}
+QPX_DEV=${QPX_DEV:-softverbs0:1}
+QPX_TLS="qpx_rc qpx_ud qpx_dc qpx"
+TLS=${QPX_GTEST_TLS:-"$QPX_TLS rc_verbs ud_verbs"}
+TEST_TIMEOUT=${QPX_GTEST_TIMEOUT:-300}
+
+# Debian 12's libucx0 1.13.1 build (`ucx_info -b`: UCX_CONFIGURE_FLAGS):
+# --enable-mt --with-verbs --disable-logging --enable-devel-headers
+# --enable-cma, assertions and parameter checks on (the defaults), no stats,
+# no debug data (the defaults). Its --disable-backtrace-detail is no option
+# of 1.13 (ignored there). Examples, MPI tests, Java and Go bindings are left
+# out (gtest needs none of them). C++ (the tests) without -Werror: GCC 12
+# warns use-after-free in test/gtest/ucm/malloc_hook.cc, which compares freed
+# pointers on purpose; the C libraries keep -Werror. Given to make, since
+# UCX 1.13's configure drops a CXXFLAGS given to it (compiler.m4 restores
+# CXXFLAGS from CFLAGS after its flag checks).
+UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
+    --enable-devel-headers --enable-cma --enable-assertions
+    --enable-params-check --disable-stats --disable-debug-data
+    --without-java --without-go --without-mpi
+    --disable-doxygen-doc --enable-gtest"
+UCX_CXXFLAGS="-g -O2 -Wno-error"
+
+if [ ! -r "$tarball" ]; then
+    echo "SKIP: UCX $version source $tarball absent"
+    exit 77
+fi
+if [ ! -r "$patchfile" ]; then
+    echo "SKIP: no qpx gtest patch for UCX $version ($patchfile)"
+    exit 77
+fi
+
+hash16() { sha256sum | cut -c1-16; }
+key="$(hash16 <"$tarball")-$(hash16 <"$patchfile")-$(echo $UCX_CONFIGURE_FLAGS CXXFLAGS=$UCX_CXXFLAGS | hash16)"
+dir=$cache/$version/$key
+ucxsrc=$dir/src
+ucxbuild=$dir/build
+gtest=$ucxbuild/test/gtest/gtest
+
+# The configuration values that decide UCX's internal layouts and inline
+# code must equal those of the installed UCX (ucx_info -b); a HAVE_* that
+# differs (a library the Debian build machine did not have) is only shown
+check_config() {
+    local sys ours bad=0 name
+    sys=$(env -u LD_LIBRARY_PATH -u LD_PRELOAD ucx_info -b 2>/dev/null |
+          awk '$1 == "#define" { v = $3; for (i = 4; i <= NF; i++) v = v " " $i; print $2 "=" v }' | sort)
+    ours=$(awk '$1 == "#define" { v = $3; for (i = 4; i <= NF; i++) v = v " " $i; print $2 "=" v }' \
+           "$ucxbuild/config.h" | sort)
+    if [ -z "$sys" ]; then
+        echo "ucx-gtest: ucx_info -b printed nothing; cannot compare with the installed UCX" >&2
+        return 1
+    fi
+    while read -r name; do
+        case $name in
+        ENABLE_*|UCS_MAX_LOG_LEVEL|UCT_UD_EP_DEBUG_HOOKS|HAVE_PROFILING|NVALGRIND|HAVE_TL_*)
+            echo "ucx-gtest: config differs from the installed UCX: $name:" \
+                 "installed '$(echo "$sys" | grep "^$name=" | cut -d= -f2-)'," \
+                 "source build '$(echo "$ours" | grep "^$name=" | cut -d= -f2-)'" >&2
+            bad=1 ;;
+        esac
+    done < <(comm -3 <(echo "$sys") <(echo "$ours") | sed 's/^\t//' | cut -d= -f1 | sort -u)
+    comm -3 <(echo "$sys" | grep '^HAVE_') <(echo "$ours" | grep '^HAVE_') |
+        sed 's/^\t/  source build: /; /^  source/!s/^/  installed:    /' >"$ucxbuild/config-diff.txt"
+    if [ -s "$ucxbuild/config-diff.txt" ]; then
+        echo "ucx-gtest: HAVE_* values that differ from the installed UCX (not layout-relevant):"
+        sed 's/^/  /' "$ucxbuild/config-diff.txt"
+    fi
+    return $bad
+}
+
+do_build() {
+    if [ -f "$dir/.complete" ] && [ -x "$gtest" ]; then
+        echo "ucx-gtest: UCX $version with gtest: cached build $dir"
+        return 0
+    fi
+    mkdir -p "$cache/$version" || { echo "ucx-gtest: cannot create $cache/$version" >&2; return 1; }
+    exec 9>"$cache/$version/.lock"
+    flock 9
+    if [ -f "$dir/.complete" ] && [ -x "$gtest" ]; then
+        echo "ucx-gtest: UCX $version with gtest: cached build $dir (built meanwhile)"
+        exec 9>&-
+        return 0
+    fi
+    local t0=$SECONDS
+    if [ -f "$dir/.configured" ]; then
+        # an interrupted or failed make: the same sources and configuration
+        echo "ucx-gtest: resuming the build of UCX $version in $dir"
+    else
+        echo "ucx-gtest: building UCX $version with gtest in $dir (about 40 minutes on two cores)"
+        configure_ucx || return 1
+    fi
+    echo "ucx-gtest: make (log: $dir/make.log)"
+    (cd "$ucxbuild" && nice -n 10 make -j2 CXXFLAGS="$UCX_CXXFLAGS") >>"$dir/make.log" 2>&1 ||
+        { grep -E 'error|Error' "$dir/make.log" | tail -20; return 1; }
+    # test/gtest is in the top-level SUBDIRS with --enable-gtest; make sure
+    (cd "$ucxbuild" && nice -n 10 make -j2 CXXFLAGS="$UCX_CXXFLAGS" -C test/gtest) >>"$dir/make.log" 2>&1 ||
+        { grep -E 'error|Error' "$dir/make.log" | tail -20; return 1; }
+    [ -x "$gtest" ] || { echo "ucx-gtest: no $gtest after make" >&2; return 1; }
+    # The generic UCT test suites: those instantiated outside uct/ib/
+    (cd "$ucxsrc/test/gtest/uct" &&
+     grep -ho -E '_?UCT_INSTANTIATE_[A-Z_]*TEST_CASE\( *[A-Za-z0-9_]+' \
+         $(find . -name '*.cc' -o -name '*.h' | grep -v '^\./ib/' | grep -v '^\./uct_test\.h$') |
+     sed 's/.*( *//' | grep -v '^_' | sort -u) >"$dir/generic-suites"
+    echo "$((SECONDS - t0))" >>"$dir/build-seconds"
+    touch "$dir/.complete"
+    echo "ucx-gtest: built in $((SECONDS - t0)) s ($(wc -l <"$dir/generic-suites") generic UCT suites)"
+    exec 9>&-
+}
+
+# Extract, patch, autogen, configure, and check the configuration
+configure_ucx() {
+    local t0=$SECONDS
+    rm -rf "$dir"
+    mkdir -p "$ucxsrc" "$ucxbuild"
+    tar xzf "$tarball" -C "$ucxsrc" --strip-components=1 || return 1
+    (cd "$ucxsrc" && patch -p1 --forward <"$patchfile") || return 1
+    cp "$patchfile" "$dir/"
+    { echo "$UCX_CONFIGURE_FLAGS" | tr -s ' \n' '\n\n'; echo "make CXXFLAGS=$UCX_CXXFLAGS"; } \
+        >"$dir/configure-flags"
+    (cd "$ucxsrc" && ./autogen.sh) >"$dir/autogen.log" 2>&1 ||
+        { tail -20 "$dir/autogen.log"; return 1; }
+    # shellcheck disable=SC2086
+    (cd "$ucxbuild" && "$ucxsrc/configure" --prefix="$dir/install" \
+        $UCX_CONFIGURE_FLAGS) >"$dir/configure.log" 2>&1 ||
+        { tail -30 "$dir/configure.log"; return 1; }
+    check_config || { echo "ucx-gtest: the source build would not match the installed UCX" >&2; return 1; }
+    echo "ucx-gtest: configured in $((SECONDS - t0)) s"
+    echo "$((SECONDS - t0))" >"$dir/build-seconds"
+    touch "$dir/.configured"
+}
+
+do_build || { echo "ucx-gtest: build of UCX $version failed"; exit 1; }
+[ "$action" = build ] && exit 0
+
+# ---- run ---------------------------------------------------------------------
+[ -f "$QPX_MODULE" ] || { echo "SKIP: qpx module $QPX_MODULE not built"; exit 77; }
+[ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ] ||
+    { echo "SKIP: softverbs not built in $SOFTVERBS_LIBDIR"; exit 77; }
+# UCX skips a verbs device without its /dev/infiniband node
+if [ ! -e /dev/infiniband/uverbs0 ]; then
+    { mkdir -p /dev/infiniband && ln -sf /dev/null /dev/infiniband/uverbs0; } 2>/dev/null ||
+        { echo "SKIP: /dev/infiniband/uverbs0 missing (softverbs-setup makes it)"; exit 77; }
+fi
+
+logdir=${QPX_GTEST_LOGDIR:-$(mktemp -d /tmp/qpx-ucx-gtest.XXXXXX)}
+mkdir -p "$logdir/lib"
+# A copy of qpx and softverbs as they are now: the whole run uses one build
+# even if the project's build directory is rebuilt meanwhile
+cp -L "$QPX_MODULE" "$logdir/lib/libuct_qpx.so" || exit 1
+for f in "$SOFTVERBS_LIBDIR"/lib*.so.[0-9]; do
+    cp -L "$f" "$logdir/lib/" || exit 1
+done
+echo "ucx-gtest: qpx $QPX_MODULE ($(stat -c %y "$QPX_MODULE" | cut -d. -f1)," \
+     "checkout $(git -C "$top" rev-parse --short HEAD 2>/dev/null)$(git -C "$top" status --porcelain -- src 2>/dev/null | grep -q . && echo ', src modified'))"
+echo "ucx-gtest: softverbs $SOFTVERBS_LIBDIR; both copied to $logdir/lib"
+QPX_MODULE=$logdir/lib/libuct_qpx.so
+SOFTVERBS_LIBDIR=$logdir/lib
+
+b=$ucxbuild
+# softverbs first, then the source-built UCX; qpx preloaded. Given to the
+# UCX programs only (not to timeout, grep, ...)
+ucx_env=(env "LD_LIBRARY_PATH=$SOFTVERBS_LIBDIR:$b/src/ucs/.libs:$b/src/ucs/vfs/sock/.libs:$b/src/uct/.libs:$b/src/uct/ib/.libs:$b/src/ucm/.libs:$b/src/ucp/.libs:$b/src/tools/perf/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+         "LD_PRELOAD=$QPX_MODULE")
+# the source build's modules (libuct_ib, ...), never Debian's
+export UCX_MODULE_DIR=$b/modules
+export SOFTVERBS_SHM=/dev/shm/softverbs-gtest-$$
+export UCX_NET_DEVICES=$QPX_DEV
+export UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn UCX_LOG_PRINT_ENABLE=y
+export UCX_WARN_UNUSED_ENV_VARS=n
+unset UCX_TLS
+
+cleanup() { rm -f "$SOFTVERBS_SHM" "$SOFTVERBS_SHM".* 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+echo "ucx-gtest: UCX $version gtest $gtest, device $QPX_DEV"
+echo "ucx-gtest: per-test timeout ${TEST_TIMEOUT} s, logs in $logdir"
+
+# The source-built UCX must be the one the gtest binary runs with
+ver=$("${ucx_env[@]}" "$b/src/tools/info/.libs/ucx_info" -v 2>&1 | grep -m1 Version)
+case $ver in
+*"Version $version"*) ;;
+*) echo "ucx-gtest: the source-built ucx_info says '$ver', not $version"; exit 1 ;;
+esac
+
+declare -A status reason
+declare -a cases
+# list_cases TL: the cases of TL on QPX_DEV in the generic suites ("NAME")
+list_cases() {
+    timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests --gtest_filter="$1/*" 2>"$logdir/list-$1.err" |
+    awk -v rsc="$1/$QPX_DEV" '
+        /^[^ ]/ { suite = $1; next }
+        /^  / && $2 == "#" && $3 == "GetParam()" {
+            # the resource: TL/DEVICE, or TL/DEVICE/VARIANT
+            if ($5 == rsc || index($5, rsc "/") == 1) print suite $1 }' |
+    while read -r name; do
+        s=${name#*/}; s=${s%%.*}
+        grep -qx "$s" "$dir/generic-suites" && echo "$name"
+    done
+}
+
+# run_suite TL SUITE NAME...: run the cases NAME of one suite, each name's
+# result in status[] / reason[]; a crash or a hang fails the running case,
+# and the rest go on in a new process
+run_suite() {
+    local tl=$1 suite=$2; shift 2
+    local remaining=("$@") n=0 log pid last t0 killed rc name cur
+    while [ ${#remaining[@]} -gt 0 ]; do
+        n=$((n + 1))
+        log=$logdir/$tl.$suite.$n.log
+        local flt
+        flt=$(IFS=:; echo "${remaining[*]}")
+        timeout -k 10 $((TEST_TIMEOUT * ${#remaining[@]} + 60)) \
+            "${ucx_env[@]}" "$gtest" --gtest_color=no --gtest_filter="$flt" >"$log" 2>&1 &
+        pid=$!
+        last=0; t0=$SECONDS; killed=0
+        while kill -0 $pid 2>/dev/null; do
+            sleep 1
+            cur=$(grep -c '^\[ RUN      \]' "$log")
+            if [ "$cur" != "$last" ]; then
+                last=$cur; t0=$SECONDS
+            elif [ $((SECONDS - t0)) -ge "$TEST_TIMEOUT" ]; then
+                killed=1
+                # timeout leads a process group of its own, with gtest in it
+                kill -TERM -- -$pid 2>/dev/null
+                sleep 5
+                kill -KILL -- -$pid 2>/dev/null
+                break
+            fi
+        done
+        wait $pid
+        rc=$?
+        kill -KILL -- -$pid 2>/dev/null   # nothing of this run survives it
+        # parse: [ RUN ], [ SKIP ] (UCX's own line), [ OK ], [ FAILED ]
+        local cur_test="" skip=0
+        while IFS= read -r line; do
+            case $line in
+            "[ RUN      ] "*)
+                # UCX's printer adds " <TL/DEVICE>"
+                cur_test=${line#\[ RUN      \] }; cur_test=${cur_test%% *}; skip=0 ;;
+            "[     SKIP ]"*)
+                skip=1; reason[$cur_test]=${line#\[     SKIP \] } ;;
+            "[       OK ] "*)
+                name=${line#\[       OK \] }; name=${name%% (*}
+                if [ $skip = 1 ]; then status[$name]=SKIP; else status[$name]=PASS; fi
+                cur_test="" ;;
+            "[  SKIPPED ] "*" ms)")
+                name=${line#\[  SKIPPED \] }; name=${name%% (*}
+                status[$name]=SKIP; cur_test="" ;;
+            "[  FAILED  ] "*", where GetParam()"*" ms)")
+                name=${line#\[  FAILED  \] }; name=${name%%, where*}
+                status[$name]=FAIL; cur_test="" ;;
+            esac
+        done <"$log"
+        if [ -n "$cur_test" ] && [ -z "${status[$cur_test]:-}" ]; then
+            status[$cur_test]=FAIL
+            if [ $killed = 1 ]; then
+                reason[$cur_test]="timeout: no result in ${TEST_TIMEOUT} s"
+            elif [ $rc = 124 ] || [ $rc = 137 ]; then
+                reason[$cur_test]="timeout (suite limit)"
+            else
+                local sig
+                sig=$(awk -v n="$cur_test" 'index($0, "[ RUN      ] " n " ") == 1 { on = 1 } on' "$log" |
+                      grep -m1 -E 'Caught signal|Assertion .* failed|Fatal:|terminate called|Aborted|Segmentation' |
+                      sed 's/^\[[^]]*\] *//')
+                reason[$cur_test]="crash (exit $rc${sig:+: $sig})"
+            fi
+        fi
+        # what did not start runs again in a new process
+        local next=() progressed=0
+        for name in "${remaining[@]}"; do
+            if [ -n "${status[$name]:-}" ]; then
+                progressed=1
+            else
+                next+=("$name")
+            fi
+        done
+        if [ $progressed = 0 ]; then
+            for name in "${next[@]}"; do
+                status[$name]=FAIL
+                reason[$name]="gtest exited $rc before running it"
+            done
+            next=()
+        fi
+        remaining=("${next[@]}")
+    done
+}
+
+# print_case TL NAME: the case's line, and for a failure what gtest said
+print_case() {
+    local name=$2 st=${status[$2]} logs
+    case $st in
+    PASS) echo "PASS: $name" ;;
+    SKIP) echo "SKIP: $name ${reason[$name]:-}" ;;
+    FAIL)
+        echo "FAIL: $name${reason[$name]:+ (${reason[$name]})}"
+        # the case's own lines from the last log that ran it
+        logs=$(grep -l -F "[ RUN      ] $name " "$logdir/$1".*.log 2>/dev/null | tail -1)
+        [ -n "$logs" ] &&
+        awk -v n="$name" '
+            index($0, "[ RUN      ] " n " ") == 1 { on = 1; next }
+            on && (/^\[ RUN      \]/ || /^\[  FAILED  \]/ || /^\[       OK \]/) { exit }
+            on { print "    | " $0 }' "$logs" | head -40 ;;
+    esac
+}
+
+declare -A npass nfail nskip
+for tl in $TLS; do
+    echo
+    echo "=== $tl"
+    mapfile -t cases < <(list_cases "$tl")
+    if [ -n "$filter" ]; then
+        kept=()
+        for name in "${cases[@]}"; do
+            # shellcheck disable=SC2053
+            [[ $name == $filter ]] && kept+=("$name")
+        done
+        cases=("${kept[@]}")
+    fi
+    npass[$tl]=0; nfail[$tl]=0; nskip[$tl]=0
+    if [ ${#cases[@]} -eq 0 ]; then
+        if [ -z "$filter" ] && [[ " $QPX_TLS " == *" $tl "* ]]; then
+            # a qpx transport that gtest did not find is a failure
+            echo "FAIL: $tl: no test cases on $QPX_DEV (the transport was not found; $logdir/list-$tl.err:)"
+            grep -v '^\[     INFO \]' "$logdir/list-$tl.err" | head -5 | sed 's/^/    | /'
+            nfail[$tl]=1
+        else
+            echo "  no test cases for $tl on $QPX_DEV"
+        fi
+        continue
+    fi
+    echo "  ${#cases[@]} test cases"
+    suites=$(printf '%s\n' "${cases[@]}" | sed 's/\..*//' | awk '!seen[$0]++')
+    for s in $suites; do
+        mapfile -t group < <(printf '%s\n' "${cases[@]}" | grep -F "$s.")
+        run_suite "$tl" "${s#*/}" "${group[@]}"
+        for name in "${group[@]}"; do
+            print_case "$tl" "$name"
+            case ${status[$name]} in
+            PASS) npass[$tl]=$((npass[$tl] + 1)) ;;
+            SKIP) nskip[$tl]=$((nskip[$tl] + 1)) ;;
+            *)    nfail[$tl]=$((nfail[$tl] + 1)) ;;
+            esac
+        done
+    done
+done
+
+echo
+echo "=== UCX $version gtest, generic UCT tests on $QPX_DEV"
+printf '%-10s %7s %7s %7s\n' transport passed failed skipped
+tot_pass=0; tot_fail=0
+for tl in $TLS; do
+    printf '%-10s %7d %7d %7d\n' "$tl" "${npass[$tl]}" "${nfail[$tl]}" "${nskip[$tl]}"
+    case " $QPX_TLS " in
+    *" $tl "*) tot_pass=$((tot_pass + npass[$tl])); tot_fail=$((tot_fail + nfail[$tl])) ;;
+    esac
+done
+echo "full gtest logs: $logdir"
+echo "$tot_pass passed, $tot_fail failed"
+[ "$tot_fail" -eq 0 ] && [ "$tot_pass" -gt 0 ] && exit 0
+exit 1
