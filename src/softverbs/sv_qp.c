@@ -586,6 +586,20 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
     if (qp->rcq != qp->scq) {
         sv_cq_del_qp(qp->rcq, qp);
     }
+    /* Its completions not yet polled go with it, as rdma-core's mlx5
+     * removes a destroyed QP's CQEs from both CQs (mlx5_destroy_qp ->
+     * __mlx5_cq_clean; an SRQ receive's WQE goes back to the SRQ): a CQ
+     * shared by many QPs (libfabric's verbs provider, one per domain)
+     * would otherwise return completions whose wr_id names the freed
+     * endpoint's buffers. libfabric's ofi_rxm crashed polling them after
+     * closing its connections. A CQE a peer pushes between this sweep and
+     * the QP's release below still arrives, as with a reset (sv_cq_clean) */
+    if (qp->scq != NULL) {
+        sv_cq_clean(qp->scq, qp);
+    }
+    if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
+        sv_cq_clean(qp->rcq, qp);
+    }
     if (qp->sq_pending) {
         __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
         __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);

@@ -342,6 +342,49 @@ static void svt_case_reset_cqes(svt_proc_t *p)
 }
 
 /*
+ * A destroyed QP leaves nothing in its CQs: rdma-core's mlx5 removes its
+ * CQEs from both (mlx5_destroy_qp -> __mlx5_cq_clean), so a CQ that
+ * outlives the QP (libfabric's verbs provider shares one per domain) never
+ * returns a completion whose wr_id names the freed QP's buffers. Sends,
+ * writes and a receive completed, nothing polled, both QPs destroyed: the
+ * CQs poll empty.
+ */
+static void svt_case_destroy_cqes(svt_proc_t *p)
+{
+    svt_ep_t ep[2];
+    svt_ep_opts_t o;
+    svt_dev_t dev;
+    int i;
+
+    (void)p;
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    svt_ep_local_pair(&dev, &o, &ep[0], &ep[1]);
+    svt_post_recv(&ep[1], 256, 64, 200);
+    for (i = 1; i <= 3; ++i) {
+        SVT_OK(svt_post_send(&ep[0], IBV_WR_RDMA_WRITE, 0, 8,
+                             svt_raddr(&ep[0], 0), ep[0].remote.rkey, 0,
+                             IBV_SEND_SIGNALED, i));
+    }
+    SVT_OK(svt_post_send(&ep[0], IBV_WR_SEND, 0, 8, 0, 0, 0,
+                         IBV_SEND_SIGNALED, 10));
+    /* the receive landed (its CQE waits) before the QPs go */
+    svt_sleep_ms(20);
+    for (i = 0; i < 2; ++i) {
+        SVT_OK(ibv_destroy_qp(ep[i].qp));
+    }
+    for (i = 0; i < 2; ++i) {
+        svt_expect_no_wc(ep[i].cq, 50);
+        SVT_OK(ibv_dereg_mr(ep[i].mr));
+        if (ep[i].own_cq) {
+            SVT_OK(ibv_destroy_cq(ep[i].cq));
+        }
+        free(ep[i].buf);
+    }
+    svt_dev_close(&dev);
+}
+
+/*
  * IBV_ACCESS_ON_DEMAND in qp_access_flags is taken and ignored, as the
  * kernel's modify_qp passes the flags on unchecked and mlx5_ib uses only
  * their remote read/write/atomic bits (to_mlx5_access_flags): at
@@ -1057,6 +1100,7 @@ const svt_case_t svt_cases_qp[] = {
     {"qp/legal_path_ud", svt_case_legal_path, 1, IBV_QPT_UD},
     {"qp/any_to_err_reset", svt_case_any_to_err_reset, 1},
     {"qp/reset_cleans_cqes", svt_case_reset_cqes, 1},
+    {"qp/destroy_cleans_cqes", svt_case_destroy_cqes, 1},
     {"qp/reset_gives_srq_wqes_back", svt_case_reset_cqes, 1, 1},
     {"qp/access_flags_on_demand", svt_case_access_odp, 1},
     {"qp/illegal_transitions", svt_case_illegal, 1},
