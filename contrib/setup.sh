@@ -15,7 +15,8 @@ export QPX_TOP QPX_BUILDDIR
 QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git iproute2
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest rdmacm-utils
     librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind groff-base
-    slurmctld slurmd slurm-client munge debhelper dpkg-dev fakeroot chrpath lintian gnuplot-nox"
+    slurmctld slurmd slurm-client munge debhelper dpkg-dev fakeroot chrpath lintian gnuplot-nox
+    libfabric-bin"
 
 qpx_say() { echo "==> $*"; }
 
