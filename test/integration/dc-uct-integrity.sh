@@ -10,8 +10,8 @@
 tl_setup qpx_dc
 P=$QPX_TL_ENV
 
-tl_integrity "defaults (dcs)"
-for policy in dcs_quota rand sticky spread; do
+tl_integrity "defaults (dcs_quota)"
+for policy in dcs rand sticky spread; do
     tl_integrity "policy $policy" UCX_${P}_TX_POLICY=$policy
 done
 tl_integrity "one DCI, queues of 8" UCX_${P}_NUM_DCI=1 \

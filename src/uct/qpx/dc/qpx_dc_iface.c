@@ -39,8 +39,10 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "requests in flight at once.",
      ucs_offsetof(qpx_dc_iface_config_t, num_dci), QPX_CONFIG_TYPE_UINT},
 
-    {"TX_POLICY", "dcs",
-     "How endpoints get a DC initiator:\n"
+    {"TX_POLICY", "dcs_quota",
+     "How endpoints get a DC initiator (the default is UCX's dc_mlx5's: with\n"
+     "more busy endpoints than DCIs, dcs lets the holders of DCIs starve the\n"
+     "others):\n"
      " dcs       - an endpoint holds a DCI while it has requests in flight\n"
      " dcs_quota - dcs, and an endpoint that posted QUOTA requests while\n"
      "             others wait for a DCI stops until it gave its DCI back\n"
