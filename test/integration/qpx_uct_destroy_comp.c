@@ -46,76 +46,31 @@ static ucs_status_t destroy_am_cb(void *arg, void *data, size_t length,
 
 int main(int argc, char **argv)
 {
-    const char *tl = NULL, *dev = "softverbs0:1";
-    uct_iface_h send_iface, recv_iface;
-    uct_iface_params_t params;
-    uct_iface_config_t *config;
-    ucs_async_context_t *async;
-    uct_iface_attr_t attr;
-    uct_component_h comp_h;
-    uct_worker_h worker;
+    qpx_uct_loopback_t lb = {.buf_size = DESTROY_BUF};
     destroy_comp_t comp;
     ucs_status_t status;
     uct_ep_h ep, back;
-    uct_mem_h memh;
-    uct_md_h md;
+    int ret, round, posted, i;
     uct_iov_t iov;
-    int opt, ret, round, posted, i;
-    void *buf;
 
-    while ((opt = getopt(argc, argv, "x:d:")) != -1) {
-        if (opt == 'x') {
-            tl = optarg;
-        } else if (opt == 'd') {
-            dev = optarg;
-        }
-    }
-    if (tl == NULL) {
-        fprintf(stderr, "usage: %s -x TL [-d DEV]\n", argv[0]);
-        return 2;
-    }
-    ret = qpx_uct_md_open(tl, dev, &comp_h, &md);
+    ret = qpx_uct_loopback_open(argc, argv, "", &lb);
     if (ret != 0) {
         return ret;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl;
-    params.mode.device.dev_name = dev;
-    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                  &async) != UCS_OK) ||
-        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) != UCS_OK) ||
-        (uct_md_iface_config_read(md, tl, NULL, NULL, &config) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &send_iface) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &recv_iface) != UCS_OK) ||
-        (uct_iface_query(send_iface, &attr) != UCS_OK) ||
-        (posix_memalign(&buf, 4096, DESTROY_BUF) != 0) ||
-        (uct_md_mem_reg(md, buf, DESTROY_BUF, UCT_MD_MEM_ACCESS_ALL,
-                        &memh) != UCS_OK)) {
-        fprintf(stderr, "setup failed\n");
-        return 1;
-    }
-    uct_config_release(config);
-    uct_iface_progress_enable(send_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
-    uct_iface_progress_enable(recv_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
-    uct_iface_set_am_handler(recv_iface, DESTROY_AM_ID, destroy_am_cb, NULL,
-                             0);
-    if (!(attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
-        printf("SKIP: %s has no am_zcopy\n", tl);
+    uct_iface_set_am_handler(lb.recv_iface, DESTROY_AM_ID, destroy_am_cb,
+                             NULL, 0);
+    if (!(lb.attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
+        printf("SKIP: %s has no am_zcopy\n", lb.tl);
         return 77;
     }
 
-    iov.buffer = buf;
-    iov.length = ucs_min(attr.cap.am.max_zcopy, DESTROY_BUF);
-    iov.memh   = memh;
+    iov.buffer = lb.buf;
+    iov.length = ucs_min(lb.attr.cap.am.max_zcopy, DESTROY_BUF);
+    iov.memh   = lb.memh;
     iov.stride = 0;
     iov.count  = 1;
     for (round = 0; round < 10; ++round) {
-        if (qpx_uct_connect_pair(send_iface, recv_iface, &ep, &back)) {
+        if (qpx_uct_connect_pair(lb.send_iface, lb.recv_iface, &ep, &back)) {
             qpx_uct_report(0, "round %d: connect", round);
             break;
         }
@@ -132,7 +87,7 @@ int main(int argc, char **argv)
             if ((status == UCS_INPROGRESS) || (status == UCS_OK)) {
                 ++posted;
             } else if ((status == UCS_ERR_NO_RESOURCE) && (posted == 0)) {
-                uct_worker_progress(worker); /* still connecting */
+                uct_worker_progress(lb.worker); /* still connecting */
             } else {
                 break; /* the queue is full */
             }
@@ -144,7 +99,7 @@ int main(int argc, char **argv)
                        "uct_ep_destroy (%d canceled)", round, posted,
                        comp.super.count, comp.canceled);
         for (i = 0; i < 200000; ++i) {
-            uct_worker_progress(worker);
+            uct_worker_progress(lb.worker);
         }
         qpx_uct_report(comp.late == 0, "round %d: %d completions called "
                        "after uct_ep_destroy", round, comp.late);
@@ -153,13 +108,7 @@ int main(int argc, char **argv)
         }
     }
 
-    uct_md_mem_dereg(md, memh);
-    free(buf);
-    uct_iface_close(recv_iface);
-    uct_iface_close(send_iface);
-    uct_worker_destroy(worker);
-    ucs_async_context_destroy(async);
-    uct_md_close(md);
+    qpx_uct_loopback_close(&lb);
     printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
     return (qpx_uct_nfail == 0) ? 0 : 1;
 }

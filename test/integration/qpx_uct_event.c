@@ -46,79 +46,48 @@ static int event_fd_ready(int fd, int timeout_ms)
     return poll(&pfd, 1, timeout_ms) > 0;
 }
 
+static unsigned event_count = 5000;
+
+static void event_opt(int opt, const char *arg)
+{
+    event_count = atoi(arg); /* -n COUNT */
+}
+
 int main(int argc, char **argv)
 {
-    const char *tl = NULL, *dev = "softverbs0:1";
-    unsigned i, count = 5000, received = 0, spurious = 0, missed = 0;
-    uct_iface_h send_iface, recv_iface;
-    uct_iface_params_t params;
-    uct_iface_config_t *config;
-    ucs_async_context_t *async;
+    qpx_uct_loopback_t lb = {.buf_size = 64, .opt_cb = event_opt};
+    unsigned i, received = 0, spurious = 0, missed = 0;
     uct_iface_attr_t attr;
-    uct_component_h comp;
     ucs_status_t status;
     uint64_t data = 0;
     uct_ep_h ep, back;
     unsigned progress;
-    uct_md_h md;
-    int opt, ret, fd;
+    int ret, fd;
     ssize_t len;
 
-    while ((opt = getopt(argc, argv, "x:d:n:")) != -1) {
-        if (opt == 'x') {
-            tl = optarg;
-        } else if (opt == 'd') {
-            dev = optarg;
-        } else if (opt == 'n') {
-            count = atoi(optarg);
-        }
-    }
-    if (tl == NULL) {
-        fprintf(stderr, "usage: %s -x TL [-d DEV] [-n COUNT]\n", argv[0]);
-        return 2;
-    }
-    ret = qpx_uct_md_open(tl, dev, &comp, &md);
+    ret = qpx_uct_loopback_open(argc, argv, "n:", &lb);
     if (ret != 0) {
         return ret;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl;
-    params.mode.device.dev_name = dev;
-    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                  &async) != UCS_OK) ||
-        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) != UCS_OK) ||
-        (uct_md_iface_config_read(md, tl, NULL, NULL, &config) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &send_iface) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &recv_iface) != UCS_OK) ||
-        (uct_iface_query(recv_iface, &attr) != UCS_OK)) {
-        fprintf(stderr, "setup failed\n");
-        return 1;
-    }
-    uct_config_release(config);
-    if (!(attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) ||
-        (uct_iface_event_fd_get(recv_iface, &fd) != UCS_OK)) {
-        printf("SKIP: %s offers no receive events\n", tl);
+    worker = lb.worker;
+    if ((uct_iface_query(lb.recv_iface, &attr) != UCS_OK) ||
+        !(attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV) ||
+        (uct_iface_event_fd_get(lb.recv_iface, &fd) != UCS_OK)) {
+        printf("SKIP: %s offers no receive events\n", lb.tl);
         return 77;
     }
-    uct_iface_progress_enable(send_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
-    uct_iface_progress_enable(recv_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
-    uct_iface_set_am_handler(recv_iface, EVENT_AM_ID, event_am_cb, &received,
-                             0);
-    if (qpx_uct_connect_pair(send_iface, recv_iface, &ep, &back)) {
+    uct_iface_set_am_handler(lb.recv_iface, EVENT_AM_ID, event_am_cb,
+                             &received, 0);
+    if (qpx_uct_connect_pair(lb.send_iface, lb.recv_iface, &ep, &back)) {
         fprintf(stderr, "connect failed\n");
         return 1;
     }
 
-    for (i = 0; i < count; ++i) {
+    for (i = 0; i < event_count; ++i) {
         /* Nothing left to do, armed */
         do {
             progress = uct_worker_progress(worker);
-            status   = uct_iface_event_arm(recv_iface, UCT_EVENT_RECV);
+            status   = uct_iface_event_arm(lb.recv_iface, UCT_EVENT_RECV);
         } while ((status == UCS_ERR_BUSY) || (progress != 0));
         if (status != UCS_OK) {
             qpx_uct_report(0, "uct_iface_event_arm: %s",
@@ -130,7 +99,7 @@ int main(int argc, char **argv)
         ++data;
         while ((len = uct_ep_am_bcopy(ep, EVENT_AM_ID, event_pack, &data,
                                       0)) == UCS_ERR_NO_RESOURCE) {
-            uct_iface_progress(send_iface); /* the sender's side only */
+            uct_iface_progress(lb.send_iface); /* the sender's side only */
         }
         if (len < 0) {
             qpx_uct_report(0, "am_bcopy: %s",
@@ -143,22 +112,18 @@ int main(int argc, char **argv)
         }
     }
 
-    qpx_uct_report(i == count, "%u of %u messages received", received,
-                   count);
-    qpx_uct_report(spurious < ucs_max(20u, count / 100),
+    qpx_uct_report(i == event_count, "%u of %u messages received", received,
+                   event_count);
+    qpx_uct_report(spurious < ucs_max(20u, event_count / 100),
                    "spurious events after arming: %u of %u (below 1%%)",
-                   spurious, count);
+                   spurious, event_count);
     qpx_uct_report(missed == 0, "events missed: %u", missed);
 
     uct_ep_destroy(ep);
     if (back != NULL) {
         uct_ep_destroy(back);
     }
-    uct_iface_close(recv_iface);
-    uct_iface_close(send_iface);
-    uct_worker_destroy(worker);
-    ucs_async_context_destroy(async);
-    uct_md_close(md);
+    qpx_uct_loopback_close(&lb);
     printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
     return (qpx_uct_nfail == 0) ? 0 : 1;
 }

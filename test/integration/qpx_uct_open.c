@@ -6,6 +6,7 @@
 #include <alloca.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -168,6 +169,86 @@ int qpx_uct_connect_pair(uct_iface_h a, uct_iface_h b, uct_ep_h *ab_p,
     }
     return uct_ep_connect_to_ep(*ab_p, (uct_device_addr_t*)dev_addr,
                                 (uct_ep_addr_t*)ep_addr_b) ? -1 : 0;
+}
+
+int qpx_uct_loopback_open(int argc, char **argv, const char *opts,
+                          qpx_uct_loopback_t *lb)
+{
+    uct_iface_params_t params;
+    uct_iface_config_t *config;
+    uct_component_h comp;
+    char optstring[32];
+    int opt, ret;
+
+    lb->tl  = NULL;
+    lb->dev = "softverbs0:1";
+    snprintf(optstring, sizeof(optstring), "x:d:%s", opts);
+    while ((opt = getopt(argc, argv, optstring)) != -1) {
+        if (opt == 'x') {
+            lb->tl = optarg;
+        } else if (opt == 'd') {
+            lb->dev = optarg;
+        } else if ((opt != '?') && (lb->opt_cb != NULL)) {
+            lb->opt_cb(opt, optarg);
+        } else {
+            lb->tl = NULL;
+            break;
+        }
+    }
+    if (lb->tl == NULL) {
+        fprintf(stderr, "usage: %s -x TL [-d DEV]\n", argv[0]);
+        return 2;
+    }
+    ret = qpx_uct_md_open(lb->tl, lb->dev, &comp, &lb->md);
+    if (ret != 0) {
+        return ret;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = lb->tl;
+    params.mode.device.dev_name = lb->dev;
+    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                  &lb->async) != UCS_OK) ||
+        (uct_worker_create(lb->async, UCS_THREAD_MODE_SINGLE,
+                           &lb->worker) != UCS_OK) ||
+        (uct_md_iface_config_read(lb->md, lb->tl, NULL, NULL,
+                                  &config) != UCS_OK)) {
+        fprintf(stderr, "%s: no worker or configuration\n", lb->tl);
+        return 1;
+    }
+    ret = (uct_iface_open(lb->md, lb->worker, &params, config,
+                          &lb->send_iface) != UCS_OK) ||
+          (uct_iface_open(lb->md, lb->worker, &params, config,
+                          &lb->recv_iface) != UCS_OK) ||
+          (uct_iface_query(lb->send_iface, &lb->attr) != UCS_OK) ||
+          (posix_memalign(&lb->buf, 4096, lb->buf_size) != 0) ||
+          (uct_md_mem_reg(lb->md, lb->buf, lb->buf_size,
+                          UCT_MD_MEM_ACCESS_ALL, &lb->memh) != UCS_OK);
+    uct_config_release(config);
+    if (ret) {
+        fprintf(stderr, "%s: the interfaces or the buffer cannot be "
+                "opened\n", lb->tl);
+        return 1; /* the process exits: nothing to undo */
+    }
+    uct_iface_progress_enable(lb->send_iface, UCT_PROGRESS_SEND |
+                                              UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(lb->recv_iface, UCT_PROGRESS_SEND |
+                                              UCT_PROGRESS_RECV);
+    return 0;
+}
+
+void qpx_uct_loopback_close(qpx_uct_loopback_t *lb)
+{
+    uct_md_mem_dereg(lb->md, lb->memh);
+    free(lb->buf);
+    uct_iface_close(lb->recv_iface);
+    uct_iface_close(lb->send_iface);
+    uct_worker_destroy(lb->worker);
+    ucs_async_context_destroy(lb->async);
+    uct_md_close(lb->md);
 }
 
 int qpx_uct_xfer(int fd, void *p, size_t len, int out)

@@ -167,60 +167,22 @@ static void order_case(uct_iface_h send_iface, uct_iface_h recv_iface,
 
 int main(int argc, char **argv)
 {
-    const char *tl = NULL, *dev = "softverbs0:1";
-    uct_iface_h send_iface, recv_iface;
-    uct_iface_params_t params;
-    uct_iface_config_t *config;
-    ucs_async_context_t *async;
-    uct_component_h comp;
+    qpx_uct_loopback_t lb = {.buf_size = 4096};
     uct_ep_h ep, back;
-    uct_mem_h memh;
-    uct_md_h md;
-    void *buf;
-    int opt, ret, i;
+    int ret, i;
 
-    while ((opt = getopt(argc, argv, "x:d:")) != -1) {
-        if (opt == 'x') {
-            tl = optarg;
-        } else if (opt == 'd') {
-            dev = optarg;
-        }
-    }
-    if (tl == NULL) {
-        fprintf(stderr, "usage: %s -x TL [-d DEV]\n", argv[0]);
-        return 2;
-    }
-    ret = qpx_uct_md_open(tl, dev, &comp, &md);
+    ret = qpx_uct_loopback_open(argc, argv, "", &lb);
     if (ret != 0) {
         return ret;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl;
-    params.mode.device.dev_name = dev;
-    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                  &async) != UCS_OK) ||
-        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) != UCS_OK) ||
-        (uct_md_iface_config_read(md, tl, NULL, NULL, &config) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &send_iface) != UCS_OK) ||
-        (uct_iface_open(md, worker, &params, config, &recv_iface) != UCS_OK) ||
-        (posix_memalign(&buf, 64, 4096) != 0) ||
-        (uct_md_mem_reg(md, buf, 4096, UCT_MD_MEM_ACCESS_ALL,
-                        &memh) != UCS_OK) ||
-        qpx_uct_connect_pair(send_iface, recv_iface, &ep, &back)) {
-        fprintf(stderr, "setup failed\n");
+    if (qpx_uct_connect_pair(lb.send_iface, lb.recv_iface, &ep, &back)) {
+        fprintf(stderr, "connect failed\n");
         return 1;
     }
-    uct_config_release(config);
-    uct_iface_progress_enable(send_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
-    uct_iface_progress_enable(recv_iface, UCT_PROGRESS_SEND |
-                                          UCT_PROGRESS_RECV);
+    worker = lb.worker;
 
     for (i = 0; i < 5; ++i) {
-        order_case(send_iface, recv_iface, ep, memh, buf, i);
+        order_case(lb.send_iface, lb.recv_iface, ep, lb.memh, lb.buf, i);
         for (ret = 0; ret < 100000; ++ret) {
             uct_worker_progress(worker);
         }
@@ -230,13 +192,7 @@ int main(int argc, char **argv)
     if (back != NULL) {
         uct_ep_destroy(back);
     }
-    uct_md_mem_dereg(md, memh);
-    free(buf);
-    uct_iface_close(recv_iface);
-    uct_iface_close(send_iface);
-    uct_worker_destroy(worker);
-    ucs_async_context_destroy(async);
-    uct_md_close(md);
+    qpx_uct_loopback_close(&lb);
     printf("%d passed, %d failed\n", qpx_uct_npass, qpx_uct_nfail);
     return (qpx_uct_nfail == 0) ? 0 : 1;
 }
