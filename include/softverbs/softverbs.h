@@ -27,6 +27,7 @@ extern "C" {
 #define SOFTVERBS_ENV_MAX_CQ       "SOFTVERBS_MAX_CQ"
 #define SOFTVERBS_ENV_MAX_MR       "SOFTVERBS_MAX_MR"
 #define SOFTVERBS_ENV_MAX_SRQ      "SOFTVERBS_MAX_SRQ"
+#define SOFTVERBS_ENV_DC           "SOFTVERBS_DC"
 /* Probability (0..1) that a UD packet is lost. */
 #define SOFTVERBS_ENV_UD_DROP      "SOFTVERBS_UD_DROP"
 /* Probability (0..1) that a UD packet is held back and delivered after

@@ -328,6 +328,7 @@ struct sv_global {
     int        num_ports;         /* of every device, 1..SV_MAX_PORTS */
     int        cap_fail;          /* SOFTVERBS_CAP_POLICY: not clamp */
     uint32_t   max_qp, max_cq, max_mr, max_srq;
+    int        dc;                /* SOFTVERBS_DC: DC QPs can be created */
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */
     int        debug;

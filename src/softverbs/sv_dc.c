@@ -397,6 +397,12 @@ softverbs_dv_create_qp(struct ibv_context *context,
         }
         return sv_create_qp_ex(context, attr);
     }
+    /* SOFTVERBS_DC=0: a device without DC, as an mlx5 HCA whose firmware
+     * does not offer it (mlx5dv_create_qp: EOPNOTSUPP) */
+    if (!sv_g.dc) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
     if ((dv->comp_mask & ~SV_DC_DV_COMP_MASK) ||
         (attr->qp_type != IBV_QPT_DRIVER) ||
         !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL)) {

@@ -182,12 +182,14 @@ else
     echo "$out" | grep -v "^softverbs" | grep "UCX  ERROR\|UCX  WARN" | sort | uniq -c | sort -rn | head -n 10
 fi
 
-# A DC cold path no rank can open (UCX_QPX_DC_TX_MAX_INLINE=0: qpx_dc
-# needs 9 inline bytes): with UCX_QPX_COLD_TL=auto each rank falls back to
-# qpx_ud, with one warning and no error, and the job completes; it failed
-# at MPI_Init ("no qpx_dc interface for the cold path").
+# A DC cold path no rank can open (SOFTVERBS_DC=0: the device refuses DC
+# QPs, as an mlx5 whose firmware has no DC; UCX_QPX_DC_TX_MAX_INLINE=0 did
+# it until softverbs sized inline room as libmlx5 does, which gives a DCI
+# asking for none 124 bytes): with UCX_QPX_COLD_TL=auto each rank falls
+# back to qpx_ud, with one warning and no error, and the job completes; it
+# failed at MPI_Init ("no qpx_dc interface for the cold path").
 job "alltoall, 8 ranks, DC refused: qpx_ud cold path" 8 "ALLTOALL OK" \
-    "$a2a_prog" 20 65536 -- UCX_QPX_DC_TX_MAX_INLINE=0 \
+    "$a2a_prog" 20 65536 -- SOFTVERBS_DC=0 \
     UCX_QPX_PROMOTE_THRESH=4 UCX_QPX_PROMOTE_WINDOW=1s
 fell=$(echo "$out" | grep -c "no qpx_dc interface for the cold path.*qpx_ud instead")
 errors=$(echo "$out" | grep -c "UCX  ERROR")

@@ -126,7 +126,8 @@ static inline int qpx_device_err_exhausted(int err)
 /* The status of a verbs call that failed with err (its errno) */
 static inline ucs_status_t qpx_device_err_status(int err)
 {
-    return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+    return (err == ENOMEM)     ? UCS_ERR_NO_MEMORY :
+           (err == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED : UCS_ERR_IO_ERROR;
 }
 
 #endif

@@ -130,7 +130,11 @@ ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
         }
 
         if (errno != EINVAL) {
-            ucs_log(qpx_device_err_exhausted(errno) ?
+            /* Out of QPs or memory, or a QP type the device does not have
+             * (EOPNOTSUPP: no DC): at the level the opener chose, which
+             * the hybrid lowers while it can do without */
+            ucs_log((qpx_device_err_exhausted(errno) ||
+                     (errno == EOPNOTSUPP)) ?
                     qpx_qp_exhausted_level : UCS_LOG_LEVEL_ERROR,
                     "create qp (%s, send_wr %u sge %u inline %u) "
                     "failed: %m", qpx_qp_type_str(attr.qp_type),
