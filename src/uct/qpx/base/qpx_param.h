@@ -84,4 +84,25 @@ qpx_param_check_iov(const char *op, const uct_iov_t *iov, size_t iovcnt,
     return UCS_OK;
 }
 
+/* The checks of an am_zcopy: its id, its header (at most max_payload and
+ * QPX_AM_MAX_HDR), its iov (max_iov entries, max_payload bytes with the
+ * header); UCS_OK or the logged error */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_param_check_am_zcopy(uint8_t id, unsigned header_length,
+                         const uct_iov_t *iov, size_t iovcnt, size_t max_iov,
+                         size_t max_payload)
+{
+    size_t max_hdr = ucs_min(max_payload, QPX_AM_MAX_HDR);
+
+    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
+        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
+    }
+    if (ucs_unlikely(header_length > max_hdr)) {
+        return qpx_param_length_error("am_zcopy header", header_length,
+                                      max_hdr);
+    }
+    return qpx_param_check_iov("am_zcopy", iov, iovcnt, max_iov,
+                               header_length, max_payload);
+}
+
 #endif

@@ -297,16 +297,9 @@ ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     size_t max_payload    = iface->super.config.seg_size - sizeof(*hdr);
     int signal;
 
-    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
-    }
-    if (ucs_unlikely(header_length > ucs_min(max_payload, QPX_AM_MAX_HDR))) {
-        return qpx_param_length_error("am_zcopy header", header_length,
-                                      ucs_min(max_payload, QPX_AM_MAX_HDR));
-    }
-    status = qpx_param_check_iov("am_zcopy", iov, iovcnt,
-                                 iface->config.caps.max_iov, header_length,
-                                 max_payload);
+    status = qpx_param_check_am_zcopy(id, header_length, iov, iovcnt,
+                                      iface->config.caps.max_iov,
+                                      max_payload);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
