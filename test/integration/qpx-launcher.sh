@@ -83,31 +83,57 @@ fi
 
 # A PMIx launcher that sets neither OMPI_COMM_WORLD_* nor SLURM_*: qpx asks
 # its PMIx server for the job (mpirun's PMIx server stands in, with Open
-# MPI's own variables removed), and the hybrid sizes its RC pool by it
+# MPI's own variables removed) only with the user's consent
+# (UCX_QPX_JOB_PMIX=y), since ucx_info has not initialised PMIx itself; the
+# hybrid sizes its RC pool by it. Without consent, qpx does not start a PMIx
+# client in a program that did not (issue 38).
 if command -v mpirun >/dev/null && [ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ]; then
-    out=$(env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
-          timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
-          env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_SIZE \
-          -u OMPI_COMM_WORLD_RANK UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 \
-          UCX_LOG_LEVEL=debug ucx_info -e -u t 2>&1)
+    pmix_job() {
+        env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+            timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+            env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_SIZE \
+            -u OMPI_COMM_WORLD_RANK UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 \
+            UCX_LOG_LEVEL=debug "$@" ucx_info -e -u t 2>&1
+    }
+    out=$(pmix_job UCX_QPX_JOB_PMIX=y)
     jobs=$(grep -c "qpx job: launcher pmix, 2 processes on 1 hosts, 2 here" \
            <<<"$out")
     pools=$(grep -c "qpx: RC pool of [0-9]* QPs (job: pmix, 2 processes)" \
             <<<"$out")
     if [ "$jobs" -eq 2 ] && [ "$pools" -eq 2 ]; then
-        qpx_pass "PMIx job size: both ranks ($(grep -m1 -o 'qpx: RC pool.*' <<<"$out"))"
+        qpx_pass "PMIx job size with UCX_QPX_JOB_PMIX=y: both ranks ($(grep -m1 -o 'qpx: RC pool.*' <<<"$out"))"
     else
         qpx_fail "PMIx job size: $jobs of 2 ranks logged the PMIx job, $pools the pool"
         grep "qpx job\|RC pool" <<<"$out" | head -4
     fi
-    out=$(env PMIX_NAMESPACE=none-here UCX_LOG_LEVEL=debug \
+    out=$(pmix_job)
+    none=$(grep -c "qpx job: launcher none" <<<"$out")
+    asked=$(grep -c "not asking it" <<<"$out")
+    if [ "$none" -eq 2 ] && [ "$asked" -eq 2 ]; then
+        qpx_pass "PMIx not initialised by the program, no consent: qpx does not start a PMIx client (2 of 2 ranks)"
+    else
+        qpx_fail "PMIx without consent: $none of 2 ranks without a job, $asked said why"
+        grep "qpx job" <<<"$out" | head -4
+    fi
+    out=$(env PMIX_NAMESPACE=none-here UCX_QPX_JOB_PMIX=y UCX_LOG_LEVEL=debug \
+          UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 \
           LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
-          timeout 60 ucx_info -v 2>&1)
+          timeout 60 ucx_info -e -u t 2>&1)
     if grep -q "qpx job: launcher none" <<<"$out"; then
         qpx_pass "PMIX_NAMESPACE without a PMIx server: no job size, no error"
     else
         qpx_fail "PMIX_NAMESPACE without a PMIx server"
         grep "qpx job" <<<"$out" | head -3
+    fi
+    # Loading qpx (ucx_info -v opens no interface) reads no job at all
+    out=$(env PMIX_NAMESPACE=none-here UCX_QPX_JOB_PMIX=y UCX_LOG_LEVEL=debug \
+          LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -v 2>&1)
+    if grep -q "qpx component registered" <<<"$out" &&
+       ! grep -q "qpx job" <<<"$out"; then
+        qpx_pass "loading qpx reads no job information (ucx_info -v)"
+    else
+        qpx_fail "loading qpx: $(grep -c 'qpx job' <<<"$out") job lines at load"
     fi
 fi
 

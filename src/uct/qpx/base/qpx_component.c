@@ -47,7 +47,6 @@ ucs_status_t qpx_component_register(void)
     static int registered = 0;
     unsigned major, minor, patch;
     uct_tl_t *const *tl;
-    qpx_job_info_t job;
     ucs_status_t status;
 
     if (registered) {
@@ -83,11 +82,6 @@ ucs_status_t qpx_component_register(void)
     }
 
     registered = 1;
-    qpx_job_info_get(&job);
     ucs_debug("qpx component registered in UCX %u.%u.%u", major, minor, patch);
-    ucs_debug("qpx job: launcher %s, %u processes on %u hosts, %u here, "
-              "rank %u (SLURM_JOB_ID=%s)", job.launcher, job.ntasks,
-              job.nnodes, job.local_tasks, job.rank,
-              getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "-");
     return UCS_OK;
 }

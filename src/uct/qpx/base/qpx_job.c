@@ -8,8 +8,13 @@
  * launcher that sets neither (PMIX_NAMESPACE in the environment): its
  * server's job size, local size and node count (PMIx_Get of
  * PMIX_JOB_SIZE, PMIX_LOCAL_SIZE and PMIX_NUM_NODES for the job's
- * wildcard rank). libpmix is loaded with dlopen only then, so that the
- * plugin does not depend on it.
+ * wildcard rank). Loading qpx must not start a PMIx client in a program
+ * that did not ask for one, so PMIx is asked only when the process has
+ * already initialised it (an MPI library did: libpmix is loaded and
+ * PMIx_Initialized() says so), or when the user consents with
+ * UCX_QPX_JOB_PMIX=y; libpmix is loaded with dlopen only then, so that the
+ * plugin does not depend on it. Read when a transport first needs it (the
+ * hybrid's and DC's defaults), never from the library constructor.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -23,6 +28,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(HAVE_PMIX)
 #  include <pmix.h>
@@ -80,6 +86,47 @@ static unsigned qpx_job_pmix_u32(const qpx_job_pmix_t *pmix,
     return result;
 }
 
+/* libpmix, when this process may use it: already initialised by the
+ * program, or the user consents (UCX_QPX_JOB_PMIX=y); NULL otherwise */
+static void *qpx_job_pmix_open(void)
+{
+    int (*initialized)(void);
+    const char *consent;
+    void *lib;
+
+    lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib != NULL) {
+        initialized = (int (*)(void))dlsym(lib, "PMIx_Initialized");
+        if ((initialized != NULL) && initialized()) {
+            return lib;
+        }
+        dlclose(lib);
+    }
+
+    consent = getenv("UCX_QPX_JOB_PMIX");
+    if ((consent == NULL) || (*consent == '\0')) {
+        ucs_debug("qpx job: PMIX_NAMESPACE is set but the process has not "
+                  "initialised PMIx; not asking it (UCX_QPX_JOB_PMIX=y "
+                  "allows qpx to)");
+        return NULL;
+    }
+    if (strcasecmp(consent, "y") && strcasecmp(consent, "yes") &&
+        strcasecmp(consent, "on") && strcmp(consent, "1")) {
+        if (strcasecmp(consent, "n") && strcasecmp(consent, "no") &&
+            strcasecmp(consent, "off") && strcmp(consent, "0")) {
+            ucs_warn("qpx job: invalid value of UCX_QPX_JOB_PMIX: '%s' "
+                     "(expected y or n); PMIx is not asked", consent);
+        }
+        return NULL;
+    }
+
+    lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        ucs_debug("qpx job: libpmix.so.2 cannot be loaded: %s", dlerror());
+    }
+    return lib;
+}
+
 /* Fill info from the PMIx server of this process; 0 when there is none */
 static int qpx_job_pmix_get(qpx_job_info_t *info)
 {
@@ -87,10 +134,8 @@ static int qpx_job_pmix_get(qpx_job_info_t *info)
     pmix_proc_t me, job;
     void *lib;
 
-    lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+    lib = qpx_job_pmix_open();
     if (lib == NULL) {
-        ucs_debug("qpx job: PMIX_NAMESPACE is set but libpmix.so.2 cannot "
-                  "be loaded: %s", dlerror());
         return 0;
     }
 
@@ -147,7 +192,6 @@ static void qpx_job_info_init(void)
             info->nnodes = (info->ntasks + info->local_tasks - 1) /
                            info->local_tasks;
         }
-        return;
     }
 #if defined(HAVE_PMIX)
     if ((info->ntasks == 0) && (getenv("PMIX_NAMESPACE") != NULL) &&
@@ -155,6 +199,10 @@ static void qpx_job_info_init(void)
         info->launcher = "pmix";
     }
 #endif
+    ucs_debug("qpx job: launcher %s, %u processes on %u hosts, %u here, "
+              "rank %u (SLURM_JOB_ID=%s)", info->launcher, info->ntasks,
+              info->nnodes, info->local_tasks, info->rank,
+              getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "-");
 }
 
 void qpx_job_info_get(qpx_job_info_t *info)
