@@ -54,6 +54,9 @@
 #  include <uct/base/uct_md.h>
 #  include <uct/base/uct_iface.h>
 #  include <uct/base/uct_cm.h>
+#  include <uct/base/uct_worker.h>
+#  include <ucs/async/async.h>
+#  include <ucs/type/spinlock.h>
 #  include <uct/api/v2/uct_v2.h>
 #  include <ucs/datastruct/arbiter.h>
 #  include <ucs/datastruct/queue.h>
