@@ -13,6 +13,7 @@
 
 #include <uct/qpx/base/qpx_async.h>
 #include <uct/qpx/base/qpx_device.h>
+#include <uct/qpx/base/qpx_log.h>
 
 #include <ucs/async/async_fwd.h>
 #include <ucs/type/class.h>
@@ -62,20 +63,15 @@ int qpx_cm_priv_is_valid(const qpx_cm_priv_hdr_t *hdr, size_t len)
 }
 
 
-/* How many malformed arrivals are logged before the rest are sampled */
-#define QPX_CM_MALFORMED_LOGGED 8
-
 void qpx_cm_malformed_log(qpx_cm_t *cm, const char *what,
                           const char *peer_str, size_t len)
 {
-    unsigned long count = ++cm->malformed;
-    ucs_log_level_t level;
+    ucs_log_level_t level = qpx_log_sampled_level(&cm->malformed,
+                                                  cm->super.config.failure_level);
 
-    level = ((count <= QPX_CM_MALFORMED_LOGGED) || ucs_is_pow2(count)) ?
-            cm->super.config.failure_level : UCS_LOG_LEVEL_DEBUG;
     ucs_log(level, "qpx cm: malformed connection %s from %s (%zu bytes of "
             "private data, not a whole qpx header and its data): rejected, "
-            "%lu malformed so far", what, peer_str, len, count);
+            "%lu malformed so far", what, peer_str, len, cm->malformed);
 }
 
 

@@ -49,6 +49,7 @@
 
 #include <uct/qpx/base/qpx_ep_table.h>
 #include <uct/qpx/base/qpx_iface.h>
+#include <uct/qpx/base/qpx_log.h>
 
 #include <ucs/ucx_compat.h>
 #include <ucs/datastruct/khash.h>
@@ -218,6 +219,8 @@ typedef struct qpx_hybrid_stats {
     uint64_t timeouts;       /* switches given up: the peer did not answer */
     uint64_t qps_created;    /* RC QPs created (ahead too), at close */
     uint64_t qps_reused;     /* RC QPs reused through RESET, at close */
+    unsigned long malformed; /* control messages dropped as malformed
+                                (logging sampled: qpx_log.h) */
 } qpx_hybrid_stats_t;
 
 

@@ -183,8 +183,10 @@ ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
                   hdr->ep_addr_len) ||
         (hdr->dev_addr_len > QPX_HYBRID_ADDR_MAX) ||
         (hdr->iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
-        ucs_warn("qpx iface %p: malformed control message of %zu bytes "
-                 "dropped", iface, length);
+        ucs_log(qpx_log_sampled_level(&iface->stats.malformed,
+                                      UCS_LOG_LEVEL_WARN),
+                "qpx iface %p: malformed control message of %zu bytes "
+                "dropped, %lu so far", iface, length, iface->stats.malformed);
         return UCS_OK;
     }
 

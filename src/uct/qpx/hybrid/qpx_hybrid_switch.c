@@ -161,9 +161,12 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
         goto decline;
     }
     if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
-        ucs_warn("qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
-                 "(expected %zu)", iface, msg->hdr.ep_addr_len,
-                 iface->addr.rc_ep_len);
+        ucs_log(qpx_log_sampled_level(&iface->stats.malformed,
+                                      UCS_LOG_LEVEL_WARN),
+                "qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
+                "(expected %zu), %lu malformed so far", iface,
+                msg->hdr.ep_addr_len, iface->addr.rc_ep_len,
+                iface->stats.malformed);
         why = "malformed request";
         goto decline;
     }
