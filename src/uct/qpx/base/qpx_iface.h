@@ -69,6 +69,7 @@
 #include <ucs/ucx_compat.h>
 #include <ucs/datastruct/khash.h>
 #include <infiniband/verbs.h>
+#include <string.h>
 
 
 /* A periodic timer on UCX's async thread (qpx_iface_timer_start) */
@@ -623,7 +624,7 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(struct ibv_cq *cq, int max,
     int n = ibv_poll_cq(cq, max, wc);
 
     if (ucs_unlikely(n < 0)) {
-        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
+        ucs_error("ibv_poll_cq(cq %p) failed: %d (%s)", cq, n, strerror(-n));
         return 0;
     }
     return n;
