@@ -14,6 +14,7 @@
 #define QPX_UCS_CONFIG_H_
 
 #include <ucs/config/parser.h>
+#include <ucs/ucx_ops.h>
 
 
 int qpx_config_sscanf_uint(const char *buf, void *dest, const void *arg);
@@ -39,34 +40,35 @@ ucs_status_t qpx_config_clone_key(const void *src, void *dest,
 #define QPX_CONFIG_TYPE_UINT \
     {qpx_config_sscanf_uint,      ucs_config_sprintf_uint, \
      ucs_config_clone_uint,       ucs_config_release_nop, \
-     ucs_config_help_generic,     "unsigned integer"}
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC "unsigned integer"}
 
 #define QPX_CONFIG_TYPE_ULUNITS \
     {qpx_config_sscanf_ulunits,   ucs_config_sprintf_ulunits, \
      ucs_config_clone_ulong,      ucs_config_release_nop, \
-     ucs_config_help_generic, \
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC \
      "unsigned long: <number>, \"inf\", or \"auto\""}
 
 #define QPX_CONFIG_TYPE_MEMUNITS \
     {qpx_config_sscanf_memunits,  ucs_config_sprintf_memunits, \
      ucs_config_clone_ulong,      ucs_config_release_nop, \
-     ucs_config_help_generic, \
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC \
      "memory units: <number>[b|kb|mb|gb], \"inf\", or \"auto\""}
 
 #define QPX_CONFIG_TYPE_TIME \
     {qpx_config_sscanf_time,      ucs_config_sprintf_time, \
      ucs_config_clone_double,     ucs_config_release_nop, \
-     ucs_config_help_generic,     "time value: <number>[s|us|ms|ns]"}
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC \
+     "time value: <number>[s|us|ms|ns]"}
 
 #define QPX_CONFIG_TYPE_DOUBLE \
     {qpx_config_sscanf_double,    ucs_config_sprintf_double, \
      ucs_config_clone_double,     ucs_config_release_nop, \
-     ucs_config_help_generic,     "floating point number"}
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC "floating point number"}
 
 #define QPX_CONFIG_TYPE_KEY \
     {qpx_config_sscanf_key,       qpx_config_sprintf_key, \
      qpx_config_clone_key,        ucs_config_release_nop, \
-     ucs_config_help_generic, \
+     ucs_config_help_generic,     QPX_UCX_CONFIG_DOC \
      "64-bit key: \"auto\", or a number (decimal or 0x-hex)"}
 
 #endif

@@ -23,6 +23,7 @@ uct_component_t qpx_component = {
     .rkey_unpack        = qpx_md_rkey_unpack,
     .rkey_ptr           = (void*)ucs_empty_function_return_unsupported,
     .rkey_release       = qpx_md_rkey_release,
+    QPX_UCX_COMPONENT_OPS_V2
     .md_config          = {
         .name           = "qpx memory domain",
         .prefix         = "QPX_",

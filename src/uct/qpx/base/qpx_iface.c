@@ -595,6 +595,13 @@ err_destroy_channel:
 }
 
 
+uct_iface_internal_ops_t qpx_iface_internal_ops =
+    QPX_UCX_IFACE_INTERNAL_OPS(uct_base_iface_estimate_perf,
+                               (void*)ucs_empty_function,
+                               (void*)ucs_empty_function_return_unsupported,
+                               (void*)ucs_empty_function_return_unsupported);
+
+
 UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                     uct_iface_internal_ops_t *internal_ops, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,
@@ -767,10 +774,11 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
 
     /* A chunk holds at least the whole receive queue: the first fill is one
      * registration, not one per RX_BUFS_GROW buffers */
-    mp_config           = config->rx.mp;
-    mp_config.bufs_grow = ucs_min(ucs_max(mp_config.bufs_grow,
-                                          self->rx.queue_len),
-                                  mp_config.max_bufs); /* -1: UINT_MAX */
+    /* (max_bufs -1 is UINT_MAX) */
+    qpx_ucx_iface_mpool_config_init(&mp_config, config->rx.mp.max_bufs,
+                                    ucs_min(ucs_max(config->rx.mp.bufs_grow,
+                                                    self->rx.queue_len),
+                                            config->rx.mp.max_bufs));
     /* Buffers start at QPX_IFACE_DESC_ALIGN, unless the user asks the
      * payload (plus an offset) aligned: then the payload is, and a buffer
      * starts where that puts it (UCX's IB transports do the same) */
@@ -789,8 +797,9 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     qpx_iface_mp_wrap(self, &self->rx_mp);
 
     /* ucs_mpool refuses a chunk larger than its maximum */
-    mp_config           = config->tx.mp;
-    mp_config.bufs_grow = ucs_min(mp_config.bufs_grow, mp_config.max_bufs);
+    qpx_ucx_iface_mpool_config_init(&mp_config, config->tx.mp.max_bufs,
+                                    ucs_min(config->tx.mp.bufs_grow,
+                                            config->tx.mp.max_bufs));
     status = uct_iface_mpool_init(&self->super, &self->tx_mp,
                                   init_attr->tx_priv_len +
                                   self->config.seg_size, 0,

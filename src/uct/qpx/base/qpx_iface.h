@@ -67,6 +67,7 @@
 #include "qpx_qp.h"
 
 #include <ucs/ucx_compat.h>
+#include <ucs/ucx_ops.h>
 #include <ucs/datastruct/khash.h>
 #include <infiniband/verbs.h>
 #include <string.h>
@@ -334,6 +335,10 @@ struct qpx_iface {
     } config;
 };
 
+
+/* Internal ops of a transport that has none of its own: UCX's performance
+ * estimate from the iface's query, no VFS entries, no ep query */
+extern uct_iface_internal_ops_t qpx_iface_internal_ops;
 
 UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
                   uct_md_h, uct_worker_h, const uct_iface_params_t*,

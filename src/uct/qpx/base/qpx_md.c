@@ -8,6 +8,7 @@
 #include "qpx_md.h"
 
 #include <ucs/qpx_config.h>
+#include <ucs/ucx_ops.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -67,9 +68,11 @@ int qpx_md_access_flags(unsigned uct_flags)
 }
 
 
-static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+static ucs_status_t qpx_md_query(uct_md_h uct_md,
+                                 qpx_ucx_md_attr_t *ucx_attr)
 {
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+    uct_md_attr_t attr, *md_attr = &attr;
 
     memset(md_attr, 0, sizeof(*md_attr));
     md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
@@ -88,6 +91,7 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
     ucs_strncpy_zero(md_attr->component_name, QPX_COMPONENT_NAME,
                      sizeof(md_attr->component_name));
     CPU_ZERO(&md_attr->local_cpus);
+    qpx_ucx_md_attr_export(md_attr, ucx_attr);
     return UCS_OK;
 }
 
@@ -95,9 +99,9 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
 __thread ucs_log_level_t qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
 
 
-static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
-                                   size_t length, unsigned flags,
-                                   uct_mem_h *memh_p)
+static ucs_status_t qpx_md_mem_reg_flags(uct_md_h uct_md, void *address,
+                                         size_t length, unsigned flags,
+                                         uct_mem_h *memh_p)
 {
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
     ucs_log_level_t level;
@@ -143,6 +147,15 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
 }
 
 
+static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
+                                   size_t length, qpx_ucx_mem_reg_arg_t arg,
+                                   uct_mem_h *memh_p)
+{
+    return qpx_md_mem_reg_flags(uct_md, address, length,
+                                qpx_ucx_mem_reg_flags(arg), memh_p);
+}
+
+
 static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
                                      const uct_md_mem_dereg_params_t *params)
 {
@@ -180,6 +193,7 @@ static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
 
 
 static ucs_status_t qpx_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
+                                     QPX_UCX_MKEY_PACK_RANGE_ARGS
                                      const uct_md_mkey_pack_params_t *params,
                                      void *rkey_buffer)
 {
@@ -192,8 +206,9 @@ static ucs_status_t qpx_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
 
 
 ucs_status_t qpx_md_rkey_unpack(uct_component_t *component,
-                                const void *rkey_buffer, uct_rkey_t *rkey_p,
-                                void **handle_p)
+                                const void *rkey_buffer,
+                                QPX_UCX_RKEY_UNPACK_PARAMS_ARGS
+                                uct_rkey_t *rkey_p, void **handle_p)
 {
     const qpx_packed_rkey_t *pkey = rkey_buffer;
 
@@ -207,14 +222,6 @@ ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                  void *handle)
 {
     return UCS_OK;
-}
-
-
-static int qpx_md_is_sockaddr_accessible(uct_md_h md,
-                                         const ucs_sock_addr_t *sockaddr,
-                                         uct_sockaddr_accessibility_t mode)
-{
-    return 0;
 }
 
 
@@ -247,14 +254,10 @@ static void qpx_md_close(uct_md_h uct_md)
 static uct_md_ops_t qpx_md_ops = {
     .close                  = qpx_md_close,
     .query                  = qpx_md_query,
-    .mem_alloc              = (void*)ucs_empty_function_return_unsupported,
-    .mem_free               = (void*)ucs_empty_function_return_unsupported,
-    .mem_advise             = (void*)ucs_empty_function_return_unsupported,
+    QPX_UCX_MD_OPS_UNSUPPORTED
     .mem_reg                = qpx_md_mem_reg,
     .mem_dereg              = qpx_md_mem_dereg,
-    .mem_query              = (void*)ucs_empty_function_return_unsupported,
     .mkey_pack              = qpx_md_mkey_pack,
-    .is_sockaddr_accessible = qpx_md_is_sockaddr_accessible,
     .detect_memory_type     = qpx_md_detect_memory_type
 };
 
@@ -460,9 +463,9 @@ ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
                   elem_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    status = ucs_mpool_init(mp, sizeof(*priv), elem_size, 0, 8,
-                            elems_per_chunk, UINT_MAX, &qpx_md_reg_mpool_ops,
-                            name);
+    status = qpx_ucx_mpool_init(mp, sizeof(*priv), elem_size, 0, 8,
+                                elems_per_chunk, UINT_MAX,
+                                &qpx_md_reg_mpool_ops, name);
     if (status != UCS_OK) {
         return status;
     }

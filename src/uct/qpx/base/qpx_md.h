@@ -10,6 +10,7 @@
 #include "qpx_device.h"
 
 #include <ucs/ucx_compat.h>
+#include <ucs/ucx_ops.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <errno.h>
@@ -76,8 +77,9 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *uct_md_config, uct_md_h *md_p);
 
 ucs_status_t qpx_md_rkey_unpack(uct_component_t *component,
-                                const void *rkey_buffer, uct_rkey_t *rkey_p,
-                                void **handle_p);
+                                const void *rkey_buffer,
+                                QPX_UCX_RKEY_UNPACK_PARAMS_ARGS
+                                uct_rkey_t *rkey_p, void **handle_p);
 
 ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                  void *handle);

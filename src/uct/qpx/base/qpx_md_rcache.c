@@ -98,6 +98,7 @@ static void qpx_md_rcache_dump_region(void *context, ucs_rcache_t *rcache,
 static ucs_rcache_ops_t qpx_md_rcache_ops = {
     .mem_reg     = qpx_md_rcache_mem_reg,
     .mem_dereg   = qpx_md_rcache_mem_dereg,
+    QPX_UCX_RCACHE_OPS_V2
     .dump_region = qpx_md_rcache_dump_region
 };
 
@@ -108,10 +109,8 @@ static void qpx_md_rcache_create(qpx_md_t *md)
     ucs_status_t status;
     char name[64];
 
-    memset(&params, 0, sizeof(params));
+    qpx_ucx_rcache_params_init(&params);
     params.region_struct_size = sizeof(qpx_rcache_region_t);
-    params.alignment          = UCS_RCACHE_MIN_ALIGNMENT;
-    params.max_alignment      = sysconf(_SC_PAGESIZE);
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
     params.ucm_event_priority = 1000;
     params.ops                = &qpx_md_rcache_ops;
@@ -172,8 +171,8 @@ ucs_status_t qpx_md_rcache_get(qpx_md_t *md, void *address, size_t length,
 
     /* the access asked for is within what every region is registered
      * with; the memory must be readable and writable to be cached */
-    status = ucs_rcache_get(md->rcache, address, length,
-                            PROT_READ | PROT_WRITE, &flags, &rregion);
+    status = qpx_ucx_rcache_get(md->rcache, address, length,
+                                PROT_READ | PROT_WRITE, &flags, &rregion);
     if (status != UCS_OK) {
         return status;
     }

@@ -291,12 +291,10 @@ static uct_iface_ops_t qpx_cm_iface_ops = {
     .iface_is_reachable     = (void*)ucs_empty_function_return_zero
 };
 
-static uct_iface_internal_ops_t qpx_cm_iface_internal_ops = {
-    .iface_estimate_perf = (void*)ucs_empty_function_return_unsupported,
-    .iface_vfs_refresh   = (void*)ucs_empty_function,
-    .ep_query            = qpx_cm_ep_query,
-    .ep_invalidate       = (void*)ucs_empty_function_return_unsupported
-};
+static uct_iface_internal_ops_t qpx_cm_iface_internal_ops =
+    QPX_UCX_IFACE_INTERNAL_OPS((void*)ucs_empty_function_return_unsupported,
+                               (void*)ucs_empty_function, qpx_cm_ep_query,
+                               (void*)ucs_empty_function_return_unsupported);
 
 
 static UCS_CLASS_INIT_FUNC(qpx_cm_t, uct_component_h component,

@@ -389,7 +389,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.qp_create    = qpx_qp_dci_create;
 
     UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_dc_iface_ops,
-                              &uct_base_iface_internal_ops, md, worker, params,
+                              &qpx_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);

@@ -405,7 +405,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                              IBV_ACCESS_REMOTE_ATOMIC;
 
     UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_rc_iface_ops,
-                              &uct_base_iface_internal_ops, md, worker, params,
+                              &qpx_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);

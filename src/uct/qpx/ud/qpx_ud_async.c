@@ -189,8 +189,9 @@ static void qpx_ud_async_iface_close(uct_iface_h tl_iface)
     /* Waits for a running timer callback: not with the context blocked.
      * Then nothing queues work any more, and what was queued goes. */
     qpx_iface_timer_stop(&iface->async.timer);
-    ucs_callbackq_remove_if(&iface->super.super.worker->super.progress_q,
-                            qpx_ud_iface_async_is_deferred_cb, iface);
+    qpx_ucx_callbackq_remove_oneshot(
+            &iface->super.super.worker->super.progress_q, iface,
+            qpx_ud_iface_async_is_deferred_cb, iface);
     iface->async.on = 0;
     iface->async.close(tl_iface);
 }
@@ -203,9 +204,8 @@ static void qpx_ud_iface_async_defer(qpx_ud_iface_t *iface,
     /* Only this thread sets it, only the callback clears it */
     if (!__atomic_load_n(&iface->async.deferred, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&iface->async.deferred, 1, __ATOMIC_RELAXED);
-        ucs_callbackq_add_safe(&worker->progress_q,
-                               qpx_ud_iface_async_deferred, iface,
-                               UCS_CALLBACKQ_FLAG_ONESHOT);
+        qpx_ucx_callbackq_add_oneshot(&worker->progress_q, iface,
+                                      qpx_ud_iface_async_deferred, iface);
     }
 }
 

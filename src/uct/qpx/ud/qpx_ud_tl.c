@@ -197,13 +197,6 @@ static ucs_status_t qpx_ud_ep_query(uct_ep_h ep, uct_ep_attr_t *ep_attr)
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_t qpx_ud_ep_invalidate(uct_ep_h ep, unsigned flags)
-{
-    (void)ep;
-    (void)flags;
-    return UCS_ERR_UNSUPPORTED;
-}
-
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_ud_iface_t, uct_iface_t);
 
 static uct_iface_ops_t qpx_ud_iface_ops = {
@@ -234,12 +227,10 @@ static uct_iface_ops_t qpx_ud_iface_ops = {
     .iface_is_reachable       = qpx_iface_is_reachable
 };
 
-static uct_iface_internal_ops_t qpx_ud_iface_internal_ops = {
-    .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = qpx_ud_iface_vfs_refresh,
-    .ep_query            = qpx_ud_ep_query,
-    .ep_invalidate       = qpx_ud_ep_invalidate
-};
+static uct_iface_internal_ops_t qpx_ud_iface_internal_ops =
+    QPX_UCX_IFACE_INTERNAL_OPS(uct_base_iface_estimate_perf,
+                               qpx_ud_iface_vfs_refresh, qpx_ud_ep_query,
+                               (void*)ucs_empty_function_return_unsupported);
 
 /* The UD QP, through base's lifecycle: RESET -> INIT (Q_Key) -> RTR -> RTS.
  * Caps above the device's are retried within its limits (a device that

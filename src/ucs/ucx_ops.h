@@ -1,0 +1,203 @@
+/*
+ * The UCX entry points whose shape changes between the UCX releases qpx
+ * builds against (1.13, 1.19, 1.22), in one place: qpx's code is written
+ * once against the release-neutral names below, and this header (with
+ * ucx_ops.c) says what each release wants.
+ *
+ * What differs (UCX's own sources of each release are the reference):
+ *  - 1.19: the memory domain reports through uct_md_attr_v2_t, registers
+ *    with a params struct, packs an mkey with its address range, and has
+ *    mem_attach where is_sockaddr_accessible was; the component unpacks
+ *    an rkey with params and compares rkeys; the interfaces' internal ops
+ *    gain ep_connect_to_ep_v2, iface_is_reachable_v2 and ep_is_connected,
+ *    which UCP calls instead of the public ops, and UCX no longer exports a
+ *    default table; ucs_mpool_init takes a params struct; the interface
+ *    memory pool config gains max_chunk_size and grow_factor; the rcache
+ *    takes the alignment per get and calls a merge op; configuration types
+ *    have a doc function; the callback queue has oneshot calls instead of
+ *    flags.
+ *  - 1.22: the internal ops start with iface_query_v2, and gain
+ *    ep_get_device_ep and ep_put_sgl_zcopy; ep_invalidate takes params;
+ *    the memory domain gains mem_elem_pack.
+ */
+#ifndef QPX_UCX_OPS_H_
+#define QPX_UCX_OPS_H_
+
+#include "ucx_compat.h"
+
+#include <ucs/datastruct/mpool.h>
+#include <ucs/memory/rcache.h>
+
+
+#define QPX_UCX_VERSION(_major, _minor) (((_major) * 1000) + (_minor))
+#define QPX_UCX_BUILD_VERSION \
+    QPX_UCX_VERSION(QPX_UCX_BUILD_MAJOR, QPX_UCX_BUILD_MINOR)
+#define QPX_UCX_AT_LEAST(_major, _minor) \
+    (QPX_UCX_BUILD_VERSION >= QPX_UCX_VERSION(_major, _minor))
+
+
+/* ------------------------------------------------------------------------
+ * Interface internal ops
+ */
+
+/* ep_invalidate's second argument: flags until 1.19, params since 1.22 */
+#if QPX_UCX_AT_LEAST(1, 22)
+typedef const uct_ep_invalidate_params_t *qpx_ucx_invalidate_arg_t;
+#else
+typedef unsigned qpx_ucx_invalidate_arg_t;
+#endif
+
+#if QPX_UCX_AT_LEAST(1, 19)
+int qpx_ucx_iface_is_reachable_v2(const uct_iface_h iface,
+                                  const uct_iface_is_reachable_params_t *params);
+ucs_status_t
+qpx_ucx_ep_connect_to_ep_v2(uct_ep_h ep, const uct_device_addr_t *dev_addr,
+                            const uct_ep_addr_t *ep_addr,
+                            const uct_ep_connect_to_ep_params_t *params);
+int qpx_ucx_ep_is_connected(const uct_ep_h ep,
+                            const uct_ep_is_connected_params_t *params);
+#  define QPX_UCX_INTERNAL_OPS_V2 \
+    .ep_connect_to_ep_v2   = qpx_ucx_ep_connect_to_ep_v2, \
+    .iface_is_reachable_v2 = qpx_ucx_iface_is_reachable_v2, \
+    .ep_is_connected       = qpx_ucx_ep_is_connected,
+#else
+#  define QPX_UCX_INTERNAL_OPS_V2
+#endif
+
+#if QPX_UCX_AT_LEAST(1, 22)
+#  define QPX_UCX_INTERNAL_OPS_V3 \
+    .iface_query_v2   = uct_iface_base_query_v2, \
+    .ep_get_device_ep = (void*)ucs_empty_function_return_unsupported, \
+    .ep_put_sgl_zcopy = (void*)ucs_empty_function_return_unsupported,
+#else
+#  define QPX_UCX_INTERNAL_OPS_V3
+#endif
+
+/*
+ * The initializer of a uct_iface_internal_ops_t for this UCX: the four ops
+ * every release has, given by the transport, and the ones later releases
+ * added, which qpx answers from the public ops (reachability and
+ * connection go through iface->ops, so a transport's wrappers stay in the
+ * path).
+ */
+#define QPX_UCX_IFACE_INTERNAL_OPS(_estimate_perf, _vfs_refresh, _ep_query, \
+                                   _ep_invalidate) \
+    { \
+        QPX_UCX_INTERNAL_OPS_V3 \
+        QPX_UCX_INTERNAL_OPS_V2 \
+        .iface_estimate_perf = _estimate_perf, \
+        .iface_vfs_refresh   = _vfs_refresh, \
+        .ep_query            = _ep_query, \
+        .ep_invalidate       = _ep_invalidate \
+    }
+
+
+/* ------------------------------------------------------------------------
+ * Memory domain and component
+ */
+
+#if QPX_UCX_AT_LEAST(1, 19)
+typedef uct_md_attr_v2_t qpx_ucx_md_attr_t;
+typedef const uct_md_mem_reg_params_t *qpx_ucx_mem_reg_arg_t;
+/* mkey_pack's arguments between memh and params */
+#  define QPX_UCX_MKEY_PACK_RANGE_ARGS void *address, size_t length,
+/* rkey_unpack's arguments between the buffer and rkey_p */
+#  define QPX_UCX_RKEY_UNPACK_PARAMS_ARGS \
+    const uct_rkey_unpack_params_t *unpack_params,
+#  define QPX_UCX_COMPONENT_OPS_V2 .rkey_compare = uct_base_rkey_compare,
+#  define QPX_UCX_MD_OPS_V2 \
+    .mem_attach = (void*)ucs_empty_function_return_unsupported,
+#else
+typedef uct_md_attr_t qpx_ucx_md_attr_t;
+typedef unsigned qpx_ucx_mem_reg_arg_t;
+#  define QPX_UCX_MKEY_PACK_RANGE_ARGS
+#  define QPX_UCX_RKEY_UNPACK_PARAMS_ARGS
+#  define QPX_UCX_COMPONENT_OPS_V2
+#  define QPX_UCX_MD_OPS_V2 \
+    .is_sockaddr_accessible = (void*)ucs_empty_function_return_zero,
+#endif
+
+#if QPX_UCX_AT_LEAST(1, 22)
+#  define QPX_UCX_MD_OPS_V3 \
+    .mem_elem_pack = (void*)ucs_empty_function_return_unsupported,
+#else
+#  define QPX_UCX_MD_OPS_V3
+#endif
+
+/* The uct_md_ops_t entries qpx does not implement, for this UCX */
+#define QPX_UCX_MD_OPS_UNSUPPORTED \
+    QPX_UCX_MD_OPS_V2 \
+    QPX_UCX_MD_OPS_V3 \
+    .mem_alloc  = (void*)ucs_empty_function_return_unsupported, \
+    .mem_free   = (void*)ucs_empty_function_return_unsupported, \
+    .mem_advise = (void*)ucs_empty_function_return_unsupported, \
+    .mem_query  = (void*)ucs_empty_function_return_unsupported,
+
+/* The uct_md_mem_flags of a registration */
+static inline unsigned qpx_ucx_mem_reg_flags(qpx_ucx_mem_reg_arg_t arg)
+{
+#if QPX_UCX_AT_LEAST(1, 19)
+    return UCT_MD_MEM_REG_FIELD_VALUE(arg, flags, FIELD_FLAGS, 0);
+#else
+    return arg;
+#endif
+}
+
+/*
+ * Give UCX the memory domain's attributes, filled in the shape every
+ * release understands (uct_md_attr_t, without component_name, which UCX
+ * sets): copied as they are into 1.13's, moved onto the defaults of
+ * uct_md_base_md_query() in 1.19's (registrations of host memory may be
+ * cached by UCP, aligned to a byte).
+ */
+void qpx_ucx_md_attr_export(const uct_md_attr_t *attr,
+                            qpx_ucx_md_attr_t *ucx_attr);
+
+
+/* ------------------------------------------------------------------------
+ * UCS services
+ */
+
+/* The configuration parser's doc function, where it has one */
+#if QPX_UCX_AT_LEAST(1, 19)
+#  define QPX_UCX_CONFIG_DOC ucs_config_doc_nop,
+#else
+#  define QPX_UCX_CONFIG_DOC
+#endif
+
+/* ucs_mpool_init with the parameters of every release */
+ucs_status_t qpx_ucx_mpool_init(ucs_mpool_t *mp, size_t priv_size,
+                                size_t elem_size, size_t align_offset,
+                                size_t alignment, unsigned elems_per_chunk,
+                                unsigned max_elems, ucs_mpool_ops_t *ops,
+                                const char *name);
+
+/* An interface memory pool configuration made of qpx's two settings,
+ * with the growth defaults of releases that have more */
+void qpx_ucx_iface_mpool_config_init(uct_iface_mpool_config_t *config,
+                                     unsigned max_bufs, unsigned bufs_grow);
+
+/* rcache parameters: zeroed, with the alignment fields where they are */
+void qpx_ucx_rcache_params_init(ucs_rcache_params_t *params);
+
+/* rcache ops the releases added (merge), as no-ops */
+#if QPX_UCX_AT_LEAST(1, 19)
+void qpx_ucx_rcache_merge_nop(void *context, ucs_rcache_t *rcache, void *arg,
+                              ucs_rcache_region_t *region);
+#  define QPX_UCX_RCACHE_OPS_V2 .merge = qpx_ucx_rcache_merge_nop,
+#else
+#  define QPX_UCX_RCACHE_OPS_V2
+#endif
+
+ucs_status_t qpx_ucx_rcache_get(ucs_rcache_t *rcache, void *address,
+                                size_t length, int prot, void *arg,
+                                ucs_rcache_region_t **region_p);
+
+/* A oneshot callback on a worker's progress queue, and its removal */
+void qpx_ucx_callbackq_add_oneshot(ucs_callbackq_t *cbq, void *key,
+                                   ucs_callback_t cb, void *arg);
+void qpx_ucx_callbackq_remove_oneshot(ucs_callbackq_t *cbq, void *key,
+                                      ucs_callbackq_predicate_t pred,
+                                      void *arg);
+
+#endif
