@@ -36,6 +36,33 @@
     (QPX_UCX_BUILD_VERSION >= QPX_UCX_VERSION(_major, _minor))
 
 
+/*
+ * Loaded into another UCX release, a qpx build must get as far as its
+ * version check (qpx_component_register), which refuses that release with
+ * one clear message: the symbols of this release that another one lacks are
+ * weak references, so that the dynamic linker does not end the program
+ * first ("undefined symbol"). Nothing calls them before the check passed.
+ * (contrib/ucx-versions.sh loads each build into the other releases.)
+ */
+#if QPX_UCX_AT_LEAST(1, 19)
+#  pragma weak ucs_callbackq_add_oneshot
+#  pragma weak ucs_callbackq_remove_oneshot
+#  pragma weak ucs_config_doc_nop
+#  pragma weak ucs_mpool_params_reset
+#  pragma weak uct_base_rkey_compare
+#  pragma weak uct_iface_fill_info_str_buf
+#  pragma weak uct_iface_is_reachable_params_valid
+#  pragma weak uct_iface_scope_is_reachable
+#  pragma weak uct_md_base_md_query
+#else
+#  pragma weak ucs_callbackq_remove_if
+#  pragma weak ucs_callbackq_add_safe
+#endif
+#if QPX_UCX_AT_LEAST(1, 22)
+#  pragma weak uct_iface_base_query_v2
+#endif
+
+
 /* ------------------------------------------------------------------------
  * Interface internal ops
  */
@@ -90,6 +117,27 @@ int qpx_ucx_ep_is_connected(const uct_ep_h ep,
         .ep_query            = _ep_query, \
         .ep_invalidate       = _ep_invalidate \
     }
+
+
+/* A network transport (1.19+): UCP takes an interface without the flag for
+ * shared memory (its intra-node thresholds, left out of network-only
+ * worker addresses) */
+#if QPX_UCX_AT_LEAST(1, 19)
+#  define QPX_UCX_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE
+#else
+#  define QPX_UCX_IFACE_FLAG_INTER_NODE 0
+#endif
+
+/* What a release's uct_base_iface_query leaves wrong for qpx: 1.22's
+ * ctl_device 0 is a system device; qpx's control path has none */
+static inline void qpx_ucx_iface_attr_fixup(uct_iface_attr_t *iface_attr)
+{
+#if QPX_UCX_AT_LEAST(1, 22)
+    iface_attr->ctl_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+#else
+    (void)iface_attr;
+#endif
+}
 
 
 /* ------------------------------------------------------------------------

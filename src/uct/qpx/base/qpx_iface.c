@@ -323,6 +323,7 @@ void qpx_iface_qp_map_del(qpx_iface_t *iface, uint32_t qp_num)
 void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr)
 {
     uct_base_iface_query(&iface->super, iface_attr);
+    qpx_ucx_iface_attr_fixup(iface_attr);
 
     iface_attr->device_addr_len = qpx_device_addr_size(iface->port);
     iface_attr->iface_addr_len  = 0;
@@ -352,7 +353,8 @@ void qpx_iface_query_rdma(qpx_iface_t *iface, const qpx_iface_rdma_caps_t *caps,
                              UCT_IFACE_FLAG_PENDING |
                              UCT_IFACE_FLAG_CB_SYNC |
                              UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                             UCT_IFACE_FLAG_EP_CHECK;
+                             UCT_IFACE_FLAG_EP_CHECK |
+                             QPX_UCX_IFACE_FLAG_INTER_NODE;
     if (caps->events) {
         iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                                       UCT_IFACE_FLAG_EVENT_RECV |

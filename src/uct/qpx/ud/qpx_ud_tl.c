@@ -157,7 +157,8 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                       UCT_IFACE_FLAG_CONNECT_TO_EP |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                      UCT_IFACE_FLAG_EP_CHECK;
+                      UCT_IFACE_FLAG_EP_CHECK |
+                      QPX_UCX_IFACE_FLAG_INTER_NODE;
     if (iface->async.on) {
         /* AM handlers flagged async are called from the async timer */
         attr->cap.flags |= UCT_IFACE_FLAG_CB_ASYNC;

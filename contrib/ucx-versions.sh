@@ -1,0 +1,256 @@
+#!/bin/bash
+#
+# ucx-versions.sh: qpx built against, loaded into and run by UCX releases
+# other than the installed one (Debian's 1.13.1, which every other test
+# uses), from the unmodified sources in ../shared/ucx/.
+#
+#   bash contrib/ucx-versions.sh [VERSION...]     (default: 1.19.1 1.22.0)
+#
+# For each VERSION:
+#  - its libraries: contrib/ucx-build.sh (cached outside the clone); a
+#    release whose source is absent is SKIPped with the reason;
+#  - qpx built against its tree (configure --with-ucx-src, PKG_CONFIG_PATH
+#    at its installation) in $QPX_BUILDDIR/ucx-VERSION, with -Werror;
+#  - loading: `qpxrun --soft ucx_info -d` of that release lists qpx_rc,
+#    qpx_ud, qpx_dc and qpx on softverbs (1.22: through UCX_PLUGIN_PATH, no
+#    preload; 1.19: by LD_PRELOAD); the installed UCX refuses this build,
+#    and this release refuses the installed UCX's qpx, each with one clear
+#    message and no qpx transport;
+#  - UCP active messages with every size class, data checked
+#    (qpx_ucp_am.c, built against the release's headers), over qpx_rc +
+#    qpx_ud, qpx_ud, qpx_dc and qpx;
+#  - a UCP client/server pair through qpx's connection manager (the
+#    release's own ucp_client_server example; the server's message checked);
+#  - a ucx_perftest pair of the release over qpx_rc (a run: no data check);
+#  - a 4-rank Open MPI alltoall (Debian's Open MPI 4.1, its pml ucx on the
+#    release's libraries) over qpx, every element checked.
+# Prints each part's time, a line per case, and "N passed, N failed".
+# Exit 0 when every case passed, 1 otherwise, 77 when no release could be
+# tried.
+#
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+QPX_BUILDDIR=${QPX_BUILDDIR:-$top/build}
+export SOFTVERBS_LIBDIR=${SOFTVERBS_LIBDIR:-$QPX_BUILDDIR/src/softverbs/.libs}
+QPX_DEV=${QPX_DEV:-softverbs0:1}
+versions=${*:-1.19.1 1.22.0}
+installed=$(env -u LD_LIBRARY_PATH -u LD_PRELOAD ucx_info -v 2>/dev/null |
+            sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} \([0-9.]*\).*/\2/p' | head -n 1)
+
+. "$top/test/integration/lib.sh"
+tried=0
+tmp=$(mktemp -d /tmp/qpx-ucx-versions.XXXXXX)
+trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+say() { echo "==> $*"; }
+elapsed() { echo "($(($(date +%s) - $1)) s)"; }
+
+if [ ! -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ]; then
+    echo "SKIP: softverbs not built in $SOFTVERBS_LIBDIR"
+    exit 77
+fi
+
+# build_qpx VERSION: qpx against the release ($prefix, $src, $bld) in $qb
+build_qpx() {
+    local t0 flags
+    t0=$(date +%s)
+    qb=$QPX_BUILDDIR/ucx-$1
+    mkdir -p "$qb"
+    flags="--enable-werror --with-ucx-src=$src --with-ucx-build=$bld"
+    if [ ! -f "$qb/Makefile" ] || [ "$(cat "$qb/.qpx-flags" 2>/dev/null)" != "$flags" ]; then
+        # shellcheck disable=SC2086
+        (cd "$qb" && PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
+             "$top/configure" $flags) >"$qb/configure.out" 2>&1 ||
+            { tail -5 "$qb/configure.out"; return 1; }
+        echo "$flags" >"$qb/.qpx-flags"
+    fi
+    (cd "$qb" && make -j2 -C src libuct_qpx.la all-local && make -C contrib) \
+        >"$qb/make.out" 2>&1 || { grep -E 'error|warning' "$qb/make.out" | head; return 1; }
+    say "qpx built against UCX $1 in $qb $(elapsed "$t0")"
+}
+
+# run_env: the environment of the release's programs: softverbs first, then
+# its libraries
+run_env() {
+    env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR:$prefix/lib" UCX_NET_DEVICES="$QPX_DEV" \
+        UCX_WARN_UNUSED_ENV_VARS=n "$@"
+}
+
+check_load() {
+    local v=$1 out env_lines tl missing=""
+    env_lines=$(QPX_MODULE="$qb/src/.libs/libuct_qpx.so" "$qb/contrib/qpxrun" --soft --env)
+    out=$(QPX_MODULE="$qb/src/.libs/libuct_qpx.so" run_env \
+          "$qb/contrib/qpxrun" --soft --quiet "$prefix/bin/ucx_info" -d 2>&1)
+    for tl in qpx_rc qpx_ud qpx_dc qpx; do
+        grep -q "Transport: $tl\$" <<<"$out" || missing="$missing $tl"
+    done
+    if [ -n "$missing" ]; then
+        qpx_fail "UCX $v: ucx_info -d lacks$missing"
+        grep -i 'qpx\|error' <<<"$out" | head -5
+        return
+    fi
+    case $v in
+    1.1[0-9].*|1.2[01].*)
+        if grep -q "LD_PRELOAD=.*libuct_qpx.so" <<<"$env_lines"; then
+            qpx_pass "UCX $v: qpxrun preloads qpx (no plugin directories before 1.22); ucx_info -d lists qpx_rc, qpx_ud, qpx_dc, qpx"
+        else
+            qpx_fail "UCX $v: qpxrun does not preload qpx: $env_lines"
+        fi ;;
+    *)
+        if grep -q "UCX_PLUGIN_PATH=" <<<"$env_lines" &&
+           ! grep -q "LD_PRELOAD" <<<"$env_lines"; then
+            qpx_pass "UCX $v: loaded from UCX_PLUGIN_PATH alone (no LD_PRELOAD); ucx_info -d lists qpx_rc, qpx_ud, qpx_dc, qpx"
+        else
+            qpx_fail "UCX $v: qpxrun did not use UCX_PLUGIN_PATH: $env_lines"
+        fi ;;
+    esac
+
+    # A build for one release refuses another, saying so once
+    if [ -n "$installed" ]; then
+        out=$(env LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" \
+              LD_PRELOAD="$qb/src/.libs/libuct_qpx.so" ucx_info -d 2>&1)
+        if grep -q "qpx: built for UCX $v but this process loaded UCX $installed" <<<"$out" &&
+           ! grep -q "Transport: qpx" <<<"$out" &&
+           [ "$(grep -c '^qpx: ' <<<"$out")" -eq 1 ]; then
+            qpx_pass "UCX $v's qpx in the installed UCX $installed: refused, one message"
+        else
+            qpx_fail "UCX $v's qpx in the installed UCX $installed was not refused cleanly"
+            grep -i qpx <<<"$out" | head -3
+        fi
+    fi
+    if [ -f "$QPX_BUILDDIR/src/.libs/libuct_qpx.so" ]; then
+        out=$(run_env LD_PRELOAD="$QPX_BUILDDIR/src/.libs/libuct_qpx.so" \
+              "$prefix/bin/ucx_info" -d 2>&1)
+        if grep -q "qpx: built for UCX $installed but this process loaded UCX $v" <<<"$out" &&
+           ! grep -q "Transport: qpx" <<<"$out"; then
+            qpx_pass "the installed UCX's qpx in UCX $v: refused, one message"
+        else
+            qpx_fail "the installed UCX's qpx in UCX $v was not refused cleanly"
+            grep -i qpx <<<"$out" | head -3
+        fi
+    fi
+}
+
+qpxrun_v() {
+    QPX_MODULE="$qb/src/.libs/libuct_qpx.so" run_env "$qb/contrib/qpxrun" --soft --quiet "$@"
+}
+
+check_ucp_am() {
+    local v=$1 tls summary ret
+    gcc -O1 -I"$prefix/include" -o "$tmp/am-$v" "$top/test/integration/qpx_ucp_am.c" \
+        -L"$prefix/lib" -lucp -lucs 2>"$tmp/gcc.out" ||
+        { qpx_fail "UCX $v: qpx_ucp_am does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
+    for tls in qpx_rc,qpx_ud qpx_ud qpx_dc qpx; do
+        qpxrun_v env UCX_TLS="$tls,self" timeout 120 "$tmp/am-$v" 10 >"$tmp/am.out" 2>&1
+        ret=$?
+        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/am.out")
+        if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ]; then
+            qpx_pass "UCX $v: UCP AM, every size class, data checked, over $tls: $summary"
+        else
+            qpx_fail "UCX $v: UCP AM over $tls (exit $ret): ${summary:-no summary}"
+            grep -v 'netlink\|sock.c' "$tmp/am.out" | tail -n 8
+        fi
+    done
+}
+
+check_ucp_cm() {
+    local v=$1 ex=$src/examples port spid crc
+    gcc -O1 -I"$ex" -I"$prefix/include" -o "$tmp/cs-$v" "$ex/ucp_client_server.c" \
+        -L"$prefix/lib" -lucp -lucs 2>"$tmp/gcc.out" ||
+        { qpx_fail "UCX $v: ucp_client_server does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
+    : >"$tmp/srv.log"
+    qpxrun_v env UCX_TLS=qpx_rc UCX_SOCKADDR_TLS_PRIORITY=qpx stdbuf -oL \
+        timeout 90 "$tmp/cs-$v" -p 0 >"$tmp/srv.log" 2>&1 &
+    spid=$!
+    qpx_wait_output "$tmp/srv.log" 'server is listening on IP .* port [0-9]+' "$spid"
+    port=$(sed -n 's/.*server is listening on IP .* port \([0-9][0-9]*\).*/\1/p' "$tmp/srv.log" | head -n 1)
+    if [ -z "$port" ]; then
+        kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        qpx_fail "UCX $v: the ucp_client_server server did not listen through qpx's CM"
+        tail -n 5 "$tmp/srv.log"
+        return
+    fi
+    qpxrun_v env UCX_TLS=qpx_rc UCX_SOCKADDR_TLS_PRIORITY=qpx timeout 60 \
+        "$tmp/cs-$v" -a 127.0.0.1 -p "$port" >"$tmp/cli.log" 2>&1
+    crc=$?
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    if [ $crc -eq 0 ] && grep -q '^ABCDEFGHIJKLMNO\.$' "$tmp/cli.log"; then
+        qpx_pass "UCX $v: UCP client/server through qpx's CM over qpx_rc: the server's message arrived intact"
+    else
+        qpx_fail "UCX $v: UCP client/server through qpx's CM (client exit $crc)"
+        grep -v 'INFO\|netlink\|sock.c' "$tmp/cli.log" | tail -n 6
+    fi
+}
+
+check_perftest() {
+    local v=$1 port spid out
+    port=$(qpx_free_port)
+    qpxrun_v timeout 120 "$prefix/bin/ucx_perftest" -x qpx_rc -d "$QPX_DEV" -t put_bw -D zcopy \
+        -s 65536 -p "$port" -n 2000 >/dev/null 2>&1 &
+    spid=$!
+    qpx_wait_port "$port"
+    out=$(qpxrun_v timeout 120 "$prefix/bin/ucx_perftest" -x qpx_rc -d "$QPX_DEV" \
+          -t put_bw -D zcopy -s 65536 -p "$port" -n 2000 127.0.0.1 2>&1)
+    wait "$spid"
+    if grep -qE '^ *Final: +2000 ' <<<"$out"; then
+        qpx_run_pass "UCX $v: ucx_perftest put_bw pair over qpx_rc, 64 KiB: $(grep -E '^ *Final:' <<<"$out" | awk '{print $6 " MB/s"}')"
+    else
+        qpx_fail "UCX $v: ucx_perftest put_bw over qpx_rc"
+        tail -n 5 <<<"$out"
+    fi
+}
+
+check_mpi() {
+    local v=$1 out rc regs
+    command -v mpicc >/dev/null || { echo "SKIP: UCX $v: no mpicc"; return; }
+    mpicc -O2 -o "$tmp/a2a" "$top/test/integration/qpx_mpi_alltoall.c" 2>"$tmp/gcc.out" ||
+        { qpx_fail "UCX $v: qpx_mpi_alltoall does not build"; return; }
+    # UCX_LOG_LEVEL=debug: each rank's qpx says which UCX it registered in
+    # shellcheck disable=SC2086
+    QPX_MODULE="$qb/src/.libs/libuct_qpx.so" run_env UCX_TLS=qpx,self \
+        UCX_LOG_LEVEL=debug "$qb/contrib/qpxrun" --soft --quiet \
+        timeout 300 mpirun $QPX_MPIRUN_ARGS -x LD_LIBRARY_PATH -x LD_PRELOAD \
+        -x UCX_PLUGIN_PATH -x UCX_TLS -x UCX_NET_DEVICES -x UCX_LOG_LEVEL \
+        -np 4 "$tmp/a2a" 10 65536 >"$tmp/mpi.out" 2>&1
+    rc=$?
+    regs=$(grep -c "qpx component registered in UCX $v" "$tmp/mpi.out")
+    if [ $rc -eq 0 ] && grep -q '^ALLTOALL OK' "$tmp/mpi.out" && [ "$regs" -eq 4 ]; then
+        qpx_pass "UCX $v: Open MPI alltoall, 4 ranks over qpx (qpx registered in UCX $v in 4 of 4 ranks): $(grep '^ALLTOALL OK' "$tmp/mpi.out")"
+    else
+        qpx_fail "UCX $v: Open MPI alltoall over qpx (exit $rc, $regs of 4 ranks registered qpx in UCX $v)"
+        grep -v ' DEBUG \| DIAG \|netlink\|sock.c' "$tmp/mpi.out" | tail -n 8
+    fi
+}
+
+for v in $versions; do
+    t0=$(date +%s)
+    say "UCX $v: libraries (contrib/ucx-build.sh)"
+    res=$(bash "$here/ucx-build.sh" "$v" 2>&1)
+    rc=$?
+    echo "$res" | sed 's/^/    /'
+    if [ $rc -eq 77 ]; then
+        echo "SKIP: UCX $v: $(grep '^SKIP' <<<"$res" | head -n 1)"
+        continue
+    elif [ $rc -ne 0 ]; then
+        qpx_fail "UCX $v: the UCX build failed"
+        continue
+    fi
+    eval "$(tail -n 1 <<<"$res" | sed 's/UCX_PREFIX=/prefix=/; s/UCX_SRC=/src=/; s/UCX_BUILD=/bld=/')"
+    tried=$((tried + 1))
+    say "UCX $v: ready $(elapsed "$t0")"
+    if ! build_qpx "$v"; then
+        qpx_fail "UCX $v: qpx does not build against it"
+        continue
+    fi
+    qpx_pass "UCX $v: qpx builds against it with -Werror"
+    t0=$(date +%s); check_load "$v";     say "UCX $v: loading $(elapsed "$t0")"
+    t0=$(date +%s); check_ucp_am "$v";   say "UCX $v: UCP AM $(elapsed "$t0")"
+    t0=$(date +%s); check_ucp_cm "$v";   say "UCX $v: UCP through qpx's CM $(elapsed "$t0")"
+    t0=$(date +%s); check_perftest "$v"; say "UCX $v: ucx_perftest $(elapsed "$t0")"
+    t0=$(date +%s); check_mpi "$v";      say "UCX $v: Open MPI $(elapsed "$t0")"
+done
+
+[ $tried -eq 0 ] && { echo "SKIP: no UCX release to try (sources absent)"; exit 77; }
+qpx_finish
