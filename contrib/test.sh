@@ -67,6 +67,37 @@ else
     tail -25 "$QPX_BUILDDIR/demo.out"
 fi
 
+# qpx against the other UCX releases of ../shared/ucx (1.19.1, 1.22.0):
+# built, loaded (1.22: through UCX_PLUGIN_PATH), refused by the wrong
+# release, UCP/CM/MPI data checked. The UCX builds are cached outside the
+# clone (about 10 minutes each the first time)
+qpx_say "tests: other UCX releases (bash contrib/ucx-versions.sh)"
+t0=$SECONDS
+(cd "$QPX_TOP" && timeout 3600 bash contrib/ucx-versions.sh) >"$QPX_BUILDDIR/ucx-versions.out" 2>&1
+vers_rc=$?
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$QPX_BUILDDIR/ucx-versions.out" | tail -1)
+p=0; f=0
+if [ -n "$line" ]; then
+    p=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
+    f=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+    r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
+    runs=$((runs + ${r:-0}))
+fi
+if [ "$vers_rc" -eq 77 ]; then
+    res=SKIP; skip=$((skip + 1))
+elif [ "$vers_rc" -ne 0 ]; then
+    res=FAIL; [ "$f" -eq 0 ] && f=1
+else
+    res=PASS
+fi
+pass=$((pass + p)); fail=$((fail + f))
+printf '  %-5s %-48s %4d passed, %3d failed (%d s)\n' "$res" "contrib/ucx-versions.sh" "$p" "$f" $((SECONDS - t0))
+case $res in
+FAIL) echo "---- $QPX_BUILDDIR/ucx-versions.out"; grep -E '^(FAIL|==>)' "$QPX_BUILDDIR/ucx-versions.out" | tail -30 ;;
+SKIP) grep -h '^SKIP' "$QPX_BUILDDIR/ucx-versions.out" | head -3 | sed 's/^/        /' ;;
+esac
+grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
+
 if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
     # make check failed before any test could report (e.g. a build error)
     tail -30 check.out

@@ -208,6 +208,7 @@ check_mpi() {
     mpicc -O2 -o "$tmp/a2a" "$top/test/integration/qpx_mpi_alltoall.c" 2>"$tmp/gcc.out" ||
         { qpx_fail "UCX $v: qpx_mpi_alltoall does not build"; return; }
     # UCX_LOG_LEVEL=debug: each rank's qpx says which UCX it registered in
+    # (under LD_PRELOAD, mpirun and its daemon's too: at least 4)
     # shellcheck disable=SC2086
     QPX_MODULE="$qb/src/.libs/libuct_qpx.so" run_env UCX_TLS=qpx,self \
         UCX_LOG_LEVEL=debug "$qb/contrib/qpxrun" --soft --quiet \
@@ -216,10 +217,10 @@ check_mpi() {
         -np 4 "$tmp/a2a" 10 65536 >"$tmp/mpi.out" 2>&1
     rc=$?
     regs=$(grep -c "qpx component registered in UCX $v" "$tmp/mpi.out")
-    if [ $rc -eq 0 ] && grep -q '^ALLTOALL OK' "$tmp/mpi.out" && [ "$regs" -eq 4 ]; then
-        qpx_pass "UCX $v: Open MPI alltoall, 4 ranks over qpx (qpx registered in UCX $v in 4 of 4 ranks): $(grep '^ALLTOALL OK' "$tmp/mpi.out")"
+    if [ $rc -eq 0 ] && grep -q '^ALLTOALL OK' "$tmp/mpi.out" && [ "$regs" -ge 4 ]; then
+        qpx_pass "UCX $v: Open MPI alltoall, 4 ranks over qpx (qpx registered in UCX $v by $regs processes): $(grep '^ALLTOALL OK' "$tmp/mpi.out")"
     else
-        qpx_fail "UCX $v: Open MPI alltoall over qpx (exit $rc, $regs of 4 ranks registered qpx in UCX $v)"
+        qpx_fail "UCX $v: Open MPI alltoall over qpx (exit $rc, $regs processes registered qpx in UCX $v, 4 ranks expected)"
         grep -v ' DEBUG \| DIAG \|netlink\|sock.c' "$tmp/mpi.out" | tail -n 8
     fi
 }

@@ -69,6 +69,10 @@
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/math.h>
+#if !((QPX_UCX_BUILD_MAJOR == 1) && (QPX_UCX_BUILD_MINOR < 19))
+/* ucs_align_up and the pointer arithmetic left math.h in UCX 1.19 */
+#  include <ucs/sys/ptr_arith.h>
+#endif
 #include <ucs/sys/string.h>
 #include <ucs/sys/stubs.h>
 #include <uct/api/version.h>
