@@ -24,34 +24,74 @@ check_rc=$?
 # ("N passed, N failed" or cmocka's); the totals are cases. A program that
 # failed without counting a failed case counts as one failed case.
 pass=0; fail=0; skip=0; runs=0
-for trs in $(find . -name '*.trs' | sort); do
-    log=${trs%.trs}.log
-    res=$(sed -n 's/^:test-result: //p' "$trs")
-    p=0; f=0
-    line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-    if [ -n "$line" ]; then
-        p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
-        f=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/' <<<"$line")
-        r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
-        runs=$((runs + ${r:-0}))
-    elif grep -q '^\[==========\] .* test(s) run' "$log"; then
-        p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
-        f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
-        p=${p:-0}; f=${f:-0}
-    elif [ "$res" = PASS ]; then
-        p=1
-    fi
-    case "$res" in
-    FAIL|ERROR|XPASS) [ "$f" -eq 0 ] && f=1 ;;
-    SKIP) skip=$((skip + 1)) ;;
-    esac
-    pass=$((pass + p)); fail=$((fail + f))
-    printf '  %-5s %-48s %4d passed, %3d failed\n' "$res" "${trs#./}" "$p" "$f"
-    case "$res" in
-    FAIL|ERROR|XPASS) echo "---- $log"; grep -E '^(FAIL|not ok)' "$log" | head -20; tail -25 "$log" ;;
-    SKIP) grep -h '^SKIP' "$log" | head -3 | sed 's/^/        /' ;;
-    esac
-done
+# count_trs DIR PREFIX: add the results of the .trs files under DIR (not
+# those of the debug and other-UCX builds below it, counted on their own)
+count_trs() {
+    local trs log res p f line r
+    for trs in $(cd "$1" && find . \( -path ./debug -o -path './ucx-*' \) -prune -o \
+                 -name '*.trs' -print | sort); do
+        log=$1/${trs%.trs}.log
+        res=$(sed -n 's/^:test-result: //p' "$1/$trs")
+        p=0; f=0
+        line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+        if [ -n "$line" ]; then
+            p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+            f=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/' <<<"$line")
+            r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
+            runs=$((runs + ${r:-0}))
+        elif grep -q '^\[==========\] .* test(s) run' "$log"; then
+            p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
+            f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) test\(s\).*/\1/p' "$log" | tail -1)
+            p=${p:-0}; f=${f:-0}
+        elif [ "$res" = PASS ]; then
+            p=1
+        fi
+        case "$res" in
+        FAIL|ERROR|XPASS) [ "$f" -eq 0 ] && f=1 ;;
+        SKIP) skip=$((skip + 1)) ;;
+        esac
+        pass=$((pass + p)); fail=$((fail + f))
+        printf '  %-5s %-48s %4d passed, %3d failed\n' "$res" "$2${trs#./}" "$p" "$f"
+        case "$res" in
+        FAIL|ERROR|XPASS) echo "---- $log"; grep -E '^(FAIL|not ok)' "$log" | head -20; tail -25 "$log" ;;
+        SKIP) grep -h '^SKIP' "$log" | head -3 | sed 's/^/        /' ;;
+        esac
+    done
+}
+count_trs "$QPX_BUILDDIR" ""
+
+# The debug build: qpx's invariants checked (--enable-assertions: every
+# ucs_assert of the fast paths and state machines), its unit tests and a
+# UCT/UCP subset run against it
+qpx_say "tests: debug build with assertions ($QPX_BUILDDIR/debug)"
+t0=$SECONDS
+dbg=$QPX_BUILDDIR/debug
+mkdir -p "$dbg"
+(cd "$dbg" && { [ -f Makefile ] || "$QPX_TOP/configure" --enable-assertions \
+     --enable-werror; } && make -j2 && rm -f test/unit/*.trs test/integration/*.trs &&
+ make -k -C test/unit check &&
+ make -k -C test/integration check TESTS="rc_integrity.sh ud-uct-integrity.sh \
+     dc-uct-integrity.sh hybrid-uct.sh qpx-ucp-am.sh qpx-uct-pending-order.sh \
+     qpx-uct-destroy-comp.sh hybrid-ucp.sh qpx-mpi-alltoall.sh") >"$dbg/check.out" 2>&1
+dbg_rc=$?
+# the assertions are in: the debug module calls libucs' fatal error path,
+# the release one does not
+if nm -D "$dbg/src/.libs/libuct_qpx.so" 2>/dev/null | grep -q ' U ucs_fatal_error_format' &&
+   ! nm -D "$QPX_BUILDDIR/src/.libs/libuct_qpx.so" | grep -q ' U ucs_fatal_error_format'; then
+    pass=$((pass + 1))
+    printf '  %-5s %-48s %4d passed, %3d failed\n' PASS "debug: assertions compiled in (and not in release)" 1 0
+else
+    fail=$((fail + 1))
+    printf '  %-5s %-48s %4d passed, %3d failed\n' FAIL "debug: assertions compiled in (and not in release)" 0 1
+fi
+count_trs "$dbg" "debug/"
+if [ "$dbg_rc" -ne 0 ] && ! grep -q '^# FAIL: *[1-9]\|^FAIL:' "$dbg/check.out"; then
+    # the debug build failed before any test could report
+    fail=$((fail + 1))
+    echo "---- $dbg/check.out"; tail -20 "$dbg/check.out"
+fi
+qpx_say "debug build: $((SECONDS - t0)) s"
+
 # The README's first command, as a new user runs it, from this checkout:
 # it must work, and its MPI program checks the data it moved
 qpx_say "tests: the README's first command (bash contrib/demo.sh)"

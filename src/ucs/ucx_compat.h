@@ -78,6 +78,41 @@
 #include <uct/api/version.h>
 
 /*
+ * Invariants. UCX's own ucs_assert (ucs/debug/assert.h) is not installed:
+ * built against the installed UCX, qpx defines it on libucs' exported
+ * ucs_fatal_error_format, checked when configured with --enable-assertions
+ * (QPX_ENABLE_ASSERT); against a UCX tree (--with-ucx-src), UCX's own header
+ * defines it, by that UCX's configuration.
+ */
+#ifndef ucs_assert
+void ucs_fatal_error_format(const char *file, unsigned line,
+                            const char *function, const char *format, ...)
+    UCS_F_NORETURN UCS_F_PRINTF(4, 5);
+#  if defined(QPX_ENABLE_ASSERT)
+#    define UCS_ENABLE_ASSERT 1
+#    define ucs_assert(_expr) \
+    do { \
+        if (!ucs_likely(_expr)) { \
+            ucs_fatal_error_format(__FILE__, __LINE__, __func__, \
+                                   "Assertion `%s' failed", #_expr); \
+        } \
+    } while (0)
+#    define ucs_assertv(_expr, _fmt, ...) \
+    do { \
+        if (!ucs_likely(_expr)) { \
+            ucs_fatal_error_format(__FILE__, __LINE__, __func__, \
+                                   "Assertion `%s' failed: " _fmt, #_expr, \
+                                   ## __VA_ARGS__); \
+        } \
+    } while (0)
+#  else
+#    define UCS_ENABLE_ASSERT 0
+#    define ucs_assert(_expr)             do { } while (0)
+#    define ucs_assertv(_expr, _fmt, ...) do { } while (0)
+#  endif
+#endif
+
+/*
  * Deliver an active message to the handler UCP installed. Mirrors UCX's
  * inline uct_iface_invoke_am, which is not part of the installed API.
  */

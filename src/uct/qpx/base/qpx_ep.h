@@ -96,6 +96,10 @@ static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,
                                            uct_completion_t *comp,
                                            uint32_t ep_id)
 {
+    /* Completions come in posting order: ops are queued by rising sn */
+    ucs_assert(ucs_list_is_empty(ops) ||
+               (ucs_list_tail(ops, qpx_op_t, list)->sn <= sn));
+    ucs_assert(cb != NULL);
     op->cb       = cb;
     op->comp     = comp;
     op->sn       = sn;

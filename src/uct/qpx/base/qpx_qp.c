@@ -211,6 +211,10 @@ ucs_status_t qpx_qp_to_init(struct ibv_qp *qp, uint8_t port_num,
     struct ibv_qp_attr attr;
     int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 
+    /* The lifecycle (ibv_modify_qp(3)): a new or reset QP goes to INIT;
+     * libibverbs keeps qp->state after each successful modify */
+    ucs_assertv(qp->state == IBV_QPS_RESET, "qp 0x%x state %d", qp->qp_num,
+                qp->state);
     memset(&attr, 0, sizeof(attr));
     attr.qp_state   = IBV_QPS_INIT;
     attr.pkey_index = 0;
@@ -233,6 +237,8 @@ ucs_status_t qpx_qp_to_rtr(struct ibv_qp *qp,
     struct ibv_qp_attr attr;
     int mask = IBV_QP_STATE;
 
+    ucs_assertv(qp->state == IBV_QPS_INIT, "qp 0x%x state %d", qp->qp_num,
+                qp->state);
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTR;
     if (qp->qp_type == IBV_QPT_RC) {
@@ -257,6 +263,8 @@ ucs_status_t qpx_qp_to_rts(struct ibv_qp *qp,
     struct ibv_qp_attr attr;
     int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
+    ucs_assertv(qp->state == IBV_QPS_RTR, "qp 0x%x state %d", qp->qp_num,
+                qp->state);
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn   = conn->sq_psn;
@@ -341,6 +349,10 @@ struct ibv_qp *qpx_qp_pool_get(qpx_qp_pool_t *pool)
         return NULL;
     }
 
+    /* Only RESET QPs are kept (qpx_qp_pool_put, qpx_qp_pool_add) */
+    ucs_assertv(pool->qps[pool->count - 1]->state == IBV_QPS_RESET,
+                "pooled qp 0x%x state %d", pool->qps[pool->count - 1]->qp_num,
+                pool->qps[pool->count - 1]->state);
     return pool->qps[--pool->count];
 }
 
@@ -350,6 +362,8 @@ int qpx_qp_pool_add(qpx_qp_pool_t *pool, struct ibv_qp *qp)
     if (pool->count >= pool->size) {
         return 0;
     }
+    ucs_assertv(qp->state == IBV_QPS_RESET, "qp 0x%x state %d", qp->qp_num,
+                qp->state);
     pool->qps[pool->count++] = qp;
     return 1;
 }

@@ -63,6 +63,8 @@ qpx_dc_ep_tx_begin(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
         return UCS_ERR_NO_RESOURCE;
     }
 
+    ucs_assertv(ep->dci < iface->num_dci, "ep %p dci %u of %u", ep,
+                (unsigned)ep->dci, iface->num_dci);
     dci = &iface->dcis[ep->dci];
     if (ucs_unlikely(!qpx_dc_dci_has_tx_resources(iface, dci))) {
         return UCS_ERR_NO_RESOURCE;
@@ -89,8 +91,14 @@ qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
      * software atomics, each before the last one is known done) kept its
      * DCI for good: 4 ranks of MPI_Accumulate on one DCI took 5 to over
      * 100 s, spinning in the waiters' solicitations (0.04 s on spread) */
+    ucs_assertv(dci->sq_available > 0, "dci 0x%x sq_available %d",
+                dci->qp->qp_num, (int)dci->sq_available);
+    /* A DCI serves one endpoint at a time under dcs/dcs_quota/sticky, and
+     * only an endpoint that holds it posts on it */
+    ucs_assert(&iface->dcis[ep->dci] == dci);
     signal |= (dci->unsignaled + 1 >= iface->super.config.tx_moderation) |
               (iface->num_dci_waiters > 0);
+    ucs_assert(!signal || (iface->super.tx.cq_available > 0));
     ibv_wr_start(dci->qpx);
     dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
     /* An interface fence since ep's last post fences this one too */

@@ -389,6 +389,10 @@ static qpx_hybrid_ep_t *qpx_hybrid_lru_victim(qpx_hybrid_iface_t *iface,
 static void qpx_hybrid_ep_demote(qpx_hybrid_ep_t *ep)
 {
     ucs_debug("qpx ep %p id 0x%x: demoted (least recently used)", ep, ep->id);
+    /* HOT -> DEMOTING: only an endpoint on RC has a slot to give back */
+    ucs_assertv(ep->state == QPX_HYBRID_EP_HOT, "ep %p state %d", ep,
+                ep->state);
+    ucs_assert(ep->rc_ep != NULL);
     ep->state  = QPX_HYBRID_EP_DEMOTING;
     ep->flags |= QPX_HYBRID_EP_FLAG_CTL_DUE;
     ep->serial++;
@@ -434,7 +438,11 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
         return 1;
     }
 
+    /* COLD -> PROMOTING, within the pool */
+    ucs_assertv(ep->state == QPX_HYBRID_EP_COLD, "ep %p state %d", ep,
+                ep->state);
     iface->rc_in_use++;
+    ucs_assert(iface->rc_in_use <= iface->config.pool_size);
     iface->stats.max_rc_in_use = ucs_max(iface->stats.max_rc_in_use,
                                          iface->rc_in_use);
     qpx_hybrid_owner_set(iface, ep->rc_ep, ep, QPX_HYBRID_OWNER_EP);
@@ -546,6 +554,9 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
         return 0;
     }
     iface->stats.timeouts++;
+    ucs_assertv((ep->state == QPX_HYBRID_EP_PROMOTING) ||
+                (ep->state == QPX_HYBRID_EP_DEMOTING), "ep %p state %d", ep,
+                ep->state);
     if (ep->state == QPX_HYBRID_EP_PROMOTING) {
         /* Back to DC as if never promoted: nothing went on RC. A late
          * answer finds the serial changed and is turned down. */

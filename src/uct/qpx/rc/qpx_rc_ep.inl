@@ -69,7 +69,14 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
     uint64_t sn = ep->tx.sn + 1;
     int ret;
 
+    /* The caller checked the room (qpx_rc_ep_has_tx_resources), or posts
+     * from the reserve (a grant, a flush): a slot is left, and a CQ entry
+     * if it is signalled */
+    ucs_assertv(ep->tx.sq_available > 0, "qp 0x%x sq_available %d",
+                ep->qp->qp_num, (int)ep->tx.sq_available);
+    ucs_assert(ep->tx.unsignaled < iface->super.config.tx_moderation);
     signal |= (ep->tx.unsignaled + 1 >= iface->super.config.tx_moderation);
+    ucs_assert(!signal || (iface->super.tx.cq_available > 0));
     wr->wr_id      = qpx_rc_ep_wr_id(ep, sn);
     wr->next       = NULL;
     /* An interface fence since our last post fences this one too */
