@@ -5,38 +5,57 @@
 #
 #   bash contrib/ucx-gtest.sh [build|run] [VERSION] [FILTER]
 #
-# build  extracts ../shared/ucx/ucx-VERSION.tar.gz (default VERSION 1.13.1),
-#        applies contrib/ucx-gtest/ucx-VERSION-qpx.patch (it only adds qpx's
-#        transports to the instantiation lists of test/gtest/uct/uct_test.h;
-#        the tests are UCX's), configures it like Debian's libucx0 (the
-#        ENABLE_* values of `ucx_info -b`, which decide UCX's internal struct
-#        layouts that qpx declares) and builds the libraries and test/gtest.
-#        The result is cached in $QPX_UCX_CACHE/VERSION/<key> (default
-#        /var/cache/qpx-ucx), the key made of the hashes of the tarball, the
-#        patch and the configure flags, so that later runs skip the build.
+# VERSION is one of the releases with a patch in contrib/ucx-gtest/:
+#   1.13.1 (the default) Debian 12's installed UCX, the one qpx's main build
+#          (build/) is for; qpx enters the gtest process by LD_PRELOAD.
+#   1.19.1 qpx built against that release by `bash contrib/ucx-versions.sh
+#          1.19.1` (in $QPX_BUILDDIR/ucx-1.19.1); by LD_PRELOAD.
+#   1.22.0 likewise (`bash contrib/ucx-versions.sh 1.22.0`); qpx is loaded
+#          by UCX itself from UCX_PLUGIN_PATH (as libuct_qpx.so.0), no
+#          preload.
+#
+# build  extracts ../shared/ucx/ucx-VERSION.tar.gz, applies
+#        contrib/ucx-gtest/ucx-VERSION-qpx.patch (it only adds qpx's
+#        transports to the generic instantiation lists of
+#        test/gtest/uct/uct_test.h; the tests are UCX's) and builds the
+#        libraries and test/gtest. 1.13.1 is configured like Debian's libucx0
+#        and checked against it (the ENABLE_* values of `ucx_info -b`, which
+#        decide UCX's internal struct layouts that qpx declares). 1.19.1 and
+#        1.22.0 are configured like contrib/ucx-build.sh's library build,
+#        whose tree qpx for them is compiled against (the same ENABLE_*
+#        values; no GPU, knem, xpmem, ugni or fuse3 parts), with gtest; the
+#        installed UCX is no reference for them, so the ucx_info -b check is
+#        skipped and `run` compares the configuration with that tree's
+#        instead. The result is cached in $QPX_UCX_CACHE/VERSION/<key>
+#        (default /var/cache/qpx-ucx), the key made of the hashes of the
+#        tarball, the patch and the configure flags, so that later runs skip
+#        the build (40 minutes or more on two cores).
 # run    (the default; builds first when there is no cached build) runs the
 #        generic UCT tests (the suites instantiated outside test/gtest/uct/ib/)
 #        for qpx_rc, qpx_ud, qpx_dc, qpx and, for comparison, UCX's rc_verbs
 #        and ud_verbs, all on $QPX_DEV (softverbs0:1). The gtest binary uses
-#        the source-built libucs/libuct/libucp (the same version as the
-#        Debian UCX qpx is built against: qpx checks it at run time), qpx by
-#        LD_PRELOAD, softverbs first on LD_LIBRARY_PATH. One gtest process per
-#        test suite and transport; a test that crashes or hangs (no result
-#        within $QPX_GTEST_TIMEOUT seconds, default 300) is a failure and the
-#        rest of its suite continues in a new process.
+#        the source-built libucs/libuct/libucp (the release qpx is built for:
+#        qpx checks it at run time), softverbs first on LD_LIBRARY_PATH, and
+#        qpx as said above. It is SKIPped (77) before any build when that qpx
+#        or softverbs is not built. One gtest process per test suite and
+#        transport; a test that crashes or hangs (no result within
+#        $QPX_GTEST_TIMEOUT seconds, default 300) is a failure and the rest of
+#        its suite continues in a new process.
 #        FILTER (a shell pattern) keeps the test cases whose full name, e.g.
 #        qpx_rc/test_uct_pending.pending_op/0, matches it.
 #
 # Prints a line per test case (PASS/FAIL/SKIP), a table per transport and,
 # last, "N passed, N failed" for the qpx transports' cases. Exit 0 when
 # every qpx case that ran passed, 1 otherwise, 77 when it cannot run (no
-# UCX source, qpx or softverbs not built).
+# UCX source or patch, qpx or softverbs not built).
 #
 # Environment: QPX_BUILDDIR (qpx build, default build/ in the project
-# root), QPX_MODULE, SOFTVERBS_LIBDIR, QPX_UCX_SRCDIR (directory of the
-# tarballs, default ../shared/ucx from the project root), QPX_UCX_CACHE,
-# QPX_GTEST_TLS (transports to run), QPX_DEV, QPX_GTEST_TIMEOUT,
-# QPX_GTEST_LOGDIR (full gtest logs; default a new directory in /tmp, kept).
+# root), QPX_MODULE (default $QPX_BUILDDIR/src/.libs/libuct_qpx.so for
+# 1.13.1, $QPX_BUILDDIR/ucx-VERSION/src/.libs/libuct_qpx.so otherwise),
+# SOFTVERBS_LIBDIR, QPX_UCX_SRCDIR (directory of the tarballs, default
+# ../shared/ucx from the project root), QPX_UCX_CACHE, QPX_GTEST_TLS
+# (transports to run), QPX_DEV, QPX_GTEST_TIMEOUT, QPX_GTEST_LOGDIR (full
+# gtest logs; default a new directory in /tmp, kept).
 #
 set -u
 
@@ -53,7 +72,21 @@ build|run) ;;
 esac
 
 QPX_BUILDDIR=${QPX_BUILDDIR:-$top/build}
-QPX_MODULE=${QPX_MODULE:-$QPX_BUILDDIR/src/.libs/libuct_qpx.so}
+# The installed release (Debian 12's libucx0), which qpx's main build is for
+installed_version=1.13.1
+if [ "$version" = "$installed_version" ]; then
+    QPX_MODULE=${QPX_MODULE:-$QPX_BUILDDIR/src/.libs/libuct_qpx.so}
+else
+    # built by contrib/ucx-versions.sh against contrib/ucx-build.sh's tree
+    QPX_MODULE=${QPX_MODULE:-$QPX_BUILDDIR/ucx-$version/src/.libs/libuct_qpx.so}
+fi
+# How qpx enters the gtest process, as contrib/qpxrun does it: UCX 1.22 and
+# later scan the directories of UCX_PLUGIN_PATH for libuct_<name>.so.0;
+# before 1.22 only a preload brings an out-of-tree component in
+case $version in
+1.[0-9].*|1.1[0-9].*|1.2[01].*) qpx_load=preload ;;
+*) qpx_load=plugin ;;
+esac
 SOFTVERBS_LIBDIR=${SOFTVERBS_LIBDIR:-$QPX_BUILDDIR/src/softverbs/.libs}
 srcdir=${QPX_UCX_SRCDIR:-$top/../shared/ucx}
 tarball=$srcdir/ucx-$version.tar.gz
@@ -73,12 +106,28 @@ TEST_TIMEOUT=${QPX_GTEST_TIMEOUT:-300}
 # warns use-after-free in test/gtest/ucm/malloc_hook.cc, which compares freed
 # pointers on purpose; the C libraries keep -Werror. Given to make, since
 # UCX 1.13's configure drops a CXXFLAGS given to it (compiler.m4 restores
-# CXXFLAGS from CFLAGS after its flag checks).
+# CXXFLAGS from CFLAGS after its flag checks; 1.19 and 1.22 keep it, and
+# take it from make all the same).
 UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
     --enable-devel-headers --enable-cma --enable-assertions
     --enable-params-check --disable-stats --disable-debug-data
     --without-java --without-go --without-mpi
     --disable-doxygen-doc --enable-gtest"
+# Other releases: the flags of contrib/ucx-build.sh (the library build whose
+# tree qpx for them is compiled against: the same ENABLE_* values as above),
+# with gtest. Its --without-* leave out the GPU (a CUDA toolkit in
+# /usr/local/cuda would otherwise be used, slow to build and not tested
+# here), knem, xpmem, ugni and fuse3 parts; 1.13.1 keeps the flags above,
+# so that the key of its cached build stays the same.
+if [ "$version" != "$installed_version" ]; then
+    UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
+    --enable-devel-headers --enable-cma --enable-assertions
+    --enable-params-check --disable-stats --disable-debug-data
+    --without-java --without-go --without-mpi --without-cuda --without-rocm
+    --without-ze --without-gdrcopy --without-knem --without-xpmem
+    --without-ugni --without-fuse3 --disable-doxygen-doc
+    --enable-gtest --disable-examples"
+fi
 UCX_CXXFLAGS="-g -O2 -Wno-error"
 
 if [ ! -r "$tarball" ]; then
@@ -97,35 +146,54 @@ ucxsrc=$dir/src
 ucxbuild=$dir/build
 gtest=$ucxbuild/test/gtest/gtest
 
-# The configuration values that decide UCX's internal layouts and inline
-# code must equal those of the installed UCX (ucx_info -b); a HAVE_* that
-# differs (a library the Debian build machine did not have) is only shown
+# "NAME=VALUE" of the #define lines of a config.h (or of `ucx_info -b`)
+config_defines() {
+    awk '$1 == "#define" { v = $3; for (i = 4; i <= NF; i++) v = v " " $i; print $2 "=" v }' | sort
+}
+
+# compare_config REF_NAME REF OURS DIFF_FILE: the configuration values that
+# decide UCX's internal layouts and inline code (ENABLE_*, ...) must be the
+# same in REF (the defines of the UCX qpx is built for) and OURS (the
+# source build's); a HAVE_* that differs (a library one build machine did
+# not have) is only shown (and kept in DIFF_FILE)
+compare_config() {
+    local refname=$1 ref=$2 ours=$3 out=$4 bad=0 name
+    while read -r name; do
+        case $name in
+        ENABLE_*|UCS_MAX_LOG_LEVEL|UCT_UD_EP_DEBUG_HOOKS|HAVE_PROFILING|NVALGRIND|HAVE_TL_*)
+            echo "ucx-gtest: config differs from the $refname: $name:" \
+                 "$refname '$(echo "$ref" | grep "^$name=" | cut -d= -f2-)'," \
+                 "source build '$(echo "$ours" | grep "^$name=" | cut -d= -f2-)'" >&2
+            bad=1 ;;
+        esac
+    done < <(comm -3 <(echo "$ref") <(echo "$ours") | sed 's/^\t//' | cut -d= -f1 | sort -u)
+    comm -3 <(echo "$ref" | grep '^HAVE_') <(echo "$ours" | grep '^HAVE_') |
+        sed "s/^\t/  source build: /; /^  source/!s/^/  $refname: /" >"$out"
+    if [ -s "$out" ]; then
+        echo "ucx-gtest: HAVE_* values that differ from the $refname (not layout-relevant):"
+        sed 's/^/  /' "$out"
+    fi
+    return $bad
+}
+
+# At configure time: 1.13.1 against the installed UCX (ucx_info -b). Another
+# release has no installed counterpart (the installed ucx_info is 1.13.1's);
+# it is compared at run time with the tree qpx for it is built against.
 check_config() {
-    local sys ours bad=0 name
-    sys=$(env -u LD_LIBRARY_PATH -u LD_PRELOAD ucx_info -b 2>/dev/null |
-          awk '$1 == "#define" { v = $3; for (i = 4; i <= NF; i++) v = v " " $i; print $2 "=" v }' | sort)
-    ours=$(awk '$1 == "#define" { v = $3; for (i = 4; i <= NF; i++) v = v " " $i; print $2 "=" v }' \
-           "$ucxbuild/config.h" | sort)
+    local sys
+    if [ "$version" != "$installed_version" ]; then
+        echo "ucx-gtest: UCX $version: comparison with the installed UCX (ucx_info -b) skipped:" \
+             "it is $installed_version; qpx for $version is built against contrib/ucx-build.sh's" \
+             "tree of $version, which 'run' compares with"
+        return 0
+    fi
+    sys=$(env -u LD_LIBRARY_PATH -u LD_PRELOAD ucx_info -b 2>/dev/null | config_defines)
     if [ -z "$sys" ]; then
         echo "ucx-gtest: ucx_info -b printed nothing; cannot compare with the installed UCX" >&2
         return 1
     fi
-    while read -r name; do
-        case $name in
-        ENABLE_*|UCS_MAX_LOG_LEVEL|UCT_UD_EP_DEBUG_HOOKS|HAVE_PROFILING|NVALGRIND|HAVE_TL_*)
-            echo "ucx-gtest: config differs from the installed UCX: $name:" \
-                 "installed '$(echo "$sys" | grep "^$name=" | cut -d= -f2-)'," \
-                 "source build '$(echo "$ours" | grep "^$name=" | cut -d= -f2-)'" >&2
-            bad=1 ;;
-        esac
-    done < <(comm -3 <(echo "$sys") <(echo "$ours") | sed 's/^\t//' | cut -d= -f1 | sort -u)
-    comm -3 <(echo "$sys" | grep '^HAVE_') <(echo "$ours" | grep '^HAVE_') |
-        sed 's/^\t/  source build: /; /^  source/!s/^/  installed:    /' >"$ucxbuild/config-diff.txt"
-    if [ -s "$ucxbuild/config-diff.txt" ]; then
-        echo "ucx-gtest: HAVE_* values that differ from the installed UCX (not layout-relevant):"
-        sed 's/^/  /' "$ucxbuild/config-diff.txt"
-    fi
-    return $bad
+    compare_config "installed UCX" "$sys" "$(config_defines <"$ucxbuild/config.h")" \
+        "$ucxbuild/config-diff.txt"
 }
 
 do_build() {
@@ -146,7 +214,7 @@ do_build() {
         # an interrupted or failed make: the same sources and configuration
         echo "ucx-gtest: resuming the build of UCX $version in $dir"
     else
-        echo "ucx-gtest: building UCX $version with gtest in $dir (about 40 minutes on two cores)"
+        echo "ucx-gtest: building UCX $version with gtest in $dir (40 minutes or more on two cores)"
         configure_ucx || return 1
     fi
     echo "ucx-gtest: make (log: $dir/make.log)"
@@ -156,7 +224,11 @@ do_build() {
     (cd "$ucxbuild" && nice -n 10 make -j2 CXXFLAGS="$UCX_CXXFLAGS" -C test/gtest) >>"$dir/make.log" 2>&1 ||
         { grep -E 'error|Error' "$dir/make.log" | tail -20; return 1; }
     [ -x "$gtest" ] || { echo "ucx-gtest: no $gtest after make" >&2; return 1; }
-    # The generic UCT test suites: those instantiated outside uct/ib/
+    # The generic UCT test suites: those instantiated outside uct/ib/. The
+    # pattern takes every instantiation macro, also those of later releases
+    # (UCT_INSTANTIATE_MM_TEST_CASE, _IB_AND_GGA_, _RC_DC_GGA_, _SRD_, ...);
+    # of them only UCT_INSTANTIATE_TEST_CASE, _NO_SELF_ and _NO_GPU_ include
+    # qpx's transports (the patch)
     (cd "$ucxsrc/test/gtest/uct" &&
      grep -ho -E '_?UCT_INSTANTIATE_[A-Z_]*TEST_CASE\( *[A-Za-z0-9_]+' \
          $(find . -name '*.cc' -o -name '*.h' | grep -v '^\./ib/' | grep -v '^\./uct_test\.h$') |
@@ -189,13 +261,35 @@ configure_ucx() {
     touch "$dir/.configured"
 }
 
+# ---- what `run` needs, checked before a build (which takes long) -----------
+if [ "$action" = run ]; then
+    if [ ! -f "$QPX_MODULE" ]; then
+        if [ "$version" = "$installed_version" ]; then
+            echo "SKIP: qpx module $QPX_MODULE not built"
+        else
+            echo "SKIP: no qpx built against UCX $version ($QPX_MODULE absent);" \
+                 "build it with: bash contrib/ucx-versions.sh $version"
+        fi
+        exit 77
+    fi
+    [ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ] ||
+        { echo "SKIP: softverbs not built in $SOFTVERBS_LIBDIR"; exit 77; }
+    # qpx's build says which UCX it is for, and (built against a UCX tree)
+    # that tree's config.h
+    qpx_config=$(dirname "$QPX_MODULE")/../../config.h
+    qpx_for=$(awk '$2 ~ /^QPX_UCX_BUILD_(MAJOR|MINOR|PATCH)$/ { print $3 }' "$qpx_config" 2>/dev/null | paste -sd.)
+    if [ -n "$qpx_for" ] && [ "$qpx_for" != "$version" ]; then
+        echo "ucx-gtest: $QPX_MODULE is built for UCX $qpx_for, not $version" \
+             "(set QPX_MODULE to a qpx for $version, or unset it)"
+        exit 1
+    fi
+    qpx_ucx_config=$(sed -n 's/^#define QPX_UCX_BUILD_CONFIG_H "\(.*\)"$/\1/p' "$qpx_config" 2>/dev/null)
+fi
+
 do_build || { echo "ucx-gtest: build of UCX $version failed"; exit 1; }
 [ "$action" = build ] && exit 0
 
 # ---- run ---------------------------------------------------------------------
-[ -f "$QPX_MODULE" ] || { echo "SKIP: qpx module $QPX_MODULE not built"; exit 77; }
-[ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ] ||
-    { echo "SKIP: softverbs not built in $SOFTVERBS_LIBDIR"; exit 77; }
 # UCX skips a verbs device without its /dev/infiniband node
 if [ ! -e /dev/infiniband/uverbs0 ]; then
     { mkdir -p /dev/infiniband && ln -sf /dev/null /dev/infiniband/uverbs0; } 2>/dev/null ||
@@ -204,23 +298,60 @@ fi
 
 logdir=${QPX_GTEST_LOGDIR:-$(mktemp -d /tmp/qpx-ucx-gtest.XXXXXX)}
 mkdir -p "$logdir/lib"
+
+# A release other than the installed one: its configuration must be that of
+# the tree qpx is compiled against (contrib/ucx-build.sh's), whose struct
+# layouts qpx uses
+if [ "$version" != "$installed_version" ]; then
+    if [ -n "$qpx_ucx_config" ] && [ -r "$qpx_ucx_config" ]; then
+        compare_config "UCX tree qpx is built against" "$(config_defines <"$qpx_ucx_config")" \
+            "$(config_defines <"$ucxbuild/config.h")" "$logdir/config-diff.txt" ||
+            { echo "ucx-gtest: the gtest build of UCX $version does not match $qpx_ucx_config," \
+                   "the UCX tree qpx is built against"; exit 1; }
+        echo "ucx-gtest: the gtest build's layout-relevant configuration equals that of" \
+             "$qpx_ucx_config (the UCX tree qpx is built against)"
+    else
+        echo "ucx-gtest: note: cannot compare the configuration with the UCX tree qpx is built" \
+             "against (no QPX_UCX_BUILD_CONFIG_H in $qpx_config, or its file is gone)"
+    fi
+fi
+
 # A copy of qpx and softverbs as they are now: the whole run uses one build
-# even if the project's build directory is rebuilt meanwhile
-cp -L "$QPX_MODULE" "$logdir/lib/libuct_qpx.so" || exit 1
+# even if the project's build directory is rebuilt meanwhile. For a preload
+# lib/libuct_qpx.so; for UCX_PLUGIN_PATH a directory of its own holding qpx
+# alone, as libuct_qpx.so.0 (UCX 1.22 loads libuct_<name><ext> from it, ext
+# that of its libucs: .so.0)
+if [ "$qpx_load" = plugin ]; then
+    mkdir -p "$logdir/plugin"
+    qpx_copy=$logdir/plugin/libuct_qpx.so.0
+else
+    qpx_copy=$logdir/lib/libuct_qpx.so
+fi
+cp -L "$QPX_MODULE" "$qpx_copy" || exit 1
 for f in "$SOFTVERBS_LIBDIR"/lib*.so.[0-9]; do
     cp -L "$f" "$logdir/lib/" || exit 1
 done
 echo "ucx-gtest: qpx $QPX_MODULE ($(stat -c %y "$QPX_MODULE" | cut -d. -f1)," \
      "checkout $(git -C "$top" rev-parse --short HEAD 2>/dev/null)$(git -C "$top" status --porcelain -- src 2>/dev/null | grep -q . && echo ', src modified'))"
-echo "ucx-gtest: softverbs $SOFTVERBS_LIBDIR; both copied to $logdir/lib"
-QPX_MODULE=$logdir/lib/libuct_qpx.so
+echo "ucx-gtest: softverbs $SOFTVERBS_LIBDIR; both copied to $logdir"
+QPX_MODULE=$qpx_copy
 SOFTVERBS_LIBDIR=$logdir/lib
 
 b=$ucxbuild
-# softverbs first, then the source-built UCX; qpx preloaded. Given to the
-# UCX programs only (not to timeout, grep, ...)
-ucx_env=(env "LD_LIBRARY_PATH=$SOFTVERBS_LIBDIR:$b/src/ucs/.libs:$b/src/ucs/vfs/sock/.libs:$b/src/uct/.libs:$b/src/uct/ib/.libs:$b/src/ucm/.libs:$b/src/ucp/.libs:$b/src/tools/perf/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-         "LD_PRELOAD=$QPX_MODULE")
+# softverbs first, then the source-built UCX (libuct_ib_mlx5 is a library of
+# its own from 1.19 on); qpx preloaded, or (1.22) found by UCX in
+# UCX_PLUGIN_PATH with no preload at all. Given to the UCX programs only
+# (not to timeout, grep, ...)
+ucx_libpath="$SOFTVERBS_LIBDIR:$b/src/ucs/.libs:$b/src/ucs/vfs/sock/.libs:$b/src/uct/.libs:$b/src/uct/ib/.libs:$b/src/uct/ib/mlx5/.libs:$b/src/ucm/.libs:$b/src/ucp/.libs:$b/src/tools/perf/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "$qpx_load" = plugin ]; then
+    ucx_env=(env -u LD_PRELOAD "LD_LIBRARY_PATH=$ucx_libpath"
+             "UCX_PLUGIN_PATH=$(dirname "$QPX_MODULE")")
+    qpx_how="from UCX_PLUGIN_PATH=$(dirname "$QPX_MODULE") (no preload)"
+else
+    ucx_env=(env -u UCX_PLUGIN_PATH "LD_LIBRARY_PATH=$ucx_libpath"
+             "LD_PRELOAD=$QPX_MODULE")
+    qpx_how="by LD_PRELOAD=$QPX_MODULE"
+fi
 # the source build's modules (libuct_ib, ...), never Debian's
 export UCX_MODULE_DIR=$b/modules
 export SOFTVERBS_SHM=/dev/shm/softverbs-gtest-$$
@@ -234,14 +365,25 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 echo "ucx-gtest: UCX $version gtest $gtest, device $QPX_DEV"
+echo "ucx-gtest: qpx loaded $qpx_how"
 echo "ucx-gtest: per-test timeout ${TEST_TIMEOUT} s, logs in $logdir"
 
-# The source-built UCX must be the one the gtest binary runs with
-ver=$("${ucx_env[@]}" "$b/src/tools/info/.libs/ucx_info" -v 2>&1 | grep -m1 Version)
-case $ver in
-*"Version $version"*) ;;
-*) echo "ucx-gtest: the source-built ucx_info says '$ver', not $version"; exit 1 ;;
-esac
+# The source-built UCX must be the one the gtest binary runs with. ucx_info
+# -v prints "# Version X" (1.13) or "# Library version: X" and "# Library
+# path: <libucs>" (1.19, 1.22)
+ucx_info=$b/src/tools/info/.libs/ucx_info
+[ -x "$ucx_info" ] || ucx_info=$b/src/tools/info/ucx_info
+info=$("${ucx_env[@]}" "$ucx_info" -v 2>&1)
+ver=$(sed -n 's/^# \(Library \)\{0,1\}[Vv]ersion:\{0,1\} \([0-9][0-9.]*\).*/\2/p' <<<"$info" | head -n 1)
+if [ "$ver" != "$version" ]; then
+    echo "ucx-gtest: the source-built ucx_info says '$(head -n 1 <<<"$info")', not $version"
+    exit 1
+fi
+libucs=$(sed -n 's/^# Library path: //p' <<<"$info" | head -n 1)
+if [ -n "$libucs" ] && [ "${libucs#"$b"/}" = "$libucs" ]; then
+    echo "ucx-gtest: the source-built ucx_info loaded $libucs, not the gtest build's libucs in $b"
+    exit 1
+fi
 
 declare -A status reason
 declare -a cases
