@@ -727,7 +727,7 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     cq->cq.context    = ctx;
     cq->cq.channel    = attr->channel;
     cq->cq.cq_context = attr->cq_context;
-    cq->cq.cqe        = cqe;
+    cq->cq.cqe        = cq->ring->cqe;
     cq->cq.handle     = i;
     if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
         cq->parent_domain = attr->parent_domain;

@@ -63,7 +63,12 @@ uint64_t sv_cq_ring_alloc(uint32_t cqe, uint64_t *len)
     }
     ring = sv_shm_ptr(off);        /* zeroed by sv_shm_alloc */
     ring->size = size;
-    ring->cqe  = cqe;
+    /* All of the ring but one slot, as mlx5 sizes a CQ: the kernel's
+     * mlx5_ib_create_cq/resize_cq round cqe + 1 up to a power of two and
+     * report one less as ibv_cq.cqe. Asked 4096, a program gets 8191 (UCX's
+     * rc_verbs counts on that room: with exactly 4096, UCX's gtest
+     * test_uct_pending overran its send CQ) */
+    ring->cqe  = size - 1;
     return off;
 }
 
@@ -119,8 +124,8 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
     }
     sv_cq_ring_len(cqe, &size);
     if (size == old->size) {
-        __atomic_store_n(&old->cqe, cqe, __ATOMIC_RELEASE);
-        ibcq->cqe = cqe;
+        /* the capacity it has (sv_cq_ring_alloc) */
+        ibcq->cqe = old->cqe;
         pthread_mutex_unlock(&cq->lock);
         return 0;
     }
@@ -167,7 +172,7 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
     sv_shm_unlock();
     __atomic_store_n(&cq->ring, ring, __ATOMIC_RELEASE);
     cq->slots = ns;
-    ibcq->cqe = cqe;
+    ibcq->cqe = ring->cqe;
     pthread_mutex_unlock(&cq->lock);
     return 0;
 }

@@ -81,6 +81,33 @@ static void svt_case_cq_max_cqe(svt_proc_t *p)
  * copies them into the new buffer, mlx5_cq_resize_copy_cqes), grows beyond
  * the size first allocated, and refuses fewer entries than are queued
  * ------------------------------------------------------------------- */
+/*
+ * A CQ holds what mlx5 gives: cqe + 1 rounded up to a power of two, less
+ * one (the kernel's mlx5_ib_create_cq and mlx5_ib_resize_cq), written back
+ * to ibv_cq.cqe; programs sized for a ConnectX count on that room (UCX's
+ * rc_verbs overran a CQ of exactly the size it asked for)
+ */
+static void svt_case_cq_size_rounded(svt_proc_t *p)
+{
+    static const int asked[] = {1, 2, 3, 4, 100, 255, 256, 4096};
+    static const int given[] = {1, 3, 3, 7, 127, 255, 511, 8191};
+    struct ibv_cq *cq;
+    svt_dev_t dev;
+    unsigned i;
+
+    svt_dev_open(&dev);
+    for (i = 0; i < sizeof(asked) / sizeof(asked[0]); ++i) {
+        SVT_NN(cq, ibv_create_cq(dev.ctx, asked[i], NULL, NULL, 0));
+        SVT_CHECK(cq->cqe == given[i], "CQ of %d entries: cq->cqe %d "
+                  "(mlx5: %d)", asked[i], cq->cqe, given[i]);
+        SVT_OK(ibv_resize_cq(cq, 1000));
+        SVT_CHECK(cq->cqe == 1023, "resized to 1000: cq->cqe %d (mlx5: "
+                  "1023)", cq->cqe);
+        SVT_OK(ibv_destroy_cq(cq));
+    }
+    svt_dev_close(&dev);
+}
+
 static void svt_case_cq_resize(svt_proc_t *p)
 {
     struct ibv_wc wc;
@@ -790,6 +817,7 @@ static void svt_case_srq_max_wr_zero(svt_proc_t *p)
 
 const svt_case_t svt_cases_feat[] = {
     {"feat/cq_max_cqe", svt_case_cq_max_cqe, 1, 0, 60},
+    {"feat/cq_size_rounded", svt_case_cq_size_rounded, 1},
     {"feat/cq_resize", svt_case_cq_resize, 1},
     {"feat/cq_resize_traffic", svt_case_cq_resize_traffic, 2, 0, 30},
     {"feat/rereg_mr", svt_case_rereg_mr, 1},
