@@ -22,6 +22,9 @@ tl_integrity "one DCI, dcs_quota 2, queues of 8" UCX_${P}_NUM_DCI=1 \
 # is refused, qpx-config.sh)
 tl_integrity "one DCI, send queue of 2, send CQ of 2" UCX_${P}_NUM_DCI=1 \
     UCX_${P}_TX_QUEUE_LEN=2 UCX_${P}_TX_CQ_LEN=2
+# The RC family's PATH_MTU (shared with qpx_rc): DCIs and DCT at 256
+# bytes, every size class of every operation across many packets
+tl_integrity "path MTU 256" UCX_${P}_PATH_MTU=256
 tl_integrity "caps above the device, policy fail" SOFTVERBS_CAP_POLICY=fail \
     UCX_${P}_TX_QUEUE_LEN=100000 UCX_${P}_RX_QUEUE_LEN=100000
 tl_integrity "caps above the device, policy clamp" SOFTVERBS_CAP_POLICY=clamp \

@@ -137,6 +137,12 @@ refused qpx_rc SEG_SIZE -1 "Invalid value for SEG_SIZE: '-1'"
 refused qpx_ud RTO -1ms "Invalid value for RTO: '-1ms'"
 refused qpx_ud BACKOFF -2 "Invalid value for BACKOFF: '-2'"
 refused qpx RC_POOL_SIZE " -3" "Invalid value for RC_POOL_SIZE: ' -3'"
+# The RC family's settings, one table in qpx_rc's and qpx_dc's
+if qpx_has_tl qpx_dc >/dev/null; then
+    refused qpx_dc PATH_MTU 300 "Invalid value for PATH_MTU: '300'"
+    expect "qpx_dc has the RC family's PATH_MTU" UCX_QPX_DC_PATH_MTU 1024 \
+        UCX_QPX_DC_PATH_MTU=1024
+fi
 # Buffer pools too small to work: none to send with (libucs' own message
 # said only "Invalid memory pool parameter(s)"), fewer receive buffers than
 # the receive queue holds (a job hung on the queue it could not fill)

@@ -337,63 +337,6 @@ void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr)
 }
 
 
-void qpx_iface_query_rdma(qpx_iface_t *iface, const qpx_iface_rdma_caps_t *caps,
-                          uct_iface_attr_t *iface_attr)
-{
-    size_t am_max = iface->config.seg_size - caps->am_hdr_len;
-
-    iface_attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT |
-                             UCT_IFACE_FLAG_PUT_BCOPY |
-                             UCT_IFACE_FLAG_PUT_ZCOPY |
-                             UCT_IFACE_FLAG_GET_BCOPY |
-                             UCT_IFACE_FLAG_GET_ZCOPY |
-                             UCT_IFACE_FLAG_AM_SHORT |
-                             UCT_IFACE_FLAG_AM_BCOPY |
-                             UCT_IFACE_FLAG_AM_ZCOPY |
-                             UCT_IFACE_FLAG_PENDING |
-                             UCT_IFACE_FLAG_CB_SYNC |
-                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                             UCT_IFACE_FLAG_EP_CHECK |
-                             QPX_UCX_IFACE_FLAG_INTER_NODE;
-    if (caps->events) {
-        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                                      UCT_IFACE_FLAG_EVENT_RECV |
-                                      UCT_IFACE_FLAG_EVENT_FD;
-    }
-
-    iface_attr->cap.put.max_short       = caps->max_put_short;
-    iface_attr->cap.put.max_bcopy       = caps->max_bcopy;
-    iface_attr->cap.put.min_zcopy       = 0;
-    iface_attr->cap.put.max_zcopy       = caps->max_zcopy;
-    iface_attr->cap.put.opt_zcopy_align = 1;
-    iface_attr->cap.put.align_mtu       = 1;
-    iface_attr->cap.put.max_iov         = caps->max_iov;
-
-    iface_attr->cap.get.max_bcopy       = caps->max_bcopy;
-    iface_attr->cap.get.min_zcopy       = 0;
-    iface_attr->cap.get.max_zcopy       = caps->max_zcopy;
-    iface_attr->cap.get.opt_zcopy_align = 1;
-    iface_attr->cap.get.align_mtu       = 1;
-    iface_attr->cap.get.max_iov         = caps->max_iov;
-
-    iface_attr->cap.am.max_short        = caps->max_am_short;
-    iface_attr->cap.am.max_bcopy        = am_max;
-    iface_attr->cap.am.min_zcopy        = 0;
-    iface_attr->cap.am.max_zcopy        = am_max;
-    iface_attr->cap.am.opt_zcopy_align  = 1;
-    iface_attr->cap.am.align_mtu        = 1;
-    iface_attr->cap.am.max_hdr          = ucs_min(am_max, QPX_AM_MAX_HDR);
-    iface_attr->cap.am.max_iov          = caps->max_iov;
-
-    if (caps->atomics) {
-        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-    }
-}
-
-
 ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,
                                           uct_device_addr_t *addr)
 {

@@ -671,25 +671,6 @@ qpx_iface_qp_map_find(qpx_iface_t *iface, uint32_t qp_num)
 void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr);
 
 
-/* What an RDMA transport's operations take (qpx_rc, qpx_dc), from the caps
- * its QPs were granted */
-typedef struct qpx_iface_rdma_caps {
-    size_t   max_put_short;
-    size_t   max_am_short;
-    size_t   max_bcopy;     /* put/get */
-    size_t   max_zcopy;
-    size_t   max_iov;
-    size_t   am_hdr_len;    /* transport header before an AM payload */
-    int      atomics;       /* 64-bit add, fetch-add, compare-swap */
-    int      events;        /* event fd and arm */
-} qpx_iface_rdma_caps_t;
-
-/* The flags and limits of put, get, am (short, bcopy, zcopy), pending, the
- * error handling and, as caps say, atomics and events; the transport adds
- * its connection model */
-void qpx_iface_query_rdma(qpx_iface_t *iface, const qpx_iface_rdma_caps_t *caps,
-                          uct_iface_attr_t *iface_attr);
-
 /* uct_iface_ops: device address (LID/GID) and reachability */
 ucs_status_t qpx_iface_get_device_address(uct_iface_h tl_iface,
                                           uct_device_addr_t *addr);

@@ -59,47 +59,15 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "for one.",
      ucs_offsetof(qpx_dc_iface_config_t, quota), QPX_CONFIG_TYPE_UINT},
 
+    /* The RC family's: RETRY_COUNT, RNR_*, PATH_MTU, MAX_RD_ATOMIC,
+     * ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
+    {"", "", NULL, ucs_offsetof(qpx_dc_iface_config_t, rdma),
+     UCS_CONFIG_TYPE_TABLE(qpx_rdma_iface_config_table)},
+
     {"TIMEOUT", "10s",
      "A request unacknowledged this long (its retries included) fails the "
      "endpoints with work on its DCI: a dead peer is detected within it.",
      ucs_offsetof(qpx_dc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
-
-    {"RETRY_COUNT", "7",
-     "Transport retries within TIMEOUT (0..7).",
-     ucs_offsetof(qpx_dc_iface_config_t, retry_count), QPX_CONFIG_TYPE_UINT},
-
-    {"RNR_RETRY_COUNT", "7",
-     "Retries after receiver-not-ready (0..7, 7: infinite, so that a flood "
-     "of messages into a full receive queue slows senders down instead of "
-     "failing their DCIs).",
-     ucs_offsetof(qpx_dc_iface_config_t, rnr_retry_count),
-     QPX_CONFIG_TYPE_UINT},
-
-    {"RNR_TIMEOUT", "1ms",
-     "Delay the DCT asks for after a receiver-not-ready.",
-     ucs_offsetof(qpx_dc_iface_config_t, rnr_timeout), QPX_CONFIG_TYPE_TIME},
-
-    {"MAX_RD_ATOMIC", "4",
-     "Outstanding RDMA reads and atomics per DCI (capped by the device).",
-     ucs_offsetof(qpx_dc_iface_config_t, max_rd_atomic), QPX_CONFIG_TYPE_UINT},
-
-    {"ATOMICS", "y",
-     "Offer the device's 64-bit atomics.",
-     ucs_offsetof(qpx_dc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
-
-    {"EVENTS", "y",
-     "Offer event notification (uct_iface_event_fd_get/arm through a "
-     "completion channel of the send and receive CQs). UCP uses a transport "
-     "in wakeup mode (ucp_worker_wait) only when it is offered.",
-     ucs_offsetof(qpx_dc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
-
-    {"KEEPALIVE_INTERVAL", "2s",
-     "Every interval, an endpoint that sent before and nothing since the "
-     "last one is probed with a zero-length RDMA write, so that a peer that "
-     "died while this side only waits for it fails the endpoint (within "
-     "TIMEOUT) instead of going unnoticed. 0: off.",
-     ucs_offsetof(qpx_dc_iface_config_t, keepalive_interval),
-     QPX_CONFIG_TYPE_TIME},
 
     {"KEY", "auto",
      "Access key of the interface's DC target, which every request to it "
@@ -186,7 +154,7 @@ static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
 
     qpx_iface_query(&iface->super, iface_attr);
-    qpx_iface_query_rdma(&iface->super, &iface->config.caps, iface_attr);
+    qpx_rdma_iface_query(&iface->super, &iface->config.caps, iface_attr);
     iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     iface_attr->iface_addr_len = sizeof(qpx_dc_iface_addr_t);
     iface_attr->ep_addr_len    = 0;
@@ -272,24 +240,19 @@ static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
 static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
                                    const qpx_dc_iface_config_t *config)
 {
-    const qpx_device_t *dev     = &self->super.md->dev;
     qpx_qp_connect_attr_t *conn = &self->config.conn;
-    unsigned tries              = ucs_min(config->retry_count, 7) + 1;
     qpx_device_addr_t self_addr;
+    unsigned tries;
 
     memset(conn, 0, sizeof(*conn));
+    qpx_rdma_conn_init(&self->super, &config->rdma, conn);
     /* The local port's address vector: its GRH on RoCE */
     qpx_device_addr_get(self->super.port, &self_addr);
     qpx_device_ah_attr(&self_addr, self->super.port_num, &conn->ah_attr);
-    conn->path_mtu      = self->super.port->attr.active_mtu;
-    conn->max_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
-                                  (unsigned)dev->attr.max_qp_rd_atom));
-    conn->min_rnr_timer = qpx_qp_rnr_timer_code(config->rnr_timeout);
     /* TIMEOUT bounds the whole: each of the tries waits a share of it */
-    conn->timeout       = qpx_qp_timeout_code(config->timeout / tries);
-    conn->retry_cnt     = tries - 1;
-    conn->rnr_retry     = ucs_min(config->rnr_retry_count, 7);
-    conn->sq_psn        = 0;
+    tries         = conn->retry_cnt + 1;
+    conn->timeout = qpx_qp_timeout_code(config->timeout / tries);
+    conn->sq_psn  = 0;
 }
 
 
@@ -455,19 +418,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                  ucs_status_string(dci_status));
     }
 
-    self->config.caps.max_put_short = self->super.config.max_inline;
-    self->config.caps.am_hdr_len    = sizeof(qpx_dc_hdr_t);
-    /* UCT's am.max_short counts the 8-byte header with the payload */
-    self->config.caps.max_am_short  = self->super.config.max_inline -
-                                      sizeof(qpx_dc_hdr_t);
-    self->config.caps.max_bcopy     = self->super.config.seg_size;
-    self->config.caps.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
-                                         1ul << 30);
-    self->config.caps.max_iov       = self->super.config.max_send_sge - 1;
-    self->config.caps.atomics       = config->atomics &&
-                                 (self->super.md->dev.attr.atomic_cap !=
-                                  IBV_ATOMIC_NONE);
-    self->config.caps.events        = config->events;
+    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_dc_hdr_t),
+                       &self->config.caps);
 
     status = qpx_iface_rx_fill(&self->super);
     if (status != UCS_OK) {
@@ -475,7 +427,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     status = qpx_iface_keepalive_start(&self->super,
-                                       config->keepalive_interval);
+                                       config->rdma.keepalive_interval);
     if (status != UCS_OK) {
         goto err_destroy_dct;
     }

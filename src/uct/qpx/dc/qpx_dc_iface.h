@@ -44,6 +44,7 @@
 #define QPX_DC_IFACE_H_
 
 #include <uct/qpx/base/qpx_ep.h>
+#include <uct/qpx/rdma/qpx_rdma.h>
 #include <uct/qpx/base/qpx_ah.h>
 #include <uct/qpx/base/qpx_ep_table.h>
 #include <ucs/qpx_config.h>
@@ -127,14 +128,8 @@ typedef struct qpx_dc_iface_config {
     unsigned           num_dci;
     int                policy;          /* qpx_dc_policy_t */
     unsigned           quota;
-    double             timeout;
-    unsigned           retry_count;
-    unsigned           rnr_retry_count;
-    double             rnr_timeout;
-    unsigned           max_rd_atomic;
-    int                atomics;
-    int                events;          /* offer event notification */
-    double             keepalive_interval; /* 0: no keepalive */
+    qpx_rdma_iface_config_t rdma;      /* the RC family's settings */
+    double             timeout;         /* the whole, retries included */
     qpx_config_key_t   key;             /* of the DCT, and of the peers' */
 } qpx_dc_iface_config_t;
 
@@ -171,7 +166,7 @@ typedef struct qpx_dc_iface {
         qpx_qp_connect_attr_t conn;  /* DCI and DCT attributes */
         qpx_dc_policy_t       policy;
         unsigned              quota;
-        qpx_iface_rdma_caps_t caps;
+        qpx_rdma_caps_t caps;
         uint64_t              dc_key;  /* of our DCT and of the peers' */
     } config;
 } qpx_dc_iface_t;

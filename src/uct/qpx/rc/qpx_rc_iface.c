@@ -12,17 +12,6 @@
 #include <string.h>
 
 
-static const char *qpx_rc_mtu_names[] = {
-    [0]            = "default",
-    [IBV_MTU_256]  = "256",
-    [IBV_MTU_512]  = "512",
-    [IBV_MTU_1024] = "1024",
-    [IBV_MTU_2048] = "2048",
-    [IBV_MTU_4096] = "4096",
-    [IBV_MTU_4096 + 1] = NULL
-};
-
-
 static ucs_config_field_t qpx_rc_iface_config_table[] = {
     /* Shared qpx options: UCX_QPX_<NAME>, overridden by UCX_QPX_RC_<NAME>.
      * One QP (and its HCA context) per peer: beyond MAX_NUM_EPS peers UCP
@@ -31,56 +20,20 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
     {"QPX_", "MAX_NUM_EPS=256", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
+    /* The RC family's: RETRY_COUNT, RNR_*, PATH_MTU, MAX_RD_ATOMIC,
+     * ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
+    {"", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, rdma),
+     UCS_CONFIG_TYPE_TABLE(qpx_rdma_iface_config_table)},
+
     {"TIMEOUT", "1.0s",
      "Transport retry timeout: a request unacknowledged for TIMEOUT is "
      "retried RETRY_COUNT times before the endpoint fails.",
      ucs_offsetof(qpx_rc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
-    {"RETRY_COUNT", "7",
-     "Transport retries before an endpoint fails (0..7).",
-     ucs_offsetof(qpx_rc_iface_config_t, retry_count), QPX_CONFIG_TYPE_UINT},
-
-    {"RNR_RETRY_COUNT", "7",
-     "Retries after receiver-not-ready (0..7, 7: infinite).",
-     ucs_offsetof(qpx_rc_iface_config_t, rnr_retry_count),
-     QPX_CONFIG_TYPE_UINT},
-
-    {"RNR_TIMEOUT", "1ms",
-     "Delay the peer asks for after a receiver-not-ready.",
-     ucs_offsetof(qpx_rc_iface_config_t, rnr_timeout), QPX_CONFIG_TYPE_TIME},
-
-    {"PATH_MTU", "default",
-     "Path MTU: default (the port's active MTU), 256, 512, 1024, 2048, 4096.",
-     ucs_offsetof(qpx_rc_iface_config_t, path_mtu),
-     UCS_CONFIG_TYPE_ENUM(qpx_rc_mtu_names)},
-
-    {"MAX_RD_ATOMIC", "4",
-     "Outstanding RDMA reads and atomics per endpoint (capped by the device).",
-     ucs_offsetof(qpx_rc_iface_config_t, max_rd_atomic), QPX_CONFIG_TYPE_UINT},
-
     {"FC_WND_SIZE", "512",
      "Active messages an endpoint may have unconsumed at the peer (credit "
      "flow control; capped by the receive queue; 0: off).",
      ucs_offsetof(qpx_rc_iface_config_t, fc_wnd_size), QPX_CONFIG_TYPE_UINT},
-
-    {"EVENTS", "y",
-     "Offer event notification (uct_iface_event_fd_get/arm through a "
-     "completion channel of the send and receive CQs). UCP uses a transport "
-     "in wakeup mode (ucp_worker_wait) only when it is offered.",
-     ucs_offsetof(qpx_rc_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
-
-    {"ATOMICS", "y",
-     "Offer the device's 64-bit atomics.",
-     ucs_offsetof(qpx_rc_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
-
-    {"KEEPALIVE_INTERVAL", "2s",
-     "Every interval, an endpoint to which nothing was posted since the last "
-     "one is probed with a zero-length RDMA write, so that a peer that died "
-     "while this side only waits for it fails the endpoint (after about "
-     "TIMEOUT x (RETRY_COUNT + 1)) instead of going unnoticed. Endpoints "
-     "whose peer destroyed its side are not probed. 0: off.",
-     ucs_offsetof(qpx_rc_iface_config_t, keepalive_interval),
-     QPX_CONFIG_TYPE_TIME},
 
     {NULL}
 };
@@ -269,7 +222,7 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
 
     qpx_iface_query(&iface->super, iface_attr);
-    qpx_iface_query_rdma(&iface->super, &iface->config.caps, iface_attr);
+    qpx_rdma_iface_query(&iface->super, &iface->config.caps, iface_attr);
     iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_EP;
     iface_attr->ep_addr_len = sizeof(qpx_rc_ep_addr_t);
 
@@ -337,22 +290,12 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
 static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
                                    const qpx_rc_iface_config_t *config)
 {
-    const qpx_device_t *dev = &self->super.md->dev;
     qpx_qp_connect_attr_t *conn = &self->config.conn;
-    enum ibv_mtu active_mtu = self->super.port->attr.active_mtu;
 
     memset(conn, 0, sizeof(*conn));
-    conn->path_mtu           = ((config->path_mtu == 0) ||
-                                (config->path_mtu > (int)active_mtu)) ?
-                               active_mtu : (enum ibv_mtu)config->path_mtu;
-    conn->max_rd_atomic      = ucs_max(1, ucs_min(config->max_rd_atomic,
-                                       (unsigned)dev->attr.max_qp_rd_atom));
-    conn->max_dest_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
-                                       (unsigned)dev->attr.max_qp_init_rd_atom));
-    conn->min_rnr_timer      = qpx_qp_rnr_timer_code(config->rnr_timeout);
-    conn->timeout            = qpx_qp_timeout_code(config->timeout);
-    conn->retry_cnt          = ucs_min(config->retry_count, 7);
-    conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
+    qpx_rdma_conn_init(&self->super, &config->rdma, conn);
+    /* TIMEOUT is per try: retry_count tries more follow it */
+    conn->timeout = qpx_qp_timeout_code(config->timeout);
 }
 
 
@@ -432,19 +375,8 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     qpx_rc_iface_init_conn(self, config);
-    self->config.caps.max_put_short = self->super.config.max_inline;
-    self->config.caps.am_hdr_len    = sizeof(qpx_rc_hdr_t);
-    /* UCT's am.max_short counts the 8-byte header with the payload */
-    self->config.caps.max_am_short  = self->super.config.max_inline -
-                                      sizeof(qpx_rc_hdr_t);
-    self->config.caps.max_bcopy     = self->super.config.seg_size;
-    self->config.caps.max_zcopy     = ucs_min(self->super.port->attr.max_msg_sz,
-                                         1ul << 30);
-    self->config.caps.max_iov       = self->super.config.max_send_sge - 1;
-    self->config.caps.atomics       = config->atomics &&
-                                 (self->super.md->dev.attr.atomic_cap !=
-                                  IBV_ATOMIC_NONE);
-    self->config.caps.events        = config->events;
+    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rc_hdr_t),
+                       &self->config.caps);
 
     /* Credits never exceed what the SRQ holds beyond one repost batch */
     max_fc = (self->super.rx.queue_len > self->super.rx.batch) ?
@@ -471,7 +403,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     status = qpx_iface_keepalive_start(&self->super,
-                                       config->keepalive_interval);
+                                       config->rdma.keepalive_interval);
     if (status != UCS_OK) {
         goto err_ctl_mp_cleanup;
     }

@@ -23,6 +23,7 @@
 #define QPX_RC_IFACE_H_
 
 #include <uct/qpx/base/qpx_ep.h>
+#include <uct/qpx/rdma/qpx_rdma.h>
 
 
 #define QPX_RC_TL_NAME        "qpx_rc"
@@ -87,17 +88,10 @@ typedef struct qpx_rc_ep_ctl {
 
 
 typedef struct qpx_rc_iface_config {
-    qpx_iface_config_t super;
-    double             timeout;
-    unsigned           retry_count;
-    unsigned           rnr_retry_count;
-    double             rnr_timeout;
-    int                path_mtu;        /* enum ibv_mtu, 0: port's active */
-    unsigned           max_rd_atomic;
-    unsigned           fc_wnd_size;     /* 0: no flow control */
-    int                atomics;         /* allow device atomics */
-    int                events;          /* offer event notification */
-    double             keepalive_interval; /* 0: no keepalive */
+    qpx_iface_config_t      super;
+    qpx_rdma_iface_config_t rdma;        /* the RC family's settings */
+    double                  timeout;     /* per try */
+    unsigned                fc_wnd_size; /* 0: no flow control */
 } qpx_rc_iface_config_t;
 
 
@@ -121,7 +115,7 @@ typedef struct qpx_rc_iface {
     } rx_cache;
     struct {
         qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
-        qpx_iface_rdma_caps_t caps;
+        qpx_rdma_caps_t caps;
         unsigned              fc_wnd;
         unsigned              fc_thresh;
     } config;

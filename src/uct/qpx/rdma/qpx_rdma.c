@@ -1,0 +1,177 @@
+/*
+ * The RC family's configuration, capabilities, query and connection
+ * attributes (qpx_rdma.h), shared by qpx_rc and qpx_dc.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_rdma.h"
+
+#include <uct/qpx/base/qpx_param.h>
+#include <ucs/qpx_config.h>
+#include <string.h>
+
+
+static const char *qpx_rdma_mtu_names[] = {
+    [0]                = "default",
+    [IBV_MTU_256]      = "256",
+    [IBV_MTU_512]      = "512",
+    [IBV_MTU_1024]     = "1024",
+    [IBV_MTU_2048]     = "2048",
+    [IBV_MTU_4096]     = "4096",
+    [IBV_MTU_4096 + 1] = NULL
+};
+
+
+ucs_config_field_t qpx_rdma_iface_config_table[] = {
+    {"RETRY_COUNT", "7",
+     "Transport retries of a request before its QP fails (0..7); within "
+     "TIMEOUT, whose meaning is the transport's.",
+     ucs_offsetof(qpx_rdma_iface_config_t, retry_count),
+     QPX_CONFIG_TYPE_UINT},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Retries after receiver-not-ready (0..7, 7: infinite, so that a flood "
+     "of messages into a full receive queue slows senders down instead of "
+     "failing their QPs).",
+     ucs_offsetof(qpx_rdma_iface_config_t, rnr_retry_count),
+     QPX_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "1ms",
+     "Delay the receiving QP asks for after a receiver-not-ready.",
+     ucs_offsetof(qpx_rdma_iface_config_t, rnr_timeout),
+     QPX_CONFIG_TYPE_TIME},
+
+    {"PATH_MTU", "default",
+     "Path MTU: default (the port's active MTU), 256, 512, 1024, 2048, 4096; "
+     "never above the port's active MTU.",
+     ucs_offsetof(qpx_rdma_iface_config_t, path_mtu),
+     UCS_CONFIG_TYPE_ENUM(qpx_rdma_mtu_names)},
+
+    {"MAX_RD_ATOMIC", "4",
+     "Outstanding RDMA reads and atomics per QP (capped by the device).",
+     ucs_offsetof(qpx_rdma_iface_config_t, max_rd_atomic),
+     QPX_CONFIG_TYPE_UINT},
+
+    {"ATOMICS", "y",
+     "Offer the device's 64-bit atomics.",
+     ucs_offsetof(qpx_rdma_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
+
+    {"EVENTS", "y",
+     "Offer event notification (uct_iface_event_fd_get/arm through a "
+     "completion channel of the send and receive CQs). UCP uses a transport "
+     "in wakeup mode (ucp_worker_wait) only when it is offered.",
+     ucs_offsetof(qpx_rdma_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
+
+    {"KEEPALIVE_INTERVAL", "2s",
+     "Every interval, an endpoint that sent before and nothing since the "
+     "last check is probed with a zero-length RDMA write, so that a peer "
+     "that died while this side only waits for it fails the endpoint (after "
+     "the transport's TIMEOUT) instead of going unnoticed. Runs in "
+     "uct_iface_progress. 0: off.",
+     ucs_offsetof(qpx_rdma_iface_config_t, keepalive_interval),
+     QPX_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+
+void qpx_rdma_caps_init(qpx_iface_t *iface,
+                        const qpx_rdma_iface_config_t *config,
+                        size_t hdr_len, qpx_rdma_caps_t *caps)
+{
+    /* qpx_iface_qp_create() checked the granted inline room holds an AM
+     * header (the transport asks for at least that) */
+    ucs_assert(iface->config.max_inline >= hdr_len);
+    ucs_assert(iface->config.max_send_sge >= 2);
+
+    caps->max_put_short = iface->config.max_inline;
+    caps->am_hdr_len    = hdr_len;
+    /* UCT's am.max_short counts the 8-byte header with the payload */
+    caps->max_am_short  = iface->config.max_inline - hdr_len;
+    caps->max_bcopy     = iface->config.seg_size;
+    caps->max_zcopy     = ucs_min(iface->port->attr.max_msg_sz, 1ul << 30);
+    /* one SGE is the transport header's */
+    caps->max_iov       = iface->config.max_send_sge - 1;
+    caps->atomics       = config->atomics &&
+                          (iface->md->dev.attr.atomic_cap != IBV_ATOMIC_NONE);
+    caps->events        = config->events;
+}
+
+
+void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
+                          uct_iface_attr_t *iface_attr)
+{
+    size_t am_max = iface->config.seg_size - caps->am_hdr_len;
+
+    iface_attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT |
+                             UCT_IFACE_FLAG_PUT_BCOPY |
+                             UCT_IFACE_FLAG_PUT_ZCOPY |
+                             UCT_IFACE_FLAG_GET_BCOPY |
+                             UCT_IFACE_FLAG_GET_ZCOPY |
+                             UCT_IFACE_FLAG_AM_SHORT |
+                             UCT_IFACE_FLAG_AM_BCOPY |
+                             UCT_IFACE_FLAG_AM_ZCOPY |
+                             UCT_IFACE_FLAG_PENDING |
+                             UCT_IFACE_FLAG_CB_SYNC |
+                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                             UCT_IFACE_FLAG_EP_CHECK |
+                             QPX_UCX_IFACE_FLAG_INTER_NODE;
+    if (caps->events) {
+        iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                      UCT_IFACE_FLAG_EVENT_RECV |
+                                      UCT_IFACE_FLAG_EVENT_FD;
+    }
+
+    iface_attr->cap.put.max_short       = caps->max_put_short;
+    iface_attr->cap.put.max_bcopy       = caps->max_bcopy;
+    iface_attr->cap.put.min_zcopy       = 0;
+    iface_attr->cap.put.max_zcopy       = caps->max_zcopy;
+    iface_attr->cap.put.opt_zcopy_align = 1;
+    iface_attr->cap.put.align_mtu       = 1;
+    iface_attr->cap.put.max_iov         = caps->max_iov;
+
+    iface_attr->cap.get.max_bcopy       = caps->max_bcopy;
+    iface_attr->cap.get.min_zcopy       = 0;
+    iface_attr->cap.get.max_zcopy       = caps->max_zcopy;
+    iface_attr->cap.get.opt_zcopy_align = 1;
+    iface_attr->cap.get.align_mtu       = 1;
+    iface_attr->cap.get.max_iov         = caps->max_iov;
+
+    iface_attr->cap.am.max_short        = caps->max_am_short;
+    iface_attr->cap.am.max_bcopy        = am_max;
+    iface_attr->cap.am.min_zcopy        = 0;
+    iface_attr->cap.am.max_zcopy        = am_max;
+    iface_attr->cap.am.opt_zcopy_align  = 1;
+    iface_attr->cap.am.align_mtu        = 1;
+    iface_attr->cap.am.max_hdr          = ucs_min(am_max, QPX_AM_MAX_HDR);
+    iface_attr->cap.am.max_iov          = caps->max_iov;
+
+    if (caps->atomics) {
+        iface_attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        iface_attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                             UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+}
+
+
+void qpx_rdma_conn_init(qpx_iface_t *iface,
+                        const qpx_rdma_iface_config_t *config,
+                        qpx_qp_connect_attr_t *conn)
+{
+    const qpx_device_t *dev = &iface->md->dev;
+    enum ibv_mtu active_mtu = iface->port->attr.active_mtu;
+
+    conn->path_mtu           = ((config->path_mtu == 0) ||
+                                (config->path_mtu > (int)active_mtu)) ?
+                               active_mtu : (enum ibv_mtu)config->path_mtu;
+    conn->max_rd_atomic      = ucs_max(1, ucs_min(config->max_rd_atomic,
+                                       (unsigned)dev->attr.max_qp_rd_atom));
+    conn->max_dest_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
+                                       (unsigned)dev->attr.max_qp_init_rd_atom));
+    conn->min_rnr_timer      = qpx_qp_rnr_timer_code(config->rnr_timeout);
+    conn->retry_cnt          = ucs_min(config->retry_count, 7);
+    conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
+}

@@ -1,0 +1,75 @@
+/*
+ * The RC family: what the transports built on reliable-connected QPs
+ * (qpx_rc, one QP per peer; qpx_dc, DC initiators to DC targets) share
+ * above base. Dependencies point down: rc/ and dc/ include this, this
+ * includes base/, and base/ knows nothing of it.
+ *
+ *  - configuration: the RC transport's QP settings (retries, RNR, path MTU,
+ *    outstanding reads, atomics, events, keepalive), one table embedded in
+ *    both transports' (UCX_QPX_RC_<NAME>, UCX_QPX_DC_<NAME>);
+ *  - capabilities: what the operations take, from the caps the QPs were
+ *    granted, and the uct_iface_attr_t they make;
+ *  - connection attributes: the RTR/RTS settings both derive from it.
+ */
+#ifndef QPX_RDMA_H_
+#define QPX_RDMA_H_
+
+#include <uct/qpx/base/qpx_iface.h>
+#include <uct/qpx/base/qpx_qp.h>
+
+
+/* The RC family's settings (qpx_rdma_iface_config_table) */
+typedef struct qpx_rdma_iface_config {
+    unsigned retry_count;
+    unsigned rnr_retry_count;
+    double   rnr_timeout;
+    int      path_mtu;           /* enum ibv_mtu, 0: the port's active */
+    unsigned max_rd_atomic;
+    int      atomics;            /* allow device atomics */
+    int      events;             /* offer event notification */
+    double   keepalive_interval; /* 0: no keepalive */
+} qpx_rdma_iface_config_t;
+
+extern ucs_config_field_t qpx_rdma_iface_config_table[];
+
+
+/* What an RC-family transport's operations take, from the caps its QPs
+ * were granted */
+typedef struct qpx_rdma_caps {
+    size_t   max_put_short;
+    size_t   max_am_short;
+    size_t   max_bcopy;     /* put/get */
+    size_t   max_zcopy;
+    size_t   max_iov;
+    size_t   am_hdr_len;    /* transport header before an AM payload */
+    int      atomics;       /* 64-bit add, fetch-add, compare-swap */
+    int      events;        /* event fd and arm */
+} qpx_rdma_caps_t;
+
+
+/*
+ * The caps of an interface whose first QP fixed max_inline and
+ * max_send_sge (qpx_iface_qp_create): AMs carry hdr_len bytes of transport
+ * header; atomics as configured and as the device has them.
+ */
+void qpx_rdma_caps_init(qpx_iface_t *iface,
+                        const qpx_rdma_iface_config_t *config,
+                        size_t hdr_len, qpx_rdma_caps_t *caps);
+
+/* The flags and limits of put, get, am (short, bcopy, zcopy), pending, the
+ * error handling and, as caps say, atomics and events; the transport adds
+ * its connection model */
+void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
+                          uct_iface_attr_t *iface_attr);
+
+/*
+ * The RTR/RTS attributes of the configuration: path MTU (never above the
+ * port's), outstanding reads and atomics within the device's, the RNR timer
+ * and retries, and retry_count transport retries. The transport sets the
+ * timeout (what TIMEOUT means is its own), the address vector and the PSNs.
+ */
+void qpx_rdma_conn_init(qpx_iface_t *iface,
+                        const qpx_rdma_iface_config_t *config,
+                        qpx_qp_connect_attr_t *conn);
+
+#endif
