@@ -110,17 +110,66 @@ int __wrap_ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *att
     return 0;
 }
 
+/* A RoCE port (port_eth): its GID table, as a ConnectX port with one IPv4
+ * address has it: the link-local pair, the IPv4-mapped pair, an empty entry */
+static int                  port_eth;
+static struct ibv_gid_entry roce_gids[6];
+static int                  roce_num_gids;
+
+static void roce_gid(int index, uint32_t type, const char *prefix_hex)
+{
+    struct ibv_gid_entry *e = &roce_gids[index];
+    unsigned byte;
+    int i;
+
+    memset(e, 0, sizeof(*e));
+    for (i = 0; (i < 16) && (sscanf(prefix_hex + 2 * i, "%2x", &byte) == 1);
+         ++i) {
+        e->gid.raw[i] = byte;
+    }
+    e->gid_index = index;
+    e->gid_type  = type;
+    e->port_num  = 1;
+}
+
+static void roce_table_init(void)
+{
+    /* fe80::1, ::ffff:10.0.0.1, each as RoCE v1 and v2; index 4 empty */
+    roce_gid(0, IBV_GID_TYPE_ROCE_V1, "fe800000000000000000000000000001");
+    roce_gid(1, IBV_GID_TYPE_ROCE_V2, "fe800000000000000000000000000001");
+    roce_gid(2, IBV_GID_TYPE_ROCE_V1, "00000000000000000000ffff0a000001");
+    roce_gid(3, IBV_GID_TYPE_ROCE_V2, "00000000000000000000ffff0a000001");
+    memset(&roce_gids[4], 0, sizeof(roce_gids[4]));
+    roce_gid(5, IBV_GID_TYPE_ROCE_V2, "20010db8000000000000000000000001");
+    roce_num_gids = 6;
+}
+
 int __wrap_ibv_query_port(struct ibv_context *ctx, uint8_t port,
                           struct ibv_port_attr *attr)
 {
     memset(attr, 0, sizeof(*attr));
     attr->state        = IBV_PORT_ACTIVE;
-    attr->lid          = 7;
-    attr->link_layer   = IBV_LINK_LAYER_INFINIBAND;
+    attr->lid          = port_eth ? 0 : 7;
+    attr->link_layer   = port_eth ? IBV_LINK_LAYER_ETHERNET :
+                                    IBV_LINK_LAYER_INFINIBAND;
     attr->active_mtu   = IBV_MTU_4096;
     attr->active_width = 2;  /* 4x */
     attr->active_speed = 32; /* EDR */
-    attr->gid_tbl_len  = 1;
+    attr->gid_tbl_len  = port_eth ? roce_num_gids : 1;
+    return 0;
+}
+
+int __wrap__ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port,
+                             uint32_t index, struct ibv_gid_entry *entry,
+                             uint32_t flags, size_t entry_size)
+{
+    static const uint8_t zero[16];
+
+    if ((index >= (uint32_t)roce_num_gids) ||
+        !memcmp(roce_gids[index].gid.raw, zero, sizeof(zero))) {
+        return ENODATA; /* rdma-core: an unpopulated entry */
+    }
+    memcpy(entry, &roce_gids[index], entry_size);
     return 0;
 }
 
@@ -465,6 +514,72 @@ static void test_device_parse_port(void **state)
     md->super.ops->close(&md->super);
 }
 
+/* The GID a RoCE port sends from: v2 before v1, IPv4-mapped before global
+ * IPv6 before link-local, populated only, lowest index on a tie */
+static void test_gid_select(void **state)
+{
+    roce_table_init();
+    assert_int_equal(qpx_device_gid_select(roce_gids, 6), 3);
+    /* without the IPv4 v2 entry: the global IPv6 v2 one beats IPv4 v1 */
+    memset(&roce_gids[3], 0, sizeof(roce_gids[3]));
+    assert_int_equal(qpx_device_gid_select(roce_gids, 6), 5);
+    /* only RoCE v1: its IPv4-mapped entry */
+    roce_gids[1].gid_type = IBV_GID_TYPE_ROCE_V1;
+    assert_int_equal(qpx_device_gid_select(roce_gids, 3), 2);
+    roce_gids[1].gid_type = IBV_GID_TYPE_ROCE_V2;
+    /* link-local only: the v2 one */
+    assert_int_equal(qpx_device_gid_select(roce_gids, 2), 1);
+    /* a tie: the lower index */
+    roce_gids[1].gid_type = IBV_GID_TYPE_ROCE_V1;
+    assert_int_equal(qpx_device_gid_select(roce_gids, 2), 0);
+    /* nothing populated */
+    memset(roce_gids, 0, sizeof(roce_gids));
+    assert_int_equal(qpx_device_gid_select(roce_gids, 6), -1);
+}
+
+/* A RoCE port's memory domain: the GID chosen, or UCX_QPX_GID_INDEX's; an
+ * index naming no populated GID refuses the md; the address handles and
+ * QPs name it as their source */
+static void test_md_open_roce_gid(void **state)
+{
+    qpx_md_config_t config = {.reg_overhead = 1e-6, .reg_growth = 1e-9};
+    qpx_device_addr_t addr;
+    struct ibv_ah_attr ah;
+    uct_md_h md = NULL;
+    qpx_md_t *qmd;
+
+    port_eth = 1;
+    roce_table_init();
+    config.gid_index = QPX_DEVICE_GID_AUTO;
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_OK);
+    qmd = ucs_derived_of(md, qpx_md_t);
+    assert_true(qmd->dev.ports[0].is_eth);
+    assert_int_equal(qmd->dev.ports[0].gid_index, 3);
+    assert_memory_equal(qmd->dev.ports[0].gid.raw, roce_gids[3].gid.raw, 16);
+    qpx_device_addr_get(&qmd->dev.ports[0], &addr);
+    assert_memory_equal(addr.gid, roce_gids[3].gid.raw, 16);
+    qpx_device_ah_attr(&addr, 1, qmd->dev.ports[0].gid_index, &ah);
+    assert_int_equal(ah.is_global, 1);
+    assert_int_equal(ah.grh.sgid_index, 3);
+    md->ops->close(md);
+
+    config.gid_index = 1;
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_OK);
+    assert_int_equal(ucs_derived_of(md, qpx_md_t)->dev.ports[0].gid_index, 1);
+    md->ops->close(md);
+
+    config.gid_index = 4; /* empty */
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_ERR_INVALID_PARAM);
+    config.gid_index = 9; /* beyond the table */
+    assert_int_equal(qpx_md_open(&qpx_component, "fake0", &config.super, &md),
+                     UCS_ERR_INVALID_PARAM);
+    assert_int_equal(ctx_live, 0);
+    port_eth = 0;
+}
+
 static void test_version_mismatch(void **state)
 {
     runtime_version_fails   = 0;
@@ -506,6 +621,8 @@ int main(void)
         cmocka_unit_test_setup(test_mem_reg_rkey_roundtrip, test_setup),
         cmocka_unit_test_setup(test_access_flags, test_setup),
         cmocka_unit_test_setup(test_device_parse_port, test_setup),
+        cmocka_unit_test_setup(test_gid_select, test_setup),
+        cmocka_unit_test_setup(test_md_open_roce_gid, test_setup),
         cmocka_unit_test_setup(test_version_mismatch, test_setup),
         /* last: registration is once per process */
         cmocka_unit_test_setup(test_version_match_registers_once, test_setup),

@@ -11,10 +11,11 @@
 
 
 void qpx_ah_cache_init(qpx_ah_cache_t *cache, struct ibv_pd *pd,
-                       uint8_t port_num)
+                       uint8_t port_num, uint8_t sgid_index)
 {
-    cache->pd       = pd;
-    cache->port_num = port_num;
+    cache->pd         = pd;
+    cache->port_num   = port_num;
+    cache->sgid_index = sgid_index;
     kh_init_inplace(qpx_ah, &cache->hash);
 }
 
@@ -57,7 +58,8 @@ ucs_status_t qpx_ah_cache_get(qpx_ah_cache_t *cache,
         return UCS_OK;
     }
 
-    qpx_device_ah_attr(&key.addr, cache->port_num, &ah_attr);
+    qpx_device_ah_attr(&key.addr, cache->port_num, cache->sgid_index,
+                       &ah_attr);
     ah = ibv_create_ah(cache->pd, &ah_attr);
     if (ah == NULL) {
         ucs_error("ibv_create_ah(lid %u, port %u) failed: %m", addr->lid,

@@ -36,12 +36,13 @@ KHASH_INIT(qpx_ah, qpx_ah_key_t, struct ibv_ah*, 1, qpx_ah_key_hash,
 typedef struct qpx_ah_cache {
     struct ibv_pd *pd;
     uint8_t       port_num;
+    uint8_t       sgid_index; /* the local port's GID (RoCE) */
     khash_t(qpx_ah) hash;
 } qpx_ah_cache_t;
 
 
 void qpx_ah_cache_init(qpx_ah_cache_t *cache, struct ibv_pd *pd,
-                       uint8_t port_num);
+                       uint8_t port_num, uint8_t sgid_index);
 
 /* Destroy every address handle of the cache */
 void qpx_ah_cache_cleanup(qpx_ah_cache_t *cache);

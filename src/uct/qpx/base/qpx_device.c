@@ -74,9 +74,126 @@ static void qpx_device_port_estimate(qpx_device_port_t *port)
 }
 
 
-ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
+/* How good a GID is to send from (qpx_device_gid_select): -1 unpopulated */
+static int qpx_device_gid_rank(const struct ibv_gid_entry *e)
+{
+    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0xff, 0xff};
+    static const uint8_t zero[16];
+    const uint8_t *raw = e->gid.raw;
+    int rank;
+
+    if (!memcmp(raw, zero, sizeof(zero))) {
+        return -1;
+    }
+    rank = (e->gid_type == IBV_GID_TYPE_ROCE_V2) ? 4 : 0;
+    if (!memcmp(raw, v4_prefix, sizeof(v4_prefix))) {
+        rank += 2;                              /* ::ffff:a.b.c.d */
+    } else if (!((raw[0] == 0xfe) && ((raw[1] & 0xc0) == 0x80))) {
+        rank += 1;                              /* global IPv6 */
+    }                                           /* fe80::/10: link-local */
+    return rank;
+}
+
+
+int qpx_device_gid_select(const struct ibv_gid_entry *entries, int count)
+{
+    int i, rank, best = -1, best_rank = -1;
+
+    for (i = 0; i < count; ++i) {
+        rank = qpx_device_gid_rank(&entries[i]);
+        if (rank > best_rank) {
+            best      = i;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+
+/* A GID table entry (an unpopulated one is an error, ENODATA as rdma-core
+ * says); its type where the provider says, RoCE v1 where it cannot (a
+ * provider without ibv_query_gid_ex) */
+static int qpx_device_gid_entry(struct ibv_context *ctx, uint8_t port_num,
+                                int index, struct ibv_gid_entry *entry)
+{
+    int ret;
+
+    memset(entry, 0, sizeof(*entry));
+    ret = ibv_query_gid_ex(ctx, port_num, index, entry, 0);
+    if ((ret != EOPNOTSUPP) && (ret != ENOSYS)) {
+        return ret;
+    }
+    entry->gid_index = index;
+    entry->port_num  = port_num;
+    entry->gid_type  = IBV_GID_TYPE_ROCE_V1;
+    return ibv_query_gid(ctx, port_num, index, &entry->gid);
+}
+
+
+/* The GID port port_num sends from (port->gid, port->gid_index): index 0 on
+ * InfiniBand (LIDs route there), the best of the table or gid_index on RoCE */
+static ucs_status_t qpx_device_port_gid(qpx_device_t *dev, uint8_t port_num,
+                                        qpx_device_port_t *port,
+                                        unsigned long gid_index)
+{
+    struct ibv_gid_entry entries[QPX_DEVICE_MAX_GIDS];
+    int i, count, best;
+
+    if (port->attr.gid_tbl_len <= 0) {
+        return UCS_OK;
+    }
+    if (!port->is_eth) {
+        if (ibv_query_gid(dev->ctx, port_num, 0, &port->gid) != 0) {
+            ucs_debug("ibv_query_gid(%s:%d) failed: %m", dev->name,
+                      port_num);
+        }
+        return UCS_OK;
+    }
+
+    count = ucs_min(port->attr.gid_tbl_len, QPX_DEVICE_MAX_GIDS);
+    if (gid_index != QPX_DEVICE_GID_AUTO) {
+        if ((gid_index >= (unsigned long)count) ||
+            (qpx_device_gid_entry(dev->ctx, port_num, gid_index,
+                                  &entries[0]) != 0) ||
+            (qpx_device_gid_rank(&entries[0]) < 0)) {
+            ucs_error("%s:%d: UCX_QPX_GID_INDEX=%lu names no populated GID "
+                      "(the port's table has %d entries)", dev->name,
+                      port_num, gid_index, port->attr.gid_tbl_len);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        best = 0;
+    } else {
+        for (i = 0; i < count; ++i) {
+            if (qpx_device_gid_entry(dev->ctx, port_num, i,
+                                     &entries[i]) != 0) {
+                memset(&entries[i], 0, sizeof(entries[i])); /* unpopulated */
+            }
+        }
+        best = qpx_device_gid_select(entries, count);
+        if (best < 0) {
+            ucs_debug("%s:%d: no populated GID", dev->name, port_num);
+            return UCS_OK;
+        }
+    }
+
+    port->gid       = entries[best].gid;
+    port->gid_index = entries[best].gid_index;
+    ucs_debug("%s:%d RoCE: GID index %u (%s, %s)", dev->name, port_num,
+              port->gid_index,
+              (entries[best].gid_type == IBV_GID_TYPE_ROCE_V2) ?
+              "RoCE v2" : "RoCE v1",
+              (gid_index == QPX_DEVICE_GID_AUTO) ? "chosen" :
+              "UCX_QPX_GID_INDEX");
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev,
+                             unsigned long gid_index)
 {
     const char *name = ibv_get_device_name(ibdev);
+    ucs_status_t status = UCS_ERR_IO_ERROR;
     qpx_device_port_t *port;
     uint8_t port_num;
     int ret;
@@ -109,9 +226,9 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
         }
 
         port->is_eth = (port->attr.link_layer == IBV_LINK_LAYER_ETHERNET);
-        if ((port->attr.gid_tbl_len > 0) &&
-            (ibv_query_gid(dev->ctx, port_num, 0, &port->gid) != 0)) {
-            ucs_debug("ibv_query_gid(%s:%d) failed: %m", name, port_num);
+        status = qpx_device_port_gid(dev, port_num, port, gid_index);
+        if (status != UCS_OK) {
+            goto err_close;
         }
 
         qpx_device_port_estimate(port);
@@ -126,7 +243,7 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev)
 err_close:
     ibv_close_device(dev->ctx);
     dev->ctx = NULL;
-    return UCS_ERR_IO_ERROR;
+    return status;
 }
 
 
@@ -315,7 +432,7 @@ int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
 
 
 void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
-                        struct ibv_ah_attr *ah_attr)
+                        uint8_t sgid_index, struct ibv_ah_attr *ah_attr)
 {
     memset(ah_attr, 0, sizeof(*ah_attr));
     ah_attr->dlid     = addr->lid;
@@ -323,7 +440,7 @@ void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
     if (addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
         ah_attr->is_global      = 1;
         ah_attr->grh.hop_limit  = 64;
-        ah_attr->grh.sgid_index = 0;
+        ah_attr->grh.sgid_index = sgid_index;
         memcpy(ah_attr->grh.dgid.raw, addr->gid, sizeof(addr->gid));
     }
 }

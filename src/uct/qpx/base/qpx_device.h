@@ -12,12 +12,14 @@
 
 
 #define QPX_DEVICE_MAX_PORTS 4
+#define QPX_DEVICE_MAX_GIDS  256 /* of a port's table, looked at */
 
 
 /* One port of the device */
 typedef struct qpx_device_port {
     struct ibv_port_attr attr;
-    union ibv_gid        gid;       /* GID at index 0 */
+    union ibv_gid        gid;       /* our GID: at gid_index */
+    uint8_t              gid_index; /* RoCE: qpx_device_gid_select's; IB: 0 */
     int                  is_eth;    /* RoCE: link layer Ethernet */
     double               bandwidth; /* bytes/second, from width and speed */
     double               latency;   /* seconds, one-way estimate */
@@ -58,7 +60,21 @@ enum {
 #define QPX_DEVICE_ADDR_PACKED_MAX 40
 
 
-ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev);
+/* Open ibdev and read it. gid_index: the GID RoCE ports use (their
+ * address and the source of every packet), QPX_DEVICE_GID_AUTO to pick the
+ * best (qpx_device_gid_select) */
+#define QPX_DEVICE_GID_AUTO UCS_ULUNITS_AUTO
+ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev,
+                             unsigned long gid_index);
+
+/*
+ * The GID a RoCE port sends from, among its table's populated entries: a
+ * RoCE v2 GID before a v1 one (v2 is routed; fabrics are built for it),
+ * then an IPv4-mapped address before a global IPv6 one before a link-local
+ * one, then the lowest index. Returns the index, or -1 when no entry is
+ * populated.
+ */
+int qpx_device_gid_select(const struct ibv_gid_entry *entries, int count);
 
 void qpx_device_close(qpx_device_t *dev);
 
@@ -109,6 +125,7 @@ int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
 
 /* Fill the address vector to reach a peer from port_num */
 void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
+                        uint8_t sgid_index,
                         struct ibv_ah_attr *ah_attr);
 
 /* Path MTU in bytes */

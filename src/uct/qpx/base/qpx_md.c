@@ -41,6 +41,14 @@ ucs_config_field_t qpx_md_config_table[] = {
      "as the registration cost when the cache is on).",
      ucs_offsetof(qpx_md_config_t, rcache_overhead), QPX_CONFIG_TYPE_TIME},
 
+    {"GID_INDEX", "auto",
+     "The GID a RoCE port sends from (and is reached at). auto: of the "
+     "port's populated GIDs, a RoCE v2 one before a v1 one, an IPv4-mapped "
+     "address before a global IPv6 one before a link-local one (the debug "
+     "log says which). A number: that index of the table; one that names no "
+     "populated GID is refused. InfiniBand ports route by LID and ignore it.",
+     ucs_offsetof(qpx_md_config_t, gid_index), QPX_CONFIG_TYPE_ULUNITS},
+
     {NULL}
 };
 
@@ -336,7 +344,7 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
         goto err_free_list;
     }
 
-    status = qpx_device_open(&md->dev, ibdev);
+    status = qpx_device_open(&md->dev, ibdev, config->gid_index);
     if (status != UCS_OK) {
         goto err_free_md;
     }

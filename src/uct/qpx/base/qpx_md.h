@@ -26,6 +26,7 @@ typedef struct qpx_md_config {
     double          reg_growth;   /* registration cost, seconds per byte */
     int             rcache;       /* cache registrations */
     double          rcache_overhead; /* a cached registration's cost, s */
+    unsigned long   gid_index;    /* RoCE ports' GID, or auto */
 } qpx_md_config_t;
 
 

@@ -248,7 +248,8 @@ static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
     qpx_rdma_conn_init(&self->super, &config->rdma, conn);
     /* The local port's address vector: its GRH on RoCE */
     qpx_device_addr_get(self->super.port, &self_addr);
-    qpx_device_ah_attr(&self_addr, self->super.port_num, &conn->ah_attr);
+    qpx_device_ah_attr(&self_addr, self->super.port_num,
+                       self->super.port->gid_index, &conn->ah_attr);
     /* TIMEOUT bounds the whole: each of the tries waits a share of it */
     tries         = conn->retry_cnt + 1;
     conn->timeout = qpx_qp_timeout_code(config->timeout / tries);
@@ -361,7 +362,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     self->num_dci_waiters = 0;
     qpx_ep_table_init(&self->ep_table);
     qpx_ah_cache_init(&self->ah_cache, self->super.md->pd,
-                      self->super.port_num);
+                      self->super.port_num, self->super.port->gid_index);
     self->tx_unacked      = 0;
     self->fence_beat      = 0;
     self->tick            = 0;

@@ -207,7 +207,8 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
     conn.dest_qpn = qpx_rc_unpack24(rc_addr->qp_num);
     conn.rq_psn   = qpx_rc_qp_initial_psn(conn.dest_qpn);
     conn.sq_psn   = qpx_rc_qp_initial_psn(ep->qp->qp_num);
-    qpx_device_ah_attr(&addr, iface->super.port_num, &conn.ah_attr);
+    qpx_device_ah_attr(&addr, iface->super.port_num,
+                       iface->super.port->gid_index, &conn.ah_attr);
 
     status = qpx_qp_to_rtr(ep->qp, &conn);
     if (status != UCS_OK) {

@@ -79,7 +79,8 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
 
-    qpx_device_ah_attr(&key.dev_addr, iface->super.port_num, &ah_attr);
+    qpx_device_ah_attr(&key.dev_addr, iface->super.port_num,
+                       iface->super.port->gid_index, &ah_attr);
     peer->ah = ibv_create_ah(iface->super.md->pd, &ah_attr);
     if (peer->ah == NULL) {
         ucs_error("qpx_ud: ibv_create_ah(lid %u) failed: %m",
