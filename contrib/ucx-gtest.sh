@@ -218,8 +218,12 @@ do_build() {
         configure_ucx || return 1
     fi
     echo "ucx-gtest: make (log: $dir/make.log)"
-    (cd "$ucxbuild" && nice -n 10 make -j2 CXXFLAGS="$UCX_CXXFLAGS") >>"$dir/make.log" 2>&1 ||
-        { grep -E 'error|Error' "$dir/make.log" | tail -20; return 1; }
+    # -k: with --enable-gtest, UCX 1.22.0's ucx_perftest_daemon (a tool
+    # gtest does not use) fails to link (libucxperf's C++ objects want
+    # libstdc++'s __gxx_personality_v0); the libraries and gtest are what
+    # must build, and the next step fails when they do not
+    (cd "$ucxbuild" && nice -n 10 make -k -j2 CXXFLAGS="$UCX_CXXFLAGS") >>"$dir/make.log" 2>&1 ||
+        echo "ucx-gtest: make -k of UCX $version had errors (see $dir/make.log): building test/gtest"
     # test/gtest is in the top-level SUBDIRS with --enable-gtest; make sure
     (cd "$ucxbuild" && nice -n 10 make -j2 CXXFLAGS="$UCX_CXXFLAGS" -C test/gtest) >>"$dir/make.log" 2>&1 ||
         { grep -E 'error|Error' "$dir/make.log" | tail -20; return 1; }

@@ -194,8 +194,20 @@ typedef struct qpx_hybrid_retired {
     uct_ep_h        ep;
     int             is_rc;       /* an RC QP of the pool: counted in use */
     int             drain_rx;    /* progress the RC interface dry first */
-    unsigned        tries;
+    uint64_t        deadline;    /* qpx_hybrid_time_ns(): destroyed then */
 } qpx_hybrid_retired_t;
+
+
+/* A retired sub-endpoint whose flush has not completed after this long is
+ * destroyed anyway (what it has in flight completes as canceled): its peer
+ * is gone. Above the time a QP with qpx_rc's defaults takes to fail on a
+ * dead peer (TIMEOUT 1 s x (RETRY_COUNT 7 + 1)) */
+#define QPX_HYBRID_RETIRE_TIMEOUT_NS (30ull * 1000000000ull)
+
+/* Back-off between tries to get an RC interface or QP after the device
+ * refused one: doubled each time within these */
+#define QPX_HYBRID_RC_BACKOFF_MIN_NS  100000000ull   /* 100 ms */
+#define QPX_HYBRID_RC_BACKOFF_MAX_NS  10000000000ull /* 10 s */
 
 
 /* What a sub-endpoint belongs to (iface->owners) */

@@ -430,7 +430,7 @@ void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
     r->ep       = ep;
     r->is_rc    = is_rc;
     r->drain_rx = drain_rx;
-    r->tries    = 0;
+    r->deadline = qpx_hybrid_time_ns() + QPX_HYBRID_RETIRE_TIMEOUT_NS;
     ucs_list_add_tail(&iface->retired, &r->list);
 }
 
@@ -452,9 +452,13 @@ unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface)
             r->drain_rx = 0;
         }
         status = uct_ep_flush(r->ep, 0, NULL);
-        if (((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) &&
-            (++r->tries < 1000000)) {
-            continue;
+        if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
+            if (qpx_hybrid_time_ns() < r->deadline) {
+                continue;
+            }
+            ucs_debug("qpx iface %p: retired %s ep %p not flushed in %llu s: "
+                      "destroyed", iface, r->is_rc ? "RC" : "cold", r->ep,
+                      QPX_HYBRID_RETIRE_TIMEOUT_NS / 1000000000ull);
         }
         ucs_list_del(&r->list);
         uct_ep_destroy(r->ep);

@@ -71,8 +71,8 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
         }
         iface->stats.rc_failures++;
         iface->rc_backoff  = ucs_min(ucs_max(iface->rc_backoff * 2,
-                                             100000000ull),
-                                     10000000000ull);
+                                             QPX_HYBRID_RC_BACKOFF_MIN_NS),
+                                     QPX_HYBRID_RC_BACKOFF_MAX_NS);
         iface->rc_retry_at = now + iface->rc_backoff;
         return status;
     }
