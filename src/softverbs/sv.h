@@ -58,8 +58,7 @@
                            ((uint64_t)sizeof(struct sv_rwqe) << 12) ^ \
                            SV_LAYOUT_VERSION)
 
-void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define sv_error(_fmt, ...) sv_log("softverbs: " _fmt "\n", ## __VA_ARGS__)
+#include "sv_log.h"
 
 /* ---------------------------------------------------------------------
  * Shared registry (one file in /dev/shm, mapped by every process)

@@ -18,6 +18,8 @@
 #ifndef SV_CM_H
 #define SV_CM_H
 
+#include "sv_log.h"
+
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>

@@ -55,8 +55,8 @@ static void sv_cm_devs_open(void)
     if (env != NULL) {
         if ((sscanf(env, "%63[^:]:%d", name, &port) != 2) ||
             (port < 1) || (port > 255)) {
-            fprintf(stderr, "softverbs: SOFTVERBS_CM_PORT='%s' is not "
-                    "<device>:<port>; using the first device, port 1\n",
+            sv_warn("SOFTVERBS_CM_PORT='%s' is not "
+                    "<device>:<port>; using the first device, port 1",
                     env);
         } else {
             for (i = 0; i < sv_cm_num_devs; i++) {
@@ -67,8 +67,8 @@ static void sv_cm_devs_open(void)
                 }
             }
             if (i == sv_cm_num_devs) {
-                fprintf(stderr, "softverbs: SOFTVERBS_CM_PORT='%s': no such "
-                        "device; using the first device, port 1\n", env);
+                sv_warn("SOFTVERBS_CM_PORT='%s': no such "
+                        "device; using the first device, port 1", env);
             }
         }
     }

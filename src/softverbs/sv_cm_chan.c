@@ -122,7 +122,7 @@ static void *sv_cm_thread_main(void *arg)
             if (errno == EINTR) {
                 continue;
             }
-            fprintf(stderr, "softverbs: CM thread: epoll_wait: %m\n");
+            sv_warn("CM thread: epoll_wait: %m");
             return NULL;
         }
         sv_cm_lock();
@@ -157,7 +157,7 @@ static void sv_cm_thread_start(void)
 
     sv_cm_epfd = epoll_create1(EPOLL_CLOEXEC);
     if (sv_cm_epfd < 0) {
-        fprintf(stderr, "softverbs: CM: epoll_create1: %m\n");
+        sv_warn("CM: epoll_create1: %m");
         return;
     }
     sv_cm_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -166,8 +166,8 @@ static void sv_cm_thread_start(void)
     ev.data.u64 = SV_CM_TIMER_TAG;
     if ((sv_cm_tfd < 0) ||
         (epoll_ctl(sv_cm_epfd, EPOLL_CTL_ADD, sv_cm_tfd, &ev) < 0)) {
-        fprintf(stderr, "softverbs: CM: no timer (no TIMEWAIT_EXIT "
-                "events): %m\n");
+        sv_warn("CM: no timer (no TIMEWAIT_EXIT "
+                "events): %m");
         if (sv_cm_tfd >= 0) {
             close(sv_cm_tfd);
             sv_cm_tfd = -1;
@@ -180,7 +180,7 @@ static void sv_cm_thread_start(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     errno = pthread_create(&thread, &attr, sv_cm_thread_main, NULL);
     if (errno != 0) {
-        fprintf(stderr, "softverbs: CM: no thread: %m\n");
+        sv_warn("CM: no thread: %m");
     }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -259,10 +259,10 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                      * mlx5's driver warns of a CQ error in the kernel log:
                      * the completion is lost, and an owner that does not
                      * read async events would not know why */
-                    fprintf(stderr, "softverbs: cq %u overrun: %u "
+                    sv_warn("cq %u overrun: %u "
                             "completions queued, the CQ's capacity; this "
                             "and later completions that find it full are "
-                            "lost (IBV_EVENT_CQ_ERR)\n", cq_index,
+                            "lost (IBV_EVENT_CQ_ERR)", cq_index,
                             (unsigned)(t - h));
                 } else {
                     sv_error("cq %u overrun", cq_index);

@@ -13,7 +13,7 @@
 void sv_env_bad(const char *name, const char *value, const char *want,
                        const char *used)
 {
-    fprintf(stderr, "softverbs: %s='%s' is not %s; using %s\n", name, value,
+    sv_warn("%s='%s' is not %s; using %s", name, value,
             want, used);
 }
 

@@ -56,13 +56,12 @@ static void sv_mem_eperm(int32_t pid, int write)
         scope[strcspn(scope, "\n")] = '\0';
         close(fd);
     }
-    fprintf(stderr,
-            "softverbs: process_vm_%sv(pid %d): Operation not permitted "
+    sv_warn("process_vm_%sv(pid %d): Operation not permitted "
             "(kernel.yama.ptrace_scope=%s): this process may not access the "
             "peer's memory. The processes must run as the same user, and "
             "kernel.yama.ptrace_scope be 0 or 1 (2 needs CAP_SYS_PTRACE; "
             "sysctl -w kernel.yama.ptrace_scope=1). Operations to such a peer "
-            "complete in error.\n",
+            "complete in error.",
             write ? "write" : "read", pid, scope);
 }
 

@@ -398,9 +398,9 @@ static void sv_sysfs_init(void)
         (sv_sysfs_build(sv_sysfs_path, list, n) == 0)) {
         sv_sysfs_state = SV_SYSFS_READY;
     } else {
-        fprintf(stderr, "softverbs: cannot make the sysfs tree %s (%s); "
+        sv_warn("cannot make the sysfs tree %s (%s); "
                 "ibv_get_sysfs_path() gives %s, without the softverbs "
-                "devices\n", sv_sysfs_path, strerror(errno), sv_sysfs_base);
+                "devices", sv_sysfs_path, strerror(errno), sv_sysfs_base);
         snprintf(sv_sysfs_path, sizeof(sv_sysfs_path), "%s", sv_sysfs_base);
         sv_sysfs_state = SV_SYSFS_FAILED;
     }

@@ -32,11 +32,11 @@ static int sv_init_done;
 static int sv_init_status;
 static void (*sv_init_hook)(void);
 
-void sv_log(const char *fmt, ...)
+SV_EXPORT void softverbs_log(int level, const char *fmt, ...)
 {
     va_list ap;
 
-    if (!sv_g.debug) {
+    if ((level == SV_LOG_DEBUG) && !sv_g.debug) {
         return;
     }
     va_start(ap, fmt);
