@@ -8,6 +8,7 @@
 
 #include "qpx_iface.h"
 #include "qpx_param.h"
+#include "qpx_component.h"
 
 #include <ucs/qpx_config.h>
 
@@ -558,8 +559,12 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
     size_t rx_headroom, seg_size, am_align, am_align_offset;
+    qpx_job_info_t job;
     void *desc;
 
+    /* The job, read (and logged at debug level) once per process when its
+     * first interface opens, never at load (qpx_job.c) */
+    qpx_job_info_get(&job);
     qpx_iface_hints_next(NULL);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
