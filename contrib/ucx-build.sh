@@ -33,13 +33,8 @@ if [ ! -r "$tarball" ]; then
     exit 77
 fi
 
-UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
-    --enable-devel-headers --enable-cma --enable-assertions
-    --enable-params-check --disable-stats --disable-debug-data
-    --without-java --without-go --without-mpi --without-cuda --without-rocm
-    --without-ze --without-gdrcopy --without-knem --without-xpmem
-    --without-ugni --without-fuse3 --disable-doxygen-doc
-    --disable-gtest --disable-examples"
+. "$here/ucx-flags.sh"
+UCX_CONFIGURE_FLAGS="$QPX_UCX_RELEASE_FLAGS --disable-gtest --disable-examples"
 
 hash16() { sha256sum | cut -c1-16; }
 key="$(hash16 <"$tarball")-$(echo $UCX_CONFIGURE_FLAGS | hash16)"

@@ -120,13 +120,8 @@ UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
 # here), knem, xpmem, ugni and fuse3 parts; 1.13.1 keeps the flags above,
 # so that the key of its cached build stays the same.
 if [ "$version" != "$installed_version" ]; then
-    UCX_CONFIGURE_FLAGS="--enable-mt --with-verbs --disable-logging
-    --enable-devel-headers --enable-cma --enable-assertions
-    --enable-params-check --disable-stats --disable-debug-data
-    --without-java --without-go --without-mpi --without-cuda --without-rocm
-    --without-ze --without-gdrcopy --without-knem --without-xpmem
-    --without-ugni --without-fuse3 --disable-doxygen-doc
-    --enable-gtest --disable-examples"
+    . "$here/ucx-flags.sh"
+    UCX_CONFIGURE_FLAGS="$QPX_UCX_RELEASE_FLAGS --enable-gtest --disable-examples"
 fi
 UCX_CXXFLAGS="-g -O2 -Wno-error"
 
