@@ -78,8 +78,12 @@ mkdir -p "$dbg"
 dbg_rc=$?
 # the assertions are in: the debug module calls libucs' fatal error path,
 # the release one does not
-if nm -D "$dbg/src/.libs/libuct_qpx.so" 2>/dev/null | grep -q ' U ucs_fatal_error_format' &&
-   ! nm -D "$QPX_BUILDDIR/src/.libs/libuct_qpx.so" | grep -q ' U ucs_fatal_error_format'; then
+# (nm's output read whole: under pipefail, grep -q ending the pipe early
+# made nm's SIGPIPE fail the check)
+dbg_syms=$(nm -D "$dbg/src/.libs/libuct_qpx.so" 2>/dev/null)
+rel_syms=$(nm -D "$QPX_BUILDDIR/src/.libs/libuct_qpx.so" 2>/dev/null)
+if grep -q ' U ucs_fatal_error_format' <<<"$dbg_syms" &&
+   ! grep -q ' U ucs_fatal_error_format' <<<"$rel_syms"; then
     pass=$((pass + 1))
     printf '  %-5s %-48s %4d passed, %3d failed\n' PASS "debug: assertions compiled in (and not in release)" 1 0
 else
