@@ -14,6 +14,13 @@
 #  include "config.h"
 #endif
 
+/* The UCX release built against, comparable: QPX_UCX_AT_LEAST(1, 19) */
+#define QPX_UCX_VERSION(_major, _minor) (((_major) * 1000) + (_minor))
+#define QPX_UCX_BUILD_VERSION \
+    QPX_UCX_VERSION(QPX_UCX_BUILD_MAJOR, QPX_UCX_BUILD_MINOR)
+#define QPX_UCX_AT_LEAST(_major, _minor) \
+    (QPX_UCX_BUILD_VERSION >= QPX_UCX_VERSION(_major, _minor))
+
 #if defined(QPX_UCX_INTERNAL_HEADERS)
 /* UCX's internal headers read the macros of its own build's config.h; its
  * package macros must not replace qpx's */
@@ -69,7 +76,7 @@
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/math.h>
-#if !((QPX_UCX_BUILD_MAJOR == 1) && (QPX_UCX_BUILD_MINOR < 19))
+#if QPX_UCX_AT_LEAST(1, 19)
 /* ucs_align_up and the pointer arithmetic left math.h in UCX 1.19 */
 #  include <ucs/sys/ptr_arith.h>
 #endif

@@ -29,13 +29,6 @@
 #include <ucs/memory/rcache.h>
 
 
-#define QPX_UCX_VERSION(_major, _minor) (((_major) * 1000) + (_minor))
-#define QPX_UCX_BUILD_VERSION \
-    QPX_UCX_VERSION(QPX_UCX_BUILD_MAJOR, QPX_UCX_BUILD_MINOR)
-#define QPX_UCX_AT_LEAST(_major, _minor) \
-    (QPX_UCX_BUILD_VERSION >= QPX_UCX_VERSION(_major, _minor))
-
-
 /*
  * Loaded into another UCX release, a qpx build must get as far as its
  * version check (qpx_component_register), which refuses that release with
@@ -66,13 +59,6 @@
 /* ------------------------------------------------------------------------
  * Interface internal ops
  */
-
-/* ep_invalidate's second argument: flags until 1.19, params since 1.22 */
-#if QPX_UCX_AT_LEAST(1, 22)
-typedef const uct_ep_invalidate_params_t *qpx_ucx_invalidate_arg_t;
-#else
-typedef unsigned qpx_ucx_invalidate_arg_t;
-#endif
 
 #if QPX_UCX_AT_LEAST(1, 19)
 int qpx_ucx_iface_is_reachable_v2(const uct_iface_h iface,

@@ -23,12 +23,12 @@
 #include "qpx_component.h"
 
 #include <ucs/ucx_compat.h>
+#include <ucs/config/parser.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #if defined(HAVE_PMIX)
 #  include <pmix.h>
@@ -92,6 +92,7 @@ static void *qpx_job_pmix_open(void)
 {
     int (*initialized)(void);
     const char *consent;
+    int allowed;
     void *lib;
 
     lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -110,13 +111,13 @@ static void *qpx_job_pmix_open(void)
                   "allows qpx to)");
         return NULL;
     }
-    if (strcasecmp(consent, "y") && strcasecmp(consent, "yes") &&
-        strcasecmp(consent, "on") && strcmp(consent, "1")) {
-        if (strcasecmp(consent, "n") && strcasecmp(consent, "no") &&
-            strcasecmp(consent, "off") && strcmp(consent, "0")) {
-            ucs_warn("qpx job: invalid value of UCX_QPX_JOB_PMIX: '%s' "
-                     "(expected y or n); PMIx is not asked", consent);
-        }
+    /* UCX's own reading of a boolean (y/yes/on/1, n/no/off/0) */
+    if (!ucs_config_sscanf_bool(consent, &allowed, NULL)) {
+        ucs_warn("qpx job: invalid value of UCX_QPX_JOB_PMIX: '%s' "
+                 "(expected y or n); PMIx is not asked", consent);
+        return NULL;
+    }
+    if (!allowed) {
         return NULL;
     }
 
