@@ -19,6 +19,8 @@
 #  - UCP active messages with every size class, data checked
 #    (qpx_ucp_am.c, built against the release's headers), over qpx_rc +
 #    qpx_ud, qpx_ud, qpx_dc and qpx;
+#  - uct_ep_is_connected and uct_ep_check with a completion on every qpx
+#    transport (qpx_uct_ep_peer.c, built against the release's headers);
 #  - a UCP client/server pair through qpx's connection manager (the
 #    release's own ucp_client_server example; the server's message checked);
 #  - a ucx_perftest pair of the release over qpx_rc (a run: no data check);
@@ -155,6 +157,26 @@ check_ucp_am() {
     done
 }
 
+check_uct_ep_peer() {
+    local v=$1 tl summary ret it=$top/test/integration
+    # uct_ep_is_connected is declared in uct_v2.h, which UCX does not install
+    gcc -O1 -I"$prefix/include" -I"$src/src" -o "$tmp/peer-$v" "$it/qpx_uct_ep_peer.c" \
+        "$it/qpx_uct_open.c" -L"$prefix/lib" -luct -lucs 2>"$tmp/gcc.out" ||
+        { qpx_fail "UCX $v: qpx_uct_ep_peer does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
+    for tl in qpx_rc qpx_ud qpx_dc qpx; do
+        qpxrun_v timeout 120 "$tmp/peer-$v" -x "$tl" -d "$QPX_DEV" >"$tmp/peer.out" 2>&1
+        ret=$?
+        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/peer.out")
+        if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ] &&
+           grep -q 'is connected to R' "$tmp/peer.out"; then
+            qpx_pass "UCX $v: uct_ep_is_connected and uct_ep_check with a completion over $tl: $summary"
+        else
+            qpx_fail "UCX $v: uct_ep_is_connected/uct_ep_check over $tl (exit $ret): ${summary:-no summary}"
+            grep -E '^FAIL' "$tmp/peer.out" | head -n 8
+        fi
+    done
+}
+
 check_ucp_cm() {
     local v=$1 ex=$src/examples port spid crc
     gcc -O1 -I"$ex" -I"$prefix/include" -o "$tmp/cs-$v" "$ex/ucp_client_server.c" \
@@ -248,6 +270,7 @@ for v in $versions; do
     qpx_pass "UCX $v: qpx builds against it with -Werror"
     t0=$(date +%s); check_load "$v";     say "UCX $v: loading $(elapsed "$t0")"
     t0=$(date +%s); check_ucp_am "$v";   say "UCX $v: UCP AM $(elapsed "$t0")"
+    t0=$(date +%s); check_uct_ep_peer "$v"; say "UCX $v: UCT endpoint's peer $(elapsed "$t0")"
     t0=$(date +%s); check_ucp_cm "$v";   say "UCX $v: UCP through qpx's CM $(elapsed "$t0")"
     t0=$(date +%s); check_perftest "$v"; say "UCX $v: ucx_perftest $(elapsed "$t0")"
     t0=$(date +%s); check_mpi "$v";      say "UCX $v: Open MPI $(elapsed "$t0")"

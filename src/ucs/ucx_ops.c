@@ -52,17 +52,18 @@ qpx_ucx_ep_connect_to_ep_v2(uct_ep_h ep, const uct_device_addr_t *dev_addr,
     return ep->iface->ops.ep_connect_to_ep(ep, dev_addr, ep_addr);
 }
 
-/*
- * Whether ep already talks to the peer of these addresses: qpx does not
- * say (0), so UCP, reconfiguring an endpoint, connects a new lane instead
- * of reusing one; never wrong, at most a connection more.
- */
-int qpx_ucx_ep_is_connected(const uct_ep_h ep,
+#endif
+
+
+int qpx_ucx_ep_is_connected(uct_ep_h ep,
                             const uct_ep_is_connected_params_t *params)
 {
+#if QPX_UCX_AT_LEAST(1, 19)
+    return uct_ep_is_connected(ep, params);
+#else
     return 0;
-}
 #endif
+}
 
 
 void qpx_ucx_md_attr_export(const uct_md_attr_t *attr,

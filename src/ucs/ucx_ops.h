@@ -46,6 +46,7 @@
 #  pragma weak uct_iface_fill_info_str_buf
 #  pragma weak uct_iface_is_reachable_params_valid
 #  pragma weak uct_iface_scope_is_reachable
+#  pragma weak uct_ep_is_connected
 #  pragma weak uct_md_base_md_query
 #else
 #  pragma weak ucs_callbackq_remove_if
@@ -60,6 +61,32 @@
  * Interface internal ops
  */
 
+/*
+ * uct_ep_is_connected (1.19+: does ep talk to the peer of these addresses;
+ * UCP asks it when it reconfigures an endpoint, to reuse a lane). Each
+ * transport answers it with UCX's signature in every release: 1.13, which
+ * never asks, gets the parameters' type here, as 1.19 declares it.
+ */
+#if !QPX_UCX_AT_LEAST(1, 19)
+typedef enum {
+    UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR = UCS_BIT(0),
+    UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR  = UCS_BIT(1),
+    UCT_EP_IS_CONNECTED_FIELD_EP_ADDR     = UCS_BIT(2)
+} uct_ep_is_connected_field_mask_t;
+
+typedef struct uct_ep_is_connected_params {
+    uint64_t                field_mask;
+    const uct_device_addr_t *device_addr;
+    const uct_iface_addr_t  *iface_addr;
+    const uct_ep_addr_t     *ep_addr;
+} uct_ep_is_connected_params_t;
+#endif
+
+/* Ask another transport's endpoint (the hybrid's sub-endpoints) through
+ * UCX: its answer on 1.19+, 0 on 1.13 (nothing there asks) */
+int qpx_ucx_ep_is_connected(uct_ep_h ep,
+                            const uct_ep_is_connected_params_t *params);
+
 #if QPX_UCX_AT_LEAST(1, 19)
 int qpx_ucx_iface_is_reachable_v2(const uct_iface_h iface,
                                   const uct_iface_is_reachable_params_t *params);
@@ -67,14 +94,12 @@ ucs_status_t
 qpx_ucx_ep_connect_to_ep_v2(uct_ep_h ep, const uct_device_addr_t *dev_addr,
                             const uct_ep_addr_t *ep_addr,
                             const uct_ep_connect_to_ep_params_t *params);
-int qpx_ucx_ep_is_connected(const uct_ep_h ep,
-                            const uct_ep_is_connected_params_t *params);
-#  define QPX_UCX_INTERNAL_OPS_V2 \
+#  define QPX_UCX_INTERNAL_OPS_V2(_ep_is_connected) \
     .ep_connect_to_ep_v2   = qpx_ucx_ep_connect_to_ep_v2, \
     .iface_is_reachable_v2 = qpx_ucx_iface_is_reachable_v2, \
-    .ep_is_connected       = qpx_ucx_ep_is_connected,
+    .ep_is_connected       = _ep_is_connected,
 #else
-#  define QPX_UCX_INTERNAL_OPS_V2
+#  define QPX_UCX_INTERNAL_OPS_V2(_ep_is_connected)
 #endif
 
 #if QPX_UCX_AT_LEAST(1, 22)
@@ -88,16 +113,16 @@ int qpx_ucx_ep_is_connected(const uct_ep_h ep,
 
 /*
  * The initializer of a uct_iface_internal_ops_t for this UCX: the four ops
- * every release has, given by the transport, and the ones later releases
- * added, which qpx answers from the public ops (reachability and
- * connection go through iface->ops, so a transport's wrappers stay in the
- * path).
+ * every release has and ep_is_connected (dropped where UCX has no such op),
+ * given by the transport, and the ones later releases added, which qpx
+ * answers from the public ops (reachability and connection go through
+ * iface->ops, so a transport's wrappers stay in the path).
  */
 #define QPX_UCX_IFACE_INTERNAL_OPS(_estimate_perf, _vfs_refresh, _ep_query, \
-                                   _ep_invalidate) \
+                                   _ep_invalidate, _ep_is_connected) \
     { \
         QPX_UCX_INTERNAL_OPS_V3 \
-        QPX_UCX_INTERNAL_OPS_V2 \
+        QPX_UCX_INTERNAL_OPS_V2(_ep_is_connected) \
         .iface_estimate_perf = _estimate_perf, \
         .iface_vfs_refresh   = _vfs_refresh, \
         .ep_query            = _ep_query, \

@@ -35,6 +35,30 @@ void qpx_ah_cache_cleanup(qpx_ah_cache_t *cache)
 }
 
 
+/* The bytes of addr its flags use; the rest zero (one key per port) */
+static void qpx_ah_key_init(qpx_ah_key_t *key, const qpx_device_addr_t *addr)
+{
+    memset(key, 0, sizeof(*key));
+    key->addr.flags = addr->flags;
+    key->addr.lid   = addr->lid;
+    if (addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        memcpy(key->addr.gid, addr->gid, sizeof(key->addr.gid));
+    }
+}
+
+
+struct ibv_ah *qpx_ah_cache_find(const qpx_ah_cache_t *cache,
+                                 const qpx_device_addr_t *addr)
+{
+    qpx_ah_key_t key;
+    khiter_t iter;
+
+    qpx_ah_key_init(&key, addr);
+    iter = kh_get(qpx_ah, &cache->hash, key);
+    return (iter == kh_end(&cache->hash)) ? NULL : kh_val(&cache->hash, iter);
+}
+
+
 ucs_status_t qpx_ah_cache_get(qpx_ah_cache_t *cache,
                               const qpx_device_addr_t *addr,
                               struct ibv_ah **ah_p)
@@ -45,13 +69,7 @@ ucs_status_t qpx_ah_cache_get(qpx_ah_cache_t *cache,
     khiter_t iter;
     int ret;
 
-    memset(&key, 0, sizeof(key));
-    key.addr.flags = addr->flags;
-    key.addr.lid   = addr->lid;
-    if (addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
-        memcpy(key.addr.gid, addr->gid, sizeof(key.addr.gid));
-    }
-
+    qpx_ah_key_init(&key, addr);
     iter = kh_get(qpx_ah, &cache->hash, key);
     if (iter != kh_end(&cache->hash)) {
         *ah_p = kh_val(&cache->hash, iter);

@@ -52,4 +52,8 @@ ucs_status_t qpx_ah_cache_get(qpx_ah_cache_t *cache,
                               const qpx_device_addr_t *addr,
                               struct ibv_ah **ah_p);
 
+/* The address handle of addr if the cache has one, else NULL (none made) */
+struct ibv_ah *qpx_ah_cache_find(const qpx_ah_cache_t *cache,
+                                 const qpx_device_addr_t *addr);
+
 #endif

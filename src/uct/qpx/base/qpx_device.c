@@ -444,3 +444,14 @@ void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
         memcpy(ah_attr->grh.dgid.raw, addr->gid, sizeof(addr->gid));
     }
 }
+
+
+int qpx_device_addr_is_ah_peer(const qpx_device_addr_t *addr,
+                               const struct ibv_ah_attr *ah_attr)
+{
+    if (addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
+        return ah_attr->is_global &&
+               !memcmp(ah_attr->grh.dgid.raw, addr->gid, sizeof(addr->gid));
+    }
+    return !ah_attr->is_global && (ah_attr->dlid == addr->lid);
+}

@@ -123,6 +123,11 @@ size_t qpx_device_addr_size(const qpx_device_port_t *port);
 int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
                                  const qpx_device_addr_t *addr);
 
+/* Does an address vector (as qpx_device_ah_attr made it, read back from
+ * a QP) lead to the port of addr */
+int qpx_device_addr_is_ah_peer(const qpx_device_addr_t *addr,
+                               const struct ibv_ah_attr *ah_attr);
+
 /* Fill the address vector to reach a peer from port_num */
 void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
                         uint8_t sgid_index,

@@ -541,13 +541,6 @@ err_destroy_channel:
 }
 
 
-uct_iface_internal_ops_t qpx_iface_internal_ops =
-    QPX_UCX_IFACE_INTERNAL_OPS(uct_base_iface_estimate_perf,
-                               (void*)ucs_empty_function,
-                               (void*)ucs_empty_function_return_unsupported,
-                               (void*)ucs_empty_function_return_unsupported);
-
-
 UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                     uct_iface_internal_ops_t *internal_ops, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,

@@ -294,7 +294,8 @@ static uct_iface_ops_t qpx_cm_iface_ops = {
 static uct_iface_internal_ops_t qpx_cm_iface_internal_ops =
     QPX_UCX_IFACE_INTERNAL_OPS((void*)ucs_empty_function_return_unsupported,
                                (void*)ucs_empty_function, qpx_cm_ep_query,
-                               (void*)ucs_empty_function_return_unsupported);
+                               (void*)ucs_empty_function_return_unsupported,
+                               (void*)ucs_empty_function_return_zero);
 
 
 static UCS_CLASS_INIT_FUNC(qpx_cm_t, uct_component_h component,

@@ -255,24 +255,51 @@ ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+    qpx_tx_desc_t *desc   = NULL;
+    ucs_status_t status;
 
-    if ((flags != 0) || (comp != NULL)) {
+    if (flags != 0) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (ep->flags & QPX_DC_EP_FLAG_ERROR) {
-        return UCS_OK; /* already reported */
-    }
-    if ((ep->dci != QPX_DC_DCI_NONE) &&
-        (iface->dcis[ep->dci].acked_sn < ep->last_sn) &&
-        (iface->dcis[ep->dci].signaled_sn >= ep->last_sn)) {
-        /* a signalled request of ep is outstanding: it completes, or fails
-         * when the peer is gone */
-        return UCS_OK;
+        return UCS_OK; /* already reported; comp not used (UCT allows it) */
     }
 
-    /* A zero-length write the peer's DCT must acknowledge; a dead peer
-     * fails it after the retries (about UCX_QPX_DC_TIMEOUT) */
-    return qpx_dc_ep_post_nop(ep);
+    /* comp (UCX 1.22's asynchronous check) completes with the probe, or
+     * with ep's signalled request already outstanding: taken first, so that
+     * a refusal leaves nothing posted for it */
+    if (comp != NULL) {
+        desc = qpx_iface_tx_desc_get(&iface->super);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    /* An outstanding signalled request of ep completes, or fails when the
+     * peer is gone; otherwise a zero-length write the peer's DCT must
+     * acknowledge (a dead peer fails it after the retries, about
+     * UCX_QPX_DC_TIMEOUT). comp waits for the DCI's last request, which
+     * must then be signalled (others' unsignalled ones may follow ep's) */
+    if ((ep->dci == QPX_DC_DCI_NONE) ||
+        (iface->dcis[ep->dci].acked_sn >= ep->last_sn) ||
+        (iface->dcis[ep->dci].signaled_sn < ep->last_sn) ||
+        ((desc != NULL) &&
+         (iface->dcis[ep->dci].signaled_sn != iface->dcis[ep->dci].sn))) {
+        status = qpx_dc_ep_post_nop(ep);
+        if (status != UCS_OK) {
+            if (desc != NULL) {
+                ucs_mpool_put(desc);
+            }
+            return status;
+        }
+    }
+
+    if (desc == NULL) {
+        return UCS_OK;
+    }
+    qpx_dc_dci_add_op(&iface->dcis[ep->dci], ep, &desc->op,
+                      qpx_op_comp_release, comp);
+    return UCS_INPROGRESS;
 }
 
 
@@ -317,4 +344,30 @@ void qpx_dc_iface_keepalive(qpx_iface_t *base_iface)
         }
         ep->keepalive_posts = ep->posts;
     }
+}
+
+
+/* uct_ep_is_connected: the peer's DCT, on the port of the address handle
+ * the endpoint took from the interface's cache (one per port) */
+int qpx_dc_ep_is_connected(const uct_ep_h tl_ep,
+                           const uct_ep_is_connected_params_t *params)
+{
+    const uint64_t need   = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
+                            UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
+    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+    const qpx_dc_iface_addr_t *iface_addr;
+    qpx_device_addr_t addr;
+
+    if ((params->field_mask & need) != need) {
+        return 0;
+    }
+
+    iface_addr = (const qpx_dc_iface_addr_t*)params->iface_addr;
+    if (qpx_dc_unpack24(iface_addr->dct_num) != ep->dct_num) {
+        return 0;
+    }
+
+    qpx_device_addr_unpack(params->device_addr, &addr);
+    return qpx_ah_cache_find(&iface->ah_cache, &addr) == ep->ah;
 }

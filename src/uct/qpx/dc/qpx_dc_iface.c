@@ -228,6 +228,9 @@ static void qpx_dc_iface_tx_solicit_base(qpx_iface_t *iface)
 }
 
 
+static uct_iface_internal_ops_t qpx_dc_iface_internal_ops =
+    QPX_IFACE_INTERNAL_OPS(qpx_dc_ep_is_connected);
+
 static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
     /* send CQ entries and send buffers */
     .tx_exhausted = qpx_iface_tx_exhausted_signaled,
@@ -353,7 +356,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.qp_create    = qpx_qp_dci_create;
 
     UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_dc_iface_ops,
-                              &qpx_iface_internal_ops, md, worker, params,
+                              &qpx_dc_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);

@@ -240,6 +240,8 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_dc_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t qpx_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
+int qpx_dc_ep_is_connected(const uct_ep_h tl_ep,
+                           const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,

@@ -393,6 +393,8 @@ unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface);
 ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                  uct_completion_t *comp);
 ucs_status_t qpx_hybrid_ep_fence(uct_ep_h tl_ep, unsigned flags);
+int qpx_hybrid_ep_is_connected(const uct_ep_h tl_ep,
+                               const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
                                  uct_completion_t *comp);
 void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
@@ -432,5 +434,6 @@ ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
 
 /* qpx_hybrid_ops.c */
 extern uct_iface_ops_t qpx_hybrid_iface_ops;
+extern uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops;
 
 #endif

@@ -412,6 +412,36 @@ ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
 }
 
 
+/* uct_ep_is_connected: the peer of the cold path (the hybrid's address is
+ * its cold interface's, behind a tag; a hot endpoint keeps its cold one) */
+int qpx_hybrid_ep_is_connected(const uct_ep_h tl_ep,
+                               const uct_ep_is_connected_params_t *params)
+{
+    const uint64_t need       = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
+                                UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
+    qpx_hybrid_ep_t *ep       = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+    qpx_hybrid_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                               qpx_hybrid_iface_t);
+    uct_ep_is_connected_params_t cold_params;
+    const uint8_t *p;
+
+    if ((params->field_mask & need) != need) {
+        return 0;
+    }
+
+    p = (const uint8_t*)params->iface_addr;
+    if (p[0] != qpx_hybrid_iface_cold_tag(iface)) {
+        return 0;
+    }
+
+    cold_params.field_mask  = need;
+    cold_params.device_addr = params->device_addr;
+    cold_params.iface_addr  = (const uct_iface_addr_t*)(p + 1);
+    cold_params.ep_addr     = NULL;
+    return qpx_ucx_ep_is_connected(ep->cold_ep, &cold_params);
+}
+
+
 void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
                        int drain_rx)
 {

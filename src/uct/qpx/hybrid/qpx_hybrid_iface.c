@@ -167,7 +167,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,
-                              &qpx_iface_internal_ops, md, worker,
+                              &qpx_hybrid_iface_internal_ops, md, worker,
                               params, tl_config);
 
     self->cold        = NULL;

@@ -408,6 +408,9 @@ ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
                                         unsigned events);
 
 
+uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
+    QPX_IFACE_INTERNAL_OPS(qpx_hybrid_ep_is_connected);
+
 uct_iface_ops_t qpx_hybrid_iface_ops = {
     .ep_put_short             = qpx_hybrid_ep_put_short,
     .ep_put_bcopy             = qpx_hybrid_ep_put_bcopy,

@@ -344,25 +344,51 @@ ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags)
 ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp)
 {
-    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    qpx_tx_desc_t *desc   = NULL;
+    ucs_status_t status;
 
-    if ((flags != 0) || (comp != NULL)) {
+    if (flags != 0) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
-        return UCS_OK; /* already reported */
-    }
-    if (!(ep->flags & QPX_RC_EP_FLAG_CONNECTED) ||
-        ((ep->tx.sn != ep->tx.acked_sn) &&
-         (ep->tx.signaled_sn == ep->tx.sn))) {
-        /* The last request is signalled and outstanding: it completes, or
-         * fails when the peer is gone (unsignalled ones at the tail would
-         * never report: they get the probe) */
+    /* Known now, comp not used (UCT allows it): a failure already reported,
+     * or nothing to probe before the endpoint is connected */
+    if ((ep->flags & QPX_RC_EP_FLAG_ERROR) ||
+        !(ep->flags & QPX_RC_EP_FLAG_CONNECTED)) {
         return UCS_OK;
     }
 
-    /* A zero-length write the peer's HCA must acknowledge */
-    return qpx_rc_ep_post_nop(ep);
+    /* comp (UCX 1.22's asynchronous check) completes with the probe, or
+     * with the signalled request already outstanding: taken first, so that
+     * a refusal leaves nothing posted for it */
+    if (comp != NULL) {
+        desc = qpx_iface_tx_desc_get(&iface->super);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    /* An outstanding signalled last request completes, or fails when the
+     * peer is gone; otherwise (idle, or unsignalled ones at the tail, which
+     * would never report) a zero-length write the peer's HCA must
+     * acknowledge */
+    if ((ep->tx.sn == ep->tx.acked_sn) ||
+        (ep->tx.signaled_sn != ep->tx.sn)) {
+        status = qpx_rc_ep_post_nop(ep);
+        if (status != UCS_OK) {
+            if (desc != NULL) {
+                ucs_mpool_put(desc);
+            }
+            return status;
+        }
+    }
+
+    if (desc == NULL) {
+        return UCS_OK;
+    }
+    qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
+    return UCS_INPROGRESS;
 }
 
 
@@ -421,4 +447,42 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
     return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
                                ucs_offsetof(qpx_rc_ep_t, list),
                                qpx_rc_ep_flush);
+}
+
+
+/* uct_ep_is_connected: the peer's QP and port, as the QP holds them (read
+ * back rather than kept in every endpoint: UCP asks only when it
+ * reconfigures an endpoint) */
+int qpx_rc_ep_is_connected(const uct_ep_h tl_ep,
+                           const uct_ep_is_connected_params_t *params)
+{
+    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+    const qpx_rc_ep_addr_t *rc_addr;
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+    qpx_device_addr_t addr;
+    int ret;
+
+    if (!(params->field_mask & UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR) ||
+        !(ep->flags & QPX_RC_EP_FLAG_CONNECTED)) {
+        return 0;
+    }
+
+    ret = ibv_query_qp(ep->qp, &attr, IBV_QP_AV | IBV_QP_DEST_QPN,
+                       &init_attr);
+    if (ret != 0) {
+        ucs_debug("qp 0x%x: ibv_query_qp() failed: %s", ep->qp->qp_num,
+                  strerror(ret));
+        return 0;
+    }
+
+    if (params->field_mask & UCT_EP_IS_CONNECTED_FIELD_EP_ADDR) {
+        rc_addr = (const qpx_rc_ep_addr_t*)params->ep_addr;
+        if (qpx_rc_unpack24(rc_addr->qp_num) != attr.dest_qp_num) {
+            return 0;
+        }
+    }
+
+    qpx_device_addr_unpack(params->device_addr, &addr);
+    return qpx_device_addr_is_ah_peer(&addr, &attr.ah_attr);
 }

@@ -315,6 +315,9 @@ static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
 }
 
 
+static uct_iface_internal_ops_t qpx_rc_iface_internal_ops =
+    QPX_IFACE_INTERNAL_OPS(qpx_rc_ep_is_connected);
+
 static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
     /* send CQ entries and send buffers */
     .tx_exhausted = qpx_iface_tx_exhausted_signaled,
@@ -348,7 +351,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                              IBV_ACCESS_REMOTE_ATOMIC;
 
     UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_rc_iface_ops,
-                              &qpx_iface_internal_ops, md, worker, params,
+                              &qpx_rc_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
     ucs_list_head_init(&self->eps);

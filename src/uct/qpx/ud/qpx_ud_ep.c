@@ -534,3 +534,34 @@ void qpx_ud_ep_timer(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         ucs_list_del(&ep->active_list);
     }
 }
+
+
+/* uct_ep_is_connected: the peer's interface (its QP on its port) and, when
+ * given, its endpoint */
+int qpx_ud_ep_is_connected(const uct_ep_h tl_ep,
+                           const uct_ep_is_connected_params_t *params)
+{
+    const uint64_t need = UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR |
+                          UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR;
+    qpx_ud_ep_t *ep     = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    const qpx_ud_ep_addr_t *ep_addr;
+    qpx_device_addr_t dev_addr;
+    qpx_ud_peer_key_t key;
+
+    if (((params->field_mask & need) != need) || (ep->peer == NULL)) {
+        return 0;
+    }
+
+    if (params->field_mask & UCT_EP_IS_CONNECTED_FIELD_EP_ADDR) {
+        ep_addr = (const qpx_ud_ep_addr_t*)params->ep_addr;
+        if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED) ||
+            (ep->dest_id != ep_addr->ep_id)) {
+            return 0;
+        }
+    }
+
+    qpx_device_addr_unpack(params->device_addr, &dev_addr);
+    qpx_ud_peer_key_init(&key, &dev_addr,
+                         (const qpx_ud_iface_addr_t*)params->iface_addr);
+    return !memcmp(&key, &ep->peer->key, sizeof(key));
+}

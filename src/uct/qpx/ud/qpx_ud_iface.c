@@ -61,11 +61,7 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
     khiter_t iter;
     int ret;
 
-    memset(&key, 0, sizeof(key));
-    key.qpn = qpx_ud_iface_addr_qpn(iface_addr);
-    memcpy(&key.dev_addr, dev_addr,
-           (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) ?
-           sizeof(qpx_device_addr_t) : ucs_offsetof(qpx_device_addr_t, gid));
+    qpx_ud_peer_key_init(&key, dev_addr, iface_addr);
 
     iter = kh_get(qpx_ud_peers, &iface->peers, key);
     if (iter != kh_end(&iface->peers)) {

@@ -91,6 +91,18 @@ typedef struct qpx_ud_peer_key {
     qpx_device_addr_t dev_addr; /* zero-padded beyond its packed size */
 } UCS_S_PACKED qpx_ud_peer_key_t;
 
+/* The key of the interface at iface_addr on the port of dev_addr */
+static inline void qpx_ud_peer_key_init(qpx_ud_peer_key_t *key,
+                                        const qpx_device_addr_t *dev_addr,
+                                        const qpx_ud_iface_addr_t *iface_addr)
+{
+    memset(key, 0, sizeof(*key));
+    key->qpn = qpx_ud_iface_addr_qpn(iface_addr);
+    memcpy(&key->dev_addr, dev_addr,
+           (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) ?
+           sizeof(qpx_device_addr_t) : ucs_offsetof(qpx_device_addr_t, gid));
+}
+
 typedef struct qpx_ud_peer {
     qpx_ud_peer_key_t key;
     struct ibv_ah     *ah;
@@ -378,6 +390,8 @@ ucs_status_t qpx_ud_ep_connect_to_ep(uct_ep_h tl_ep,
                                      const uct_ep_addr_t *ep_addr);
 ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
+int qpx_ud_ep_is_connected(const uct_ep_h tl_ep,
+                           const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,

@@ -1,0 +1,21 @@
+#!/bin/sh
+# What an endpoint says about its peer, on every qpx transport
+# (qpx_uct_ep_peer.c): uct_ep_check with a completion, as UCX 1.22 calls it
+# (UCX's gtest test_uct_ep_check_async), and, built against UCX 1.19 or
+# later, uct_ep_is_connected (test_uct_ep.is_connected; contrib/
+# ucx-versions.sh runs it there). Against Debian's 1.13 only the checks
+# are compiled.
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx_rc
+prog=$QPX_TESTDIR/qpx_uct_ep_peer
+[ -x "$prog" ] || qpx_skip_all "$prog not built"
+for tl in qpx_rc qpx_ud qpx_dc qpx; do
+    qpx_has_tl "$tl" || continue
+    LD_PRELOAD=$QPX_MODULE timeout 120 "$prog" -x "$tl" -d "$QPX_DEV" \
+        >"$TL_TMP/out" 2>&1
+    rc=$?
+    grep -E '^(PASS|FAIL)' "$TL_TMP/out" | sed "s/^\([A-Z]*\): /\1: $tl: /"
+    qpx_check "$tl: $(tail -n 1 "$TL_TMP/out") (exit $rc)" [ $rc -eq 0 ]
+done
+qpx_finish
