@@ -93,6 +93,19 @@ void qpx_ucx_md_attr_export(const uct_md_attr_t *attr,
 }
 
 
+ucs_status_t qpx_ucx_config_fill(void *opts,
+                                 ucs_config_global_list_entry_t *entry,
+                                 const char *env_prefix)
+{
+#if QPX_UCX_AT_LEAST(1, 19)
+    return ucs_config_parser_fill_opts(opts, entry, env_prefix, 0);
+#else
+    return ucs_config_parser_fill_opts(opts, entry->table, env_prefix,
+                                       entry->prefix, 0);
+#endif
+}
+
+
 ucs_status_t qpx_ucx_mpool_init(ucs_mpool_t *mp, size_t priv_size,
                                 size_t elem_size, size_t align_offset,
                                 size_t alignment, unsigned elems_per_chunk,

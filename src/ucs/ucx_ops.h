@@ -25,6 +25,7 @@
 
 #include "ucx_compat.h"
 
+#include <ucs/config/parser.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/memory/rcache.h>
 
@@ -216,6 +217,13 @@ void qpx_ucx_md_attr_export(const uct_md_attr_t *attr,
 /* ------------------------------------------------------------------------
  * UCS services
  */
+
+/* Fill opts from entry's table and the environment (env_prefix, then the
+ * table's prefix: "UCX_" "QPX_JOB_" reads UCX_QPX_JOB_<FIELD>), marking the
+ * variables used, as UCX does for its own tables */
+ucs_status_t qpx_ucx_config_fill(void *opts,
+                                 ucs_config_global_list_entry_t *entry,
+                                 const char *env_prefix);
 
 /* The configuration parser's doc function, where it has one */
 #if QPX_UCX_AT_LEAST(1, 19)

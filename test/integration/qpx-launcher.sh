@@ -125,6 +125,26 @@ if command -v mpirun >/dev/null && [ -f "$SOFTVERBS_LIBDIR/libibverbs.so.1" ]; t
         qpx_fail "PMIX_NAMESPACE without a PMIx server"
         grep "qpx job" <<<"$out" | head -3
     fi
+    # UCX_QPX_JOB_PMIX is read through UCX's parser before UCP checks the
+    # environment: not reported as unused; a bad value is refused by name
+    out=$(env UCX_QPX_JOB_PMIX=n UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 \
+          LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -e -u t 2>&1)
+    if grep -q "qpx" <<<"$out" && ! grep -q "unused env.*UCX_QPX_JOB_PMIX" <<<"$out"; then
+        qpx_pass "UCX_QPX_JOB_PMIX=n: UCP does not report it as unused"
+    else
+        qpx_fail "UCX_QPX_JOB_PMIX: $(grep -m1 'unused env' <<<"$out")"
+    fi
+    out=$(env UCX_QPX_JOB_PMIX=maybe UCX_TLS=qpx UCX_NET_DEVICES=softverbs0:1 \
+          LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \
+          timeout 60 ucx_info -e -u t 2>&1)
+    if grep -q "Invalid value for PMIX: 'maybe'" <<<"$out" &&
+       grep -q "PMIx is not asked" <<<"$out"; then
+        qpx_pass "UCX_QPX_JOB_PMIX=maybe: refused with a warning"
+    else
+        qpx_fail "UCX_QPX_JOB_PMIX=maybe: no clear refusal"
+        grep -i "pmix" <<<"$out" | head -3
+    fi
     # Loading qpx (ucx_info -v opens no interface) reads no job at all
     out=$(env PMIX_NAMESPACE=none-here UCX_QPX_JOB_PMIX=y UCX_LOG_LEVEL=debug \
           LD_LIBRARY_PATH="$SOFTVERBS_LIBDIR" LD_PRELOAD="$QPX_MODULE" \

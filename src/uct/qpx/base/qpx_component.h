@@ -30,6 +30,10 @@ typedef struct qpx_job_info {
 
 void qpx_job_info_get(qpx_job_info_t *info);
 
+/* Read UCX_QPX_JOB_* through UCX's parser, once per process (at the first
+ * md open: before UCP checks for unused variables) */
+void qpx_job_config_read(void);
+
 /*
  * A 64-bit key of this job: a hash of its identity (SLURM_JOB_ID, else
  * PMIX_NAMESPACE, which Open MPI's mpirun and srun --mpi=pmix set, else

@@ -15,6 +15,10 @@
  * UCX_QPX_JOB_PMIX=y; libpmix is loaded with dlopen only then, so that the
  * plugin does not depend on it. Read when a transport first needs it (the
  * hybrid's and DC's defaults), never from the library constructor.
+ *
+ * UCX_QPX_JOB_* is read through UCX's parser (so that UCP does not report
+ * it as an unused variable: it checks when its context is made, before any
+ * interface opens) when the first qpx memory domain opens.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -23,6 +27,7 @@
 #include "qpx_component.h"
 
 #include <ucs/ucx_compat.h>
+#include <ucs/ucx_ops.h>
 #include <ucs/config/parser.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -35,8 +40,50 @@
 #endif
 
 
+typedef struct qpx_job_config {
+    int pmix;   /* may ask a PMIx server the program did not initialise */
+} qpx_job_config_t;
+
+static ucs_config_field_t qpx_job_config_table[] = {
+    {"PMIX", "n",
+     "Let qpx start a PMIx client of its own to learn the job's size when a "
+     "PMIx launcher started the process (PMIX_NAMESPACE) and neither "
+     "mpirun's nor Slurm's variables give it. Without it, PMIx is asked "
+     "only when the program has initialised it (as an MPI library does).",
+     ucs_offsetof(qpx_job_config_t, pmix), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+static ucs_config_global_list_entry_t qpx_job_config_entry = {
+    .name   = "QPX job",
+    .prefix = "QPX_JOB_",
+    .table  = qpx_job_config_table,
+    .size   = sizeof(qpx_job_config_t)
+};
+
+static qpx_job_config_t qpx_job_config;
+static pthread_once_t qpx_job_config_once = PTHREAD_ONCE_INIT;
 static qpx_job_info_t qpx_job_info;
 static pthread_once_t qpx_job_once = PTHREAD_ONCE_INIT;
+
+
+static void qpx_job_config_init(void)
+{
+    /* A value the parser refuses is logged by it; PMIx is then not asked */
+    if (qpx_ucx_config_fill(&qpx_job_config, &qpx_job_config_entry,
+                            "UCX_") != UCS_OK) {
+        ucs_warn("qpx job: invalid UCX_QPX_JOB_* setting (expected "
+                 "UCX_QPX_JOB_PMIX=y or n); PMIx is not asked");
+        qpx_job_config.pmix = 0;
+    }
+    /* Kept for the process's life: its fields hold nothing to release */
+}
+
+void qpx_job_config_read(void)
+{
+    (void)pthread_once(&qpx_job_config_once, qpx_job_config_init);
+}
 
 
 /* An unsigned from the environment; 0 when unset or not a number */
@@ -91,8 +138,6 @@ static unsigned qpx_job_pmix_u32(const qpx_job_pmix_t *pmix,
 static void *qpx_job_pmix_open(void)
 {
     int (*initialized)(void);
-    const char *consent;
-    int allowed;
     void *lib;
 
     lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -104,20 +149,11 @@ static void *qpx_job_pmix_open(void)
         dlclose(lib);
     }
 
-    consent = getenv("UCX_QPX_JOB_PMIX");
-    if ((consent == NULL) || (*consent == '\0')) {
+    qpx_job_config_read();
+    if (!qpx_job_config.pmix) {
         ucs_debug("qpx job: PMIX_NAMESPACE is set but the process has not "
                   "initialised PMIx; not asking it (UCX_QPX_JOB_PMIX=y "
                   "allows qpx to)");
-        return NULL;
-    }
-    /* UCX's own reading of a boolean (y/yes/on/1, n/no/off/0) */
-    if (!ucs_config_sscanf_bool(consent, &allowed, NULL)) {
-        ucs_warn("qpx job: invalid value of UCX_QPX_JOB_PMIX: '%s' "
-                 "(expected y or n); PMIx is not asked", consent);
-        return NULL;
-    }
-    if (!allowed) {
         return NULL;
     }
 

@@ -6,6 +6,7 @@
 #endif
 
 #include "qpx_md.h"
+#include "qpx_component.h"
 
 #include <ucs/qpx_config.h>
 #include <ucs/ucx_ops.h>
@@ -317,6 +318,8 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
     ucs_status_t status;
     int i, num_devices;
     qpx_md_t *md;
+
+    qpx_job_config_read();
 
     devices = ibv_get_device_list(&num_devices);
     if (devices == NULL) {
