@@ -351,9 +351,9 @@ static void sv_cq_progress(struct sv_cq *cq)
         __atomic_store_n(&cq->shm->flush_req, 0, __ATOMIC_RELAXED);
         for (i = 0; i < cq->nqps; i++) {
             struct sv_qp *qp = cq->qps[i];
-            /* acquire: a requester's ERR store (sv_req) is seen whole */
-            if ((__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) ==
-                 IBV_QPS_ERR)) {
+            /* moved to ERR by a responder (sv_resp.c): the owner flushes
+             * its send queue */
+            if (sv_qp_state(qp->shm) == IBV_QPS_ERR) {
                 sv_qp_to_err(qp);
             }
         }

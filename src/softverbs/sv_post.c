@@ -187,8 +187,7 @@ static int sv_post_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     int ret = 0;
 
     pthread_mutex_lock(&qp->lock);
-    /* acquire: pairs with the release of state in ibv_modify_qp */
-    st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    st = sv_qp_state(qp->shm);
     if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
         (st != IBV_QPS_SQE)) {
         *bad = wr;
@@ -226,8 +225,7 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
         *bad = wr;
         return EINVAL;
     }
-    /* acquire: pairs with the release of state in ibv_modify_qp */
-    st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    st = sv_qp_state(qp->shm);
     if (st == IBV_QPS_RESET) {
         *bad = wr;
         return EINVAL;

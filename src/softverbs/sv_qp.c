@@ -470,7 +470,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     s->type    = sv_type;
     s->dev     = sv_ctx(ctx)->dev->index;
     s->port    = 1;
-    s->state   = IBV_QPS_RESET;
+    s->state   = IBV_QPS_RESET;   /* initial: published with in_use */
     s->scq     = sv_cq(attr->send_cq)->index;
     s->rcq     = sv_cq(attr->recv_cq)->index;
     s->srq     = (attr->srq && (sv_type != SV_QPT_DCI)) ?
@@ -501,11 +501,10 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     qp->qpx.qp_base.handle     = i;
     /* a DCT has its number from RTR on (see ibv_modify_qp) */
     qp->qpx.qp_base.qp_num     = (sv_type == SV_QPT_DCT) ? 0 : s->qpn;
-    qp->qpx.qp_base.state      = IBV_QPS_RESET;
+    qp->qpx.qp_base.state      = IBV_QPS_RESET; /* public mirror (sv.h) */
     qp->qpx.qp_base.qp_type    = attr->qp_type;
     pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
     pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
-    qp->attr.qp_state = IBV_QPS_RESET;
     qp->attr.cap      = cap;
     if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
         qp->is_ex          = 1;
@@ -629,22 +628,74 @@ void sv_qp_flush_rq(struct sv_qp *qp)
 }
 
 /*
- * Move to ERR and flush both queues (owner only). The state moves as the
- * HCA's QP context does; the public ibv_qp.state does not: libibverbs sets
- * it only in ibv_modify_qp and ibv_query_qp (rdma-core libibverbs/verbs.c,
- * ibv_modify_qp and ibv_query_qp: qp->state = attr->qp_state), so a QP that
- * failed by itself still reads as its last modified state there until the
- * owner queries it (UCX's rc_verbs checks that field when it purges a
- * failed peer).
+ * The one writer of a QP's state after its creation (see sv_qp_state in
+ * sv.h): ibv_modify_qp, the owner's moves to ERR and SQE
+ * (sv_qp_move_to_err) and the responder of any process that moves the QP
+ * it serves to ERR (sv_resp.c). The owner and those responders share no
+ * lock, so the state changes by compare-and-swap, and only from one of the
+ * states in from:
+ *  - a responder moves to ERR a QP that can fail (SV_QPS_CAN_FAIL), not
+ *    one already in ERR: the one whose move it was flushes and notifies,
+ *    once;
+ *  - the owner's error moves leave a QP it reset (or took on to INIT)
+ *    meanwhile as it is: only a modify leaves RESET (IBA spec 10.3.1);
+ *  - SQE is entered from RTS only (IBA spec 10.3.1, the SQ Error state:
+ *    a send completion error of a UC or UD QP in RTS).
+ * rxe also keeps one state (qp->attr.qp_state, under qp->state_lock) and
+ * moves it to ERR in one function, rxe_qp_error (Linux
+ * drivers/infiniband/sw/rxe/rxe_qp.c), which schedules its tasks to flush
+ * the queues; it has no move to SQE of its own. Here the flush follows in
+ * sv_qp_move_to_err, or in the responder (sv_resp.c) for a QP of another
+ * process.
+ * acq_rel: what was stored before the move (a modify's attributes) is seen
+ * by whoever reads the new state; the mover sees what came before the
+ * state it replaces.
  */
+int sv_qp_set_state(struct sv_shm_qp *s, enum ibv_qp_state next,
+                    uint32_t from)
+{
+    uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+    do {
+        if ((st > IBV_QPS_ERR) || !(from & SV_QPS_BIT(st))) {
+            return 0;
+        }
+    } while (!__atomic_compare_exchange_n(&s->state, &st, next, 0,
+                                          __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    return 1;
+}
+
+/*
+ * The owner's move to ERR (a completion error of a reliable QP, IBA spec
+ * 10.7.3.1; a modify to ERR; a responder's move found by the CQ's progress)
+ * or to SQE (a send completion error of a UC or UD QP: its receive queue
+ * keeps working, IBA spec 10.3.1), with qp->lock held. Then what the state
+ * in effect flushes (IBA 10.7.3.1, man ibv_modify_qp): ERR every
+ * outstanding send and receive WR, SQE the send WRs; none when the QP
+ * moved on meanwhile (its owner reset it). An ERR set already stays:
+ * SQE is entered from RTS only.
+ */
+void sv_qp_move_to_err(struct sv_qp *qp, enum ibv_qp_state to)
+{
+    enum ibv_qp_state st;
+
+    sv_qp_set_state(qp->shm, to, (to == IBV_QPS_SQE) ?
+                                 SV_QPS_BIT(IBV_QPS_RTS) : SV_QPS_CAN_FAIL);
+    st = sv_qp_state(qp->shm);
+    if ((st == IBV_QPS_ERR) || (st == IBV_QPS_SQE)) {
+        sv_comp_flush_sq(qp);
+    }
+    if (st == IBV_QPS_ERR) {
+        sv_qp_flush_rq(qp);
+    }
+}
+
+/* The public ibv_qp.state stays as it was (see sv_qp_state in sv.h) */
 void sv_qp_to_err(struct sv_qp *qp)
 {
     pthread_mutex_lock(&qp->lock);
-    /* release: requesters stop delivering before the flush below */
-    __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-    qp->attr.qp_state = IBV_QPS_ERR;
-    sv_comp_flush_sq(qp);
-    sv_qp_flush_rq(qp);
+    sv_qp_move_to_err(qp, IBV_QPS_ERR);
     pthread_mutex_unlock(&qp->lock);
 }
 
@@ -714,8 +765,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     if (a == NULL) {
         return EINVAL;
     }
-    /* acquire: the state may have been set to ERR/SQE by the requester */
-    cur  = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    /* the state may have been set to ERR/SQE by a requester or responder */
+    cur  = sv_qp_state(qp->shm);
     next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
     if ((mask & IBV_QP_CUR_STATE) && (a->cur_qp_state != cur)) {
         return EINVAL;
@@ -800,7 +851,6 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
             __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
         }
     }
-    qp->attr.qp_state = next;
     if (mask & IBV_QP_STATE) {
         ibqp->state = next; /* as libibverbs' ibv_modify_qp */
     }
@@ -809,8 +859,10 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
          * (rdma-core providers/mlx5/verbs.c modify_dct: qp_num = dctn) */
         ibqp->qp_num = qp->shm->qpn;
     }
-    /* release: attributes above are visible to requesters seeing state */
-    __atomic_store_n(&qp->shm->state, next, __ATOMIC_RELEASE);
+    /* from any state, as the plain store it replaced: the transition was
+     * checked against cur above. The attributes above are visible to
+     * requesters seeing the state */
+    sv_qp_set_state(qp->shm, next, SV_QPS_ANY);
     pthread_mutex_unlock(&qp->lock);
 
     if (next == IBV_QPS_RESET) {
@@ -850,13 +902,13 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
     }
     /* a DCT is queried in RTR only (the kernel's mlx5_ib_dct_query_qp) */
     if ((qp->sv_type == SV_QPT_DCT) &&
-        (__atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE) != IBV_QPS_RTR)) {
+        (sv_qp_state(qp->shm) != IBV_QPS_RTR)) {
         return EINVAL;
     }
     pthread_mutex_lock(&qp->lock);
     *attr              = qp->attr;
-    /* acquire: state changed by a requester's error path */
-    attr->qp_state     = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+    /* the state, maybe changed by a requester's or responder's error */
+    attr->qp_state     = sv_qp_state(qp->shm);
     attr->cur_qp_state = attr->qp_state;
     attr->cap          = qp->cap;
     attr->sq_draining  = 0;

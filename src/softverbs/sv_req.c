@@ -348,8 +348,7 @@ int sv_req_progress(struct sv_qp *qp)
 
     pthread_mutex_lock(&qp->lock);
     while (qp->sq_head != qp->sq_tail) {
-        /* acquire: pairs with the release of state in ibv_modify_qp */
-        st = __atomic_load_n(&qp->shm->state, __ATOMIC_ACQUIRE);
+        st = sv_qp_state(qp->shm);
         if ((st == IBV_QPS_ERR) || (st == IBV_QPS_SQE)) {
             sv_comp_flush_sq(qp);
             break;
@@ -391,23 +390,12 @@ int sv_req_progress(struct sv_qp *qp)
             if (!sv_qp_reliable(qp->sv_type)) {
                 /* UC/UD: a send error takes the QP to SQE, the receive
                  * queue keeps working (IBA spec 10.3.1, SQ Error state) */
-                /* release: requesters see the state after the WC */
-                __atomic_store_n(&qp->shm->state, IBV_QPS_SQE,
-                                 __ATOMIC_RELEASE);
-                /* the internal state only: the public qp->state
-                 * changes in ibv_modify_qp and ibv_query_qp alone
-                 * (rdma-core libibverbs/verbs.c) */
-                qp->attr.qp_state = IBV_QPS_SQE;
-                sv_comp_flush_sq(qp);
+                sv_qp_move_to_err(qp, IBV_QPS_SQE);
                 break;
             }
             /* a completion error moves the QP to the error state and
              * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
-            /* release: peers and poll_cq see ERR before the flush */
-            __atomic_store_n(&qp->shm->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-            qp->attr.qp_state = IBV_QPS_ERR; /* not qp->state: above */
-            sv_comp_flush_sq(qp);
-            sv_qp_flush_rq(qp);
+            sv_qp_move_to_err(qp, IBV_QPS_ERR);
             /* a QP on an SRQ reports reaching ERR, whatever took it there
              * (man ibv_get_async_event: IBV_EVENT_QP_LAST_WQE_REACHED) */
             if (qp->srq != NULL) {

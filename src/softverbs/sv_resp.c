@@ -90,9 +90,9 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     if (dq == NULL) {
         return SV_RESP_NORESP;
     }
-    /* acquire: the responder's attributes (dest QPN, access, Q_Key) were
-     * stored before its state (release in ibv_modify_qp) */
-    st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
+    /* the responder's attributes (dest QPN, access, Q_Key) were stored
+     * before its state (ibv_modify_qp) */
+    st = sv_qp_state(dq);
     if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) ||
         (dq->type != ((sq->type == SV_QPT_DCI) ? SV_QPT_DCT : sq->type))) {
         return SV_RESP_NORESP; /* packets are silently dropped */
@@ -316,24 +316,18 @@ static void sv_resp_set_error(struct sv_resp *rs, int event)
     rs->event  = event;
 }
 
-/* Move the responder QP to ERR unless already there or reset */
+/* Move the responder QP to ERR unless it is there already or cannot fail
+ * (RESET, INIT): only the responder whose move it was flushes and notifies
+ * (sv_resp_qp_error). Made before the error CQE is pushed: the owner sees
+ * ERR with it, and no requester delivers to the QP after it */
 static void sv_resp_qp_set_err(struct sv_resp *rs)
 {
     struct sv_shm_qp *dq = rs->dq;
-    uint32_t st;
 
     rs->to_err = SV_RESP_ERR_DONE;
-    /* acquire: pairs with the owner's release in ibv_modify_qp */
-    st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
-    do {
-        if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR)) {
-            return;
-        }
-        /* acq_rel: the owner sees ERR before the error CQE and flushes;
-         * no requester delivers to the QP after it */
-    } while (!__atomic_compare_exchange_n(&dq->state, &st, IBV_QPS_ERR, 0,
-                                          __ATOMIC_ACQ_REL,
-                                          __ATOMIC_ACQUIRE));
+    if (!sv_qp_set_state(dq, IBV_QPS_ERR, SV_QPS_CAN_FAIL)) {
+        return;
+    }
     sv_error("qp 0x%x: responder error, moved to ERR", dq->qpn);
     rs->to_err = SV_RESP_ERR_MOVED;
 }

@@ -10,11 +10,13 @@
 
 static void sv_stats_add_qp(struct softverbs_stats *s, struct sv_shm_qp *q)
 {
+    enum ibv_qp_state st = sv_qp_state(q); /* read once */
+
     s->num_qp++;
     s->num_qp_by_type[(q->type == IBV_QPT_RC) ? 0 :
                       (q->type == IBV_QPT_UC) ? 1 :
                       (q->type == IBV_QPT_UD) ? 2 : 3]++;
-    s->num_qp_by_state[(q->state < 7) ? q->state : 6]++;
+    s->num_qp_by_state[(st < 7) ? st : 6]++;
     if (q->type == SV_QPT_DCI) {
         s->num_dci++;
         /* relaxed: counters, written without the registry lock */
