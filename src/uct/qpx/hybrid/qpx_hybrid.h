@@ -137,6 +137,11 @@ typedef struct qpx_hybrid_ep {
     /* Where a send goes now: path_ep, or NULL while the endpoint holds its
      * sends (a switch under way, requests pending): one load decides */
     uct_ep_h        tx_ep;
+    /* Where one-sided operations (put, get, atomics) and flush go: tx_ep,
+     * and also the cold path while a promotion awaits the peer's answer
+     * (they need no order with the peer's software, and a peer that does
+     * not progress must not stall them: qpx_hybrid_ep_update_tx) */
+    uct_ep_h        rma_ep;
     uct_ep_h        path_ep;     /* cold_ep or rc_ep */
     uct_ep_h        cold_ep;
     uct_ep_h        rc_ep;       /* PROMOTING, HOT, DEMOTING */

@@ -18,6 +18,13 @@ static UCS_F_ALWAYS_INLINE uct_ep_h qpx_hybrid_ep_tx(uct_ep_h tl_ep)
     return ucs_derived_of(tl_ep, qpx_hybrid_ep_t)->tx_ep;
 }
 
+/* The sub-endpoint a one-sided operation (put, get, atomic) goes to, or
+ * NULL: held (qpx_hybrid_ep_update_tx says when it differs from tx_ep) */
+static UCS_F_ALWAYS_INLINE uct_ep_h qpx_hybrid_ep_rma(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep, qpx_hybrid_ep_t)->rma_ep;
+}
+
 /* An operation that moved bytes was accepted by the sub-endpoint: the
  * endpoint is the most recently used, and may have become hot (it counts
  * 1, plus 1 for every 1 << bytes_shift bytes) */

@@ -71,15 +71,31 @@ void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep)
 }
 
 
-/* Sends go to the path unless a switch holds them or requests wait */
+/*
+ * Sends go to the path unless a switch holds them or requests wait.
+ * One-sided operations also go on while a promotion is under way and not
+ * yet answered (PROMOTING, its request due or sent): unlike active
+ * messages, they need no order with what the peer's software has handled,
+ * only completion before the RC path is used, which the switch's flush of
+ * the cold path gives. Held there, they stalled until the request went
+ * (at the sender's next progress: a program posting puts and flushing an
+ * interface with nothing in flight never gave one) and then until the
+ * peer answered, which one that does not progress (a SHMEM PE computing)
+ * never does within SWITCH_TIMEOUT. Requests waiting hold them too (they
+ * go first).
+ */
 void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep)
 {
+    int idle = ucs_list_is_empty(&ep->pending);
     int open = (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
                (((ep->state == QPX_HYBRID_EP_COLD) ||
-                 (ep->state == QPX_HYBRID_EP_HOT)) &&
-                ucs_list_is_empty(&ep->pending));
+                 (ep->state == QPX_HYBRID_EP_HOT)) && idle);
+    int awaiting = (ep->state == QPX_HYBRID_EP_PROMOTING) && idle &&
+                   !(ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE);
 
-    ep->tx_ep = open ? ep->path_ep : NULL;
+    ucs_assert(!awaiting || (ep->path_ep == ep->cold_ep));
+    ep->tx_ep  = open ? ep->path_ep : NULL;
+    ep->rma_ep = (open || awaiting) ? ep->path_ep : NULL;
 }
 
 
@@ -184,6 +200,7 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     self->rc_ep     = NULL;
     self->path_ep   = self->cold_ep;
     self->tx_ep     = self->cold_ep;
+    self->rma_ep    = self->cold_ep;
     self->last_used = iface->tick;
     self->hold_start = 0;
     self->peer_addr = NULL;
@@ -257,7 +274,8 @@ ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 
     ucs_list_add_tail(&ep->pending, qpx_hybrid_req_link(req));
     qpx_hybrid_ep_pending_link(iface, ep);
-    ep->tx_ep = NULL;
+    ep->tx_ep  = NULL;
+    ep->rma_ep = NULL;
     return UCS_OK;
 }
 
@@ -307,6 +325,7 @@ static int qpx_hybrid_ep_pending_dispatch(qpx_hybrid_iface_t *iface,
 
         /* The request sends through the endpoint like any caller */
         ep->tx_ep          = ep->path_ep;
+        ep->rma_ep         = ep->path_ep;
         iface->dispatch_ep = ep;
         status             = req->func(req);
         if (iface->dispatch_ep != ep) {
@@ -369,7 +388,9 @@ unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface)
 /*
  * Held (a switch, requests waiting): refused, so that UCP queues the flush
  * after them. A switch flushes the old path before the new one is used, so
- * the current path's flush covers everything the endpoint sent.
+ * the current path's flush covers everything the endpoint sent (while a
+ * promotion awaits its answer, one-sided operations and the request, all
+ * on the cold path).
  */
 ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                  uct_completion_t *comp)
@@ -386,10 +407,10 @@ ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return uct_ep_flush(ep->path_ep, flags, comp);
     }
 
-    if (ucs_unlikely(ep->tx_ep == NULL)) {
+    if (ucs_unlikely(ep->rma_ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    return uct_ep_flush(ep->path_ep, flags, comp);
+    return uct_ep_flush(ep->rma_ep, flags, comp);
 }
 
 

@@ -53,7 +53,7 @@ static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             uct_rkey_t rkey)
 {
     const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
-    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(length > attr->cap.put.max_short)) {
         return qpx_param_length_error("put_short", length,
@@ -73,7 +73,7 @@ static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
 {
     qpx_hybrid_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                qpx_hybrid_iface_t);
-    uct_ep_h ep               = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep               = qpx_hybrid_ep_rma(tl_ep);
     qpx_hybrid_pack_t pack;
     ssize_t ret;
 
@@ -103,7 +103,7 @@ static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
                                             uct_completion_t *comp)
 {
     const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
-    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
     ucs_status_t status;
 
     status = qpx_param_check_iov("put_zcopy", iov, iovcnt,
@@ -129,7 +129,7 @@ static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
                                             uct_completion_t *comp)
 {
     const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
-    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(length > attr->cap.get.max_bcopy)) {
         return qpx_param_length_error("get_bcopy", length,
@@ -152,7 +152,7 @@ static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
                                             uct_completion_t *comp)
 {
     const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
-    uct_ep_h ep                  = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
     ucs_status_t status;
 
     status = qpx_param_check_iov("get_zcopy", iov, iovcnt,
@@ -293,7 +293,7 @@ static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
                                                  uint64_t *result,
                                                  uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -311,7 +311,7 @@ static ucs_status_t qpx_hybrid_ep_atomic_cswap32(uct_ep_h tl_ep,
                                                  uint32_t *result,
                                                  uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -327,7 +327,7 @@ static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
                                                 uint64_t remote_addr,
                                                 uct_rkey_t rkey)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -343,7 +343,7 @@ static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
                                                 uint64_t remote_addr,
                                                 uct_rkey_t rkey)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -361,7 +361,7 @@ static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
                                                  uct_rkey_t rkey,
                                                  uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -379,7 +379,7 @@ static ucs_status_t qpx_hybrid_ep_atomic32_fetch(uct_ep_h tl_ep,
                                                  uct_rkey_t rkey,
                                                  uct_completion_t *comp)
 {
-    uct_ep_h ep = qpx_hybrid_ep_tx(tl_ep);
+    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;

@@ -311,6 +311,7 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         ep->peer_iface_len = msg->hdr.iface_addr_len;
         ep->peer_conn      = msg->hdr.src_id;
         ep->flags    |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+        qpx_hybrid_ep_update_tx(ep); /* all held: the cold path drains */
         qpx_hybrid_ep_work(ep);
         break;
     case QPX_HYBRID_CTL_PROMOTE_NACK:
@@ -450,7 +451,7 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     ep->flags      = (ep->flags & ~QPX_HYBRID_EP_FLAG_WANT_HOT) |
                      QPX_HYBRID_EP_FLAG_CTL_DUE;
     ep->serial++;
-    qpx_hybrid_ep_update_tx(ep); /* held from the request on */
+    qpx_hybrid_ep_update_tx(ep); /* active messages held from now */
     ucs_debug("qpx ep %p id 0x%x: promoting, rc ep %p", ep, ep->id,
               ep->rc_ep);
     return 0;
