@@ -137,19 +137,30 @@ static __thread const char *qpx_iface_exhausted_res = NULL;
 
 /* The hints' defaults: an SRQ of its own, errors logged as errors, a
  * complete interface */
-#define QPX_IFACE_HINTS_DEFAULT \
-    {.rx_owner = NULL, .exhausted_level = UCS_LOG_LEVEL_ERROR, .attr_only = 0}
+static const qpx_iface_hints_t qpx_iface_hints_default = {
+    .rx_owner        = NULL,
+    .exhausted_level = UCS_LOG_LEVEL_ERROR,
+    .attr_only       = 0
+};
 
 
-/* The hints for the next interface this thread constructs */
-static __thread qpx_iface_hints_t qpx_iface_hints = QPX_IFACE_HINTS_DEFAULT;
-
-
-void qpx_iface_hints_next(const qpx_iface_hints_t *hints)
+ucs_status_t qpx_iface_open_hinted(uct_md_h md, uct_worker_h worker,
+                                   const uct_iface_params_t *params,
+                                   const uct_iface_config_t *config,
+                                   const qpx_iface_hints_t *hints,
+                                   uct_iface_h *iface_p)
 {
-    static const qpx_iface_hints_t defaults = QPX_IFACE_HINTS_DEFAULT;
+    const qpx_transport_open_t *t;
 
-    qpx_iface_hints = (hints != NULL) ? *hints : defaults;
+    ucs_assert(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE);
+    for (t = qpx_transport_opens; t->tl_name != NULL; ++t) {
+        if (!strcmp(t->tl_name, params->mode.device.tl_name)) {
+            return t->open(md, worker, params, config, hints, iface_p);
+        }
+    }
+    ucs_error("qpx: no transport %s to open with hints",
+              params->mode.device.tl_name);
+    return UCS_ERR_NO_DEVICE;
 }
 
 
@@ -547,8 +558,9 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                     const qpx_iface_config_t *config,
                     const qpx_iface_init_attr_t *init_attr)
 {
-    /* Taken first, so that they apply to this interface only */
-    qpx_iface_hints_t hints = qpx_iface_hints;
+    const qpx_iface_hints_t hints = (init_attr->hints != NULL) ?
+                                    *init_attr->hints :
+                                    qpx_iface_hints_default;
     uct_iface_mpool_config_t mp_config;
     ucs_status_t status;
     size_t rx_headroom, seg_size, am_align, am_align_offset;
@@ -558,7 +570,6 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     /* The job, read (and logged at debug level) once per process when its
      * first interface opens, never at load (qpx_job.c) */
     qpx_job_info_get(&job);
-    qpx_iface_hints_next(NULL);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, &config->super);
 

@@ -162,6 +162,66 @@ typedef struct qpx_iface_ops {
 } qpx_iface_ops_t;
 
 
+/*
+ * How an interface is opened beyond UCT's parameters, for a user inside qpx
+ * (the hybrid's sub-interfaces): given to a transport's constructor
+ * (qpx_iface_open_func_t, qpx_iface_open_hinted) and by it to base's
+ * (qpx_iface_init_attr_t.hints); NULL, as UCX's uct_iface_open gives, means
+ * the defaults below.
+ */
+typedef struct qpx_iface_hints {
+    /* Not NULL: one SRQ for the QPs of two interfaces of a port (the
+     * hybrid's RC QPs and DCT, or its RC QPs and UD QP). The interface, on
+     * the same memory domain and port, posts no SRQ of its own but uses
+     * rx_owner's (and its buffer pool), where rx_owner's buffers fit it:
+     * they are at least its SEG_SIZE, and its own layout from rx_owner's
+     * landing point (rx_hdr_offset) keeps its private bytes, the release
+     * pointer and the user's headroom apart. Its payload is then at the
+     * landing point plus its own header, which need not be 8-byte aligned
+     * (a UD sharer's, after the 40-byte GRH and its header, behind RC's
+     * 1-byte header). Its completions stay on its own CQ. rx_owner must
+     * outlive it. Whether it took it: iface->rx_owner. Default NULL. */
+    qpx_iface_t     *rx_owner;
+    /* The level it logs a QP, CQ or SRQ the device has no room or memory
+     * for (ENOMEM, EAGAIN) at (its exhausted_level), and caps granted too
+     * small for it, for a user that goes on without it and says so
+     * itself. Default error. */
+    ucs_log_level_t exhausted_level;
+    /* Opened only to be queried (uct_iface_query) and closed: CQs of one
+     * entry, no send buffer allocated ahead. Its attributes are those of an
+     * interface of the same configuration; it must not be used for
+     * anything else. Default 0. */
+    int             attr_only;
+} qpx_iface_hints_t;
+
+/* A transport's interface constructor with hints (NULL: the defaults): its
+ * uct_tl_t.iface_open calls it with NULL */
+typedef ucs_status_t (*qpx_iface_open_func_t)(uct_md_h md,
+                                              uct_worker_h worker,
+                                              const uct_iface_params_t *params,
+                                              const uct_iface_config_t *config,
+                                              const qpx_iface_hints_t *hints,
+                                              uct_iface_h *iface_p);
+
+/* The transports that open with hints, by name, ended by a NULL name
+ * (qpx_transports.c, above every transport: base includes none) */
+typedef struct qpx_transport_open {
+    const char            *tl_name;
+    qpx_iface_open_func_t open;
+} qpx_transport_open_t;
+
+extern const qpx_transport_open_t qpx_transport_opens[];
+
+/* Open the interface of the qpx transport params names (device mode) with
+ * hints, through that transport's constructor (qpx_transport_opens): as
+ * uct_iface_open does, without its VFS entry (a sub-interface is its
+ * owner's business) */
+ucs_status_t qpx_iface_open_hinted(uct_md_h md, uct_worker_h worker,
+                                   const uct_iface_params_t *params,
+                                   const uct_iface_config_t *config,
+                                   const qpx_iface_hints_t *hints,
+                                   uct_iface_h *iface_p);
+
 /* What a transport asks of the interface core */
 typedef struct qpx_iface_init_attr {
     const qpx_iface_ops_t *ops;   /* the transport's answers */
@@ -184,6 +244,9 @@ typedef struct qpx_iface_init_attr {
                                       SRQ, the first QP's own receive queue
                                       is the interface's */
     int              access_flags; /* RC QP access flags */
+    /* How the interface is opened beyond UCT's parameters (the hybrid's),
+     * NULL: the defaults (qpx_iface_hints_t) */
+    const qpx_iface_hints_t *hints;
     /* How the interface's QPs are created (qpx_iface_qp_get): NULL for
      * qpx_qp_create (ibv_create_qp), or another creator with its cap
      * negotiation, such as qpx_qp_dci_create for DC initiators */
@@ -369,42 +432,6 @@ void qpx_iface_rx_limit_reached(qpx_iface_t *iface);
  * event, post more buffers (up to queue_max) and arm the limit again;
  * after a short post, post what the queue lacks */
 void qpx_iface_rx_tend(qpx_iface_t *iface);
-
-/*
- * How the next qpx interface this thread constructs is opened, for a user
- * that opens it through uct_iface_open and cannot pass it more (the
- * hybrid). Set by qpx_iface_hints_next, taken (and reset to the defaults)
- * by the construction; the caller resets them (NULL) after the open, which
- * may fail before construction takes them.
- */
-typedef struct qpx_iface_hints {
-    /* Not NULL: one SRQ for the QPs of two interfaces of a port (the
-     * hybrid's RC QPs and DCT, or its RC QPs and UD QP). The interface, on
-     * the same memory domain and port, posts no SRQ of its own but uses
-     * rx_owner's (and its buffer pool), where rx_owner's buffers fit it:
-     * they are at least its SEG_SIZE, and its own layout from rx_owner's
-     * landing point (rx_hdr_offset) keeps its private bytes, the release
-     * pointer and the user's headroom apart. Its payload is then at the
-     * landing point plus its own header, which need not be 8-byte aligned
-     * (a UD sharer's, after the 40-byte GRH and its header, behind RC's
-     * 1-byte header). Its completions stay on its own CQ. rx_owner must
-     * outlive it. Whether it took it: iface->rx_owner. Default NULL. */
-    qpx_iface_t     *rx_owner;
-    /* The level it logs a QP, CQ or SRQ the device has no room or memory
-     * for (ENOMEM, EAGAIN) at (its exhausted_level), and caps granted too
-     * small for it, for a user that goes on without it and says so
-     * itself. Default error. */
-    ucs_log_level_t exhausted_level;
-    /* Opened only to be queried (uct_iface_query) and closed: CQs of one
-     * entry, no send buffer allocated ahead. Its attributes are those of an
-     * interface of the same configuration; it must not be used for
-     * anything else. Default 0. */
-    int             attr_only;
-} qpx_iface_hints_t;
-
-/* Set the hints for the next interface this thread constructs; NULL: the
- * defaults */
-void qpx_iface_hints_next(const qpx_iface_hints_t *hints);
 
 /* Whether self's QPs can receive into owner's buffers, as
  * qpx_iface_hints_t's rx_owner describes; if so self's receive offsets (landing

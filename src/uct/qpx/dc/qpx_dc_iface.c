@@ -329,7 +329,8 @@ static unsigned qpx_dc_iface_num_dci(qpx_dc_iface_t *iface, unsigned num_dci)
 
 static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+                           const uct_iface_config_t *tl_config,
+                           const qpx_iface_hints_t *hints)
 {
     const qpx_dc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
@@ -346,6 +347,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_dc_iface_base_ops;
+    init_attr.hints        = hints;
     init_attr.tl_name      = QPX_DC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_DRIVER;
     init_attr.rx_hdr_len   = sizeof(qpx_dc_hdr_t);
@@ -472,7 +474,29 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 UCS_CLASS_DEFINE(qpx_dc_iface_t, qpx_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
+                                 const uct_iface_config_t*,
+                                 const qpx_iface_hints_t*);
+
+/* With hints: the hybrid's sub-interface (qpx_transport_opens) */
+ucs_status_t qpx_dc_iface_open(uct_md_h md, uct_worker_h worker,
+                               const uct_iface_params_t *params,
+                               const uct_iface_config_t *config,
+                               const qpx_iface_hints_t *hints,
+                               uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(qpx_dc_iface_t)(md, worker, params, config,
+                                                  hints, iface_p);
+}
+
+/* uct_tl_t.iface_open: the defaults */
+static ucs_status_t qpx_dc_iface_open_default(uct_md_h md,
+                                              uct_worker_h worker,
+                                              const uct_iface_params_t *params,
+                                              const uct_iface_config_t *config,
+                                              uct_iface_h *iface_p)
+{
+    return qpx_dc_iface_open(md, worker, params, config, NULL, iface_p);
+}
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_iface_t, uct_iface_t);
 
 
@@ -507,7 +531,7 @@ static ucs_status_t qpx_dc_query_devices(uct_md_h tl_md,
 uct_tl_t qpx_dc_tl = {
     .name          = QPX_DC_TL_NAME,
     .query_devices = qpx_dc_query_devices,
-    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_dc_iface_t),
+    .iface_open    = qpx_dc_iface_open_default,
     .config        = {
         .name   = "qpx_dc transport",
         .prefix = "QPX_DC_",

@@ -126,13 +126,15 @@ static const char *qpx_hybrid_rc_probe_config[][2] = {
 };
 
 
-/* A sub-interface; flags: QPX_HYBRID_SUB_UD_SRQ (qpx_ud receives from an
- * SRQ, to share one), QPX_HYBRID_SUB_PROBE (an RC interface opened only to
- * read its attributes) */
+/* A sub-interface, opened with hints by its transport's constructor; flags:
+ * QPX_HYBRID_SUB_UD_SRQ (qpx_ud receives from an SRQ, to share one),
+ * QPX_HYBRID_SUB_PROBE (an RC interface opened only to read its
+ * attributes) */
 static ucs_status_t
 qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
                           uct_worker_h worker, const uct_iface_params_t *params,
                           const char *tl_name, unsigned flags,
+                          const qpx_iface_hints_t *hints,
                           uct_iface_config_t **config_p, uct_iface_h *iface_p)
 {
     uct_iface_params_t sub_params;
@@ -190,7 +192,8 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     sub_params.am_alignment    = params->am_alignment;
     sub_params.am_align_offset = params->am_align_offset;
 
-    status = uct_iface_open(md, worker, &sub_params, config, iface_p);
+    status = qpx_iface_open_hinted(md, worker, &sub_params, config, hints,
+                                   iface_p);
     if (status != UCS_OK) {
         uct_config_release(config);
         return status;
@@ -260,13 +263,11 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
     hints.rx_owner        = iface->open_args.owner;
     hints.exhausted_level = UCS_LOG_LEVEL_DEBUG;
     hints.attr_only       = probe;
-    qpx_iface_hints_next(&hints);
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
                                        probe ? QPX_HYBRID_SUB_PROBE : 0,
-                                       &iface->rc_config, &iface->rc);
-    qpx_iface_hints_next(NULL);
+                                       &hints, &iface->rc_config, &iface->rc);
     if (status != UCS_OK) {
         iface->rc = NULL;
         return status;
@@ -369,7 +370,6 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                  self->cold_fallback) ?
                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
         hints.attr_only       = 0;
-        qpx_iface_hints_next(&hints);
         (void)qpx_iface_exhausted_what();
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
@@ -377,8 +377,8 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                            self->cold_tl,
                                            (owner != NULL) ?
                                            QPX_HYBRID_SUB_UD_SRQ : 0,
-                                           &self->cold_config, &self->cold);
-        qpx_iface_hints_next(NULL);
+                                           &hints, &self->cold_config,
+                                           &self->cold);
         what = qpx_iface_exhausted_what();
         if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
             return status;

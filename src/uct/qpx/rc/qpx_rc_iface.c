@@ -328,7 +328,8 @@ static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
 
 static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+                           const uct_iface_config_t *tl_config,
+                           const qpx_iface_hints_t *hints)
 {
     const qpx_rc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_rc_iface_config_t);
@@ -339,6 +340,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&init_attr, 0, sizeof(init_attr));
     init_attr.ops          = &qpx_rc_iface_base_ops;
+    init_attr.hints        = hints;
     init_attr.tl_name      = QPX_RC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_RC;
     init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
@@ -436,14 +438,36 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 UCS_CLASS_DEFINE(qpx_rc_iface_t, qpx_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
+                                 const uct_iface_config_t*,
+                                 const qpx_iface_hints_t*);
+
+/* With hints: the hybrid's sub-interface (qpx_transport_opens) */
+ucs_status_t qpx_rc_iface_open(uct_md_h md, uct_worker_h worker,
+                               const uct_iface_params_t *params,
+                               const uct_iface_config_t *config,
+                               const qpx_iface_hints_t *hints,
+                               uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(qpx_rc_iface_t)(md, worker, params, config,
+                                                  hints, iface_p);
+}
+
+/* uct_tl_t.iface_open: the defaults */
+static ucs_status_t qpx_rc_iface_open_default(uct_md_h md,
+                                              uct_worker_h worker,
+                                              const uct_iface_params_t *params,
+                                              const uct_iface_config_t *config,
+                                              uct_iface_h *iface_p)
+{
+    return qpx_rc_iface_open(md, worker, params, config, NULL, iface_p);
+}
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_iface_t, uct_iface_t);
 
 
 uct_tl_t qpx_rc_tl = {
     .name          = QPX_RC_TL_NAME,
     .query_devices = qpx_iface_query_devices,
-    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_rc_iface_t),
+    .iface_open    = qpx_rc_iface_open_default,
     .config        = {
         .name   = "qpx_rc transport",
         .prefix = "QPX_RC_",

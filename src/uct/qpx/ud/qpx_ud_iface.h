@@ -364,7 +364,8 @@ typedef struct qpx_ud_iface {
 
 
 UCS_CLASS_DECLARE(qpx_ud_iface_t, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const uct_iface_config_t*);
+                  const uct_iface_params_t*, const uct_iface_config_t*,
+                  const qpx_iface_hints_t*);
 
 extern uct_tl_t qpx_ud_tl;
 extern ucs_config_field_t qpx_ud_iface_config_table[];
