@@ -439,6 +439,15 @@ void qpx_iface_rx_tend(qpx_iface_t *iface);
  * them. Construction calls it; owner may be NULL. */
 int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
 
+/* Base-internal, between qpx_iface.c and qpx_iface_qp.c: a failed
+ * creation of what (a CQ, an SRQ; errno set by it, read before anything
+ * logs): its status, and in *level_p the level to log it at: self's
+ * exhausted_level where the device had no room or memory for it (ENOMEM,
+ * EAGAIN), which qpx_iface_exhausted_what() then reports, else error */
+ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
+                                     const char *what,
+                                     ucs_log_level_t *level_p);
+
 /* Base-internal, between qpx_iface.c and qpx_iface_rx.c: the
  * receive queue's length, the empty chain of recycled buffers, a receive
  * buffer's WR (rx_mp's object init, after its lkey is set), and the
