@@ -431,7 +431,7 @@ qpx_ud_ep_desc_complete(qpx_ud_iface_t *iface, qpx_ud_send_desc_t *desc,
     desc->released = 1;
     desc->comp     = NULL;
     if (comp != NULL) {
-        qpx_ud_iface_comp(iface, comp, status);
+        qpx_ud_iface_comp(iface, desc->ep, comp, status);
     }
     if (desc->posted == 0) {
         qpx_ud_iface_desc_put(iface, desc);

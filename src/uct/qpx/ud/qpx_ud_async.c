@@ -261,8 +261,8 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     qpx_async_unblock(iface->async.ctx);
 }
 
-void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
-                       ucs_status_t status)
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                       uct_completion_t *comp, ucs_status_t status)
 {
     unsigned capacity;
     void *comps;
@@ -287,6 +287,7 @@ void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
     }
     iface->async.comps[iface->async.comp_count].comp   = comp;
     iface->async.comps[iface->async.comp_count].status = status;
+    iface->async.comps[iface->async.comp_count].ep     = ep;
     ++iface->async.comp_count;
     iface->super.attention = 1; /* the context is ours: a plain store */
 }
@@ -303,11 +304,30 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
     return 1;
 }
 
+void qpx_ud_iface_async_comps_run_ep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
+{
+    uct_completion_t *comp;
+    unsigned i;
+
+    /* Called with the timer excluded (the destroy's wrapper blocks it).
+     * Each is cleared before its call; the list is read again after each:
+     * a callback may progress (a nested dispatch empties it) */
+    ucs_assert(!iface->async.in_async);
+    for (i = iface->async.comp_head; i < iface->async.comp_count; ++i) {
+        comp = iface->async.comps[i].comp;
+        if ((comp != NULL) && (iface->async.comps[i].ep == ep)) {
+            iface->async.comps[i].comp = NULL;
+            qpx_invoke_completion(comp, iface->async.comps[i].status);
+        }
+    }
+}
+
 /* Run what the timer deferred, oldest first */
 void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
 {
     qpx_ud_recv_desc_t *rdesc;
-    unsigned i, count;
+    uct_completion_t *comp;
+    unsigned i;
 
     while ((rdesc = iface->async.rx_head) != NULL) {
         iface->async.rx_head = rdesc->next;
@@ -320,14 +340,20 @@ void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
     iface->async.rx_tail  = &iface->async.rx_head;
     iface->async.rx_count = 0;
 
-    /* Taken before the calls: a callback may progress again (nested
-     * dispatch); nothing is added meanwhile, the timer is blocked */
-    count                   = iface->async.comp_count;
-    iface->async.comp_count = 0;
-    for (i = 0; i < count; ++i) {
-        qpx_invoke_completion(iface->async.comps[i].comp,
-                              iface->async.comps[i].status);
+    /* One at a time from the head, each cleared before its call: a
+     * callback may progress again (a nested dispatch goes on from the same
+     * head) or destroy an endpoint (whose entries its destroy runs and
+     * clears); nothing is added meanwhile, the timer is blocked */
+    while (iface->async.comp_head < iface->async.comp_count) {
+        i    = iface->async.comp_head++;
+        comp = iface->async.comps[i].comp;
+        if (comp != NULL) {
+            iface->async.comps[i].comp = NULL;
+            qpx_invoke_completion(comp, iface->async.comps[i].status);
+        }
     }
+    iface->async.comp_head  = 0;
+    iface->async.comp_count = 0;
 }
 
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
@@ -412,9 +438,11 @@ void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface)
         qpx_iface_rx_desc_put(&iface->super, rdesc);
     }
     /* Completed operations are reported, as purged ones are on close */
-    for (i = 0; i < iface->async.comp_count; ++i) {
-        qpx_invoke_completion(iface->async.comps[i].comp,
-                              iface->async.comps[i].status);
+    for (i = iface->async.comp_head; i < iface->async.comp_count; ++i) {
+        if (iface->async.comps[i].comp != NULL) {
+            qpx_invoke_completion(iface->async.comps[i].comp,
+                                  iface->async.comps[i].status);
+        }
     }
     free(iface->async.comps);
 }

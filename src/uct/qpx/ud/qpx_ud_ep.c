@@ -23,7 +23,7 @@ void qpx_ud_ep_flushes_complete(qpx_ud_ep_t *ep, ucs_status_t status)
             break;
         }
         ucs_list_del(&req->list);
-        qpx_ud_iface_comp(qpx_ud_ep_iface(ep), req->comp, status);
+        qpx_ud_iface_comp(qpx_ud_ep_iface(ep), ep, req->comp, status);
         free(req);
     }
 }
@@ -280,6 +280,10 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
 {
     qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
     qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+
+    /* Operations the timer completed (acknowledged in async progress) wait
+     * for the next progress to call their completions: not after this */
+    qpx_ud_iface_async_comps_run_ep(iface, ep);
 
     /* Best effort: let the peer know what we received before we go */
     if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&

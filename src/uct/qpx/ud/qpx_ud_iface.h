@@ -356,8 +356,11 @@ typedef struct qpx_ud_iface {
         struct {
             uct_completion_t *comp;
             ucs_status_t     status;
+            void             *ep;      /* whose operation: its destroy
+                                          runs them (qpx_ud_ep_t) */
         }                   *comps;    /* completions deferred likewise */
         unsigned            comp_count;
+        unsigned            comp_head; /* the next to run (dispatch) */
         unsigned            comp_capacity;
     } async;
 } qpx_ud_iface_t;
@@ -452,8 +455,12 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
 void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
 void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface);
 void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface);
-void qpx_ud_iface_comp(qpx_ud_iface_t *iface, uct_completion_t *comp,
-                       ucs_status_t status);
+void qpx_ud_iface_comp(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                       uct_completion_t *comp, ucs_status_t status);
+/* Run the completions of ep's operations the timer deferred, now (its
+ * destroy: UCT completes an endpoint's operations by uct_ep_destroy, and
+ * calls nothing of it after); the others' stay deferred, in order */
+void qpx_ud_iface_async_comps_run_ep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length);
 void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
