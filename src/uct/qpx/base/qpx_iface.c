@@ -149,15 +149,27 @@ ucs_status_t qpx_iface_open_hinted(uct_md_h md, uct_worker_h worker,
 {
     const qpx_transport_open_t *t;
 
-    ucs_assert(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE);
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("qpx interfaces open only in device mode");
+        return UCS_ERR_UNSUPPORTED;
+    }
     for (t = qpx_transport_opens; t->tl_name != NULL; ++t) {
         if (!strcmp(t->tl_name, params->mode.device.tl_name)) {
             return t->open(md, worker, params, config, hints, iface_p);
         }
     }
-    ucs_error("qpx: no transport %s to open with hints",
-              params->mode.device.tl_name);
+    ucs_error("qpx: no transport %s", params->mode.device.tl_name);
     return UCS_ERR_NO_DEVICE;
+}
+
+
+ucs_status_t qpx_iface_open_default(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *config,
+                                    uct_iface_h *iface_p)
+{
+    return qpx_iface_open_hinted(md, worker, params, config, NULL, iface_p);
 }
 
 

@@ -212,6 +212,13 @@ typedef struct qpx_transport_open {
 
 extern const qpx_transport_open_t qpx_transport_opens[];
 
+/* uct_tl_t.iface_open of the transports in qpx_transport_opens: theirs,
+ * with the defaults (no hints) */
+ucs_status_t qpx_iface_open_default(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *config,
+                                    uct_iface_h *iface_p);
+
 /* Open the interface of the qpx transport params names (device mode) with
  * hints, through that transport's constructor (qpx_transport_opens): as
  * uct_iface_open does, without its VFS entry (a sub-interface is its

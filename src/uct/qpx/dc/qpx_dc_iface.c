@@ -487,16 +487,6 @@ ucs_status_t qpx_dc_iface_open(uct_md_h md, uct_worker_h worker,
     return UCS_CLASS_NEW_FUNC_NAME(qpx_dc_iface_t)(md, worker, params, config,
                                                   hints, iface_p);
 }
-
-/* uct_tl_t.iface_open: the defaults */
-static ucs_status_t qpx_dc_iface_open_default(uct_md_h md,
-                                              uct_worker_h worker,
-                                              const uct_iface_params_t *params,
-                                              const uct_iface_config_t *config,
-                                              uct_iface_h *iface_p)
-{
-    return qpx_dc_iface_open(md, worker, params, config, NULL, iface_p);
-}
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_iface_t, uct_iface_t);
 
 
@@ -531,7 +521,7 @@ static ucs_status_t qpx_dc_query_devices(uct_md_h tl_md,
 uct_tl_t qpx_dc_tl = {
     .name          = QPX_DC_TL_NAME,
     .query_devices = qpx_dc_query_devices,
-    .iface_open    = qpx_dc_iface_open_default,
+    .iface_open    = qpx_iface_open_default,
     .config        = {
         .name   = "qpx_dc transport",
         .prefix = "QPX_DC_",

@@ -451,23 +451,13 @@ ucs_status_t qpx_rc_iface_open(uct_md_h md, uct_worker_h worker,
     return UCS_CLASS_NEW_FUNC_NAME(qpx_rc_iface_t)(md, worker, params, config,
                                                   hints, iface_p);
 }
-
-/* uct_tl_t.iface_open: the defaults */
-static ucs_status_t qpx_rc_iface_open_default(uct_md_h md,
-                                              uct_worker_h worker,
-                                              const uct_iface_params_t *params,
-                                              const uct_iface_config_t *config,
-                                              uct_iface_h *iface_p)
-{
-    return qpx_rc_iface_open(md, worker, params, config, NULL, iface_p);
-}
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_iface_t, uct_iface_t);
 
 
 uct_tl_t qpx_rc_tl = {
     .name          = QPX_RC_TL_NAME,
     .query_devices = qpx_iface_query_devices,
-    .iface_open    = qpx_rc_iface_open_default,
+    .iface_open    = qpx_iface_open_default,
     .config        = {
         .name   = "qpx_rc transport",
         .prefix = "QPX_RC_",

@@ -576,20 +576,10 @@ ucs_status_t qpx_ud_iface_open(uct_md_h md, uct_worker_h worker,
                                                   hints, iface_p);
 }
 
-/* uct_tl_t.iface_open: the defaults */
-static ucs_status_t qpx_ud_iface_open_default(uct_md_h md,
-                                              uct_worker_h worker,
-                                              const uct_iface_params_t *params,
-                                              const uct_iface_config_t *config,
-                                              uct_iface_h *iface_p)
-{
-    return qpx_ud_iface_open(md, worker, params, config, NULL, iface_p);
-}
-
 uct_tl_t qpx_ud_tl = {
     .name          = QPX_UD_TL_NAME,
     .query_devices = qpx_iface_query_devices,
-    .iface_open    = qpx_ud_iface_open_default,
+    .iface_open    = qpx_iface_open_default,
     .config        = {
         .name   = QPX_UD_TL_NAME,
         .prefix = "QPX_UD_",
