@@ -393,48 +393,11 @@ err_destroy_channel:
 }
 
 
-UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
-                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
-                    uct_worker_h worker, const uct_iface_params_t *params,
-                    const qpx_iface_config_t *config,
-                    const qpx_iface_init_attr_t *init_attr)
+/* The configuration's values that cannot work, refused with a message */
+static ucs_status_t qpx_iface_config_check(const qpx_iface_config_t *config,
+                                           const qpx_iface_init_attr_t *init_attr,
+                                           size_t seg_size)
 {
-    const qpx_iface_hints_t hints = (init_attr->hints != NULL) ?
-                                    *init_attr->hints :
-                                    qpx_iface_hints_default;
-    uct_iface_mpool_config_t mp_config;
-    ucs_status_t status;
-    size_t rx_headroom, seg_size, am_align, am_align_offset;
-    qpx_job_info_t job;
-    void *desc;
-
-    /* The job, read (and logged at debug level) once per process when its
-     * first interface opens, never at load (qpx_job.c) */
-    qpx_job_info_get(&job);
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
-                              params, &config->super);
-
-    self->md  = ucs_derived_of(md, qpx_md_t);
-    self->ops = init_attr->ops;
-    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("qpx interfaces open only in device mode");
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    status = qpx_device_parse_port(&self->md->dev, params->mode.device.dev_name,
-                                   &self->port_num);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    /* Its CQs and QPs report through the device's async events */
-    status = qpx_device_events_start(&self->md->dev);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    seg_size = (init_attr->seg_size != 0) ? init_attr->seg_size :
-                                            config->seg_size;
     if ((seg_size <= init_attr->rx_hdr_len) ||
         (config->tx.queue_len == 0) || (config->rx.queue_len == 0)) {
         ucs_error("invalid qpx configuration: seg_size %zu queue lengths "
@@ -474,15 +437,18 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                   config->tx.queue_len, init_attr->tx_reserve);
         return UCS_ERR_INVALID_PARAM;
     }
+    return UCS_OK;
+}
 
-    rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
-                  params->rx_headroom : 0;
-    status = qpx_param_am_alignment(params, seg_size, QPX_IFACE_DESC_ALIGN,
-                                    &am_align, &am_align_offset);
-    if (status != UCS_OK) {
-        return status;
-    }
 
+/* The interface's sizes and offsets (its receive buffers' layout), the
+ * transport's settings and the hints, and the state that starts empty */
+static void qpx_iface_layout_init(qpx_iface_t *self,
+                                  const qpx_iface_config_t *config,
+                                  const qpx_iface_init_attr_t *init_attr,
+                                  const qpx_iface_hints_t *hints,
+                                  size_t seg_size, size_t rx_headroom)
+{
     self->port                      = qpx_device_port(&self->md->dev,
                                                       self->port_num);
     self->config.seg_size           = seg_size;
@@ -511,8 +477,8 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->release_desc.cb           = qpx_iface_release_desc;
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
-    self->exhausted_level           = hints.exhausted_level;
-    self->attr_only                 = hints.attr_only;
+    self->exhausted_level           = hints->exhausted_level;
+    self->attr_only                 = hints->attr_only;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.limit_hit              = 0;
@@ -521,31 +487,14 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     self->rx.am_flags               = UCT_CB_PARAM_FLAG_DESC;
     self->rx_owner                  = NULL;
     self->rx_mp_locked              = 0;
+}
 
-    status = ucs_spinlock_init(&self->rx_mp_lock, 0);
-    if (status != UCS_OK) {
-        return status;
-    }
 
-    qpx_iface_rx_recycled_reset(self);
-    ucs_arbiter_init(&self->arbiter);
-    self->pending.ep          = NULL;
-    self->backlog.rx_count    = 0;
-    self->backlog.tx_count    = 0;
-    self->attention           = 0;
-    self->keepalive.interval  = 0;
-    self->keepalive.timer.fd  = -1;
-    self->keepalive.timer.id  = -1;
-    self->keepalive.due       = 0;
-    ucs_list_head_init(&self->pending.resched);
-    kh_init_inplace(qpx_qp_map, &self->qp_map);
-
-    status = qpx_iface_create_queues(self, config, init_attr->use_srq,
-                                     hints.rx_owner);
-    if (status != UCS_OK) {
-        goto err_destroy_map;
-    }
-
+/* What every QP of the interface is created with (qpx_iface_qp_get) */
+static void qpx_iface_qp_attr_init(qpx_iface_t *self,
+                                   const qpx_iface_config_t *config,
+                                   const qpx_iface_init_attr_t *init_attr)
+{
     memset(&self->qp_init_attr, 0, sizeof(self->qp_init_attr));
     self->qp_init_attr.qp_type          = init_attr->qp_type;
     self->qp_init_attr.send_cq          = self->send_cq;
@@ -559,13 +508,20 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         self->qp_init_attr.cap.max_recv_wr  = self->rx.queue_len;
         self->qp_init_attr.cap.max_recv_sge = 1;
     }
+}
 
-    self->qp_create = (init_attr->qp_create != NULL) ? init_attr->qp_create :
-                      qpx_qp_create;
-    status = qpx_qp_pool_init(&self->qp_pool, config->qp_pool_size);
-    if (status != UCS_OK) {
-        goto err_destroy_queues;
-    }
+
+/* The receive and send buffer pools, and the first chunk of send buffers */
+static ucs_status_t qpx_iface_mpools_init(qpx_iface_t *self,
+                                          const uct_iface_params_t *params,
+                                          const qpx_iface_config_t *config,
+                                          const qpx_iface_init_attr_t *init_attr,
+                                          size_t am_align,
+                                          size_t am_align_offset)
+{
+    uct_iface_mpool_config_t mp_config;
+    ucs_status_t status;
+    void *desc;
 
     /* A chunk holds at least the whole receive queue: the first fill is one
      * registration, not one per RX_BUFS_GROW buffers */
@@ -587,7 +543,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                                   mp_config.bufs_grow,
                                   qpx_iface_rx_desc_init, "qpx_rx_desc");
     if (status != UCS_OK) {
-        goto err_pool_cleanup;
+        return status;
     }
     qpx_iface_mp_wrap(self, &self->rx_mp);
 
@@ -621,6 +577,109 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
         }
         ucs_mpool_put(desc);
     }
+    return UCS_OK;
+
+err_tx_mp_cleanup:
+    ucs_mpool_cleanup(&self->tx_mp, 1);
+err_rx_mp_cleanup:
+    ucs_mpool_cleanup(&self->rx_mp, 1);
+    return status;
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
+                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
+                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const qpx_iface_config_t *config,
+                    const qpx_iface_init_attr_t *init_attr)
+{
+    const qpx_iface_hints_t hints = (init_attr->hints != NULL) ?
+                                    *init_attr->hints :
+                                    qpx_iface_hints_default;
+    ucs_status_t status;
+    size_t rx_headroom, seg_size, am_align, am_align_offset;
+    qpx_job_info_t job;
+
+    /* The job, read (and logged at debug level) once per process when its
+     * first interface opens, never at load (qpx_job.c) */
+    qpx_job_info_get(&job);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
+                              params, &config->super);
+
+    self->md  = ucs_derived_of(md, qpx_md_t);
+    self->ops = init_attr->ops;
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("qpx interfaces open only in device mode");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = qpx_device_parse_port(&self->md->dev, params->mode.device.dev_name,
+                                   &self->port_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Its CQs and QPs report through the device's async events */
+    status = qpx_device_events_start(&self->md->dev);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    seg_size = (init_attr->seg_size != 0) ? init_attr->seg_size :
+                                            config->seg_size;
+    status = qpx_iface_config_check(config, init_attr, seg_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+                  params->rx_headroom : 0;
+    status = qpx_param_am_alignment(params, seg_size, QPX_IFACE_DESC_ALIGN,
+                                    &am_align, &am_align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    qpx_iface_layout_init(self, config, init_attr, &hints, seg_size,
+                          rx_headroom);
+
+    status = ucs_spinlock_init(&self->rx_mp_lock, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    qpx_iface_rx_recycled_reset(self);
+    ucs_arbiter_init(&self->arbiter);
+    self->pending.ep          = NULL;
+    self->backlog.rx_count    = 0;
+    self->backlog.tx_count    = 0;
+    self->attention           = 0;
+    self->keepalive.interval  = 0;
+    self->keepalive.timer.fd  = -1;
+    self->keepalive.timer.id  = -1;
+    self->keepalive.due       = 0;
+    ucs_list_head_init(&self->pending.resched);
+    kh_init_inplace(qpx_qp_map, &self->qp_map);
+
+    status = qpx_iface_create_queues(self, config, init_attr->use_srq,
+                                     hints.rx_owner);
+    if (status != UCS_OK) {
+        goto err_destroy_map;
+    }
+
+    qpx_iface_qp_attr_init(self, config, init_attr);
+    self->qp_create = (init_attr->qp_create != NULL) ? init_attr->qp_create :
+                      qpx_qp_create;
+    status = qpx_qp_pool_init(&self->qp_pool, config->qp_pool_size);
+    if (status != UCS_OK) {
+        goto err_destroy_queues;
+    }
+
+    status = qpx_iface_mpools_init(self, params, config, init_attr, am_align,
+                                   am_align_offset);
+    if (status != UCS_OK) {
+        goto err_pool_cleanup;
+    }
 
     ucs_debug("qpx iface %p %s:%d seg %zu rx hdr %zu payload %zu headroom "
               "%zu srq %u", self, self->md->dev.name, self->port_num,
@@ -628,10 +687,6 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
               self->config.rx_payload_offset, rx_headroom, self->rx.queue_len);
     return UCS_OK;
 
-err_tx_mp_cleanup:
-    ucs_mpool_cleanup(&self->tx_mp, 1);
-err_rx_mp_cleanup:
-    ucs_mpool_cleanup(&self->rx_mp, 1);
 err_pool_cleanup:
     qpx_qp_pool_cleanup(&self->qp_pool);
 err_destroy_queues:
