@@ -130,3 +130,29 @@ tl_peers() {
         tail -n 8 "$TL_TMP/out"
     fi
 }
+
+# tl_prog_each PROG [VAR=VALUE... --] [ARGS... ---] TL...: the UCT test
+# program PROG (one process, "N passed, N failed" last) with
+# `-x TL -d $QPX_DEV ARGS` and the variables, preloaded, on each TL that
+# softverbs offers; its PASS/FAIL lines shown with TL, one check per TL on
+# its exit status (the program's own summary in the check's line)
+tl_prog_each() {
+    prog=$1; shift
+    [ -x "$prog" ] || qpx_skip_all "$prog not built"
+    envs=""; args=""
+    case " $* " in *" -- "*)
+        while [ "$1" != "--" ]; do envs="$envs $1"; shift; done; shift ;;
+    esac
+    case " $* " in *" --- "*)
+        while [ "$1" != "---" ]; do args="$args $1"; shift; done; shift ;;
+    esac
+    for tl in "$@"; do
+        qpx_has_tl "$tl" || continue
+        # shellcheck disable=SC2086
+        env $envs LD_PRELOAD="$QPX_MODULE" timeout 300 "$prog" -x "$tl" \
+            -d "$QPX_DEV" $args >"$TL_TMP/out" 2>&1
+        rc=$?
+        grep -E '^(PASS|FAIL)' "$TL_TMP/out" | sed "s/^\([A-Z]*\): /\1: $tl: /"
+        qpx_check "$tl: $(tail -n 1 "$TL_TMP/out") (exit $rc)" [ $rc -eq 0 ]
+    done
+}
