@@ -83,9 +83,7 @@ static UCS_F_ALWAYS_INLINE int
 qpx_ud_ep_tx_room(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     return qpx_ud_ep_tx_can_send(iface, ep) && (iface->tx.available != 0) &&
-           qpx_ep_pending_is_clear_all(&iface->super, &ep->super) &&
-           (!(ep->flags & QPX_UD_EP_FLAG_ASYNC_PENDING) ||
-            (iface->super.pending.ep == &ep->super));
+           qpx_ep_pending_is_clear_all(&iface->super, &ep->super);
 }
 
 /* Whether a new reliable packet may be sent on ep now */

@@ -77,135 +77,23 @@ qpx_ud_async_am_zcopy(uct_ep_h ep, uint8_t id, const void *header,
                              header_length, iov, iovcnt, flags, comp);
 }
 
-/* A request in iface->async.pending: in its priv, where base's pending
- * queue keeps its arbiter element */
-typedef struct qpx_ud_async_req {
-    ucs_list_link_t list;
-    qpx_ud_ep_t     *ep;
-    unsigned        flags;  /* of uct_ep_pending_add */
-} qpx_ud_async_req_t;
-
-#define qpx_ud_async_req(_req) ((qpx_ud_async_req_t*)(_req)->priv)
-
-/*
- * A request added with UCT_CB_FLAG_ASYNC may run from the async thread (an
- * AM handler registered so adds it there, and the user's worker may never
- * progress: UCX's gtest am_async_response): it goes to async.pending, which
- * the timer runs; so do the endpoint's later ones, which must not overtake
- * it (only the user's progress runs those). An endpoint with requests in
- * base's queue keeps adding there (the user's progress runs them in order).
- */
-static ucs_status_t qpx_ud_async_pending_add(uct_ep_h tl_ep,
+static ucs_status_t qpx_ud_async_pending_add(uct_ep_h ep,
                                              uct_pending_req_t *req,
                                              unsigned flags)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
-    qpx_ud_async_req_t *areq;
-    ucs_status_t status;
-
-    UCS_STATIC_ASSERT(sizeof(qpx_ud_async_req_t) <= UCT_PENDING_REQ_PRIV_LEN);
-    qpx_async_block(iface->async.ctx);
-    if (!(ep->flags & QPX_UD_EP_FLAG_ASYNC_PENDING) &&
-        (!(flags & UCT_CB_FLAG_ASYNC) ||
-         !ucs_arbiter_group_is_empty(&ep->super.arb_group))) {
-        status = qpx_ep_pending_add(tl_ep, req, flags);
-    } else if (!(ep->flags & QPX_UD_EP_FLAG_ASYNC_PENDING) &&
-               (qpx_ud_ep_tx_check(iface, ep) == UCS_OK)) {
-        status = UCS_ERR_BUSY; /* it can send now */
-    } else {
-        areq        = qpx_ud_async_req(req);
-        areq->ep    = ep;
-        areq->flags = flags;
-        ucs_list_add_tail(&iface->async.pending, &areq->list);
-        ep->flags  |= QPX_UD_EP_FLAG_ASYNC_PENDING;
-        /* the user's progress looks at it too */
-        iface->super.attention = 1;
-        status      = UCS_OK;
-    }
-    qpx_async_unblock(iface->async.ctx);
-    return status;
+    return QPX_UD_ASYNC_CALL(ucs_status_t, QPX_UD_ASYNC_EP_IFACE(ep),
+                             qpx_ep_pending_add, ep, req, flags);
 }
 
-static void qpx_ud_async_pending_purge(uct_ep_h tl_ep,
+static void qpx_ud_async_pending_purge(uct_ep_h ep,
                                        uct_pending_purge_callback_t cb,
                                        void *arg)
 {
-    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
-    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+    qpx_ud_iface_t *iface = QPX_UD_ASYNC_EP_IFACE(ep);
 
     qpx_async_block(iface->async.ctx);
-    qpx_ep_pending_purge(tl_ep, cb, arg);
-    qpx_ud_iface_async_pending_purge(iface, ep, cb, arg);
+    qpx_ep_pending_purge(ep, cb, arg);
     qpx_async_unblock(iface->async.ctx);
-}
-
-void qpx_ud_iface_async_pending_purge(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                                      uct_pending_purge_callback_t cb,
-                                      void *arg)
-{
-    qpx_ud_async_req_t *areq, *tmp;
-
-    if (!(ep->flags & QPX_UD_EP_FLAG_ASYNC_PENDING)) {
-        return;
-    }
-    ep->flags &= ~QPX_UD_EP_FLAG_ASYNC_PENDING;
-    ucs_list_for_each_safe(areq, tmp, &iface->async.pending, list) {
-        if (areq->ep == ep) {
-            ucs_list_del(&areq->list);
-            if (cb != NULL) {
-                cb(ucs_container_of((void*)areq, uct_pending_req_t, priv),
-                   arg);
-            }
-        }
-    }
-}
-
-/* Whether ep still has requests in async.pending */
-static int qpx_ud_iface_async_pending_has(qpx_ud_iface_t *iface,
-                                          qpx_ud_ep_t *ep)
-{
-    qpx_ud_async_req_t *areq;
-
-    ucs_list_for_each(areq, &iface->async.pending, list) {
-        if (areq->ep == ep) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-void qpx_ud_iface_async_pending_run(qpx_ud_iface_t *iface, int in_async)
-{
-    qpx_ud_async_req_t *areq;
-    uct_pending_req_t *req;
-    ucs_status_t status;
-    qpx_ud_ep_t *ep;
-
-    while (!ucs_list_is_empty(&iface->async.pending)) {
-        areq = ucs_list_head(&iface->async.pending, qpx_ud_async_req_t, list);
-        if (in_async && !(areq->flags & UCT_CB_FLAG_ASYNC)) {
-            break;
-        }
-        /* Unlinked before its call, which may complete and free it, add
-         * requests, or purge; linked back at the head unless it went */
-        ep  = areq->ep;
-        req = ucs_container_of((void*)areq, uct_pending_req_t, priv);
-        ucs_list_del(&areq->list);
-        iface->super.pending.ep = &ep->super;
-        status                  = req->func(req);
-        if (iface->super.pending.ep != &ep->super) {
-            continue; /* the request destroyed its endpoint (and went) */
-        }
-        iface->super.pending.ep = NULL;
-        if (status != UCS_OK) {
-            ucs_list_add_head(&iface->async.pending, &areq->list);
-            break;
-        }
-        if (!qpx_ud_iface_async_pending_has(iface, ep)) {
-            ep->flags &= ~QPX_UD_EP_FLAG_ASYNC_PENDING;
-        }
-    }
 }
 
 static ucs_status_t qpx_ud_async_ep_flush(uct_ep_h ep, unsigned flags,
@@ -361,9 +249,6 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     iface->async.in_async = 1;
     qpx_ud_iface_progress_common(iface);
-    if (!ucs_list_is_empty(&iface->async.pending)) {
-        qpx_ud_iface_async_pending_run(iface, 1);
-    }
     iface->async.in_async = 0;
     ++iface->async.runs;
     /* A worker asleep in ucp_worker_wait: the packets and completions
@@ -479,7 +364,6 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
     ucs_status_t status;
 
     iface->async.rx_tail       = &iface->async.rx_head;
-    ucs_list_head_init(&iface->async.pending);
     iface->async.timer.fd      = -1;
     iface->async.timer.id      = -1;
     iface->async.deferred      = 0;

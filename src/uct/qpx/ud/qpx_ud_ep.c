@@ -284,12 +284,6 @@ void qpx_ud_ep_destroy(uct_ep_h tl_ep)
     /* Operations the timer completed (acknowledged in async progress) wait
      * for the next progress to call their completions: not after this */
     qpx_ud_iface_async_comps_run_ep(iface, ep);
-    /* Requests not purged by the user are dropped; a dispatch of one of
-     * them that destroyed it sees it gone (qpx_ud_iface_async_pending_run) */
-    qpx_ud_iface_async_pending_purge(iface, ep, NULL, NULL);
-    if (iface->super.pending.ep == &ep->super) {
-        iface->super.pending.ep = NULL;
-    }
 
     /* Best effort: let the peer know what we received before we go */
     if ((ep->flags & QPX_UD_EP_FLAG_CONNECTED) &&

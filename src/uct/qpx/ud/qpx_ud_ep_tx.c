@@ -324,9 +324,7 @@ ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
      * and calls uct_ep_flush again from the pending callback): whatever was
      * queued before it has left, and refusing would deschedule the group
      * with nothing in flight to reschedule it. */
-    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super) ||
-        ((ep->flags & QPX_UD_EP_FLAG_ASYNC_PENDING) &&
-         (iface->super.pending.ep != &ep->super))) {
+    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
 

@@ -466,7 +466,6 @@ static int qpx_ud_iface_attention_due(qpx_ud_iface_t *iface)
     return ((iface->super.backlog.rx_count | iface->super.backlog.tx_count)
             != 0) ||
            !ucs_list_is_empty(&iface->super.pending.resched) ||
-           !ucs_list_is_empty(&iface->async.pending) ||
            qpx_ud_iface_has_deferred(iface);
 }
 
@@ -582,12 +581,6 @@ static UCS_F_NOINLINE void qpx_ud_iface_progress_rare(qpx_ud_iface_t *iface)
     }
     if (!ucs_list_is_empty(&iface->super.pending.resched)) {
         qpx_iface_pending_resched(&iface->super);
-    }
-    /* Requests added with UCT_CB_FLAG_ASYNC (and their endpoints' later
-     * ones): before base's queue, as they were added before any of its
-     * requests of their endpoints */
-    if (!ucs_list_is_empty(&iface->async.pending)) {
-        qpx_ud_iface_async_pending_run(iface, 0);
     }
     iface->super.attention = qpx_ud_iface_attention_due(iface);
 }

@@ -168,10 +168,8 @@ enum {
                                                 (qpx_ud_ep_rx_slow_update) */
     QPX_UD_EP_FLAG_RX_STARTED = UCS_BIT(15), /* rx.initialized: our packets
                                                 carry an ack */
-    QPX_UD_EP_FLAG_ACK_AGING  = UCS_BIT(16), /* a tick found packets
+    QPX_UD_EP_FLAG_ACK_AGING  = UCS_BIT(16)  /* a tick found packets
                                                 unacked up to ack_mark */
-    QPX_UD_EP_FLAG_ASYNC_PENDING = UCS_BIT(17) /* requests of it wait in
-                                                   iface->async.pending */
 };
 
 
@@ -362,11 +360,6 @@ typedef struct qpx_ud_iface {
                                           runs them (qpx_ud_ep_t) */
         }                   *comps;    /* completions deferred likewise */
         unsigned            comp_count;
-        /* Pending requests added with UCT_CB_FLAG_ASYNC, and those of their
-         * endpoints after them (qpx_ud_async_req_t in the request's priv),
-         * in order: the timer runs the asynchronous ones at the head, the
-         * user's progress all */
-        ucs_list_link_t     pending;
         unsigned            comp_head; /* the next to run (dispatch) */
         unsigned            comp_capacity;
     } async;
@@ -468,15 +461,6 @@ void qpx_ud_iface_comp(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
  * destroy: UCT completes an endpoint's operations by uct_ep_destroy, and
  * calls nothing of it after); the others' stay deferred, in order */
 void qpx_ud_iface_async_comps_run_ep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
-/* Run the requests of iface->async.pending while they go (from the timer,
- * in_async: only those added with UCT_CB_FLAG_ASYNC, up to the first
- * other) */
-void qpx_ud_iface_async_pending_run(qpx_ud_iface_t *iface, int in_async);
-/* Remove ep's requests from iface->async.pending, each given to cb if not
- * NULL (purge, destroy) */
-void qpx_ud_iface_async_pending_purge(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                                      uct_pending_purge_callback_t cb,
-                                      void *arg);
 int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length);
 void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
