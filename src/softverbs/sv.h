@@ -702,14 +702,18 @@ int  sv_cap_check(uint32_t *val, uint32_t max);
 uint32_t sv_cq_max_cqe(void);
 uint64_t sv_cq_ring_alloc(uint32_t cqe, uint64_t *len);
 
-/* CQ */
-int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
-                const struct sv_cqe_inl *inl, int solicited);
+/* CQ (sv_cq.c), CQE production and arming (sv_cq_push.c), polling by the
+ * owner (sv_cq_poll.c): sv_cq_progress_all runs every local CQ's requesters
+ * (ibv_get_cq_event), sv_cq_init_poll_ex sets the ibv_cq_ex functions */
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
+int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+                const struct sv_cqe_inl *inl, int solicited);
+int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp);
-int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void sv_cq_progress_all(void);
+void sv_cq_init_poll_ex(struct sv_cq *cq, uint64_t wc_flags);
 
 /* RQ rings */
 int  sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
@@ -722,9 +726,7 @@ int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                       struct ibv_recv_wr **bad);
 int  sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
-/* QP state: where it lives, its reader, its writer, the moves to ERR and
- * SQE (needs struct sv_shm_qp above) */
-#include "sv_qp_state.h"
+#include "sv_qp_state.h"   /* the QP state (needs struct sv_shm_qp) */
 
 /* QP */
 int  sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

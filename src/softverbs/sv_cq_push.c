@@ -1,0 +1,293 @@
+/*
+ * softverbs completion queues: the producer side. Any process pushes a CQE
+ * into a CQ's ring (claiming a slot by CAS on the tail) and, when the CQ is
+ * armed (ibv_req_notify_cq), sends its completion event to the CQ's
+ * completion channel, whose owner reads it with ibv_get_cq_event. The
+ * arming and the producer's check of it pair their fences here.
+ */
+#include "sv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+
+/* ---------------------------------------------------------------------
+ * CQE production (any process)
+ * ------------------------------------------------------------------- */
+static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
+{
+    struct sv_ev_msg msg;
+    uint32_t armed;
+
+    /* seq_cst fence: the CQE just published must be visible before armed is
+     * read. Paired with the fence in sv_req_notify_cq (store armed, then
+     * the consumer polls): without both, the producer can read armed == 0
+     * while the consumer, having armed, still sees an empty CQ (store-load
+     * reordering), and the wakeup is lost */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&scq->armed, __ATOMIC_RELAXED)) {
+        return;
+    }
+    /* acq_rel: one producer wins the arming, after its CQE is published */
+    armed = __atomic_exchange_n(&scq->armed, 0, __ATOMIC_ACQ_REL);
+    if ((armed == 2) && !solicited) {
+        /* solicited-only arming stays until a solicited completion */
+        uint32_t zero = 0;
+        __atomic_compare_exchange_n(&scq->armed, &zero, 2, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        return;
+    }
+    if (armed && scq->ch_id) {
+        memset(&msg, 0, sizeof(msg));
+        msg.kind   = SV_EV_COMP;
+        msg.index  = index;
+        msg.cookie = scq->cookie;
+        sv_ev_send('c', scq->ch_id, &msg);
+    }
+}
+
+/* A producer found the ring closed by ibv_resize_cq: the ring that
+ * replaces it, once its owner published it (NULL: the CQ is gone, or its
+ * owner died in the middle of the resize) */
+static struct sv_cq_hdr *sv_cq_push_wait_ring(struct sv_shm_cq *scq,
+                                              struct sv_cq_hdr *closed)
+{
+    struct sv_cq_hdr *ring;
+    unsigned spins = 0;
+
+    for (;;) {
+        if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
+            return NULL;
+        }
+        /* acquire: pairs with the resizer's release store of ring_off */
+        ring = sv_shm_ptr(__atomic_load_n(&scq->ring_off, __ATOMIC_ACQUIRE));
+        if (ring != closed) {
+            return ring;
+        }
+        if ((++spins % 4096) == 0 && !sv_proc_alive(scq->proc, scq->pid)) {
+            return NULL;
+        }
+        sched_yield();
+    }
+}
+
+int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
+               const struct sv_cqe_inl *inl, int solicited)
+{
+    struct sv_shm_cq *scq = &sv_g.shm->cqs[cq_index];
+    struct sv_cq_hdr *ring;
+    struct sv_cq_slot *slot;
+    uint64_t t, h;
+
+    /* acquire: the ring offset is valid once in_use is seen */
+    if (!__atomic_load_n(&scq->in_use, __ATOMIC_ACQUIRE)) {
+        return -1;
+    }
+    /* acquire: the ring is complete once its offset is seen (a resize
+     * publishes a new one, sv_cq_ring.c) */
+    ring = sv_shm_ptr(__atomic_load_n(&scq->ring_off, __ATOMIC_ACQUIRE));
+    for (;;) {
+        /*
+         * Tail is read before head, so that tail - head never overstates
+         * the entries waiting (the consumer can only have moved head on
+         * since tail was read), and a difference that wraps (head overtook
+         * the tail read, while this producer was descheduled between the two
+         * reads) is read again. Before, a tail left from an earlier read was
+         * compared with a newer head: the unsigned difference wrapped into a
+         * false overrun and a CQE was dropped from a CQ with room
+         * (oversubscribed 8-rank MPI jobs stalled).
+         * acquire: the head load is not moved before the tail load.
+         */
+        t = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        if (SV_UNLIKELY(t & SV_CQ_TAIL_CLOSED)) {
+            /* being resized: push into the ring that replaces it */
+            ring = sv_cq_push_wait_ring(scq, ring);
+            if (ring == NULL) {
+                return -1;
+            }
+            continue;
+        }
+        /*
+         * The consumer's head is read only when the head a producer read
+         * last (head_seen, on the tail's cache line) shows no room: the
+         * consumer writes head on every poll, and reading it on every push
+         * moved its cache line between the two processes once per CQE
+         * (about half of this function's time in an 8-byte am_bw). As
+         * head_seen <= head, the room it shows is there. A head_seen
+         * beyond this tail read (stored by a producer that read a newer
+         * tail) makes t - h wrap: head is read then.
+         * acquire: pairs with the release store of head_seen, made after
+         * an acquire load of head (the consumer has read those slots).
+         */
+        h = __atomic_load_n(&ring->head_seen, __ATOMIC_ACQUIRE);
+        if (t - h >= ring->cqe) {
+            /* acquire: the consumer has read the slot before moving head */
+            h = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+            if ((int64_t)(t - h) < 0) {
+                continue;
+            }
+            if (t - h >= ring->cqe) {
+                /* head was read after tail: the CQ really was full */
+                if (!__atomic_exchange_n(&scq->overrun, 1,
+                                         __ATOMIC_RELAXED)) {
+                    sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
+                                cq_index, scq->cookie);
+                    /* Said once per CQ whatever SOFTVERBS_DEBUG says, as
+                     * mlx5's driver warns of a CQ error in the kernel log:
+                     * the completion is lost, and an owner that does not
+                     * read async events would not know why */
+                    sv_warn("cq %u overrun: %u "
+                            "completions queued, the CQ's capacity; this "
+                            "and later completions that find it full are "
+                            "lost (IBV_EVENT_CQ_ERR)", cq_index,
+                            (unsigned)(t - h));
+                } else {
+                    sv_error("cq %u overrun", cq_index);
+                }
+                return -1;
+            }
+            __atomic_store_n(&ring->head_seen, h, __ATOMIC_RELEASE);
+        }
+        if (__atomic_compare_exchange_n(&ring->tail, &t, t + 1, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            break;
+        }
+    }
+    slot = (struct sv_cq_slot *)(ring + 1) + (t & (ring->size - 1));
+    if (cqe->inl_len) {
+        memcpy(&slot->inl, inl, offsetof(struct sv_cqe_inl, data) +
+               cqe->inl_len);
+    }
+    if (scq->ts) {
+        /* completion timestamp: when the CQE is written, as an HCA stamps
+         * it (the clock is host-wide, so any producer process may) */
+        slot->inl.ts = sv_now_ns();
+    }
+    /* The header last, right before seq on its cache line: x86 commits
+     * stores in order, so a header written first waited in the cache for
+     * the payload's lines, and a consumer polling seq took that line away
+     * in between: the seq store then had to fetch it again */
+    memcpy((char *)&slot->h + sizeof(slot->h.seq), (const char *)cqe +
+           sizeof(cqe->seq), sizeof(*cqe) - sizeof(cqe->seq));
+    /* release: the CQE body is visible before the consumer sees seq */
+    __atomic_store_n(&slot->h.seq, t + 1, __ATOMIC_RELEASE);
+    sv_cq_notify(scq, cq_index, solicited);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Arming (owner): the next completion, or the next solicited one, sends
+ * an event to the CQ's channel (sv_cq_notify above)
+ * ------------------------------------------------------------------- */
+int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+    struct sv_cq *cq = sv_cq(ibcq);
+
+    /* release: pairs with the producer's exchange on armed */
+    __atomic_store_n(&cq->shm->armed, solicited_only ? 2 : 1,
+                     __ATOMIC_RELEASE);
+    /* seq_cst fence: armed is visible before the caller polls the CQ again
+     * (pairs with the fence in sv_cq_notify; see there) */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Completion channels
+ * ------------------------------------------------------------------- */
+SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+    struct sv_comp_channel *ch;
+
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ch->ch.context = ctx;
+    ch->ch.fd      = sv_ev_open('c', &ch->ch_id);
+    if (ch->ch.fd < 0) {
+        free(ch);
+        return NULL;
+    }
+    return &ch->ch;
+}
+
+SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    struct sv_comp_channel *ch = (struct sv_comp_channel *)channel;
+
+    if (channel->refcnt) {
+        return EBUSY;
+    }
+    close(channel->fd);
+    free(ch);
+    return 0;
+}
+
+static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    for (;;) {
+        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        sv_cq_progress_all();
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        ret = poll(&pfd, 1, 1);
+        if (ret > 0) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+                               struct ibv_cq **cq_out, void **cq_context)
+{
+    struct sv_ev_msg msg;
+    struct sv_shm_cq *scq;
+    struct ibv_cq *cq;
+    ssize_t n;
+
+    for (;;) {
+        n = sv_cq_event_recv(channel->fd, &msg);
+        if (n < 0) {
+            return -1;
+        }
+        if ((n != sizeof(msg)) || (msg.kind != SV_EV_COMP) ||
+            (msg.index >= SV_CQ_TBL)) {
+            continue;
+        }
+        scq = &sv_g.shm->cqs[msg.index];
+        if (!scq->in_use || (scq->cookie != msg.cookie) ||
+            (scq->pid != sv_g.pid)) {
+            continue; /* CQ destroyed meanwhile */
+        }
+        cq          = (struct ibv_cq *)(uintptr_t)msg.cookie;
+        pthread_mutex_lock(&cq->mutex);
+        sv_cq(cq)->comp_events_reported++;
+        pthread_mutex_unlock(&cq->mutex);
+        *cq_out     = cq;
+        *cq_context = cq->cq_context;
+        return 0;
+    }
+}
+
+SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_broadcast(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
