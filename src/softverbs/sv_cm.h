@@ -31,7 +31,7 @@
 
 /* Private data a message carries at most, per rdma_conn_param (IBA CM
  * REQ/REP/REJ private data less the 36-byte CMA header for REQ; see
- * sv_cm_conn.c for each limit) */
+ * sv_cm_conn.c and sv_cm_conn.h for each limit) */
 #define SV_CM_PRIV_MAX 256
 
 enum sv_cm_state {
@@ -48,9 +48,9 @@ enum sv_cm_state {
     SV_CM_DISCONNECTED,
 };
 
-/* The connection's timewait (sv_cm_conn.c): the IB CM enters it when our
- * DREQ is answered, or when we answer the peer's (rdma_disconnect after
- * its DREQ), and reports TIMEWAIT_EXIT when it ends */
+/* The connection's timewait (sv_cm_conn_teardown.c): the IB CM enters it
+ * when our DREQ is answered, or when we answer the peer's (rdma_disconnect
+ * after its DREQ), and reports TIMEWAIT_EXIT when it ends */
 enum sv_cm_tw {
     SV_CM_TW_NONE,
     SV_CM_TW_DREQ_RCVD,  /* DISCONNECTED by the peer: our DREP is due */
@@ -107,7 +107,7 @@ struct sv_cm_id {
     uint32_t             psn;
     /* the RDMA read/atomic resources of the connection, librdmacm's
      * id_priv->responder_resources/initiator_depth and the kernel CM's
-     * cm_id_priv ones (sv_cm_conn.c, sv_cm_resources): the QP's
+     * cm_id_priv ones (sv_cm_conn_setup.c, sv_cm_resources): the QP's
      * max_dest_rd_atomic at RTR and max_rd_atomic at RTS */
     uint8_t              resp_res;
     uint8_t              init_depth;
@@ -179,12 +179,16 @@ void sv_cm_channel_drop(struct sv_cm_channel *c, struct sv_cm_id *id);
 struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
                                 enum rdma_port_space ps,
                                 enum ibv_qp_type qp_type);
-/* the connection protocol reads what arrived on id's socket */
+/* the connection protocol reads what arrived on id's socket (sv_cm_conn.c,
+ * a listener's in sv_cm_conn_setup.c) */
 void sv_cm_conn_input(struct sv_cm_id *id);
 void sv_cm_listen_input(struct sv_cm_id *id);
+/* A destroyed id's connection: the peer is told, the socket closed
+ * (sv_cm_conn_teardown.c) */
+void sv_cm_conn_close(struct sv_cm_id *id);
 /* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT; the
  * next deadline (0: none) (sv_cm_id.c, with sv_cm_timewait_exit of
- * sv_cm_conn.c) */
+ * sv_cm_conn_teardown.c) */
 uint64_t sv_cm_timewait_run(uint64_t now_ns);
 void sv_cm_timewait_exit(struct sv_cm_id *id);
 

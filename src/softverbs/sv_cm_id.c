@@ -198,7 +198,6 @@ SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 }
 
 void sv_cm_qp_destroy_all(struct sv_cm_id *id);
-void sv_cm_conn_close(struct sv_cm_id *id);
 
 /* man rdma_destroy_id: the QP must be destroyed first by the user
  * (rdma_destroy_qp); a connection still up is disconnected, the peer told */

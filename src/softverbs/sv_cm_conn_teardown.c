@@ -1,0 +1,226 @@
+/*
+ * softverbs librdmacm: the end of a connection (the exchange is described
+ * in sv_cm_conn.c). rdma_disconnect moves the QP to ERR and sends the DREQ;
+ * the peer answers DREP at once, and both sides get DISCONNECTED. A peer
+ * whose socket closes (its process exited or died) ends the handshake or
+ * the connection as its lost MADs would. The IB CM's timewait follows a
+ * connection's end, and a destroyed id tells its peer what the kernel's
+ * cm_destroy_id sends.
+ */
+#include "sv_cm_conn.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* cm_enter_timewait: the IB CM's timewait of the connection begins; it
+ * lasts cm_convert_to_ms(av.timeout): the active side's av.timeout is the
+ * ACK timeout of its path with the target's ACK delay (cm_rep_handler),
+ * the passive side's its path's life time + 1 (cm_init_av_by_path) */
+static void sv_cm_timewait_enter(struct sv_cm_id *id)
+{
+    int t;
+
+    if (sv_cm_is_ud(id) ||
+        ((id->tw != SV_CM_TW_NONE) && (id->tw != SV_CM_TW_DREQ_RCVD))) {
+        return;
+    }
+    t = (id->listen != NULL) ? id->path.packet_life_time + 1 :
+        sv_cm_ack_timeout(sv_cm_ack_delay(id), id->path.packet_life_time);
+    id->tw          = SV_CM_TW_WAIT;
+    id->tw_deadline = sv_cm_now_ns() +
+                      (1000000ull << ((t > 8) ? t - 8 : 0));
+    sv_cm_timer_arm(id->tw_deadline);
+}
+
+/* cm_timewait_handler, cma_ib_handler: the id still exists (a destroyed
+ * one is not in the CM thread's list) and is disconnected */
+void sv_cm_timewait_exit(struct sv_cm_id *id)
+{
+    id->tw = SV_CM_TW_DONE;
+    if (id->state == SV_CM_DISCONNECTED) {
+        sv_cm_event_conn(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0);
+    }
+}
+
+/* A child whose peer left before its REQ: nobody knows it, it goes */
+static void sv_cm_child_drop(struct sv_cm_id *id)
+{
+    sv_cm_close_sock(id);
+    rdma_destroy_id(&id->id);
+}
+
+/* The peer's socket closed (its process exited or died) */
+void sv_cm_handle_gone(struct sv_cm_id *id)
+{
+    enum sv_cm_state st = id->state;
+
+    sv_cm_close_sock(id);
+    /* UD has no connection: a SIDR peer that goes away changes nothing
+     * here (the kernel's CM neither moves the QP nor reports it), but for
+     * a request still unanswered and a child whose REQ never came */
+    if (sv_cm_is_ud(id) && (st != SV_CM_CONNECT) &&
+        !((id->listen != NULL) && (st == SV_CM_IDLE))) {
+        return;
+    }
+    switch (st) {
+    case SV_CM_CONNECT:
+        id->state = SV_CM_ROUTE_RESOLVED;
+        /* The kernel's CM rejects the REQ of an id destroyed in REQ_RCVD
+         * (cm_destroy_id: IB_CM_REJ_CONSUMER_DEFINED), which is what a
+         * listener's death does to a request it holds; the REQ of a UD id
+         * (SIDR) has no reject and times out */
+        if (id->id.qp_type == IBV_QPT_UD) {
+            sv_cm_event_conn(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL,
+                             0);
+        } else {
+            sv_cm_event_conn(id, RDMA_CM_EVENT_REJECTED,
+                             SV_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+        }
+        break;
+    case SV_CM_REQ_RCVD:
+    case SV_CM_REP_SENT:
+        id->state = SV_CM_DISCONNECTED;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, NULL,
+                         0);
+        break;
+    case SV_CM_CONNECTED:
+    case SV_CM_REP_RCVD:
+        /* a peer that dies sends its DREQ (cm_destroy_id) */
+        sv_cm_qp_to_err(id);
+        id->state = SV_CM_DISCONNECTED;
+        id->tw    = SV_CM_TW_DREQ_RCVD;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        break;
+    case SV_CM_DISCONNECTED:
+        if (id->disc_pending) {
+            /* our DREQ's answer will not come: the peer is gone */
+            id->disc_pending = 0;
+            sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+            sv_cm_timewait_enter(id);
+        }
+        break;
+    default:
+        if (id->listen != NULL) {
+            sv_cm_child_drop(id); /* before its REQ */
+        }
+        break;
+    }
+}
+
+/* DREQ: the peer disconnects */
+void sv_cm_handle_dreq(struct sv_cm_id *id)
+{
+    struct sv_cm_msg reply;
+
+    /* DISCONNECTED at once; the DREP goes at once too (the kernel's CM
+     * waits for this side's rdma_disconnect or destroy to send it, and
+     * the peer times out otherwise: here the peer is told now). The QP
+     * goes to ERR with this side's rdma_disconnect, as in rdma-core */
+    sv_cm_msg_init(id, &reply, SV_CM_MSG_DREP, NULL, 0);
+    sv_cm_send(id, &reply);
+    sv_cm_close_sock(id);
+    /* both sides may disconnect at once: their DREQs cross, and each
+     * answers the other's */
+    id->state        = SV_CM_DISCONNECTED;
+    id->disc_pending = 0;
+    if (id->tw == SV_CM_TW_NONE) {
+        id->tw = SV_CM_TW_DREQ_RCVD; /* timewait at rdma_disconnect */
+    }
+    sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+/* DREP: the answer to our DREQ */
+void sv_cm_handle_drep(struct sv_cm_id *id)
+{
+    sv_cm_close_sock(id);
+    if (id->disc_pending) {
+        id->disc_pending = 0;
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        sv_cm_timewait_enter(id);
+    }
+}
+
+/* man rdma_disconnect: the QP goes to ERR, both sides get DISCONNECTED */
+static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_msg m;
+
+    if (id == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (id->state == SV_CM_DISCONNECTED) {
+        /* the peer disconnected first: answering it (its DREP went),
+         * which starts the timewait (cm_enter_timewait of ib_send_cm_drep) */
+        sv_cm_qp_to_err(id);
+        if (id->tw == SV_CM_TW_DREQ_RCVD) {
+            sv_cm_timewait_enter(id);
+        }
+        return 0;
+    }
+    if ((id->state != SV_CM_CONNECTED) && (id->state != SV_CM_REP_SENT) &&
+        (id->state != SV_CM_REP_RCVD)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sv_cm_qp_to_err(id);
+    sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+    id->state        = SV_CM_DISCONNECTED;
+    id->disc_pending = 1;
+    if (sv_cm_send(id, &m) != 0) {
+        id->disc_pending = 0;
+        /* the peer is gone already */
+        sv_cm_close_sock(id);
+        sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        sv_cm_timewait_enter(id);
+    }
+    return id->sync ? sv_cm_sync_result(id, RDMA_CM_EVENT_DISCONNECTED) : 0;
+}
+
+SV_CM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_disconnect(cm_id);
+    sv_cm_unlock();
+    return ret;
+}
+
+/*
+ * rdma_destroy_id: the peer is told what the kernel's cm_destroy_id sends
+ * for the IB CM state. A connection not established yet is rejected (REJ:
+ * "timeout" from an active side still waiting for the REP, as for
+ * IB_CM_REQ_SENT; "consumer defined" once a REQ or a REP was received or a
+ * REP sent), and the peer's id gets REJECTED; an established one is
+ * disconnected (DREQ), and the peer's id gets DISCONNECTED. A DREQ for a
+ * request not yet accepted gave its listener's user a DISCONNECTED for an
+ * id it never accepted, which UCX's rdmacm took for one of its endpoints.
+ */
+void sv_cm_conn_close(struct sv_cm_id *id)
+{
+    struct sv_cm_msg m;
+
+    if ((id->sock >= 0) && (id->state != SV_CM_LISTEN) &&
+        (id->state != SV_CM_DISCONNECTED)) {
+        switch (sv_cm_is_ud(id) ? SV_CM_CONNECTED : id->state) {
+        case SV_CM_CONNECT:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, NULL, 0);
+            m.reason = SV_CM_REJ_TIMEOUT;
+            break;
+        case SV_CM_REQ_RCVD:
+        case SV_CM_REP_SENT:
+        case SV_CM_REP_RCVD:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, NULL, 0);
+            m.reason = SV_CM_REJ_CONSUMER_DEFINED;
+            break;
+        default:
+            sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
+            break;
+        }
+        sv_cm_send(id, &m);
+    }
+    sv_cm_close_sock(id);
+    sv_cm_channel_drop(id->chan, id);
+}
