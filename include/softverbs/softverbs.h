@@ -16,11 +16,17 @@ extern "C" {
 #define SOFTVERBS_ENV_NUM_DEVICES  "SOFTVERBS_NUM_DEVICES"
 /* Ports of each soft HCA (1..4, default 1). */
 #define SOFTVERBS_ENV_NUM_PORTS    "SOFTVERBS_NUM_PORTS"
+/* Link layer of the ports: "infiniband" (default) or "ethernet" (RoCE),
+ * one value for all ports or a comma-separated value per port. */
+#define SOFTVERBS_ENV_LINK_LAYER   "SOFTVERBS_LINK_LAYER"
+/* Network device(s) RoCE ports take their GIDs and MTU from (default: the
+ * first one up with an IPv4 address, else lo); one, or one per port. */
+#define SOFTVERBS_ENV_NETDEV       "SOFTVERBS_NETDEV"
 /* Path of the host-wide shared registry (default /dev/shm/softverbs). */
 #define SOFTVERBS_ENV_SHM          "SOFTVERBS_SHM"
 /* Size in MiB of the registry's ring arena (default 4096, sparse). */
 #define SOFTVERBS_ENV_SHM_MB       "SOFTVERBS_SHM_MB"
-/* "clamp" (default) or "fail": caps above the device limits. */
+/* "fail" (default, as mlx5) or "clamp": caps above the device limits. */
 #define SOFTVERBS_ENV_CAP_POLICY   "SOFTVERBS_CAP_POLICY"
 /* Host-wide object limits: creation beyond them fails with ENOMEM. */
 #define SOFTVERBS_ENV_MAX_QP       "SOFTVERBS_MAX_QP"

@@ -34,6 +34,9 @@
 #define SV_MAX_SGE        30
 #define SV_MAX_SQ_DESC    768     /* largest send WQE: inline room (sv_qp.c) */
 #define SV_MAX_PORTS      4
+/* GID table entries of a RoCE port (sv_gid.c): the default pair and
+ * one pair per address of its netdev */
+#define SV_GID_TBL_LEN    16
 #define SV_MAX_WR         32768
 #define SV_MAX_CQE        (4 * 1024 * 1024 - 1)
 #define SV_MAX_RD_ATOM    16
@@ -42,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 14     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 15     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -225,6 +228,13 @@ struct sv_shm_qp {
                                      the WQE before (written by the owner) */
     uint64_t dc_key_violations;   /* DCT: requests dropped for a wrong key
                                      (any requester, atomic add) */
+    /* RC, UC: the primary path's GRH (ibv_modify_qp with IBV_QP_AV), for
+     * the address checks of RoCE responders (sv_gid_route) */
+    uint8_t  av_is_global;
+    uint8_t  av_sgid_index;
+    uint8_t  av_pad[2];
+    uint8_t  av_dgid[16];
+    uint32_t av_pad2;
 };
 
 struct sv_shm_mr {
@@ -591,7 +601,8 @@ struct sv_swqe {
     uint32_t mr_lkey;
     uint64_t bind_len;
     uint32_t bind_access;
-    uint32_t pad_mw;
+    uint8_t  ud_sgid_index;       /* UD, DCI: the AV's source GID */
+    uint8_t  pad_mw[3];
     struct ibv_sge sge[];         /* then inline data */
 };
 
@@ -692,6 +703,28 @@ uint16_t sv_port_lid(int index, uint8_t port);
 uint8_t sv_lid_port(uint16_t lid);
 int sv_port_valid(uint8_t port);
 void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
+uint64_t sv_device_guid(int index);
+int sv_ah_attr_valid(const struct ibv_ah_attr *attr, uint8_t port,
+                     int no_dlid_ok);
+/* ports' link layers and GID tables, the GID checks of RoCE (sv_gid.c) */
+void sv_gid_init(int nports);
+uint32_t sv_gid_tag(int nports);
+int  sv_port_is_eth(uint8_t port);
+int  sv_gid_tbl_len(uint8_t port);
+int  sv_gid_entry(int dev, uint8_t port, unsigned index, union ibv_gid *gid,
+                  int *type);
+int  sv_gid_find(int dev, uint8_t port, const union ibv_gid *gid, int type);
+uint32_t sv_gid_ifindex(uint8_t port);
+const char *sv_gid_netdev(uint8_t port);
+enum ibv_mtu sv_gid_active_mtu(uint8_t port);
+int  sv_gid_sgid_valid(uint8_t port, unsigned index);
+int  sv_gid_route(const struct sv_shm_qp *sq, unsigned sgid_index, int has_grh,
+                  const union ibv_gid *dgid, const struct sv_shm_qp *dq);
+void sv_gid_build_roce_grh(const struct sv_shm_qp *sq, unsigned sgid_index,
+                           const union ibv_gid *dgid, uint32_t paylen,
+                           struct ibv_grh *grh);
+int  sv_gid_parse_roce_grh(const struct ibv_grh *grh, union ibv_gid *sgid,
+                           union ibv_gid *dgid, int *type);
 void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 

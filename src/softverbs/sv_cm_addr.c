@@ -428,3 +428,49 @@ SV_CM_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
         free(res);
     }
 }
+
+/*
+ * The GID index a connection of id sends from, with its GID: 0 on
+ * InfiniBand (LIDs route). On RoCE the RoCE v2 GID of the id's source
+ * address where its port has one (the kernel's rdma_cm takes RoCE v2 by
+ * default, cma_default_roce_gid_type, and the GID of the bound address),
+ * else the port's default RoCE v2 GID (index 1): every address of the host
+ * maps to the CM's port here, loopback included, which a netdev's GID
+ * table does not hold.
+ */
+uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid)
+{
+    const struct sockaddr *sa = &id->id.route.addr.src_addr;
+    struct ibv_gid_entry e;
+    struct ibv_port_attr pa;
+    union ibv_gid want;
+    int i;
+
+    memset(gid, 0, sizeof(*gid));
+    if ((id->id.verbs == NULL) ||
+        (ibv_query_port(id->id.verbs, id->id.port_num, &pa) != 0)) {
+        return 0;
+    }
+    if (pa.link_layer != IBV_LINK_LAYER_ETHERNET) {
+        ibv_query_gid(id->id.verbs, id->id.port_num, 0, gid);
+        return 0;
+    }
+    memset(&want, 0, sizeof(want));
+    if (sa->sa_family == AF_INET) {
+        want.raw[10] = want.raw[11] = 0xff;
+        memcpy(&want.raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        memcpy(want.raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    }
+    for (i = 0; i < pa.gid_tbl_len; i++) {
+        if ((ibv_query_gid_ex(id->id.verbs, id->id.port_num, i, &e, 0) == 0) &&
+            (e.gid_type == IBV_GID_TYPE_ROCE_V2) &&
+            !memcmp(&e.gid, &want, sizeof(want))) {
+            *gid = e.gid;
+            return (uint8_t)i;
+        }
+    }
+    ibv_query_gid(id->id.verbs, id->id.port_num, 1, gid);
+    return 1;
+}
+

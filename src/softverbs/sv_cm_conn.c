@@ -87,7 +87,7 @@ void sv_cm_msg_init(struct sv_cm_id *id, struct sv_cm_msg *m,
     if ((id->id.verbs != NULL) &&
         (ibv_query_port(id->id.verbs, id->id.port_num, &pa) == 0)) {
         m->lid = pa.lid;
-        ibv_query_gid(id->id.verbs, id->id.port_num, 0, &m->gid);
+        sv_cm_gid_index(id, &m->gid);
     }
     memcpy(&m->src, &id->id.route.addr.src_storage, sizeof(m->src));
     memcpy(&m->dst, &id->id.route.addr.dst_storage, sizeof(m->dst));

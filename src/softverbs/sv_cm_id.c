@@ -299,10 +299,9 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
         id->path.dlid = htobe16(pa.lid);
         id->path.mtu  = pa.active_mtu;
     }
-    if (ibv_query_gid(id->id.verbs, id->id.port_num, 0, &gid) == 0) {
-        id->path.sgid = gid;
-        id->path.dgid = gid;
-    }
+    sv_cm_gid_index(id, &gid);
+    id->path.sgid = gid;
+    id->path.dgid = gid;
     id->path.pkey       = htobe16(0xffff);
     id->path.packet_life_time = SV_CM_PACKET_LIFE_TIME;
     id->id.route.num_paths = 1;

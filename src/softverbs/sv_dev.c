@@ -23,6 +23,7 @@ static void sv_devices_init(void)
 
     sv_g.num_ports = (int)sv_env_uint(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS,
                                       1, 0);
+    sv_gid_init(sv_g.num_ports);
     /* the devices' sysfs directories, as libibverbs names them under
      * ibv_get_sysfs_path(): softverbs' tree (sv_misc.c) */
     sv_sysfs_root(sysfs, sizeof(sysfs), n, sv_g.num_ports);
@@ -76,13 +77,9 @@ int sv_port_valid(uint8_t port)
     return (port >= 1) && (port <= sv_g.num_ports);
 }
 
-/* Port GUID: the node GUID for port 1, then one more bit pattern per port,
- * so that every port has a GID of its own */
-void sv_device_gid(int index, uint8_t port, union ibv_gid *gid)
+uint64_t sv_device_guid(int index)
 {
-    gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
-    gid->global.interface_id  = htobe64(sv_devs[index].guid ^
-                                        ((uint64_t)(port - 1) << 40));
+    return sv_devs[index].guid;
 }
 
 /* Apply SOFTVERBS_CAP_POLICY to a requested capability: fail (the
@@ -287,8 +284,8 @@ static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev,
     memset(p, 0, sizeof(*p));
     p->state           = IBV_PORT_ACTIVE;
     p->max_mtu         = IBV_MTU_4096;
-    p->active_mtu      = IBV_MTU_4096;
-    p->gid_tbl_len     = 1;
+    p->active_mtu      = sv_gid_active_mtu(port);
+    p->gid_tbl_len     = sv_gid_tbl_len(port);
     p->port_cap_flags  = IBV_PORT_SM | IBV_PORT_TRAP_SUP |
                          IBV_PORT_SYS_IMAGE_GUID_SUP |
                          IBV_PORT_CM_SUP;
@@ -309,6 +306,15 @@ static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev,
     p->link_layer      = IBV_LINK_LAYER_INFINIBAND;
     p->flags           = 0;
     p->port_cap_flags2 = 0;
+    if (sv_port_is_eth(port)) {
+        /* RoCE: no subnet manager, no LIDs; GIDs from IP addresses (rxe's
+         * RXE_PORT_PORT_CAP_FLAGS, IB_PORT_IP_BASED_GIDS as mlx5_ib sets
+         * for Ethernet ports) */
+        p->link_layer     = IBV_LINK_LAYER_ETHERNET;
+        p->lid            = 0;
+        p->sm_lid         = 0;
+        p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+    }
 }
 
 static int sv_query_port(struct ibv_context *ctx, uint8_t port,
@@ -330,73 +336,6 @@ SV_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port,
     /* old binaries pass the struct without the trailing new fields */
     return sv_query_port(ctx, port, (struct ibv_port_attr *)attr,
                          offsetof(struct ibv_port_attr, link_layer) + 1);
-}
-
-SV_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
-                            union ibv_gid *gid)
-{
-    if (!sv_port_valid(port) || (index != 0)) {
-        errno = EINVAL;
-        return -1;
-    }
-    sv_device_gid(sv_ctx(ctx)->dev->index, port, gid);
-    return 0;
-}
-
-SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port,
-                                uint32_t index, struct ibv_gid_entry *entry,
-                                uint32_t flags, size_t entry_size)
-{
-    struct ibv_gid_entry e;
-
-    if ((port > 255) || !sv_port_valid((uint8_t)port) || (index != 0) ||
-        flags) {
-        return EINVAL;
-    }
-    memset(&e, 0, sizeof(e));
-    sv_device_gid(sv_ctx(ctx)->dev->index, (uint8_t)port, &e.gid);
-    e.gid_index = 0;
-    e.port_num  = port;
-    e.gid_type  = IBV_GID_TYPE_IB;
-    e.ndev_ifindex = 0;
-    memcpy(entry, &e, (entry_size < sizeof(e)) ? entry_size : sizeof(e));
-    return 0;
-}
-
-SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx,
-                                       struct ibv_gid_entry *entries,
-                                       size_t max_entries, uint32_t flags,
-                                       size_t entry_size)
-{
-    int ret, port;
-
-    /* one GID (index 0) per port */
-    if (max_entries < (size_t)sv_g.num_ports) {
-        return -EINVAL;
-    }
-    for (port = 1; port <= sv_g.num_ports; ++port) {
-        ret = _ibv_query_gid_ex(ctx, port, 0,
-                                (struct ibv_gid_entry *)((char *)entries +
-                                                         (port - 1) *
-                                                         entry_size),
-                                flags, entry_size);
-        if (ret) {
-            return -ret;
-        }
-    }
-    return sv_g.num_ports;
-}
-
-/* IBVERBS_PRIVATE_34: enum ibv_gid_type_sysfs, 0 is IB/RoCE v1 */
-SV_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port,
-                                 unsigned int index, int *type)
-{
-    if (!sv_port_valid(port) || (index != 0)) {
-        errno = EINVAL;
-        return -1;
-    }
-    *type = 0;
-    return 0;
 }
 
 SV_EXPORT int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,

@@ -33,7 +33,7 @@
  * "returned failure". softverbs has no kernel device, so it makes the
  * tree its devices would have:
  *
- *   <directory of SOFTVERBS_SHM>/softverbs-sysfs-<uid>-<devices>x<ports>-v1
+ *   <directory of SOFTVERBS_SHM>/softverbs-sysfs-<uid>-<devices>x<ports>-<tag>-v2
  *     class/infiniband/softverbs<i>/...   the kernel's ib_core files, in
  *                                         its formats (drivers/infiniband/
  *                                         core/sysfs.c), from the same
@@ -64,7 +64,7 @@ enum sv_sysfs_state {
     SV_SYSFS_FAILED,
 };
 
-#define SV_SYSFS_FORMAT "v1"
+#define SV_SYSFS_FORMAT "v2"
 
 static pthread_once_t sv_sysfs_once = PTHREAD_ONCE_INIT;
 static enum sv_sysfs_state sv_sysfs_state = SV_SYSFS_UNBUILT;
@@ -105,9 +105,12 @@ void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports)
     } else {
         *slash = '\0';
     }
-    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-" SV_SYSFS_FORMAT, dir,
-             (dir[strlen(dir) - 1] == '/') ? "" : "/", (unsigned)getuid(),
-             ndevs, nports);
+    /* the ports' link layers and GIDs are in the name too (sv_gid_tag):
+     * processes with other settings or in another network namespace
+     * must not share a tree */
+    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-%08x-" SV_SYSFS_FORMAT,
+             dir, (dir[strlen(dir) - 1] == '/') ? "" : "/", (unsigned)getuid(),
+             ndevs, nports, (unsigned)sv_gid_tag(nports));
 }
 
 /* dir/name holding the formatted line, as a sysfs attribute reads */
@@ -243,6 +246,57 @@ static void sv_sysfs_rate(char *buf, size_t len, const struct ibv_port_attr *p)
              (rate10 % 10) ? ".5" : "", wn, sn);
 }
 
+/* A port's gids/<i>, gid_attrs/types/<i> and gid_attrs/ndevs/<i>, as
+ * ib_core shows them (show_port_gid, show_port_gid_attr_gid_type: "IB/RoCE
+ * v1" or "RoCE v2"; ndevs only for a GID bound to a netdev); empty entries
+ * read as the zero GID */
+static int sv_sysfs_gids(struct ibv_context *ctx, uint8_t port,
+                         const char *pdir, int len)
+{
+    char sub[512], buf[64], name[16];
+    struct ibv_gid_entry e;
+    union ibv_gid gid;
+    int i, ret;
+
+    if ((sv_sysfs_mkdir(sub, "%s/gids", pdir) != 0) ||
+        (sv_sysfs_mkdir(sub, "%s/gid_attrs", pdir) != 0) ||
+        (sv_sysfs_mkdir(sub, "%s/gid_attrs/types", pdir) != 0) ||
+        (sv_sysfs_mkdir(sub, "%s/gid_attrs/ndevs", pdir) != 0)) {
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        snprintf(name, sizeof(name), "%d", i);
+        ret = ibv_query_gid_ex(ctx, port, i, &e, 0);
+        if (ret == ENODATA) {
+            memset(&gid, 0, sizeof(gid));
+        } else if (ret != 0) {
+            return -1;
+        } else {
+            gid = e.gid;
+        }
+        sv_sysfs_gid(buf, sizeof(buf), &gid);
+        if ((sv_sysfs_mkdir(sub, "%s/gids", pdir) != 0) ||
+            (sv_sysfs_put(sub, name, "%s", buf) != 0)) {
+            return -1;
+        }
+        if (ret != 0) {
+            continue;
+        }
+        if ((sv_sysfs_mkdir(sub, "%s/gid_attrs/types", pdir) != 0) ||
+            (sv_sysfs_put(sub, name, "%s",
+                          (e.gid_type == IBV_GID_TYPE_ROCE_V2) ? "RoCE v2" :
+                          "IB/RoCE v1") != 0)) {
+            return -1;
+        }
+        if ((e.ndev_ifindex != 0) &&
+            ((sv_sysfs_mkdir(sub, "%s/gid_attrs/ndevs", pdir) != 0) ||
+             (sv_sysfs_put(sub, name, "%s", sv_gid_netdev(port)) != 0))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* One device's ib_core and uverbs directories under root */
 static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
                            const char *host)
@@ -259,7 +313,6 @@ static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
     struct ibv_context *ctx = ibv_open_device(dev);
     struct ibv_device_attr da;
     struct ibv_port_attr pa;
-    union ibv_gid gid;
     uint16_t pkey;
     int p, ret = -1;
 
@@ -285,7 +338,6 @@ static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
     }
     for (p = 1; p <= da.phys_port_cnt; p++) {
         if ((ibv_query_port(ctx, (uint8_t)p, &pa) != 0) ||
-            (ibv_query_gid(ctx, (uint8_t)p, 0, &gid) != 0) ||
             (ibv_query_pkey(ctx, (uint8_t)p, 0, &pkey) != 0) ||
             (sv_sysfs_mkdir(pdir, "%s/ports/%d", dir, p) != 0) ||
             (sv_sysfs_put(pdir, "state", "%d: %s", pa.state,
@@ -304,14 +356,9 @@ static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
             (sv_sysfs_put(pdir, "link_layer", "%s",
                           (pa.link_layer == IBV_LINK_LAYER_ETHERNET) ?
                           "Ethernet" : "InfiniBand") != 0) ||
-            (sv_sysfs_mkdir(sub, "%s/gids", pdir) != 0) ||
-            (sv_sysfs_gid(buf, sizeof(buf), &gid),
-             sv_sysfs_put(sub, "0", "%s", buf) != 0) ||
             (sv_sysfs_mkdir(sub, "%s/pkeys", pdir) != 0) ||
             (sv_sysfs_put(sub, "0", "0x%04x", be16toh(pkey)) != 0) ||
-            (sv_sysfs_mkdir(sub, "%s/gid_attrs", pdir) != 0) ||
-            (sv_sysfs_mkdir(sub, "%s/gid_attrs/types", pdir) != 0) ||
-            (sv_sysfs_put(sub, "0", "IB/RoCE v1") != 0)) {
+            (sv_sysfs_gids(ctx, (uint8_t)p, pdir, pa.gid_tbl_len) != 0)) {
             goto out;
         }
     }

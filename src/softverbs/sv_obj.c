@@ -285,14 +285,29 @@ void sv_obj_init_ops(struct verbs_context *v)
 /* ---------------------------------------------------------------------
  * AH
  * ------------------------------------------------------------------- */
+/* An address vector a port can send with: on InfiniBand a DLID or a GRH
+ * from GID 0 (softverbs' IB ports have one GID); on RoCE a GRH always
+ * (IBA annex A16: no LRH, the GRH carries the address; mlx5 and rxe refuse
+ * a RoCE AH without IB_AH_GRH) from a populated GID, the DLID unused.
+ * port: the port it is used on; no_dlid_ok: a DC AV, which names no DLID (the target comes per WR) */
+int sv_ah_attr_valid(const struct ibv_ah_attr *attr, uint8_t port,
+                     int no_dlid_ok)
+{
+    if (sv_port_is_eth(port)) {
+        return attr->is_global &&
+               sv_gid_sgid_valid(port, attr->grh.sgid_index);
+    }
+    return ((attr->dlid != 0) || attr->is_global || no_dlid_ok) &&
+           (!attr->is_global || (attr->grh.sgid_index == 0));
+}
+
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
                                        struct ibv_ah_attr *attr)
 {
     struct sv_ah *ah;
 
     if ((pd == NULL) || (attr == NULL) || !sv_port_valid(attr->port_num) ||
-        ((attr->dlid == 0) && !attr->is_global) ||
-        (attr->is_global && (attr->grh.sgid_index != 0))) {
+        !sv_ah_attr_valid(attr, attr->port_num, 0)) {
         errno = EINVAL;
         return NULL;
     }
@@ -315,6 +330,36 @@ SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
     return 0;
 }
 
+/* RoCE: the reply goes to the GRH's source GID (an IPv4 header for RoCE
+ * v2 over IPv4), from this port's GID the packet was sent to, of the same
+ * type (rdma-core's ibv_init_ah_from_wc: get_grh_header_version, then
+ * ibv_find_gid_index) */
+static int sv_init_roce_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
+                                   struct ibv_wc *wc, struct ibv_grh *grh,
+                                   struct ibv_ah_attr *ah_attr)
+{
+    union ibv_gid sgid, dgid;
+    int type, index;
+
+    if (!(wc->wc_flags & IBV_WC_GRH) || (grh == NULL) ||
+        (sv_gid_parse_roce_grh(grh, &sgid, &dgid, &type) != 0)) {
+        errno = EINVAL;
+        return -1;
+    }
+    index = sv_gid_find(sv_ctx(ctx)->dev->index, port_num, &dgid, type);
+    if (index < 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    ah_attr->sl                 = wc->sl;
+    ah_attr->port_num           = port_num;
+    ah_attr->is_global          = 1;
+    ah_attr->grh.dgid           = sgid;
+    ah_attr->grh.sgid_index     = (uint8_t)index;
+    ah_attr->grh.hop_limit      = 0xff;
+    return 0;
+}
+
 SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
                                   struct ibv_wc *wc, struct ibv_grh *grh,
                                   struct ibv_ah_attr *ah_attr)
@@ -324,6 +369,9 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
         return -1;
     }
     memset(ah_attr, 0, sizeof(*ah_attr));
+    if (sv_port_is_eth(port_num)) {
+        return sv_init_roce_ah_from_wc(ctx, port_num, wc, grh, ah_attr);
+    }
     ah_attr->dlid          = wc->slid;
     ah_attr->sl            = wc->sl;
     ah_attr->src_path_bits = wc->dlid_path_bits;

@@ -165,6 +165,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
         w->ud_port    = ah->attr.port_num;
         w->ud_has_grh = ah->attr.is_global;
         w->ud_dgid    = ah->attr.grh.dgid;
+        w->ud_sgid_index = ah->attr.grh.sgid_index;
     } else if (type == SV_QPT_DCI) {
         struct sv_ah *ah = sv_container_of(dc->ah, struct sv_ah, ah);
         w->ud_qpn     = dc->dctn;
@@ -173,6 +174,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
         w->ud_port    = ah->attr.port_num;
         w->ud_has_grh = ah->attr.is_global;
         w->ud_dgid    = ah->attr.grh.dgid;
+        w->ud_sgid_index = ah->attr.grh.sgid_index;
     }
     qp->sq_tail++;
     return 0;

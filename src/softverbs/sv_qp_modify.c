@@ -276,8 +276,12 @@ static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
      * comes per WR; mlx5_ib uses no DLID of it), so a zero DLID is fine */
     if ((mask & IBV_QP_AV) &&
         (((a->ah_attr.port_num != 0) && !sv_port_valid(a->ah_attr.port_num)) ||
-         ((a->ah_attr.dlid == 0) && !a->ah_attr.is_global &&
-          (qp->sv_type != SV_QPT_DCI) && (qp->sv_type != SV_QPT_DCT)))) {
+         !sv_ah_attr_valid(&a->ah_attr,
+                           a->ah_attr.port_num ? a->ah_attr.port_num :
+                           (mask & IBV_QP_PORT) ? a->port_num :
+                           qp->shm->port,
+                           (qp->sv_type == SV_QPT_DCI) ||
+                           (qp->sv_type == SV_QPT_DCT)))) {
         return EINVAL;
     }
     /* qp_access_flags are not checked: the kernel's modify_qp
@@ -345,7 +349,13 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         qp->attr.qkey = a->qkey;
         qp->shm->qkey = a->qkey;
     }
-    if (mask & IBV_QP_AV)              qp->attr.ah_attr = a->ah_attr;
+    if (mask & IBV_QP_AV) {
+        qp->attr.ah_attr        = a->ah_attr;
+        qp->shm->av_is_global   = a->ah_attr.is_global;
+        qp->shm->av_sgid_index  = a->ah_attr.grh.sgid_index;
+        memcpy(qp->shm->av_dgid, a->ah_attr.grh.dgid.raw,
+               sizeof(qp->shm->av_dgid));
+    }
     if (mask & IBV_QP_ALT_PATH) {
         qp->attr.alt_ah_attr    = a->alt_ah_attr;
         qp->attr.alt_pkey_index = a->alt_pkey_index;

@@ -149,7 +149,9 @@ static int sv_req_dc(struct sv_qp *qp, struct sv_resp_req *r)
         qp->dc_last_dctn = w->ud_qpn;
         qp->dc_last_dlid = w->ud_dlid;
     }
-    if (sv_device_by_lid(w->ud_dlid) == NULL) {
+    /* on RoCE the GRH addresses the target (sv_resp_check_qp) */
+    if (!sv_port_is_eth(qp->shm->port) &&
+        (sv_device_by_lid(w->ud_dlid) == NULL)) {
         return SV_RESP_NORESP;
     }
     r->dc_key = w->dc_key;
@@ -191,6 +193,14 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
     r.qkey = (w->ud_qkey & SV_QKEY_PRIV) ? qp->shm->qkey : w->ud_qkey;
     if (sv_chance(sv_g.ud_drop)) {
         return SV_RESP_ACK; /* lost on the wire */
+    }
+    if (sv_port_is_eth(qp->shm->port)) {
+        /* RoCE: no LIDs, the GRH addresses the port (sv_resp_check_qp);
+         * no multicast on RoCE ports: a multicast GID is lost there */
+        if (w->ud_dgid.raw[0] != 0xff) {
+            sv_req_deliver(qp, &r, w->ud_qpn);
+        }
+        return SV_RESP_ACK;
     }
     if (w->ud_dlid >= SV_MCAST_LID_BASE) {
         return sv_req_mcast(qp, &r);

@@ -81,6 +81,21 @@ static int sv_resp_dc_key_violation(struct sv_resp_req *r,
     return SV_RESP_NORESP;
 }
 
+/* A RoCE packet reaches dq: its AV (the WR's for UD and DC, the QP's for
+ * RC and UC) names one of dq's GIDs, of the sender GID's type */
+static int sv_resp_roce_route(struct sv_resp_req *r, struct sv_shm_qp *dq)
+{
+    struct sv_shm_qp *sq = r->qp->shm;
+
+    if ((sq->type == IBV_QPT_UD) || (sq->type == SV_QPT_DCI)) {
+        return sv_gid_route(sq, r->wqe->ud_sgid_index, r->wqe->ud_has_grh,
+                            &r->wqe->ud_dgid, dq);
+    }
+    return sv_gid_route(sq, r->qp->attr.ah_attr.grh.sgid_index,
+                        r->qp->attr.ah_attr.is_global,
+                        &r->qp->attr.ah_attr.grh.dgid, dq);
+}
+
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
@@ -101,8 +116,13 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
      * on that port (multicast LIDs were resolved by the requester) */
     dlid = ((sq->type == IBV_QPT_UD) || (sq->type == SV_QPT_DCI)) ?
            r->wqe->ud_dlid : r->qp->attr.ah_attr.dlid;
-    if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) &&
-        (dlid != sv_port_lid(dq->dev, dq->port))) {
+    if (sv_port_is_eth(sq->port) || sv_port_is_eth(dq->port)) {
+        /* RoCE: by the GRH, of the right GID type (sv_gid_route) */
+        if (!sv_resp_roce_route(r, dq)) {
+            return SV_RESP_NORESP;
+        }
+    } else if ((dlid != 0) && (dlid < SV_MCAST_LID_BASE) &&
+               (dlid != sv_port_lid(dq->dev, dq->port))) {
         return SV_RESP_NORESP;
     }
     if (sq->type == IBV_QPT_UD) {
@@ -216,6 +236,11 @@ static ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
 static void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
                               uint32_t paylen)
 {
+    if (sv_port_is_eth(r->qp->shm->port)) {
+        sv_gid_build_roce_grh(r->qp->shm, r->wqe->ud_sgid_index,
+                              &r->wqe->ud_dgid, paylen, grh);
+        return;
+    }
     memset(grh, 0, sizeof(*grh));
     /* IPVer 6, TClass 0, flow label 0 (IBA spec 8.3.1 GRH format) */
     grh->version_tclass_flow = htobe32(6u << 28);
@@ -417,7 +442,9 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
     rs->cqe.opcode = (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
                      IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
     rs->cqe.src_qp = rs->r->qp->shm->qpn;
-    rs->cqe.slid   = sv_port_lid(rs->r->qp->shm->dev, rs->r->qp->shm->port);
+    /* RoCE has no LIDs: SLID 0 (the source is in the GRH) */
+    rs->cqe.slid   = sv_port_is_eth(rs->r->qp->shm->port) ? 0 :
+                     sv_port_lid(rs->r->qp->shm->dev, rs->r->qp->shm->port);
     if ((rs->w->opcode == IBV_WR_SEND_WITH_IMM) ||
         (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
         rs->cqe.imm_data  = rs->w->imm_data;

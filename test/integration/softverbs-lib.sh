@@ -69,15 +69,26 @@ svt_devnode_ok() {
     return 0
 }
 
-# Extra options for RoCE-like link layers (GID index instead of LID)
+# Extra options for RoCE link layers (SOFTVERBS_LINK_LAYER=ethernet): a GRH
+# is needed, from the GID a careful user names, as UCX and qpx choose it:
+# the first RoCE v2 GID of an IPv4 address, else the first RoCE v2, else 0
 svt_link_opts() {
-    if timeout 10 ibv_devinfo -d "$SVT_DEV" 2>/dev/null | grep -q 'link_layer:.*Ethernet'; then
-        SVT_PP_GID="-g 0"
-        SVT_PT_GID="-x 0"
-    else
-        SVT_PP_GID=""
-        SVT_PT_GID=""
-    fi
+    SVT_PP_GID=""
+    SVT_PT_GID=""
+    out=$(timeout 10 ibv_devinfo -v -d "$SVT_DEV" 2>/dev/null)
+    echo "$out" | grep -q 'link_layer:.*Ethernet' || return 0
+    SVT_GID_INDEX=$(svt_roce_gid "$out" '::ffff:[0-9.]*, RoCE v2')
+    [ -n "$SVT_GID_INDEX" ] || SVT_GID_INDEX=$(svt_roce_gid "$out" 'RoCE v2')
+    SVT_GID_INDEX=${SVT_GID_INDEX:-0}
+    SVT_PP_GID="-g $SVT_GID_INDEX"
+    SVT_PT_GID="-x $SVT_GID_INDEX"
+}
+
+# svt_roce_gid DEVINFO PATTERN: the index of the first GID line of
+# `ibv_devinfo -v` (port 1) matching PATTERN
+svt_roce_gid() {
+    echo "$1" | sed -n 's/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*\(.*\)/\1 \2/p' |
+        grep -E "$2" | head -1 | cut -d' ' -f1
 }
 
 # svt_cm_tag: the <registry> part of a softverbs CM socket name, for
