@@ -116,6 +116,43 @@ static void test_ib_lid_zero_unreachable(void **state)
     assert_false(qpx_device_addr_is_reachable(&port, &addr));
 }
 
+/* The source of a UD packet from its GRH area: an IPv6 GRH's source GID,
+ * or for RoCE v2 over IPv4 the IPv4 header's source address in the area's
+ * last 20 bytes (as mlx5 and rxe place it), matched to a v4-mapped GID */
+static void test_grh_src(void **state)
+{
+    static const uint8_t v4_gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       0xff, 0xff, 10, 1, 2, 3};
+    uint8_t other[16], area[40];
+    unsigned i;
+
+    (void)state;
+    memcpy(other, v4_gid, sizeof(other));
+    other[15] = 4;
+    /* IPv6 GRH: version 6, source GID at bytes 8..23 */
+    memset(area, 0, sizeof(area));
+    area[0] = 0x60;
+    memcpy(area + 8, v4_gid, 16);
+    assert_true(qpx_device_grh_src_is(area, v4_gid));
+    assert_false(qpx_device_grh_src_is(area, other));
+    /* IPv4 header in the last 20 bytes: version 4, source at 32..35 */
+    memset(area, 0, sizeof(area));
+    area[20] = 0x45;
+    memcpy(area + 32, v4_gid + 12, 4);
+    memcpy(area + 36, other + 12, 4);
+    assert_true(qpx_device_grh_src_is(area, v4_gid));
+    assert_false(qpx_device_grh_src_is(area, other));
+    /* an IPv6 (not v4-mapped) GID never matches an IPv4 header */
+    for (i = 0; i < 16; ++i) {
+        other[i] = (uint8_t)(0xfd + i);
+    }
+    memcpy(area + 32, other + 12, 4);
+    assert_false(qpx_device_grh_src_is(area, other));
+    /* neither form: no match */
+    memset(area, 0, sizeof(area));
+    assert_false(qpx_device_grh_src_is(area, v4_gid));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_eth_roundtrip),
         cmocka_unit_test(test_ucx_format_optional_fields),
         cmocka_unit_test(test_ib_lid_zero_unreachable),
+        cmocka_unit_test(test_grh_src),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <ucs/ucx_compat.h>
 #include <infiniband/verbs.h>
 #include <errno.h>
+#include <string.h>
 
 
 #define QPX_DEVICE_MAX_PORTS 4
@@ -55,6 +56,28 @@ enum {
     QPX_DEVICE_ADDR_FLAG_GID = UCS_BIT(0),
     QPX_DEVICE_ADDR_FLAG_ETH = UCS_BIT(1)
 };
+
+/*
+ * Was the UD packet whose 40-byte GRH area is grh sent from gid? The area
+ * holds an IPv6-format GRH (InfiniBand, RoCE v1, RoCE v2 over IPv6: IP
+ * version 6 in its first nibble, the source GID at bytes 8..23), or, for
+ * RoCE v2 over IPv4, zeros and then the IPv4 header in its last 20 bytes
+ * (version 4 at byte 20, the source address at bytes 32..35): mlx5 and rxe
+ * write it so, and rdma-core's ibv_init_ah_from_wc tells the two apart the
+ * same way. An IPv4 sender's GID is IPv4-mapped (::ffff:a.b.c.d).
+ */
+static inline int qpx_device_grh_src_is(const void *grh, const uint8_t *gid)
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0xff, 0xff};
+    const uint8_t *b = (const uint8_t*)grh;
+
+    if ((b[0] >> 4) == 6) {
+        return !memcmp(b + 8, gid, 16);
+    }
+    return ((b[20] >> 4) == 4) && !memcmp(gid, v4_mapped, sizeof(v4_mapped)) &&
+           !memcmp(b + 32, gid + 12, 4);
+}
 
 /* Largest packed device address (flags, GID, and the optional fields) */
 #define QPX_DEVICE_ADDR_PACKED_MAX 40

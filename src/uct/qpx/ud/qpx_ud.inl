@@ -547,15 +547,13 @@ static UCS_F_ALWAYS_INLINE int
 qpx_ud_ep_rx_src_is(const struct ibv_wc *wc, const qpx_ud_hdr_t *hdr,
                     uint32_t qpn, const qpx_device_addr_t *dev_addr)
 {
-    const struct ibv_grh *grh;
-
     if (wc->src_qp != qpn) {
         return 0;
     }
     if (dev_addr->flags & QPX_DEVICE_ADDR_FLAG_GID) {
-        grh = (const void*)((const char*)hdr - QPX_UD_GRH_LEN);
         return (wc->wc_flags & IBV_WC_GRH) &&
-               !memcmp(grh->sgid.raw, dev_addr->gid, sizeof(dev_addr->gid));
+               qpx_device_grh_src_is((const char*)hdr - QPX_UD_GRH_LEN,
+                                     dev_addr->gid);
     }
     return wc->slid == dev_addr->lid;
 }
