@@ -43,6 +43,14 @@ extern "C" {
 /* Print errors decided by the library to stderr when set to 1. */
 #define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
 
+/* Take port `port` (1..) of device `dev_name` ("softverbs0") down (up 0)
+ * or up while programs run, as a link that drops: every context of the
+ * device gets IBV_EVENT_PORT_ERR / IBV_EVENT_PORT_ACTIVE, ibv_query_port
+ * reports the state, and no packet crosses a down port (RC requests end
+ * with retry exceeded, datagrams are lost, librdmacm cannot resolve to it).
+ * Returns 0, ENODEV or EINVAL. Since SOFTVERBS_1.2. */
+int softverbs_set_port_state(const char *dev_name, unsigned port, int up);
+
 /* Live objects of one process (pid) or of the whole host (pid == 0).
  * The fields up to mr_bytes are SOFTVERBS_1.0's structure (programs linked
  * against that version get only those); the DC fields came with 1.1. */

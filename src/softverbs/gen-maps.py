@@ -58,13 +58,14 @@ ibv = real(sys.argv[1])
 for s in ('softverbs_dv_create_qp', 'softverbs_dv_qp_ex_from_ibv_qp_ex',
           'softverbs_dv_query_device'):
     ibv[s] = 'SOFTVERBS_PRIVATE_1.0'
+ibv['softverbs_set_port_state'] = 'SOFTVERBS_1.2'
 mine = exported([f for f in glob.glob('sv_*.c') if f not in ('sv_mlx5.c', 'sv_efa.c', 'sv_stat.c')])
 missing = mine - set(ibv)
 if missing:
     sys.exit('no version for: %s' % ' '.join(sorted(missing)))
 nodes = ['IBVERBS_1.0', 'IBVERBS_1.1'] + ['IBVERBS_1.%d' % i for i in range(5, 15)] + \
         ['IBVERBS_PRIVATE_34', 'SOFTVERBS_1.0', 'SOFTVERBS_1.1',
-         'SOFTVERBS_PRIVATE_1.0']
+         'SOFTVERBS_1.2', 'SOFTVERBS_PRIVATE_1.0']
 emit(nodes, {s: ibv[s] for s in mine}, 'libibverbs.map')
 mlx = real(sys.argv[2])
 emit(['MLX5_1.%d' % i for i in range(25)],

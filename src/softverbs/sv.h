@@ -316,6 +316,7 @@ struct sv_shm_hdr {
     uint32_t mr_cursor;
     uint32_t num_qp, num_cq, num_mr, num_srq;
     uint32_t num_mw, mw_cursor;
+    uint32_t port_down[SV_MAX_DEVS]; /* bit p-1: port p is down (sv_port.c) */
     uint8_t  qp_gen[SV_QP_TBL];
     uint8_t  mr_gen[SV_MR_TBL];
     uint8_t  mw_gen[SV_MW_TBL];
@@ -704,6 +705,8 @@ uint8_t sv_lid_port(uint16_t lid);
 int sv_port_valid(uint8_t port);
 void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
 uint64_t sv_device_guid(int index);
+/* a port taken down and up (sv_port.c) */
+int sv_port_is_up(int dev, uint8_t port);
 int sv_ah_attr_valid(const struct ibv_ah_attr *attr, uint8_t port,
                      int no_dlid_ok);
 /* ports' link layers and GID tables, the GID checks of RoCE (sv_gid.c) */

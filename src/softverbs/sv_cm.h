@@ -199,6 +199,7 @@ int  sv_cm_addr_is_any(const struct sockaddr *sa);
 /* Put the IP address of ip (same family) into src, keeping its port */
 void sv_cm_addr_set_src_ip(struct sockaddr *src, const struct sockaddr *ip);
 uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid);
+int  sv_cm_port_active(struct ibv_context *ctx, uint8_t port);
 int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                        uint8_t *port);
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);

@@ -474,3 +474,11 @@ uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid)
     return 1;
 }
 
+/* Is the port up (ibv_query_port)? A port taken down resolves nothing */
+int sv_cm_port_active(struct ibv_context *ctx, uint8_t port)
+{
+    struct ibv_port_attr pa;
+
+    return (ibv_query_port(ctx, port, &pa) == 0) &&
+           (pa.state == IBV_PORT_ACTIVE);
+}

@@ -356,6 +356,10 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
     } else if (sv_cm_addr_device(dst_addr, &ctx, &port) != 0) {
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+    } else if (!sv_cm_port_active(ctx, port)) {
+        /* the port is down (softverbs_set_port_state): no route to the
+         * address through it, as over a link that dropped */
+        ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_ERROR, -ENETUNREACH);
     } else {
         id->state = SV_CM_ADDR_RESOLVED;
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);

@@ -306,6 +306,11 @@ static void sv_port_attr(struct ibv_port_attr *p, struct sv_device *dev,
     p->link_layer      = IBV_LINK_LAYER_INFINIBAND;
     p->flags           = 0;
     p->port_cap_flags2 = 0;
+    if (!sv_port_is_up(dev->index, port)) {
+        /* taken down (sv_port.c): DOWN, the link Disabled */
+        p->state      = IBV_PORT_DOWN;
+        p->phys_state = 3;
+    }
     if (sv_port_is_eth(port)) {
         /* RoCE: no subnet manager, no LIDs; GIDs from IP addresses (rxe's
          * RXE_PORT_PORT_CAP_FLAGS, IB_PORT_IP_BASED_GIDS as mlx5_ib sets
@@ -522,6 +527,14 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
             pthread_mutex_lock(&event->element.srq->mutex);
             sv_srq(event->element.srq)->events_reported++;
             pthread_mutex_unlock(&event->element.srq->mutex);
+            break;
+        case SV_EV_PORT:
+            /* a port of this context's device only (sv_port.c sends to
+             * every context of the host) */
+            if (msg.cookie != (uint64_t)sv_ctx(context)->dev->index) {
+                continue;
+            }
+            event->element.port_num = (int)msg.index;
             break;
         default:
             event->element.port_num = 1;

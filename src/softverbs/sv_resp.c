@@ -112,6 +112,10 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
         (dq->type != ((sq->type == SV_QPT_DCI) ? SV_QPT_DCT : sq->type))) {
         return SV_RESP_NORESP; /* packets are silently dropped */
     }
+    /* a port taken down passes nothing, either way (sv_port.c) */
+    if (!sv_port_is_up(sq->dev, sq->port) || !sv_port_is_up(dq->dev, dq->port)) {
+        return SV_RESP_NORESP;
+    }
     /* the packet goes to the port of the destination LID: the QP must be
      * on that port (multicast LIDs were resolved by the requester) */
     dlid = ((sq->type == IBV_QPT_UD) || (sq->type == SV_QPT_DCI)) ?

@@ -7,6 +7,9 @@
  *        dci=<n> dct=<n> dc_switches=<n> dc_key_violations=<n>
  *   total pid=0 ... (same fields)
  * With -p PID only that process is shown; with -q only the total line.
+ *
+ * softverbs-stat port <device>:<port> down|up: take a port down or bring
+ * it back while programs run (softverbs_set_port_state).
  */
 #include <softverbs/softverbs.h>
 #include <infiniband/verbs.h>
@@ -32,12 +35,53 @@ static void sv_stat_print(const char *tag, const struct softverbs_stats *s)
            (unsigned long long)s->dc_key_violations);
 }
 
+/* softverbs-stat port softverbs0:1 down|up */
+static int sv_stat_port(int argc, char **argv)
+{
+    char dev[64], *colon, *end;
+    unsigned long port;
+    int up, ret;
+
+    if ((argc != 4) || (strlen(argv[2]) >= sizeof(dev)) ||
+        (strcmp(argv[3], "down") && strcmp(argv[3], "up"))) {
+        fprintf(stderr, "usage: %s port <device>:<port> down|up\n", argv[0]);
+        return 2;
+    }
+    strcpy(dev, argv[2]);
+    colon = strchr(dev, ':');
+    if (colon == NULL) {
+        fprintf(stderr, "softverbs-stat: '%s' is not <device>:<port>\n",
+                argv[2]);
+        return 2;
+    }
+    *colon = '\0';
+    port   = strtoul(colon + 1, &end, 10);
+    if ((end == colon + 1) || (*end != '\0')) {
+        fprintf(stderr, "softverbs-stat: '%s' is not a port number\n",
+                colon + 1);
+        return 2;
+    }
+    up  = !strcmp(argv[3], "up");
+    ret = softverbs_set_port_state(dev, (unsigned)port, up);
+    if (ret != 0) {
+        fprintf(stderr, "softverbs-stat: %s: %s\n", argv[2],
+                (ret == ENODEV) ? "no such device" :
+                (ret == EINVAL) ? "no such port" : strerror(ret));
+        return 1;
+    }
+    printf("%s %s\n", argv[2], up ? "up" : "down");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct softverbs_stats s;
     int opt, quiet = 0, ret;
     long pid = -1;
 
+    if ((argc > 1) && !strcmp(argv[1], "port")) {
+        return sv_stat_port(argc, argv);
+    }
     while ((opt = getopt(argc, argv, "p:qh")) != -1) {
         switch (opt) {
         case 'p':

@@ -24,6 +24,10 @@ typedef struct qpx_device_port {
     int                  is_eth;    /* RoCE: link layer Ethernet */
     double               bandwidth; /* bytes/second, from width and speed */
     double               latency;   /* seconds, one-way estimate */
+    int                  down;      /* IBV_EVENT_PORT_ERR seen and no
+                                       PORT_ACTIVE since: set by the
+                                       async thread, read when a QP fails
+                                       (qpx_ep_report_failure) */
 } qpx_device_port_t;
 
 

@@ -93,6 +93,26 @@ static void qpx_device_event_log(qpx_device_t *dev,
 }
 
 
+/* A port that went down or came back: remembered, so that a QP that fails
+ * on it says why (qpx_ep_report_failure) */
+static void qpx_device_event_port(qpx_device_t *dev,
+                                  const struct ibv_async_event *event)
+{
+    qpx_device_port_t *port;
+
+    port = ((event->element.port_num < 1) ||
+            (event->element.port_num > UINT8_MAX)) ? NULL :
+           qpx_device_port(dev, (uint8_t)event->element.port_num);
+    if (port == NULL) {
+        return; /* not a port of ours */
+    }
+    /* relaxed: a hint for a log message, read on another thread; nothing
+     * else is published with it */
+    __atomic_store_n(&port->down, event->event_type == IBV_EVENT_PORT_ERR,
+                     __ATOMIC_RELAXED);
+}
+
+
 static void qpx_device_event_handler(int fd, ucs_event_set_types_t events,
                                      void *arg)
 {
@@ -102,6 +122,10 @@ static void qpx_device_event_handler(int fd, ucs_event_set_types_t events,
     /* The fd is non-blocking: read until the queue is empty */
     while (ibv_get_async_event(dev->ctx, &event) == 0) {
         qpx_device_event_log(dev, &event);
+        if ((event.event_type == IBV_EVENT_PORT_ERR) ||
+            (event.event_type == IBV_EVENT_PORT_ACTIVE)) {
+            qpx_device_event_port(dev, &event);
+        }
         if ((event.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
             (event.element.srq->srq_context != NULL)) {
             /* Before the ack: ibv_destroy_srq waits for it, so the

@@ -135,15 +135,23 @@ err_give_up:
 ucs_status_t qpx_ep_report_failure(qpx_ep_t *ep, ucs_status_t status,
                                    const char *fmt, ...)
 {
-    uct_base_iface_t *iface = &qpx_ep_iface(ep)->super;
+    qpx_iface_t *qiface     = qpx_ep_iface(ep);
+    uct_base_iface_t *iface = &qiface->super;
     ucs_log_level_t level;
-    char what[256];
+    char what[320];
+    size_t len;
     va_list ap;
 
     /* Described before the handler runs: it may destroy ep */
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
+    /* relaxed: a hint the async thread set (qpx_device_event_port) */
+    if (__atomic_load_n(&qiface->port->down, __ATOMIC_RELAXED)) {
+        len = strlen(what);
+        snprintf(what + len, sizeof(what) - len, " (port %s:%d is down)",
+                 qiface->md->dev.name, qiface->port_num);
+    }
 
     if (iface->err_handler == NULL) {
         ucs_error("%s (no error handler): %s", what,
