@@ -280,10 +280,16 @@ void qpx_iface_rx_limit_reached(qpx_iface_t *iface)
 {
     /* Seen by the next progress; a worker asleep on the event fd wakes.
      * limit_hit first: progress clears low before it reads limit_hit, so
-     * an event it does not see leaves low set (x86 keeps the order of the
-     * two stores, and volatile the compiler's) */
-    iface->rx.limit_hit = 1;
-    iface->rx.low       = 1;
+     * an event it does not see leaves low set. That needs a full fence on
+     * both sides (this store/store pair against progress' store/load pair,
+     * qpx_iface_rx_tend): volatile orders only the compiler, and not even
+     * x86 keeps a store before a later load of the other thread's word
+     * (store buffer), while Arm and POWER reorder the two stores here too.
+     * The async thread takes this path once per SRQ limit event: the
+     * fence costs nothing that counts. */
+    __atomic_store_n(&iface->rx.limit_hit, 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&iface->rx.low, 1, __ATOMIC_RELAXED);
     qpx_iface_event_signal(iface);
 }
 
@@ -306,10 +312,17 @@ void qpx_iface_rx_tend(qpx_iface_t *iface)
 {
     int grow;
 
-    iface->rx.low = 0;
-    grow          = iface->rx.limit_hit;
+    __atomic_store_n(&iface->rx.low, 0, __ATOMIC_RELAXED);
+    /* Full fence: low is cleared before limit_hit is read, on any CPU (a
+     * store then a load of another word is the one pair x86 reorders as
+     * well); pairs with the fence in qpx_iface_rx_limit_reached, so an
+     * event this read misses has left low set again. Progress comes here
+     * only when low was set, not on every call. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    grow = __atomic_load_n(&iface->rx.limit_hit, __ATOMIC_RELAXED);
     if (grow) {
-        iface->rx.limit_hit = 0;
+        /* no new event before the limit is armed again below */
+        __atomic_store_n(&iface->rx.limit_hit, 0, __ATOMIC_RELAXED);
         qpx_iface_rx_grow(iface);
     }
     if (iface->rx.starved) {
