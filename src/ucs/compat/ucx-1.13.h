@@ -426,7 +426,11 @@ struct ucs_async_context {
             /* UCS_ASYNC_MODE_THREAD_SPINLOCK: the lock UCS_ASYNC_BLOCK
              * takes (ucs_async_thread_context_t starts with it) */
             ucs_recursive_spinlock_t spinlock;
-            char                     raw[56];  /* and the mutex mode's */
+            /* and the mutex mode's: a pthread_mutex_t (40 bytes on
+             * x86-64, 48 on aarch64) with UCX's count and owner, so the
+             * size follows the ABI's mutex; raw[56] put mode 8 bytes short
+             * on aarch64 (UCX's there at 64, seen under qemu-aarch64) */
+            char raw[sizeof(pthread_mutex_t) + 16];
         } thread;
         char                  signal[24]; /* ucs_async_signal_context_t */
         int                   poll_block;
@@ -603,6 +607,12 @@ _Static_assert(sizeof(uct_cm_base_ep_t) == 48,
 _Static_assert(sizeof(uct_listener_t) == 8,
                "uct_listener_t layout (uct_listener_t_class)");
 _Static_assert(sizeof(uct_ep_attr_t) == 264, "uct_ep_attr_t layout");
+#elif defined(__aarch64__)
+/* aarch64 (Debian's libucx0:arm64 1.13.1: contexts of both thread modes
+ * created and dumped under qemu-aarch64): the async context, whose lock
+ * holds a pthread_mutex_t of this ABI's size */
+_Static_assert(sizeof(ucs_async_context_t) == 104, "ucs_async_context_t layout");
+_Static_assert(offsetof(ucs_async_context_t, mode) == 64, "async mode");
 #endif
 
 #endif
