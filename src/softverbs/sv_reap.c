@@ -16,10 +16,21 @@ uint64_t sv_proc_start_time(int32_t pid)
     char path[64], buf[1024], *p;
     unsigned long long st = 0;
     ssize_t n;
-    int fd, i;
+    int dfd, fd, i;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* "PID/stat" opened relative to /proc, not by its absolute path:
+     * qemu-user answers /proc/self/stat and /proc/<own pid>/stat itself,
+     * with a starttime of its own reckoning (a few ticks off the kernel's),
+     * so under qemu a process registered a start time that its peers,
+     * reading the kernel's file, never matched, and each reaped the
+     * other's objects as those of a dead process. Natively the same file. */
+    dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%d/stat", pid);
+    fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    close(dfd);
     if (fd < 0) {
         return 0;
     }
