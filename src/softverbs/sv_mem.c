@@ -105,6 +105,68 @@ size_t sv_iov_len(const struct iovec *iov, int cnt)
     return len;
 }
 
+/*
+ * process_vm_*v missing (ENOSYS): a kernel built without
+ * CONFIG_CROSS_MEMORY_ATTACH, or qemu-user, which does not emulate them
+ * (an aarch64 softverbs run under qemu-aarch64, contrib/cross-check.sh).
+ * The peer's /proc/PID/mem then, read and written at the peer's addresses:
+ * the same PTRACE_MODE_ATTACH check (proc(5)), one open and one
+ * pread/pwrite per piece instead of one call. Same returns as
+ * sv_mem_xfer.
+ */
+static int sv_mem_xfer_proc(int32_t pid, const struct iovec *liov, int lcnt,
+                            const struct iovec *riov, int rcnt, int write)
+{
+    size_t loff = 0, roff = 0, len;
+    char path[32];
+    int l = 0, r = 0, fd, ret = 0;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+    fd = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) {
+        if ((errno == EACCES) || (errno == EPERM)) {
+            sv_mem_eperm(pid, write);
+            return -EPERM;
+        }
+        return (errno == ENOENT) ? -ESRCH : -EFAULT;
+    }
+    while ((l < lcnt) && (r < rcnt)) {
+        len = liov[l].iov_len - loff;
+        if (riov[r].iov_len - roff < len) {
+            len = riov[r].iov_len - roff;
+        }
+        if (len > 0) {
+            n = write ? pwrite(fd, (char *)liov[l].iov_base + loff, len,
+                               (off_t)((uintptr_t)riov[r].iov_base + roff)) :
+                        pread(fd, (char *)liov[l].iov_base + loff, len,
+                              (off_t)((uintptr_t)riov[r].iov_base + roff));
+            if (n <= 0) {
+                /* 0: the peer has no memory left (exiting); EIO: not
+                 * mapped there */
+                ret = (n == 0) ? -ESRCH : -EFAULT;
+                sv_error("%s %s at 0x%lx failed: %s", write ? "write" : "read",
+                         path, (unsigned long)((uintptr_t)riov[r].iov_base +
+                         roff), (n == 0) ? "process exiting" : strerror(errno));
+                break;
+            }
+            len = n; /* a short transfer goes on from where it stopped */
+        }
+        loff += len;
+        roff += len;
+        if (loff == liov[l].iov_len) {
+            l++;
+            loff = 0;
+        }
+        if (roff == riov[r].iov_len) {
+            r++;
+            roff = 0;
+        }
+    }
+    close(fd);
+    return ret;
+}
+
 /* Returns 0, or -ESRCH when the peer process is gone, -EPERM when it may
  * not be accessed (sv_mem_eperm), -EFAULT otherwise */
 static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
@@ -128,6 +190,9 @@ static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
                 process_vm_readv(pid, liov, lcnt, riov, rcnt, 0);
     if (n == (ssize_t)total) {
         return 0;
+    }
+    if ((n < 0) && (errno == ENOSYS)) {
+        return sv_mem_xfer_proc(pid, liov, lcnt, riov, rcnt, write);
     }
     if ((n < 0) && (errno == EPERM)) {
         sv_mem_eperm(pid, write);
