@@ -114,8 +114,12 @@ void sv_atomic_lock(void)
              * cores): give it the CPU instead of spinning its time slice */
             sched_yield();
         }
+        /* the CPU's spin-wait hint where there is one (x86 PAUSE, Arm
+         * YIELD); the loop is correct without it */
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+        __asm__ __volatile__("yield" ::: "memory");
 #endif
         cur = 0;
     }

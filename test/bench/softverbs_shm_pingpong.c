@@ -74,7 +74,10 @@ static void svt_pp_put(svt_slot_t *out, uint64_t seq, size_t size,
 static void svt_pp_step(svt_slot_t *in, svt_slot_t *out, uint64_t seq,
                         size_t size, char *local)
 {
-    while (in->seq != seq) {
+    /* acquire: pairs with the peer's release store of seq, so its payload
+     * is seen after seq on any CPU (a plain load with a compiler barrier
+     * orders only on x86) */
+    while (__atomic_load_n(&in->seq, __ATOMIC_ACQUIRE) != seq) {
         __asm__ __volatile__("" ::: "memory");
     }
     svt_pp_put(out, seq, size, local);
@@ -121,7 +124,9 @@ int main(int argc, char **argv)
     for (i = 1; i <= iters + warmup; ++i) {
         t0 = svt_now_us();
         svt_pp_put(&slot[0], i, size, local);
-        while (slot[1].seq != (uint64_t)i) {
+        /* acquire: as in svt_pp_step */
+        while (__atomic_load_n(&slot[1].seq, __ATOMIC_ACQUIRE) !=
+               (uint64_t)i) {
             __asm__ __volatile__("" ::: "memory");
         }
         if (i > warmup) {
