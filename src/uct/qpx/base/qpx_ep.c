@@ -57,11 +57,10 @@ ucs_status_t qpx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 {
     qpx_ep_t *ep             = ucs_derived_of(tl_ep, qpx_ep_t);
     qpx_iface_t *iface       = qpx_ep_iface(ep);
-    ucs_arbiter_elem_t *elem = (ucs_arbiter_elem_t*)req->priv;
+    ucs_arbiter_elem_t *elem = &qpx_pending_priv(req)->elem;
     qpx_ep_tx_state_t state  = QPX_EP_TX_OK;
     int first;
 
-    (void)flags;
     first = ucs_arbiter_group_is_empty(&ep->arb_group);
     if (first && !iface->ops->tx_exhausted(iface)) {
         state = iface->ops->ep_tx_state(iface, ep);
@@ -73,7 +72,9 @@ ucs_status_t qpx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         }
     }
 
-    UCS_STATIC_ASSERT(sizeof(ucs_arbiter_elem_t) <= UCT_PENDING_REQ_PRIV_LEN);
+    UCS_STATIC_ASSERT(sizeof(qpx_pending_priv_t) <= UCT_PENDING_REQ_PRIV_LEN);
+    UCS_STATIC_ASSERT(ucs_offsetof(qpx_pending_priv_t, elem) == 0);
+    qpx_pending_priv(req)->flags = flags;
     ucs_arbiter_elem_init(elem);
     ucs_arbiter_group_push_elem(&ep->arb_group, elem);
     /*
@@ -139,6 +140,18 @@ void qpx_iface_pending_resched(qpx_iface_t *iface)
 }
 
 
+/* ep's group, descheduled, is scheduled again by the next progress of the
+ * user (qpx_iface_pending_resched) */
+static void qpx_ep_pending_resched_later(qpx_iface_t *iface, qpx_ep_t *ep)
+{
+    if (!ep->on_resched) {
+        ep->on_resched   = 1;
+        iface->attention = 1;
+        ucs_list_add_tail(&iface->pending.resched, &ep->resched);
+    }
+}
+
+
 ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
                                                       ucs_arbiter_group_t *group,
                                                       ucs_arbiter_elem_t *elem,
@@ -150,6 +163,16 @@ ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
     ucs_status_t status;
 
     (void)arbiter;
+    /* From the async thread only what the user added with
+     * UCT_CB_FLAG_ASYNC (as UCX's ud transports' uct_ud_ep_do_pending);
+     * the group waits, in order, for the user's progress, which schedules
+     * it again (kept scheduled, NEXT_GROUP, a dispatch whose every group
+     * waits so goes round forever) */
+    if (iface->pending.async_only &&
+        !(qpx_pending_priv(req)->flags & UCT_CB_FLAG_ASYNC)) {
+        qpx_ep_pending_resched_later(iface, ep);
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
     /* Interface-wide resources: the group stays scheduled, so progress
      * dispatches it again as soon as one is free */
     if (iface->ops->tx_exhausted(iface)) {
@@ -175,13 +198,10 @@ ucs_arbiter_cb_result_t qpx_iface_pending_dispatch_cb(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_STOP;
     }
 
-    if ((iface->ops->ep_tx_state(iface, ep) != QPX_EP_TX_WAIT) &&
-        !ep->on_resched) {
+    if (iface->ops->ep_tx_state(iface, ep) != QPX_EP_TX_WAIT) {
         /* Refused for something no completion announces (credits, a
          * buffer): the next progress schedules the group again */
-        ep->on_resched   = 1;
-        iface->attention = 1;
-        ucs_list_add_tail(&iface->pending.resched, &ep->resched);
+        qpx_ep_pending_resched_later(iface, ep);
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }

@@ -34,6 +34,17 @@ struct qpx_ep {
 UCS_CLASS_DECLARE(qpx_ep_t, qpx_iface_t*);
 
 
+/* What base keeps in a pending request's priv: its place in the endpoint's
+ * queue, and the flags it was added with (UCT_CB_FLAG_ASYNC: the user lets
+ * it run from the async thread, qpx_iface_t.pending.async_only) */
+typedef struct qpx_pending_priv {
+    ucs_arbiter_elem_t elem;    /* first: the request from its element */
+    unsigned           flags;
+} qpx_pending_priv_t;
+
+#define qpx_pending_priv(_req) ((qpx_pending_priv_t*)(_req)->priv)
+
+
 /*
  * An operation to finish when the request it was posted with completes:
  * queued, in request order, on whatever the transport counts requests on

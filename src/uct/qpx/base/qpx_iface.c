@@ -651,6 +651,7 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     qpx_iface_rx_recycled_reset(self);
     ucs_arbiter_init(&self->arbiter);
     self->pending.ep          = NULL;
+    self->pending.async_only  = 0;
     self->backlog.rx_count    = 0;
     self->backlog.tx_count    = 0;
     self->attention           = 0;

@@ -305,6 +305,9 @@ struct qpx_iface {
     ucs_arbiter_t             arbiter;   /* of the eps' pending groups */
     struct {
         qpx_ep_t              *ep;       /* whose pending request runs now */
+        int                   async_only; /* dispatched from the async
+                                             thread: only requests added
+                                             with UCT_CB_FLAG_ASYNC run */
         ucs_list_link_t       resched;   /* qpx_ep_t: schedule again at the
                                             next progress */
     } pending;

@@ -249,6 +249,15 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
 
     iface->async.in_async = 1;
     qpx_ud_iface_progress_common(iface);
+    if (!ucs_arbiter_is_empty(&iface->super.arbiter)) {
+        /* Requests the user let run from here (UCT_CB_FLAG_ASYNC): an AM
+         * handler registered with UCT_CB_FLAG_ASYNC may answer and queue
+         * the rest of its answer while the user never progresses (UCX's
+         * gtest am_async_response); UCP's wireup proxies are such too */
+        iface->super.pending.async_only = 1;
+        qpx_iface_pending_progress(&iface->super);
+        iface->super.pending.async_only = 0;
+    }
     iface->async.in_async = 0;
     ++iface->async.runs;
     /* A worker asleep in ucp_worker_wait: the packets and completions
