@@ -199,6 +199,8 @@ int  sv_cm_addr_is_any(const struct sockaddr *sa);
 /* Put the IP address of ip (same family) into src, keeping its port */
 void sv_cm_addr_set_src_ip(struct sockaddr *src, const struct sockaddr *ip);
 uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid);
+void sv_cm_ah_global(struct sv_cm_id *id, struct ibv_ah_attr *ah,
+                     const union ibv_gid *dgid);
 int  sv_cm_port_active(struct ibv_context *ctx, uint8_t port);
 int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                        uint8_t *port);

@@ -474,6 +474,19 @@ uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid)
     return 1;
 }
 
+/* A peer addressed by GID (no LID: RoCE, or a GID-routed peer): a GRH to
+ * dgid from the id's source GID (sv_cm_gid_index) */
+void sv_cm_ah_global(struct sv_cm_id *id, struct ibv_ah_attr *ah,
+                     const union ibv_gid *dgid)
+{
+    union ibv_gid gid;
+
+    ah->is_global      = 1;
+    ah->grh.dgid       = *dgid;
+    ah->grh.hop_limit  = 64;
+    ah->grh.sgid_index = sv_cm_gid_index(id, &gid);
+}
+
 /* Is the port up (ibv_query_port)? A port taken down resolves nothing */
 int sv_cm_port_active(struct ibv_context *ctx, uint8_t port)
 {

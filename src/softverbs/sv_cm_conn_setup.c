@@ -36,11 +36,7 @@ static void sv_cm_event_ud(struct sv_cm_id *id, enum rdma_cm_event_type t,
         ud->ah_attr.dlid     = m->lid;
         ud->ah_attr.port_num = id->id.port_num;
         if (m->lid == 0) {
-            union ibv_gid gid;
-            ud->ah_attr.is_global      = 1;
-            ud->ah_attr.grh.dgid       = m->gid;
-            ud->ah_attr.grh.hop_limit  = 64;
-            ud->ah_attr.grh.sgid_index = sv_cm_gid_index(id, &gid);
+            sv_cm_ah_global(id, &ud->ah_attr, &m->gid);
         }
         ud->qp_num = m->qpn;
         ud->qkey   = m->qkey;

@@ -83,7 +83,6 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
 {
     struct ibv_port_attr pa;
     struct ibv_qp_attr a;
-    union ibv_gid gid;
 
     if (id->id.qp->qp_type != IBV_QPT_RC) {
         return 0;
@@ -101,10 +100,7 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
     a.ah_attr.dlid       = id->peer_lid;
     a.ah_attr.port_num   = id->id.port_num;
     if (id->peer_lid == 0) {
-        a.ah_attr.is_global      = 1;
-        a.ah_attr.grh.dgid       = id->peer_gid;
-        a.ah_attr.grh.hop_limit  = 64;
-        a.ah_attr.grh.sgid_index = sv_cm_gid_index(id, &gid);
+        sv_cm_ah_global(id, &a.ah_attr, &id->peer_gid);
     }
     if (sv_cm_modify(id->id.qp, &a, IBV_QP_STATE | IBV_QP_AV |
                      IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -426,12 +422,7 @@ static int sv_cm_api_init_qp_attr(struct rdma_cm_id *cm_id,
         a->ah_attr.dlid       = id->peer_lid;
         a->ah_attr.port_num   = cm_id->port_num;
         if (id->peer_lid == 0) {
-            /* RoCE: the GRH is the address (sv_cm_gid_index) */
-            union ibv_gid gid;
-            a->ah_attr.is_global      = 1;
-            a->ah_attr.grh.dgid       = id->peer_gid;
-            a->ah_attr.grh.hop_limit  = 64;
-            a->ah_attr.grh.sgid_index = sv_cm_gid_index(id, &gid);
+            sv_cm_ah_global(id, &a->ah_attr, &id->peer_gid);
         }
         *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
