@@ -14,6 +14,10 @@ extern "C" {
 
 /* Number of soft HCAs on the host (default 1, at most 8). */
 #define SOFTVERBS_ENV_NUM_DEVICES  "SOFTVERBS_NUM_DEVICES"
+/* The registry's device slot this host's first HCA is (0..7, default 0):
+ * processes sharing one registry with other first slots are other hosts
+ * (contrib/cluster-one-host.sh). */
+#define SOFTVERBS_ENV_FIRST_DEVICE "SOFTVERBS_FIRST_DEVICE"
 /* Ports of each soft HCA (1..4, default 1). */
 #define SOFTVERBS_ENV_NUM_PORTS    "SOFTVERBS_NUM_PORTS"
 /* Link layer of the ports: "infiniband" (default) or "ethernet" (RoCE),
@@ -22,6 +26,9 @@ extern "C" {
 /* Network device(s) RoCE ports take their GIDs and MTU from (default: the
  * first one up with an IPv4 address, else lo); one, or one per port. */
 #define SOFTVERBS_ENV_NETDEV       "SOFTVERBS_NETDEV"
+/* A directory for softverbs' event sockets, shared by processes of one
+ * registry in different network namespaces (default: abstract sockets). */
+#define SOFTVERBS_ENV_SOCKET_DIR   "SOFTVERBS_SOCKET_DIR"
 /* Path of the host-wide shared registry (default /dev/shm/softverbs). */
 #define SOFTVERBS_ENV_SHM          "SOFTVERBS_SHM"
 /* Size in MiB of the registry's ring arena (default 4096, sparse). */

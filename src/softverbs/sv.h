@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 15     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 16     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -228,11 +228,8 @@ struct sv_shm_qp {
                                      the WQE before (written by the owner) */
     uint64_t dc_key_violations;   /* DCT: requests dropped for a wrong key
                                      (any requester, atomic add) */
-    /* RC, UC: the primary path's GRH (ibv_modify_qp with IBV_QP_AV), for
-     * the address checks of RoCE responders (sv_gid_route) */
-    uint8_t  av_is_global;
-    uint8_t  av_sgid_index;
-    uint8_t  av_pad[2];
+    /* RC, UC: the path's GRH (IBV_QP_AV), for RoCE's checks (sv_gid_route) */
+    uint8_t  av_is_global, av_sgid_index, av_pad[2];
     uint8_t  av_dgid[16];
     uint32_t av_pad2;
 };
@@ -317,6 +314,7 @@ struct sv_shm_hdr {
     uint32_t num_qp, num_cq, num_mr, num_srq;
     uint32_t num_mw, mw_cursor;
     uint32_t port_down[SV_MAX_DEVS]; /* bit p-1: port p is down (sv_port.c) */
+    uint32_t devs_present;        /* bit i: slot i is some host's (sv_dev.c) */
     uint8_t  qp_gen[SV_QP_TBL];
     uint8_t  mr_gen[SV_MR_TBL];
     uint8_t  mw_gen[SV_MW_TBL];
@@ -335,7 +333,8 @@ struct sv_global {
     char      *base;              /* == (char *)shm */
     uint32_t   proc;              /* my slot */
     int32_t    pid;
-    int        num_devs;
+    int        num_devs;          /* this host's: slots first_dev .. */
+    int        first_dev;
     int        num_ports;         /* of every device, 1..SV_MAX_PORTS */
     int        cap_fail;          /* SOFTVERBS_CAP_POLICY: not clamp */
     uint32_t   max_qp, max_cq, max_mr, max_srq;
@@ -344,6 +343,7 @@ struct sv_global {
     double     rc_read_reorder; /* a write/send passes an earlier read */
     int        debug;
     char       shm_path[256];
+    char       sock_dir[80];      /* SOFTVERBS_SOCKET_DIR, "": abstract */
     uint32_t   shm_tag;           /* hash of the path: socket names */
     /* local CQs, for progress while blocked in ibv_get_cq_event */
     pthread_mutex_t cq_list_lock;
@@ -392,25 +392,6 @@ static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
         return NULL;
     return m;
 }
-
-/* ---------------------------------------------------------------------
- * Events (sv_event.c): completion channels and async fds are abstract unix
- * datagram sockets, so that any process can wake them.
- * ------------------------------------------------------------------- */
-enum sv_ev_kind { SV_EV_COMP = 1, SV_EV_CQ, SV_EV_QP, SV_EV_SRQ, SV_EV_PORT };
-
-struct sv_ev_msg {
-    uint32_t kind;
-    uint32_t type;                /* enum ibv_event_type */
-    uint32_t index;               /* registry index */
-    uint32_t pad;
-    uint64_t cookie;              /* owner's object pointer */
-};
-
-int  sv_ev_open(char tag, uint32_t *id);
-void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg);
-void sv_ev_async(uint32_t ctx_id, enum sv_ev_kind kind,
-                 enum ibv_event_type type, uint32_t index, uint64_t cookie);
 
 /* ---------------------------------------------------------------------
  * Process-local objects
@@ -705,29 +686,8 @@ uint8_t sv_lid_port(uint16_t lid);
 int sv_port_valid(uint8_t port);
 void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
 uint64_t sv_device_guid(int index);
-/* a port taken down and up (sv_port.c) */
-int sv_port_is_up(int dev, uint8_t port);
 int sv_ah_attr_valid(const struct ibv_ah_attr *attr, uint8_t port,
                      int no_dlid_ok);
-/* ports' link layers and GID tables, the GID checks of RoCE (sv_gid.c) */
-void sv_gid_init(int nports);
-uint32_t sv_gid_tag(int nports);
-int  sv_port_is_eth(uint8_t port);
-int  sv_gid_tbl_len(uint8_t port);
-int  sv_gid_entry(int dev, uint8_t port, unsigned index, union ibv_gid *gid,
-                  int *type);
-int  sv_gid_find(int dev, uint8_t port, const union ibv_gid *gid, int type);
-uint32_t sv_gid_ifindex(uint8_t port);
-const char *sv_gid_netdev(uint8_t port);
-enum ibv_mtu sv_gid_active_mtu(uint8_t port);
-int  sv_gid_sgid_valid(uint8_t port, unsigned index);
-int  sv_gid_route(const struct sv_shm_qp *sq, unsigned sgid_index, int has_grh,
-                  const union ibv_gid *dgid, const struct sv_shm_qp *dq);
-void sv_gid_build_roce_grh(const struct sv_shm_qp *sq, unsigned sgid_index,
-                           const union ibv_gid *dgid, uint32_t paylen,
-                           struct ibv_grh *grh);
-int  sv_gid_parse_roce_grh(const struct ibv_grh *grh, union ibv_gid *sgid,
-                           union ibv_gid *dgid, int *type);
 void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
 int  sv_cap_check(uint32_t *val, uint32_t max);
 
@@ -831,5 +791,10 @@ int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
                  const struct iovec *riov, int rcnt);
 void sv_mem_allow_peers(void);
+
+/* event sockets (sv_event.c); ports: link layers, GID tables, state
+ * (sv_gid.c, sv_port.c) */
+#include "sv_event.h"
+#include "sv_gid.h"
 
 #endif

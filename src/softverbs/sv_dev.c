@@ -13,11 +13,66 @@
 static struct sv_device sv_devs[SV_MAX_DEVS];
 static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
 
-/* The device list, from SOFTVERBS_NUM_DEVICES and SOFTVERBS_NUM_PORTS:
- * built once, when the registry is first attached (sv_shm_init) */
+/*
+ * The device list, from SOFTVERBS_NUM_DEVICES, SOFTVERBS_NUM_PORTS and
+ * SOFTVERBS_FIRST_DEVICE: built once, when the registry is first attached
+ * (sv_shm_init). The registry has SV_MAX_DEVS device slots; a process owns
+ * slots first .. first + n - 1, named softverbs0.. as a host names its own
+ * HCAs. Processes that share a registry but own other slots are other
+ * hosts (contrib/cluster-one-host.sh): their devices are reached by LID
+ * (slot x ports + port), as a fabric's, and never listed here. Every
+ * slot's GUID is known (from its number), so that GIDs of other hosts'
+ * ports are too.
+ */
+/* SOFTVERBS_FIRST_DEVICE: a slot number, or HOST=SLOT,... picked by this
+ * host's name (gethostname: the hosts of one machine differ by their UTS
+ * namespaces), so that one environment serves every host of a job */
+static int sv_devices_first(void)
+{
+    const char *s = getenv(SOFTVERBS_ENV_FIRST_DEVICE);
+    char host[256], *end;
+    const char *p, *eq;
+    size_t len;
+    long slot;
+
+    if ((s == NULL) || (strchr(s, '=') == NULL)) {
+        return (int)sv_env_uint(SOFTVERBS_ENV_FIRST_DEVICE, 0,
+                                SV_MAX_DEVS - 1, 0, 0);
+    }
+    if (gethostname(host, sizeof(host)) != 0) {
+        host[0] = '\0';
+    }
+    host[sizeof(host) - 1] = '\0';
+    for (p = s; *p != '\0'; p = (*end == ',') ? end + 1 : end) {
+        eq = strchr(p, '=');
+        if (eq == NULL) {
+            break;
+        }
+        len  = (size_t)(eq - p);
+        slot = strtol(eq + 1, &end, 10);
+        if ((end == eq + 1) || ((*end != ',') && (*end != '\0')) ||
+            (slot < 0) || (slot >= SV_MAX_DEVS)) {
+            break;
+        }
+        if ((len == strlen(host)) && !strncmp(p, host, len)) {
+            return (int)slot;
+        }
+        if (*end == '\0') {
+            sv_env_bad(SOFTVERBS_ENV_FIRST_DEVICE, s,
+                       "a slot for this host's name", "0");
+            return 0;
+        }
+    }
+    sv_env_bad(SOFTVERBS_ENV_FIRST_DEVICE, s,
+               "a slot 0..7 or HOST=SLOT,... entries", "0");
+    return 0;
+}
+
 static void sv_devices_init(void)
 {
-    int n = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0, SV_MAX_DEVS, 1, 0);
+    int first = sv_devices_first();
+    int n     = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0,
+                                 SV_MAX_DEVS - first, 1, 0);
     char sysfs[256];
     int i;
 
@@ -26,21 +81,28 @@ static void sv_devices_init(void)
     sv_gid_init(sv_g.num_ports);
     /* the devices' sysfs directories, as libibverbs names them under
      * ibv_get_sysfs_path(): softverbs' tree (sv_misc.c) */
+    sv_g.first_dev = first;
     sv_sysfs_root(sysfs, sizeof(sysfs), n, sv_g.num_ports);
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < SV_MAX_DEVS; i++) {
         struct sv_device *d = &sv_devs[i];
+        int local           = i - first;
+
         memset(d, 0, sizeof(*d));
-        d->index               = i;
-        d->guid                = 0x0002c90300a00000ull + i + 1;
+        d->index                = i;
+        d->guid                 = 0x0002c90300a00000ull + i + 1;
         d->ibdev.node_type      = IBV_NODE_CA;
         d->ibdev.transport_type = IBV_TRANSPORT_IB;
-        snprintf(d->ibdev.name, sizeof(d->ibdev.name), "softverbs%d", i);
-        snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
+        if ((local < 0) || (local >= n)) {
+            continue; /* another host's slot, or none */
+        }
+        snprintf(d->ibdev.name, sizeof(d->ibdev.name), "softverbs%d", local);
+        snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d",
+                 local);
         snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-                 "%.200s/class/infiniband_verbs/uverbs%d", sysfs, i);
+                 "%.200s/class/infiniband_verbs/uverbs%d", sysfs, local);
         snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-                 "%.200s/class/infiniband/softverbs%d", sysfs, i);
-        sv_dev_list[i] = &d->ibdev;
+                 "%.200s/class/infiniband/softverbs%d", sysfs, local);
+        sv_dev_list[local] = &d->ibdev;
     }
     sv_dev_list[n] = NULL;
     sv_g.num_devs  = n;
@@ -56,10 +118,19 @@ static void __attribute__((constructor)) sv_devices_register(void)
 
 struct sv_device *sv_device_by_lid(uint16_t lid)
 {
-    if ((lid == 0) || (lid > sv_g.num_devs * sv_g.num_ports)) {
+    int slot;
+
+    if ((lid == 0) || (lid > SV_MAX_DEVS * sv_g.num_ports)) {
         return NULL;
     }
-    return &sv_devs[(lid - 1) / sv_g.num_ports];
+    slot = (lid - 1) / sv_g.num_ports;
+    /* a slot some process of the registry owns (this host's or another's,
+     * ibv_get_device_list); relaxed: set once, before any QP of it */
+    if (!(__atomic_load_n(&sv_g.shm->devs_present, __ATOMIC_RELAXED) &
+          (1u << slot))) {
+        return NULL;
+    }
+    return &sv_devs[slot];
 }
 
 uint16_t sv_port_lid(int index, uint8_t port)
@@ -106,6 +177,11 @@ SV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
         errno = ret;
         return NULL;
     }
+    /* this host's slots exist from now on (sv_device_by_lid of any host);
+     * relaxed: a flag, read before any packet to them */
+    __atomic_fetch_or(&sv_g.shm->devs_present,
+                      ((1u << sv_g.num_devs) - 1) << sv_g.first_dev,
+                      __ATOMIC_RELAXED);
     list = calloc(sv_g.num_devs + 1, sizeof(*list));
     if (list == NULL) {
         errno = ENOMEM;
@@ -135,7 +211,7 @@ SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 
 SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-    return ((struct sv_device *)device)->index;
+    return ((struct sv_device *)device)->index - sv_g.first_dev;
 }
 
 void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
@@ -383,7 +459,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = ENODEV;
         return NULL;
     }
-    if ((dev < sv_devs) || (dev >= sv_devs + sv_g.num_devs)) {
+    if ((dev < sv_devs + sv_g.first_dev) ||
+        (dev >= sv_devs + sv_g.first_dev + sv_g.num_devs)) {
         errno = ENODEV;
         return NULL;
     }

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A malformed value is reported (whatever SOFTVERBS_DEBUG says: the user
  * asked for something that is not applied) and the default kept */
@@ -58,6 +59,27 @@ uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
     return def;
 }
 
+/* SOFTVERBS_SOCKET_DIR: an existing directory, short enough for a socket
+ * name (sun_path) in it */
+static void sv_env_sock_dir(void)
+{
+    const char *dir = getenv(SOFTVERBS_ENV_SOCKET_DIR);
+    struct stat st;
+
+    sv_g.sock_dir[0] = '\0';
+    if ((dir == NULL) || (dir[0] == '\0')) {
+        return;
+    }
+    if ((strlen(dir) >= sizeof(sv_g.sock_dir)) || (stat(dir, &st) != 0) ||
+        !S_ISDIR(st.st_mode)) {
+        sv_env_bad(SOFTVERBS_ENV_SOCKET_DIR, dir,
+                   "an existing directory of fewer than 80 characters",
+                   "abstract sockets");
+        return;
+    }
+    snprintf(sv_g.sock_dir, sizeof(sv_g.sock_dir), "%s", dir);
+}
+
 /*
  * The SOFTVERBS_* settings, read when the registry is first opened: into
  * sv_g, with the registry path and its tag. Returns the size of the arena
@@ -80,6 +102,7 @@ uint64_t sv_env_init(void)
     snprintf(sv_g.shm_path, sizeof(sv_g.shm_path), "%s",
              path ? path : "/dev/shm/softverbs");
     sv_g.shm_tag = sv_fnv1a_str(sv_g.shm_path);
+    sv_env_sock_dir();
     /* fail by default: mlx5 refuses caps above the device's (create_qp
      * and mlx5_calc_sq_size/mlx5_calc_rq_size in rdma-core
      * providers/mlx5/verbs.c return EINVAL, mlx5_create_srq too; the

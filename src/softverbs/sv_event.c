@@ -1,7 +1,12 @@
 /*
  * softverbs event sockets: completion channels and async fds are abstract
  * unix datagram sockets named after the registry, so that any process can
- * wake them.
+ * wake them. Abstract names belong to a network namespace: where the
+ * processes of one registry live in several (the hosts of
+ * contrib/cluster-one-host.sh), SOFTVERBS_SOCKET_DIR names a directory
+ * they share, and the sockets are files there (left behind when their
+ * owner goes, until the directory is removed; a name still bound, or a
+ * stale file, is skipped as in the abstract case).
  */
 #include "sv.h"
 
@@ -16,6 +21,12 @@ static socklen_t sv_ev_addr(struct sockaddr_un *sun, char tag, uint32_t id)
 
     memset(sun, 0, sizeof(*sun));
     sun->sun_family = AF_UNIX;
+    if (sv_g.sock_dir[0] != '\0') {
+        n = snprintf(sun->sun_path, sizeof(sun->sun_path),
+                     "%s/softverbs-%08x-%c-%u", sv_g.sock_dir, sv_g.shm_tag,
+                     tag, id);
+        return offsetof(struct sockaddr_un, sun_path) + n + 1;
+    }
     /* abstract namespace: sun_path[0] == 0 */
     n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
                  "softverbs-%08x-%c-%u", sv_g.shm_tag, tag, id);

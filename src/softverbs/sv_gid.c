@@ -256,6 +256,8 @@ uint32_t sv_gid_tag(int nports)
     uint32_t h = SV_FNV1A_INIT;
     int p;
 
+    /* the host's first device slot: its devices' GUIDs differ */
+    h = sv_fnv1a(h, &sv_g.first_dev, sizeof(sv_g.first_dev));
     for (p = 0; p < nports; p++) {
         const struct sv_gid_port *gp = &sv_gid_ports[p];
         h = sv_fnv1a(h, &gp->link_layer, sizeof(gp->link_layer));

@@ -67,7 +67,7 @@ static int sv_port_dev_index(const char *name)
     if ((end == name + 9) || (*end != '\0') || (i < 0) || (i >= sv_g.num_devs)) {
         return -1;
     }
-    return (int)i;
+    return (int)i + sv_g.first_dev; /* this host's device: its slot */
 }
 
 /*
