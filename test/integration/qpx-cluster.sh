@@ -1,0 +1,111 @@
+#!/bin/sh
+# Four hosts on this machine (contrib/cluster-one-host.sh: network
+# namespaces on a bridge, a hostname and a softverbs HCA each, one shared
+# registry) and jobs across them:
+#  - mpirun over the hosts (its rsh agent): each rank on its own host;
+#  - MPI_Alltoall, 8 ranks on 4 hosts, over UCX_TLS=qpx and qpx_rc,qpx_ud,
+#    every byte checked, qpx's job log saying "8 processes on 4 hosts";
+#  - the same job launched by Slurm (srun -N 4 -n 8 --mpi=pmix, one slurmd
+#    per host) over qpx;
+#  - host h2's port taken down mid-job: the job ends with an error naming
+#    the QP and the down port, no hang;
+#  - stop leaves no namespace, bridge, directory or registry behind.
+. "$QPX_SRCDIR/test/integration/lib.sh"
+. "$QPX_SRCDIR/test/integration/tl_lib.sh"
+tl_setup qpx_rc
+[ "$(id -u)" = 0 ] || qpx_skip_all "not root (namespaces)"
+for p in ip nsenter unshare mpirun mpicc; do
+    command -v $p >/dev/null || qpx_skip_all "$p not installed"
+done
+cl="sh $QPX_SRCDIR/contrib/cluster-one-host.sh"
+dir=/tmp/qpx-cluster-test
+$cl stop "$dir" >/dev/null 2>&1
+trap '$cl stop "$dir" >/dev/null 2>&1; rm -rf "$TL_TMP"' EXIT
+prog=$TL_TMP/qpx_mpi_alltoall
+mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c" ||
+    qpx_skip_all "cannot build qpx_mpi_alltoall.c"
+
+if ! $cl start 4 "$dir" >"$TL_TMP/start" 2>&1; then
+    cat "$TL_TMP/start"
+    qpx_fail "cluster-one-host.sh start 4"
+    qpx_finish
+fi
+qpx_pass "cluster-one-host.sh start 4: $(tail -n 1 "$TL_TMP/start" | sed 's/^cluster-one-host: //')"
+eval "$($cl env "$dir")"
+unset SOFTVERBS_NUM_DEVICES SOFTVERBS_NUM_PORTS
+# the rsh agent, rank files and softverbs' per-host slot all take the
+# program from this directory (the same path on every host)
+
+out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe $QPX_CLUSTER_MPIRUN \
+      -np 4 --map-by node hostname 2>&1 | sort | tr '\n' ' ')
+if [ "$out" = "h1 h2 h3 h4 " ]; then
+    qpx_pass "mpirun over the hosts: one rank on each of h1 h2 h3 h4"
+else
+    qpx_fail "mpirun over the hosts: $out"
+fi
+
+# a2a NAME TLS [LAUNCH...]: the alltoall on 8 ranks, 2 per host
+a2a() {
+    name=$1 tls=$2; shift 2
+    out=$(UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE UCX_LOG_LEVEL=debug \
+          OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
+          OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+          timeout 200 "$@" "$prog" 20 262144 2>&1)
+    rc=$?
+    hosts=$(echo "$out" | grep -c 'qpx job: .* 8 processes on 4 hosts, 2 here')
+    if [ $rc -eq 0 ] && echo "$out" | grep -q '^ALLTOALL OK 20 x 262144 on 8 ranks' &&
+       [ "$hosts" = 8 ]; then
+        qpx_pass "$name over UCX_TLS=$tls: 8 ranks on 4 hosts (job log of all 8), 20 x 256 KiB, data checked"
+    else
+        qpx_fail "$name over UCX_TLS=$tls (exit $rc, $hosts of 8 job logs)"
+        echo "$out" | grep -v DEBUG | tail -n 6
+    fi
+}
+MPIRUN="mpirun --allow-run-as-root --oversubscribe $QPX_CLUSTER_MPIRUN -x LD_PRELOAD
+        -x LD_LIBRARY_PATH -x UCX_TLS -x UCX_LOG_LEVEL -x OMPI_MCA_pml -x OMPI_MCA_osc
+        -x OMPI_MCA_btl -x OMPI_MCA_pml_ucx_tls -x OMPI_MCA_pml_ucx_devices
+        -np 8 --map-by node"
+# shellcheck disable=SC2086
+a2a "mpirun MPI_Alltoall" qpx $MPIRUN
+# shellcheck disable=SC2086
+a2a "mpirun MPI_Alltoall" qpx_rc,qpx_ud $MPIRUN
+
+if PATH=$PATH:/usr/sbin command -v slurmd >/dev/null && command -v srun >/dev/null; then
+    if timeout 120 $cl slurm "$dir" </dev/null >"$TL_TMP/slurm" 2>&1; then
+        eval "$($cl env "$dir")"
+        a2a "srun -N 4 -n 8 --mpi=pmix MPI_Alltoall" qpx srun -N 4 -n 8 --mpi=pmix
+    else
+        qpx_fail "cluster-one-host.sh slurm"; tail -n 5 "$TL_TMP/slurm"
+    fi
+else
+    echo "SKIP: Slurm case (slurmd/srun not installed)"
+fi
+
+# h2's port down while the job runs
+stat=$SOFTVERBS_LIBDIR/../softverbs-stat
+UCX_TLS=qpx_rc,qpx_ud LD_PRELOAD=$QPX_MODULE OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx \
+    OMPI_MCA_btl=self OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+    UCX_LOG_LEVEL=warn timeout 200 $MPIRUN "$prog" 100000 262144 >"$TL_TMP/down" 2>&1 &
+mpid=$!
+sleep 8
+$cl on h2 "$stat port softverbs0:1 down" >/dev/null
+t0=$(date +%s)
+wait "$mpid"; rc=$?
+t=$(( $(date +%s) - t0 ))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+   grep -q "failed: transport retry counter exceeded (port softverbs0:1 is down)" "$TL_TMP/down"; then
+    qpx_pass "h2's port down mid-job: the job ends in $t s with an error naming the QP and the down port"
+else
+    qpx_fail "h2's port down mid-job: exit $rc after $t s"
+    grep -v '^\[h[0-9]:[0-9]*\] \[' "$TL_TMP/down" | tail -n 6
+fi
+
+$cl stop "$dir" >/dev/null 2>&1
+left=$(ip netns list | grep -c '^qpx-h'; ip link show qpxbr0 2>/dev/null | grep -c qpxbr0)
+left=$(echo "$left" | awk '{s += $1} END {print s}')
+if [ "$left" = 0 ] && [ ! -e "$dir" ] && [ ! -e "/dev/shm/$(basename "$dir")-registry" ]; then
+    qpx_pass "cluster-one-host.sh stop: no namespace, bridge, directory or registry left"
+else
+    qpx_fail "cluster-one-host.sh stop left $left links/namespaces (or $dir)"
+fi
+qpx_finish
