@@ -117,31 +117,39 @@ fi
 # built, loaded (1.22: through UCX_PLUGIN_PATH), refused by the wrong
 # release, UCP/CM/MPI data checked. The UCX builds are cached outside the
 # clone (about 10 minutes each the first time)
+# count_stage NAME OUT RC T0 FAIL_PATTERN: a stage that ran a script of its
+# own into OUT with exit status RC (77: skipped), counted by its closing
+# line "N passed, N failed" (and its runs); a failed run without a failed
+# case counts one
+count_stage() {
+    local name=$1 out=$2 rc=$3 t0=$4 fail_pat=$5 line p=0 f=0 r res
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+    if [ -n "$line" ]; then
+        p=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
+        f=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+        r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
+    fi
+    if [ "$rc" -eq 77 ]; then
+        res=SKIP; skip=$((skip + 1)); p=0; f=0; r=0
+    elif [ "$rc" -ne 0 ]; then
+        res=FAIL; [ "$f" -eq 0 ] && f=1
+    else
+        res=PASS
+    fi
+    runs=$((runs + ${r:-0}))
+    pass=$((pass + p)); fail=$((fail + f))
+    printf '  %-5s %-48s %4d passed, %3d failed (%d s)\n' "$res" "$name" "$p" "$f" \
+           $((SECONDS - t0))
+    case $res in
+    FAIL) echo "---- $out"; grep -E "$fail_pat" "$out" | tail -30; tail -15 "$out" ;;
+    SKIP) grep -h '^SKIP' "$out" | head -3 | sed 's/^/        /' ;;
+    esac
+}
+
 qpx_say "tests: other UCX releases (bash contrib/ucx-versions.sh)"
 t0=$SECONDS
 (cd "$QPX_TOP" && timeout 3600 bash contrib/ucx-versions.sh) >"$QPX_BUILDDIR/ucx-versions.out" 2>&1
-vers_rc=$?
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$QPX_BUILDDIR/ucx-versions.out" | tail -1)
-p=0; f=0
-if [ -n "$line" ]; then
-    p=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
-    f=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
-    r=$(sed -nE 's/.*\(([0-9]+) of the passed are runs.*/\1/p' <<<"$line")
-    runs=$((runs + ${r:-0}))
-fi
-if [ "$vers_rc" -eq 77 ]; then
-    res=SKIP; skip=$((skip + 1))
-elif [ "$vers_rc" -ne 0 ]; then
-    res=FAIL; [ "$f" -eq 0 ] && f=1
-else
-    res=PASS
-fi
-pass=$((pass + p)); fail=$((fail + f))
-printf '  %-5s %-48s %4d passed, %3d failed (%d s)\n' "$res" "contrib/ucx-versions.sh" "$p" "$f" $((SECONDS - t0))
-case $res in
-FAIL) echo "---- $QPX_BUILDDIR/ucx-versions.out"; grep -E '^(FAIL|==>)' "$QPX_BUILDDIR/ucx-versions.out" | tail -30 ;;
-SKIP) grep -h '^SKIP' "$QPX_BUILDDIR/ucx-versions.out" | head -3 | sed 's/^/        /' ;;
-esac
+count_stage "contrib/ucx-versions.sh" "$QPX_BUILDDIR/ucx-versions.out" $? $t0 '^(FAIL|==>)'
 grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
 
 # qpx and softverbs for aarch64: cross-built (Debian's cross compiler and
@@ -152,27 +160,7 @@ grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
 qpx_say "tests: aarch64 cross build under qemu (bash contrib/cross-check.sh arm64)"
 t0=$SECONDS
 (cd "$QPX_TOP" && timeout 1200 bash contrib/cross-check.sh arm64) >"$QPX_BUILDDIR/cross-arm64.out" 2>&1
-cross_rc=$?
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$QPX_BUILDDIR/cross-arm64.out" | tail -1)
-p=0; f=0
-if [ -n "$line" ]; then
-    p=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
-    f=$(sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
-fi
-if [ "$cross_rc" -eq 77 ]; then
-    res=SKIP; skip=$((skip + 1)); p=0; f=0
-elif [ "$cross_rc" -ne 0 ]; then
-    res=FAIL; [ "$f" -eq 0 ] && f=1
-else
-    res=PASS
-fi
-pass=$((pass + p)); fail=$((fail + f))
-printf '  %-5s %-48s %4d passed, %3d failed (%d s)\n' "$res" "contrib/cross-check.sh arm64" "$p" "$f" $((SECONDS - t0))
-case $res in
-FAIL) echo "---- $QPX_BUILDDIR/cross-arm64.out"; grep -E '^(  FAIL|==>)' "$QPX_BUILDDIR/cross-arm64.out" | tail -30
-      tail -15 "$QPX_BUILDDIR/cross-arm64.out" ;;
-SKIP) grep -h '^SKIP' "$QPX_BUILDDIR/cross-arm64.out" | head -3 | sed 's/^/        /' ;;
-esac
+count_stage "contrib/cross-check.sh arm64" "$QPX_BUILDDIR/cross-arm64.out" $? $t0 '^(  FAIL|==>)'
 
 if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
     # make check failed before any test could report (e.g. a build error)
