@@ -94,7 +94,7 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(qpx_dc_hdr_t)))) {
+                         (wc[i].byte_len < sizeof(qpx_rdma_hdr_t)))) {
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 ucs_debug("receive on dct 0x%x dropped: %s, %u bytes",
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
@@ -104,7 +104,7 @@ static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
             continue;
         }
 
-        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_dc_hdr_t),
+        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rdma_hdr_t),
                         wc[i].byte_len);
     }
     qpx_iface_rx_post_due(&iface->super);
@@ -350,7 +350,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.hints        = hints;
     init_attr.tl_name      = QPX_DC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_DRIVER;
-    init_attr.rx_hdr_len   = sizeof(qpx_dc_hdr_t);
+    init_attr.rx_hdr_len   = sizeof(qpx_rdma_hdr_t);
     init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
     init_attr.tx_reserve   = QPX_DC_SQ_RESERVE;
@@ -395,12 +395,12 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_cleanup;
     }
     if ((self->super.config.max_send_sge < 2) ||
-        (self->super.config.max_inline < sizeof(qpx_dc_am_short_hdr_t))) {
+        (self->super.config.max_inline < sizeof(qpx_rdma_am_short_hdr_t))) {
         ucs_log(self->super.exhausted_level, "qpx_dc: %s:%d granted %u SGEs "
                 "and %zu inline bytes, need 2 and %zu",
                 self->super.md->dev.name, self->super.port_num,
                 self->super.config.max_send_sge, self->super.config.max_inline,
-                sizeof(qpx_dc_am_short_hdr_t));
+                sizeof(qpx_rdma_am_short_hdr_t));
         status = UCS_ERR_UNSUPPORTED;
         goto err_destroy_dcis;
     }
@@ -424,7 +424,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                  ucs_status_string(dci_status));
     }
 
-    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_dc_hdr_t),
+    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rdma_hdr_t),
                        &self->config.caps);
 
     status = qpx_iface_rx_fill(&self->super);

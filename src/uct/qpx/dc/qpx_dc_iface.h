@@ -76,18 +76,6 @@ typedef enum {
 } qpx_dc_policy_t;
 
 
-/* Wire header of an active message */
-typedef struct qpx_dc_hdr {
-    uint8_t am_id;
-} UCS_S_PACKED qpx_dc_hdr_t;
-
-
-typedef struct qpx_dc_am_short_hdr {
-    qpx_dc_hdr_t dc;
-    uint64_t     am_hdr;
-} UCS_S_PACKED qpx_dc_am_short_hdr_t;
-
-
 /* Interface address: the DCT number */
 typedef struct qpx_dc_iface_addr {
     uint8_t dct_num[3];
@@ -254,41 +242,7 @@ qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
                                      qpx_ep_t *base_ep);
 
 /* Data path (qpx_dc_ops.c) */
-ucs_status_t qpx_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                 unsigned length, uint64_t remote_addr,
-                                 uct_rkey_t rkey);
-ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                            void *arg, uint64_t remote_addr, uct_rkey_t rkey);
-ucs_status_t qpx_dc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
-                                 uct_unpack_callback_t unpack_cb, void *arg,
-                                 size_t length, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                const void *payload, unsigned length);
-ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                           uct_pack_callback_t pack_cb, void *arg,
-                           unsigned flags);
-ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
-                                unsigned header_length, const uct_iov_t *iov,
-                                size_t iovcnt, unsigned flags,
-                                uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                     uint64_t value, uint64_t remote_addr,
-                                     uct_rkey_t rkey);
-ucs_status_t qpx_dc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                      uint64_t value, uint64_t *result,
-                                      uint64_t remote_addr, uct_rkey_t rkey,
-                                      uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                      uint64_t swap, uint64_t remote_addr,
-                                      uct_rkey_t rkey, uint64_t *result,
-                                      uct_completion_t *comp);
+QPX_RDMA_EP_OPS_DECLARE(qpx_dc);
 /* A signalled zero-length RDMA write to ep's target (flush, ep_check) */
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep);
 

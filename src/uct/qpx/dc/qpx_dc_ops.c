@@ -1,7 +1,8 @@
 /*
- * qpx_dc data path: put, get, active messages and atomics, each one work
- * request on the endpoint's DCI through the ibv_wr_* API, addressed to the
- * peer's DCT (qpx_dc.inl).
+ * qpx_dc data path: put, get, active messages and atomics are the RC
+ * family's (qpx_rdma_ops.inl) over qpx_dc's post operations here, each one
+ * work request on the endpoint's DCI through the ibv_wr_* API, addressed
+ * to the peer's DCT (qpx_dc.inl); and the no-op of a flush.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -9,414 +10,110 @@
 
 #include "qpx_dc.inl"
 
-#include <uct/qpx/base/qpx_param.h>
+#include <uct/qpx/rdma/qpx_rdma_ops.inl>
 
 
-/* The DCI and a bounce buffer for an operation of ep, or the reason not */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_dc_ep_tx_begin_desc(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
-                        qpx_dc_dci_t **dci_p, qpx_tx_desc_t **desc_p)
+/*
+ * The post operations of qpx_dc (qpx_rdma_ops.inl): a request goes on the
+ * DCI the endpoint holds (taken under the policy by qpx_dc_ep_tx_begin),
+ * built with the ibv_wr_* API and addressed to the peer's DCT.
+ */
+static UCS_F_ALWAYS_INLINE qpx_iface_t *
+qpx_dc_post_iface(uct_ep_h tl_ep)
 {
-    ucs_status_t status = qpx_dc_ep_tx_begin(iface, ep, dci_p);
-
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    /* A refused buffer solicits the DCIs' completions (tx_solicit): every
-     * buffer may be held by unsignalled requests */
-    *desc_p = qpx_iface_tx_desc_get(&iface->super);
-    return (*desc_p == NULL) ? UCS_ERR_NO_RESOURCE : UCS_OK;
+    return &qpx_dc_ep_iface(ucs_derived_of(tl_ep, qpx_dc_ep_t))->super;
 }
 
 
-ucs_status_t qpx_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                 unsigned length, uint64_t remote_addr,
-                                 uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE const qpx_rdma_caps_t *
+qpx_dc_post_caps(uct_ep_h tl_ep)
+{
+    return &qpx_dc_ep_iface(ucs_derived_of(tl_ep, qpx_dc_ep_t))->config.caps;
+}
+
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_dc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
+{
+    qpx_dc_ep_t *ep   = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    qpx_dc_dci_t *dci = NULL;
+    ucs_status_t status;
+
+    /* No flow control: a DCT's receives come from the shared SRQ, whose
+     * limit event refills it (is_am asks nothing more) */
+    status = qpx_dc_ep_tx_begin(qpx_dc_ep_iface(ep), ep, &dci);
+    if (ucs_likely(status == UCS_OK)) {
+        *tx_p = dci;
+    }
+    return status;
+}
+
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_dc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *wr)
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    int signal;
+    qpx_dc_dci_t *dci     = tx;
+    struct ibv_data_buf buf[QPX_RDMA_INLINE_SGE_MAX];
+    int i, signal;
 
-    if (ucs_unlikely(length > iface->config.caps.max_put_short)) {
-        return qpx_param_length_error("put_short", length,
-                                      iface->config.caps.max_put_short);
-    }
-    status = qpx_dc_ep_tx_begin(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, IBV_SEND_INLINE, 0);
-    ibv_wr_rdma_write(dci->qpx, (uint32_t)rkey, remote_addr);
-    ibv_wr_set_inline_data(dci->qpx, (void*)buffer, length);
-    return qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-}
-
-
-ssize_t qpx_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                            void *arg, uint64_t remote_addr, uct_rkey_t rkey)
-{
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    size_t length;
-    int signal;
-
-    status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
-    if (status != UCS_OK) {
-        return status;
+    signal = qpx_dc_dci_wr_start(iface, ep, dci, wr->send_flags, wr->signal);
+    switch (wr->opcode) {
+    case IBV_WR_RDMA_WRITE:
+        ibv_wr_rdma_write(dci->qpx, wr->rkey, wr->remote_addr);
+        break;
+    case IBV_WR_RDMA_READ:
+        ibv_wr_rdma_read(dci->qpx, wr->rkey, wr->remote_addr);
+        break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        ibv_wr_atomic_fetch_add(dci->qpx, wr->rkey, wr->remote_addr,
+                                wr->compare_add);
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        ibv_wr_atomic_cmp_swp(dci->qpx, wr->rkey, wr->remote_addr,
+                              wr->compare_add, wr->swap);
+        break;
+    default:
+        ucs_assertv(wr->opcode == IBV_WR_SEND, "opcode %d", wr->opcode);
+        ibv_wr_send(dci->qpx);
+        break;
     }
 
-    length = pack_cb(qpx_tx_desc_data(desc), arg);
-    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
-        ucs_mpool_put(desc);
-        return qpx_param_length_error("put_bcopy", length,
-                                      iface->config.caps.max_bcopy);
-    }
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
-    ibv_wr_rdma_write(dci->qpx, (uint32_t)rkey, remote_addr);
-    ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_tx_desc_data(desc), length);
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        ucs_mpool_put(desc);
-        return status;
-    }
-
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
-    return length;
-}
-
-
-/* RDMA write or read from iov, completing comp (if any) when done */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_dc_ep_rdma_zcopy(qpx_dc_ep_t *ep, int is_read, const uct_iov_t *iov,
-                     size_t iovcnt, uint64_t remote_addr, uct_rkey_t rkey,
-                     uct_completion_t *comp)
-{
-    qpx_dc_iface_t *iface  = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc = NULL;
-    struct ibv_sge sge[iface->config.caps.max_iov + 1];
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    size_t num_sge;
-    int signal;
-
-    status = qpx_param_check_iov(is_read ? "get_zcopy" : "put_zcopy", iov,
-                                 iovcnt, iface->config.caps.max_iov, 0,
-                                 iface->config.caps.max_zcopy);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = (comp != NULL) ?
-             qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc) :
-             qpx_dc_ep_tx_begin(iface, ep, &dci);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    num_sge = qpx_iov_to_sge(sge, iov, iovcnt);
-    signal  = qpx_dc_dci_wr_start(iface, ep, dci, 0, comp != NULL);
-    if (is_read) {
-        ibv_wr_rdma_read(dci->qpx, (uint32_t)rkey, remote_addr);
-    } else {
-        ibv_wr_rdma_write(dci->qpx, (uint32_t)rkey, remote_addr);
-    }
-    ibv_wr_set_sge_list(dci->qpx, num_sge, sge);
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        if (desc != NULL) {
-            ucs_mpool_put(desc);
+    if (wr->send_flags & IBV_SEND_INLINE) {
+        /* Copied by the post: the buffers may go after it */
+        ucs_assertv(wr->num_sge <= QPX_RDMA_INLINE_SGE_MAX, "num_sge %d",
+                    wr->num_sge);
+        for (i = 0; i < wr->num_sge; ++i) {
+            buf[i].addr   = (void*)(uintptr_t)wr->sge[i].addr;
+            buf[i].length = wr->sge[i].length;
         }
-        return status;
+        ibv_wr_set_inline_data_list(dci->qpx, wr->num_sge, buf);
+    } else {
+        ibv_wr_set_sge_list(dci->qpx, wr->num_sge, wr->sge);
     }
-
-    if (desc != NULL) {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_comp_release, comp);
-    }
-    return UCS_INPROGRESS;
-}
-
-
-ucs_status_t qpx_dc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp)
-{
-    return qpx_dc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_dc_ep_t), 0, iov,
-                                iovcnt, remote_addr, rkey, comp);
-}
-
-
-ucs_status_t qpx_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp)
-{
-    return qpx_dc_ep_rdma_zcopy(ucs_derived_of(tl_ep, qpx_dc_ep_t), 1, iov,
-                                iovcnt, remote_addr, rkey, comp);
-}
-
-
-ucs_status_t qpx_dc_ep_get_bcopy(uct_ep_h tl_ep,
-                                 uct_unpack_callback_t unpack_cb, void *arg,
-                                 size_t length, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp)
-{
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    int signal;
-
-    if (ucs_unlikely(length > iface->config.caps.max_bcopy)) {
-        return qpx_param_length_error("get_bcopy", length,
-                                      iface->config.caps.max_bcopy);
-    }
-    status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, 1);
-    ibv_wr_rdma_read(dci->qpx, (uint32_t)rkey, remote_addr);
-    ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_tx_desc_data(desc), length);
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        ucs_mpool_put(desc);
-        return status;
-    }
-
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_get_bcopy, comp);
-    desc->op.get.unpack_cb = unpack_cb;
-    desc->op.get.arg       = arg;
-    desc->op.get.length    = length;
-    return UCS_INPROGRESS;
-}
-
-
-ucs_status_t qpx_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                const void *payload, unsigned length)
-{
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_am_short_hdr_t hdr;
-    struct ibv_data_buf buf[2];
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    int signal;
-
-    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
-    }
-    if (ucs_unlikely(sizeof(header) + length >
-                     iface->config.caps.max_am_short)) {
-        return qpx_param_length_error("am_short", sizeof(header) + length,
-                                      iface->config.caps.max_am_short);
-    }
-    status = qpx_dc_ep_tx_begin(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    hdr.dc.am_id  = id;
-    hdr.am_hdr    = header;
-    buf[0].addr   = &hdr;
-    buf[0].length = sizeof(hdr);
-    buf[1].addr   = (void*)payload;
-    buf[1].length = length;
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, IBV_SEND_INLINE, 0);
-    ibv_wr_send(dci->qpx);
-    /* copied by the post: hdr may go out of scope after it */
-    ibv_wr_set_inline_data_list(dci->qpx, (length > 0) ? 2 : 1, buf);
     return qpx_dc_dci_wr_complete(iface, ep, dci, signal);
 }
 
 
-ssize_t qpx_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                           uct_pack_callback_t pack_cb, void *arg,
-                           unsigned flags)
+static UCS_F_ALWAYS_INLINE void
+qpx_dc_post_add_op(uct_ep_h tl_ep, void *tx, qpx_op_t *op, qpx_op_cb_t cb,
+                   uct_completion_t *comp)
 {
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
-    qpx_dc_dci_t *dci = NULL;
-    qpx_dc_hdr_t *hdr;
-    ucs_status_t status;
-    size_t length;
-    int signal;
-
-    if (ucs_unlikely(id >= UCT_AM_ID_MAX)) {
-        return qpx_param_am_id_error(id, UCT_AM_ID_MAX);
-    }
-    status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    hdr        = qpx_tx_desc_data(desc);
-    hdr->am_id = id;
-    length     = pack_cb(hdr + 1, arg);
-    if (ucs_unlikely(length > iface->super.config.seg_size - sizeof(*hdr))) {
-        ucs_mpool_put(desc);
-        return qpx_param_length_error("am_bcopy", length,
-                                      iface->super.config.seg_size -
-                                      sizeof(*hdr));
-    }
-    signal     = qpx_dc_dci_wr_start(iface, ep, dci, 0, 0);
-    ibv_wr_send(dci->qpx);
-    ibv_wr_set_sge(dci->qpx, desc->super.lkey, (uintptr_t)hdr,
-                   sizeof(*hdr) + length);
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        ucs_mpool_put(desc);
-        return status;
-    }
-
-    qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
-    return length;
+    qpx_dc_dci_add_op(tx, ucs_derived_of(tl_ep, qpx_dc_ep_t), op, cb, comp);
 }
 
 
-ucs_status_t qpx_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
-                                unsigned header_length, const uct_iov_t *iov,
-                                size_t iovcnt, unsigned flags,
-                                uct_completion_t *comp)
-{
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    struct ibv_sge sge[iface->config.caps.max_iov + 1];
-    qpx_tx_desc_t *desc;
-    qpx_dc_dci_t *dci = NULL;
-    qpx_dc_hdr_t *hdr;
-    ucs_status_t status;
-    size_t max_payload    = iface->super.config.seg_size - sizeof(*hdr);
-    int signal;
-
-    status = qpx_param_check_am_zcopy(id, header_length, iov, iovcnt,
-                                      iface->config.caps.max_iov,
-                                      max_payload);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    hdr        = qpx_tx_desc_data(desc);
-    hdr->am_id = id;
-    memcpy(hdr + 1, header, header_length);
-    sge[0].addr   = (uintptr_t)hdr;
-    sge[0].length = sizeof(*hdr) + header_length;
-    sge[0].lkey   = desc->super.lkey;
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, comp != NULL);
-    ibv_wr_send(dci->qpx);
-    ibv_wr_set_sge_list(dci->qpx, 1 + qpx_iov_to_sge(&sge[1], iov, iovcnt),
-                        sge);
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        ucs_mpool_put(desc);
-        return status;
-    }
-
-    qpx_dc_dci_add_op(dci, ep, &desc->op,
-                      (comp != NULL) ? qpx_op_comp_release :
-                                       qpx_op_release, comp);
-    return UCS_INPROGRESS;
-}
+static const qpx_rdma_post_ops_t qpx_dc_post_ops = {
+    .iface    = qpx_dc_post_iface,
+    .caps     = qpx_dc_post_caps,
+    .tx_begin = qpx_dc_post_tx_begin,
+    .post     = qpx_dc_post_wr,
+    .add_op   = qpx_dc_post_add_op
+};
 
 
-/* A 64-bit fetch-add or compare-swap whose result lands in a bounce
- * buffer; result NULL: nobody waits for the old value */
-static ucs_status_t
-qpx_dc_ep_atomic(qpx_dc_ep_t *ep, int is_cswap, uint64_t add, uint64_t swap,
-                 uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result,
-                 uct_completion_t *comp)
-{
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
-    qpx_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    int signal;
-
-    if (ucs_unlikely(!iface->config.caps.atomics || (remote_addr % 8) != 0)) {
-        return iface->config.caps.atomics ? UCS_ERR_INVALID_PARAM :
-                                       UCS_ERR_UNSUPPORTED;
-    }
-    status = qpx_dc_ep_tx_begin_desc(iface, ep, &dci, &desc);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, 0, result != NULL);
-    if (is_cswap) {
-        ibv_wr_atomic_cmp_swp(dci->qpx, (uint32_t)rkey, remote_addr, add,
-                              swap);
-    } else {
-        ibv_wr_atomic_fetch_add(dci->qpx, (uint32_t)rkey, remote_addr, add);
-    }
-    ibv_wr_set_sge(dci->qpx, desc->super.lkey,
-                   (uintptr_t)qpx_tx_desc_data(desc), sizeof(uint64_t));
-    status = qpx_dc_dci_wr_complete(iface, ep, dci, signal);
-    if (status != UCS_OK) {
-        ucs_mpool_put(desc);
-        return status;
-    }
-
-    if (result != NULL) {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_atomic_fetch, comp);
-        desc->op.result = result;
-    } else {
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_release, NULL);
-    }
-    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
-}
-
-
-ucs_status_t qpx_dc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                     uint64_t value, uint64_t remote_addr,
-                                     uct_rkey_t rkey)
-{
-    if (opcode != UCT_ATOMIC_OP_ADD) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    return qpx_dc_ep_atomic(ucs_derived_of(tl_ep, qpx_dc_ep_t), 0, value, 0,
-                            remote_addr, rkey, NULL, NULL);
-}
-
-
-ucs_status_t qpx_dc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                      uint64_t value, uint64_t *result,
-                                      uint64_t remote_addr, uct_rkey_t rkey,
-                                      uct_completion_t *comp)
-{
-    if ((opcode != UCT_ATOMIC_OP_ADD) || (result == NULL)) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    return qpx_dc_ep_atomic(ucs_derived_of(tl_ep, qpx_dc_ep_t), 0, value, 0,
-                            remote_addr, rkey, result, comp);
-}
-
-
-ucs_status_t qpx_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                      uint64_t swap, uint64_t remote_addr,
-                                      uct_rkey_t rkey, uint64_t *result,
-                                      uct_completion_t *comp)
-{
-    if (result == NULL) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    return qpx_dc_ep_atomic(ucs_derived_of(tl_ep, qpx_dc_ep_t), 1, compare,
-                            swap, remote_addr, rkey, result, comp);
-}
+QPX_RDMA_EP_OPS_DEFINE(qpx_dc, &qpx_dc_post_ops)
 
 
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep)

@@ -88,7 +88,7 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
     for (i = 0; i < n; ++i) {
         desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
         if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(qpx_rc_hdr_t)))) {
+                         (wc[i].byte_len < sizeof(qpx_rdma_hdr_t)))) {
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 ucs_debug("receive on qp 0x%x dropped: %s, %u bytes",
                           wc[i].qp_num, ibv_wc_status_str(wc[i].status),
@@ -115,7 +115,7 @@ qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
                          qpx_rc_iface_rx_ep(iface, run_qp_num);
         }
         ++run_count;
-        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rc_hdr_t),
+        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rdma_hdr_t),
                         wc[i].byte_len);
     }
 
@@ -343,7 +343,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.hints        = hints;
     init_attr.tl_name      = QPX_RC_TL_NAME;
     init_attr.qp_type      = IBV_QPT_RC;
-    init_attr.rx_hdr_len   = sizeof(qpx_rc_hdr_t);
+    init_attr.rx_hdr_len   = sizeof(qpx_rdma_hdr_t);
     init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
     init_attr.max_send_sge = 8;
     init_attr.tx_reserve   = QPX_RC_SQ_RESERVE;
@@ -370,17 +370,17 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     qpx_iface_qp_put(&self->super, qp);
 
     if ((self->super.config.max_send_sge < 2) ||
-        (self->super.config.max_inline < sizeof(qpx_rc_am_short_hdr_t))) {
+        (self->super.config.max_inline < sizeof(qpx_rdma_am_short_hdr_t))) {
         ucs_log(self->super.exhausted_level, "qpx_rc: %s:%d granted %u SGEs "
                 "and %zu inline bytes, need 2 and %zu",
                 self->super.md->dev.name, self->super.port_num,
                 self->super.config.max_send_sge, self->super.config.max_inline,
-                sizeof(qpx_rc_am_short_hdr_t));
+                sizeof(qpx_rdma_am_short_hdr_t));
         return UCS_ERR_UNSUPPORTED;
     }
 
     qpx_rc_iface_init_conn(self, config);
-    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rc_hdr_t),
+    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rdma_hdr_t),
                        &self->config.caps);
 
     /* Credits never exceed what the SRQ holds beyond one repost batch */

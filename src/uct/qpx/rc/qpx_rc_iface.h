@@ -34,19 +34,6 @@
 #define QPX_RC_SQ_FAILED      (-(1 << 30)) /* sq_available of a dead ep */
 
 
-/* Wire header of an active message */
-typedef struct qpx_rc_hdr {
-    uint8_t am_id;
-} UCS_S_PACKED qpx_rc_hdr_t;
-
-
-/* Header of an active message short: id + 64-bit header */
-typedef struct qpx_rc_am_short_hdr {
-    qpx_rc_hdr_t rc;
-    uint64_t     am_hdr;
-} UCS_S_PACKED qpx_rc_am_short_hdr_t;
-
-
 /*
  * Endpoint address: QPN and the flow-control counter. No PSN: a QP's first
  * is a function of its number (qpx_rc_qp_initial_psn), which the peer
@@ -191,41 +178,7 @@ void qpx_rc_ep_keepalive(qpx_rc_ep_t *ep);
 void qpx_rc_iface_tx_solicit(qpx_iface_t *base_iface);
 
 /* Data path (qpx_rc_ops.c) */
-ucs_status_t qpx_rc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                 unsigned length, uint64_t remote_addr,
-                                 uct_rkey_t rkey);
-ssize_t qpx_rc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                            void *arg, uint64_t remote_addr, uct_rkey_t rkey);
-ucs_status_t qpx_rc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_get_bcopy(uct_ep_h tl_ep,
-                                 uct_unpack_callback_t unpack_cb, void *arg,
-                                 size_t length, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                 size_t iovcnt, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                const void *payload, unsigned length);
-ssize_t qpx_rc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                           uct_pack_callback_t pack_cb, void *arg,
-                           unsigned flags);
-ucs_status_t qpx_rc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
-                                unsigned header_length, const uct_iov_t *iov,
-                                size_t iovcnt, unsigned flags,
-                                uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                     uint64_t value, uint64_t remote_addr,
-                                     uct_rkey_t rkey);
-ucs_status_t qpx_rc_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                      uint64_t value, uint64_t *result,
-                                      uint64_t remote_addr, uct_rkey_t rkey,
-                                      uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                      uint64_t swap, uint64_t remote_addr,
-                                      uct_rkey_t rkey, uint64_t *result,
-                                      uct_completion_t *comp);
+QPX_RDMA_EP_OPS_DECLARE(qpx_rc);
 /* Post a signalled zero-length write (flush, ep_check); uses the reserve */
 ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep);
 

@@ -18,6 +18,69 @@
 #include <uct/qpx/base/qpx_qp.h>
 
 
+/* The header before an active message's payload */
+typedef struct qpx_rdma_hdr {
+    uint8_t am_id;
+} UCS_S_PACKED qpx_rdma_hdr_t;
+
+
+/* The header of an active message short: id and the 64-bit header */
+typedef struct qpx_rdma_am_short_hdr {
+    qpx_rdma_hdr_t rdma;
+    uint64_t       am_hdr;
+} UCS_S_PACKED qpx_rdma_am_short_hdr_t;
+
+
+/*
+ * Declares the uct_iface_ops_t functions of a transport of the family that
+ * QPX_RDMA_EP_OPS_DEFINE (qpx_rdma_ops.inl) defines: _tl##_ep_put_short,
+ * put_bcopy, put_zcopy, get_zcopy, get_bcopy, am_short, am_bcopy,
+ * am_zcopy, atomic64_post, atomic64_fetch and atomic_cswap64
+ */
+#define QPX_RDMA_EP_OPS_DECLARE(_tl) \
+    ucs_status_t _tl##_ep_put_short(uct_ep_h tl_ep, const void *buffer, \
+                                    unsigned length, uint64_t remote_addr, \
+                                    uct_rkey_t rkey); \
+    ssize_t _tl##_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, \
+                               void *arg, uint64_t remote_addr, \
+                               uct_rkey_t rkey); \
+    ucs_status_t _tl##_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, \
+                                    size_t iovcnt, uint64_t remote_addr, \
+                                    uct_rkey_t rkey, uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, \
+                                    size_t iovcnt, uint64_t remote_addr, \
+                                    uct_rkey_t rkey, uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_get_bcopy(uct_ep_h tl_ep, \
+                                    uct_unpack_callback_t unpack_cb, \
+                                    void *arg, size_t length, \
+                                    uint64_t remote_addr, uct_rkey_t rkey, \
+                                    uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_am_short(uct_ep_h tl_ep, uint8_t id, \
+                                   uint64_t header, const void *payload, \
+                                   unsigned length); \
+    ssize_t _tl##_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, \
+                              uct_pack_callback_t pack_cb, void *arg, \
+                              unsigned flags); \
+    ucs_status_t _tl##_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, \
+                                   const void *header, \
+                                   unsigned header_length, \
+                                   const uct_iov_t *iov, size_t iovcnt, \
+                                   unsigned flags, uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode, \
+                                        uint64_t value, uint64_t remote_addr, \
+                                        uct_rkey_t rkey); \
+    ucs_status_t _tl##_ep_atomic64_fetch(uct_ep_h tl_ep, \
+                                         uct_atomic_op_t opcode, \
+                                         uint64_t value, uint64_t *result, \
+                                         uint64_t remote_addr, \
+                                         uct_rkey_t rkey, \
+                                         uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, \
+                                         uint64_t swap, uint64_t remote_addr, \
+                                         uct_rkey_t rkey, uint64_t *result, \
+                                         uct_completion_t *comp)
+
+
 /* The RC family's settings (qpx_rdma_iface_config_table) */
 typedef struct qpx_rdma_iface_config {
     unsigned retry_count;
