@@ -32,7 +32,7 @@ static UCS_F_ALWAYS_INLINE int
 qpx_dc_dci_has_tx_resources(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci)
 {
     return (dci->sq_available > QPX_DC_SQ_RESERVE) &&
-           (iface->super.tx.cq_available > 0) && !dci->flags &&
+           (iface->super.super.tx.cq_available > 0) && !dci->flags &&
            ((iface->config.policy != QPX_DC_POLICY_DCS_QUOTA) ||
             (dci->quota_used < iface->config.quota) ||
             ucs_list_is_empty(&iface->tx_wait));
@@ -55,7 +55,8 @@ qpx_dc_ep_tx_begin(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
         return ep->status;
     }
     /* Nothing of ep's queued before it (as qpx_rc_ep_can_send) */
-    if (ucs_unlikely(!qpx_ep_pending_is_clear(&iface->super, &ep->super))) {
+    if (ucs_unlikely(!qpx_ep_pending_is_clear(&iface->super.super,
+                                              &ep->super))) {
         return UCS_ERR_NO_RESOURCE;
     }
     if (ucs_unlikely(ep->dci == QPX_DC_DCI_NONE) &&
@@ -96,14 +97,14 @@ qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
     /* A DCI serves one endpoint at a time under dcs/dcs_quota/sticky, and
      * only an endpoint that holds it posts on it */
     ucs_assert(&iface->dcis[ep->dci] == dci);
-    signal |= (dci->unsignaled + 1 >= iface->super.config.tx_moderation) |
+    signal |= (dci->unsignaled + 1 >= iface->super.super.config.tx_moderation) |
               (iface->num_dci_waiters > 0);
-    ucs_assert(!signal || (iface->super.tx.cq_available > 0));
+    ucs_assert(!signal || (iface->super.super.tx.cq_available > 0));
     ibv_wr_start(dci->qpx);
     dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
     /* An interface fence since ep's last post fences this one too */
     dci->qpx->wr_flags = send_flags | ep->fence |
-                         ((ep->fence_beat != iface->fence_beat) ?
+                         ((ep->fence_beat != iface->super.fence_beat) ?
                           IBV_SEND_FENCE : 0) |
                          (signal ? IBV_SEND_SIGNALED : 0);
     return signal;
@@ -130,10 +131,10 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     ++ep->posts;
     ep->last_sn    = dci->sn;
     ep->fence      = 0;
-    ep->fence_beat = iface->fence_beat;
+    ep->fence_beat = iface->super.fence_beat;
     --dci->sq_available;
     ++dci->quota_used;
-    ++iface->tx_unacked;
+    ++iface->super.tx_unacked;
     dci->last_used = ++iface->tick;
     if (dci->target_id != ep->id) {
         iface->target_switches += (dci->target_id != QPX_EP_ID_NULL);
@@ -144,7 +145,7 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     if (signal) {
         dci->unsignaled  = 0;
         dci->signaled_sn = dci->sn;
-        --iface->super.tx.cq_available;
+        --iface->super.super.tx.cq_available;
     } else {
         ++dci->unsignaled;
     }

@@ -12,8 +12,8 @@
 static ucs_status_t qpx_dc_dci_connect(qpx_dc_iface_t *iface,
                                        qpx_dc_dci_t *dci)
 {
-    return qpx_qp_dci_connect(dci->qp, iface->super.port_num,
-                              &iface->config.conn);
+    return qpx_qp_dci_connect(dci->qp, iface->super.super.port_num,
+                              &iface->super.conn);
 }
 
 
@@ -22,7 +22,7 @@ static void qpx_dc_dci_reset_counters(qpx_dc_iface_t *iface,
 {
     dci->acked_sn     = dci->sn;
     dci->signaled_sn  = dci->sn;
-    dci->sq_available = iface->super.config.tx_queue_len;
+    dci->sq_available = iface->super.super.config.tx_queue_len;
     dci->unsignaled   = 0;
     dci->quota_used   = 0;
     dci->flags        = 0;
@@ -36,8 +36,9 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
 
     /* The first DCI is required; the others the interface can do without
      * (fewer DCIs, one warning from its init) */
-    status = (index == 0) ? qpx_iface_qp_get(&iface->super, &dci->qp) :
-                            qpx_iface_qp_get_spare(&iface->super, &dci->qp);
+    status = (index == 0) ?
+             qpx_iface_qp_get(&iface->super.super, &dci->qp) :
+             qpx_iface_qp_get_spare(&iface->super.super, &dci->qp);
     if (status != UCS_OK) {
         return status;
     }
@@ -244,7 +245,7 @@ void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
         dci = &iface->dcis[i];
         if ((dci->signaled_sn == dci->sn) || dci->flags ||
             (dci->target_ah == NULL) || (dci->sq_available <= 0) ||
-            (iface->super.tx.cq_available <= 0)) {
+            (iface->super.super.tx.cq_available <= 0)) {
             continue;
         }
         ibv_wr_start(dci->qpx);
@@ -262,10 +263,10 @@ void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
         }
         ++dci->sn;
         --dci->sq_available;
-        ++iface->tx_unacked;
+        ++iface->super.tx_unacked;
         dci->unsignaled  = 0;
         dci->signaled_sn = dci->sn;
-        --iface->super.tx.cq_available;
+        --iface->super.super.tx.cq_available;
     }
 }
 
@@ -276,7 +277,7 @@ ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
     qpx_dc_dci_t *dci;
 
     /* Requests of ep already waiting go first (the arbiter runs them) */
-    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+    if (!qpx_ep_pending_is_clear(&iface->super.super, &ep->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -431,7 +432,7 @@ void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface)
     while (!ucs_list_is_empty(&iface->tx_wait)) {
         ep = ucs_list_extract_head(&iface->tx_wait, qpx_dc_ep_t, wait_link);
         ep->flags &= ~QPX_DC_EP_FLAG_WAITING;
-        qpx_ep_pending_schedule(&iface->super, &ep->super);
+        qpx_ep_pending_schedule(&iface->super.super, &ep->super);
     }
 }
 
@@ -467,7 +468,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
         }
     }
 
-    iface->tx_unacked -= dci->sn - dci->acked_sn;
+    iface->super.tx_unacked -= dci->sn - dci->acked_sn;
     qpx_ops_complete(&dci->ops, UINT64_MAX, status);
 
     /* Back to RTS. The flushed requests' completions of this life carry the
@@ -522,7 +523,7 @@ static void qpx_dc_iface_tx_completion(qpx_dc_iface_t *iface,
     /* wr_id carries the low bits of sn; acked_sn < sn <= dci->sn */
     sn = dci->sn - ((dci->sn - wc->wr_id) & QPX_DC_SN_MASK);
     dci->sq_available += sn - dci->acked_sn;
-    iface->tx_unacked -= sn - dci->acked_sn;
+    iface->super.tx_unacked -= sn - dci->acked_sn;
     dci->acked_sn      = sn;
     qpx_ops_complete(&dci->ops, sn, UCS_OK);
 
@@ -535,10 +536,7 @@ unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
 {
     int i;
 
-    /* Error completions of unsignalled requests must not push the count
-     * past the CQ */
-    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
-                                           iface->super.tx.cq_size);
+    qpx_rdma_iface_tx_cq_credit(&iface->super, n);
     for (i = 0; i < n; ++i) {
         qpx_dc_iface_tx_completion(iface, &wc[i]);
     }

@@ -34,13 +34,13 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
 
     iface      = ucs_derived_of(params->iface, qpx_dc_iface_t);
     iface_addr = (const qpx_dc_iface_addr_t*)params->iface_addr;
-    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
+    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super.super);
 
     qpx_device_addr_unpack(params->dev_addr, &dev_addr);
-    if (!qpx_device_addr_is_reachable(iface->super.port, &dev_addr)) {
+    if (!qpx_device_addr_is_reachable(iface->super.super.port, &dev_addr)) {
         ucs_error("qpx_dc: peer lid %u (address flags 0x%x) is not "
                   "reachable from %s:%d", dev_addr.lid, dev_addr.flags,
-                  iface->super.md->dev.name, iface->super.port_num);
+                  iface->super.super.md->dev.name, iface->super.super.port_num);
         return UCS_ERR_UNREACHABLE;
     }
 
@@ -62,7 +62,7 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     self->posts      = 0;
     self->keepalive_posts = 0;
     self->fence      = 0;
-    self->fence_beat = iface->fence_beat;
+    self->fence_beat = iface->super.fence_beat;
     ucs_list_add_tail(&iface->eps, &self->list);
     if ((iface->config.policy == QPX_DC_POLICY_RAND) ||
         (iface->config.policy == QPX_DC_POLICY_SPREAD)) {
@@ -115,7 +115,7 @@ void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
     ep->flags  |= QPX_DC_EP_FLAG_ERROR;
     ep->status  = status;
     /* Its requests run now and see the error */
-    qpx_ep_pending_schedule(&iface->super, &ep->super);
+    qpx_ep_pending_schedule(&iface->super.super, &ep->super);
     /* The handler may destroy ep: nothing touches it afterwards */
     (void)qpx_ep_report_failure(&ep->super, status,
                                 "qpx_dc: ep to dct 0x%x failed: %s",
@@ -186,7 +186,7 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
      * computed on a get not yet issued, and wrote the garbage back, with
      * 16 ranks on 8 DCIs). Not when the flush is itself the pending
      * request being dispatched: what was queued before it has left. */
-    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+    if (!qpx_ep_pending_is_clear(&iface->super.super, &ep->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
     if (ep->dci == QPX_DC_DCI_NONE) {
@@ -207,7 +207,7 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super);
+        desc = qpx_iface_tx_desc_get(&iface->super.super);
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
@@ -222,20 +222,9 @@ ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
 
-    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
+    return qpx_iface_flush_eps(&iface->super.super, flags, comp, &iface->eps,
                                ucs_offsetof(qpx_dc_ep_t, list),
                                qpx_dc_ep_flush);
-}
-
-
-ucs_status_t qpx_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
-{
-    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-
-    /* Every endpoint's next request waits for its earlier reads and
-     * atomics (UCP's worker fence, hence shmem_fence, comes here) */
-    ++iface->fence_beat;
-    return UCS_OK;
 }
 
 
@@ -269,7 +258,7 @@ ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
      * with ep's signalled request already outstanding: taken first, so that
      * a refusal leaves nothing posted for it */
     if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super);
+        desc = qpx_iface_tx_desc_get(&iface->super.super);
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }

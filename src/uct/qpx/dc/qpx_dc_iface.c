@@ -8,6 +8,7 @@
 
 #include "qpx_dc.inl"
 
+#include <uct/qpx/rdma/qpx_rdma_rx.inl>
 #include <ucs/qpx_config.h>
 
 #include <uct/qpx/base/qpx_component.h>
@@ -84,39 +85,12 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
 };
 
 
-/* Handle n receive completions of the DCT: active messages */
-static unsigned qpx_dc_iface_rx_process(qpx_dc_iface_t *iface,
-                                        const struct ibv_wc *wc, int n)
-{
-    qpx_desc_t *desc;
-    int i;
-
-    for (i = 0; i < n; ++i) {
-        desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
-        if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(qpx_rdma_hdr_t)))) {
-            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                ucs_debug("receive on dct 0x%x dropped: %s, %u bytes",
-                          wc[i].qp_num, ibv_wc_status_str(wc[i].status),
-                          wc[i].byte_len);
-            }
-            qpx_iface_rx_recycle(&iface->super, desc);
-            continue;
-        }
-
-        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rdma_hdr_t),
-                        wc[i].byte_len);
-    }
-    qpx_iface_rx_post_due(&iface->super);
-    return n;
-}
-
-
 static UCS_F_ALWAYS_INLINE unsigned
 qpx_dc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    return qpx_dc_iface_rx_process(ucs_derived_of(iface, qpx_dc_iface_t), wc,
-                                   n);
+    /* No per-run hooks: DC has no credits to return */
+    return qpx_rdma_iface_rx_process(ucs_derived_of(iface, qpx_rdma_iface_t),
+                                     NULL, wc, n);
 }
 
 
@@ -137,12 +111,8 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
         qpx_dc_iface_tx_wake(iface);
     }
 
-    /* The send CQ is idle when nothing signalled is outstanding and every
-     * request posted is known complete */
-    return qpx_iface_progress_cqs(&iface->super,
-                                  (iface->super.tx.cq_available ==
-                                   iface->super.tx.cq_size) &&
-                                  (iface->tx_unacked == 0),
+    return qpx_iface_progress_cqs(&iface->super.super,
+                                  qpx_rdma_iface_tx_is_idle(&iface->super),
                                   qpx_dc_iface_rx_wc, qpx_dc_iface_tx_wc,
                                   qpx_dc_iface_keepalive);
 }
@@ -153,8 +123,7 @@ static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
 
-    qpx_iface_query(&iface->super, iface_attr);
-    qpx_rdma_iface_query(&iface->super, &iface->config.caps, iface_attr);
+    qpx_rdma_iface_query(&iface->super, iface_attr);
     iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     iface_attr->iface_addr_len = sizeof(qpx_dc_iface_addr_t);
     iface_attr->ep_addr_len    = 0;
@@ -208,7 +177,7 @@ static uct_iface_ops_t qpx_dc_iface_ops = {
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_dc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_dc_ep_t),
     .iface_flush              = qpx_dc_iface_flush,
-    .iface_fence              = qpx_dc_iface_fence,
+    .iface_fence              = qpx_rdma_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_dc_iface_progress,
@@ -243,16 +212,15 @@ static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
 static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
                                    const qpx_dc_iface_config_t *config)
 {
-    qpx_qp_connect_attr_t *conn = &self->config.conn;
+    qpx_qp_connect_attr_t *conn = &self->super.conn;
     qpx_device_addr_t self_addr;
     unsigned tries;
 
-    memset(conn, 0, sizeof(*conn));
-    qpx_rdma_conn_init(&self->super, &config->rdma, conn);
+    qpx_rdma_iface_conn_init(&self->super, &config->rdma);
     /* The local port's address vector: its GRH on RoCE */
-    qpx_device_addr_get(self->super.port, &self_addr);
-    qpx_device_ah_attr(&self_addr, self->super.port_num,
-                       self->super.port->gid_index, &conn->ah_attr);
+    qpx_device_addr_get(self->super.super.port, &self_addr);
+    qpx_device_ah_attr(&self_addr, self->super.super.port_num,
+                       self->super.super.port->gid_index, &conn->ah_attr);
     /* TIMEOUT bounds the whole: each of the tries waits a share of it */
     tries         = conn->retry_cnt + 1;
     conn->timeout = qpx_qp_timeout_code(config->timeout / tries);
@@ -267,10 +235,11 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
     /* A DCT the device has no room for is logged at the level the
      * interface's user asked for (the hybrid, which goes on without it),
      * or at debug level while a DCI can still give way to it */
-    status = qpx_qp_dct_create(self->super.md->pd, &self->super.qp_init_attr,
+    status = qpx_qp_dct_create(self->super.super.md->pd,
+                               &self->super.super.qp_init_attr,
                                self->config.dc_key, (self->num_dci > 1) ?
                                UCS_LOG_LEVEL_DEBUG :
-                               self->super.exhausted_level, &self->dct);
+                               self->super.super.exhausted_level, &self->dct);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
             qpx_iface_exhausted_set("QP");
@@ -278,11 +247,11 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
         return status;
     }
 
-    status = qpx_qp_dct_listen(self->dct, self->super.port_num,
+    status = qpx_qp_dct_listen(self->dct, self->super.super.port_num,
                                IBV_ACCESS_LOCAL_WRITE |
                                IBV_ACCESS_REMOTE_WRITE |
                                IBV_ACCESS_REMOTE_READ |
-                               IBV_ACCESS_REMOTE_ATOMIC, &self->config.conn);
+                               IBV_ACCESS_REMOTE_ATOMIC, &self->super.conn);
     if (status != UCS_OK) {
         qpx_qp_destroy(self->dct);
     }
@@ -314,15 +283,16 @@ static unsigned qpx_dc_iface_num_dci(qpx_dc_iface_t *iface, unsigned num_dci)
         return num_dci;
     }
 
-    share = (unsigned)iface->super.md->dev.attr.max_qp / job.local_tasks;
+    share = (unsigned)iface->super.super.md->dev.attr.max_qp / job.local_tasks;
     cap   = ucs_max(share / 2, 2) - 1;
     if (cap >= num_dci) {
         return num_dci;
     }
 
     ucs_debug("qpx_dc: %s:%d takes %u of %u DCIs: %d QPs for %u processes "
-              "on this host", iface->super.md->dev.name, iface->super.port_num,
-              cap, num_dci, iface->super.md->dev.attr.max_qp, job.local_tasks);
+              "on this host", iface->super.super.md->dev.name,
+              iface->super.super.port_num, cap, num_dci,
+              iface->super.super.md->dev.attr.max_qp, job.local_tasks);
     return cap;
 }
 
@@ -357,7 +327,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     init_attr.use_srq      = 1;
     init_attr.qp_create    = qpx_qp_dci_create;
 
-    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_dc_iface_ops,
+    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_dc_iface_ops,
                               &qpx_dc_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
@@ -366,10 +336,9 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     self->tx_wake_due = 0;
     self->num_dci_waiters = 0;
     qpx_ep_table_init(&self->ep_table);
-    qpx_ah_cache_init(&self->ah_cache, self->super.md->pd,
-                      self->super.port_num, self->super.port->gid_index);
-    self->tx_unacked      = 0;
-    self->fence_beat      = 0;
+    qpx_ah_cache_init(&self->ah_cache, self->super.super.md->pd,
+                      self->super.super.port_num,
+                      self->super.super.port->gid_index);
     self->tick            = 0;
     self->target_switches = 0;
     self->rand_state      = ((uint64_t)(uintptr_t)self ^
@@ -384,8 +353,9 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         self->config.dc_key = config->key.value;
         key_source          = "UCX_QPX_DC_KEY";
     }
-    ucs_debug("qpx_dc: %s:%d DC access key from %s", self->super.md->dev.name,
-              self->super.port_num, key_source);
+    ucs_debug("qpx_dc: %s:%d DC access key from %s",
+              self->super.super.md->dev.name, self->super.super.port_num,
+              key_source);
 
     /* The DCIs first: the first one fixes the caps (inline, SGEs) */
     dci_status = UCS_OK;
@@ -394,14 +364,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_cleanup;
     }
-    if ((self->super.config.max_send_sge < 2) ||
-        (self->super.config.max_inline < sizeof(qpx_rdma_am_short_hdr_t))) {
-        ucs_log(self->super.exhausted_level, "qpx_dc: %s:%d granted %u SGEs "
-                "and %zu inline bytes, need 2 and %zu",
-                self->super.md->dev.name, self->super.port_num,
-                self->super.config.max_send_sge, self->super.config.max_inline,
-                sizeof(qpx_rdma_am_short_hdr_t));
-        status = UCS_ERR_UNSUPPORTED;
+    status = qpx_rdma_iface_caps_init(&self->super, &config->rdma);
+    if (status != UCS_OK) {
         goto err_destroy_dcis;
     }
 
@@ -419,20 +383,18 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     }
     if (self->num_dci < num_dci) {
         ucs_warn("qpx_dc: %s:%d has %u of %u DCIs (%s)",
-                 self->super.md->dev.name, self->super.port_num,
+                 self->super.super.md->dev.name, self->super.super.port_num,
                  self->num_dci, num_dci,
                  ucs_status_string(dci_status));
     }
 
-    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rdma_hdr_t),
-                       &self->config.caps);
 
-    status = qpx_iface_rx_fill(&self->super);
+    status = qpx_iface_rx_fill(&self->super.super);
     if (status != UCS_OK) {
         goto err_destroy_dct;
     }
 
-    status = qpx_iface_keepalive_start(&self->super,
+    status = qpx_iface_keepalive_start(&self->super.super,
                                        config->rdma.keepalive_interval);
     if (status != UCS_OK) {
         goto err_destroy_dct;
@@ -441,7 +403,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), inline %zu sge %u",
               self, self->dct->qp_num, self->num_dci,
               qpx_dc_policy_names[self->config.policy],
-              self->super.config.max_inline, self->super.config.max_send_sge);
+              self->super.super.config.max_inline,
+              self->super.super.config.max_send_sge);
     return UCS_OK;
 
 err_destroy_dct:
@@ -458,7 +421,7 @@ err_cleanup:
 static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 {
     /* no keepalive round may run on the endpoints' state from here on */
-    qpx_iface_keepalive_stop(&self->super);
+    qpx_iface_keepalive_stop(&self->super.super);
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_dc iface %p closed with endpoints", self);
     }
@@ -471,7 +434,7 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 }
 
 
-UCS_CLASS_DEFINE(qpx_dc_iface_t, qpx_iface_t);
+UCS_CLASS_DEFINE(qpx_dc_iface_t, qpx_rdma_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
                                  const uct_iface_config_t*,

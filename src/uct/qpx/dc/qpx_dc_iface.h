@@ -123,7 +123,7 @@ typedef struct qpx_dc_iface_config {
 
 
 typedef struct qpx_dc_iface {
-    qpx_iface_t      super;
+    qpx_rdma_iface_t super;          /* its conn: the DCIs' and the DCT's */
     struct ibv_qp    *dct;
     qpx_ah_cache_t   ah_cache;
     qpx_ep_table_t   ep_table;
@@ -143,18 +143,13 @@ typedef struct qpx_dc_iface {
     /* An endpoint went to tx_wait behind the waiters while a DCI was free:
      * no completion may come to wake them, so the next progress does */
     int              tx_wake_due;
-    /* Requests posted and not yet known complete (see qpx_rc_iface_t) */
-    uint64_t         tx_unacked;
-    unsigned         fence_beat;
     uint64_t         tick;          /* posts so far: sticky's clock */
     uint64_t         rand_state;
     uint64_t         target_switches; /* posts to another endpoint than the
                                          DCI's post before */
     struct {
-        qpx_qp_connect_attr_t conn;  /* DCI and DCT attributes */
         qpx_dc_policy_t       policy;
         unsigned              quota;
-        qpx_rdma_caps_t caps;
         uint64_t              dc_key;  /* of our DCT and of the peers' */
     } config;
 } qpx_dc_iface_t;
@@ -227,7 +222,6 @@ void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_dc_ep_fence(uct_ep_h tl_ep, unsigned flags);
-ucs_status_t qpx_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 int qpx_dc_ep_is_connected(const uct_ep_h tl_ep,
                            const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,

@@ -18,20 +18,6 @@
  * DCI the endpoint holds (taken under the policy by qpx_dc_ep_tx_begin),
  * built with the ibv_wr_* API and addressed to the peer's DCT.
  */
-static UCS_F_ALWAYS_INLINE qpx_iface_t *
-qpx_dc_post_iface(uct_ep_h tl_ep)
-{
-    return &qpx_dc_ep_iface(ucs_derived_of(tl_ep, qpx_dc_ep_t))->super;
-}
-
-
-static UCS_F_ALWAYS_INLINE const qpx_rdma_caps_t *
-qpx_dc_post_caps(uct_ep_h tl_ep)
-{
-    return &qpx_dc_ep_iface(ucs_derived_of(tl_ep, qpx_dc_ep_t))->config.caps;
-}
-
-
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_dc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
 {
@@ -105,8 +91,6 @@ qpx_dc_post_add_op(uct_ep_h tl_ep, void *tx, qpx_op_t *op, qpx_op_cb_t cb,
 
 
 static const qpx_rdma_post_ops_t qpx_dc_post_ops = {
-    .iface    = qpx_dc_post_iface,
-    .caps     = qpx_dc_post_caps,
     .tx_begin = qpx_dc_post_tx_begin,
     .post     = qpx_dc_post_wr,
     .add_op   = qpx_dc_post_add_op
@@ -128,7 +112,7 @@ ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
     dci = &iface->dcis[ep->dci];
-    if ((dci->sq_available <= 0) || (iface->super.tx.cq_available <= 0) ||
+    if ((dci->sq_available <= 0) || (iface->super.super.tx.cq_available <= 0) ||
         dci->flags) {
         return UCS_ERR_NO_RESOURCE;
     }

@@ -49,15 +49,15 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     }
 
     iface = ucs_derived_of(params->iface, qpx_rc_iface_t);
-    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super);
+    UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super.super);
 
-    status = qpx_iface_qp_get(&iface->super, &self->qp);
+    status = qpx_iface_qp_get(&iface->super.super, &self->qp);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = qpx_qp_to_init(self->qp, iface->super.port_num,
-                            iface->super.config.access_flags, 0);
+    status = qpx_qp_to_init(self->qp, iface->super.super.port_num,
+                            iface->super.super.config.access_flags, 0);
     if (status != UCS_OK) {
         goto err_put_qp;
     }
@@ -65,18 +65,18 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     /* The words the peer writes: its credit count (flow control) and its
      * close notice (keepalive), in a registered slot of the interface */
     self->fc.enabled = (iface->config.fc_wnd > 0);
-    qpx_md_reg_exhausted_level = iface->super.exhausted_level;
+    qpx_md_reg_exhausted_level = iface->super.super.exhausted_level;
     self->fc.ctl               = ucs_mpool_get(&iface->ctl_mp);
     qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
     if (self->fc.ctl == NULL) {
         qpx_iface_exhausted_set("memory registration");
-        ucs_log(iface->super.exhausted_level, "qp 0x%x: no endpoint control "
-                "words (registration failed)", self->qp->qp_num);
+        ucs_log(iface->super.super.exhausted_level, "qp 0x%x: no endpoint "
+                "control words (registration failed)", self->qp->qp_num);
         status = UCS_ERR_NO_MEMORY;
         goto err_put_qp;
     }
 
-    status = qpx_iface_qp_map_add(&iface->super, self->qp->qp_num, self);
+    status = qpx_iface_qp_map_add(&iface->super.super, self->qp->qp_num, self);
     if (status != UCS_OK) {
         goto err_put_ctl;
     }
@@ -86,10 +86,11 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->tx.sn           = 0;
     self->tx.acked_sn     = 0;
     self->tx.signaled_sn  = 0;
-    self->tx.sq_available = iface->super.config.tx_queue_len;
+    self->tx.sq_available = iface->super.super.config.tx_queue_len;
     self->tx.unsignaled   = 0;
     self->tx.fence        = 0;
-    self->tx.fence_beat   = iface->fence_beat; /* nothing before it to fence */
+    /* nothing before it to fence */
+    self->tx.fence_beat   = iface->super.fence_beat;
     self->tx.keepalive_sn = 0;
     self->fc.ctl->consumed_by_peer = 0;
     self->fc.ctl->peer_closed      = 0;
@@ -106,7 +107,7 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
 err_put_ctl:
     ucs_mpool_put(self->fc.ctl);
 err_put_qp:
-    qpx_iface_qp_put(&iface->super, self->qp);
+    qpx_iface_qp_put(&iface->super.super, self->qp);
     return status;
 }
 
@@ -117,7 +118,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     ucs_list_link_t ops;
     qpx_op_t *op;
 
-    qpx_iface_qp_map_del(&iface->super, self->qp->qp_num);
+    qpx_iface_qp_map_del(&iface->super.super, self->qp->qp_num);
     if (iface->rx_cache.ep == self) {
         iface->rx_cache.ep = NULL;
     }
@@ -129,19 +130,19 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     ucs_list_head_init(&self->tx.ops);
 
     /* Requests that will never be polled are no longer outstanding */
-    iface->tx_unacked -= self->tx.sn - self->tx.acked_sn;
+    iface->super.tx_unacked -= self->tx.sn - self->tx.acked_sn;
 
     /* Signalled requests that will never be polled give their CQ entries
      * back */
     if (!(self->flags & QPX_RC_EP_FLAG_ERROR) &&
         (self->tx.signaled_sn > self->tx.acked_sn)) {
-        ++iface->super.tx.cq_available;
+        ++iface->super.super.tx.cq_available;
     }
 
     ucs_list_del(&self->list);
     /* Before the QP goes back to RESET, which discards what it holds */
     qpx_rc_ep_post_close_notice(self);
-    qpx_iface_qp_put(&iface->super, self->qp);
+    qpx_iface_qp_put(&iface->super.super, self->qp);
     /* A late write of the old peer cannot reach the slot once it serves a
      * new endpoint: it comes through our QP, now reset (or reconnected to
      * another peer, whose packets only it accepts) */
@@ -194,7 +195,7 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
         return UCS_ERR_INVALID_PARAM;
     }
     qpx_device_addr_unpack(dev_addr, &addr);
-    if (!qpx_device_addr_is_reachable(iface->super.port, &addr)) {
+    if (!qpx_device_addr_is_reachable(iface->super.super.port, &addr)) {
         ucs_error("qp 0x%x: peer address is not reachable", ep->qp->qp_num);
         return UCS_ERR_UNREACHABLE;
     }
@@ -203,12 +204,12 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
         return UCS_ERR_ALREADY_EXISTS;
     }
 
-    conn          = iface->config.conn;
+    conn          = iface->super.conn;
     conn.dest_qpn = qpx_rc_unpack24(rc_addr->qp_num);
     conn.rq_psn   = qpx_rc_qp_initial_psn(conn.dest_qpn);
     conn.sq_psn   = qpx_rc_qp_initial_psn(ep->qp->qp_num);
-    qpx_device_ah_attr(&addr, iface->super.port_num,
-                       iface->super.port->gid_index, &conn.ah_attr);
+    qpx_device_ah_attr(&addr, iface->super.super.port_num,
+                       iface->super.super.port->gid_index, &conn.ah_attr);
 
     status = qpx_qp_to_rtr(ep->qp, &conn);
     if (status != UCS_OK) {
@@ -250,10 +251,10 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
 
     ep->flags           |= QPX_RC_EP_FLAG_ERROR;
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
-    iface->tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
+    iface->super.tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
     qpx_ops_complete(&ep->tx.ops, UINT64_MAX, status);
-    qpx_ep_pending_schedule(&iface->super, &ep->super);
+    qpx_ep_pending_schedule(&iface->super.super, &ep->super);
 }
 
 
@@ -293,7 +294,7 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     /* Requests queued before this flush must go first (as qpx_dc and
      * qpx_ud): UCP's flush must not return before them. Not when the flush
      * is itself the pending request being dispatched. */
-    if (!qpx_ep_pending_is_clear(&iface->super, &ep->super)) {
+    if (!qpx_ep_pending_is_clear(&iface->super.super, &ep->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -310,24 +311,13 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super);
+        desc = qpx_iface_tx_desc_get(&iface->super.super);
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
         qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
     }
     return UCS_INPROGRESS;
-}
-
-
-ucs_status_t qpx_rc_iface_fence(uct_iface_h tl_iface, unsigned flags)
-{
-    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-
-    /* Every endpoint's next request waits for its earlier reads and
-     * atomics (UCP's worker fence, hence shmem_fence, comes here) */
-    ++iface->fence_beat;
-    return UCS_OK;
 }
 
 
@@ -363,7 +353,7 @@ ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
      * with the signalled request already outstanding: taken first, so that
      * a refusal leaves nothing posted for it */
     if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super);
+        desc = qpx_iface_tx_desc_get(&iface->super.super);
         if (desc == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
@@ -444,7 +434,7 @@ ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
 
     /* With CANCEL, each QP goes to ERR and its operations complete with
      * UCS_ERR_CANCELED before qpx_rc_ep_flush() returns */
-    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
+    return qpx_iface_flush_eps(&iface->super.super, flags, comp, &iface->eps,
                                ucs_offsetof(qpx_rc_ep_t, list),
                                qpx_rc_ep_flush);
 }

@@ -21,7 +21,7 @@ static UCS_F_ALWAYS_INLINE int
 qpx_rc_ep_has_tx_resources(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep)
 {
     return (ep->tx.sq_available > QPX_RC_SQ_RESERVE) &&
-           (iface->super.tx.cq_available > 0);
+           (iface->super.super.tx.cq_available > 0);
 }
 
 
@@ -33,7 +33,7 @@ static UCS_F_ALWAYS_INLINE int
 qpx_rc_ep_can_send(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep)
 {
     return qpx_rc_ep_has_tx_resources(iface, ep) &&
-           qpx_ep_pending_is_clear(&iface->super, &ep->super);
+           qpx_ep_pending_is_clear(&iface->super.super, &ep->super);
 }
 
 
@@ -74,14 +74,15 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
      * if it is signalled */
     ucs_assertv(ep->tx.sq_available > 0, "qp 0x%x sq_available %d",
                 ep->qp->qp_num, (int)ep->tx.sq_available);
-    ucs_assert(ep->tx.unsignaled < iface->super.config.tx_moderation);
-    signal |= (ep->tx.unsignaled + 1 >= iface->super.config.tx_moderation);
-    ucs_assert(!signal || (iface->super.tx.cq_available > 0));
+    ucs_assert(ep->tx.unsignaled < iface->super.super.config.tx_moderation);
+    signal |= (ep->tx.unsignaled + 1 >=
+               iface->super.super.config.tx_moderation);
+    ucs_assert(!signal || (iface->super.super.tx.cq_available > 0));
     wr->wr_id      = qpx_rc_ep_wr_id(ep, sn);
     wr->next       = NULL;
     /* An interface fence since our last post fences this one too */
     wr->send_flags = send_flags | ep->tx.fence |
-                     ((ep->tx.fence_beat != iface->fence_beat) ?
+                     ((ep->tx.fence_beat != iface->super.fence_beat) ?
                       IBV_SEND_FENCE : 0) |
                      (signal ? IBV_SEND_SIGNALED : 0);
 
@@ -94,13 +95,13 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
 
     ep->tx.sn         = sn;
     ep->tx.fence      = 0;
-    ep->tx.fence_beat = iface->fence_beat;
+    ep->tx.fence_beat = iface->super.fence_beat;
     --ep->tx.sq_available;
-    ++iface->tx_unacked;
+    ++iface->super.tx_unacked;
     if (signal) {
         ep->tx.unsignaled  = 0;
         ep->tx.signaled_sn = sn;
-        --iface->super.tx.cq_available;
+        --iface->super.super.tx.cq_available;
     } else {
         ++ep->tx.unsignaled;
     }

@@ -7,6 +7,7 @@
 
 #include "qpx_rc_ep.inl"
 
+#include <uct/qpx/rdma/qpx_rdma_rx.inl>
 #include <ucs/qpx_config.h>
 
 #include <string.h>
@@ -50,7 +51,7 @@ qpx_rc_iface_rx_ep(qpx_rc_iface_t *iface, uint32_t qp_num)
         return iface->rx_cache.ep;
     }
 
-    ep = qpx_iface_qp_map_find(&iface->super, qp_num);
+    ep = qpx_iface_qp_map_find(&iface->super.super, qp_num);
     iface->rx_cache.ep     = ep;
     iface->rx_cache.qp_num = qp_num;
     return ep;
@@ -75,60 +76,37 @@ qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
 }
 
 
-/* Handle n receive completions: active messages and their credits */
-static UCS_F_ALWAYS_INLINE unsigned
-qpx_rc_iface_rx_process(qpx_rc_iface_t *iface, struct ibv_wc *wc, int n)
+/* A run of receives from one QP: its endpoint, for its credits (none
+ * without flow control) */
+static UCS_F_ALWAYS_INLINE void *
+qpx_rc_iface_rx_run_begin(qpx_rdma_iface_t *rdma_iface, uint32_t qp_num)
 {
-    qpx_rc_ep_t *run_ep = NULL;
-    unsigned run_count  = 0;
-    uint32_t run_qp_num = 0;
-    qpx_desc_t *desc;
-    int i;
+    qpx_rc_iface_t *iface = ucs_derived_of(rdma_iface, qpx_rc_iface_t);
 
-    for (i = 0; i < n; ++i) {
-        desc = (qpx_desc_t*)(uintptr_t)wc[i].wr_id;
-        if (ucs_unlikely((wc[i].status != IBV_WC_SUCCESS) ||
-                         (wc[i].byte_len < sizeof(qpx_rdma_hdr_t)))) {
-            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                ucs_debug("receive on qp 0x%x dropped: %s, %u bytes",
-                          wc[i].qp_num, ibv_wc_status_str(wc[i].status),
-                          wc[i].byte_len);
-            }
-            qpx_iface_rx_recycle(&iface->super, desc);
-            continue;
-        }
-
-        /* Credits are counted per run of messages from one QP and reported
-         * after the run: one endpoint lookup per run, not per message */
-        if (ucs_unlikely((wc[i].qp_num != run_qp_num) || (run_count == 0))) {
-            /* The buffers consumed so far are reposted when a batch is
-             * due before the run's credits go back: the peers may send as
-             * many as the credits say, and without RNR retries a message
-             * that finds the SRQ empty fails its endpoint (RX_QUEUE_LEN >=
-             * eps x FC_WND_SIZE + RX_MAX_BATCH holds,
-             * docs/configuration.md) */
-            qpx_iface_rx_post_due(&iface->super);
-            qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
-            run_qp_num = wc[i].qp_num;
-            run_count  = 0;
-            run_ep     = (iface->config.fc_wnd == 0) ? NULL :
-                         qpx_rc_iface_rx_ep(iface, run_qp_num);
-        }
-        ++run_count;
-        qpx_iface_rx_am(&iface->super, desc, sizeof(qpx_rdma_hdr_t),
-                        wc[i].byte_len);
-    }
-
-    qpx_iface_rx_post_due(&iface->super);
-    qpx_rc_iface_rx_consumed(iface, run_ep, run_count);
-    return n;
+    return (iface->config.fc_wnd == 0) ? NULL :
+           qpx_rc_iface_rx_ep(iface, qp_num);
 }
+
+
+static UCS_F_ALWAYS_INLINE void
+qpx_rc_iface_rx_run_end(qpx_rdma_iface_t *rdma_iface, void *run,
+                        unsigned count)
+{
+    qpx_rc_iface_rx_consumed(ucs_derived_of(rdma_iface, qpx_rc_iface_t), run,
+                             count);
+}
+
+
+static const qpx_rdma_rx_ops_t qpx_rc_iface_rx_ops = {
+    .run_begin = qpx_rc_iface_rx_run_begin,
+    .run_end   = qpx_rc_iface_rx_run_end
+};
 
 
 static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
                                        const struct ibv_wc *wc)
 {
-    qpx_rc_ep_t *ep = qpx_iface_qp_map_find(&iface->super, wc->qp_num);
+    qpx_rc_ep_t *ep = qpx_iface_qp_map_find(&iface->super.super, wc->qp_num);
     uint64_t sn;
 
     if ((ep == NULL) || ((wc->wr_id >> QPX_RC_EP_ID_SHIFT) != ep->id) ||
@@ -144,14 +122,14 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
     /* wr_id carries the low bits of sn; acked_sn < sn <= tx.sn */
     sn = ep->tx.sn - ((ep->tx.sn - wc->wr_id) & QPX_RC_SN_MASK);
     ep->tx.sq_available += sn - ep->tx.acked_sn;
-    iface->tx_unacked   -= sn - ep->tx.acked_sn;
+    iface->super.tx_unacked   -= sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = sn;
     qpx_ops_complete(&ep->tx.ops, sn, UCS_OK);
 
     if (ep->flags & QPX_RC_EP_FLAG_FC_UPDATE) {
         qpx_rc_ep_fc_update(ep);
     }
-    qpx_ep_pending_schedule(&iface->super, &ep->super);
+    qpx_ep_pending_schedule(&iface->super.super, &ep->super);
 }
 
 
@@ -161,10 +139,7 @@ static unsigned qpx_rc_iface_tx_process(qpx_rc_iface_t *iface,
 {
     int i;
 
-    /* Error completions of unsignalled requests and completions credited
-     * back by a destroyed endpoint must not push the count past the CQ */
-    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
-                                           iface->super.tx.cq_size);
+    qpx_rdma_iface_tx_cq_credit(&iface->super, n);
     for (i = 0; i < n; ++i) {
         qpx_rc_iface_tx_completion(iface, &wc[i]);
     }
@@ -188,8 +163,8 @@ static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_iface_t *base_iface)
 static UCS_F_ALWAYS_INLINE unsigned
 qpx_rc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 {
-    return qpx_rc_iface_rx_process(ucs_derived_of(iface, qpx_rc_iface_t), wc,
-                                   n);
+    return qpx_rdma_iface_rx_process(ucs_derived_of(iface, qpx_rdma_iface_t),
+                                     &qpx_rc_iface_rx_ops, wc, n);
 }
 
 
@@ -205,12 +180,8 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
 
-    /* The send CQ is idle when nothing signalled is outstanding and every
-     * request posted is known complete */
-    return qpx_iface_progress_cqs(&iface->super,
-                                  (iface->super.tx.cq_available ==
-                                   iface->super.tx.cq_size) &&
-                                  (iface->tx_unacked == 0),
+    return qpx_iface_progress_cqs(&iface->super.super,
+                                  qpx_rdma_iface_tx_is_idle(&iface->super),
                                   qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
                                   qpx_rc_iface_keepalive);
 }
@@ -221,8 +192,7 @@ static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
 {
     qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
 
-    qpx_iface_query(&iface->super, iface_attr);
-    qpx_rdma_iface_query(&iface->super, &iface->config.caps, iface_attr);
+    qpx_rdma_iface_query(&iface->super, iface_attr);
     iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_EP;
     iface_attr->ep_addr_len = sizeof(qpx_rc_ep_addr_t);
 
@@ -273,7 +243,7 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .ep_get_address           = qpx_rc_ep_get_address,
     .ep_connect_to_ep         = qpx_rc_ep_connect_to_ep,
     .iface_flush              = qpx_rc_iface_flush,
-    .iface_fence              = qpx_rc_iface_fence,
+    .iface_fence              = qpx_rdma_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = qpx_rc_iface_progress,
@@ -290,10 +260,9 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
 static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
                                    const qpx_rc_iface_config_t *config)
 {
-    qpx_qp_connect_attr_t *conn = &self->config.conn;
+    qpx_qp_connect_attr_t *conn = &self->super.conn;
 
-    memset(conn, 0, sizeof(*conn));
-    qpx_rdma_conn_init(&self->super, &config->rdma, conn);
+    qpx_rdma_iface_conn_init(&self->super, &config->rdma);
     /* TIMEOUT is per try: retry_count tries more follow it */
     conn->timeout = qpx_qp_timeout_code(config->timeout);
 }
@@ -352,7 +321,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
                              IBV_ACCESS_REMOTE_READ |
                              IBV_ACCESS_REMOTE_ATOMIC;
 
-    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, &qpx_rc_iface_ops,
+    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_rc_iface_ops,
                               &qpx_rc_iface_internal_ops, md, worker, params,
                               &config->super, &init_attr);
 
@@ -360,46 +329,37 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
     self->next_ep_id = 0;
-    self->tx_unacked = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
-    status = qpx_iface_qp_get(&self->super, &qp);
+    status = qpx_iface_qp_get(&self->super.super, &qp);
     if (status != UCS_OK) {
         return status;
     }
-    qpx_iface_qp_put(&self->super, qp);
+    qpx_iface_qp_put(&self->super.super, qp);
 
-    if ((self->super.config.max_send_sge < 2) ||
-        (self->super.config.max_inline < sizeof(qpx_rdma_am_short_hdr_t))) {
-        ucs_log(self->super.exhausted_level, "qpx_rc: %s:%d granted %u SGEs "
-                "and %zu inline bytes, need 2 and %zu",
-                self->super.md->dev.name, self->super.port_num,
-                self->super.config.max_send_sge, self->super.config.max_inline,
-                sizeof(qpx_rdma_am_short_hdr_t));
-        return UCS_ERR_UNSUPPORTED;
+    status = qpx_rdma_iface_caps_init(&self->super, &config->rdma);
+    if (status != UCS_OK) {
+        return status;
     }
-
     qpx_rc_iface_init_conn(self, config);
-    qpx_rdma_caps_init(&self->super, &config->rdma, sizeof(qpx_rdma_hdr_t),
-                       &self->config.caps);
 
     /* Credits never exceed what the SRQ holds beyond one repost batch */
-    max_fc = (self->super.rx.queue_len > self->super.rx.batch) ?
-             self->super.rx.queue_len - self->super.rx.batch : 0;
+    max_fc = (self->super.super.rx.queue_len > self->super.super.rx.batch) ?
+             self->super.super.rx.queue_len - self->super.super.rx.batch : 0;
     self->config.fc_wnd    = ucs_min(config->fc_wnd_size, max_fc);
     self->config.fc_thresh = ucs_max(1, self->config.fc_wnd / 2);
     if ((config->fc_wnd_size > 0) && (self->config.fc_wnd == 0) &&
-        !self->super.attr_only) {
+        !self->super.super.attr_only) {
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
 
-    status = qpx_iface_rx_fill(&self->super);
+    status = qpx_iface_rx_fill(&self->super.super);
     if (status != UCS_OK) {
         return status;
     }
 
     /* Endpoints' control words: 256 endpoints per registration */
-    status = qpx_md_reg_mpool_init(self->super.md, &self->ctl_mp,
+    status = qpx_md_reg_mpool_init(self->super.super.md, &self->ctl_mp,
                                    sizeof(qpx_rc_ep_ctl_t), 256,
                                    IBV_ACCESS_LOCAL_WRITE |
                                    IBV_ACCESS_REMOTE_WRITE, "qpx_rc_ep_ctl");
@@ -407,15 +367,16 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
 
-    status = qpx_iface_keepalive_start(&self->super,
+    status = qpx_iface_keepalive_start(&self->super.super,
                                        config->rdma.keepalive_interval);
     if (status != UCS_OK) {
         goto err_ctl_mp_cleanup;
     }
 
     ucs_debug("qpx_rc iface %p: inline %zu sge %u fc %u/%u", self,
-              self->super.config.max_inline, self->super.config.max_send_sge,
-              self->config.fc_wnd, self->super.rx.queue_len);
+              self->super.super.config.max_inline,
+              self->super.super.config.max_send_sge, self->config.fc_wnd,
+              self->super.super.rx.queue_len);
     return UCS_OK;
 
 err_ctl_mp_cleanup:
@@ -427,7 +388,7 @@ err_ctl_mp_cleanup:
 static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 {
     /* no keepalive round may run on the endpoints' state from here on */
-    qpx_iface_keepalive_stop(&self->super);
+    qpx_iface_keepalive_stop(&self->super.super);
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("qpx_rc iface %p closed with endpoints", self);
     }
@@ -435,7 +396,7 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 }
 
 
-UCS_CLASS_DEFINE(qpx_rc_iface_t, qpx_iface_t);
+UCS_CLASS_DEFINE(qpx_rc_iface_t, qpx_rdma_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
                                  const uct_iface_config_t*,

@@ -83,26 +83,16 @@ typedef struct qpx_rc_iface_config {
 
 
 typedef struct qpx_rc_iface {
-    qpx_iface_t     super;
+    qpx_rdma_iface_t super;
     ucs_list_link_t eps;
     ucs_mpool_t     ctl_mp;   /* endpoints' control words (qpx_rc_ep_ctl_t),
                                  registered a chunk at a time */
     uint16_t        next_ep_id;
-    /* Requests posted and not yet known complete, over all endpoints: while
-     * any exist the send CQ is polled, so that an unsignalled request that
-     * fails is seen, and a device whose requester advances in the poster's
-     * verbs calls (softverbs) retries what waits for the peer */
-    uint64_t        tx_unacked;
-    /* Interface fence (uct_iface_fence): bumped by each fence; an endpoint
-     * whose next post sees a newer beat than its own sets IBV_SEND_FENCE */
-    unsigned        fence_beat;
     struct {
         struct qpx_rc_ep *ep;     /* endpoint of the last receive */
         uint32_t         qp_num;
     } rx_cache;
     struct {
-        qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
-        qpx_rdma_caps_t caps;
         unsigned              fc_wnd;
         unsigned              fc_thresh;
     } config;
@@ -154,7 +144,6 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
 ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
 ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
-ucs_status_t qpx_rc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 int qpx_rc_ep_is_connected(const uct_ep_h tl_ep,
                            const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,

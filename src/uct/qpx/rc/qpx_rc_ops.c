@@ -22,20 +22,6 @@
  * which solicits the endpoints' completions when it refuses one
  * (qpx_rc_iface_tx_solicit).
  */
-static UCS_F_ALWAYS_INLINE qpx_iface_t *
-qpx_rc_post_iface(uct_ep_h tl_ep)
-{
-    return &qpx_rc_ep_iface(ucs_derived_of(tl_ep, qpx_rc_ep_t))->super;
-}
-
-
-static UCS_F_ALWAYS_INLINE const qpx_rdma_caps_t *
-qpx_rc_post_caps(uct_ep_h tl_ep)
-{
-    return &qpx_rc_ep_iface(ucs_derived_of(tl_ep, qpx_rc_ep_t))->config.caps;
-}
-
-
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
 {
@@ -88,8 +74,6 @@ qpx_rc_post_add_op(uct_ep_h tl_ep, void *tx, qpx_op_t *op, qpx_op_cb_t cb,
 
 
 static const qpx_rdma_post_ops_t qpx_rc_post_ops = {
-    .iface    = qpx_rc_post_iface,
-    .caps     = qpx_rc_post_caps,
     .tx_begin = qpx_rc_post_tx_begin,
     .post     = qpx_rc_post_wr,
     .add_op   = qpx_rc_post_add_op
@@ -104,7 +88,8 @@ ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
     struct ibv_send_wr wr;
 
-    if ((ep->tx.sq_available <= 0) || (iface->super.tx.cq_available <= 0)) {
+    if ((ep->tx.sq_available <= 0) ||
+        (iface->super.super.tx.cq_available <= 0)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -153,7 +138,8 @@ void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep)
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
-    if ((ep->tx.sq_available <= 0) || (iface->super.tx.cq_available <= 0) ||
+    if ((ep->tx.sq_available <= 0) ||
+        (iface->super.super.tx.cq_available <= 0) ||
         !(ep->flags & QPX_RC_EP_FLAG_CONNECTED) ||
         (ep->flags & QPX_RC_EP_FLAG_ERROR)) {
         ep->flags |= QPX_RC_EP_FLAG_FC_UPDATE;

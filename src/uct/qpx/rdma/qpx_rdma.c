@@ -77,14 +77,24 @@ ucs_config_field_t qpx_rdma_iface_config_table[] = {
 };
 
 
-void qpx_rdma_caps_init(qpx_iface_t *iface,
-                        const qpx_rdma_iface_config_t *config,
-                        size_t hdr_len, qpx_rdma_caps_t *caps)
+ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *rdma_iface,
+                                      const qpx_rdma_iface_config_t *config)
 {
-    /* qpx_iface_qp_create() checked the granted inline room holds an AM
-     * header (the transport asks for at least that) */
-    ucs_assert(iface->config.max_inline >= hdr_len);
-    ucs_assert(iface->config.max_send_sge >= 2);
+    const qpx_iface_t *iface = &rdma_iface->super;
+    qpx_rdma_caps_t *caps    = &rdma_iface->caps;
+    size_t hdr_len           = sizeof(qpx_rdma_hdr_t);
+
+    /* An AM short goes inline as header and payload SGEs; AMs carry a
+     * header SGE before the user's iov */
+    if ((iface->config.max_send_sge < 2) ||
+        (iface->config.max_inline < sizeof(qpx_rdma_am_short_hdr_t))) {
+        ucs_log(iface->exhausted_level, "%s: %s:%d granted %u SGEs and %zu "
+                "inline bytes, need 2 and %zu", iface->config.tl_name,
+                iface->md->dev.name, iface->port_num,
+                iface->config.max_send_sge, iface->config.max_inline,
+                sizeof(qpx_rdma_am_short_hdr_t));
+        return UCS_ERR_UNSUPPORTED;
+    }
 
     caps->max_put_short = iface->config.max_inline;
     caps->am_hdr_len    = hdr_len;
@@ -97,13 +107,18 @@ void qpx_rdma_caps_init(qpx_iface_t *iface,
     caps->atomics       = config->atomics &&
                           (iface->md->dev.attr.atomic_cap != IBV_ATOMIC_NONE);
     caps->events        = config->events;
+    return UCS_OK;
 }
 
 
-void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
+void qpx_rdma_iface_query(qpx_rdma_iface_t *rdma_iface,
                           uct_iface_attr_t *iface_attr)
 {
-    size_t am_max = iface->config.seg_size - caps->am_hdr_len;
+    qpx_iface_t *iface          = &rdma_iface->super;
+    const qpx_rdma_caps_t *caps = &rdma_iface->caps;
+    size_t am_max               = iface->config.seg_size - caps->am_hdr_len;
+
+    qpx_iface_query(iface, iface_attr);
 
     iface_attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT |
                              UCT_IFACE_FLAG_PUT_BCOPY |
@@ -157,10 +172,12 @@ void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
 }
 
 
-void qpx_rdma_conn_init(qpx_iface_t *iface,
-                        const qpx_rdma_iface_config_t *config,
-                        qpx_qp_connect_attr_t *conn)
+void qpx_rdma_iface_conn_init(qpx_rdma_iface_t *rdma_iface,
+                              const qpx_rdma_iface_config_t *config)
 {
+    const qpx_iface_t *iface    = &rdma_iface->super;
+    qpx_qp_connect_attr_t *conn = &rdma_iface->conn;
+
     const qpx_device_t *dev = &iface->md->dev;
     enum ibv_mtu active_mtu = iface->port->attr.active_mtu;
 
@@ -175,3 +192,39 @@ void qpx_rdma_conn_init(qpx_iface_t *iface,
     conn->retry_cnt          = ucs_min(config->retry_count, 7);
     conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
 }
+
+
+ucs_status_t qpx_rdma_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    qpx_rdma_iface_t *iface = ucs_derived_of(tl_iface, qpx_rdma_iface_t);
+
+    /* Every endpoint's next request waits for its earlier reads and
+     * atomics (UCP's worker fence, hence shmem_fence, comes here) */
+    ++iface->fence_beat;
+    return UCS_OK;
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, uct_iface_ops_t *ops,
+                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
+                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const qpx_iface_config_t *config,
+                    const qpx_iface_init_attr_t *init_attr)
+{
+    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md, worker,
+                              params, config, init_attr);
+
+    self->tx_unacked = 0;
+    self->fence_beat = 0;
+    memset(&self->conn, 0, sizeof(self->conn));
+    memset(&self->caps, 0, sizeof(self->caps));
+    return UCS_OK;
+}
+
+
+static UCS_CLASS_CLEANUP_FUNC(qpx_rdma_iface_t)
+{
+}
+
+
+UCS_CLASS_DEFINE(qpx_rdma_iface_t, qpx_iface_t);

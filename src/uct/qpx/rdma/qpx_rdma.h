@@ -110,20 +110,71 @@ typedef struct qpx_rdma_caps {
 } qpx_rdma_caps_t;
 
 
-/*
- * The caps of an interface whose first QP fixed max_inline and
- * max_send_sge (qpx_iface_qp_create): AMs carry hdr_len bytes of transport
- * header; atomics as configured and as the device has them.
- */
-void qpx_rdma_caps_init(qpx_iface_t *iface,
-                        const qpx_rdma_iface_config_t *config,
-                        size_t hdr_len, qpx_rdma_caps_t *caps);
 
-/* The flags and limits of put, get, am (short, bcopy, zcopy), pending, the
- * error handling and, as caps say, atomics and events; the transport adds
- * its connection model */
-void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
+/*
+ * An interface of the family: base's, and what its sends share whatever
+ * queue they go on (the endpoint's QP or a DCI)
+ */
+typedef struct qpx_rdma_iface {
+    qpx_iface_t           super;
+    /* Requests posted and not yet known complete, over all queues: while
+     * any exist the send CQ is polled, so that an unsignalled request that
+     * fails is seen, and a device whose requester advances in the poster's
+     * verbs calls (softverbs) retries what waits for the peer */
+    uint64_t              tx_unacked;
+    /* Interface fence (uct_iface_fence): bumped by each fence; a request
+     * whose endpoint posted last before a newer beat sets IBV_SEND_FENCE */
+    unsigned              fence_beat;
+    qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
+    qpx_rdma_caps_t       caps;    /* set by qpx_rdma_iface_caps_init */
+} qpx_rdma_iface_t;
+
+UCS_CLASS_DECLARE(qpx_rdma_iface_t, uct_iface_ops_t*,
+                  uct_iface_internal_ops_t*, uct_md_h, uct_worker_h,
+                  const uct_iface_params_t*, const qpx_iface_config_t*,
+                  const qpx_iface_init_attr_t*);
+
+
+/* The send CQ is idle: nothing signalled is outstanding and every request
+ * posted is known complete */
+static UCS_F_ALWAYS_INLINE int
+qpx_rdma_iface_tx_is_idle(const qpx_rdma_iface_t *iface)
+{
+    return (iface->super.tx.cq_available == iface->super.tx.cq_size) &&
+           (iface->tx_unacked == 0);
+}
+
+
+/* n send completions were polled: their CQ entries are free again. Error
+ * completions of unsignalled requests (and entries credited back by a
+ * destroyed endpoint) must not push the count past the CQ. */
+static UCS_F_ALWAYS_INLINE void
+qpx_rdma_iface_tx_cq_credit(qpx_rdma_iface_t *iface, int n)
+{
+    iface->super.tx.cq_available = ucs_min(iface->super.tx.cq_available + n,
+                                           iface->super.tx.cq_size);
+}
+
+
+/* Base's attributes, and the flags and limits of put, get, am (short,
+ * bcopy, zcopy), pending, the error handling and, as caps say, atomics and
+ * events; the transport adds its connection model */
+void qpx_rdma_iface_query(qpx_rdma_iface_t *iface,
                           uct_iface_attr_t *iface_attr);
+
+/* uct_iface_fence: every endpoint's next request waits for its earlier
+ * reads and atomics */
+ucs_status_t qpx_rdma_iface_fence(uct_iface_h tl_iface, unsigned flags);
+
+/*
+ * iface->caps, from the caps the interface's first QP was granted
+ * (qpx_iface_qp_create: max_inline, max_send_sge): atomics as configured
+ * and as the device has them. UCS_ERR_UNSUPPORTED, logged at the
+ * interface's exhausted level, when they cannot carry an active message
+ * short (its header inline) or a header SGE before an iov.
+ */
+ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *iface,
+                                      const qpx_rdma_iface_config_t *config);
 
 /*
  * The RTR/RTS attributes of the configuration: path MTU (never above the
@@ -131,8 +182,7 @@ void qpx_rdma_iface_query(qpx_iface_t *iface, const qpx_rdma_caps_t *caps,
  * and retries, and retry_count transport retries. The transport sets the
  * timeout (what TIMEOUT means is its own), the address vector and the PSNs.
  */
-void qpx_rdma_conn_init(qpx_iface_t *iface,
-                        const qpx_rdma_iface_config_t *config,
-                        qpx_qp_connect_attr_t *conn);
+void qpx_rdma_iface_conn_init(qpx_rdma_iface_t *iface,
+                              const qpx_rdma_iface_config_t *config);
 
 #endif

@@ -45,9 +45,6 @@ typedef struct qpx_rdma_wr {
 
 /* What a transport of the family gives its operations */
 typedef struct qpx_rdma_post_ops {
-    /* The interface of tl_ep, and the caps of its operations */
-    qpx_iface_t*           (*iface)(uct_ep_h tl_ep);
-    const qpx_rdma_caps_t* (*caps)(uct_ep_h tl_ep);
     /* Room for one more request of tl_ep now, nothing of it queued before
      * (is_am: and a flow-control credit); *tx_p: the send queue it goes on
      * (the transport's own handle). Else UCS_ERR_NO_RESOURCE, or the
@@ -80,6 +77,13 @@ qpx_rdma_wr_init(qpx_rdma_wr_t *wr, enum ibv_wr_opcode opcode,
 }
 
 
+/* The interface of an endpoint of the family */
+static UCS_F_ALWAYS_INLINE qpx_rdma_iface_t *qpx_rdma_ep_iface(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep->iface, qpx_rdma_iface_t);
+}
+
+
 /* Room for a request of tl_ep and a send buffer for it */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rdma_ep_tx_begin_desc(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
@@ -92,7 +96,7 @@ qpx_rdma_ep_tx_begin_desc(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
     }
     /* A refused buffer solicits the unsignalled requests' completions
      * (qpx_iface_ops_t.tx_solicit): every buffer may be held by them */
-    *desc_p = qpx_iface_tx_desc_get(ops->iface(tl_ep));
+    *desc_p = qpx_iface_tx_desc_get(&qpx_rdma_ep_iface(tl_ep)->super);
     return (*desc_p == NULL) ? UCS_ERR_NO_RESOURCE : UCS_OK;
 }
 
@@ -116,7 +120,7 @@ qpx_rdma_ep_put_short(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                       const void *buffer, unsigned length,
                       uint64_t remote_addr, uct_rkey_t rkey)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     struct ibv_sge sge;
     qpx_rdma_wr_t wr;
     ucs_status_t status;
@@ -146,7 +150,7 @@ qpx_rdma_ep_put_bcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                       uct_pack_callback_t pack_cb, void *arg,
                       uint64_t remote_addr, uct_rkey_t rkey)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     qpx_tx_desc_t *desc;
     struct ibv_sge sge;
     qpx_rdma_wr_t wr;
@@ -187,7 +191,7 @@ qpx_rdma_ep_rdma_zcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                        uint64_t remote_addr, uct_rkey_t rkey,
                        uct_completion_t *comp)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     struct ibv_sge sge[caps->max_iov + 1];
     qpx_tx_desc_t *desc = NULL;
     qpx_rdma_wr_t wr;
@@ -227,7 +231,7 @@ qpx_rdma_ep_get_bcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                       size_t length, uint64_t remote_addr, uct_rkey_t rkey,
                       uct_completion_t *comp)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     qpx_tx_desc_t *desc;
     struct ibv_sge sge;
     qpx_rdma_wr_t wr;
@@ -265,7 +269,7 @@ qpx_rdma_ep_am_short(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                      uint8_t id, uint64_t header, const void *payload,
                      unsigned length)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     qpx_rdma_am_short_hdr_t hdr;
     struct ibv_sge sge[2];
     qpx_rdma_wr_t wr;
@@ -303,7 +307,7 @@ static UCS_F_ALWAYS_INLINE ssize_t
 qpx_rdma_ep_am_bcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                      uint8_t id, uct_pack_callback_t pack_cb, void *arg)
 {
-    qpx_iface_t *iface = ops->iface(tl_ep);
+    qpx_iface_t *iface = &qpx_rdma_ep_iface(tl_ep)->super;
     size_t max_length  = iface->config.seg_size - sizeof(qpx_rdma_hdr_t);
     qpx_rdma_hdr_t *hdr;
     qpx_tx_desc_t *desc;
@@ -351,7 +355,7 @@ qpx_rdma_ep_am_zcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                      const uct_iov_t *iov, size_t iovcnt,
                      uct_completion_t *comp)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     struct ibv_sge sge[caps->max_iov + 1];
     qpx_rdma_hdr_t *hdr;
     qpx_tx_desc_t *desc;
@@ -361,8 +365,8 @@ qpx_rdma_ep_am_zcopy(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
 
     status = qpx_param_check_am_zcopy(id, header_length, iov, iovcnt,
                                       caps->max_iov,
-                                      ops->iface(tl_ep)->config.seg_size -
-                                      sizeof(*hdr));
+                                      qpx_rdma_ep_iface(tl_ep)->super.config.
+                                      seg_size - sizeof(*hdr));
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -398,7 +402,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                    uint64_t swap, uint64_t remote_addr, uct_rkey_t rkey,
                    uint64_t *result, uct_completion_t *comp)
 {
-    const qpx_rdma_caps_t *caps = ops->caps(tl_ep);
+    const qpx_rdma_caps_t *caps = &qpx_rdma_ep_iface(tl_ep)->caps;
     qpx_tx_desc_t *desc;
     struct ibv_sge sge;
     qpx_rdma_wr_t wr;
