@@ -153,6 +153,11 @@ struct sv_cm_id *sv_cm_id_find(uint64_t serial);
 /* The CM's random numbers (ports, PSNs), not the application's (under the
  * CM lock) */
 uint32_t sv_cm_rand(void);
+/* fork (sv_cm_chan.c): the devices' lock held across it, made anew in the
+ * child (sv_cm_addr.c) */
+void sv_cm_devs_lock(void);
+void sv_cm_devs_unlock(void);
+void sv_cm_devs_fork_child(void);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);
