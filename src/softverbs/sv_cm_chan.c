@@ -300,21 +300,48 @@ SV_CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
  *  - before: the CM's locks are taken (the CM lock, then the devices' and
  *    the destroyed channels'), so that the child's copy of the CM's state
  *    is not halfway through a change by another thread of the parent;
- *  - in the parent: they are released;
+ *  - in the parent: once the child let go of the parent's sockets and
+ *    port locks (below; it closes its end of a pipe made before the fork,
+ *    when the process has any), the locks are released: a parent that
+ *    destroys a listener as soon as fork returns and listens again on its
+ *    port found both still held by the child's copies;
  *  - in the child: the locks are new (the recursive CM lock remembers the
  *    parent's thread as its owner); the thread, its epoll set and timer
  *    are the parent's, the child's copies of their fds closed, and the
- *    child's first socket or timer starts its own.
+ *    child's first socket or timer starts its own; the parent's ids are
+ *    forgotten (sv_cm_id_fork_child), their sockets and port locks closed
+ *    in the child: they stay the parent's, as the kernel's ids stay on the
+ *    parent's rdma_cm file, and the parent's rdma_destroy_id frees their
+ *    port and their listener's name at once, as the kernel's DESTROY_ID
+ *    does, whatever the child does (a listener's socket kept open in the
+ *    child would keep its name, and its port stay taken, until the child
+ *    exits).
  */
+static int sv_cm_fork_pipe[2] = { -1, -1 }; /* across one fork (CM lock) */
+
 static void sv_cm_fork_prepare(void)
 {
     sv_cm_lock();
     sv_cm_devs_lock();
     pthread_mutex_lock(&sv_cm_grave_lock);
+    if (sv_cm_id_held() && (pipe2(sv_cm_fork_pipe, O_CLOEXEC) != 0)) {
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1; /* no wait, then */
+    }
 }
 
 static void sv_cm_fork_parent(void)
 {
+    char byte;
+
+    if (sv_cm_fork_pipe[0] >= 0) {
+        /* end of file: the child closed its end, after its copies of the
+         * ids' fds (or it died) */
+        close(sv_cm_fork_pipe[1]);
+        while ((read(sv_cm_fork_pipe[0], &byte, 1) < 0) && (errno == EINTR)) {
+        }
+        close(sv_cm_fork_pipe[0]);
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1;
+    }
     pthread_mutex_unlock(&sv_cm_grave_lock);
     sv_cm_devs_unlock();
     sv_cm_unlock();
@@ -343,6 +370,12 @@ static void sv_cm_fork_child(void)
     sv_cm_tfd          = -1;
     sv_cm_timer_at     = 0;
     sv_cm_thread_tried = 0;
+    sv_cm_id_fork_child();
+    if (sv_cm_fork_pipe[0] >= 0) {
+        close(sv_cm_fork_pipe[0]);
+        close(sv_cm_fork_pipe[1]); /* the parent goes on */
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1;
+    }
     sv_cm_relock(depth);
 }
 
