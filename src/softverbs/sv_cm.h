@@ -153,6 +153,15 @@ struct sv_cm_id *sv_cm_id_find(uint64_t serial);
 /* The CM's random numbers (ports, PSNs), not the application's (under the
  * CM lock) */
 uint32_t sv_cm_rand(void);
+/* fork (sv_cm_chan.c): the devices' lock held across it (sv_cm_addr.c);
+ * in the child, that lock made anew, and the parent's ids forgotten, the
+ * child's copies of their sockets and port locks closed (sv_cm_id.c) */
+void sv_cm_devs_lock(void);
+void sv_cm_devs_unlock(void);
+void sv_cm_devs_fork_child(void);
+void sv_cm_id_fork_child(void);
+/* Whether an id of the process holds a socket or a port (CM lock) */
+int  sv_cm_id_held(void);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);

@@ -159,6 +159,23 @@ int sv_cm_addr_local(const struct sockaddr *sa)
     return found;
 }
 
+void sv_cm_devs_lock(void)
+{
+    pthread_mutex_lock(&sv_cm_dev_lock);
+}
+
+void sv_cm_devs_unlock(void)
+{
+    pthread_mutex_unlock(&sv_cm_dev_lock);
+}
+
+/* The devices stay open in a forked child, as librdmacm's cma_dev list
+ * (and its contexts and PDs) does */
+void sv_cm_devs_fork_child(void)
+{
+    pthread_mutex_init(&sv_cm_dev_lock, NULL);
+}
+
 int sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                       uint8_t *port)
 {

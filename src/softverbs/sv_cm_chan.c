@@ -62,7 +62,7 @@ void sv_cm_relock(int depth)
  * it, nor a new socket of the id for its old one), and a timer for the
  * ends of timewait (the kernel's CM runs delayed work for them) */
 static void sv_cm_thread_start(void);
-static pthread_once_t sv_cm_thread_once = PTHREAD_ONCE_INIT;
+static int sv_cm_thread_tried;  /* started (or failed) here (CM lock) */
 static int sv_cm_epfd = -1;
 static int sv_cm_tfd  = -1;
 static uint64_t sv_cm_timer_at; /* armed for, 0: disarmed (CM lock) */
@@ -81,7 +81,7 @@ void sv_cm_timer_arm(uint64_t at_ns)
 {
     struct itimerspec its;
 
-    pthread_once(&sv_cm_thread_once, sv_cm_thread_start);
+    sv_cm_thread_start();
     if ((sv_cm_tfd < 0) || ((sv_cm_timer_at != 0) &&
                             (sv_cm_timer_at <= at_ns))) {
         return;
@@ -148,6 +148,9 @@ static void *sv_cm_thread_main(void *arg)
     }
 }
 
+/* The first socket or timer of the process starts the thread (with the CM
+ * lock; once per process: a forked child starts its own, see
+ * sv_cm_fork_child) */
 static void sv_cm_thread_start(void)
 {
     struct epoll_event ev;
@@ -155,6 +158,10 @@ static void sv_cm_thread_start(void)
     pthread_attr_t attr;
     pthread_t thread;
 
+    if (sv_cm_thread_tried) {
+        return;
+    }
+    sv_cm_thread_tried = 1;
     sv_cm_epfd = epoll_create1(EPOLL_CLOEXEC);
     if (sv_cm_epfd < 0) {
         sv_warn("CM: epoll_create1: %m");
@@ -279,6 +286,105 @@ SV_CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
     pthread_mutex_unlock(&sv_cm_grave_lock);
 }
 
+/*
+ * fork(). librdmacm has no thread of its own: the kernel makes a process's
+ * events, on the rdma_cm file each channel opens (rdma-core librdmacm/cma.c:
+ * rdma_create_event_channel opens the device, ucma_init only lists the
+ * devices, and nothing is done at fork), so a forked child that opens its
+ * own channels and ids uses the CM as any process does. Here the CM's
+ * work is this process's: its thread, epoll set and timer, and the sockets
+ * and port locks of its ids. A child inherits the parent's copies of all
+ * of them but not the thread, so its connections never got their events,
+ * while the parent's thread, finding the child's sockets in the epoll set
+ * they shared, spun on them (issue 37). So, around fork:
+ *  - before: the CM's locks are taken (the CM lock, then the devices' and
+ *    the destroyed channels'), so that the child's copy of the CM's state
+ *    is not halfway through a change by another thread of the parent;
+ *  - in the parent: once the child let go of the parent's sockets and
+ *    port locks (below; it closes its end of a pipe made before the fork,
+ *    when the process has any), the locks are released: a parent that
+ *    destroys a listener as soon as fork returns and listens again on its
+ *    port found both still held by the child's copies;
+ *  - in the child: the locks are new (the recursive CM lock remembers the
+ *    parent's thread as its owner); the thread, its epoll set and timer
+ *    are the parent's, the child's copies of their fds closed, and the
+ *    child's first socket or timer starts its own; the parent's ids are
+ *    forgotten (sv_cm_id_fork_child), their sockets and port locks closed
+ *    in the child: they stay the parent's, as the kernel's ids stay on the
+ *    parent's rdma_cm file, and the parent's rdma_destroy_id frees their
+ *    port and their listener's name at once, as the kernel's DESTROY_ID
+ *    does, whatever the child does (a listener's socket kept open in the
+ *    child would keep its name, and its port stay taken, until the child
+ *    exits).
+ */
+static int sv_cm_fork_pipe[2] = { -1, -1 }; /* across one fork (CM lock) */
+
+static void sv_cm_fork_prepare(void)
+{
+    sv_cm_lock();
+    sv_cm_devs_lock();
+    pthread_mutex_lock(&sv_cm_grave_lock);
+    if (sv_cm_id_held() && (pipe2(sv_cm_fork_pipe, O_CLOEXEC) != 0)) {
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1; /* no wait, then */
+    }
+}
+
+static void sv_cm_fork_parent(void)
+{
+    char byte;
+
+    if (sv_cm_fork_pipe[0] >= 0) {
+        /* end of file: the child closed its end, after its copies of the
+         * ids' fds (or it died) */
+        close(sv_cm_fork_pipe[1]);
+        while ((read(sv_cm_fork_pipe[0], &byte, 1) < 0) && (errno == EINTR)) {
+        }
+        close(sv_cm_fork_pipe[0]);
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1;
+    }
+    pthread_mutex_unlock(&sv_cm_grave_lock);
+    sv_cm_devs_unlock();
+    sv_cm_unlock();
+}
+
+static void sv_cm_fork_child(void)
+{
+    pthread_mutexattr_t attr;
+    int depth = sv_cm_depth - 1; /* the forking thread's, before prepare */
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&sv_cm_mutex, &attr);
+    pthread_mutexattr_destroy(&attr);
+    sv_cm_depth = 0;
+    pthread_mutex_init(&sv_cm_grave_lock, NULL);
+    sv_cm_devs_fork_child();
+
+    if (sv_cm_epfd >= 0) {
+        close(sv_cm_epfd);
+    }
+    if (sv_cm_tfd >= 0) {
+        close(sv_cm_tfd);
+    }
+    sv_cm_epfd         = -1;
+    sv_cm_tfd          = -1;
+    sv_cm_timer_at     = 0;
+    sv_cm_thread_tried = 0;
+    sv_cm_id_fork_child();
+    if (sv_cm_fork_pipe[0] >= 0) {
+        close(sv_cm_fork_pipe[0]);
+        close(sv_cm_fork_pipe[1]); /* the parent goes on */
+        sv_cm_fork_pipe[0] = sv_cm_fork_pipe[1] = -1;
+    }
+    sv_cm_relock(depth);
+}
+
+/* Once per process image: the handlers are inherited by a forked child */
+static void __attribute__((constructor)) sv_cm_fork_register(void)
+{
+    pthread_atfork(sv_cm_fork_prepare, sv_cm_fork_parent, sv_cm_fork_child);
+}
+
 struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
                                     enum rdma_cm_event_type type, int status)
 {
@@ -329,7 +435,7 @@ void sv_cm_channel_watch(struct sv_cm_id *id, int fd)
 {
     struct epoll_event ev;
 
-    pthread_once(&sv_cm_thread_once, sv_cm_thread_start);
+    sv_cm_thread_start();
     memset(&ev, 0, sizeof(ev));
     ev.events   = EPOLLIN;
     ev.data.u64 = (id->serial << 32) | (uint32_t)fd;

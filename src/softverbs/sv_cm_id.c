@@ -78,6 +78,42 @@ uint64_t sv_cm_timewait_run(uint64_t now_ns)
     return first;
 }
 
+int sv_cm_id_held(void)
+{
+    struct sv_cm_id *id;
+
+    for (id = sv_cm_all; id != NULL; id = id->all_next) {
+        if ((id->sock >= 0) || (id->port_fd >= 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* In a forked child (sv_cm_chan.c, sv_cm_fork_child; the only thread, no
+ * lock needed): the ids inherited are the parent's. The child's copies of
+ * their sockets and port locks are closed (the parent's stay open, its
+ * connections and ports untouched), and the ids are no longer the
+ * process's: the child's thread and timer never find them, nor make
+ * events on their channels (whose eventfds the parent shares). Their
+ * memory stays, so that a child that destroys one does not fault; their
+ * channels' locks are made anew, as a thread of the parent may have held
+ * one at the fork. */
+void sv_cm_id_fork_child(void)
+{
+    struct sv_cm_id *id;
+
+    for (id = sv_cm_all; id != NULL; id = id->all_next) {
+        if (id->sock >= 0) {
+            close(id->sock);
+            id->sock = -1;
+        }
+        sv_cm_port_release(id); /* the child's description of the file */
+        pthread_mutex_init(&id->chan->lock, NULL);
+    }
+    sv_cm_all = NULL;
+}
+
 static void sv_cm_id_link(struct sv_cm_id *id)
 {
     id->serial   = ++sv_cm_serial & 0xffffffffu; /* 32 bits: see watch */

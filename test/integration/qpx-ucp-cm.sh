@@ -9,7 +9,8 @@
 # transport. A client with nobody listening fails at once (an error, not a
 # hang). Over qpx's CM also: one server serves clients one after another;
 # a client killed mid-traffic is reported to the server, and a server
-# killed mid-traffic to the client, within seconds; a connection whose QP
+# killed mid-traffic to the client, within seconds; server and client in
+# processes forked after they used librdmacm connect; a connection whose QP
 # the device cannot give fails at once with an error; a request that is
 # not a qpx CM's is rejected.
 . "$QPX_SRCDIR/test/integration/lib.sh"
@@ -43,6 +44,8 @@ cs_wait_listen() {
     fi
 }
 
+cs_prog=$TL_TMP/ucs # the server's program
+
 # cs_server SECONDS ENV... -- ARGS...: the example's server in the
 # background (spid), with ENV and ARGS, its output in srv.log, once it
 # listens (port); SECONDS "-": no timeout(1) in between, so that a kill
@@ -58,11 +61,11 @@ cs_server() {
     # once truncated, none: the client then dials port 0)
     : >"$TL_TMP/srv.log"
     if [ "$t" = - ]; then
-        env $envs LD_PRELOAD="$QPX_MODULE" stdbuf -oL "$TL_TMP/ucs" "$@" \
+        env $envs LD_PRELOAD="$QPX_MODULE" stdbuf -oL "$cs_prog" "$@" \
             -p 0 >"$TL_TMP/srv.log" 2>&1 &
     else
         env $envs LD_PRELOAD="$QPX_MODULE" timeout "$t" stdbuf -oL \
-            "$TL_TMP/ucs" "$@" -p 0 >"$TL_TMP/srv.log" 2>&1 &
+            "$cs_prog" "$@" -p 0 >"$TL_TMP/srv.log" 2>&1 &
     fi
     spid=$!
     cs_wait_listen "$TL_TMP/srv.log"
@@ -172,6 +175,37 @@ else
     for c in 1 2 3; do
         echo "--- client $c"; tail -n 3 "$TL_TMP/cli$c.log"
     done
+fi
+
+# Over qpx's CM, server and client each in a process forked after it used
+# librdmacm (qpx_ucp_cm_fork.c: a listener, then fork; the child runs the
+# example): UCP and qpx's CM open their own channels and ids in the child,
+# as on real librdmacm (issue 37: the child's CM had no thread, and the
+# client hung)
+ex_fork=$QPX_SRCDIR/test/integration/qpx_ucp_cm_fork.c
+if gcc -O1 -I"$ex" -Dmain=ucs_example_main -c -o "$TL_TMP/ucs_main.o" \
+       "$ex/ucp_client_server.c" 2>"$TL_TMP/gcc.out" &&
+   gcc -O1 -o "$TL_TMP/ucs_fork" "$ex_fork" "$TL_TMP/ucs_main.o" -lucp -lucs \
+       -lrdmacm 2>"$TL_TMP/gcc.out"; then
+    cs_prog=$TL_TMP/ucs_fork
+    cs_server 90 -- -c tag
+    cs_prog=$TL_TMP/ucs
+    LD_PRELOAD=$QPX_MODULE timeout 60 "$TL_TMP/ucs_fork" -c tag \
+        -a 127.0.0.1 -p "${port:-0}" >"$TL_TMP/cli.log" 2>&1
+    crc=$?
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    lanes=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$TL_TMP/cli.log" | tail -n 1)
+    if [ $crc -eq 0 ] && grep -q '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli.log" &&
+       echo "$lanes" | grep -q '(qpx_'; then
+        qpx_pass "qpx cm: server and client forked after using librdmacm: message intact, $lanes"
+    else
+        qpx_fail "qpx cm: server and client forked after using librdmacm: client exit $crc"
+        for f in "$TL_TMP/cli.log" "$TL_TMP/srv.log"; do
+            echo "---- $f"; grep -v INFO "$f" | tail -n 5
+        done
+    fi
+else
+    qpx_fail "qpx cm after fork: $ex_fork: $(head -n 1 "$TL_TMP/gcc.out")"
 fi
 
 # kill_case WHO: WHO (client or server) is killed mid-traffic; the other

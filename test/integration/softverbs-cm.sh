@@ -5,7 +5,8 @@
 # with -R (its connections made through rdma_cm), a connection to a port
 # nobody listens on (REJECTED, reason 8, as on a fabric), and UCX 1.13's own
 # rdmacm connection manager (the ucp_client_server example of libucx-dev,
-# over rc_verbs, the message it receives checked).
+# over rc_verbs, the message it receives checked); a process forked after
+# it used the CM (softverbs_cm_fork, its messages checked).
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/softverbs-lib.sh"
 svt_env_setup
@@ -139,6 +140,27 @@ if [ -f "$ex/ucp_client_server.c" ] && command -v gcc >/dev/null &&
     unset UCX_TLS UCX_SOCKADDR_TLS_PRIORITY UCX_NET_DEVICES
 else
     echo "SKIP: UCX rdmacm CM case: ucp_client_server example not built ($(head -n 1 "$SVT_TMP/gcc.out" 2>/dev/null))"
+fi
+
+# A process forked after it used the CM (issue 37): the child's own
+# channels and ids connect, listen and move data as any process's (real
+# librdmacm has no thread, the kernel makes every process's events); the
+# parent's listener destroyed right after the fork frees its port at once
+fork_prog=$QPX_TESTDIR/softverbs_cm_fork
+if [ -x "$fork_prog" ]; then
+    for c in child-connects child-listens child-sync grandchild parent-relisten; do
+        next_port
+        out=$(timeout 60 "$fork_prog" $c $PORT 2>&1); rc=$?
+        next_port # child-listens takes PORT + 1
+        if [ $rc -eq 0 ] && echo "$out" | grep -q "^PASS: $c: "; then
+            qpx_pass "CM after fork, $(echo "$out" | sed -n "s/^PASS: //p")"
+        else
+            qpx_fail "CM after fork, $c (exit $rc)"
+            echo "$out" | tail -n 5 | sed 's/^/  | /'
+        fi
+    done
+else
+    echo "SKIP: CM after fork: $fork_prog not built"
 fi
 
 svt_check_released "no objects left after the CM programs exited"
