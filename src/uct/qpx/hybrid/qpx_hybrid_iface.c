@@ -143,33 +143,11 @@ static int qpx_hybrid_bcopy_above(const uct_iface_attr_t *path,
 }
 
 
-static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+/* Empty state, and the settings of config */
+static void
+qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
+                            const qpx_hybrid_iface_config_t *config)
 {
-    const qpx_hybrid_iface_config_t *config =
-            ucs_derived_of(tl_config, qpx_hybrid_iface_config_t);
-    uct_iface_attr_t attr;
-    ucs_status_t status;
-    size_t align, align_offset;
-    int rc_first;
-
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("qpx: only device open mode is supported");
-        return UCS_ERR_UNSUPPORTED;
-    }
-    /* Checked here once; the sub-interfaces get it (qpx_hybrid_sub.c) */
-    status = qpx_param_am_alignment(params, SIZE_MAX, 1, &align,
-                                    &align_offset);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,
-                              &qpx_hybrid_iface_internal_ops, md, worker,
-                              params, tl_config);
-
     self->cold        = NULL;
     self->rc        = NULL;
     self->cold_config = NULL;
@@ -211,6 +189,24 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
     self->config.pool_batch     = ucs_max(1, config->pool_batch);
     self->config.print_stats    = config->print_stats;
+}
+
+
+/*
+ * The cold path's interface and, where the SRQ is shared and its layout
+ * asks for it first, the RC one. The cold path is required: one that finds
+ * no room beside the RC interface opens alone, and qpx_dc chosen (not
+ * asked for) gives way to qpx_ud. On failure nothing stays open.
+ */
+static ucs_status_t
+qpx_hybrid_iface_open_paths(qpx_hybrid_iface_t *self,
+                            const qpx_hybrid_iface_config_t *config,
+                            uct_md_h md, uct_worker_h worker,
+                            const uct_iface_params_t *params)
+{
+    ucs_status_t status;
+    int rc_first;
+
 
     /* The RC QPs and the cold path's receive queue share one SRQ and
      * buffer pool where their layouts allow: the DCT's, which the RC QPs
@@ -268,7 +264,8 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         ucs_error("qpx: %s: no %s interface for the cold path (%s)",
                   params->mode.device.dev_name, self->cold_tl,
                   ucs_status_string(status));
-        goto err_close_rc;
+        qpx_hybrid_iface_rc_close(self);
+        return status;
     }
 
     /* The hot path is not: without it every endpoint stays on the cold
@@ -280,31 +277,83 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                               ucs_derived_of(self->cold, qpx_iface_t) : NULL;
     }
     qpx_hybrid_iface_rc_probe(self, rc_first);
+    return UCS_OK;
+}
+
+
+/* The cold path's device and interface addresses (the hybrid's carries
+ * them), and its attributes in *attr */
+static ucs_status_t qpx_hybrid_iface_addr_init(qpx_hybrid_iface_t *self,
+                                               uct_iface_attr_t *attr)
+{
+    ucs_status_t status;
+
 
     status = uct_iface_get_device_address(self->cold,
                                           (uct_device_addr_t*)self->addr.dev);
     if (status != UCS_OK) {
-        goto err_close;
+        return status;
     }
     status = uct_iface_get_address(self->cold,
                                    (uct_iface_addr_t*)self->addr.iface);
     if (status != UCS_OK) {
-        goto err_close;
+        return status;
     }
-    status = uct_iface_query(self->cold, &attr);
+    status = uct_iface_query(self->cold, attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((attr->device_addr_len > QPX_HYBRID_ADDR_MAX) ||
+        (attr->iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
+        ucs_error("qpx: %s addresses of %zu/%zu bytes exceed %d",
+                  self->cold_tl, attr->device_addr_len, attr->iface_addr_len,
+                  QPX_HYBRID_ADDR_MAX);
+        status = UCS_ERR_UNSUPPORTED;
+        return status;
+    }
+    self->addr.dev_len   = attr->device_addr_len;
+    self->addr.iface_len = attr->iface_addr_len;
+    return UCS_OK;
+}
+
+
+static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const qpx_hybrid_iface_config_t *config =
+            ucs_derived_of(tl_config, qpx_hybrid_iface_config_t);
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+    size_t align, align_offset;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("qpx: only device open mode is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    /* Checked here once; the sub-interfaces get it (qpx_hybrid_sub.c) */
+    status = qpx_param_am_alignment(params, SIZE_MAX, 1, &align,
+                                    &align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,
+                              &qpx_hybrid_iface_internal_ops, md, worker,
+                              params, tl_config);
+
+    qpx_hybrid_iface_state_init(self, config);
+
+    status = qpx_hybrid_iface_open_paths(self, config, md, worker, params);
+    if (status != UCS_OK) {
+        goto err_cleanup;
+    }
+
+    status = qpx_hybrid_iface_addr_init(self, &attr);
     if (status != UCS_OK) {
         goto err_close;
     }
-    if ((attr.device_addr_len > QPX_HYBRID_ADDR_MAX) ||
-        (attr.iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
-        ucs_error("qpx: %s addresses of %zu/%zu bytes exceed %d",
-                  self->cold_tl, attr.device_addr_len, attr.iface_addr_len,
-                  QPX_HYBRID_ADDR_MAX);
-        status = UCS_ERR_UNSUPPORTED;
-        goto err_close;
-    }
-    self->addr.dev_len   = attr.device_addr_len;
-    self->addr.iface_len = attr.iface_addr_len;
 
     qpx_hybrid_iface_event_init(self, &attr);
     status = qpx_hybrid_iface_query(&self->super.super, &self->attr);
@@ -331,9 +380,6 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
 
 err_close:
     qpx_hybrid_iface_close_subs(self);
-    goto err_cleanup;
-err_close_rc:
-    qpx_hybrid_iface_rc_close(self);
 err_cleanup:
     kh_destroy_inplace(qpx_hybrid_owner, &self->owners);
     qpx_ep_table_cleanup(&self->conns);
