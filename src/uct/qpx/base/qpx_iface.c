@@ -247,20 +247,14 @@ static int qpx_iface_cq_len(unsigned n, int round_down,
 }
 
 
-static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
-                                            const qpx_iface_config_t *config,
-                                            int use_srq, qpx_iface_t *owner)
+/* The completion channel of both CQs (event notification:
+ * uct_iface_event_fd_get/arm), non-blocking so that pre-arm can drain it,
+ * and the interface's event state */
+static ucs_status_t qpx_iface_channel_create(qpx_iface_t *self)
 {
     const qpx_device_t *dev = &self->md->dev;
-    struct ibv_srq_init_attr srq_attr;
-    size_t queue_max, posted_max;
-    ucs_status_t status = UCS_ERR_IO_ERROR;
-    uint32_t srq_max_wr;
-    ucs_log_level_t level;
-    int cq_len, flags;
+    int flags;
 
-    /* Event notification (uct_iface_event_fd_get/arm): one channel for
-     * both CQs; non-blocking, so that pre-arm can drain it */
     self->comp_channel = ibv_create_comp_channel(dev->ctx);
     if (self->comp_channel == NULL) {
         ucs_error("ibv_create_comp_channel(%s) failed: %m", dev->name);
@@ -277,6 +271,22 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     if (qpx_iface_event_init(self) != UCS_OK) {
         goto err_destroy_channel;
     }
+    return UCS_OK;
+
+err_destroy_channel:
+    ibv_destroy_comp_channel(self->comp_channel);
+    return UCS_ERR_IO_ERROR;
+}
+
+
+/* The send CQ, and the send completions it has room for */
+static ucs_status_t qpx_iface_send_cq_create(qpx_iface_t *self,
+                                             const qpx_iface_config_t *config)
+{
+    const qpx_device_t *dev = &self->md->dev;
+    ucs_log_level_t level;
+    ucs_status_t status;
+    int cq_len;
 
     cq_len        = self->attr_only ? 1 :
                     qpx_iface_cq_len(config->tx.cq_len, 1, dev);
@@ -285,18 +295,39 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     if (self->send_cq == NULL) {
         status = qpx_iface_create_failed(self, "CQ", &level);
         ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        goto err_event_cleanup;
+        return status;
     }
     if (!self->attr_only && (self->send_cq->cqe < 2)) {
         ucs_error("ibv_create_cq(%s, %d) granted %d entries: a send CQ needs "
                   "2 or more", dev->name, cq_len, self->send_cq->cqe);
-        status = UCS_ERR_UNSUPPORTED;
-        goto err_destroy_send_cq;
+        ibv_destroy_cq(self->send_cq);
+        return UCS_ERR_UNSUPPORTED;
     }
     /* Keep room for the error completions of one flushed send queue */
     self->tx.cq_available = self->send_cq->cqe - 1;
     self->tx.cq_size      = self->tx.cq_available;
     self->tx.desc_limit   = 0;
+
+    return UCS_OK;
+}
+
+
+/*
+ * The receive CQ and the receive queue: the SRQ of owner where the
+ * interface takes it and their receive buffers agree, else an SRQ of its
+ * own, or (use_srq 0) the first QP's receive queue, sized at its creation
+ */
+static ucs_status_t qpx_iface_rx_queues_create(qpx_iface_t *self,
+                                               const qpx_iface_config_t *config,
+                                               int use_srq, qpx_iface_t *owner)
+{
+    const qpx_device_t *dev = &self->md->dev;
+    struct ibv_srq_init_attr srq_attr;
+    size_t queue_max, posted_max;
+    ucs_log_level_t level;
+    ucs_status_t status;
+    uint32_t srq_max_wr;
+    int cq_len;
 
     /* The SRQ of the interface offered to this one, where their receive
      * buffers agree */
@@ -330,7 +361,7 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
     if (self->recv_cq == NULL) {
         status = qpx_iface_create_failed(self, "CQ", &level);
         ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
-        goto err_destroy_send_cq;
+        return status;
     }
     self->rx.queue_len = ucs_min(config->rx.queue_len,
                                  (unsigned)self->recv_cq->cqe);
@@ -383,11 +414,36 @@ static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
 
 err_destroy_recv_cq:
     ibv_destroy_cq(self->recv_cq);
+    return status;
+}
+
+
+static ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
+                                            const qpx_iface_config_t *config,
+                                            int use_srq, qpx_iface_t *owner)
+{
+    ucs_status_t status;
+
+    status = qpx_iface_channel_create(self);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = qpx_iface_send_cq_create(self, config);
+    if (status != UCS_OK) {
+        goto err_event_cleanup;
+    }
+
+    status = qpx_iface_rx_queues_create(self, config, use_srq, owner);
+    if (status != UCS_OK) {
+        goto err_destroy_send_cq;
+    }
+    return UCS_OK;
+
 err_destroy_send_cq:
     ibv_destroy_cq(self->send_cq);
 err_event_cleanup:
     qpx_iface_event_cleanup(self);
-err_destroy_channel:
     ibv_destroy_comp_channel(self->comp_channel);
     return status;
 }

@@ -172,40 +172,46 @@ void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     qpx_ud_ep_rx_slow_update(ep);
 }
 
-int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
-                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
+/*
+ * The endpoint a packet is for: the one its CONN makes or finds, else the
+ * one it names, if its peer sent it and it is live and connected (a CONN
+ * connects it; an ack of our CONN that came before the peer's CONN is taken
+ * here). NULL: the packet goes, counted.
+ */
+static qpx_ud_ep_t *qpx_ud_ep_rx_find(qpx_ud_iface_t *iface,
+                                      const qpx_ud_hdr_t *hdr, size_t length,
+                                      const struct ibv_wc *wc)
 {
     qpx_ud_ep_t *ep;
-    uint8_t type = hdr->type;
-    int kept;
 
-    if ((type == QPX_UD_PKT_CONN) && (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
+    if ((hdr->type == QPX_UD_PKT_CONN) &&
+        (hdr->dest_id == QPX_UD_EP_ID_NULL)) {
         ep = qpx_ud_ep_rx_conn_lookup(iface, hdr, length, wc);
         if (ep == NULL) {
-            return 0;
+            return NULL;
         }
     } else {
         ep = qpx_ep_table_lookup(&iface->eps, hdr->dest_id);
         if (ep == NULL) {
             ++iface->stats.rx_unknown_ep;
-            return 0;
+            return NULL;
         }
         /* Only the endpoint's peer may speak for it */
         if (ucs_unlikely((ep->peer != NULL) &&
                          !qpx_ud_ep_rx_src_is(wc, hdr, ep->peer->key.qpn,
                                               &ep->peer->key.dev_addr))) {
             ++iface->stats.rx_spoofed;
-            return 0;
+            return NULL;
         }
     }
 
     if (ucs_unlikely(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
         ++iface->stats.rx_stale;
-        return 0;
+        return NULL;
     }
 
     if (!(ep->flags & QPX_UD_EP_FLAG_CONNECTED)) {
-        if ((type == QPX_UD_PKT_ACK) && (ep->peer != NULL) &&
+        if ((hdr->type == QPX_UD_PKT_ACK) && (ep->peer != NULL) &&
             (hdr->flags & QPX_UD_PKT_FLAG_ACK)) {
             /* The peer acknowledges our CONN before its own CONN came: that
              * found no send buffer yet (qpx_ud_ep_send_conn), and goes when
@@ -213,29 +219,29 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
              * the peer timeout although the peer answers. */
             qpx_ud_ep_rx_ack(iface, ep, hdr);
             qpx_ud_rel_tx_peer_alive(&ep->tx, iface->now);
-            return 0;
+            return NULL;
         }
-        if ((type != QPX_UD_PKT_CONN) || (ep->peer == NULL)) {
+        if ((hdr->type != QPX_UD_PKT_CONN) || (ep->peer == NULL)) {
             ++iface->stats.rx_stale;
-            return 0;
+            return NULL;
         }
         qpx_ud_ep_set_connected(iface, ep, hdr->src_id);
     } else if (ucs_unlikely(hdr->src_id != ep->dest_id)) {
         /* From an earlier endpoint of the same peer */
         ++iface->stats.rx_stale;
-        return 0;
+        return NULL;
     }
 
-    /* Half-open until the peer acks a packet this side sent (our CONN
-     * first): an ACK flag alone proves nothing, the CONN that made this
-     * endpoint may carry one, and a flood of those would bypass the
-     * half-open limits */
-    if ((hdr->flags & QPX_UD_PKT_FLAG_ACK) &&
-        qpx_ud_ep_rx_ack(iface, ep, hdr)) {
-        qpx_ud_ep_half_open_clear(iface, ep);
-    }
+    return ep;
+}
 
-    switch (type) {
+
+/* What a packet does to ep before its sequence counts: control packets end
+ * here (0); a CONN, an AM or a NOP goes on to be sequenced (1) */
+static int qpx_ud_ep_rx_ctl(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
+                            const qpx_ud_hdr_t *hdr)
+{
+    switch (hdr->type) {
     case QPX_UD_PKT_DISC:
         /* The peer's user closed its ep: one we made for it, or one our
          * user closed (lingering), goes too. The id's generation changes,
@@ -283,7 +289,7 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
             ++iface->stats.tx_conn_resends;
             qpx_ud_ep_resend(iface, ep);
         }
-        break;
+        return 1;
     case QPX_UD_PKT_AM:
     case QPX_UD_PKT_NOP:
         if (!ep->rx.initialized) {
@@ -299,9 +305,35 @@ int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
             qpx_ud_ep_ctl_schedule(iface, ep, QPX_UD_EP_FLAG_ACK_NOW);
             return 0;
         }
-        break;
+        return 1;
     default:
         ++iface->stats.rx_bad_type;
+        return 0;
+    }
+}
+
+
+int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
+                 qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc)
+{
+    qpx_ud_ep_t *ep = qpx_ud_ep_rx_find(iface, hdr, length, wc);
+    uint8_t type    = hdr->type;
+    int kept;
+
+    if (ep == NULL) {
+        return 0;
+    }
+
+    /* Half-open until the peer acks a packet this side sent (our CONN
+     * first): an ACK flag alone proves nothing, the CONN that made this
+     * endpoint may carry one, and a flood of those would bypass the
+     * half-open limits */
+    if ((hdr->flags & QPX_UD_PKT_FLAG_ACK) &&
+        qpx_ud_ep_rx_ack(iface, ep, hdr)) {
+        qpx_ud_ep_half_open_clear(iface, ep);
+    }
+
+    if (!qpx_ud_ep_rx_ctl(iface, ep, hdr)) {
         return 0;
     }
 
