@@ -297,6 +297,71 @@ static unsigned qpx_dc_iface_num_dci(qpx_dc_iface_t *iface, unsigned num_dci)
 }
 
 
+/* The access key of our DCT and of the peers': derived from the job, or
+ * set by the user */
+static void qpx_dc_iface_key_init(qpx_dc_iface_t *self,
+                                  const qpx_dc_iface_config_t *config)
+{
+    const char *key_source;
+
+    if (config->key.is_auto) {
+        self->config.dc_key = qpx_job_key(QPX_DC_KEY, &key_source);
+    } else {
+        self->config.dc_key = config->key.value;
+        key_source          = "UCX_QPX_DC_KEY";
+    }
+    ucs_debug("qpx_dc: %s:%d DC access key from %s",
+              self->super.super.md->dev.name, self->super.super.port_num,
+              key_source);
+}
+
+
+/* The DCIs and the DCT, and the caps the first DCI fixes (inline room,
+ * SGEs); on failure none stays */
+static ucs_status_t qpx_dc_iface_qps_create(qpx_dc_iface_t *self,
+                                            const qpx_dc_iface_config_t *config)
+{
+    ucs_status_t status, dci_status;
+    unsigned num_dci;
+
+    /* The DCIs first: the first one fixes the caps (inline, SGEs) */
+    dci_status = UCS_OK;
+    num_dci    = qpx_dc_iface_num_dci(self, config->num_dci);
+    status     = qpx_dc_iface_dcis_create(self, num_dci, &dci_status);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = qpx_rdma_iface_caps_init(&self->super, &config->rdma);
+    if (status != UCS_OK) {
+        goto err_destroy_dcis;
+    }
+
+    /* The DCT is the interface's only way in, a DCI one of its ways out:
+     * on a device out of QPs the DCIs give way to it, down to one, rather
+     * than leave the process without an interface */
+    status = qpx_dc_iface_dct_create(self);
+    while ((status == UCS_ERR_NO_MEMORY) && (self->num_dci > 1)) {
+        qpx_dc_iface_dci_give_way(self);
+        dci_status = status;
+        status     = qpx_dc_iface_dct_create(self);
+    }
+    if (status != UCS_OK) {
+        goto err_destroy_dcis;
+    }
+    if (self->num_dci < num_dci) {
+        ucs_warn("qpx_dc: %s:%d has %u of %u DCIs (%s)",
+                 self->super.super.md->dev.name, self->super.super.port_num,
+                 self->num_dci, num_dci,
+                 ucs_status_string(dci_status));
+    }
+    return UCS_OK;
+
+err_destroy_dcis:
+    qpx_dc_iface_dcis_destroy(self);
+    return status;
+}
+
+
 static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config,
@@ -305,9 +370,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     const qpx_dc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
     qpx_iface_init_attr_t init_attr;
-    ucs_status_t status, dci_status;
-    const char *key_source;
-    unsigned num_dci;
+    ucs_status_t status;
 
     if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
         ucs_error("qpx_dc: NUM_DCI=%u is out of 1..%d", config->num_dci,
@@ -347,57 +410,22 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
     qpx_dc_iface_init_conn(self, config);
     self->config.policy     = (qpx_dc_policy_t)config->policy;
     self->config.quota      = ucs_max(1, config->quota);
-    if (config->key.is_auto) {
-        self->config.dc_key = qpx_job_key(QPX_DC_KEY, &key_source);
-    } else {
-        self->config.dc_key = config->key.value;
-        key_source          = "UCX_QPX_DC_KEY";
-    }
-    ucs_debug("qpx_dc: %s:%d DC access key from %s",
-              self->super.super.md->dev.name, self->super.super.port_num,
-              key_source);
+    qpx_dc_iface_key_init(self, config);
 
-    /* The DCIs first: the first one fixes the caps (inline, SGEs) */
-    dci_status = UCS_OK;
-    num_dci    = qpx_dc_iface_num_dci(self, config->num_dci);
-    status     = qpx_dc_iface_dcis_create(self, num_dci, &dci_status);
+    status = qpx_dc_iface_qps_create(self, config);
     if (status != UCS_OK) {
         goto err_cleanup;
     }
-    status = qpx_rdma_iface_caps_init(&self->super, &config->rdma);
-    if (status != UCS_OK) {
-        goto err_destroy_dcis;
-    }
-
-    /* The DCT is the interface's only way in, a DCI one of its ways out:
-     * on a device out of QPs the DCIs give way to it, down to one, rather
-     * than leave the process without an interface */
-    status = qpx_dc_iface_dct_create(self);
-    while ((status == UCS_ERR_NO_MEMORY) && (self->num_dci > 1)) {
-        qpx_dc_iface_dci_give_way(self);
-        dci_status = status;
-        status     = qpx_dc_iface_dct_create(self);
-    }
-    if (status != UCS_OK) {
-        goto err_destroy_dcis;
-    }
-    if (self->num_dci < num_dci) {
-        ucs_warn("qpx_dc: %s:%d has %u of %u DCIs (%s)",
-                 self->super.super.md->dev.name, self->super.super.port_num,
-                 self->num_dci, num_dci,
-                 ucs_status_string(dci_status));
-    }
-
 
     status = qpx_iface_rx_fill(&self->super.super);
     if (status != UCS_OK) {
-        goto err_destroy_dct;
+        goto err_destroy_qps;
     }
 
     status = qpx_iface_keepalive_start(&self->super.super,
                                        config->rdma.keepalive_interval);
     if (status != UCS_OK) {
-        goto err_destroy_dct;
+        goto err_destroy_qps;
     }
 
     ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), inline %zu sge %u",
@@ -407,9 +435,8 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
               self->super.super.config.max_send_sge);
     return UCS_OK;
 
-err_destroy_dct:
+err_destroy_qps:
     qpx_qp_destroy(self->dct);
-err_destroy_dcis:
     qpx_dc_iface_dcis_destroy(self);
 err_cleanup:
     qpx_ah_cache_cleanup(&self->ah_cache);

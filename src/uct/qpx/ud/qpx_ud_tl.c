@@ -371,6 +371,46 @@ static const qpx_iface_ops_t qpx_ud_iface_base_ops = {
     .ep_tx_state  = qpx_ud_ep_tx_state
 };
 
+/* The limits of sends and acks, the reorder buffer and the clocks from
+ * config and the segment size; the empty tables and lists */
+static void qpx_ud_iface_state_init(qpx_ud_iface_t *self,
+                                    const qpx_ud_iface_config_t *config,
+                                    size_t seg_size)
+{
+    /* Kept buffers go back to the pool under the async block */
+    self->super.release_desc.cb = qpx_ud_iface_release_desc;
+    self->tx.max_payload  = seg_size - QPX_UD_GRH_LEN - sizeof(qpx_ud_hdr_t);
+    /* UCT's am.max_short counts the 8-byte header with the payload */
+    self->tx.max_short    = ucs_min(self->tx.max_payload, 256);
+    self->tx.ack_thresh   = ucs_max(config->window / 2, 1);
+    self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
+                                            config->window / 2), 1);
+    self->rx.ooo_capacity = 0;
+    if (config->rx_reorder > 0) {
+        self->rx.ooo_capacity = 1;
+        while (self->rx.ooo_capacity < ucs_min(config->rx_reorder,
+                                               QPX_UD_REL_MAX_WINDOW)) {
+            self->rx.ooo_capacity *= 2;
+        }
+    }
+    self->print_stats         = config->print_stats;
+    self->events              = config->events;
+    self->conn.half_open      = 0;
+    self->conn.max_half_open  = config->max_half_open;
+    self->now                 = qpx_ud_time_now();
+    self->next_tick           = self->now + self->tick;
+    self->keepalive.interval  = qpx_ud_time_from_sec(
+                                        config->keepalive_interval);
+    self->keepalive.next      = self->now + self->keepalive.interval;
+    qpx_ep_table_init(&self->eps);
+    kh_init_inplace(qpx_ud_peers, &self->peers);
+    ucs_list_head_init(&self->active_eps);
+    ucs_list_head_init(&self->ctl_eps);
+    ucs_list_head_init(&self->failed_eps);
+    ucs_list_head_init(&self->linger_eps);
+    ucs_list_head_init(&self->discs);
+}
+
 UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config,
@@ -421,38 +461,7 @@ UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
 
-    /* Kept buffers go back to the pool under the async block */
-    self->super.release_desc.cb = qpx_ud_iface_release_desc;
-    self->tx.max_payload  = seg_size - QPX_UD_GRH_LEN - sizeof(qpx_ud_hdr_t);
-    /* UCT's am.max_short counts the 8-byte header with the payload */
-    self->tx.max_short    = ucs_min(self->tx.max_payload, 256);
-    self->tx.ack_thresh   = ucs_max(config->window / 2, 1);
-    self->rx.ack_thresh   = ucs_max(ucs_min(config->ack_thresh,
-                                            config->window / 2), 1);
-    self->rx.ooo_capacity = 0;
-    if (config->rx_reorder > 0) {
-        self->rx.ooo_capacity = 1;
-        while (self->rx.ooo_capacity < ucs_min(config->rx_reorder,
-                                               QPX_UD_REL_MAX_WINDOW)) {
-            self->rx.ooo_capacity *= 2;
-        }
-    }
-    self->print_stats         = config->print_stats;
-    self->events              = config->events;
-    self->conn.half_open      = 0;
-    self->conn.max_half_open  = config->max_half_open;
-    self->now                 = qpx_ud_time_now();
-    self->next_tick           = self->now + self->tick;
-    self->keepalive.interval  = qpx_ud_time_from_sec(
-                                        config->keepalive_interval);
-    self->keepalive.next      = self->now + self->keepalive.interval;
-    qpx_ep_table_init(&self->eps);
-    kh_init_inplace(qpx_ud_peers, &self->peers);
-    ucs_list_head_init(&self->active_eps);
-    ucs_list_head_init(&self->ctl_eps);
-    ucs_list_head_init(&self->failed_eps);
-    ucs_list_head_init(&self->linger_eps);
-    ucs_list_head_init(&self->discs);
+    qpx_ud_iface_state_init(self, config, seg_size);
 
     status = qpx_ud_iface_create_qp(self, config);
     if (status != UCS_OK) {
