@@ -209,9 +209,13 @@ SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
     return htobe64(((struct sv_device *)device)->guid);
 }
 
+/* -1, as ibv_get_device_index(3) answers where the kernel has no device
+ * indexes: no kernel RDMA netlink family knows softverbs devices, and an
+ * index made UCX 1.19+ query one per device (uct_ib_device_is_smi),
+ * logging an error (EPROTONOSUPPORT) in every process */
 SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-    return ((struct sv_device *)device)->index - sv_g.first_dev;
+    return -1;
 }
 
 void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)

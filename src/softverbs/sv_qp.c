@@ -229,15 +229,14 @@ static uint32_t sv_qp_inline_max(const struct ibv_qp_init_attr_ex *attr,
            inl_hdr;
 }
 
-struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
-                            struct ibv_qp_init_attr_ex *attr, uint8_t sv_type)
+/* The caps a QP of sv_type gets for attr's request, in *cap (as mlx5: the
+ * inline room its WQE has, a send ring and SGEs at least one; none for the
+ * receive queue of an SRQ user or a DCI); -1 with errno EINVAL when the
+ * device cannot give them */
+static int sv_qp_caps_grant(const struct ibv_qp_init_attr_ex *attr,
+                            uint8_t sv_type, struct ibv_qp_cap *cap_p)
 {
-    struct sv_shm_hdr *h = sv_g.shm;
     struct ibv_qp_cap cap = attr->cap;
-    struct sv_shm_qp *s = NULL;
-    uint32_t i = 0, n, sq_size;
-    struct sv_qp *qp;
-    uint64_t rq_len = 0;
 
     if (cap.max_send_wr == 0) {
         cap.max_send_wr = 1;
@@ -246,7 +245,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         sv_cap_check(&cap.max_send_sge, SV_MAX_SGE) ||
         sv_cap_check(&cap.max_inline_data, sv_qp_inline_max(attr, sv_type))) {
         errno = EINVAL;
-        return NULL;
+        return -1;
     }
     /* the capacity the WQE has, reported and enforced on post (mlx5) */
     cap.max_inline_data = sv_qp_inline_cap(attr, sv_type, cap.max_send_sge,
@@ -265,28 +264,27 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         if (sv_cap_check(&cap.max_recv_wr, SV_MAX_WR) ||
             sv_cap_check(&cap.max_recv_sge, SV_MAX_SGE)) {
             errno = EINVAL;
-            return NULL;
+            return -1;
         }
     }
+    *cap_p = cap;
+    return 0;
+}
 
-    qp = calloc(1, sizeof(*qp));
-    if (qp == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
-        ;
-    cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
-    qp->sq_size   = sq_size;
-    qp->sq_stride = (sizeof(struct sv_swqe) +
-                     cap.max_send_sge * sizeof(struct ibv_sge) +
-                     cap.max_inline_data + 7) & ~7u;
-    /* from the parent domain's allocator, if it has one (sv_pd.c) */
-    qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
-                             MLX5DV_RES_TYPE_QP, &qp->sq_custom);
-    if (qp->sq == NULL) {
-        goto err_free_qp;
-    }
+
+/* A registry entry for qp (its receive queue in the arena unless it has
+ * none), published with state RESET; NULL with errno ENOMEM when the QP
+ * table or the arena is full. Sets *index_p. */
+static struct sv_shm_qp *sv_qp_shm_alloc(struct ibv_context *ctx,
+                                         const struct ibv_qp_init_attr_ex *attr,
+                                         uint8_t sv_type, struct sv_qp *qp,
+                                         struct ibv_qp_cap *cap,
+                                         uint32_t *index_p)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct sv_shm_qp *s  = NULL;
+    uint32_t i = 0, n;
+    uint64_t rq_len = 0;
 
     sv_shm_lock();
     if (h->num_qp >= sv_g.max_qp) {
@@ -304,17 +302,17 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         sv_shm_unlock();
         sv_error("cannot create QP: limit %u reached", sv_g.max_qp);
         errno = ENOMEM;
-        goto err_free_sq;
+        return NULL;
     }
     memset(s, 0, sizeof(*s));
     if (!attr->srq && (sv_type != SV_QPT_DCI)) {
-        s->rq_off = sv_rq_alloc(&cap.max_recv_wr, &cap.max_recv_sge,
+        s->rq_off = sv_rq_alloc(&cap->max_recv_wr, &cap->max_recv_sge,
                                 &rq_len);
         if (s->rq_off == 0) {
             sv_shm_unlock();
             sv_error("cannot create QP: registry arena full");
             errno = ENOMEM;
-            goto err_free_sq;
+            return NULL;
         }
         s->rq_len = rq_len;
     }
@@ -341,6 +339,47 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     __atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
     h->num_qp++;
     sv_shm_unlock();
+
+    *index_p = i;
+    return s;
+}
+
+
+struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
+                            struct ibv_qp_init_attr_ex *attr, uint8_t sv_type)
+{
+    struct ibv_qp_cap cap;
+    struct sv_shm_qp *s;
+    uint32_t i, sq_size;
+    struct sv_qp *qp;
+
+    if (sv_qp_caps_grant(attr, sv_type, &cap) != 0) {
+        return NULL;
+    }
+
+    qp = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
+        ;
+    cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
+    qp->sq_size   = sq_size;
+    qp->sq_stride = (sizeof(struct sv_swqe) +
+                     cap.max_send_sge * sizeof(struct ibv_sge) +
+                     cap.max_inline_data + 7) & ~7u;
+    /* from the parent domain's allocator, if it has one (sv_pd.c) */
+    qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
+                             MLX5DV_RES_TYPE_QP, &qp->sq_custom);
+    if (qp->sq == NULL) {
+        goto err_free_qp;
+    }
+
+    s = sv_qp_shm_alloc(ctx, attr, sv_type, qp, &cap, &i);
+    if (s == NULL) {
+        goto err_free_sq;
+    }
 
     qp->index   = i;
     qp->shm     = s;

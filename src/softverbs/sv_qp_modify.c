@@ -237,7 +237,8 @@ void sv_qp_to_err(struct sv_qp *qp)
     pthread_mutex_unlock(&qp->lock);
 }
 
-static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
+static int sv_qp_check_attr(struct sv_qp *qp, const struct ibv_qp_attr *a,
+                            int mask)
 {
     if ((mask & IBV_QP_PORT) && !sv_port_valid(a->port_num)) {
         return EINVAL;
@@ -295,18 +296,18 @@ static int sv_qp_check_attr(struct sv_qp *qp, struct ibv_qp_attr *a, int mask)
     return 0;
 }
 
-SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
-                            int mask)
+/* The modify's move (*cur_p to *next_p) and attributes are valid for qp:
+ * a transition of the state table (DC's own rules for DCI and DCT) with its
+ * required and optional attributes; else EINVAL */
+static int sv_qp_modify_check(struct sv_qp *qp, const struct ibv_qp_attr *a,
+                              int mask, enum ibv_qp_state *cur_p,
+                              enum ibv_qp_state *next_p)
 {
-    struct sv_qp *qp = sv_qp(ibqp);
+    int ti = sv_qp_type_idx(qp->sv_type);
     const struct sv_qp_trans *t;
     enum ibv_qp_state cur, next;
-    int ti = sv_qp_type_idx(qp->sv_type);
     int ret;
 
-    if (a == NULL) {
-        return EINVAL;
-    }
     /* the state may have been set to ERR/SQE by a requester or responder */
     cur  = sv_qp_state(qp->shm);
     next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
@@ -334,7 +335,17 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         return ret;
     }
 
-    pthread_mutex_lock(&qp->lock);
+    *cur_p  = cur;
+    *next_p = next;
+    return 0;
+}
+
+
+/* The attributes of mask into qp (and the registry's copies requesters and
+ * responders read); under the QP's lock */
+static void sv_qp_attr_apply(struct sv_qp *qp, const struct ibv_qp_attr *a,
+                             int mask)
+{
     if (mask & IBV_QP_ACCESS_FLAGS) {
         qp->attr.qp_access_flags = a->qp_access_flags;
         qp->shm->access          = a->qp_access_flags;
@@ -383,36 +394,35 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         qp->attr.dest_qp_num = a->dest_qp_num;
         qp->shm->dest_qpn    = a->dest_qp_num;
     }
+}
 
-    if (next == IBV_QPS_RESET) {
-        /* drop everything outstanding, as a reset HCA QP does */
-        if (qp->sq_pending) {
-            qp->sq_pending = 0;
-            __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
-        }
-        qp->sq_head = qp->sq_tail = qp->sq_retired = 0;
-        qp->dc_last_dctn = 0; /* a reset DCI is connected to nobody */
-        qp->dc_last_dlid = 0;
-        if (qp->rq != NULL) {
-            /* release: consumers see an empty ring from now on */
-            __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
-        }
-    }
-    if (mask & IBV_QP_STATE) {
-        ibqp->state = next; /* as libibverbs' ibv_modify_qp */
-    }
-    if ((qp->sv_type == SV_QPT_DCT) && (next == IBV_QPS_RTR)) {
-        /* the DCT exists on the HCA from RTR on, and its number with it
-         * (rdma-core providers/mlx5/verbs.c modify_dct: qp_num = dctn) */
-        ibqp->qp_num = qp->shm->qpn;
-    }
-    /* from any state, as the plain store it replaced: the transition was
-     * checked against cur above. The attributes above are visible to
-     * requesters seeing the state */
-    sv_qp_set_state(qp->shm, next, SV_QPS_ANY);
-    pthread_mutex_unlock(&qp->lock);
 
+/* A QP moved to RESET drops everything outstanding, as a reset HCA QP
+ * does; under the QP's lock */
+static void sv_qp_queues_reset(struct sv_qp *qp)
+{
+    /* drop everything outstanding, as a reset HCA QP does */
+    if (qp->sq_pending) {
+        qp->sq_pending = 0;
+        __atomic_fetch_sub(&qp->scq->sq_pending, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&sv_g.sq_pending_qps, 1, __ATOMIC_RELAXED);
+    }
+    qp->sq_head = qp->sq_tail = qp->sq_retired = 0;
+    qp->dc_last_dctn = 0; /* a reset DCI is connected to nobody */
+    qp->dc_last_dlid = 0;
+    if (qp->rq != NULL) {
+        /* release: consumers see an empty ring from now on */
+        __atomic_store_n(&qp->rq->head, qp->rq->tail, __ATOMIC_RELEASE);
+    }
+}
+
+
+/* What follows a move from cur to next, without the QP's lock: its CQEs
+ * cleaned at RESET, the error flow and its events, the drained send queue
+ * restarted */
+static void sv_qp_modify_finish(struct sv_qp *qp, enum ibv_qp_state cur,
+                                enum ibv_qp_state next)
+{
     if (next == IBV_QPS_RESET) {
         /* its CQEs go too (mlx5_cq_clean), without the QP's lock: the
          * CQ's lock is taken before a QP's when a poll runs requesters */
@@ -437,6 +447,44 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
         /* the send queue is always drained: requests run synchronously */
         sv_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);
     }
+}
+
+
+SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
+                            int mask)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    enum ibv_qp_state cur, next;
+    int ret;
+
+    if (a == NULL) {
+        return EINVAL;
+    }
+    ret = sv_qp_modify_check(qp, a, mask, &cur, &next);
+    if (ret != 0) {
+        return ret;
+    }
+
+    pthread_mutex_lock(&qp->lock);
+    sv_qp_attr_apply(qp, a, mask);
+    if (next == IBV_QPS_RESET) {
+        sv_qp_queues_reset(qp);
+    }
+    if (mask & IBV_QP_STATE) {
+        ibqp->state = next; /* as libibverbs' ibv_modify_qp */
+    }
+    if ((qp->sv_type == SV_QPT_DCT) && (next == IBV_QPS_RTR)) {
+        /* the DCT exists on the HCA from RTR on, and its number with it
+         * (rdma-core providers/mlx5/verbs.c modify_dct: qp_num = dctn) */
+        ibqp->qp_num = qp->shm->qpn;
+    }
+    /* from any state, as the plain store it replaced: the transition was
+     * checked against cur above. The attributes above are visible to
+     * requesters seeing the state */
+    sv_qp_set_state(qp->shm, next, SV_QPS_ANY);
+    pthread_mutex_unlock(&qp->lock);
+
+    sv_qp_modify_finish(qp, cur, next);
     return 0;
 }
 
