@@ -38,6 +38,10 @@ osc "qpx_ud, 8 ranks, 1 send buffer" qpx_ud,self 8 UCX_QPX_UD_TX_MAX_BUFS=1
 if qpx_has_tl qpx_dc; then
     osc "qpx_dc, 16 ranks, 8 DCIs (dcs)" qpx_dc,self 16
     osc "qpx_dc, 8 ranks, 4 DCIs (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=4
+    # Issue 37: 16 ranks on 4 DCIs under the passive-target lock took over
+    # 120 s; 6 s since waiters get freed DCIs first (dcs_quota, the default)
+    osc "qpx_dc, 16 ranks, 4 DCIs (dcs_quota)" qpx_dc,self 16 \
+        UCX_QPX_DC_NUM_DCI=4
     # Fewer DCIs than busy peers: a DCI whose owner kept posting (UCP's
     # answers to the lock spinners' emulated atomics) never showed idle,
     # its requests unsignalled, and the holder's answer waited for it: 10
