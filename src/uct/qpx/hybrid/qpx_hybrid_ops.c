@@ -95,18 +95,21 @@ static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
     return ret;
 }
 
-static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
-                                            const uct_iov_t *iov,
-                                            size_t iovcnt,
-                                            uint64_t remote_addr,
-                                            uct_rkey_t rkey,
-                                            uct_completion_t *comp)
+/* RDMA write or read from iov on the endpoint's RMA path */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_hybrid_ep_rma_zcopy(uct_ep_h tl_ep, int is_get, const uct_iov_t *iov,
+                        size_t iovcnt, uint64_t remote_addr, uct_rkey_t rkey,
+                        uct_completion_t *comp)
 {
     const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
     uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
     ucs_status_t status;
 
-    status = qpx_param_check_iov("put_zcopy", iov, iovcnt,
+    status = is_get ?
+             qpx_param_check_iov("get_zcopy", iov, iovcnt,
+                                 attr->cap.get.max_iov, 0,
+                                 attr->cap.get.max_zcopy) :
+             qpx_param_check_iov("put_zcopy", iov, iovcnt,
                                  attr->cap.put.max_iov, 0,
                                  attr->cap.put.max_zcopy);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -115,10 +118,21 @@ static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    return qpx_hybrid_ep_done(tl_ep, uct_ep_put_zcopy(ep, iov, iovcnt,
-                                                      remote_addr, rkey,
-                                                      comp),
-                              qpx_iov_bytes(iov, iovcnt));
+    status = is_get ?
+             uct_ep_get_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp) :
+             uct_ep_put_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp);
+    return qpx_hybrid_ep_done(tl_ep, status, qpx_iov_bytes(iov, iovcnt));
+}
+
+static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
+                                            const uct_iov_t *iov,
+                                            size_t iovcnt,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    return qpx_hybrid_ep_rma_zcopy(tl_ep, 0, iov, iovcnt, remote_addr, rkey,
+                                   comp);
 }
 
 static ucs_status_t qpx_hybrid_ep_get_bcopy(uct_ep_h tl_ep,
@@ -151,23 +165,8 @@ static ucs_status_t qpx_hybrid_ep_get_zcopy(uct_ep_h tl_ep,
                                             uct_rkey_t rkey,
                                             uct_completion_t *comp)
 {
-    const uct_iface_attr_t *attr = qpx_hybrid_ep_attr(tl_ep);
-    uct_ep_h ep                  = qpx_hybrid_ep_rma(tl_ep);
-    ucs_status_t status;
-
-    status = qpx_param_check_iov("get_zcopy", iov, iovcnt,
-                                 attr->cap.get.max_iov, 0,
-                                 attr->cap.get.max_zcopy);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_unlikely(ep == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return qpx_hybrid_ep_done(tl_ep, uct_ep_get_zcopy(ep, iov, iovcnt,
-                                                      remote_addr, rkey,
-                                                      comp),
-                              qpx_iov_bytes(iov, iovcnt));
+    return qpx_hybrid_ep_rma_zcopy(tl_ep, 1, iov, iovcnt, remote_addr, rkey,
+                                   comp);
 }
 
 static ucs_status_t qpx_hybrid_ep_am_short(uct_ep_h tl_ep, uint8_t id,
