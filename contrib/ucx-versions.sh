@@ -26,6 +26,10 @@
 #  - a ucx_perftest pair of the release over qpx_rc (a run: no data check);
 #  - a 4-rank Open MPI alltoall (Debian's Open MPI 4.1, its pml ucx on the
 #    release's libraries) over qpx, every element checked.
+#  - qpx built against the release's installed headers alone (no source
+#    tree: src/ucs/compat/ declares UCX's internals), with -Werror, in
+#    $QPX_BUILDDIR/ucx-VERSION-public: ucx_info -d lists the four
+#    transports, and UCP AM passes over qpx_rc + qpx_ud and qpx.
 # Prints each part's time, a line per case, and "N passed, N failed".
 # Exit 0 when every case passed, 1 otherwise, 77 when no release could be
 # tried.
@@ -236,6 +240,57 @@ check_perftest() {
     fi
 }
 
+# check_public_headers VERSION: qpx built against the release's installed
+# (public) headers alone, as a site with UCX packages builds it: no
+# --with-ucx-src, the internals declared by src/ucs/compat/; loaded, it
+# lists the four transports, and UCP moves data over it
+check_public_headers() {
+    local v=$1 pb out tl missing="" tls summary ret
+    pb=$QPX_BUILDDIR/ucx-$v-public
+    mkdir -p "$pb"
+    if [ ! -f "$pb/Makefile" ]; then
+        (cd "$pb" && PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
+             "$top/configure" --enable-werror) >"$pb/configure.out" 2>&1 ||
+            { qpx_fail "UCX $v: configure against its installed headers: $(tail -n 1 "$pb/configure.out")"; return; }
+    fi
+    if grep -q "^#define QPX_UCX_INTERNAL_HEADERS" "$pb/config.h" ||
+       ! grep -q "UCX: .*src/ucs/compat/ucx-" "$pb/configure.out"; then
+        qpx_fail "UCX $v: the build in $pb does not use src/ucs/compat/"
+        return
+    fi
+    if ! (cd "$pb" && make -j2 -C src libuct_qpx.la all-local && make -C contrib) \
+            >"$pb/make.out" 2>&1; then
+        qpx_fail "UCX $v: qpx does not build against its installed headers alone"
+        grep -E 'error|warning' "$pb/make.out" | head
+        return
+    fi
+    qpx_pass "UCX $v: qpx builds with -Werror against its installed headers alone ($(sed -n 's/.*UCX: *//p' "$pb/configure.out"))"
+    out=$(QPX_MODULE="$pb/src/.libs/libuct_qpx.so" run_env \
+          "$pb/contrib/qpxrun" --soft --quiet "$prefix/bin/ucx_info" -d 2>&1)
+    for tl in qpx_rc qpx_ud qpx_dc qpx; do
+        grep -q "Transport: $tl\$" <<<"$out" || missing="$missing $tl"
+    done
+    if [ -n "$missing" ]; then
+        qpx_fail "UCX $v: the installed-headers build: ucx_info -d lacks$missing"
+        grep -i 'qpx\|error' <<<"$out" | head -5
+        return
+    fi
+    qpx_pass "UCX $v: the installed-headers build: ucx_info -d lists qpx_rc, qpx_ud, qpx_dc, qpx"
+    [ -x "$tmp/am-$v" ] || return
+    for tls in qpx_rc,qpx_ud qpx; do
+        QPX_MODULE="$pb/src/.libs/libuct_qpx.so" run_env "$pb/contrib/qpxrun" --soft --quiet \
+            env UCX_TLS="$tls,self" timeout 120 "$tmp/am-$v" 10 >"$tmp/am.out" 2>&1
+        ret=$?
+        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/am.out")
+        if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ]; then
+            qpx_pass "UCX $v: the installed-headers build: UCP AM over $tls: $summary"
+        else
+            qpx_fail "UCX $v: the installed-headers build: UCP AM over $tls (exit $ret): ${summary:-no summary}"
+            grep -v 'netlink\|sock.c' "$tmp/am.out" | tail -n 8
+        fi
+    done
+}
+
 check_mpi() {
     local v=$1 out rc regs
     command -v mpicc >/dev/null || { echo "SKIP: UCX $v: no mpicc"; return; }
@@ -286,6 +341,7 @@ for v in $versions; do
     t0=$(date +%s); check_ucp_cm "$v";   say "UCX $v: UCP through qpx's CM $(elapsed "$t0")"
     t0=$(date +%s); check_perftest "$v"; say "UCX $v: ucx_perftest $(elapsed "$t0")"
     t0=$(date +%s); check_mpi "$v";      say "UCX $v: Open MPI $(elapsed "$t0")"
+    t0=$(date +%s); check_public_headers "$v"; say "UCX $v: built from its installed headers $(elapsed "$t0")"
 done
 
 [ $tried -eq 0 ] && { echo "SKIP: no UCX release to try (sources absent)"; exit 77; }

@@ -69,6 +69,9 @@
 #  include <ucs/datastruct/queue.h>
 #elif (QPX_UCX_BUILD_MAJOR == 1) && (QPX_UCX_BUILD_MINOR == 13)
 #  include "compat/ucx-1.13.h"
+#elif (QPX_UCX_BUILD_MAJOR == 1) && \
+      ((QPX_UCX_BUILD_MINOR == 19) || (QPX_UCX_BUILD_MINOR == 22))
+#  include "compat/ucx-1.19.h" /* 1.19's layouts and what 1.22 changed */
 #else
 #  error "no declarations of UCX internals for this UCX version: see configure --help"
 #endif
@@ -76,8 +79,9 @@
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/math.h>
-#if QPX_UCX_AT_LEAST(1, 19)
-/* ucs_align_up and the pointer arithmetic left math.h in UCX 1.19 */
+#if QPX_UCX_AT_LEAST(1, 19) && defined(QPX_UCX_INTERNAL_HEADERS)
+/* ucs_align_up and the pointer arithmetic left math.h in UCX 1.19, for a
+ * header that is not installed (compat/ucx-1.19.h defines ucs_align_up) */
 #  include <ucs/sys/ptr_arith.h>
 #endif
 #include <ucs/sys/string.h>
