@@ -58,6 +58,8 @@ a2a() {
         qpx_pass "$name over UCX_TLS=$tls: 8 ranks on 4 hosts (job log of all 8), 20 x 256 KiB, data checked"
     else
         qpx_fail "$name over UCX_TLS=$tls (exit $rc, $hosts of 8 job logs)"
+        # the first failure a rank saw, then how the job ended
+        echo "$out" | grep -v DEBUG | grep -m 8 -E 'ERROR|DIAG|WARN|rror'
         echo "$out" | grep -v DEBUG | tail -n 6
     fi
 }
