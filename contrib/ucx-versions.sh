@@ -84,14 +84,39 @@ run_env() {
         UCX_WARN_UNUSED_ENV_VARS=n "$@"
 }
 
+# qpx_tls_missing OUT: the qpx transports that ucx_info -d's output OUT
+# lacks, each after a space (empty: all four listed)
+qpx_tls_missing() {
+    local tl missing=""
+    for tl in qpx_rc qpx_ud qpx_dc qpx; do
+        grep -q "Transport: $tl\$" <<<"$1" || missing="$missing $tl"
+    done
+    echo "$missing"
+}
+
+# am_case LABEL BUILDDIR PROG TLS: PROG (qpx_ucp_am built for the release)
+# over UCX_TLS=TLS,self with the qpx module of BUILDDIR: every size class,
+# data checked, and every check passed
+am_case() {
+    local label=$1 b=$2 prog=$3 tls=$4 ret summary
+    QPX_MODULE="$b/src/.libs/libuct_qpx.so" run_env "$b/contrib/qpxrun" --soft --quiet \
+        env UCX_TLS="$tls,self" timeout 120 "$prog" 10 >"$tmp/am.out" 2>&1
+    ret=$?
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/am.out")
+    if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ]; then
+        qpx_pass "$label: UCP AM, every size class, data checked, over $tls: $summary"
+    else
+        qpx_fail "$label: UCP AM over $tls (exit $ret): ${summary:-no summary}"
+        grep -v 'netlink\|sock.c' "$tmp/am.out" | tail -n 8
+    fi
+}
+
 check_load() {
-    local v=$1 out env_lines tl missing=""
+    local v=$1 out env_lines missing
     env_lines=$(QPX_MODULE="$qb/src/.libs/libuct_qpx.so" "$qb/contrib/qpxrun" --soft --env)
     out=$(QPX_MODULE="$qb/src/.libs/libuct_qpx.so" run_env \
           "$qb/contrib/qpxrun" --soft --quiet "$prefix/bin/ucx_info" -d 2>&1)
-    for tl in qpx_rc qpx_ud qpx_dc qpx; do
-        grep -q "Transport: $tl\$" <<<"$out" || missing="$missing $tl"
-    done
+    missing=$(qpx_tls_missing "$out")
     if [ -n "$missing" ]; then
         qpx_fail "UCX $v: ucx_info -d lacks$missing"
         grep -i 'qpx\|error' <<<"$out" | head -5
@@ -152,7 +177,7 @@ qpxrun_v() {
 }
 
 check_ucp_am() {
-    local v=$1 tls summary ret
+    local v=$1 tls
     gcc -O1 -I"$prefix/include" -o "$tmp/am-$v" "$top/test/integration/qpx_ucp_am.c" \
         -L"$prefix/lib" -lucp -lucs 2>"$tmp/gcc.out" ||
         { qpx_fail "UCX $v: qpx_ucp_am does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
@@ -161,15 +186,7 @@ check_ucp_am() {
     # has them; UCP 1.13 does not ("no auxiliary transport": it needs
     # qpx_ud:aux there, docs/configuration.md)
     for tls in qpx_rc,qpx_ud qpx_rc,qpx_dc qpx_ud qpx_dc qpx; do
-        qpxrun_v env UCX_TLS="$tls,self" timeout 120 "$tmp/am-$v" 10 >"$tmp/am.out" 2>&1
-        ret=$?
-        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/am.out")
-        if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ]; then
-            qpx_pass "UCX $v: UCP AM, every size class, data checked, over $tls: $summary"
-        else
-            qpx_fail "UCX $v: UCP AM over $tls (exit $ret): ${summary:-no summary}"
-            grep -v 'netlink\|sock.c' "$tmp/am.out" | tail -n 8
-        fi
+        am_case "UCX $v" "$qb" "$tmp/am-$v" "$tls"
     done
 }
 
@@ -245,7 +262,7 @@ check_perftest() {
 # --with-ucx-src, the internals declared by src/ucs/compat/; loaded, it
 # lists the four transports, and UCP moves data over it
 check_public_headers() {
-    local v=$1 pb out tl missing="" tls summary ret
+    local v=$1 pb out missing tls
     pb=$QPX_BUILDDIR/ucx-$v-public
     mkdir -p "$pb"
     if [ ! -f "$pb/Makefile" ]; then
@@ -267,9 +284,7 @@ check_public_headers() {
     qpx_pass "UCX $v: qpx builds with -Werror against its installed headers alone ($(sed -n 's/.*UCX: *//p' "$pb/configure.out"))"
     out=$(QPX_MODULE="$pb/src/.libs/libuct_qpx.so" run_env \
           "$pb/contrib/qpxrun" --soft --quiet "$prefix/bin/ucx_info" -d 2>&1)
-    for tl in qpx_rc qpx_ud qpx_dc qpx; do
-        grep -q "Transport: $tl\$" <<<"$out" || missing="$missing $tl"
-    done
+    missing=$(qpx_tls_missing "$out")
     if [ -n "$missing" ]; then
         qpx_fail "UCX $v: the installed-headers build: ucx_info -d lacks$missing"
         grep -i 'qpx\|error' <<<"$out" | head -5
@@ -278,16 +293,7 @@ check_public_headers() {
     qpx_pass "UCX $v: the installed-headers build: ucx_info -d lists qpx_rc, qpx_ud, qpx_dc, qpx"
     [ -x "$tmp/am-$v" ] || return
     for tls in qpx_rc,qpx_ud qpx; do
-        QPX_MODULE="$pb/src/.libs/libuct_qpx.so" run_env "$pb/contrib/qpxrun" --soft --quiet \
-            env UCX_TLS="$tls,self" timeout 120 "$tmp/am-$v" 10 >"$tmp/am.out" 2>&1
-        ret=$?
-        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/am.out")
-        if [ $ret -eq 0 ] && [ -n "$summary" ] && [ "${summary#* passed, }" = "0 failed" ]; then
-            qpx_pass "UCX $v: the installed-headers build: UCP AM over $tls: $summary"
-        else
-            qpx_fail "UCX $v: the installed-headers build: UCP AM over $tls (exit $ret): ${summary:-no summary}"
-            grep -v 'netlink\|sock.c' "$tmp/am.out" | tail -n 8
-        fi
+        am_case "UCX $v: the installed-headers build" "$pb" "$tmp/am-$v" "$tls"
     done
 }
 
