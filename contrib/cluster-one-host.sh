@@ -154,6 +154,17 @@ slurm() {
         done
         echo "PartitionName=debug Nodes=h[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE"
     } >"$dir/slurm.conf"
+    # Slurm's PMIx plugin (22.05, with Debian 12's PMIx 4.2) completes a
+    # fence of its tree algorithm on each node alone: a wildcard fence
+    # (PMIx_Fence(NULL, 0)) on 4 hosts released every host as soon as its
+    # own ranks had entered (the slurmd logs show each node as the tree's
+    # root with no children). Its ring algorithm waits for every node.
+    # Open MPI's MPI_Finalize and its pml ucx rely on that fence: without
+    # it a host's ranks left and destroyed their endpoints while the ranks
+    # of other hosts still flushed to them (qpx_dc's DCIs then retried
+    # until their timeout, and an endpoint error without a handler aborted
+    # the job). Sites running Open MPI under srun need the same setting.
+    echo "PMIxCollFence=ring" >"$dir/mpi.conf"
     SLURM_CONF=$dir/slurm.conf
     export SLURM_CONF
     slurmctld -f "$SLURM_CONF"

@@ -7,6 +7,9 @@
 #    every byte checked, qpx's job log saying "8 processes on 4 hosts";
 #  - the same job launched by Slurm (srun -N 4 -n 8 --mpi=pmix, one slurmd
 #    per host) over qpx;
+#  - MPI_Finalize holds every rank until the last one entered it, under
+#    mpirun and srun (the launcher's fence, which pml ucx relies on before
+#    it destroys its endpoints);
 #  - host h2's port taken down mid-job: the job ends with an error naming
 #    the QP and the down port, no hang;
 #  - stop leaves no namespace, bridge, directory or registry behind.
@@ -24,6 +27,9 @@ trap '$cl stop "$dir" >/dev/null 2>&1; rm -rf "$TL_TMP"' EXIT
 prog=$TL_TMP/qpx_mpi_alltoall
 mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c" ||
     qpx_skip_all "cannot build qpx_mpi_alltoall.c"
+fin=$TL_TMP/qpx_mpi_finalize_order
+mpicc -O2 -o "$fin" "$QPX_SRCDIR/test/integration/qpx_mpi_finalize_order.c" ||
+    qpx_skip_all "cannot build qpx_mpi_finalize_order.c"
 
 if ! $cl start 4 "$dir" >"$TL_TMP/start" 2>&1; then
     cat "$TL_TMP/start"
@@ -63,6 +69,28 @@ a2a() {
         echo "$out" | grep -v DEBUG | tail -n 6
     fi
 }
+# fin_order NAME [LAUNCH...]: rank 0 enters MPI_Finalize 2 s after the
+# others over UCX_TLS=qpx; no rank may leave it before rank 0 entered
+fin_order() {
+    name=$1; shift
+    out=$(UCX_TLS=qpx LD_PRELOAD=$QPX_MODULE UCX_LOG_LEVEL=warn \
+          OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
+          OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+          timeout 120 "$@" "$fin" 2000 2>&1)
+    rc=$?
+    res=$(echo "$out" | awk '/^FINALIZE rank/ {
+              n++; if ($3 == 0) e0 = $7; if (first == "" || $9 < first) first = $9
+              if ($9 > last) last = $9 }
+          END { if (n == 8) printf "%d %.3f %.3f\n", (first >= e0), first - e0, last - e0
+                else print "0 - -" }')
+    set -- $res
+    if [ $rc -eq 0 ] && [ "$1" = 1 ]; then
+        qpx_pass "$name: MPI_Finalize held all 8 ranks until rank 0 entered (first left $2 s, last $3 s after)"
+    else
+        qpx_fail "$name: a rank left MPI_Finalize before rank 0 entered it (exit $rc; first left $2 s after rank 0 entered, last $3 s)"
+        echo "$out" | grep -v DEBUG | tail -n 10
+    fi
+}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe $QPX_CLUSTER_MPIRUN -x LD_PRELOAD
         -x LD_LIBRARY_PATH -x UCX_TLS -x UCX_LOG_LEVEL -x OMPI_MCA_pml -x OMPI_MCA_osc
         -x OMPI_MCA_btl -x OMPI_MCA_pml_ucx_tls -x OMPI_MCA_pml_ucx_devices
@@ -71,11 +99,14 @@ MPIRUN="mpirun --allow-run-as-root --oversubscribe $QPX_CLUSTER_MPIRUN -x LD_PRE
 a2a "mpirun MPI_Alltoall" qpx $MPIRUN
 # shellcheck disable=SC2086
 a2a "mpirun MPI_Alltoall" qpx_rc,qpx_ud $MPIRUN
+# shellcheck disable=SC2086
+fin_order "mpirun" $MPIRUN
 
 if PATH=$PATH:/usr/sbin command -v slurmd >/dev/null && command -v srun >/dev/null; then
     if timeout 120 $cl slurm "$dir" </dev/null >"$TL_TMP/slurm" 2>&1; then
         eval "$($cl env "$dir")"
         a2a "srun -N 4 -n 8 --mpi=pmix MPI_Alltoall" qpx srun -N 4 -n 8 --mpi=pmix
+        fin_order "srun -N 4 -n 8 --mpi=pmix" srun -N 4 -n 8 --mpi=pmix
     else
         qpx_fail "cluster-one-host.sh slurm"; tail -n 5 "$TL_TMP/slurm"
     fi
