@@ -81,6 +81,7 @@ struct sv_cm_id {
     struct sv_cm_id      *listen;     /* passive: the listener it came from */
     struct sv_cm_id      *next;       /* in chan->ids */
     int                  backlog;
+    pid_t                listen_pid;  /* whose listener file it is */
     /* the port it holds (sv_cm_port.c): its description of the registry
      * file and the bytes locked there, 0 when none */
     int                  port_fd;
@@ -217,9 +218,26 @@ struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);
 socklen_t sv_cm_addr_len(const struct sockaddr *sa);
 uint16_t sv_cm_addr_port(const struct sockaddr *sa);
 void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
-/* the abstract socket name of (port space, address, port) */
+int  sv_cm_addr_route(const struct sockaddr *sa, struct ibv_context **ctx,
+                      uint8_t *port);
+
+/* the hosts of one registry and the listeners' socket names
+ * (sv_cm_hosts.c): SOFTVERBS_SOCKET_DIR or NULL; this host (its network
+ * namespace); publish this host's addresses with the LID and GID of the
+ * CM's port; find an address's host (1: this one; 0: another, with its
+ * LID and GID; -1: unknown); the socket name of (port space, address,
+ * port), 0 when its host is unknown; remove a dead listener's file */
+const char *sv_cm_sock_dir(void);
+uint64_t sv_cm_host_key(void);
+void sv_cm_hosts_publish(struct ibv_context *ctx, uint8_t port);
+int  sv_cm_hosts_find(const struct sockaddr *sa, uint64_t *key,
+                      uint16_t *lid, union ibv_gid *gid);
 socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
                           const struct sockaddr *sa, int wildcard);
+int  sv_cm_sock_reclaim(const struct sockaddr_un *un, socklen_t len);
+void sv_cm_sock_unlink(struct sv_cm_id *id);
+/* the address of this host a route to dst leaves from */
+int  sv_cm_addr_route_src(const struct sockaddr *dst, struct sockaddr *src);
 
 /* ports held by bound ids, host-wide (sv_cm_port.c): bind sa (port 0:
  * an ephemeral port, written into sa), -1 with errno EADDRINUSE or

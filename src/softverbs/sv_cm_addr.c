@@ -4,8 +4,9 @@
  * address of the host (any interface, loopback included, IPv4 and IPv6)
  * maps to one softverbs port: SOFTVERBS_CM_PORT=<device>:<port> (default
  * the first device, port 1; a malformed or unknown value is named on
- * stderr and the default used). An address that is not the host's cannot
- * be reached (ADDR_ERROR). The CM's device contexts and default protection
+ * stderr and the default used). An address that is neither the host's nor
+ * one another host of the registry published (sv_cm_hosts.c) cannot be
+ * reached (ADDR_ERROR). The CM's device contexts and default protection
  * domains (one each per device, as rdma-core's cma_dev) live here too.
  */
 #include "sv_cm.h"
@@ -74,6 +75,11 @@ static void sv_cm_devs_open(void)
     }
     if (list != NULL) {
         ibv_free_device_list(list);
+    }
+    if (sv_cm_num_devs > 0) {
+        /* the other hosts of the registry reach ours by these
+         * (sv_cm_hosts.c) */
+        sv_cm_hosts_publish(sv_cm_ctxs[sv_cm_map_dev], sv_cm_map_port);
     }
 }
 
@@ -190,6 +196,27 @@ int sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
     return 0;
 }
 
+/* The port a destination is reached through: an address of this host, or
+ * one another host of the registry published (sv_cm_hosts.c), as a route
+ * through IPoIB reaches a host of the fabric */
+int sv_cm_addr_route(const struct sockaddr *sa, struct ibv_context **ctx,
+                     uint8_t *port)
+{
+    union ibv_gid gid;
+    uint64_t key;
+    uint16_t lid;
+
+    if (sv_cm_addr_device(sa, ctx, port) == 0) {
+        return 0;
+    }
+    if ((sv_cm_num_devs <= 0) || (sv_cm_hosts_find(sa, &key, &lid, &gid) != 0)) {
+        return -1;
+    }
+    *ctx  = sv_cm_ctxs[sv_cm_map_dev];
+    *port = sv_cm_map_port;
+    return 0;
+}
+
 /* rdma-core's cma_dev PD: one per device, allocated on first use */
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx)
 {
@@ -208,35 +235,6 @@ struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx)
     }
     pthread_mutex_unlock(&sv_cm_dev_lock);
     return pd;
-}
-
-/*
- * The abstract unix socket that stands for (port space, address, port):
- * "softverbs-cm-<registry path hash>-<ps>-<address>-<port>", the address
- * written "any" for a wildcard listener. Every address of the host is the
- * same port here, so a connection to any of them tries the exact address,
- * then the wildcard listener.
- */
-socklen_t sv_cm_sock_name(struct sockaddr_un *un, enum rdma_port_space ps,
-                          const struct sockaddr *sa, int wildcard)
-{
-    const char *path = getenv("SOFTVERBS_SHM");
-    char host[INET6_ADDRSTRLEN] = "any";
-    uint32_t tag = sv_fnv1a_str(path ? path : "/dev/shm/softverbs");
-    int n;
-
-    if (!wildcard && !sv_cm_addr_is_any(sa)) {
-        inet_ntop(sa->sa_family, (sa->sa_family == AF_INET6) ?
-                  (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
-                  (const void *)&((const struct sockaddr_in *)sa)->sin_addr,
-                  host, sizeof(host));
-    }
-    memset(un, 0, sizeof(*un));
-    un->sun_family = AF_UNIX;
-    n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1,
-                 "softverbs-cm-%08x-%d-%s-%u", tag, (int)ps, host,
-                 sv_cm_addr_port(sa));
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
 SV_CM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

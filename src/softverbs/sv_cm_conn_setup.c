@@ -289,7 +289,7 @@ static int sv_cm_dial(struct sv_cm_id *id)
     }
     for (w = 0; w < 2; w++) {
         len = sv_cm_sock_name(&un, id->id.ps, dst, w);
-        if (connect(fd, (struct sockaddr *)&un, len) == 0) {
+        if ((len != 0) && (connect(fd, (struct sockaddr *)&un, len) == 0)) {
             return fd;
         }
     }

@@ -247,6 +247,9 @@ static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
         return -1;
     }
     chan = id->chan;
+    if ((id->state == SV_CM_LISTEN) && (id->listen_pid == getpid())) {
+        sv_cm_sock_unlink(id); /* a file in SOFTVERBS_SOCKET_DIR */
+    }
     sv_cm_conn_close(id);
     sv_cm_port_release(id);
     free(id->ep_qp_attr);
@@ -326,18 +329,40 @@ SV_CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 /* The path to the port every host address maps to (one hop) */
 static void sv_cm_fill_path(struct sv_cm_id *id)
 {
+    const struct sockaddr *dst = &id->id.route.addr.dst_addr;
     struct ibv_port_attr pa;
-    union ibv_gid gid;
+    union ibv_gid gid, dgid;
+    uint64_t key;
+    uint16_t lid;
+    int roce = 0;
 
     memset(&id->path, 0, sizeof(id->path));
     if (ibv_query_port(id->id.verbs, id->id.port_num, &pa) == 0) {
         id->path.slid = htobe16(pa.lid);
         id->path.dlid = htobe16(pa.lid);
         id->path.mtu  = pa.active_mtu;
+        roce          = (pa.link_layer == IBV_LINK_LAYER_ETHERNET);
     }
     sv_cm_gid_index(id, &gid);
     id->path.sgid = gid;
     id->path.dgid = gid;
+    /* another host (sv_cm_hosts.c): the path record the SA gives names
+     * the destination's port, its LID and GID as the host published them;
+     * on RoCE the destination's GID is its address's (RoCE v2) */
+    if (sv_cm_hosts_find(dst, &key, &lid, &dgid) == 0) {
+        id->path.dlid = htobe16(lid);
+        if (!roce) {
+            id->path.dgid = dgid;
+        } else if (dst->sa_family == AF_INET) {
+            memset(&id->path.dgid, 0, sizeof(id->path.dgid));
+            id->path.dgid.raw[10] = id->path.dgid.raw[11] = 0xff;
+            memcpy(&id->path.dgid.raw[12],
+                   &((const struct sockaddr_in *)dst)->sin_addr, 4);
+        } else {
+            memcpy(id->path.dgid.raw,
+                   &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+        }
+    }
     id->path.pkey       = htobe16(0xffff);
     id->path.packet_life_time = SV_CM_PACKET_LIFE_TIME;
     id->id.route.num_paths = 1;
@@ -345,8 +370,9 @@ static void sv_cm_fill_path(struct sv_cm_id *id)
 
 /* man rdma_resolve_addr: binds to src (or the wildcard) if not bound, and
  * resolves dst to the port it maps to; ADDR_RESOLVED, or ADDR_ERROR with
- * status -EHOSTUNREACH for an address that is not this host's (the
- * kernel's resolver gives it for an address it has no route to) */
+ * status -EHOSTUNREACH for an address that is neither this host's nor
+ * another host's of the registry (the kernel's resolver gives it for an
+ * address it has no route to) */
 static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
                                   struct sockaddr *src_addr,
                                   struct sockaddr *dst_addr, int timeout_ms)
@@ -385,12 +411,23 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
         sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr, dst_addr);
         sv_cm_port_update(id); /* it owns that address of its port now */
     }
+    if (sv_cm_addr_is_any(&cm_id->route.addr.src_addr) &&
+        !sv_cm_addr_is_mcast(dst_addr) &&
+        (cm_id->route.addr.src_addr.sa_family == dst_addr->sa_family) &&
+        !sv_cm_addr_local(dst_addr) &&
+        (sv_cm_addr_route_src(dst_addr, (struct sockaddr *)&any) == 0)) {
+        /* another host's address: the source is the address the kernel's
+         * route to it leaves from (cma_resolve_ib_dev, rdma_resolve_ip) */
+        sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr,
+                              (struct sockaddr *)&any);
+        sv_cm_port_update(id);
+    }
     memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
     if (sv_cm_addr_is_mcast(dst_addr)) {
         /* a multicast group is reached from the bound port */
         id->state = SV_CM_ADDR_RESOLVED;
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-    } else if (sv_cm_addr_device(dst_addr, &ctx, &port) != 0) {
+    } else if (sv_cm_addr_route(dst_addr, &ctx, &port) != 0) {
         ev = sv_cm_event_new(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
     } else if (!sv_cm_port_active(ctx, port)) {
         /* the port is down (softverbs_set_port_state): no route to the
@@ -473,8 +510,9 @@ static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
         return -1;
     }
     len = sv_cm_sock_name(&un, cm_id->ps, &cm_id->route.addr.src_addr, 0);
-    if ((bind(fd, (struct sockaddr *)&un, len) != 0) ||
-        (listen(fd, (backlog > 0) ? backlog : 1024) != 0)) {
+    if ((bind(fd, (struct sockaddr *)&un, len) != 0) &&
+        ((errno != EADDRINUSE) || (sv_cm_sock_reclaim(&un, len) != 0) ||
+         (bind(fd, (struct sockaddr *)&un, len) != 0))) {
         /* EADDRINUSE: a wildcard listener of the other family, both
          * af-only, on the port (their sockets share the name) */
         err = errno;
@@ -482,9 +520,18 @@ static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
         errno = err;
         return -1;
     }
-    id->sock      = fd;
-    id->backlog   = backlog;
-    id->state     = SV_CM_LISTEN;
+    if (listen(fd, (backlog > 0) ? backlog : 1024) != 0) {
+        /* EADDRINUSE: a wildcard listener of the other family, both
+         * af-only, on the port (their sockets share the name) */
+        err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    id->sock       = fd;
+    id->backlog    = backlog;
+    id->listen_pid = getpid();
+    id->state      = SV_CM_LISTEN;
     sv_cm_channel_watch(id, id->sock);
     return 0;
 }

@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,13 +202,26 @@ static void sv_cm_port_take(struct sv_cm_id *id, off_t base,
     }
 }
 
+/* The file whose locks are the ports: the registry, host-wide; with
+ * SOFTVERBS_SOCKET_DIR a file per host there (sv_cm_hosts.c), so that two
+ * hosts of one registry each have every port */
 static int sv_cm_port_open(struct sv_cm_id *id)
 {
     const char *path = getenv("SOFTVERBS_SHM");
+    const char *dir  = sv_cm_sock_dir();
+    char host_path[PATH_MAX];
 
-    if (id->port_fd < 0) {
-        id->port_fd = open(path ? path : "/dev/shm/softverbs",
-                           O_RDWR | O_CLOEXEC);
+    if (id->port_fd >= 0) {
+        return 0;
+    }
+    path = path ? path : "/dev/shm/softverbs";
+    if (dir == NULL) {
+        id->port_fd = open(path, O_RDWR | O_CLOEXEC);
+    } else {
+        snprintf(host_path, sizeof(host_path),
+                 "%s/softverbs-%08x-ports-%llu", dir, sv_fnv1a_str(path),
+                 (unsigned long long)sv_cm_host_key());
+        id->port_fd = open(host_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     }
     return (id->port_fd < 0) ? -1 : 0;
 }

@@ -10,6 +10,10 @@
 #  - MPI_Finalize holds every rank until the last one entered it, under
 #    mpirun and srun (the launcher's fence, which pml ucx relies on before
 #    it destroys its endpoints);
+#  - librdmacm between hosts: UCP's client/server flow from h1 to other
+#    hosts through qpx's CM and UCX's rdmacm CM (message intact, lane
+#    qpx_rc), two hosts listening on one port, an address no host has
+#    (an error at once), rping -V between two hosts;
 #  - host h2's port taken down mid-job: the job ends with an error naming
 #    the QP and the down port, no hang;
 #  - stop leaves no namespace, bridge, directory or registry behind.
@@ -112,6 +116,90 @@ if PATH=$PATH:/usr/sbin command -v slurmd >/dev/null && command -v srun >/dev/nu
     fi
 else
     echo "SKIP: Slurm case (slurmd/srun not installed)"
+fi
+
+# librdmacm between hosts: each host publishes its addresses in the
+# cluster's SOFTVERBS_SOCKET_DIR, and a listener is a file there named
+# after its host (softverbs' sv_cm_hosts.c)
+ucs=$TL_TMP/ucs
+ex=/usr/share/doc/libucx-dev/examples
+if gcc -O1 -I"$ex" -o "$ucs" "$ex/ucp_client_server.c" -lucp -lucs 2>/dev/null; then
+    # cs_host CM HOST... : a UCP server on each HOST on one port, a client
+    # on h1 to each through CM (UCX_SOCKADDR_TLS_PRIORITY) over qpx_rc
+    cs_host() {
+        cm=$1; shift
+        cs_port=$((cs_port + 1)) port=$cs_port
+        ok=0 n=0 why=""
+        for h in "$@"; do
+            : >"$TL_TMP/srv.$h"
+            $cl on "$h" "UCX_SOCKADDR_TLS_PRIORITY=$cm UCX_TLS=qpx_rc,qpx_ud \
+                LD_PRELOAD=$QPX_MODULE timeout 60 stdbuf -oL $ucs -c tag -p $port" \
+                >"$TL_TMP/srv.$h" 2>&1 &
+            qpx_wait_output "$TL_TMP/srv.$h" 'server is listening' $!
+        done
+        for h in "$@"; do
+            n=$((n + 1))
+            ip=$NET_PREFIX$((10 + ${h#h}))
+            $cl on h1 "UCX_SOCKADDR_TLS_PRIORITY=$cm UCX_TLS=qpx_rc,qpx_ud \
+                UCX_LOG_LEVEL=info LD_PRELOAD=$QPX_MODULE timeout 30 \
+                $ucs -c tag -a $ip -p $port" >"$TL_TMP/cli.$h" 2>&1
+            crc=$?
+            lanes=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$TL_TMP/cli.$h" | tail -n 1)
+            if [ $crc -eq 0 ] && grep -q '^ABCDEFGHIJKLMNO\.$' "$TL_TMP/cli.$h" &&
+               echo "$lanes" | grep -q '(qpx_rc/'; then
+                ok=$((ok + 1))
+            else
+                why="$why h1->$h: exit $crc, $lanes;"
+                grep -v INFO "$TL_TMP/cli.$h" | tail -n 4
+            fi
+        done
+        pkill -f "$ucs" 2>/dev/null
+        if [ $ok = $n ]; then
+            qpx_pass "UCP client/server across hosts through the $cm CM: h1 to $* on port $port, message intact, lane qpx_rc"
+        else
+            qpx_fail "UCP client/server across hosts through the $cm CM:$why"
+        fi
+    }
+    cs_port=$((14000 + $$ % 500))
+    NET_PREFIX=$(sed -n 's/^NodeName=h1 .*NodeAddr=\([0-9.]*\.\)[0-9]* .*/\1/p' "$dir/slurm.conf" 2>/dev/null)
+    [ -n "$NET_PREFIX" ] || NET_PREFIX=10.77.0.
+    cs_host qpx h2
+    cs_host rdmacm h3
+    # the same port on two hosts: two listeners, each reached
+    cs_host qpx h2 h3
+    # an address no host has: ADDR_ERROR at once, not a hang
+    t0=$(date +%s)
+    $cl on h1 "UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud \
+        LD_PRELOAD=$QPX_MODULE timeout 30 $ucs -c tag -a ${NET_PREFIX}99 -p 14999" \
+        >"$TL_TMP/cli.none" 2>&1
+    crc=$? t=$(($(date +%s) - t0))
+    if [ $crc -ne 0 ] && [ $crc -ne 124 ] && grep -qi 'unreachable' "$TL_TMP/cli.none"; then
+        qpx_pass "UCP client to an address no host has: fails in $t s (Destination is unreachable)"
+    else
+        qpx_fail "UCP client to an address no host has: exit $crc after $t s"
+        tail -n 3 "$TL_TMP/cli.none"
+    fi
+else
+    echo "SKIP: UCP client/server across hosts ($ex/ucp_client_server.c does not build)"
+fi
+if command -v rping >/dev/null; then
+    $cl on h4 "timeout 60 rping -s -a ${NET_PREFIX:-10.77.0.}14 -p 15001 -S 4096 -C 50 -V" \
+        >"$TL_TMP/rping.srv" 2>&1 &
+    rpid=$!
+    i=0
+    while [ $i -lt 40 ]; do
+        $cl on h1 "timeout 30 rping -c -a ${NET_PREFIX:-10.77.0.}14 -p 15001 -S 4096 -C 50 -V -v" \
+            >"$TL_TMP/rping.cli" 2>&1 && break
+        sleep 0.5; i=$((i + 1))   # until the server listens
+    done
+    wait $rpid; src=$?
+    n=$(grep -c "^ping data: rdma-ping-" "$TL_TMP/rping.cli")
+    if [ $src -eq 0 ] && [ "$n" = 50 ]; then
+        qpx_pass "rping -V from h1 to h4 (rdmacm-utils): 50 pings of 4 KiB validated"
+    else
+        qpx_fail "rping -V from h1 to h4: server exit $src, $n of 50 pings"
+        tail -n 3 "$TL_TMP/rping.cli" "$TL_TMP/rping.srv"
+    fi
 fi
 
 # h2's port down while the job runs
