@@ -10,6 +10,7 @@
 #  - MPI_Finalize holds every rank until the last one entered it, under
 #    mpirun and srun (the launcher's fence, which pml ucx relies on before
 #    it destroys its endpoints);
+#  - OpenSHMEM on 8 PEs over the 4 hosts (qpx, qpx_rc,qpx_ud);
 #  - librdmacm between hosts: UCP's client/server flow from h1 to other
 #    hosts through qpx's CM and UCX's rdmacm CM (message intact, lane
 #    qpx_rc), two hosts listening on one port, an address no host has
@@ -105,6 +106,31 @@ a2a "mpirun MPI_Alltoall" qpx $MPIRUN
 a2a "mpirun MPI_Alltoall" qpx_rc,qpx_ud $MPIRUN
 # shellcheck disable=SC2086
 fin_order "mpirun" $MPIRUN
+
+# OpenSHMEM across the hosts (spml ucx): puts, gets and atomics of each PE
+# to the next, every value checked by the PEs (qpx_shmem_test.c)
+if command -v oshcc >/dev/null && command -v oshrun >/dev/null &&
+   oshcc -o "$TL_TMP/qpx_shmem_test" "$QPX_SRCDIR/test/integration/qpx_shmem_test.c" 2>/dev/null; then
+    for tls in qpx qpx_rc,qpx_ud; do
+        # shellcheck disable=SC2086
+        out=$(UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE UCX_LOG_LEVEL=debug \
+              OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
+              OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+              timeout 200 $(echo "$MPIRUN" | sed 's/^mpirun/oshrun/') \
+              --mca spml ucx "$TL_TMP/qpx_shmem_test" 2>&1)
+        rc=$?
+        pes=$(echo "$out" | grep -c '^PE [0-9]*: OK')
+        hosts=$(echo "$out" | grep -c 'qpx job: .* 8 processes on 4 hosts, 2 here')
+        if [ $rc -eq 0 ] && [ "$pes" = 8 ] && [ "$hosts" = 8 ]; then
+            qpx_pass "OpenSHMEM on 8 PEs over 4 hosts, UCX_TLS=$tls: put, get, atomics checked by all 8 (job log of all 8)"
+        else
+            qpx_fail "OpenSHMEM on 8 PEs over 4 hosts, UCX_TLS=$tls: exit $rc, $pes PEs OK, $hosts job logs"
+            echo "$out" | grep -v DEBUG | grep -m 6 -E 'ERROR|rror|PE '
+        fi
+    done
+else
+    echo "SKIP: OpenSHMEM across hosts (oshcc/oshrun missing or failing)"
+fi
 
 if PATH=$PATH:/usr/sbin command -v slurmd >/dev/null && command -v srun >/dev/null; then
     if timeout 120 $cl slurm "$dir" </dev/null >"$TL_TMP/slurm" 2>&1; then
