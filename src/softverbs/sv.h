@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 16     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 17     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -289,6 +289,18 @@ struct sv_shm_mcast {
     uint32_t qpn[SV_MCAST_QPS];
 };
 
+/* A RoCE port's addresses as GIDs (IPv4-mapped first), as the processes
+ * of the port's host read them: the GID table entries 2.. of the port for
+ * every process of the registry, whichever host it is on (sv_gid.c).
+ * Written under the registry's lock, read without: seq is odd while an
+ * update is under way */
+#define SV_GID_MAX_ADDR ((SV_GID_TBL_LEN - 2) / 2)
+struct sv_shm_port_addrs {
+    uint32_t      seq;
+    uint32_t      naddr;
+    union ibv_gid addr[SV_GID_MAX_ADDR];
+};
+
 struct sv_shm_hdr {
     uint64_t magic;
     uint64_t total_len;
@@ -315,6 +327,7 @@ struct sv_shm_hdr {
     uint32_t num_mw, mw_cursor;
     uint32_t port_down[SV_MAX_DEVS]; /* bit p-1: port p is down (sv_port.c) */
     uint32_t devs_present;        /* bit i: slot i is some host's (sv_dev.c) */
+    struct sv_shm_port_addrs port_addrs[SV_MAX_DEVS][SV_MAX_PORTS];
     uint8_t  qp_gen[SV_QP_TBL];
     uint8_t  mr_gen[SV_MR_TBL];
     uint8_t  mw_gen[SV_MW_TBL];

@@ -106,6 +106,7 @@ static void sv_devices_init(void)
     }
     sv_dev_list[n] = NULL;
     sv_g.num_devs  = n;
+    sv_gid_publish();
 }
 
 /* Runs when libibverbs.so.1 is loaded, before any verbs or stats call can

@@ -22,8 +22,13 @@
  * and the rest of the table (SV_GID_TBL_LEN entries) is empty: ENODATA
  * from ibv_query_gid_ex, a zero GID from ibv_query_gid (rdma-core's
  * __ibv_query_gid keeps that behaviour for empty entries). The addresses
- * are read in each process (getifaddrs) when the registry is opened, so
- * processes of one network namespace see the same table.
+ * are read in each process (getifaddrs) when the registry is opened, and
+ * published in the registry for the devices the process's host owns
+ * (sv_gid_publish): every process, on any host of the registry (the
+ * network namespaces of contrib/cluster-one-host.sh), then sees a port's
+ * table as its own host fills it, and a packet to another host's address
+ * GID finds it there. A device nobody published reads the process's own
+ * addresses.
  *
  * On the wire (sv_gid_route): a RoCE packet always carries a GRH (IBA
  * spec annex A16/A17: the LRH is replaced by the Ethernet/IP headers); it
@@ -47,8 +52,6 @@
 #include <endian.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-
-#define SV_GID_MAX_ADDR ((SV_GID_TBL_LEN - 2) / 2)
 
 /* One port number of every device (devices differ by their GUIDs only) */
 struct sv_gid_port {
@@ -284,6 +287,64 @@ int sv_gid_tbl_len(uint8_t port)
 
 /* Entry index of the port's GID table: 0, EINVAL (no such index) or
  * ENODATA (empty). type: IBV_GID_TYPE_IB, _ROCE_V1 or _ROCE_V2 */
+/* The addresses of this process's host into the registry, for each RoCE
+ * port of the devices it owns (its host's slots, SOFTVERBS_FIRST_DEVICE);
+ * runs when the registry is attached, after sv_gid_init */
+void sv_gid_publish(void)
+{
+    struct sv_shm_port_addrs *pa;
+    const struct sv_gid_port *gp;
+    int d, p;
+
+    for (d = sv_g.first_dev; d < sv_g.first_dev + sv_g.num_devs; d++) {
+        for (p = 1; p <= sv_g.num_ports; p++) {
+            gp = sv_gid_port(p);
+            pa = &sv_g.shm->port_addrs[d][p - 1];
+            if ((gp->link_layer != IBV_LINK_LAYER_ETHERNET) ||
+                ((pa->seq != 0) && (pa->naddr == (uint32_t)gp->naddr) &&
+                 !memcmp(pa->addr, gp->addr, sizeof(pa->addr)))) {
+                continue; /* already as this host sees it */
+            }
+            sv_shm_lock();
+            /* readers retry while seq is odd or changed: the odd value is
+             * visible before the entries change, the even one after */
+            __atomic_store_n(&pa->seq, pa->seq | 1, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_RELEASE);
+            pa->naddr = gp->naddr;
+            memcpy(pa->addr, gp->addr, sizeof(pa->addr));
+            __atomic_store_n(&pa->seq, pa->seq + 1, __ATOMIC_RELEASE);
+            sv_shm_unlock();
+        }
+    }
+}
+
+/* Address entry i of a RoCE port of device dev: as its host published it,
+ * else as this process sees its own addresses */
+static int sv_gid_addr(int dev, uint8_t port, unsigned i, union ibv_gid *gid)
+{
+    const struct sv_shm_port_addrs *pa = &sv_g.shm->port_addrs[dev][port - 1];
+    const struct sv_gid_port *gp       = sv_gid_port(port);
+    uint32_t seq, naddr;
+
+    do {
+        seq = __atomic_load_n(&pa->seq, __ATOMIC_ACQUIRE);
+        if (seq == 0) {
+            if (i >= (unsigned)gp->naddr) {
+                return ENODATA;
+            }
+            *gid = gp->addr[i];
+            return 0;
+        }
+        naddr = pa->naddr;
+        if (i < naddr) {
+            *gid = pa->addr[i];
+        }
+        /* the entries read before seq is read again (seqlock reader) */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((seq & 1) || (seq != __atomic_load_n(&pa->seq, __ATOMIC_RELAXED)));
+    return (i < naddr) ? 0 : ENODATA;
+}
+
 int sv_gid_entry(int dev, uint8_t port, unsigned index, union ibv_gid *gid,
                  int *type)
 {
@@ -303,11 +364,7 @@ int sv_gid_entry(int dev, uint8_t port, unsigned index, union ibv_gid *gid,
         sv_device_gid(dev, port, gid);
         return 0;
     }
-    if ((index - 2) / 2 >= (unsigned)gp->naddr) {
-        return ENODATA;
-    }
-    *gid = gp->addr[(index - 2) / 2];
-    return 0;
+    return sv_gid_addr(dev, port, (index - 2) / 2, gid);
 }
 
 uint32_t sv_gid_ifindex(uint8_t port)

@@ -11,6 +11,8 @@ int sv_port_is_up(int dev, uint8_t port);
 
 /* ports' link layers and GID tables, the GID checks of RoCE (sv_gid.c) */
 void sv_gid_init(int nports);
+/* this host's RoCE addresses into the registry (after sv_devices_init) */
+void sv_gid_publish(void);
 uint32_t sv_gid_tag(int nports);
 int  sv_port_is_eth(uint8_t port);
 int  sv_gid_tbl_len(uint8_t port);

@@ -11,6 +11,9 @@
 #    mpirun and srun (the launcher's fence, which pml ucx relies on before
 #    it destroys its endpoints);
 #  - OpenSHMEM on 8 PEs over the 4 hosts (qpx, qpx_rc,qpx_ud);
+#  - RoCE between the hosts: each host's GID table carries its address,
+#    MPI_Alltoall over qpx and qpx_rc,qpx_ud with the RoCE v2 GID chosen,
+#    perftest's ib_write_bw -x 3 (RoCE v2) between two hosts;
 #  - librdmacm between hosts: UCP's client/server flow from h1 to other
 #    hosts through qpx's CM and UCX's rdmacm CM (message intact, lane
 #    qpx_rc), two hosts listening on one port, an address no host has
@@ -44,6 +47,10 @@ fi
 qpx_pass "cluster-one-host.sh start 4: $(tail -n 1 "$TL_TMP/start" | sed 's/^cluster-one-host: //')"
 eval "$($cl env "$dir")"
 unset SOFTVERBS_NUM_DEVICES SOFTVERBS_NUM_PORTS
+# the hosts' network, 10.77.0. by default: h<i> is $NETP$((10 + i))
+NETP=$(echo "$QPX_CLUSTER_MPIRUN" |
+       sed -n 's/.*oob_tcp_if_include \([0-9.]*\.\)0\/24.*/\1/p')
+[ -n "$NETP" ] || NETP=10.77.0.
 # the rsh agent, rank files and softverbs' per-host slot all take the
 # program from this directory (the same path on every host)
 
@@ -144,6 +151,54 @@ else
     echo "SKIP: Slurm case (slurmd/srun not installed)"
 fi
 
+# RoCE between the hosts: every process of a job on an Ethernet port
+# (SOFTVERBS_LINK_LAYER=ethernet); each host's GID table carries its own
+# address, published in the registry for the other hosts' packets
+gids=$($cl on h2 "SOFTVERBS_LINK_LAYER=ethernet ibv_devinfo -v -d softverbs0" 2>&1 |
+       grep -E 'link_layer|GID\[  3\]')
+if echo "$gids" | grep -q 'Ethernet' &&
+   echo "$gids" | grep -q "GID\[  3\]:.*::ffff:${NETP}12, RoCE v2"; then
+    qpx_pass "RoCE: h2's port is Ethernet, GID[3] ::ffff:${NETP}12 RoCE v2 (its own address)"
+else
+    qpx_fail "RoCE: h2's GID table: $(echo "$gids" | tr '\n' ' ')"
+fi
+for tls in qpx qpx_rc,qpx_ud; do
+    # shellcheck disable=SC2086
+    out=$(SOFTVERBS_LINK_LAYER=ethernet UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE \
+          UCX_LOG_LEVEL=debug OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
+          OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+          timeout 200 $MPIRUN -x SOFTVERBS_LINK_LAYER "$prog" 20 262144 2>&1)
+    rc=$?
+    # each rank's qpx chose the RoCE v2 GID of its own host's address
+    v2=$(echo "$out" | grep -c 'softverbs0:1 RoCE: GID index 3 (RoCE v2, chosen)')
+    if [ $rc -eq 0 ] && echo "$out" | grep -q '^ALLTOALL OK 20 x 262144 on 8 ranks' &&
+       [ "$v2" -ge 8 ]; then
+        qpx_pass "RoCE: MPI_Alltoall over UCX_TLS=$tls, 8 ranks on 4 hosts, 20 x 256 KiB, data checked, RoCE v2 GID index 3 chosen ($v2 logs)"
+    else
+        qpx_fail "RoCE: MPI_Alltoall over UCX_TLS=$tls: exit $rc, $v2 RoCE v2 GID choices"
+        echo "$out" | grep -v DEBUG | grep -m 6 -E 'ERROR|rror|DIAG'
+    fi
+done
+if command -v ib_write_bw >/dev/null; then
+    $cl on h3 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F" \
+        >"$TL_TMP/bw.srv" 2>&1 &
+    bpid=$!
+    i=0
+    while [ $i -lt 40 ]; do
+        $cl on h1 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F ${NETP}13" \
+            >"$TL_TMP/bw.cli" 2>&1 && break
+        sleep 0.5; i=$((i + 1))   # until the server listens
+    done
+    wait $bpid; brc=$?
+    bw=$(awk '$1 == 65536 && NF >= 4 {print $4}' "$TL_TMP/bw.cli" | tail -n 1)
+    if [ $brc -eq 0 ] && [ -n "$bw" ]; then
+        qpx_pass "RoCE: perftest ib_write_bw -x 3 (RoCE v2) from h1 to h3: 200 x 64 KiB, $bw MB/s (a run: perftest checks no data)"
+    else
+        qpx_fail "RoCE: ib_write_bw -x 3 from h1 to h3: server exit $brc"
+        tail -n 4 "$TL_TMP/bw.cli" "$TL_TMP/bw.srv"
+    fi
+fi
+
 # librdmacm between hosts: each host publishes its addresses in the
 # cluster's SOFTVERBS_SOCKET_DIR, and a listener is a file there named
 # after its host (softverbs' sv_cm_hosts.c)
@@ -165,7 +220,7 @@ if gcc -O1 -I"$ex" -o "$ucs" "$ex/ucp_client_server.c" -lucp -lucs 2>/dev/null; 
         done
         for h in "$@"; do
             n=$((n + 1))
-            ip=$NET_PREFIX$((10 + ${h#h}))
+            ip=$NETP$((10 + ${h#h}))
             $cl on h1 "UCX_SOCKADDR_TLS_PRIORITY=$cm UCX_TLS=qpx_rc,qpx_ud \
                 UCX_LOG_LEVEL=info LD_PRELOAD=$QPX_MODULE timeout 30 \
                 $ucs -c tag -a $ip -p $port" >"$TL_TMP/cli.$h" 2>&1
@@ -187,8 +242,6 @@ if gcc -O1 -I"$ex" -o "$ucs" "$ex/ucp_client_server.c" -lucp -lucs 2>/dev/null; 
         fi
     }
     cs_port=$((14000 + $$ % 500))
-    NET_PREFIX=$(sed -n 's/^NodeName=h1 .*NodeAddr=\([0-9.]*\.\)[0-9]* .*/\1/p' "$dir/slurm.conf" 2>/dev/null)
-    [ -n "$NET_PREFIX" ] || NET_PREFIX=10.77.0.
     cs_host qpx h2
     cs_host rdmacm h3
     # the same port on two hosts: two listeners, each reached
@@ -196,7 +249,7 @@ if gcc -O1 -I"$ex" -o "$ucs" "$ex/ucp_client_server.c" -lucp -lucs 2>/dev/null; 
     # an address no host has: ADDR_ERROR at once, not a hang
     t0=$(date +%s)
     $cl on h1 "UCX_SOCKADDR_TLS_PRIORITY=qpx UCX_TLS=qpx_rc,qpx_ud \
-        LD_PRELOAD=$QPX_MODULE timeout 30 $ucs -c tag -a ${NET_PREFIX}99 -p 14999" \
+        LD_PRELOAD=$QPX_MODULE timeout 30 $ucs -c tag -a ${NETP}99 -p 14999" \
         >"$TL_TMP/cli.none" 2>&1
     crc=$? t=$(($(date +%s) - t0))
     if [ $crc -ne 0 ] && [ $crc -ne 124 ] && grep -qi 'unreachable' "$TL_TMP/cli.none"; then
@@ -209,12 +262,12 @@ else
     echo "SKIP: UCP client/server across hosts ($ex/ucp_client_server.c does not build)"
 fi
 if command -v rping >/dev/null; then
-    $cl on h4 "timeout 60 rping -s -a ${NET_PREFIX:-10.77.0.}14 -p 15001 -S 4096 -C 50 -V" \
+    $cl on h4 "timeout 60 rping -s -a ${NETP}14 -p 15001 -S 4096 -C 50 -V" \
         >"$TL_TMP/rping.srv" 2>&1 &
     rpid=$!
     i=0
     while [ $i -lt 40 ]; do
-        $cl on h1 "timeout 30 rping -c -a ${NET_PREFIX:-10.77.0.}14 -p 15001 -S 4096 -C 50 -V -v" \
+        $cl on h1 "timeout 30 rping -c -a ${NETP}14 -p 15001 -S 4096 -C 50 -V -v" \
             >"$TL_TMP/rping.cli" 2>&1 && break
         sleep 0.5; i=$((i + 1))   # until the server listens
     done
