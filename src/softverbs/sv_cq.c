@@ -52,6 +52,37 @@ void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp)
 /* ---------------------------------------------------------------------
  * Creation / destruction
  * ------------------------------------------------------------------- */
+/* ibv_create_cq_ex(3)'s attributes as mlx5 checks them: 0, or the errno */
+static int sv_cq_attr_check(const struct ibv_cq_init_attr_ex *attr)
+{
+    if ((attr->cqe < 1) || (attr->comp_vector > 0) ||
+        (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+                             IBV_CQ_INIT_ATTR_MASK_PD))) {
+        return EINVAL;
+    }
+    /* The standard fields and the completion timestamps can be read; no
+     * VLAN, flow tags or tag matching. mlx5 refuses wc_flags it cannot
+     * provide with ENOTSUP (rdma-core providers/mlx5/verbs.c, create_cq) */
+    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
+        return EOPNOTSUPP;
+    }
+    /* above max_cqe: EINVAL whatever SOFTVERBS_CAP_POLICY says, as mlx5
+     * (create_cq: more than 2^24 entries; the kernel's mlx5_ib_create_cq:
+     * more than the device's log_max_cq_sz) */
+    if (attr->cqe > sv_cq_max_cqe()) {
+        return EINVAL;
+    }
+    /* IBV_CQ_INIT_ATTR_MASK_PD names a parent domain (ibv_create_cq_ex(3));
+     * a plain PD, or none, is EINVAL as with mlx5 (create_cq:
+     * to_mparent_domain() NULL). The CQ references it until destroyed */
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+        ((attr->parent_domain == NULL) ||
+         (sv_pd(attr->parent_domain)->parent_of == NULL))) {
+        return EINVAL;
+    }
+    return 0;
+}
+
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
                                   struct ibv_cq_init_attr_ex *attr)
 {
@@ -60,34 +91,11 @@ struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
     uint32_t cqe = attr->cqe, i;
     struct sv_cq *cq;
     uint64_t len;
+    int err;
 
-    if ((attr->cqe < 1) || (attr->comp_vector > 0) ||
-        (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
-                             IBV_CQ_INIT_ATTR_MASK_PD))) {
-        errno = EINVAL;
-        return NULL;
-    }
-    /* The standard fields and the completion timestamps can be read; no
-     * VLAN, flow tags or tag matching. mlx5 refuses wc_flags it cannot
-     * provide with ENOTSUP (rdma-core providers/mlx5/verbs.c, create_cq) */
-    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
-        errno = EOPNOTSUPP;
-        return NULL;
-    }
-    /* above max_cqe: EINVAL whatever SOFTVERBS_CAP_POLICY says, as mlx5
-     * (create_cq: more than 2^24 entries; the kernel's mlx5_ib_create_cq:
-     * more than the device's log_max_cq_sz) */
-    if (cqe > sv_cq_max_cqe()) {
-        errno = EINVAL;
-        return NULL;
-    }
-    /* IBV_CQ_INIT_ATTR_MASK_PD names a parent domain (ibv_create_cq_ex(3));
-     * a plain PD, or none, is EINVAL as with mlx5 (create_cq:
-     * to_mparent_domain() NULL). The CQ references it until destroyed */
-    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-        ((attr->parent_domain == NULL) ||
-         (sv_pd(attr->parent_domain)->parent_of == NULL))) {
-        errno = EINVAL;
+    err = sv_cq_attr_check(attr);
+    if (err != 0) {
+        errno = err;
         return NULL;
     }
     cq = calloc(1, sizeof(*cq));

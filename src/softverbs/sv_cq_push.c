@@ -75,6 +75,25 @@ static struct sv_cq_hdr *sv_cq_push_wait_ring(struct sv_shm_cq *scq,
     }
 }
 
+/* A push found the CQ full: the completion is lost; the owner gets
+ * IBV_EVENT_CQ_ERR, and stderr says it once per CQ whatever
+ * SOFTVERBS_DEBUG says, as mlx5's driver warns of a CQ error in the
+ * kernel log (an owner that does not read async events would not know
+ * why) */
+static void sv_cq_push_overrun(struct sv_shm_cq *scq, uint32_t cq_index,
+                               unsigned queued)
+{
+    if (!__atomic_exchange_n(&scq->overrun, 1, __ATOMIC_RELAXED)) {
+        sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR, cq_index,
+                    scq->cookie);
+        sv_warn("cq %u overrun: %u completions queued, the CQ's capacity; "
+                "this and later completions that find it full are lost "
+                "(IBV_EVENT_CQ_ERR)", cq_index, queued);
+    } else {
+        sv_error("cq %u overrun", cq_index);
+    }
+}
+
 int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                const struct sv_cqe_inl *inl, int solicited)
 {
@@ -132,22 +151,7 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
             }
             if (t - h >= ring->cqe) {
                 /* head was read after tail: the CQ really was full */
-                if (!__atomic_exchange_n(&scq->overrun, 1,
-                                         __ATOMIC_RELAXED)) {
-                    sv_ev_async(scq->ctx_id, SV_EV_CQ, IBV_EVENT_CQ_ERR,
-                                cq_index, scq->cookie);
-                    /* Said once per CQ whatever SOFTVERBS_DEBUG says, as
-                     * mlx5's driver warns of a CQ error in the kernel log:
-                     * the completion is lost, and an owner that does not
-                     * read async events would not know why */
-                    sv_warn("cq %u overrun: %u "
-                            "completions queued, the CQ's capacity; this "
-                            "and later completions that find it full are "
-                            "lost (IBV_EVENT_CQ_ERR)", cq_index,
-                            (unsigned)(t - h));
-                } else {
-                    sv_error("cq %u overrun", cq_index);
-                }
+                sv_cq_push_overrun(scq, cq_index, (unsigned)(t - h));
                 return -1;
             }
             __atomic_store_n(&ring->head_seen, h, __ATOMIC_RELEASE);

@@ -67,6 +67,52 @@ struct sv_wr_ent {
     struct ibv_sge     sge[];
 };
 
+/* The address vector of an AH into a WQE (UD and DCI destinations) */
+static void sv_swqe_set_av(struct sv_swqe *w, struct ibv_ah *ibah)
+{
+    struct sv_ah *ah = sv_container_of(ibah, struct sv_ah, ah);
+
+    w->ud_dlid       = ah->attr.dlid;
+    w->ud_port       = ah->attr.port_num;
+    w->ud_has_grh    = ah->attr.is_global;
+    w->ud_dgid       = ah->attr.grh.dgid;
+    w->ud_sgid_index = ah->attr.grh.sgid_index;
+}
+
+/* Where a WR goes: the remote address and key of RDMA and atomics, the
+ * operands of atomics, the destination of UD and DCI WRs */
+static void sv_post_dest(uint8_t type, struct sv_swqe *w,
+                         const struct ibv_send_wr *wr,
+                         const struct sv_dc_addr *dc)
+{
+    switch (wr->opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+        w->remote_addr = wr->wr.rdma.remote_addr;
+        w->rkey        = wr->wr.rdma.rkey;
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w->remote_addr = wr->wr.atomic.remote_addr;
+        w->rkey        = wr->wr.atomic.rkey;
+        w->compare_add = wr->wr.atomic.compare_add;
+        w->swap        = wr->wr.atomic.swap;
+        break;
+    default:
+        break;
+    }
+    if (type == IBV_QPT_UD) {
+        w->ud_qpn  = wr->wr.ud.remote_qpn;
+        w->ud_qkey = wr->wr.ud.remote_qkey;
+        sv_swqe_set_av(w, wr->wr.ud.ah);
+    } else if (type == SV_QPT_DCI) {
+        w->ud_qpn = dc->dctn;
+        w->dc_key = dc->key;
+        sv_swqe_set_av(w, dc->ah);
+    }
+}
+
 /* dc: the WR's DC address (a DCI's WR from the ibv_wr_* API), else NULL */
 static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
                        const struct sv_dc_addr *dc)
@@ -140,42 +186,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
     w->held       = 0;
     w->rnr_left   = qp->attr.rnr_retry;
     w->retry_left = qp->attr.retry_cnt;
-    switch (wr->opcode) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-    case IBV_WR_RDMA_READ:
-        w->remote_addr = wr->wr.rdma.remote_addr;
-        w->rkey        = wr->wr.rdma.rkey;
-        break;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        w->remote_addr = wr->wr.atomic.remote_addr;
-        w->rkey        = wr->wr.atomic.rkey;
-        w->compare_add = wr->wr.atomic.compare_add;
-        w->swap        = wr->wr.atomic.swap;
-        break;
-    default:
-        break;
-    }
-    if (type == IBV_QPT_UD) {
-        struct sv_ah *ah = sv_container_of(wr->wr.ud.ah, struct sv_ah, ah);
-        w->ud_qpn     = wr->wr.ud.remote_qpn;
-        w->ud_qkey    = wr->wr.ud.remote_qkey;
-        w->ud_dlid    = ah->attr.dlid;
-        w->ud_port    = ah->attr.port_num;
-        w->ud_has_grh = ah->attr.is_global;
-        w->ud_dgid    = ah->attr.grh.dgid;
-        w->ud_sgid_index = ah->attr.grh.sgid_index;
-    } else if (type == SV_QPT_DCI) {
-        struct sv_ah *ah = sv_container_of(dc->ah, struct sv_ah, ah);
-        w->ud_qpn     = dc->dctn;
-        w->dc_key     = dc->key;
-        w->ud_dlid    = ah->attr.dlid;
-        w->ud_port    = ah->attr.port_num;
-        w->ud_has_grh = ah->attr.is_global;
-        w->ud_dgid    = ah->attr.grh.dgid;
-        w->ud_sgid_index = ah->attr.grh.sgid_index;
-    }
+    sv_post_dest(type, w, wr, dc);
     qp->sq_tail++;
     return 0;
 }

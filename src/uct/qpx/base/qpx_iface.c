@@ -643,6 +643,41 @@ err_rx_mp_cleanup:
 }
 
 
+/* The interface's software state before its queues: the receive pool's
+ * lock, the pending arbiter, counters, the keepalive timer (none yet) and
+ * the QP number map */
+static ucs_status_t qpx_iface_state_init(qpx_iface_t *self)
+{
+    ucs_status_t status;
+
+    status = ucs_spinlock_init(&self->rx_mp_lock, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    qpx_iface_rx_recycled_reset(self);
+    ucs_arbiter_init(&self->arbiter);
+    self->pending.ep          = NULL;
+    self->pending.async_only  = 0;
+    self->backlog.rx_count    = 0;
+    self->backlog.tx_count    = 0;
+    self->attention           = 0;
+    self->keepalive.interval  = 0;
+    self->keepalive.timer.fd  = -1;
+    self->keepalive.timer.id  = -1;
+    self->keepalive.due       = 0;
+    ucs_list_head_init(&self->pending.resched);
+    kh_init_inplace(qpx_qp_map, &self->qp_map);
+    return UCS_OK;
+}
+
+static void qpx_iface_state_cleanup(qpx_iface_t *self)
+{
+    kh_destroy_inplace(qpx_qp_map, &self->qp_map);
+    ucs_arbiter_cleanup(&self->arbiter);
+    ucs_spinlock_destroy(&self->rx_mp_lock);
+}
+
 UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
                     uct_iface_internal_ops_t *internal_ops, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,
@@ -699,24 +734,10 @@ UCS_CLASS_INIT_FUNC(qpx_iface_t, uct_iface_ops_t *ops,
     qpx_iface_layout_init(self, config, init_attr, &hints, seg_size,
                           rx_headroom);
 
-    status = ucs_spinlock_init(&self->rx_mp_lock, 0);
+    status = qpx_iface_state_init(self);
     if (status != UCS_OK) {
         return status;
     }
-
-    qpx_iface_rx_recycled_reset(self);
-    ucs_arbiter_init(&self->arbiter);
-    self->pending.ep          = NULL;
-    self->pending.async_only  = 0;
-    self->backlog.rx_count    = 0;
-    self->backlog.tx_count    = 0;
-    self->attention           = 0;
-    self->keepalive.interval  = 0;
-    self->keepalive.timer.fd  = -1;
-    self->keepalive.timer.id  = -1;
-    self->keepalive.due       = 0;
-    ucs_list_head_init(&self->pending.resched);
-    kh_init_inplace(qpx_qp_map, &self->qp_map);
 
     status = qpx_iface_create_queues(self, config, init_attr->use_srq,
                                      hints.rx_owner);
@@ -755,9 +776,7 @@ err_destroy_queues:
     qpx_iface_event_cleanup(self);
     ibv_destroy_comp_channel(self->comp_channel);
 err_destroy_map:
-    kh_destroy_inplace(qpx_qp_map, &self->qp_map);
-    ucs_arbiter_cleanup(&self->arbiter);
-    ucs_spinlock_destroy(&self->rx_mp_lock);
+    qpx_iface_state_cleanup(self);
     return status;
 }
 
@@ -782,14 +801,12 @@ UCS_CLASS_CLEANUP_FUNC(qpx_iface_t)
     ibv_destroy_cq(self->send_cq);
     qpx_iface_event_cleanup(self);
     ibv_destroy_comp_channel(self->comp_channel);
-    ucs_spinlock_destroy(&self->rx_mp_lock);
 
     /* Receive buffers posted to the destroyed SRQ are not returned to the
      * pool: leak-check quietly */
     ucs_mpool_cleanup(&self->rx_mp, 0);
     ucs_mpool_cleanup(&self->tx_mp, 1);
-    kh_destroy_inplace(qpx_qp_map, &self->qp_map);
-    ucs_arbiter_cleanup(&self->arbiter);
+    qpx_iface_state_cleanup(self);
 }
 
 

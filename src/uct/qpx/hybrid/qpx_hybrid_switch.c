@@ -472,6 +472,75 @@ static void qpx_hybrid_ep_send_request(qpx_hybrid_ep_t *ep, uct_ep_h via,
 }
 
 
+/* The promotion's flush is done: the endpoint sends on RC from now on */
+static void qpx_hybrid_ep_on_rc(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    ep->state    = QPX_HYBRID_EP_HOT;
+    ep->path_ep  = ep->rc_ep;
+    ep->flags   &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+    ep->refusals = 0;
+    ep->promote_at = UINT64_MAX;
+    iface->stats.promotions++;
+    qpx_hybrid_ep_update_tx(ep);
+    ucs_debug("qpx ep %p id 0x%x: on RC (peer connection 0x%x)", ep, ep->id,
+              ep->peer_conn);
+}
+
+/* The demotion's flush is done: the peer is told it may reset its QP,
+ * ours goes back to the pool, and the endpoint sends on DC again */
+static void qpx_hybrid_ep_on_dc(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    qpx_hybrid_ctl_post(iface, ep->peer_addr,
+                        ep->peer_addr + ep->peer_dev_len,
+                        QPX_HYBRID_CTL_RELEASE, ep->id, ep->peer_conn,
+                        ep->serial);
+    free(ep->peer_addr);
+    qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    ep->peer_addr = NULL;
+    ep->rc_ep     = NULL;
+    ep->peer_conn = QPX_EP_ID_NULL;
+    ep->state     = QPX_HYBRID_EP_COLD;
+    ep->path_ep   = ep->cold_ep;
+    ep->flags    &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+    iface->stats.demotions++;
+    qpx_hybrid_ep_cool(ep, 0);
+    qpx_hybrid_ep_update_tx(ep);
+    ucs_debug("qpx ep %p id 0x%x: on DC again", ep, ep->id);
+}
+
+/* The peer did not answer a switch within SWITCH_TIMEOUT */
+static void qpx_hybrid_ep_switch_timeout(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    iface->stats.timeouts++;
+    ucs_assertv((ep->state == QPX_HYBRID_EP_PROMOTING) ||
+                (ep->state == QPX_HYBRID_EP_DEMOTING), "ep %p state %d", ep,
+                ep->state);
+    if (ep->state == QPX_HYBRID_EP_PROMOTING) {
+        /* Back to DC as if never promoted: nothing went on RC. A late
+         * answer finds the serial changed and is turned down. */
+        ucs_debug("qpx ep %p id 0x%x: promotion not answered in time, "
+                  "stays on DC", ep, ep->id);
+        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+    } else {
+        /* Still on RC: the peer reads our DEMOTE_REQ some day and answers
+         * an ACK nobody waits for; its QP stays ours. Most recently used
+         * now, so that the next eviction picks another endpoint. */
+        ucs_debug("qpx ep %p id 0x%x: demotion not answered in time, "
+                  "stays on RC", ep, ep->id);
+        ep->serial++;
+        ep->state     = QPX_HYBRID_EP_HOT;
+        ep->last_used = ++iface->tick;
+        qpx_hybrid_ep_update_tx(ep);
+    }
+}
+
+
 /* Advance ep's switch; 1 when it has nothing left to do */
 static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
 {
@@ -500,15 +569,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             if (status != UCS_OK) {
                 return 0;
             }
-            ep->state    = QPX_HYBRID_EP_HOT;
-            ep->path_ep  = ep->rc_ep;
-            ep->flags   &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
-            ep->refusals = 0;
-            ep->promote_at = UINT64_MAX;
-            iface->stats.promotions++;
-            qpx_hybrid_ep_update_tx(ep);
-            ucs_debug("qpx ep %p id 0x%x: on RC (peer connection 0x%x)", ep,
-                      ep->id, ep->peer_conn);
+            qpx_hybrid_ep_on_rc(ep);
             return 1;
         }
         break;
@@ -525,23 +586,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             if (status != UCS_OK) {
                 return 0;
             }
-            /* Our side is done: the peer may reset its QP */
-            qpx_hybrid_ctl_post(iface, ep->peer_addr,
-                                ep->peer_addr + ep->peer_dev_len,
-                                QPX_HYBRID_CTL_RELEASE, ep->id, ep->peer_conn,
-                                ep->serial);
-            free(ep->peer_addr);
-            qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
-            ep->peer_addr = NULL;
-            ep->rc_ep     = NULL;
-            ep->peer_conn = QPX_EP_ID_NULL;
-            ep->state     = QPX_HYBRID_EP_COLD;
-            ep->path_ep   = ep->cold_ep;
-            ep->flags    &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
-            iface->stats.demotions++;
-            qpx_hybrid_ep_cool(ep, 0);
-            qpx_hybrid_ep_update_tx(ep);
-            ucs_debug("qpx ep %p id 0x%x: on DC again", ep, ep->id);
+            qpx_hybrid_ep_on_dc(ep);
             return 1;
         }
         break;
@@ -554,27 +599,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
         iface->config.switch_timeout) {
         return 0;
     }
-    iface->stats.timeouts++;
-    ucs_assertv((ep->state == QPX_HYBRID_EP_PROMOTING) ||
-                (ep->state == QPX_HYBRID_EP_DEMOTING), "ep %p state %d", ep,
-                ep->state);
-    if (ep->state == QPX_HYBRID_EP_PROMOTING) {
-        /* Back to DC as if never promoted: nothing went on RC. A late
-         * answer finds the serial changed and is turned down. */
-        ucs_debug("qpx ep %p id 0x%x: promotion not answered in time, "
-                  "stays on DC", ep, ep->id);
-        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
-    } else {
-        /* Still on RC: the peer reads our DEMOTE_REQ some day and answers
-         * an ACK nobody waits for; its QP stays ours. Most recently used
-         * now, so that the next eviction picks another endpoint. */
-        ucs_debug("qpx ep %p id 0x%x: demotion not answered in time, "
-                  "stays on RC", ep, ep->id);
-        ep->serial++;
-        ep->state     = QPX_HYBRID_EP_HOT;
-        ep->last_used = ++iface->tick;
-        qpx_hybrid_ep_update_tx(ep);
-    }
+    qpx_hybrid_ep_switch_timeout(ep);
     return 1;
 }
 
