@@ -80,3 +80,25 @@ int qpx_ucx_version_is_compatible(unsigned major, unsigned minor)
     /* Internal layouts may change in any minor release */
     return (major == QPX_UCX_BUILD_MAJOR) && (minor == QPX_UCX_BUILD_MINOR);
 }
+
+
+int qpx_ucx_has_statistics(void)
+{
+    Dl_info info;
+    void *handle, *sym;
+
+    /* The libucs that holds a function qpx calls: its statistics entry
+     * points exist only in a build with statistics (src/ucs/stats/stats.c
+     * defines ucs_stats_node_alloc under ENABLE_STATS alone, 1.13 to 1.22) */
+    if (!dladdr((void*)ucs_empty_function, &info) ||
+        (info.dli_fname == NULL)) {
+        return 0;
+    }
+    handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == NULL) {
+        return 0;
+    }
+    sym = dlsym(handle, "ucs_stats_node_alloc");
+    dlclose(handle);
+    return sym != NULL;
+}

@@ -15,4 +15,9 @@ ucs_status_t qpx_ucx_runtime_version(unsigned *major_p, unsigned *minor_p,
 /* Can qpx, built against build_major.build_minor, run in UCX major.minor */
 int qpx_ucx_version_is_compatible(unsigned major, unsigned minor);
 
+/* Was the libucs this process loaded built with statistics
+ * (--enable-stats)? Its structures then carry statistics nodes that the
+ * layouts qpx declares (src/ucs/compat/) do not have */
+int qpx_ucx_has_statistics(void);
+
 #endif

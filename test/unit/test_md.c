@@ -33,6 +33,7 @@ static int                ctx_live;
 static int                pd_live;
 static unsigned           runtime_major, runtime_minor;
 static int                runtime_version_fails;
+static int                runtime_has_stats;
 static int                component_registrations;
 static int                last_reg_access;
 /* Asynchronous events: the fake context's async fd is the read end of a
@@ -232,6 +233,11 @@ ucs_status_t __wrap_qpx_ucx_runtime_version(unsigned *major, unsigned *minor,
     *minor = runtime_minor;
     *patch = 0;
     return UCS_OK;
+}
+
+int __wrap_qpx_ucx_has_statistics(void)
+{
+    return runtime_has_stats;
 }
 
 void __wrap_uct_component_register(uct_component_t *component)
@@ -594,6 +600,19 @@ static void test_version_mismatch(void **state)
     assert_int_equal(component_registrations, 0);
 }
 
+/* The same release built with statistics: its layouts differ, refused */
+static void test_version_stats_build(void **state)
+{
+    runtime_version_fails   = 0;
+    runtime_major           = QPX_UCX_BUILD_MAJOR;
+    runtime_minor           = QPX_UCX_BUILD_MINOR;
+    runtime_has_stats       = 1;
+    component_registrations = 0;
+    assert_int_equal(qpx_component_register(), UCS_ERR_UNSUPPORTED);
+    assert_int_equal(component_registrations, 0);
+    runtime_has_stats = 0;
+}
+
 static void test_version_match_registers_once(void **state)
 {
     runtime_version_fails   = 0;
@@ -610,6 +629,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_query_resources_no_device, test_setup),
+        cmocka_unit_test_setup(test_version_stats_build, test_setup),
         cmocka_unit_test_setup(test_query_resources_one_device, test_setup),
         cmocka_unit_test_setup(test_md_open_unknown_device, test_setup),
         cmocka_unit_test_setup(test_md_open_device_fails, test_setup),

@@ -71,6 +71,15 @@ ucs_status_t qpx_component_register(void)
         return UCS_ERR_UNSUPPORTED;
     }
 
+    if (qpx_ucx_has_statistics()) {
+        fprintf(stderr, "qpx: this process loaded UCX %u.%u.%u built with "
+                "statistics (--enable-stats), whose internal structures differ "
+                "from those qpx is built for; the qpx component is not "
+                "registered (use a UCX built without statistics)\n", major,
+                minor, patch);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     if (qpx_component_cm.open != NULL) {
         qpx_component.cm_open          = qpx_component_cm.open;
         qpx_component.cm_config.table  = qpx_component_cm.config_table;
