@@ -151,6 +151,20 @@ else
     echo "SKIP: Slurm case (slurmd/srun not installed)"
 fi
 
+# pair_run NAME SERVER-HOST SERVER-CMD CLIENT-HOST CLIENT-CMD: the server
+# in the background, the client tried again until the server listens (up
+# to 20 s); output in $TL_TMP/NAME.srv and .cli, the server's exit in src
+pair_run() {
+    $cl on "$2" "$3" >"$TL_TMP/$1.srv" 2>&1 &
+    ppid=$!
+    i=0
+    while [ $i -lt 40 ]; do
+        $cl on "$4" "$5" >"$TL_TMP/$1.cli" 2>&1 && break
+        sleep 0.5; i=$((i + 1))
+    done
+    wait $ppid; src=$?
+}
+
 # RoCE between the hosts: every process of a job on an Ethernet port
 # (SOFTVERBS_LINK_LAYER=ethernet); each host's GID table carries its own
 # address, published in the registry for the other hosts' packets
@@ -180,16 +194,9 @@ for tls in qpx qpx_rc,qpx_ud; do
     fi
 done
 if command -v ib_write_bw >/dev/null; then
-    $cl on h3 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F" \
-        >"$TL_TMP/bw.srv" 2>&1 &
-    bpid=$!
-    i=0
-    while [ $i -lt 40 ]; do
-        $cl on h1 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F ${NETP}13" \
-            >"$TL_TMP/bw.cli" 2>&1 && break
-        sleep 0.5; i=$((i + 1))   # until the server listens
-    done
-    wait $bpid; brc=$?
+    pair_run bw h3 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F" \
+        h1 "SOFTVERBS_LINK_LAYER=ethernet timeout 60 ib_write_bw -d softverbs0 -x 3 -s 65536 -n 200 -F ${NETP}13"
+    brc=$src
     bw=$(awk '$1 == 65536 && NF >= 4 {print $4}' "$TL_TMP/bw.cli" | tail -n 1)
     if [ $brc -eq 0 ] && [ -n "$bw" ]; then
         qpx_pass "RoCE: perftest ib_write_bw -x 3 (RoCE v2) from h1 to h3: 200 x 64 KiB, $bw MB/s (a run: perftest checks no data)"
@@ -262,16 +269,8 @@ else
     echo "SKIP: UCP client/server across hosts ($ex/ucp_client_server.c does not build)"
 fi
 if command -v rping >/dev/null; then
-    $cl on h4 "timeout 60 rping -s -a ${NETP}14 -p 15001 -S 4096 -C 50 -V" \
-        >"$TL_TMP/rping.srv" 2>&1 &
-    rpid=$!
-    i=0
-    while [ $i -lt 40 ]; do
-        $cl on h1 "timeout 30 rping -c -a ${NETP}14 -p 15001 -S 4096 -C 50 -V -v" \
-            >"$TL_TMP/rping.cli" 2>&1 && break
-        sleep 0.5; i=$((i + 1))   # until the server listens
-    done
-    wait $rpid; src=$?
+    pair_run rping h4 "timeout 60 rping -s -a ${NETP}14 -p 15001 -S 4096 -C 50 -V" \
+        h1 "timeout 30 rping -c -a ${NETP}14 -p 15001 -S 4096 -C 50 -V -v"
     n=$(grep -c "^ping data: rdma-ping-" "$TL_TMP/rping.cli")
     if [ $src -eq 0 ] && [ "$n" = 50 ]; then
         qpx_pass "rping -V from h1 to h4 (rdmacm-utils): 50 pings of 4 KiB validated"
