@@ -482,6 +482,13 @@ void qpx_iface_exhausted_set(const char *what);
  * takes a lock from now on. Call before any concurrent use. */
 void qpx_iface_rx_pool_lock(qpx_iface_t *iface);
 
+/* Base-internal (qpx_iface_queues.c, for qpx_iface_t's init): the
+ * completion channel, the send and receive CQs and the receive queue (an
+ * SRQ unless use_srq is 0, owner's when owner is given) */
+ucs_status_t qpx_iface_create_queues(qpx_iface_t *self,
+                                     const qpx_iface_config_t *config,
+                                     int use_srq, qpx_iface_t *owner);
+
 #include "qpx_iface.inl"
 
 /*
