@@ -165,6 +165,23 @@ ucs_status_t qpx_iface_open_hinted(uct_md_h md, uct_worker_h worker,
 }
 
 
+ucs_status_t qpx_iface_open_core(uct_md_h md, uct_worker_h worker,
+                                 const uct_iface_params_t *params,
+                                 const uct_iface_config_t *config,
+                                 const qpx_iface_hints_t *hints,
+                                 uct_iface_h *iface_p, qpx_iface_t **core_p)
+{
+    ucs_status_t status;
+
+    status = qpx_iface_open_hinted(md, worker, params, config, hints,
+                                   iface_p);
+    if (status == UCS_OK) {
+        *core_p = ucs_derived_of(*iface_p, qpx_iface_t);
+    }
+    return status;
+}
+
+
 ucs_status_t qpx_iface_open_default(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_params_t *params,
                                     const uct_iface_config_t *config,

@@ -229,6 +229,15 @@ ucs_status_t qpx_iface_open_hinted(uct_md_h md, uct_worker_h worker,
                                    const qpx_iface_hints_t *hints,
                                    uct_iface_h *iface_p);
 
+/* The same, for an owner that keeps the interface's core too (the
+ * hybrid): every transport of qpx_transport_opens derives from
+ * qpx_iface_t, so the core is known here, not cast back by the owner */
+ucs_status_t qpx_iface_open_core(uct_md_h md, uct_worker_h worker,
+                                 const uct_iface_params_t *params,
+                                 const uct_iface_config_t *config,
+                                 const qpx_iface_hints_t *hints,
+                                 uct_iface_h *iface_p, qpx_iface_t **core_p);
+
 /* What a transport asks of the interface core */
 typedef struct qpx_iface_init_attr {
     const qpx_iface_ops_t *ops;   /* the transport's answers */

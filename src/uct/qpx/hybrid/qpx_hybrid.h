@@ -269,6 +269,8 @@ struct qpx_hybrid_iface {
     uct_iface_h         cold;        /* the cold path: qpx_dc, or qpx_ud */
     uct_iface_h         rc;          /* the hot path, NULL: not open (yet,
                                         or degraded) */
+    qpx_iface_t         *cold_core;  /* their cores (qpx_iface_open_core), */
+    qpx_iface_t         *rc_core;    /* NULL when the interface is */
     uct_iface_config_t  *cold_config;
     const char          *cold_tl;    /* "qpx_dc" or "qpx_ud" */
     /* The cold path was chosen (COLD_TL=auto) and has qpx_ud to fall back

@@ -149,7 +149,9 @@ qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
                             const qpx_hybrid_iface_config_t *config)
 {
     self->cold        = NULL;
-    self->rc        = NULL;
+    self->rc          = NULL;
+    self->cold_core   = NULL;
+    self->rc_core     = NULL;
     self->cold_config = NULL;
     self->rc_config = NULL;
     self->dispatch_ep = NULL;
@@ -274,7 +276,7 @@ qpx_hybrid_iface_open_paths(qpx_hybrid_iface_t *self,
     if (!rc_first) {
         self->open_args.owner = (config->shared_srq &&
                                !strcmp(self->cold_tl, "qpx_dc")) ?
-                              ucs_derived_of(self->cold, qpx_iface_t) : NULL;
+                              self->cold_core : NULL;
     }
     qpx_hybrid_iface_rc_probe(self, rc_first);
     return UCS_OK;
@@ -365,7 +367,7 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
                          qpx_hybrid_bcopy_above(&self->rc_attr, &self->attr));
     if (self->rc != NULL) {
         ucs_debug("qpx iface %p: %s", self,
-                  (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner != NULL) ?
+                  (self->cold_core->rx_owner != NULL) ?
                   "the cold path receives from the RC QPs' SRQ" :
                   "RC QPs and the cold path have an SRQ each");
     }
@@ -394,7 +396,7 @@ static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
     qpx_qp_pool_t *pool;
 
     if (iface->rc != NULL) {
-        pool           = &ucs_derived_of(iface->rc, qpx_iface_t)->qp_pool;
+        pool           = &iface->rc_core->qp_pool;
         s->qps_created = pool->created;
         s->qps_reused  = pool->reused;
     }

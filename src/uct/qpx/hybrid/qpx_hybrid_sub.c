@@ -135,7 +135,8 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
                           uct_worker_h worker, const uct_iface_params_t *params,
                           const char *tl_name, unsigned flags,
                           const qpx_iface_hints_t *hints,
-                          uct_iface_config_t **config_p, uct_iface_h *iface_p)
+                          uct_iface_config_t **config_p, uct_iface_h *iface_p,
+                          qpx_iface_t **core_p)
 {
     uct_iface_params_t sub_params;
     uct_iface_config_t *config;
@@ -192,8 +193,8 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     sub_params.am_alignment    = params->am_alignment;
     sub_params.am_align_offset = params->am_align_offset;
 
-    status = qpx_iface_open_hinted(md, worker, &sub_params, config, hints,
-                                   iface_p);
+    status = qpx_iface_open_core(md, worker, &sub_params, config, hints,
+                                 iface_p, core_p);
     if (status != UCS_OK) {
         uct_config_release(config);
         return status;
@@ -228,7 +229,8 @@ void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface)
     if (iface->rc != NULL) {
         uct_iface_close(iface->rc);
         uct_config_release(iface->rc_config);
-        iface->rc = NULL;
+        iface->rc      = NULL;
+        iface->rc_core = NULL;
     }
 }
 
@@ -267,9 +269,11 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
                                        probe ? QPX_HYBRID_SUB_PROBE : 0,
-                                       &hints, &iface->rc_config, &iface->rc);
+                                       &hints, &iface->rc_config, &iface->rc,
+                                       &iface->rc_core);
     if (status != UCS_OK) {
-        iface->rc = NULL;
+        iface->rc      = NULL;
+        iface->rc_core = NULL;
         return status;
     }
 
@@ -297,7 +301,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
 
     ucs_debug("qpx iface %p: RC interface %p opened (%s)", iface, iface->rc,
               probe ? "to read its attributes" :
-              (ucs_derived_of(iface->rc, qpx_iface_t)->rx_owner != NULL) ?
+              (iface->rc_core->rx_owner != NULL) ?
               "its QPs receive from the cold path's SRQ" : "an SRQ of its own");
     return UCS_OK;
 
@@ -357,8 +361,7 @@ void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries)
 {
-    qpx_iface_t *owner = (self->rc != NULL) ?
-                         ucs_derived_of(self->rc, qpx_iface_t) : NULL;
+    qpx_iface_t *owner = self->rc_core;
     qpx_iface_hints_t hints;
     const char *what;
     ucs_status_t status;
@@ -378,7 +381,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                            (owner != NULL) ?
                                            QPX_HYBRID_SUB_UD_SRQ : 0,
                                            &hints, &self->cold_config,
-                                           &self->cold);
+                                           &self->cold, &self->cold_core);
         what = qpx_iface_exhausted_what();
         if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
             return status;
@@ -396,8 +399,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
 void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self)
 {
     int cold_first = (self->rc != NULL) &&
-                     (ucs_derived_of(self->cold, qpx_iface_t)->rx_owner !=
-                      NULL);
+                     (self->cold_core->rx_owner != NULL);
 
     if (cold_first) {
         uct_iface_close(self->cold);

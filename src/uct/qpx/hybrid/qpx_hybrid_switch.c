@@ -77,7 +77,7 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
         return status;
     }
     iface->rc_backoff = 0;
-    rc_iface          = ucs_derived_of(iface->rc, qpx_iface_t);
+    rc_iface          = iface->rc_core;
 
     /* Its QP was created, none waited in RESET: the next ones of the batch
      * are created now, within the pool, unless QPs ran out before */
