@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 void *__real_dlsym(void *handle, const char *name);
