@@ -228,6 +228,9 @@ int  sv_cm_addr_route(const struct sockaddr *sa, struct ibv_context **ctx,
  * LID and GID; -1: unknown); the socket name of (port space, address,
  * port), 0 when its host is unknown; remove a dead listener's file */
 const char *sv_cm_sock_dir(void);
+/* the registry's tag (SOFTVERBS_SHM hashed), as softverbs' socket and
+ * file names carry it */
+uint32_t sv_cm_hosts_tag(void);
 uint64_t sv_cm_host_key(void);
 void sv_cm_hosts_publish(struct ibv_context *ctx, uint8_t port);
 int  sv_cm_hosts_find(const struct sockaddr *sa, uint64_t *key,

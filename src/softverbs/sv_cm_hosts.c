@@ -49,16 +49,19 @@
 const char *sv_cm_sock_dir(void)
 {
     const char *dir = getenv("SOFTVERBS_SOCKET_DIR");
+    struct stat st;
 
-    if ((dir == NULL) || (dir[0] != '/') ||
-        (strlen(dir) >= SV_CM_HOSTS_DIR_MAX)) {
-        return NULL; /* libibverbs names a malformed value at init */
+    /* the rule of libibverbs (sv_env.c, which names a malformed value at
+     * init): an existing directory, short enough for a socket name */
+    if ((dir == NULL) || (dir[0] == '\0') ||
+        (strlen(dir) >= SV_CM_HOSTS_DIR_MAX) || (stat(dir, &st) != 0) ||
+        !S_ISDIR(st.st_mode)) {
+        return NULL;
     }
     return dir;
 }
 
-/* The registry's tag, as the other socket names of softverbs carry it */
-static uint32_t sv_cm_hosts_tag(void)
+uint32_t sv_cm_hosts_tag(void)
 {
     const char *path = getenv("SOFTVERBS_SHM");
 

@@ -383,6 +383,7 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
     struct ibv_context *ctx;
     uint8_t port;
     socklen_t len;
+    int local;
 
     if ((id == NULL) || (dst_addr == NULL) ||
         ((len = sv_cm_addr_len(dst_addr)) == 0) ||
@@ -403,24 +404,17 @@ static int sv_cm_api_resolve_addr(struct rdma_cm_id *cm_id,
     if (sv_cm_addr_is_any(&cm_id->route.addr.src_addr) &&
         !sv_cm_addr_is_mcast(dst_addr) &&
         (cm_id->route.addr.src_addr.sa_family == dst_addr->sa_family) &&
-        sv_cm_addr_local(dst_addr)) {
+        ((local = sv_cm_addr_local(dst_addr)) ||
+         (sv_cm_addr_route_src(dst_addr, (struct sockaddr *)&any) == 0))) {
         /* The kernel resolves a wildcard source to the address the route
-         * leaves from; every address here is the host's own, and the
-         * host's route to its own address leaves from that address. The
-         * peer then sees it (rdma_get_peer_addr), not 0.0.0.0 */
-        sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr, dst_addr);
-        sv_cm_port_update(id); /* it owns that address of its port now */
-    }
-    if (sv_cm_addr_is_any(&cm_id->route.addr.src_addr) &&
-        !sv_cm_addr_is_mcast(dst_addr) &&
-        (cm_id->route.addr.src_addr.sa_family == dst_addr->sa_family) &&
-        !sv_cm_addr_local(dst_addr) &&
-        (sv_cm_addr_route_src(dst_addr, (struct sockaddr *)&any) == 0)) {
-        /* another host's address: the source is the address the kernel's
-         * route to it leaves from (cma_resolve_ib_dev, rdma_resolve_ip) */
+         * leaves from (cma_resolve_ib_dev, rdma_resolve_ip): to an
+         * address of this host, that address itself; to another host's,
+         * the one a datagram socket's connect picks. The peer then sees
+         * it (rdma_get_peer_addr), not 0.0.0.0 */
         sv_cm_addr_set_src_ip(&cm_id->route.addr.src_addr,
+                              local ? dst_addr :
                               (struct sockaddr *)&any);
-        sv_cm_port_update(id);
+        sv_cm_port_update(id); /* it owns that address of its port now */
     }
     memcpy(&cm_id->route.addr.dst_addr, dst_addr, len);
     if (sv_cm_addr_is_mcast(dst_addr)) {

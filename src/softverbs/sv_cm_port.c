@@ -219,7 +219,7 @@ static int sv_cm_port_open(struct sv_cm_id *id)
         id->port_fd = open(path, O_RDWR | O_CLOEXEC);
     } else {
         snprintf(host_path, sizeof(host_path),
-                 "%s/softverbs-%08x-ports-%llu", dir, sv_fnv1a_str(path),
+                 "%s/softverbs-%08x-ports-%llu", dir, sv_cm_hosts_tag(),
                  (unsigned long long)sv_cm_host_key());
         id->port_fd = open(host_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     }
