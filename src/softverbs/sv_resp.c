@@ -656,8 +656,22 @@ static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
         sv_error("qp 0x%x: receive WQE error %s", rs->dq->qpn,
                  ibv_wc_status_str(rs->cqe.status));
     }
-    sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
-               !!(rs->w->send_flags & IBV_SEND_SOLICITED));
+    if (sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
+                   !!(rs->w->send_flags & IBV_SEND_SOLICITED)) < 0) {
+        /*
+         * The receive CQ overran (or is gone): IBA class G, as rxe's
+         * RESPST_ERR_CQ_OVERFLOW. The responder QP goes to ERR with
+         * IBV_EVENT_QP_FATAL (after the CQ's IBV_EVENT_CQ_ERR) and the
+         * request is not acknowledged: the requester retries into a QP in
+         * ERR and ends with IBV_WC_RETRY_EXC_ERR. Before, the request was
+         * ACKed and the QP went on delivering into buffers whose
+         * completions were lost, which no HCA does.
+         */
+        if (rs->to_err == SV_RESP_ERR_NONE) {
+            sv_resp_set_error(rs, IBV_EVENT_QP_FATAL);
+            rs->result = SV_RESP_NORESP;
+        }
+    }
     return SV_RESPST_DONE;
 }
 
