@@ -203,6 +203,65 @@ typedef ucs_status_t (*qpx_iface_open_func_t)(uct_md_h md,
                                               const qpx_iface_hints_t *hints,
                                               uct_iface_h *iface_p);
 
+/*
+ * The class functions of a transport's interface _type (a qpx_iface_t, or
+ * a class derived from one, _super): UCS_CLASS_DEFINE, its new and delete
+ * functions (the delete one is _type##_delete, for iface_close), and
+ * _open, its qpx_iface_open_func_t for qpx_transport_opens. Its
+ * UCS_CLASS_INIT_FUNC takes (md, worker, params, tl_config, hints).
+ */
+#define QPX_IFACE_CLASS_DEFINE(_type, _super, _open) \
+    UCS_CLASS_DEFINE(_type, _super); \
+    static UCS_CLASS_DEFINE_NEW_FUNC(_type, uct_iface_t, uct_md_h, \
+                                     uct_worker_h, const uct_iface_params_t*, \
+                                     const uct_iface_config_t*, \
+                                     const qpx_iface_hints_t*); \
+    static UCS_CLASS_DEFINE_DELETE_FUNC(_type, uct_iface_t); \
+    ucs_status_t _open(uct_md_h md, uct_worker_h worker, \
+                       const uct_iface_params_t *params, \
+                       const uct_iface_config_t *config, \
+                       const qpx_iface_hints_t *hints, uct_iface_h *iface_p) \
+    { \
+        return UCS_CLASS_NEW_FUNC_NAME(_type)(md, worker, params, config, \
+                                              hints, iface_p); \
+    }
+
+/* The endpoint control functions every qpx transport _tl defines, as
+ * uct_iface_ops_t and uct_iface_internal_ops_t take them */
+#define QPX_EP_CTL_DECLARE(_tl) \
+    ucs_status_t _tl##_ep_flush(uct_ep_h tl_ep, unsigned flags, \
+                                uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_fence(uct_ep_h tl_ep, unsigned flags); \
+    int _tl##_ep_is_connected(const uct_ep_h tl_ep, \
+                              const uct_ep_is_connected_params_t *params); \
+    ucs_status_t _tl##_ep_check(uct_ep_h tl_ep, unsigned flags, \
+                                uct_completion_t *comp)
+
+/* The UCS_CLASS_INIT_FUNC of a transport's interface _type, with the
+ * arguments of QPX_IFACE_CLASS_DEFINE's new function */
+#define QPX_IFACE_INIT_FUNC(_type) \
+    UCS_CLASS_INIT_FUNC(_type, uct_md_h md, uct_worker_h worker, \
+                        const uct_iface_params_t *params, \
+                        const uct_iface_config_t *tl_config, \
+                        const qpx_iface_hints_t *hints)
+
+/*
+ * The uct_tl_t of a transport that opens through qpx_transport_opens:
+ * named _name, configured by _table (of _config_type) under UCX_<_prefix>
+ */
+#define QPX_TL_DEFINE(_var, _name, _prefix, _table, _config_type, _query) \
+    uct_tl_t _var = { \
+        .name          = _name, \
+        .query_devices = _query, \
+        .iface_open    = qpx_iface_open_default, \
+        .config        = { \
+            .name   = _name " transport", \
+            .prefix = _prefix, \
+            .table  = _table, \
+            .size   = sizeof(_config_type), \
+        } \
+    }
+
 /* The transports that open with hints, by name, ended by a NULL name
  * (qpx_transports.c, above every transport: base includes none) */
 typedef struct qpx_transport_open {

@@ -184,7 +184,7 @@ static uint8_t qpx_dc_iface_dci_spread(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep)
     qpx_dc_ep_t *other;
     unsigned i, best = 0;
 
-    ucs_list_for_each(other, &iface->eps, list) {
+    ucs_list_for_each(other, &iface->super.eps, list) {
         if ((other != ep) && (other->dci != QPX_DC_DCI_NONE) &&
             (other->ah == ep->ah) && (other->dct_num == ep->dct_num)) {
             return other->dci;
@@ -458,7 +458,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     dci->flags |= QPX_DC_DCI_FLAG_ERROR;
 
     /* The endpoints that had work on it: their last post is not acked */
-    ucs_list_for_each(ep, &iface->eps, list) {
+    ucs_list_for_each(ep, &iface->super.eps, list) {
         if ((ep->dci == dci->index) && (ep->last_sn > dci->acked_sn) &&
             !(ep->flags & QPX_DC_EP_FLAG_ERROR) &&
             (num_failed < ucs_static_array_size(failed))) {
@@ -531,9 +531,10 @@ static void qpx_dc_iface_tx_completion(qpx_dc_iface_t *iface,
 }
 
 
-unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
-                                 const struct ibv_wc *wc, int n)
+unsigned qpx_dc_iface_tx_process(qpx_iface_t *base_iface, struct ibv_wc *wc,
+                                 int n)
 {
+    qpx_dc_iface_t *iface = ucs_derived_of(base_iface, qpx_dc_iface_t);
     int i;
 
     qpx_rdma_iface_tx_cq_credit(&iface->super, n);

@@ -63,7 +63,7 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     self->keepalive_posts = 0;
     self->fence      = 0;
     self->fence_beat = iface->super.fence_beat;
-    ucs_list_add_tail(&iface->eps, &self->list);
+    ucs_list_add_tail(&iface->super.eps, &self->list);
     if ((iface->config.policy == QPX_DC_POLICY_RAND) ||
         (iface->config.policy == QPX_DC_POLICY_SPREAD)) {
         /* its DCI for life (nothing is pending yet: this cannot fail) */
@@ -150,7 +150,6 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
     qpx_dc_dci_t *dci;
     ucs_status_t status;
 
@@ -199,32 +198,8 @@ ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     /* A signalled request at the tail completes everything before it */
-    if (dci->signaled_sn != dci->sn) {
-        status = qpx_dc_ep_post_nop(ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super.super);
-        if (desc == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        qpx_dc_dci_add_op(dci, ep, &desc->op, qpx_op_comp_release, comp);
-    }
-    return UCS_INPROGRESS;
-}
-
-
-ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                uct_completion_t *comp)
-{
-    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-
-    return qpx_iface_flush_eps(&iface->super.super, flags, comp, &iface->eps,
-                               ucs_offsetof(qpx_dc_ep_t, list),
-                               qpx_dc_ep_flush);
+    return qpx_dc_ep_probe(tl_ep, dci, dci->signaled_sn != dci->sn, comp,
+                           UCS_INPROGRESS);
 }
 
 
@@ -244,8 +219,7 @@ ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_tx_desc_t *desc   = NULL;
-    ucs_status_t status;
+    qpx_dc_dci_t *dci;
 
     if (flags != 0) {
         return UCS_ERR_INVALID_PARAM;
@@ -254,41 +228,18 @@ ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK; /* already reported; comp not used (UCT allows it) */
     }
 
-    /* comp (UCX 1.22's asynchronous check) completes with the probe, or
-     * with ep's signalled request already outstanding: taken first, so that
-     * a refusal leaves nothing posted for it */
-    if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super.super);
-        if (desc == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-    }
-
     /* An outstanding signalled request of ep completes, or fails when the
      * peer is gone; otherwise a zero-length write the peer's DCT must
      * acknowledge (a dead peer fails it after the retries, about
-     * UCX_QPX_DC_TIMEOUT). comp waits for the DCI's last request, which
-     * must then be signalled (others' unsignalled ones may follow ep's) */
-    if ((ep->dci == QPX_DC_DCI_NONE) ||
-        (iface->dcis[ep->dci].acked_sn >= ep->last_sn) ||
-        (iface->dcis[ep->dci].signaled_sn < ep->last_sn) ||
-        ((desc != NULL) &&
-         (iface->dcis[ep->dci].signaled_sn != iface->dcis[ep->dci].sn))) {
-        status = qpx_dc_ep_post_nop(ep);
-        if (status != UCS_OK) {
-            if (desc != NULL) {
-                ucs_mpool_put(desc);
-            }
-            return status;
-        }
-    }
-
-    if (desc == NULL) {
-        return UCS_OK;
-    }
-    qpx_dc_dci_add_op(&iface->dcis[ep->dci], ep, &desc->op,
-                      qpx_op_comp_release, comp);
-    return UCS_INPROGRESS;
+     * UCX_QPX_DC_TIMEOUT). comp (UCX 1.22's asynchronous check) waits for
+     * the DCI's last request, which must then be signalled (others'
+     * unsignalled ones may follow ep's) */
+    dci = (ep->dci == QPX_DC_DCI_NONE) ? NULL : &iface->dcis[ep->dci];
+    return qpx_dc_ep_probe(tl_ep, dci,
+                           (dci == NULL) || (dci->acked_sn >= ep->last_sn) ||
+                           (dci->signaled_sn < ep->last_sn) ||
+                           ((comp != NULL) && (dci->signaled_sn != dci->sn)),
+                           comp, UCS_OK);
 }
 
 
@@ -322,7 +273,7 @@ void qpx_dc_iface_keepalive(qpx_iface_t *base_iface)
     qpx_dc_iface_t *iface = ucs_derived_of(base_iface, qpx_dc_iface_t);
     qpx_dc_ep_t *ep;
 
-    ucs_list_for_each(ep, &iface->eps, list) {
+    ucs_list_for_each(ep, &iface->super.eps, list) {
         /* Idle for a whole interval after having sent (a peer it never
          * addressed is nobody to watch): a signalled zero-length write the
          * peer's DCT must acknowledge; a dead peer fails it after the

@@ -85,23 +85,6 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
 };
 
 
-static UCS_F_ALWAYS_INLINE unsigned
-qpx_dc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
-{
-    /* No per-run hooks: DC has no credits to return */
-    return qpx_rdma_iface_rx_process(ucs_derived_of(iface, qpx_rdma_iface_t),
-                                     NULL, wc, n);
-}
-
-
-static UCS_F_ALWAYS_INLINE unsigned
-qpx_dc_iface_tx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
-{
-    return qpx_dc_iface_tx_process(ucs_derived_of(iface, qpx_dc_iface_t), wc,
-                                   n);
-}
-
-
 static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
@@ -111,28 +94,10 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
         qpx_dc_iface_tx_wake(iface);
     }
 
-    return qpx_iface_progress_cqs(&iface->super.super,
-                                  qpx_rdma_iface_tx_is_idle(&iface->super),
-                                  qpx_dc_iface_rx_wc, qpx_dc_iface_tx_wc,
-                                  qpx_dc_iface_keepalive);
-}
-
-
-static ucs_status_t qpx_dc_iface_query(uct_iface_h tl_iface,
-                                       uct_iface_attr_t *iface_attr)
-{
-    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
-
-    qpx_rdma_iface_query(&iface->super, iface_attr);
-    iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    iface_attr->iface_addr_len = sizeof(qpx_dc_iface_addr_t);
-    iface_attr->ep_addr_len    = 0;
-
-    /* An RC QP's costs, plus the DC connect a target switch may need; the
-     * cost does not grow with the number of peers (latency.m 0) */
-    iface_attr->overhead     = 80e-9;
-    iface_attr->latency.c   += 60e-9;
-    return UCS_OK;
+    /* Receives without per-run hooks: DC has no credits to return */
+    return qpx_rdma_iface_progress(&iface->super, qpx_rdma_iface_rx_wc,
+                                   qpx_dc_iface_tx_process,
+                                   qpx_dc_iface_keepalive);
 }
 
 
@@ -154,40 +119,7 @@ static void qpx_dc_iface_t_delete(uct_iface_t *tl_iface);
 
 
 static uct_iface_ops_t qpx_dc_iface_ops = {
-    .ep_put_short             = qpx_dc_ep_put_short,
-    .ep_put_bcopy             = qpx_dc_ep_put_bcopy,
-    .ep_put_zcopy             = qpx_dc_ep_put_zcopy,
-    .ep_get_bcopy             = qpx_dc_ep_get_bcopy,
-    .ep_get_zcopy             = qpx_dc_ep_get_zcopy,
-    .ep_am_short              = qpx_dc_ep_am_short,
-    .ep_am_short_iov          = uct_base_ep_am_short_iov,
-    .ep_am_bcopy              = qpx_dc_ep_am_bcopy,
-    .ep_am_zcopy              = qpx_dc_ep_am_zcopy,
-    .ep_atomic_cswap64        = qpx_dc_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32,
-    .ep_atomic32_post         = qpx_ep_atomic32_post,
-    .ep_atomic64_post         = qpx_dc_ep_atomic64_post,
-    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch,
-    .ep_atomic64_fetch        = qpx_dc_ep_atomic64_fetch,
-    .ep_pending_add           = qpx_ep_pending_add,
-    .ep_pending_purge         = qpx_ep_pending_purge,
-    .ep_flush                 = qpx_dc_ep_flush,
-    .ep_fence                 = qpx_dc_ep_fence,
-    .ep_check                 = qpx_dc_ep_check,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_dc_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_dc_ep_t),
-    .iface_flush              = qpx_dc_iface_flush,
-    .iface_fence              = qpx_rdma_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = qpx_dc_iface_progress,
-    .iface_event_fd_get       = qpx_iface_event_fd_get,
-    .iface_event_arm          = qpx_iface_event_arm,
-    .iface_close              = qpx_dc_iface_t_delete,
-    .iface_query              = qpx_dc_iface_query,
-    .iface_get_device_address = qpx_iface_get_device_address,
-    .iface_get_address        = qpx_dc_iface_get_address,
-    .iface_is_reachable       = qpx_iface_is_reachable
+    QPX_RDMA_IFACE_OPS(qpx_dc)
 };
 
 
@@ -205,6 +137,26 @@ static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
     .tx_exhausted = qpx_iface_tx_exhausted_signaled,
     .ep_tx_state  = qpx_dc_ep_tx_state,
     .tx_solicit   = qpx_dc_iface_tx_solicit_base
+};
+
+static const qpx_rdma_tl_t qpx_dc_rdma_tl = {
+    .name           = QPX_DC_TL_NAME,
+    .qp_type        = IBV_QPT_DRIVER,
+    .tx_reserve     = QPX_DC_SQ_RESERVE,
+    .access_flags   = 0,
+    .qp_create      = qpx_qp_dci_create,
+    .ops            = &qpx_dc_iface_ops,
+    .internal_ops   = &qpx_dc_iface_internal_ops,
+    .ep_list_offset = ucs_offsetof(qpx_dc_ep_t, list),
+    .base_ops       = &qpx_dc_iface_base_ops,
+    .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_IFACE,
+    .iface_addr_len = sizeof(qpx_dc_iface_addr_t),
+    .ep_addr_len    = 0,
+    /* An RC QP's costs, plus the DC connect a target switch may need; the
+     * cost does not grow with the number of peers (latency.m 0) */
+    .overhead       = 80e-9,
+    .latency_c      = 60e-9,
+    .latency_m      = 0
 };
 
 
@@ -362,14 +314,10 @@ err_destroy_dcis:
 }
 
 
-static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config,
-                           const qpx_iface_hints_t *hints)
+static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
 {
     const qpx_dc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_dc_iface_config_t);
-    qpx_iface_init_attr_t init_attr;
     ucs_status_t status;
 
     if ((config->num_dci == 0) || (config->num_dci > QPX_DC_MAX_DCI)) {
@@ -378,23 +326,9 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.ops          = &qpx_dc_iface_base_ops;
-    init_attr.hints        = hints;
-    init_attr.tl_name      = QPX_DC_TL_NAME;
-    init_attr.qp_type      = IBV_QPT_DRIVER;
-    init_attr.rx_hdr_len   = sizeof(qpx_rdma_hdr_t);
-    init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
-    init_attr.max_send_sge = 8;
-    init_attr.tx_reserve   = QPX_DC_SQ_RESERVE;
-    init_attr.use_srq      = 1;
-    init_attr.qp_create    = qpx_qp_dci_create;
+    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_dc_rdma_tl, md, worker,
+                              params, &config->super, hints);
 
-    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_dc_iface_ops,
-                              &qpx_dc_iface_internal_ops, md, worker, params,
-                              &config->super, &init_attr);
-
-    ucs_list_head_init(&self->eps);
     ucs_list_head_init(&self->tx_wait);
     self->tx_wake_due = 0;
     self->num_dci_waiters = 0;
@@ -417,13 +351,7 @@ static UCS_CLASS_INIT_FUNC(qpx_dc_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_cleanup;
     }
 
-    status = qpx_iface_rx_fill(&self->super.super);
-    if (status != UCS_OK) {
-        goto err_destroy_qps;
-    }
-
-    status = qpx_iface_keepalive_start(&self->super.super,
-                                       config->rdma.keepalive_interval);
+    status = qpx_rdma_iface_start(&self->super, &config->rdma);
     if (status != UCS_OK) {
         goto err_destroy_qps;
     }
@@ -447,11 +375,7 @@ err_cleanup:
 
 static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 {
-    /* no keepalive round may run on the endpoints' state from here on */
-    qpx_iface_keepalive_stop(&self->super.super);
-    if (!ucs_list_is_empty(&self->eps)) {
-        ucs_warn("qpx_dc iface %p closed with endpoints", self);
-    }
+    qpx_rdma_iface_stop(&self->super);
     ucs_debug("qpx_dc iface %p: %" PRIu64 " target switches", self,
               self->target_switches);
     qpx_qp_destroy(self->dct);
@@ -461,23 +385,8 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_dc_iface_t)
 }
 
 
-UCS_CLASS_DEFINE(qpx_dc_iface_t, qpx_rdma_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*,
-                                 const qpx_iface_hints_t*);
-
-/* With hints: the hybrid's sub-interface (qpx_transport_opens) */
-ucs_status_t qpx_dc_iface_open(uct_md_h md, uct_worker_h worker,
-                               const uct_iface_params_t *params,
-                               const uct_iface_config_t *config,
-                               const qpx_iface_hints_t *hints,
-                               uct_iface_h *iface_p)
-{
-    return UCS_CLASS_NEW_FUNC_NAME(qpx_dc_iface_t)(md, worker, params, config,
-                                                  hints, iface_p);
-}
-static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_iface_t, uct_iface_t);
+/* qpx_dc_iface_open, with hints: the hybrid's sub-interface too */
+QPX_IFACE_CLASS_DEFINE(qpx_dc_iface_t, qpx_rdma_iface_t, qpx_dc_iface_open);
 
 
 /*
@@ -508,14 +417,5 @@ static ucs_status_t qpx_dc_query_devices(uct_md_h tl_md,
 }
 
 
-uct_tl_t qpx_dc_tl = {
-    .name          = QPX_DC_TL_NAME,
-    .query_devices = qpx_dc_query_devices,
-    .iface_open    = qpx_iface_open_default,
-    .config        = {
-        .name   = "qpx_dc transport",
-        .prefix = "QPX_DC_",
-        .table  = qpx_dc_iface_config_table,
-        .size   = sizeof(qpx_dc_iface_config_t),
-    }
-};
+QPX_TL_DEFINE(qpx_dc_tl, QPX_DC_TL_NAME, "QPX_DC_", qpx_dc_iface_config_table,
+              qpx_dc_iface_config_t, qpx_dc_query_devices);

@@ -126,8 +126,7 @@ typedef struct qpx_dc_iface {
     qpx_rdma_iface_t super;          /* its conn: the DCIs' and the DCT's */
     struct ibv_qp    *dct;
     qpx_ah_cache_t   ah_cache;
-    qpx_ep_table_t   ep_table;
-    ucs_list_link_t  eps;
+    qpx_ep_table_t   ep_table;  /* super.eps: every qpx_dc_ep_t */
     /* Endpoints whose requests wait for a DCI or for a DCI's send slots:
      * scheduled again when a DCI is given back or completes requests */
     ucs_list_link_t  tx_wait;
@@ -165,7 +164,7 @@ enum {
 
 typedef struct qpx_dc_ep {
     qpx_ep_t        super;
-    ucs_list_link_t list;        /* in iface->eps */
+    ucs_list_link_t list;        /* in iface->super.eps */
     ucs_list_link_t wait_link;   /* in iface->tx_wait */
     struct ibv_ah   *ah;         /* the peer port's, from the iface cache */
     uint32_t        dct_num;
@@ -206,8 +205,8 @@ int qpx_dc_iface_dci_can_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 /* ep no longer needs its DCI (destroyed): released now or when idle */
 void qpx_dc_iface_dci_detach(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 /* Handle n send completions */
-unsigned qpx_dc_iface_tx_process(qpx_dc_iface_t *iface,
-                                 const struct ibv_wc *wc, int n);
+unsigned qpx_dc_iface_tx_process(qpx_iface_t *base_iface, struct ibv_wc *wc,
+                                 int n);
 /* A keepalive round: every endpoint that sent before and nothing since the
  * last round is probed (qpx_dc_ep.c) */
 void qpx_dc_iface_keepalive(qpx_iface_t *iface);
@@ -219,15 +218,7 @@ void qpx_dc_ep_dci_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 
 /* Endpoint control (qpx_dc_ep.c) */
-ucs_status_t qpx_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                             uct_completion_t *comp);
-ucs_status_t qpx_dc_ep_fence(uct_ep_h tl_ep, unsigned flags);
-int qpx_dc_ep_is_connected(const uct_ep_h tl_ep,
-                           const uct_ep_is_connected_params_t *params);
-ucs_status_t qpx_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
-                             uct_completion_t *comp);
-ucs_status_t qpx_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                uct_completion_t *comp);
+QPX_EP_CTL_DECLARE(qpx_dc);
 /* ep failed with status (its DCI failed): finish its operations, tell the
  * user; the handler may destroy ep */
 void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,

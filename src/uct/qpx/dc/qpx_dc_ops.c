@@ -90,14 +90,21 @@ qpx_dc_post_add_op(uct_ep_h tl_ep, void *tx, qpx_op_t *op, qpx_op_cb_t cb,
 }
 
 
-static const qpx_rdma_post_ops_t qpx_dc_post_ops = {
-    .tx_begin = qpx_dc_post_tx_begin,
-    .post     = qpx_dc_post_wr,
-    .add_op   = qpx_dc_post_add_op
-};
+static ucs_status_t qpx_dc_post_nop(uct_ep_h tl_ep, void **tx_p)
+{
+    qpx_dc_ep_t *ep = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    ucs_status_t status;
+
+    /* The DCI the endpoint holds, or one it takes for the no-op */
+    status = qpx_dc_ep_post_nop(ep);
+    if (status == UCS_OK) {
+        *tx_p = &qpx_dc_ep_iface(ep)->dcis[ep->dci];
+    }
+    return status;
+}
 
 
-QPX_RDMA_EP_OPS_DEFINE(qpx_dc, &qpx_dc_post_ops)
+QPX_RDMA_EP_OPS_DEFINE(qpx_dc)
 
 
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep)

@@ -397,13 +397,7 @@ ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
                                  uct_pending_purge_callback_t cb, void *arg);
 unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface);
-ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                 uct_completion_t *comp);
-ucs_status_t qpx_hybrid_ep_fence(uct_ep_h tl_ep, unsigned flags);
-int qpx_hybrid_ep_is_connected(const uct_ep_h tl_ep,
-                               const uct_ep_is_connected_params_t *params);
-ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                 uct_completion_t *comp);
+QPX_EP_CTL_DECLARE(qpx_hybrid);
 void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
                           void *owner, int kind);
 void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep);

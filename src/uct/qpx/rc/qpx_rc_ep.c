@@ -100,7 +100,7 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     self->fc.remote_addr  = 0;
     self->fc.remote_rkey  = 0;
     ucs_list_head_init(&self->tx.ops);
-    ucs_list_add_tail(&iface->eps, &self->list);
+    ucs_list_add_tail(&iface->super.eps, &self->list);
     ucs_debug("qpx_rc ep %p qp 0x%x created", self, self->qp->qp_num);
     return UCS_OK;
 
@@ -279,8 +279,6 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_tx_desc_t *desc;
-    ucs_status_t status;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         qpx_rc_ep_set_error(ep, UCS_ERR_CANCELED);
@@ -303,21 +301,8 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     /* The last request must be signalled for the flush to complete */
-    if (ep->tx.signaled_sn != ep->tx.sn) {
-        status = qpx_rc_ep_post_nop(ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super.super);
-        if (desc == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
-    }
-    return UCS_INPROGRESS;
+    return qpx_rc_ep_probe(tl_ep, ep, ep->tx.signaled_sn != ep->tx.sn, comp,
+                           UCS_INPROGRESS);
 }
 
 
@@ -334,10 +319,7 @@ ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags)
 ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp)
 {
-    qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
-    qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
-    qpx_tx_desc_t *desc   = NULL;
-    ucs_status_t status;
+    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
 
     if (flags != 0) {
         return UCS_ERR_INVALID_PARAM;
@@ -349,36 +331,15 @@ ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    /* comp (UCX 1.22's asynchronous check) completes with the probe, or
-     * with the signalled request already outstanding: taken first, so that
-     * a refusal leaves nothing posted for it */
-    if (comp != NULL) {
-        desc = qpx_iface_tx_desc_get(&iface->super.super);
-        if (desc == NULL) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-    }
-
     /* An outstanding signalled last request completes, or fails when the
      * peer is gone; otherwise (idle, or unsignalled ones at the tail, which
      * would never report) a zero-length write the peer's HCA must
-     * acknowledge */
-    if ((ep->tx.sn == ep->tx.acked_sn) ||
-        (ep->tx.signaled_sn != ep->tx.sn)) {
-        status = qpx_rc_ep_post_nop(ep);
-        if (status != UCS_OK) {
-            if (desc != NULL) {
-                ucs_mpool_put(desc);
-            }
-            return status;
-        }
-    }
-
-    if (desc == NULL) {
-        return UCS_OK;
-    }
-    qpx_rc_ep_add_op(ep, &desc->op, qpx_op_comp_release, comp);
-    return UCS_INPROGRESS;
+     * acknowledge. comp (UCX 1.22's asynchronous check) completes with
+     * either. */
+    return qpx_rc_ep_probe(tl_ep, ep,
+                           (ep->tx.sn == ep->tx.acked_sn) ||
+                           (ep->tx.signaled_sn != ep->tx.sn),
+                           comp, UCS_OK);
 }
 
 
@@ -417,26 +378,13 @@ void qpx_rc_iface_tx_solicit(qpx_iface_t *base_iface)
     qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
     qpx_rc_ep_t *ep;
 
-    ucs_list_for_each(ep, &iface->eps, list) {
+    ucs_list_for_each(ep, &iface->super.eps, list) {
         if ((ep->tx.signaled_sn != ep->tx.sn) &&
             ((ep->flags & (QPX_RC_EP_FLAG_CONNECTED | QPX_RC_EP_FLAG_ERROR)) ==
              QPX_RC_EP_FLAG_CONNECTED)) {
             (void)qpx_rc_ep_post_nop(ep);
         }
     }
-}
-
-
-ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                uct_completion_t *comp)
-{
-    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-
-    /* With CANCEL, each QP goes to ERR and its operations complete with
-     * UCS_ERR_CANCELED before qpx_rc_ep_flush() returns */
-    return qpx_iface_flush_eps(&iface->super.super, flags, comp, &iface->eps,
-                               ucs_offsetof(qpx_rc_ep_t, list),
-                               qpx_rc_ep_flush);
 }
 
 

@@ -133,10 +133,11 @@ static void qpx_rc_iface_tx_completion(qpx_rc_iface_t *iface,
 }
 
 
-/* Handle n send completions */
-static unsigned qpx_rc_iface_tx_process(qpx_rc_iface_t *iface,
-                                        const struct ibv_wc *wc, int n)
+/* Handle n send completions (qpx_iface_wc_cb_t) */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rc_iface_tx_wc(qpx_iface_t *base_iface, struct ibv_wc *wc, int n)
 {
+    qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
     int i;
 
     qpx_rdma_iface_tx_cq_credit(&iface->super, n);
@@ -154,7 +155,7 @@ static UCS_F_NOINLINE void qpx_rc_iface_keepalive(qpx_iface_t *base_iface)
     qpx_rc_iface_t *iface = ucs_derived_of(base_iface, qpx_rc_iface_t);
     qpx_rc_ep_t *ep;
 
-    ucs_list_for_each(ep, &iface->eps, list) {
+    ucs_list_for_each(ep, &iface->super.eps, list) {
         qpx_rc_ep_keepalive(ep);
     }
 }
@@ -168,42 +169,11 @@ qpx_rc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 }
 
 
-static UCS_F_ALWAYS_INLINE unsigned
-qpx_rc_iface_tx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
-{
-    return qpx_rc_iface_tx_process(ucs_derived_of(iface, qpx_rc_iface_t), wc,
-                                   n);
-}
-
-
 static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
-    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-
-    return qpx_iface_progress_cqs(&iface->super.super,
-                                  qpx_rdma_iface_tx_is_idle(&iface->super),
-                                  qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
-                                  qpx_rc_iface_keepalive);
-}
-
-
-static ucs_status_t qpx_rc_iface_query(uct_iface_h tl_iface,
-                                       uct_iface_attr_t *iface_attr)
-{
-    qpx_rc_iface_t *iface = ucs_derived_of(tl_iface, qpx_rc_iface_t);
-
-    qpx_rdma_iface_query(&iface->super, iface_attr);
-    iface_attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_EP;
-    iface_attr->ep_addr_len = sizeof(qpx_rc_ep_addr_t);
-
-    /* Posting, the doorbell and polling cost more than a plain verbs RC */
-    iface_attr->overhead     = 75e-9;
-    iface_attr->latency.c   += 50e-9;
-    /* Every connected peer is one more QP context the HCA caches: latency
-     * grows with their number (1 ns each, UCX's estimate for its RC), so
-     * UCP weighs RC against UD by the number of peers it expects */
-    iface_attr->latency.m   += 1e-9;
-    return UCS_OK;
+    return qpx_rdma_iface_progress(ucs_derived_of(tl_iface, qpx_rdma_iface_t),
+                                   qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
+                                   qpx_rc_iface_keepalive);
 }
 
 
@@ -218,42 +188,9 @@ static void qpx_rc_iface_t_delete(uct_iface_t *tl_iface);
 
 
 static uct_iface_ops_t qpx_rc_iface_ops = {
-    .ep_put_short             = qpx_rc_ep_put_short,
-    .ep_put_bcopy             = qpx_rc_ep_put_bcopy,
-    .ep_put_zcopy             = qpx_rc_ep_put_zcopy,
-    .ep_get_bcopy             = qpx_rc_ep_get_bcopy,
-    .ep_get_zcopy             = qpx_rc_ep_get_zcopy,
-    .ep_am_short              = qpx_rc_ep_am_short,
-    .ep_am_short_iov          = uct_base_ep_am_short_iov,
-    .ep_am_bcopy              = qpx_rc_ep_am_bcopy,
-    .ep_am_zcopy              = qpx_rc_ep_am_zcopy,
-    .ep_atomic_cswap64        = qpx_rc_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32,
-    .ep_atomic32_post         = qpx_ep_atomic32_post,
-    .ep_atomic64_post         = qpx_rc_ep_atomic64_post,
-    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch,
-    .ep_atomic64_fetch        = qpx_rc_ep_atomic64_fetch,
-    .ep_pending_add           = qpx_ep_pending_add,
-    .ep_pending_purge         = qpx_ep_pending_purge,
-    .ep_flush                 = qpx_rc_ep_flush,
-    .ep_fence                 = qpx_rc_ep_fence,
-    .ep_check                 = qpx_rc_ep_check,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(qpx_rc_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(qpx_rc_ep_t),
     .ep_get_address           = qpx_rc_ep_get_address,
     .ep_connect_to_ep         = qpx_rc_ep_connect_to_ep,
-    .iface_flush              = qpx_rc_iface_flush,
-    .iface_fence              = qpx_rdma_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = qpx_rc_iface_progress,
-    .iface_event_fd_get       = qpx_iface_event_fd_get,
-    .iface_event_arm          = qpx_iface_event_arm,
-    .iface_close              = qpx_rc_iface_t_delete,
-    .iface_query              = qpx_rc_iface_query,
-    .iface_get_device_address = qpx_iface_get_device_address,
-    .iface_get_address        = qpx_rc_iface_get_address,
-    .iface_is_reachable       = qpx_iface_is_reachable
+    QPX_RDMA_IFACE_OPS(qpx_rc)
 };
 
 
@@ -294,38 +231,41 @@ static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
     .tx_solicit   = qpx_rc_iface_tx_solicit
 };
 
+static const qpx_rdma_tl_t qpx_rc_rdma_tl = {
+    .name           = QPX_RC_TL_NAME,
+    .qp_type        = IBV_QPT_RC,
+    .tx_reserve     = QPX_RC_SQ_RESERVE,
+    .access_flags   = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+    .qp_create      = NULL,
+    .ops            = &qpx_rc_iface_ops,
+    .internal_ops   = &qpx_rc_iface_internal_ops,
+    .ep_list_offset = ucs_offsetof(qpx_rc_ep_t, list),
+    .base_ops       = &qpx_rc_iface_base_ops,
+    .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_EP,
+    .iface_addr_len = 0,
+    .ep_addr_len    = sizeof(qpx_rc_ep_addr_t),
+    /* Posting, the doorbell and polling cost more than a plain verbs RC */
+    .overhead       = 75e-9,
+    .latency_c      = 50e-9,
+    /* Every connected peer is one more QP context the HCA caches: latency
+     * grows with their number (1 ns each, UCX's estimate for its RC), so
+     * UCP weighs RC against UD by the number of peers it expects */
+    .latency_m      = 1e-9
+};
 
-static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config,
-                           const qpx_iface_hints_t *hints)
+
+static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
 {
     const qpx_rc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_rc_iface_config_t);
-    qpx_iface_init_attr_t init_attr;
     struct ibv_qp *qp;
     ucs_status_t status;
     unsigned max_fc;
 
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.ops          = &qpx_rc_iface_base_ops;
-    init_attr.hints        = hints;
-    init_attr.tl_name      = QPX_RC_TL_NAME;
-    init_attr.qp_type      = IBV_QPT_RC;
-    init_attr.rx_hdr_len   = sizeof(qpx_rdma_hdr_t);
-    init_attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
-    init_attr.max_send_sge = 8;
-    init_attr.tx_reserve   = QPX_RC_SQ_RESERVE;
-    init_attr.use_srq      = 1;
-    init_attr.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                             IBV_ACCESS_REMOTE_READ |
-                             IBV_ACCESS_REMOTE_ATOMIC;
+    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_rc_rdma_tl, md, worker,
+                              params, &config->super, hints);
 
-    UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_rc_iface_ops,
-                              &qpx_rc_iface_internal_ops, md, worker, params,
-                              &config->super, &init_attr);
-
-    ucs_list_head_init(&self->eps);
     self->rx_cache.ep     = NULL;
     self->rx_cache.qp_num = 0;
     self->next_ep_id = 0;
@@ -353,11 +293,6 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
 
-    status = qpx_iface_rx_fill(&self->super.super);
-    if (status != UCS_OK) {
-        return status;
-    }
-
     /* Endpoints' control words: 256 endpoints per registration */
     status = qpx_md_reg_mpool_init(self->super.super.md, &self->ctl_mp,
                                    sizeof(qpx_rc_ep_ctl_t), 256,
@@ -367,8 +302,7 @@ static UCS_CLASS_INIT_FUNC(qpx_rc_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
 
-    status = qpx_iface_keepalive_start(&self->super.super,
-                                       config->rdma.keepalive_interval);
+    status = qpx_rdma_iface_start(&self->super, &config->rdma);
     if (status != UCS_OK) {
         goto err_ctl_mp_cleanup;
     }
@@ -387,42 +321,14 @@ err_ctl_mp_cleanup:
 
 static UCS_CLASS_CLEANUP_FUNC(qpx_rc_iface_t)
 {
-    /* no keepalive round may run on the endpoints' state from here on */
-    qpx_iface_keepalive_stop(&self->super.super);
-    if (!ucs_list_is_empty(&self->eps)) {
-        ucs_warn("qpx_rc iface %p closed with endpoints", self);
-    }
-    ucs_mpool_cleanup(&self->ctl_mp, ucs_list_is_empty(&self->eps));
+    qpx_rdma_iface_stop(&self->super);
+    ucs_mpool_cleanup(&self->ctl_mp, ucs_list_is_empty(&self->super.eps));
 }
 
 
-UCS_CLASS_DEFINE(qpx_rc_iface_t, qpx_rdma_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(qpx_rc_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*,
-                                 const qpx_iface_hints_t*);
-
-/* With hints: the hybrid's sub-interface (qpx_transport_opens) */
-ucs_status_t qpx_rc_iface_open(uct_md_h md, uct_worker_h worker,
-                               const uct_iface_params_t *params,
-                               const uct_iface_config_t *config,
-                               const qpx_iface_hints_t *hints,
-                               uct_iface_h *iface_p)
-{
-    return UCS_CLASS_NEW_FUNC_NAME(qpx_rc_iface_t)(md, worker, params, config,
-                                                  hints, iface_p);
-}
-static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_rc_iface_t, uct_iface_t);
+/* qpx_rc_iface_open, with hints: the hybrid's sub-interface too */
+QPX_IFACE_CLASS_DEFINE(qpx_rc_iface_t, qpx_rdma_iface_t, qpx_rc_iface_open);
 
 
-uct_tl_t qpx_rc_tl = {
-    .name          = QPX_RC_TL_NAME,
-    .query_devices = qpx_iface_query_devices,
-    .iface_open    = qpx_iface_open_default,
-    .config        = {
-        .name   = "qpx_rc transport",
-        .prefix = "QPX_RC_",
-        .table  = qpx_rc_iface_config_table,
-        .size   = sizeof(qpx_rc_iface_config_t),
-    }
-};
+QPX_TL_DEFINE(qpx_rc_tl, QPX_RC_TL_NAME, "QPX_RC_", qpx_rc_iface_config_table,
+              qpx_rc_iface_config_t, qpx_iface_query_devices);

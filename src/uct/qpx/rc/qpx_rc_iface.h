@@ -83,8 +83,7 @@ typedef struct qpx_rc_iface_config {
 
 
 typedef struct qpx_rc_iface {
-    qpx_rdma_iface_t super;
-    ucs_list_link_t eps;
+    qpx_rdma_iface_t super;     /* super.eps: its qpx_rc_ep_t */
     ucs_mpool_t     ctl_mp;   /* endpoints' control words (qpx_rc_ep_ctl_t),
                                  registered a chunk at a time */
     uint16_t        next_ep_id;
@@ -102,7 +101,7 @@ typedef struct qpx_rc_iface {
 struct qpx_rc_ep {
     qpx_ep_t            super;          /* interface, pending queue */
     struct ibv_qp       *qp;
-    ucs_list_link_t     list;           /* in iface->eps */
+    ucs_list_link_t     list;           /* in iface->super.eps */
     uint16_t            id;             /* tags wr_id against a reused QP */
     uint8_t             flags;
     struct {
@@ -141,15 +140,7 @@ ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
 ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
                                      const uct_device_addr_t *dev_addr,
                                      const uct_ep_addr_t *ep_addr);
-ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                             uct_completion_t *comp);
-ucs_status_t qpx_rc_ep_fence(uct_ep_h tl_ep, unsigned flags);
-int qpx_rc_ep_is_connected(const uct_ep_h tl_ep,
-                           const uct_ep_is_connected_params_t *params);
-ucs_status_t qpx_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
-                             uct_completion_t *comp);
-ucs_status_t qpx_rc_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                uct_completion_t *comp);
+QPX_EP_CTL_DECLARE(qpx_rc);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 /* Write our consumed-message count to the peer (flow control) */

@@ -73,14 +73,14 @@ qpx_rc_post_add_op(uct_ep_h tl_ep, void *tx, qpx_op_t *op, qpx_op_cb_t cb,
 }
 
 
-static const qpx_rdma_post_ops_t qpx_rc_post_ops = {
-    .tx_begin = qpx_rc_post_tx_begin,
-    .post     = qpx_rc_post_wr,
-    .add_op   = qpx_rc_post_add_op
-};
+static ucs_status_t qpx_rc_post_nop(uct_ep_h tl_ep, void **tx_p)
+{
+    *tx_p = tl_ep; /* the endpoint's own QP */
+    return qpx_rc_ep_post_nop(ucs_derived_of(tl_ep, qpx_rc_ep_t));
+}
 
 
-QPX_RDMA_EP_OPS_DEFINE(qpx_rc, &qpx_rc_post_ops)
+QPX_RDMA_EP_OPS_DEFINE(qpx_rc)
 
 
 ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)

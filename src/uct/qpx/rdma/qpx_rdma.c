@@ -8,6 +8,7 @@
 
 #include "qpx_rdma.h"
 
+#include <uct/qpx/base/qpx_ep.h>
 #include <uct/qpx/base/qpx_param.h>
 #include <ucs/qpx_config.h>
 #include <string.h>
@@ -111,9 +112,11 @@ ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *rdma_iface,
 }
 
 
-void qpx_rdma_iface_query(qpx_rdma_iface_t *rdma_iface,
-                          uct_iface_attr_t *iface_attr)
+ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
+                                  uct_iface_attr_t *iface_attr)
 {
+    qpx_rdma_iface_t *rdma_iface = ucs_derived_of(tl_iface, qpx_rdma_iface_t);
+    const qpx_rdma_tl_t *tl      = rdma_iface->tl;
     qpx_iface_t *iface          = &rdma_iface->super;
     const qpx_rdma_caps_t *caps = &rdma_iface->caps;
     size_t am_max               = iface->config.seg_size - caps->am_hdr_len;
@@ -169,6 +172,14 @@ void qpx_rdma_iface_query(qpx_rdma_iface_t *rdma_iface,
         iface_attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
                                              UCS_BIT(UCT_ATOMIC_OP_CSWAP);
     }
+
+    iface_attr->cap.flags     |= tl->connect_flag;
+    iface_attr->iface_addr_len = tl->iface_addr_len;
+    iface_attr->ep_addr_len    = tl->ep_addr_len;
+    iface_attr->overhead       = tl->overhead;
+    iface_attr->latency.c     += tl->latency_c;
+    iface_attr->latency.m     += tl->latency_m;
+    return UCS_OK;
 }
 
 
@@ -205,15 +216,69 @@ ucs_status_t qpx_rdma_iface_fence(uct_iface_h tl_iface, unsigned flags)
 }
 
 
-UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, uct_iface_ops_t *ops,
-                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
+ucs_status_t qpx_rdma_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = ucs_derived_of(tl_iface, qpx_rdma_iface_t);
+
+    return qpx_iface_flush_eps(&iface->super, flags, comp, &iface->eps,
+                               iface->tl->ep_list_offset,
+                               iface->tl->ops->ep_flush);
+}
+
+
+ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
+                                  const qpx_rdma_iface_config_t *config)
+{
+    ucs_status_t status;
+
+    status = qpx_iface_rx_fill(&iface->super);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return qpx_iface_keepalive_start(&iface->super,
+                                     config->keepalive_interval);
+}
+
+
+void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface)
+{
+    /* no keepalive round may run on the endpoints' state from here on */
+    qpx_iface_keepalive_stop(&iface->super);
+    if (!ucs_list_is_empty(&iface->eps)) {
+        ucs_warn("%s iface %p closed with endpoints",
+                 iface->super.config.tl_name, iface);
+    }
+}
+
+
+UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, const qpx_rdma_tl_t *tl, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,
                     const qpx_iface_config_t *config,
-                    const qpx_iface_init_attr_t *init_attr)
+                    const qpx_iface_hints_t *hints)
 {
-    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, ops, internal_ops, md, worker,
-                              params, config, init_attr);
+    qpx_iface_init_attr_t attr;
 
+    memset(&attr, 0, sizeof(attr));
+    attr.ops          = tl->base_ops;
+    attr.hints        = hints;
+    attr.tl_name      = tl->name;
+    attr.qp_type      = tl->qp_type;
+    attr.tx_reserve   = tl->tx_reserve;
+    attr.access_flags = tl->access_flags;
+    attr.qp_create    = tl->qp_create;
+    /* What every interface of the family has: one SRQ for all its QPs,
+     * the family's header before each active message, base's send
+     * descriptor, and up to 8 send SGEs (a header and an iov) */
+    attr.rx_hdr_len   = sizeof(qpx_rdma_hdr_t);
+    attr.tx_priv_len  = sizeof(qpx_tx_desc_t);
+    attr.max_send_sge = 8;
+    attr.use_srq      = 1;
+    UCS_CLASS_CALL_SUPER_INIT(qpx_iface_t, tl->ops, tl->internal_ops, md,
+                              worker, params, config, &attr);
+
+    self->tl         = tl;
+    ucs_list_head_init(&self->eps);
     self->tx_unacked = 0;
     self->fence_beat = 0;
     memset(&self->conn, 0, sizeof(self->conn));

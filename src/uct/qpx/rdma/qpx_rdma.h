@@ -32,12 +32,28 @@ typedef struct qpx_rdma_am_short_hdr {
 
 
 /*
+ * The end of a transport's flush or ep_check, once it has found that tl_ep
+ * has requests to wait for or must be probed: with nop, a signalled
+ * zero-length RDMA write (the last request must be signalled for a flush
+ * to complete, and the peer's HCA must acknowledge a probe; a dead peer
+ * fails it after the transport retries); with comp, an operation that
+ * completes comp when the last request of tx (the queue, when known
+ * without the no-op) completes. UCS_INPROGRESS with comp, done_status
+ * without it, or why nothing could be posted (UCS_ERR_NO_RESOURCE).
+ */
+typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
+                                         uct_completion_t *comp,
+                                         ucs_status_t done_status);
+
+
+/*
  * Declares the uct_iface_ops_t functions of a transport of the family that
  * QPX_RDMA_EP_OPS_DEFINE (qpx_rdma_ops.inl) defines: _tl##_ep_put_short,
  * put_bcopy, put_zcopy, get_zcopy, get_bcopy, am_short, am_bcopy,
  * am_zcopy, atomic64_post, atomic64_fetch and atomic_cswap64
  */
 #define QPX_RDMA_EP_OPS_DECLARE(_tl) \
+    qpx_rdma_ep_probe_t _tl##_ep_probe; \
     ucs_status_t _tl##_ep_put_short(uct_ep_h tl_ep, const void *buffer, \
                                     unsigned length, uint64_t remote_addr, \
                                     uct_rkey_t rkey); \
@@ -81,6 +97,50 @@ typedef struct qpx_rdma_am_short_hdr {
                                          uct_completion_t *comp)
 
 
+/*
+ * The uct_iface_ops_t entries a transport _tl of the family fills alike:
+ * the operations of QPX_RDMA_EP_OPS_DEFINE, its endpoint control
+ * (QPX_EP_CTL_DECLARE), endpoint class, progress, address and close (QPX_IFACE_CLASS_DEFINE's _tl##_iface_t_delete), and
+ * base's and the family's for the rest. The transport adds its connection
+ * model's entries (ep_get_address, ep_connect_to_ep).
+ */
+#define QPX_RDMA_IFACE_OPS(_tl) \
+    .ep_put_short             = _tl##_ep_put_short, \
+    .ep_put_bcopy             = _tl##_ep_put_bcopy, \
+    .ep_put_zcopy             = _tl##_ep_put_zcopy, \
+    .ep_get_bcopy             = _tl##_ep_get_bcopy, \
+    .ep_get_zcopy             = _tl##_ep_get_zcopy, \
+    .ep_am_short              = _tl##_ep_am_short, \
+    .ep_am_short_iov          = uct_base_ep_am_short_iov, \
+    .ep_am_bcopy              = _tl##_ep_am_bcopy, \
+    .ep_am_zcopy              = _tl##_ep_am_zcopy, \
+    .ep_atomic_cswap64        = _tl##_ep_atomic_cswap64, \
+    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32, \
+    .ep_atomic32_post         = qpx_ep_atomic32_post, \
+    .ep_atomic64_post         = _tl##_ep_atomic64_post, \
+    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch, \
+    .ep_atomic64_fetch        = _tl##_ep_atomic64_fetch, \
+    .ep_pending_add           = qpx_ep_pending_add, \
+    .ep_pending_purge         = qpx_ep_pending_purge, \
+    .ep_flush                 = _tl##_ep_flush, \
+    .ep_fence                 = _tl##_ep_fence, \
+    .ep_check                 = _tl##_ep_check, \
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(_tl##_ep_t), \
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(_tl##_ep_t), \
+    .iface_flush              = qpx_rdma_iface_flush, \
+    .iface_fence              = qpx_rdma_iface_fence, \
+    .iface_progress_enable    = uct_base_iface_progress_enable, \
+    .iface_progress_disable   = uct_base_iface_progress_disable, \
+    .iface_progress           = _tl##_iface_progress, \
+    .iface_event_fd_get       = qpx_iface_event_fd_get, \
+    .iface_event_arm          = qpx_iface_event_arm, \
+    .iface_close              = _tl##_iface_t_delete, \
+    .iface_query              = qpx_rdma_iface_query, \
+    .iface_get_device_address = qpx_iface_get_device_address, \
+    .iface_get_address        = _tl##_iface_get_address, \
+    .iface_is_reachable       = qpx_iface_is_reachable
+
+
 /* The RC family's settings (qpx_rdma_iface_config_table) */
 typedef struct qpx_rdma_iface_config {
     unsigned retry_count;
@@ -112,11 +172,46 @@ typedef struct qpx_rdma_caps {
 
 
 /*
+ * A transport of the family, as the family's interface class takes it: what
+ * it asks of the interface core beyond what the family fixes (qpx_rdma.c:
+ * an SRQ, the family's header, base's send descriptor, 8 send SGEs), its
+ * operations, and its connection model and costs for uct_iface_query
+ */
+typedef struct qpx_rdma_tl {
+    const char               *name;
+    enum ibv_qp_type         qp_type;
+    unsigned                 tx_reserve;   /* qpx_iface_init_attr_t's */
+    int                      access_flags; /* RC QP access flags, or 0 */
+    /* qpx_iface_init_attr_t's: NULL for ibv_create_qp */
+    ucs_status_t             (*qp_create)(struct ibv_pd *pd,
+                                          const qpx_device_t *dev,
+                                          struct ibv_qp_init_attr *init_attr,
+                                          struct ibv_qp **qp_p);
+    uct_iface_ops_t          *ops;
+    uct_iface_internal_ops_t *internal_ops;
+    /* Where an endpoint's link in qpx_rdma_iface_t.eps is */
+    size_t                   ep_list_offset;
+    const qpx_iface_ops_t    *base_ops;
+    /* uct_iface_query: UCT_IFACE_FLAG_CONNECT_TO_EP or _IFACE, the
+     * addresses' lengths, and what an operation costs beyond what base
+     * reports (overhead, and added to latency.c and latency.m) */
+    uint64_t                 connect_flag;
+    size_t                   iface_addr_len;
+    size_t                   ep_addr_len;
+    double                   overhead;
+    double                   latency_c;
+    double                   latency_m;
+} qpx_rdma_tl_t;
+
+
+/*
  * An interface of the family: base's, and what its sends share whatever
  * queue they go on (the endpoint's QP or a DCI)
  */
 typedef struct qpx_rdma_iface {
     qpx_iface_t           super;
+    const qpx_rdma_tl_t   *tl;     /* the transport */
+    ucs_list_link_t       eps;     /* every endpoint (tl->ep_list_offset) */
     /* Requests posted and not yet known complete, over all queues: while
      * any exist the send CQ is polled, so that an unsignalled request that
      * fails is seen, and a device whose requester advances in the poster's
@@ -129,10 +224,9 @@ typedef struct qpx_rdma_iface {
     qpx_rdma_caps_t       caps;    /* set by qpx_rdma_iface_caps_init */
 } qpx_rdma_iface_t;
 
-UCS_CLASS_DECLARE(qpx_rdma_iface_t, uct_iface_ops_t*,
-                  uct_iface_internal_ops_t*, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const qpx_iface_config_t*,
-                  const qpx_iface_init_attr_t*);
+UCS_CLASS_DECLARE(qpx_rdma_iface_t, const qpx_rdma_tl_t*, uct_md_h,
+                  uct_worker_h, const uct_iface_params_t*,
+                  const qpx_iface_config_t*, const qpx_iface_hints_t*);
 
 
 /* The send CQ is idle: nothing signalled is outstanding and every request
@@ -156,11 +250,11 @@ qpx_rdma_iface_tx_cq_credit(qpx_rdma_iface_t *iface, int n)
 }
 
 
-/* Base's attributes, and the flags and limits of put, get, am (short,
- * bcopy, zcopy), pending, the error handling and, as caps say, atomics and
- * events; the transport adds its connection model */
-void qpx_rdma_iface_query(qpx_rdma_iface_t *iface,
-                          uct_iface_attr_t *iface_attr);
+/* uct_iface_query: base's attributes, the flags and limits of put, get,
+ * am (short, bcopy, zcopy), pending, the error handling and, as caps say,
+ * atomics and events, and the transport's connection model and costs */
+ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
+                                  uct_iface_attr_t *iface_attr);
 
 /* uct_iface_fence: every endpoint's next request waits for its earlier
  * reads and atomics */
@@ -184,5 +278,20 @@ ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *iface,
  */
 void qpx_rdma_iface_conn_init(qpx_rdma_iface_t *iface,
                               const qpx_rdma_iface_config_t *config);
+
+/* The last step of a transport's init: the first receives posted, and the
+ * keepalive rounds of the configuration started */
+ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
+                                  const qpx_rdma_iface_config_t *config);
+
+/* The first step of a transport's cleanup: no keepalive round from here
+ * on; every endpoint should be gone (warned) */
+void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface);
+
+/* uct_iface_flush: every endpoint's (qpx_iface_flush_eps); with
+ * UCT_FLUSH_FLAG_CANCEL each endpoint's operations complete with
+ * UCS_ERR_CANCELED before its flush returns */
+ucs_status_t qpx_rdma_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                  uct_completion_t *comp);
 
 #endif

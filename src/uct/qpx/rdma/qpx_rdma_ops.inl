@@ -57,6 +57,10 @@ typedef struct qpx_rdma_post_ops {
     /* Run cb (with comp) when the request just posted on tx completes */
     void                   (*add_op)(uct_ep_h tl_ep, void *tx, qpx_op_t *op,
                                      qpx_op_cb_t cb, uct_completion_t *comp);
+    /* Post a signalled zero-length RDMA write as tl_ep's next request, in
+     * the send slot kept for it (flush, ep_check); *tx_p: the queue it went
+     * on. UCS_ERR_NO_RESOURCE when there is no room now. */
+    ucs_status_t           (*post_nop)(uct_ep_h tl_ep, void **tx_p);
 } qpx_rdma_post_ops_t;
 
 
@@ -440,17 +444,74 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
 
 
 /*
- * The uct_iface_ops_t functions _tl##_ep_put_short ... _tl##_ep_
- * atomic_cswap64 of a transport of the family, each the operation above
- * over the post operations _ops (a pointer to the transport's static const
- * qpx_rdma_post_ops_t). Declared by QPX_RDMA_EP_OPS_DECLARE (qpx_rdma.h).
+ * The end of a flush or an ep_check, once the transport has found that
+ * tl_ep has requests to wait for or must be probed (qpx_rdma.h,
+ * qpx_rdma_ep_probe_t): see there. The buffer of comp's operation is taken
+ * before the no-op is posted, so that a refusal leaves nothing posted.
  */
-#define QPX_RDMA_EP_OPS_DEFINE(_tl, _ops) \
+static inline ucs_status_t
+qpx_rdma_ep_probe(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep, void *tx,
+                  int nop, uct_completion_t *comp, ucs_status_t done_status)
+{
+    qpx_tx_desc_t *desc = NULL;
+    ucs_status_t status;
+
+    if (comp != NULL) {
+        desc = qpx_iface_tx_desc_get(&qpx_rdma_ep_iface(tl_ep)->super);
+        if (desc == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+
+    if (nop) {
+        status = ops->post_nop(tl_ep, &tx);
+        if (status != UCS_OK) {
+            if (desc != NULL) {
+                ucs_mpool_put(desc);
+            }
+            return status;
+        }
+    }
+
+    if (desc == NULL) {
+        return done_status;
+    }
+    /* the queue's last request is signalled: its completion runs comp */
+    ucs_assert(tx != NULL);
+    ops->add_op(tl_ep, tx, &desc->op, qpx_op_comp_release, comp);
+    return UCS_INPROGRESS;
+}
+
+
+/*
+ * The post operations of a transport _tl of the family, a static const
+ * qpx_rdma_post_ops_t of the transport's _tl##_post_tx_begin,
+ * _tl##_post_wr, _tl##_post_add_op and _tl##_post_nop, and over it the
+ * uct_iface_ops_t functions _tl##_ep_put_short ... _tl##_ep_atomic_cswap64,
+ * each the operation above, and _tl##_ep_probe. Declared by
+ * QPX_RDMA_EP_OPS_DECLARE (qpx_rdma.h).
+ */
+#define QPX_RDMA_EP_OPS_DEFINE(_tl) \
+    static const qpx_rdma_post_ops_t _tl##_post_ops = { \
+        .tx_begin = _tl##_post_tx_begin, \
+        .post     = _tl##_post_wr, \
+        .add_op   = _tl##_post_add_op, \
+        .post_nop = _tl##_post_nop \
+    }; \
+    \
+    ucs_status_t _tl##_ep_probe(uct_ep_h tl_ep, void *tx, int nop, \
+                                uct_completion_t *comp, \
+                                ucs_status_t done_status) \
+    { \
+        return qpx_rdma_ep_probe(&_tl##_post_ops, tl_ep, tx, nop, comp, \
+                                 done_status); \
+    } \
+    \
     ucs_status_t _tl##_ep_put_short(uct_ep_h tl_ep, const void *buffer, \
                                     unsigned length, uint64_t remote_addr, \
                                     uct_rkey_t rkey) \
     { \
-        return qpx_rdma_ep_put_short(_ops, tl_ep, buffer, length, \
+        return qpx_rdma_ep_put_short(&_tl##_post_ops, tl_ep, buffer, length, \
                                      remote_addr, rkey); \
     } \
     \
@@ -458,7 +519,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                void *arg, uint64_t remote_addr, \
                                uct_rkey_t rkey) \
     { \
-        return qpx_rdma_ep_put_bcopy(_ops, tl_ep, pack_cb, arg, remote_addr, \
+        return qpx_rdma_ep_put_bcopy(&_tl##_post_ops, tl_ep, pack_cb, arg, remote_addr, \
                                      rkey); \
     } \
     \
@@ -466,7 +527,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                     size_t iovcnt, uint64_t remote_addr, \
                                     uct_rkey_t rkey, uct_completion_t *comp) \
     { \
-        return qpx_rdma_ep_rdma_zcopy(_ops, tl_ep, "put_zcopy", \
+        return qpx_rdma_ep_rdma_zcopy(&_tl##_post_ops, tl_ep, "put_zcopy", \
                                       IBV_WR_RDMA_WRITE, iov, iovcnt, \
                                       remote_addr, rkey, comp); \
     } \
@@ -475,7 +536,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                     size_t iovcnt, uint64_t remote_addr, \
                                     uct_rkey_t rkey, uct_completion_t *comp) \
     { \
-        return qpx_rdma_ep_rdma_zcopy(_ops, tl_ep, "get_zcopy", \
+        return qpx_rdma_ep_rdma_zcopy(&_tl##_post_ops, tl_ep, "get_zcopy", \
                                       IBV_WR_RDMA_READ, iov, iovcnt, \
                                       remote_addr, rkey, comp); \
     } \
@@ -486,7 +547,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                     uint64_t remote_addr, uct_rkey_t rkey, \
                                     uct_completion_t *comp) \
     { \
-        return qpx_rdma_ep_get_bcopy(_ops, tl_ep, unpack_cb, arg, length, \
+        return qpx_rdma_ep_get_bcopy(&_tl##_post_ops, tl_ep, unpack_cb, arg, length, \
                                      remote_addr, rkey, comp); \
     } \
     \
@@ -494,7 +555,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                    uint64_t header, const void *payload, \
                                    unsigned length) \
     { \
-        return qpx_rdma_ep_am_short(_ops, tl_ep, id, header, payload, \
+        return qpx_rdma_ep_am_short(&_tl##_post_ops, tl_ep, id, header, payload, \
                                     length); \
     } \
     \
@@ -502,7 +563,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                               uct_pack_callback_t pack_cb, void *arg, \
                               unsigned flags) \
     { \
-        return qpx_rdma_ep_am_bcopy(_ops, tl_ep, id, pack_cb, arg); \
+        return qpx_rdma_ep_am_bcopy(&_tl##_post_ops, tl_ep, id, pack_cb, arg); \
     } \
     \
     ucs_status_t _tl##_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, \
@@ -511,7 +572,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
                                    const uct_iov_t *iov, size_t iovcnt, \
                                    unsigned flags, uct_completion_t *comp) \
     { \
-        return qpx_rdma_ep_am_zcopy(_ops, tl_ep, id, header, header_length, \
+        return qpx_rdma_ep_am_zcopy(&_tl##_post_ops, tl_ep, id, header, header_length, \
                                     iov, iovcnt, comp); \
     } \
     \
@@ -522,7 +583,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
         if (opcode != UCT_ATOMIC_OP_ADD) { \
             return UCS_ERR_UNSUPPORTED; \
         } \
-        return qpx_rdma_ep_atomic(_ops, tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, \
+        return qpx_rdma_ep_atomic(&_tl##_post_ops, tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, \
                                   value, 0, remote_addr, rkey, NULL, NULL); \
     } \
     \
@@ -536,7 +597,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
         if ((opcode != UCT_ATOMIC_OP_ADD) || (result == NULL)) { \
             return UCS_ERR_UNSUPPORTED; \
         } \
-        return qpx_rdma_ep_atomic(_ops, tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, \
+        return qpx_rdma_ep_atomic(&_tl##_post_ops, tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, \
                                   value, 0, remote_addr, rkey, result, comp); \
     } \
     \
@@ -548,7 +609,7 @@ qpx_rdma_ep_atomic(const qpx_rdma_post_ops_t *ops, uct_ep_h tl_ep,
         if (result == NULL) { \
             return UCS_ERR_INVALID_PARAM; \
         } \
-        return qpx_rdma_ep_atomic(_ops, tl_ep, IBV_WR_ATOMIC_CMP_AND_SWP, \
+        return qpx_rdma_ep_atomic(&_tl##_post_ops, tl_ep, IBV_WR_ATOMIC_CMP_AND_SWP, \
                                   compare, swap, remote_addr, rkey, result, \
                                   comp); \
     }

@@ -74,4 +74,28 @@ qpx_rdma_iface_rx_process(qpx_rdma_iface_t *iface,
     return n;
 }
 
+
+/* qpx_iface_wc_cb_t of the receive loop without per-run hooks */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rdma_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
+{
+    return qpx_rdma_iface_rx_process(ucs_derived_of(iface, qpx_rdma_iface_t),
+                                     NULL, wc, n);
+}
+
+
+/* A progress round of a transport of the family: base's over its two CQs
+ * (qpx_iface_progress_cqs), the send CQ polled while anything is
+ * outstanding there (qpx_rdma_iface_tx_is_idle). rx, tx and keepalive are
+ * the transport's, constants, so that inlining makes their calls direct. */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rdma_iface_progress(qpx_rdma_iface_t *iface, qpx_iface_wc_cb_t rx,
+                        qpx_iface_wc_cb_t tx,
+                        void (*keepalive)(qpx_iface_t *iface))
+{
+    return qpx_iface_progress_cqs(&iface->super,
+                                  qpx_rdma_iface_tx_is_idle(iface), rx, tx,
+                                  keepalive);
+}
+
 #endif

@@ -198,7 +198,7 @@ static ucs_status_t qpx_ud_ep_query(uct_ep_h ep, uct_ep_attr_t *ep_attr)
     return UCS_ERR_UNSUPPORTED;
 }
 
-static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_ud_iface_t, uct_iface_t);
+static void qpx_ud_iface_t_delete(uct_iface_t *tl_iface);
 
 static uct_iface_ops_t qpx_ud_iface_ops = {
     .ep_am_short              = qpx_ud_ep_am_short,
@@ -221,7 +221,7 @@ static uct_iface_ops_t qpx_ud_iface_ops = {
     .iface_progress           = qpx_ud_iface_progress,
     .iface_event_fd_get       = qpx_iface_event_fd_get,
     .iface_event_arm          = qpx_ud_iface_event_arm,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(qpx_ud_iface_t),
+    .iface_close              = qpx_ud_iface_t_delete,
     .iface_query              = qpx_ud_iface_query,
     .iface_get_device_address = qpx_iface_get_device_address,
     .iface_get_address        = qpx_ud_iface_get_address,
@@ -411,10 +411,7 @@ static void qpx_ud_iface_state_init(qpx_ud_iface_t *self,
     ucs_list_head_init(&self->discs);
 }
 
-UCS_CLASS_INIT_FUNC(qpx_ud_iface_t, uct_md_h md, uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config,
-                           const qpx_iface_hints_t *hints)
+QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
 {
     const qpx_ud_iface_config_t *config = ucs_derived_of(tl_config,
                                                          qpx_ud_iface_config_t);
@@ -568,31 +565,8 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
      * buffers (those the device held when the QP went away are no leaks) */
 }
 
-UCS_CLASS_DEFINE(qpx_ud_iface_t, qpx_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(qpx_ud_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*,
-                                 const qpx_iface_hints_t*);
+/* qpx_ud_iface_open, with hints: the hybrid's sub-interface too */
+QPX_IFACE_CLASS_DEFINE(qpx_ud_iface_t, qpx_iface_t, qpx_ud_iface_open);
 
-/* With hints: the hybrid's sub-interface (qpx_transport_opens) */
-ucs_status_t qpx_ud_iface_open(uct_md_h md, uct_worker_h worker,
-                               const uct_iface_params_t *params,
-                               const uct_iface_config_t *config,
-                               const qpx_iface_hints_t *hints,
-                               uct_iface_h *iface_p)
-{
-    return UCS_CLASS_NEW_FUNC_NAME(qpx_ud_iface_t)(md, worker, params, config,
-                                                  hints, iface_p);
-}
-
-uct_tl_t qpx_ud_tl = {
-    .name          = QPX_UD_TL_NAME,
-    .query_devices = qpx_iface_query_devices,
-    .iface_open    = qpx_iface_open_default,
-    .config        = {
-        .name   = QPX_UD_TL_NAME,
-        .prefix = "QPX_UD_",
-        .table  = qpx_ud_iface_config_table,
-        .size   = sizeof(qpx_ud_iface_config_t),
-    },
-};
+QPX_TL_DEFINE(qpx_ud_tl, QPX_UD_TL_NAME, "QPX_UD_", qpx_ud_iface_config_table,
+              qpx_ud_iface_config_t, qpx_iface_query_devices);
