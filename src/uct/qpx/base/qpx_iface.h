@@ -226,9 +226,13 @@ typedef ucs_status_t (*qpx_iface_open_func_t)(uct_md_h md,
                                               hints, iface_p); \
     }
 
-/* The endpoint control functions every qpx transport _tl defines, as
- * uct_iface_ops_t and uct_iface_internal_ops_t take them */
-#define QPX_EP_CTL_DECLARE(_tl) \
+/* The endpoint class _tl##_ep_t of a transport _tl (created from
+ * uct_ep_params_t) and its control functions, as uct_iface_ops_t and
+ * uct_iface_internal_ops_t take them */
+#define QPX_EP_DECLARE(_tl) \
+    UCS_CLASS_DECLARE(_tl##_ep_t, const uct_ep_params_t*); \
+    UCS_CLASS_DECLARE_NEW_FUNC(_tl##_ep_t, uct_ep_t, const uct_ep_params_t*); \
+    UCS_CLASS_DECLARE_DELETE_FUNC(_tl##_ep_t, uct_ep_t); \
     ucs_status_t _tl##_ep_flush(uct_ep_h tl_ep, unsigned flags, \
                                 uct_completion_t *comp); \
     ucs_status_t _tl##_ep_fence(uct_ep_h tl_ep, unsigned flags); \

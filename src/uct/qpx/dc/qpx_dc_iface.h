@@ -182,9 +182,6 @@ typedef struct qpx_dc_ep {
 
 extern uct_tl_t qpx_dc_tl;
 
-UCS_CLASS_DECLARE(qpx_dc_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(qpx_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_DELETE_FUNC(qpx_dc_ep_t, uct_ep_t);
 
 
 /* DCI pool (qpx_dc_dci.c) */
@@ -218,7 +215,7 @@ void qpx_dc_ep_dci_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 
 /* Endpoint control (qpx_dc_ep.c) */
-QPX_EP_CTL_DECLARE(qpx_dc);
+QPX_EP_DECLARE(qpx_dc);
 /* ep failed with status (its DCI failed): finish its operations, tell the
  * user; the handler may destroy ep */
 void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,

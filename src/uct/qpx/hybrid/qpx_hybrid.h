@@ -384,9 +384,6 @@ void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
                                  const uct_iface_attr_t *cold_attr);
 
 /* qpx_hybrid_ep.c */
-UCS_CLASS_DECLARE(qpx_hybrid_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(qpx_hybrid_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_DELETE_FUNC(qpx_hybrid_ep_t, uct_ep_t);
 
 void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep);
 void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep);
@@ -397,7 +394,7 @@ ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
                                  uct_pending_purge_callback_t cb, void *arg);
 unsigned qpx_hybrid_iface_pending_progress(qpx_hybrid_iface_t *iface);
-QPX_EP_CTL_DECLARE(qpx_hybrid);
+QPX_EP_DECLARE(qpx_hybrid);
 void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
                           void *owner, int kind);
 void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep);

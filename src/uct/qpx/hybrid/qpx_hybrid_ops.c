@@ -46,6 +46,35 @@ static size_t qpx_hybrid_pack_checked(void *dest, void *arg)
     return length;
 }
 
+/* Where a path takes more than the hybrid says (check_bcopy), the pack
+ * callback *pack_cb_p with *arg_p is replaced by one that checks the
+ * packed length against max (pack holds the original) */
+static UCS_F_ALWAYS_INLINE void
+qpx_hybrid_pack_wrap(const qpx_hybrid_iface_t *iface, qpx_hybrid_pack_t *pack,
+                     const char *op, size_t max,
+                     uct_pack_callback_t *pack_cb_p, void **arg_p)
+{
+    if (ucs_likely(!iface->check_bcopy)) {
+        return;
+    }
+    pack->pack_cb = *pack_cb_p;
+    pack->arg     = *arg_p;
+    pack->op      = op;
+    pack->max     = max;
+    *pack_cb_p    = qpx_hybrid_pack_checked;
+    *arg_p        = pack;
+}
+
+/* For bcopy operations, which return the length sent: count it */
+static UCS_F_ALWAYS_INLINE ssize_t qpx_hybrid_ep_counted(uct_ep_h tl_ep,
+                                                         ssize_t ret)
+{
+    if (ucs_likely(ret >= 0)) {
+        qpx_hybrid_ep_count(tl_ep, ret);
+    }
+    return ret;
+}
+
 
 static ucs_status_t qpx_hybrid_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             unsigned length,
@@ -75,24 +104,14 @@ static ssize_t qpx_hybrid_ep_put_bcopy(uct_ep_h tl_ep,
                                                qpx_hybrid_iface_t);
     uct_ep_h ep               = qpx_hybrid_ep_rma(tl_ep);
     qpx_hybrid_pack_t pack;
-    ssize_t ret;
 
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    if (ucs_unlikely(iface->check_bcopy)) {
-        pack.pack_cb = pack_cb;
-        pack.arg     = arg;
-        pack.op      = "put_bcopy";
-        pack.max     = iface->attr.cap.put.max_bcopy;
-        pack_cb      = qpx_hybrid_pack_checked;
-        arg          = &pack;
-    }
-    ret = uct_ep_put_bcopy(ep, pack_cb, arg, remote_addr, rkey);
-    if (ucs_likely(ret >= 0)) {
-        qpx_hybrid_ep_count(tl_ep, ret);
-    }
-    return ret;
+    qpx_hybrid_pack_wrap(iface, &pack, "put_bcopy",
+                         iface->attr.cap.put.max_bcopy, &pack_cb, &arg);
+    return qpx_hybrid_ep_counted(tl_ep, uct_ep_put_bcopy(ep, pack_cb, arg,
+                                                         remote_addr, rkey));
 }
 
 /* RDMA write or read from iov on the endpoint's RMA path */
@@ -227,7 +246,6 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                                qpx_hybrid_iface_t);
     uct_ep_h ep               = qpx_hybrid_ep_tx(tl_ep);
     qpx_hybrid_pack_t pack;
-    ssize_t ret;
 
     if (ucs_unlikely(id >= QPX_HYBRID_AM_ID_CTL)) {
         return qpx_param_am_id_error(id, QPX_HYBRID_AM_ID_CTL);
@@ -235,19 +253,10 @@ static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(ep == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    if (ucs_unlikely(iface->check_bcopy)) {
-        pack.pack_cb = pack_cb;
-        pack.arg     = arg;
-        pack.op      = "am_bcopy";
-        pack.max     = iface->attr.cap.am.max_bcopy;
-        pack_cb      = qpx_hybrid_pack_checked;
-        arg          = &pack;
-    }
-    ret = uct_ep_am_bcopy(ep, id, pack_cb, arg, flags);
-    if (ucs_likely(ret >= 0)) {
-        qpx_hybrid_ep_count(tl_ep, ret);
-    }
-    return ret;
+    qpx_hybrid_pack_wrap(iface, &pack, "am_bcopy",
+                         iface->attr.cap.am.max_bcopy, &pack_cb, &arg);
+    return qpx_hybrid_ep_counted(tl_ep, uct_ep_am_bcopy(ep, id, pack_cb, arg,
+                                                        flags));
 }
 
 static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -302,24 +311,6 @@ static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,
                                                            result, comp), 0);
 }
 
-static ucs_status_t qpx_hybrid_ep_atomic_cswap32(uct_ep_h tl_ep,
-                                                 uint32_t compare,
-                                                 uint32_t swap,
-                                                 uint64_t remote_addr,
-                                                 uct_rkey_t rkey,
-                                                 uint32_t *result,
-                                                 uct_completion_t *comp)
-{
-    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
-
-    if (ucs_unlikely(ep == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic_cswap32(ep, compare, swap,
-                                                           remote_addr, rkey,
-                                                           result, comp), 0);
-}
-
 static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
                                                 unsigned opcode,
                                                 uint64_t value,
@@ -332,22 +323,6 @@ static ucs_status_t qpx_hybrid_ep_atomic64_post(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic64_post(ep, opcode, value,
-                                                          remote_addr, rkey),
-                              0);
-}
-
-static ucs_status_t qpx_hybrid_ep_atomic32_post(uct_ep_h tl_ep,
-                                                unsigned opcode,
-                                                uint32_t value,
-                                                uint64_t remote_addr,
-                                                uct_rkey_t rkey)
-{
-    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
-
-    if (ucs_unlikely(ep == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_post(ep, opcode, value,
                                                           remote_addr, rkey),
                               0);
 }
@@ -369,25 +344,6 @@ static ucs_status_t qpx_hybrid_ep_atomic64_fetch(uct_ep_h tl_ep,
                                                            result, remote_addr,
                                                            rkey, comp), 0);
 }
-
-static ucs_status_t qpx_hybrid_ep_atomic32_fetch(uct_ep_h tl_ep,
-                                                 uct_atomic_op_t opcode,
-                                                 uint32_t value,
-                                                 uint32_t *result,
-                                                 uint64_t remote_addr,
-                                                 uct_rkey_t rkey,
-                                                 uct_completion_t *comp)
-{
-    uct_ep_h ep = qpx_hybrid_ep_rma(tl_ep);
-
-    if (ucs_unlikely(ep == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return qpx_hybrid_ep_done(tl_ep, uct_ep_atomic32_fetch(ep, opcode, value,
-                                                           result, remote_addr,
-                                                           rkey, comp), 0);
-}
-
 
 /* Interface-level calls (qpx_hybrid_iface.c) */
 ucs_status_t qpx_hybrid_iface_flush(uct_iface_h tl_iface, unsigned flags,
@@ -421,11 +377,12 @@ uct_iface_ops_t qpx_hybrid_iface_ops = {
     .ep_am_bcopy              = qpx_hybrid_ep_am_bcopy,
     .ep_am_zcopy              = qpx_hybrid_ep_am_zcopy,
     .ep_atomic_cswap64        = qpx_hybrid_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = qpx_hybrid_ep_atomic_cswap32,
+    /* No path has 32-bit atomics: base's refusal (UCS_ERR_UNSUPPORTED) */
+    .ep_atomic_cswap32        = qpx_ep_atomic_cswap32,
     .ep_atomic64_post         = qpx_hybrid_ep_atomic64_post,
-    .ep_atomic32_post         = qpx_hybrid_ep_atomic32_post,
+    .ep_atomic32_post         = qpx_ep_atomic32_post,
     .ep_atomic64_fetch        = qpx_hybrid_ep_atomic64_fetch,
-    .ep_atomic32_fetch        = qpx_hybrid_ep_atomic32_fetch,
+    .ep_atomic32_fetch        = qpx_ep_atomic32_fetch,
     .ep_pending_add           = qpx_hybrid_ep_pending_add,
     .ep_pending_purge         = qpx_hybrid_ep_pending_purge,
     .ep_flush                 = qpx_hybrid_ep_flush,

@@ -130,9 +130,6 @@ struct qpx_rc_ep {
 
 extern uct_tl_t qpx_rc_tl;
 
-UCS_CLASS_DECLARE(qpx_rc_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(qpx_rc_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_DELETE_FUNC(qpx_rc_ep_t, uct_ep_t);
 
 
 /* Control path (qpx_rc_ep.c) */
@@ -140,7 +137,7 @@ ucs_status_t qpx_rc_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
 ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
                                      const uct_device_addr_t *dev_addr,
                                      const uct_ep_addr_t *ep_addr);
-QPX_EP_CTL_DECLARE(qpx_rc);
+QPX_EP_DECLARE(qpx_rc);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 /* Write our consumed-message count to the peer (flow control) */

@@ -100,7 +100,7 @@ typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
 /*
  * The uct_iface_ops_t entries a transport _tl of the family fills alike:
  * the operations of QPX_RDMA_EP_OPS_DEFINE, its endpoint control
- * (QPX_EP_CTL_DECLARE), endpoint class, progress, address and close (QPX_IFACE_CLASS_DEFINE's _tl##_iface_t_delete), and
+ * (QPX_EP_DECLARE), endpoint class, progress, address and close (QPX_IFACE_CLASS_DEFINE's _tl##_iface_t_delete), and
  * base's and the family's for the rest. The transport adds its connection
  * model's entries (ep_get_address, ep_connect_to_ep).
  */
