@@ -31,14 +31,59 @@ uct_component_t qpx_component = {
         .size           = sizeof(qpx_md_config_t),
     },
     .cm_config          = {
-        .name           = "qpx connection manager",
-        .prefix         = "QPX_CM_",
-        .table          = uct_md_config_table,
-        .size           = sizeof(uct_md_config_t),
+        .name           = "",
+        .prefix         = "",
+        .table          = NULL,
+        .size           = 0,
     },
     .tl_list            = UCS_LIST_INITIALIZER(&qpx_component.tl_list,
                                                &qpx_component.tl_list),
     .flags              = 0,
+    .md_vfs_init        = (void*)ucs_empty_function
+};
+
+
+static ucs_status_t
+qpx_cm_component_query_md_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p)
+{
+    *resources_p     = NULL;
+    *num_resources_p = 0;
+    return UCS_OK;
+}
+
+/*
+ * The connection manager is a component of its own, with no memory domain,
+ * as UCX's rdmacm and tcp connection managers are: UCP and UCX's tests
+ * take a component with UCT_COMPONENT_FLAG_CM for one (its resources have
+ * no memory domain to open). Named like the memory domains' component, so
+ * that UCX_SOCKADDR_TLS_PRIORITY=qpx names it.
+ */
+static uct_component_t qpx_cm_component = {
+    .name               = QPX_COMPONENT_NAME,
+    .query_md_resources = qpx_cm_component_query_md_resources,
+    .md_open            = (void*)ucs_empty_function_return_unsupported,
+    .cm_open            = (void*)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = (void*)ucs_empty_function_return_unsupported,
+    .rkey_ptr           = (void*)ucs_empty_function_return_unsupported,
+    .rkey_release       = (void*)ucs_empty_function_return_success,
+    QPX_UCX_COMPONENT_OPS_V2
+    .md_config          = {
+        .name           = "",
+        .prefix         = "",
+        .table          = NULL,
+        .size           = 0,
+    },
+    .cm_config          = {
+        .name           = "qpx connection manager",
+        .prefix         = "QPX_CM_",
+        .table          = NULL, /* qpx_component_cm's, at registration */
+        .size           = 0,
+    },
+    .tl_list            = UCS_LIST_INITIALIZER(&qpx_cm_component.tl_list,
+                                               &qpx_cm_component.tl_list),
+    .flags              = UCT_COMPONENT_FLAG_CM,
     .md_vfs_init        = (void*)ucs_empty_function
 };
 
@@ -80,15 +125,15 @@ ucs_status_t qpx_component_register(void)
         return UCS_ERR_UNSUPPORTED;
     }
 
-    if (qpx_component_cm.open != NULL) {
-        qpx_component.cm_open          = qpx_component_cm.open;
-        qpx_component.cm_config.table  = qpx_component_cm.config_table;
-        qpx_component.cm_config.size   = qpx_component_cm.config_size;
-        qpx_component.flags           |= UCT_COMPONENT_FLAG_CM;
-    }
     uct_component_register(&qpx_component);
     for (tl = qpx_transports; *tl != NULL; ++tl) {
         uct_tl_register(&qpx_component, *tl);
+    }
+    if (qpx_component_cm.open != NULL) {
+        qpx_cm_component.cm_open         = qpx_component_cm.open;
+        qpx_cm_component.cm_config.table = qpx_component_cm.config_table;
+        qpx_cm_component.cm_config.size  = qpx_component_cm.config_size;
+        uct_component_register(&qpx_cm_component);
     }
 
     registered = 1;
