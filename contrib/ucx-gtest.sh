@@ -33,7 +33,10 @@
 # run    (the default; builds first when there is no cached build) runs the
 #        generic UCT tests (the suites instantiated outside test/gtest/uct/ib/)
 #        for qpx_rc, qpx_ud, qpx_dc, qpx and, for comparison, UCX's rc_verbs
-#        and ud_verbs, all on $QPX_DEV (softverbs0:1). The gtest binary uses
+#        and ud_verbs, all on $QPX_DEV (softverbs0:1); and UCX's connection
+#        manager suites (test_uct_sockaddr*) for qpx's manager (cm:qpx) and
+#        UCX's tcp and rdmacm ones (cm:tcp, cm:rdmacm), on every usable
+#        network interface (1.13.1's patch names qpx in UCT_TEST_CMS). The gtest binary uses
 #        the source-built libucs/libuct/libucp (the release qpx is built for:
 #        qpx checks it at run time), softverbs first on LD_LIBRARY_PATH, and
 #        qpx as said above. It is SKIPped (77) before any build when that qpx
@@ -93,8 +96,13 @@ tarball=$srcdir/ucx-$version.tar.gz
 patchfile=$here/ucx-gtest/ucx-$version-qpx.patch
 cache=${QPX_UCX_CACHE:-/var/cache/qpx-ucx}
 QPX_DEV=${QPX_DEV:-softverbs0:1}
-QPX_TLS="qpx_rc qpx_ud qpx_dc qpx"
-TLS=${QPX_GTEST_TLS:-"$QPX_TLS rc_verbs ud_verbs"}
+# cm:NAME is the connection manager of the component NAME, run in UCX's CM
+# suites (test_uct_sockaddr*, in uct/ib/ but not the ib classes': they
+# take any component with UCT_COMPONENT_FLAG_CM) on every usable network
+# interface; qpx's beside UCX's tcp and rdmacm (rdmacm has no case on
+# softverbs: UCX's tests take it only on a netdev with an IB device)
+QPX_TLS="qpx_rc qpx_ud qpx_dc qpx cm:qpx"
+TLS=${QPX_GTEST_TLS:-"$QPX_TLS rc_verbs ud_verbs cm:tcp cm:rdmacm"}
 TEST_TIMEOUT=${QPX_GTEST_TIMEOUT:-300}
 
 # Debian 12's libucx0 1.13.1 build (`ucx_info -b`: UCX_CONFIGURE_FLAGS):
@@ -386,17 +394,26 @@ fi
 
 declare -A status reason
 declare -a cases
-# list_cases TL: the cases of TL on QPX_DEV in the generic suites ("NAME")
+# list_cases TL: the cases of TL on QPX_DEV in the generic suites ("NAME");
+# for cm:NAME, the cases of NAME's connection manager in the CM suites, on
+# any interface
 list_cases() {
-    timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests --gtest_filter="$1/*" 2>"$logdir/list-$1.err" |
-    awk -v rsc="$1/$QPX_DEV" '
+    local flt rsc cm=""
+    case $1 in
+    cm:*) cm=${1#cm:}; flt="$cm/test_uct_sockaddr*"; rsc="$cm" ;;
+    *)    flt="$1/*"; rsc="$1/$QPX_DEV" ;;
+    esac
+    timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests --gtest_filter="$flt" 2>"$logdir/list-$1.err" |
+    awk -v rsc="$rsc" '
         /^[^ ]/ { suite = $1; next }
         /^  / && $2 == "#" && $3 == "GetParam()" {
-            # the resource: TL/DEVICE, or TL/DEVICE/VARIANT
+            # the resource: TL/DEVICE, or TL/DEVICE/VARIANT; CM/IFACE...
             if ($5 == rsc || index($5, rsc "/") == 1) print suite $1 }' |
     while read -r name; do
         s=${name#*/}; s=${s%%.*}
-        grep -qx "$s" "$dir/generic-suites" && echo "$name"
+        if [ -n "$cm" ] || grep -qx "$s" "$dir/generic-suites"; then
+            echo "$name"
+        fi
     done
 }
 
