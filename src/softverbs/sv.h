@@ -194,8 +194,7 @@ struct sv_shm_srq {
     uint64_t ring_off;
     uint64_t ring_len;
     uint64_t cookie;
-    uint32_t rcq;                 /* XRC SRQ: its CQ's index; a basic SRQ's
-                                     completions go to the QP's CQ (0) */
+    uint32_t rcq;                 /* XRC SRQ: its CQ (basic: 0, QP's CQ) */
     uint32_t err;
     uint32_t xrcd;                /* XRC SRQ: its domain's slot + 1 */
     uint32_t pad;
@@ -235,8 +234,7 @@ struct sv_shm_qp {
     uint8_t  av_is_global, av_sgid_index, av_pad[2];
     uint8_t  av_dgid[16];
     uint32_t av_pad2;
-    /* XRC_RECV: its domain's slot + 1, and the handles that hold it (the
-     * creator's, ibv_open_qp's), under the registry lock (sv_xrc.c) */
+    /* XRC_RECV: domain slot + 1, handles holding it (lock; sv_xrc.c) */
     uint32_t xrcd;
     uint32_t xrc_refs;
 };
@@ -525,8 +523,7 @@ struct sv_cq {
     uint32_t comp_events_reported;
     uint32_t async_events_reported;
     struct ibv_pd *parent_domain; /* IBV_CQ_INIT_ATTR_MASK_PD, referenced */
-    uint32_t xrc_srqs;            /* XRC SRQs completing here: ibv_destroy_cq
-                                     fails with EBUSY while any (sv_xrc.c) */
+    uint32_t xrc_srqs;            /* XRC SRQs using it: destroy EBUSY */
 };
 
 struct sv_srq {
@@ -619,8 +616,7 @@ struct sv_qp {
     /* DCI: the target of the last WQE executed (switch counting) */
     uint32_t dc_last_dctn;
     uint16_t dc_last_dlid;
-    /* XRC_RECV: the domain handle it was created or opened through */
-    struct sv_xrcd *xrcd;
+    struct sv_xrcd *xrcd;         /* XRC_RECV: its handle's domain */
 };
 
 static inline struct sv_context *sv_ctx(struct ibv_context *c)
@@ -635,8 +631,7 @@ static inline struct sv_qp *sv_qp(struct ibv_qp *q)
  * read and atomics; mlx5dv_create_qp(3): "DCI ... reliable") */
 static inline int sv_qp_reliable(uint8_t sv_type)
 {
-    /* an XRC initiator is reliable as RC (IBA Annex A14: XRC is RC whose
-     * requests name the receiving SRQ) */
+    /* an XRC initiator is RC whose requests name an SRQ (Annex A14) */
     return (sv_type == IBV_QPT_RC) || (sv_type == SV_QPT_DCI) ||
            (sv_type == IBV_QPT_XRC_SEND);
 }
@@ -754,24 +749,6 @@ int  sv_dc_modify_check(struct sv_qp *qp, enum ibv_qp_state cur,
                         enum ibv_qp_state next, int mask);
 /* the DC address of the WR being built (sv_post.c) */
 struct sv_dc_addr *sv_wr_cur_dc(struct sv_qp *qp);
-
-/* XRC (sv_xrc.c): the verbs_context ops, creation of XRC QPs and SRQs,
- * the handles' references, the modify attributes XRC QPs ignore, the
- * responder's view of the target, the reclaim of dead processes' domains */
-void sv_xrc_init_ops(struct verbs_context *v);
-struct ibv_qp *sv_xrc_create_qp(struct ibv_context *ctx,
-                                struct ibv_qp_init_attr_ex *attr);
-int  sv_xrc_srq_check(struct ibv_context *ctx,
-                      const struct ibv_srq_init_attr_ex *attr);
-void sv_xrc_srq_bind(struct sv_srq *srq, struct sv_shm_srq *s,
-                     const struct ibv_srq_init_attr_ex *attr);
-void sv_xrc_srq_unbind(struct sv_srq *srq);
-int  sv_xrc_qp_release(struct sv_qp *qp);
-int  sv_xrc_modify_ignored(uint8_t sv_type);
-struct sv_resp_req;
-int  sv_xrc_resp_target(struct sv_resp_req *r, const struct sv_shm_qp *dq,
-                        struct sv_shm_qp *view);
-void sv_xrc_reap(const uint8_t *dead);
 
 /* requester / responder / completer */
 enum sv_resp_status {

@@ -245,8 +245,7 @@ void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
                               * sv_mw.c) */
                              IBV_DEVICE_MEM_WINDOW |
                              IBV_DEVICE_MEM_WINDOW_TYPE_2B |
-                             /* XRC domains, SRQs and QPs (sv_xrc.c) */
-                             IBV_DEVICE_XRC;
+                             IBV_DEVICE_XRC; /* sv_xrc.c */
     a->max_sge             = SV_MAX_SGE;
     a->max_sge_rd          = SV_MAX_SGE;
     a->max_cq              = sv_g.max_cq;
@@ -292,15 +291,13 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     memset(&a, 0, sizeof(a));
     sv_device_attr(&a.orig_attr, sv_ctx(ctx)->dev);
     a.comp_mask                  = 0;
-    /* the same flags as ibv_query_device (memory windows and XRC among
-     * them; no MEM_MGT_EXTENSIONS, RAW_*), none of the 64-bit-only ones */
+    /* ibv_query_device's flags (windows, XRC), no 64-bit-only ones */
     a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
     /* On-demand paging: softverbs pins nothing and reaches a peer's memory
      * with process_vm_*v, which faults pages in, so every MR behaves as an
      * ODP one; an implicit ODP MR (ibv_reg_mr(pd, NULL, SIZE_MAX,
      * IBV_ACCESS_ON_DEMAND)) covers the whole address space. Every
-     * operation of each transport is honoured, XRC's too (its send, RDMA,
-     * atomics and SRQ receives; xsrq_pingpong -o asks for SEND|SRQ_RECV) */
+     * operation of each transport is honoured (XRC: RC's but RECV) */
     a.odp_caps.general_caps      = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
     a.odp_caps.per_transport_caps.rc_odp_caps =
         IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
@@ -312,9 +309,8 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     a.odp_caps.per_transport_caps.ud_odp_caps =
         IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
         IBV_ODP_SUPPORT_SRQ_RECV;
-    a.xrc_odp_caps               = IBV_ODP_SUPPORT_SEND |
-        IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
-        IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.xrc_odp_caps = a.odp_caps.per_transport_caps.rc_odp_caps &
+                     ~IBV_ODP_SUPPORT_RECV;
     /* The clock is CLOCK_MONOTONIC in nanoseconds: a 1 GHz device clock
      * (hca_core_clock is in kHz), with mlx5's 63-bit timestamp mask (the
      * kernel's mlx5_ib_query_device); ibv_create_cq_ex takes

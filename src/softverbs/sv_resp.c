@@ -96,8 +96,7 @@ static int sv_resp_roce_route(struct sv_resp_req *r, struct sv_shm_qp *dq)
                         &r->qp->attr.ah_attr.grh.dgid, dq);
 }
 
-/* The responder type of a requester type: a DC initiator's is a DC
- * target, an XRC initiator's an XRC target, else its own */
+/* The responder type of a requester type (DCI: DCT, XRC_SEND: RECV) */
 static uint8_t sv_resp_peer_type(uint8_t type)
 {
     switch (type) {
@@ -154,8 +153,7 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     } else if (dq->dest_qpn != sq->qpn) {
         return SV_RESP_NORESP;    /* not connected to us */
     }
-    /* an XRC target's data goes to its SRQ's process, probed with the SRQ
-     * (sv_resp_st_check_qp): the QP's creator may have closed its handle */
+    /* an XRC target's SRQ's process is probed (sv_resp_st_check_qp) */
     if ((dq->type != IBV_QPT_XRC_RECV) && !sv_resp_peer_alive(r->qp, dq)) {
         return SV_RESP_NORESP;
     }
@@ -293,10 +291,9 @@ struct sv_resp {
     struct sv_resp_req *r;
     struct sv_swqe     *w;
     struct sv_shm_qp   *dq;            /* destination QP: its state */
-    struct sv_shm_qp   *tq;            /* where the data goes: the process,
-                                          PD, receive queue and CQ; dq but
-                                          for an XRC target, whose are its
-                                          SRQ's (tview) */
+    struct sv_shm_qp   *tq;            /* the data's process, PD, receive
+                                          queue, CQ: dq, or for an XRC
+                                          target its SRQ's (tview) */
     struct sv_shm_qp    tview;
     struct iovec        riov;          /* RDMA / atomic target */
     struct sv_rwqe     *rw;            /* consumed receive WQE */
@@ -338,7 +335,6 @@ static enum sv_resp_state sv_resp_after_checks(struct sv_resp *rs)
 }
 
 static void sv_resp_set_error(struct sv_resp *rs, int event);
-
 static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
 {
     rs->result = sv_resp_check_qp(rs->r, rs->dq);
@@ -745,8 +741,7 @@ static void sv_resp_qp_error(struct sv_resp *rs)
                          __ATOMIC_RELEASE);
     }
 
-    /* an XRC target whose creator's handle is gone has no context to
-     * tell (cookie 0, sv_xrc_qp_release) */
+    /* cookie 0: an XRC target without its creator (sv_xrc_qp_release) */
     if ((rs->event >= 0) && (dq->cookie != 0)) {
         sv_ev_async(dq->ctx_id, SV_EV_QP, rs->event, dq - sv_g.shm->qps,
                     dq->cookie);

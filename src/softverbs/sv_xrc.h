@@ -49,4 +49,26 @@ struct sv_xrcd {
     uint32_t refs;                /* under the registry lock */
 };
 
+/* sv_xrc.c: the verbs_context ops, creation of XRC QPs and SRQs, the
+ * handles' references, the modify attributes XRC QPs ignore, the
+ * responder's view of the target, the reclaim of dead processes' domains */
+struct sv_srq;
+struct sv_qp;
+struct sv_shm_srq;
+struct sv_shm_qp;
+struct sv_resp_req;
+void sv_xrc_init_ops(struct verbs_context *v);
+struct ibv_qp *sv_xrc_create_qp(struct ibv_context *ctx,
+                                struct ibv_qp_init_attr_ex *attr);
+int  sv_xrc_srq_check(struct ibv_context *ctx,
+                      const struct ibv_srq_init_attr_ex *attr);
+void sv_xrc_srq_bind(struct sv_srq *srq, struct sv_shm_srq *s,
+                     const struct ibv_srq_init_attr_ex *attr);
+void sv_xrc_srq_unbind(struct sv_srq *srq);
+int  sv_xrc_qp_release(struct sv_qp *qp);
+int  sv_xrc_modify_ignored(uint8_t sv_type);
+int  sv_xrc_resp_target(struct sv_resp_req *r, const struct sv_shm_qp *dq,
+                        struct sv_shm_qp *view);
+void sv_xrc_reap(const uint8_t *dead);
+
 #endif

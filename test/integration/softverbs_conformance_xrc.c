@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define XRC_NSRQ   3
-#define XRC_SLOT   4096
+#define XRC_NSRQ 3
+#define XRC_SLOT 4096
 
 /* what a target tells the initiator */
 typedef struct xrc_info {
@@ -108,7 +108,6 @@ static void xrc_connect(svt_dev_t *dev, struct ibv_qp *qp,
     a.rq_psn      = remote->psn;
     svt_ah_attr_init(dev, remote, &a.ah_attr);
     if (qp->qp_type == IBV_QPT_XRC_RECV) {
-        /* without them the move is refused */
         SVT_CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL,
                   "XRC_RECV INIT->RTR without MAX_DEST_RD_ATOMIC accepted");
         a.max_dest_rd_atomic = 4;
@@ -443,7 +442,6 @@ static void svt_case_xrc_wrong_srq(svt_proc_t *p)
         svt_expect_no_wc(ocq, 50);
         svt_expect_no_wc(t.cq, 20);
         svt_memset_check(buf, 2 * XRC_SLOT, 0xee, "SRQ buffers");
-        /* the other domain's SRQ still holds its WQE and serves its own */
         SVT_OK(ibv_destroy_srq(osrq));
         SVT_OK(ibv_destroy_cq(ocq));
         SVT_OK(ibv_close_xrcd(other));
