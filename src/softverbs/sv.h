@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 17     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 18     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -194,8 +194,10 @@ struct sv_shm_srq {
     uint64_t ring_off;
     uint64_t ring_len;
     uint64_t cookie;
-    uint32_t rcq;                 /* unused: CQ comes from the QP */
+    uint32_t rcq;                 /* XRC SRQ: its CQ (basic: 0, QP's CQ) */
     uint32_t err;
+    uint32_t xrcd;                /* XRC SRQ: its domain's slot + 1 */
+    uint32_t pad;
 };
 
 struct sv_shm_qp {
@@ -232,6 +234,9 @@ struct sv_shm_qp {
     uint8_t  av_is_global, av_sgid_index, av_pad[2];
     uint8_t  av_dgid[16];
     uint32_t av_pad2;
+    /* XRC_RECV: domain slot + 1, handles holding it (lock; sv_xrc.c) */
+    uint32_t xrcd;
+    uint32_t xrc_refs;
 };
 
 struct sv_shm_mr {
@@ -251,6 +256,7 @@ struct sv_shm_mr {
 };
 
 #include "sv_mw.h"    /* struct sv_shm_mw */
+#include "sv_xrc.h"   /* struct sv_shm_xrcd */
 
 struct sv_shm_mcast {
     uint32_t in_use;
@@ -309,6 +315,7 @@ struct sv_shm_hdr {
     struct sv_shm_mr    mrs[SV_MR_TBL];
     struct sv_shm_mw    mws[SV_MW_TBL];
     struct sv_shm_mcast mcast[SV_MCAST_TBL];
+    struct sv_shm_xrcd  xrcds[SV_XRCD_TBL];
 };
 
 /* Process-global state */
@@ -516,6 +523,7 @@ struct sv_cq {
     uint32_t comp_events_reported;
     uint32_t async_events_reported;
     struct ibv_pd *parent_domain; /* IBV_CQ_INIT_ATTR_MASK_PD, referenced */
+    uint32_t xrc_srqs;            /* XRC SRQs using it: destroy EBUSY */
 };
 
 struct sv_srq {
@@ -527,6 +535,8 @@ struct sv_srq {
     uint32_t events_reported;     /* under srq.mutex, see struct sv_cq */
     uint32_t max_wr;              /* granted: the ring's size, 0 for an
                                      SRQ created with max_wr 0 */
+    struct sv_xrcd *xrcd;         /* XRC SRQ: the handle it was made with */
+    struct sv_cq   *xrc_cq;       /* XRC SRQ: its CQ */
 };
 
 /* Send WQE, process-local (the requester is the poster) */
@@ -569,6 +579,7 @@ struct sv_swqe {
     uint32_t bind_access;
     uint8_t  ud_sgid_index;       /* UD, DCI: the AV's source GID */
     uint8_t  pad_mw[3];
+    uint32_t xrc_srqn;            /* XRC_SEND: the remote SRQ (XRCETH) */
     struct ibv_sge sge[];         /* then inline data */
 };
 
@@ -605,6 +616,7 @@ struct sv_qp {
     /* DCI: the target of the last WQE executed (switch counting) */
     uint32_t dc_last_dctn;
     uint16_t dc_last_dlid;
+    struct sv_xrcd *xrcd;         /* XRC_RECV: its handle's domain */
 };
 
 static inline struct sv_context *sv_ctx(struct ibv_context *c)
@@ -619,7 +631,9 @@ static inline struct sv_qp *sv_qp(struct ibv_qp *q)
  * read and atomics; mlx5dv_create_qp(3): "DCI ... reliable") */
 static inline int sv_qp_reliable(uint8_t sv_type)
 {
-    return (sv_type == IBV_QPT_RC) || (sv_type == SV_QPT_DCI);
+    /* an XRC initiator is RC whose requests name an SRQ (Annex A14) */
+    return (sv_type == IBV_QPT_RC) || (sv_type == SV_QPT_DCI) ||
+           (sv_type == IBV_QPT_XRC_SEND);
 }
 static inline struct sv_cq *sv_cq(struct ibv_cq *c)
 {
@@ -717,6 +731,8 @@ void sv_qp_flush_rq(struct sv_qp *qp);
 void sv_qp_init_wr_ops(struct sv_qp *qp);
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
+/* the comp_mask attributes of ibv_create_qp_ex: 0 or the errno (sv_qp.c) */
+int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr);
 /* A QP of registry type sv_type (attributes checked by the caller) */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type);

@@ -200,7 +200,10 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
     struct sv_cq *cq = sv_cq(ibcq);
 
-    if (cq->nqps > 0) {
+    /* in use by a QP, or an XRC SRQ's completions come here (the kernel
+     * counts both in the CQ's usecnt) */
+    if ((cq->nqps > 0) ||
+        (__atomic_load_n(&cq->xrc_srqs, __ATOMIC_RELAXED) > 0)) {
         return EBUSY;
     }
     /* man ibv_destroy_cq / ibv_get_cq_event: waits, without a timeout and

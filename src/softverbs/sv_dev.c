@@ -244,7 +244,8 @@ void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
                               * (rxe_init_device_param: RXE_DEVICE_CAP_FLAGS;
                               * sv_mw.c) */
                              IBV_DEVICE_MEM_WINDOW |
-                             IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+                             IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+                             IBV_DEVICE_XRC; /* sv_xrc.c */
     a->max_sge             = SV_MAX_SGE;
     a->max_sge_rd          = SV_MAX_SGE;
     a->max_cq              = sv_g.max_cq;
@@ -290,15 +291,13 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     memset(&a, 0, sizeof(a));
     sv_device_attr(&a.orig_attr, sv_ctx(ctx)->dev);
     a.comp_mask                  = 0;
-    /* no IBV_DEVICE_XRC, MEM_MGT_EXTENSIONS, RAW_*: the same flags as
-     * ibv_query_device (memory windows among them), none of the 64-bit-only
-     * ones */
+    /* ibv_query_device's flags (windows, XRC), no 64-bit-only ones */
     a.device_cap_flags_ex        = a.orig_attr.device_cap_flags;
     /* On-demand paging: softverbs pins nothing and reaches a peer's memory
      * with process_vm_*v, which faults pages in, so every MR behaves as an
      * ODP one; an implicit ODP MR (ibv_reg_mr(pd, NULL, SIZE_MAX,
      * IBV_ACCESS_ON_DEMAND)) covers the whole address space. Every
-     * operation of each transport is honoured (no XRC: xrc_odp_caps 0) */
+     * operation of each transport is honoured (XRC: RC's but RECV) */
     a.odp_caps.general_caps      = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
     a.odp_caps.per_transport_caps.rc_odp_caps =
         IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
@@ -310,7 +309,8 @@ static int sv_query_device_ex(struct ibv_context *ctx,
     a.odp_caps.per_transport_caps.ud_odp_caps =
         IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
         IBV_ODP_SUPPORT_SRQ_RECV;
-    a.xrc_odp_caps               = 0;
+    a.xrc_odp_caps = a.odp_caps.per_transport_caps.rc_odp_caps &
+                     ~IBV_ODP_SUPPORT_RECV;
     /* The clock is CLOCK_MONOTONIC in nanoseconds: a 1 GHz device clock
      * (hca_core_clock is in kHz), with mlx5's 63-bit timestamp mask (the
      * kernel's mlx5_ib_query_device); ibv_create_cq_ex takes
@@ -512,6 +512,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     sv_obj_init_ops(v);
     sv_pd_init_ops(v);
     sv_mw_init_ops(v);
+    sv_xrc_init_ops(v);
     return &v->context;
 
 err_close_async:

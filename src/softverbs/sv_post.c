@@ -11,6 +11,9 @@
 
 static int sv_opcode_ok(uint8_t type, enum ibv_wr_opcode op)
 {
+    if (type == IBV_QPT_XRC_RECV) {
+        return 0; /* an XRC target has no send queue */
+    }
     switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
@@ -110,6 +113,11 @@ static void sv_post_dest(uint8_t type, struct sv_swqe *w,
         w->ud_qpn = dc->dctn;
         w->dc_key = dc->key;
         sv_swqe_set_av(w, dc->ah);
+    } else if (type == IBV_QPT_XRC_SEND) {
+        /* every XRC request carries the SRQ it is for (IBA Annex A14, the
+         * XRCETH), RDMA and atomics too: its domain is checked against
+         * the target QP's (sv_xrc_resp_target) */
+        w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
     }
 }
 
@@ -234,7 +242,9 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
     enum ibv_qp_state st;
     int ret;
 
-    if (qp->srq != NULL) {
+    /* a QP on an SRQ, and one without a receive queue (a DCI, XRC QPs),
+     * takes no receive WR */
+    if ((qp->srq != NULL) || (qp->rq == NULL)) {
         *bad = wr;
         return EINVAL;
     }
@@ -457,9 +467,20 @@ static void sv_wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey,
     sv_wr_unsupported(q);
 }
 
+/* ibv_wr_set_xrc_srqn(3): the remote SRQ of the WR being built, on an
+ * XRC_SEND QP; any other QP has no such field (EOPNOTSUPP at complete) */
 static void sv_wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 {
-    sv_wr_unsupported(q);
+    struct ibv_send_wr *wr;
+
+    if (sv_qpx(q)->sv_type != IBV_QPT_XRC_SEND) {
+        sv_wr_unsupported(q);
+        return;
+    }
+    wr = sv_wr_cur(q);
+    if (wr) {
+        wr->qp_type.xrc.remote_srqn = srqn;
+    }
 }
 
 static void sv_wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah,

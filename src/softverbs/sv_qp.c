@@ -34,8 +34,20 @@ static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
 {
     uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
+    if (type == IBV_QPT_XRC_RECV) {
+        return 0; /* an XRC target sends nothing */
+    }
     if (type == IBV_QPT_UD) {
         return ops;
+    }
+    if (type == IBV_QPT_XRC_SEND) {
+        /* RC's send, RDMA and atomics; softverbs offers no window
+         * operation or invalidation on XRC (mlx5 has them: a narrower
+         * set, refused with EOPNOTSUPP as any operation the QP lacks) */
+        return ops | IBV_QP_EX_WITH_RDMA_WRITE |
+               IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
     }
     ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
            IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_LOCAL_INV |
@@ -52,9 +64,11 @@ static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
  * - A bit libibverbs does not define: EINVAL, as libibverbs' own check
  *   (ibv_cmd_create_qp_ex2 in rdma-core libibverbs/cmd_qp.c; mlx5
  *   create_qp returns NULL before it without setting errno).
- * - XRCD, IND_TABLE, RX_HASH: EOPNOTSUPP, the device has no XRC or RSS
- *   (rxe refuses the comp_mask bits it lacks with EOPNOTSUPP,
- *   check_qp_init_attr in rdma-core providers/rxe/rxe.c).
+ * - IND_TABLE, RX_HASH: EOPNOTSUPP, the device has no RSS (rxe refuses
+ *   the comp_mask bits it lacks with EOPNOTSUPP, check_qp_init_attr in
+ *   rdma-core providers/rxe/rxe.c).
+ * - XRCD: EINVAL here; it names the domain of an XRC_RECV QP only
+ *   (sv_xrc_create_qp), which RC, UC and UD QPs do not have.
  * - MAX_TSO_HEADER: EINVAL, TSO exists only on raw packet QPs (mlx5
  *   create_qp refuses it on any other type, providers/mlx5/verbs.c).
  * - CREATE_FLAGS: 0 is accepted; IBV_QP_CREATE_SOURCE_QPN on a non-UD QP
@@ -62,16 +76,20 @@ static uint64_t sv_qp_send_ops(enum ibv_qp_type type)
  *   supports none (rxe: RXE_QP_CREATE_FLAGS_SUP 0, EOPNOTSUPP).
  * - SEND_OPS_FLAGS beyond sv_qp_send_ops(): EOPNOTSUPP (mlx5
  *   mlx5_qp_fill_wr_pfns in providers/mlx5/qp.c, rxe check_qp_init_attr) */
-static int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr)
+int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr)
 {
     const uint32_t known = (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS << 1) - 1;
 
     if (attr->comp_mask & ~known) {
         return EINVAL;
     }
-    if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_IND_TABLE |
+    if (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE |
                            IBV_QP_INIT_ATTR_RX_HASH)) {
         return EOPNOTSUPP;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) &&
+        (attr->qp_type != IBV_QPT_XRC_RECV)) {
+        return EINVAL;
     }
     if (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) {
         return EINVAL;
@@ -96,6 +114,10 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
 {
     int err;
 
+    if ((attr->qp_type == IBV_QPT_XRC_SEND) ||
+        (attr->qp_type == IBV_QPT_XRC_RECV)) {
+        return sv_xrc_create_qp(ctx, attr); /* sv_xrc.c */
+    }
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || (attr->pd == NULL) ||
         (attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
         errno = EINVAL;
@@ -113,6 +135,12 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
     }
     /* man ibv_create_qp: an SRQ is usable with RC and UD QPs only here */
     if (attr->srq && (attr->qp_type == IBV_QPT_UC)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* an XRC SRQ serves XRC_RECV QPs only, named by the requests: the
+     * kernel's create_qp refuses it as another QP's SRQ (EINVAL) */
+    if (attr->srq && (sv_srq(attr->srq)->xrcd != NULL)) {
         errno = EINVAL;
         return NULL;
     }
@@ -183,6 +211,10 @@ static uint32_t sv_qp_send_overhead(const struct ibv_qp_init_attr_ex *attr,
     if ((sv_type == IBV_QPT_UD) || (sv_type == SV_QPT_DCI)) {
         ovh += datagram;
     }
+    if (sv_type == IBV_QPT_XRC_SEND) {
+        ovh += 16; /* the XRC segment naming the remote SRQ (mlx5's
+                      _sq_overhead: struct mlx5_wqe_xrc_seg) */
+    }
     return ovh;
 }
 
@@ -238,6 +270,12 @@ static int sv_qp_caps_grant(const struct ibv_qp_init_attr_ex *attr,
 {
     struct ibv_qp_cap cap = attr->cap;
 
+    if (sv_type == IBV_QPT_XRC_RECV) {
+        /* a target has neither queue (the kernel's create_xrc_qp_user:
+         * no PD, CQs or SRQ; its receives are the XRC SRQs') */
+        memset(cap_p, 0, sizeof(*cap_p));
+        return 0;
+    }
     if (cap.max_send_wr == 0) {
         cap.max_send_wr = 1;
     }
@@ -253,9 +291,11 @@ static int sv_qp_caps_grant(const struct ibv_qp_init_attr_ex *attr,
     if (cap.max_send_sge == 0) {
         cap.max_send_sge = 1;
     }
-    if (attr->srq || (sv_type == SV_QPT_DCI)) {
-        /* man ibv_create_qp: ignored when the QP uses an SRQ; a DCI has no
-         * receive queue (its SRQ, if given, is not used) */
+    if (attr->srq || (sv_type == SV_QPT_DCI) ||
+        (sv_type == IBV_QPT_XRC_SEND)) {
+        /* man ibv_create_qp: ignored when the QP uses an SRQ; a DCI and an
+         * XRC initiator have no receive queue (the kernel's create_qp sets
+         * an XRC_INI's max_recv_wr and max_recv_sge to 0) */
         cap.max_recv_wr = cap.max_recv_sge = 0;
     } else {
         if (cap.max_recv_wr == 0) {
@@ -305,7 +345,8 @@ static struct sv_shm_qp *sv_qp_shm_alloc(struct ibv_context *ctx,
         return NULL;
     }
     memset(s, 0, sizeof(*s));
-    if (!attr->srq && (sv_type != SV_QPT_DCI)) {
+    if (!attr->srq && (sv_type != SV_QPT_DCI) &&
+        (sv_type != IBV_QPT_XRC_SEND) && (sv_type != IBV_QPT_XRC_RECV)) {
         s->rq_off = sv_rq_alloc(&cap->max_recv_wr, &cap->max_recv_sge,
                                 &rq_len);
         if (s->rq_off == 0) {
@@ -324,13 +365,19 @@ static struct sv_shm_qp *sv_qp_shm_alloc(struct ibv_context *ctx,
     s->proc    = sv_g.proc;
     s->pid     = sv_g.pid;
     s->ctx_id  = sv_ctx(ctx)->ctx_id;
-    s->pd_id   = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
+    /* an XRC_RECV QP has no PD nor CQs: its SRQs' are used (sv_xrc.c) */
+    s->pd_id   = attr->pd ? sv_pd(attr->pd)->pd_id : 0;
     s->type    = sv_type;
     s->dev     = sv_ctx(ctx)->dev->index;
     s->port    = 1;
     s->state   = IBV_QPS_RESET;   /* initial: published with in_use */
-    s->scq     = sv_cq(attr->send_cq)->index;
-    s->rcq     = sv_cq(attr->recv_cq)->index;
+    s->scq     = attr->send_cq ? sv_cq(attr->send_cq)->index : 0;
+    s->rcq     = attr->recv_cq ? sv_cq(attr->recv_cq)->index : 0;
+    if (sv_type == IBV_QPT_XRC_RECV) {
+        s->xrcd     = sv_container_of(attr->xrcd, struct sv_xrcd,
+                                      xrcd)->index + 1;
+        s->xrc_refs = 1; /* the creator's handle */
+    }
     s->srq     = (attr->srq && (sv_type != SV_QPT_DCI)) ?
                  sv_srq(attr->srq)->index + 1 : 0;
     s->sq_sig_all = attr->sq_sig_all;
@@ -369,11 +416,16 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     qp->sq_stride = (sizeof(struct sv_swqe) +
                      cap.max_send_sge * sizeof(struct ibv_sge) +
                      cap.max_inline_data + 7) & ~7u;
-    /* from the parent domain's allocator, if it has one (sv_pd.c) */
-    qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
-                             MLX5DV_RES_TYPE_QP, &qp->sq_custom);
-    if (qp->sq == NULL) {
-        goto err_free_qp;
+    if (sv_type == IBV_QPT_XRC_RECV) {
+        /* no send queue: nothing to post, nothing in flight */
+        qp->sq_size = 0;
+    } else {
+        /* from the parent domain's allocator, if it has one (sv_pd.c) */
+        qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
+                                 MLX5DV_RES_TYPE_QP, &qp->sq_custom);
+        if (qp->sq == NULL) {
+            goto err_free_qp;
+        }
     }
 
     s = sv_qp_shm_alloc(ctx, attr, sv_type, qp, &cap, &i);
@@ -384,8 +436,8 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     qp->index   = i;
     qp->shm     = s;
     qp->sv_type = sv_type;
-    qp->scq   = sv_cq(attr->send_cq);
-    qp->rcq   = sv_cq(attr->recv_cq);
+    qp->scq   = attr->send_cq ? sv_cq(attr->send_cq) : NULL;
+    qp->rcq   = attr->recv_cq ? sv_cq(attr->recv_cq) : NULL;
     qp->srq   = (attr->srq && (sv_type != SV_QPT_DCI)) ?
                 sv_srq(attr->srq) : NULL;
     qp->rq    = s->rq_off ? sv_shm_ptr(s->rq_off) : NULL;
@@ -411,16 +463,22 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     }
     sv_qp_init_wr_ops(qp);
     sv_dc_init_dv_ops(qp);
-    sv_pd_ref(attr->pd, 1);
-    sv_cq_add_qp(qp->scq, qp);
-    if (qp->rcq != qp->scq) {
+    if (attr->pd != NULL) {
+        sv_pd_ref(attr->pd, 1);
+    }
+    if (qp->scq != NULL) {
+        sv_cq_add_qp(qp->scq, qp);
+    }
+    if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
         sv_cq_add_qp(qp->rcq, qp);
     }
     attr->cap = cap; /* granted values */
     return &qp->qpx.qp_base;
 
 err_free_sq:
-    sv_pd_buf_free(attr->pd, qp->sq, MLX5DV_RES_TYPE_QP, qp->sq_custom);
+    if (qp->sq != NULL) {
+        sv_pd_buf_free(attr->pd, qp->sq, MLX5DV_RES_TYPE_QP, qp->sq_custom);
+    }
 err_free_qp:
     free(qp);
     return NULL;
@@ -480,8 +538,13 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
         pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
     }
     pthread_mutex_unlock(&ibqp->mutex);
+    if (qp->sv_type == IBV_QPT_XRC_RECV) {
+        /* a target of the XRC domain: the handle goes, the QP with its
+         * last one (sv_xrc.c) */
+        return sv_xrc_qp_release(qp);
+    }
     sv_cq_del_qp(qp->scq, qp);
-    if (qp->rcq != qp->scq) {
+    if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
         sv_cq_del_qp(qp->rcq, qp);
     }
     /* Its completions not yet polled go with it, as rdma-core's mlx5

@@ -144,9 +144,12 @@ static const struct sv_qp_trans sv_qp_table[7][7] = {
     },
 };
 
+/* The table's column of a QP type: XRC QPs take RC's, less the
+ * attributes they ignore (sv_xrc_modify_ignored) */
 static int sv_qp_type_idx(uint8_t t)
 {
-    return (t == IBV_QPT_RC) ? 0 : (t == IBV_QPT_UC) ? 1 : 2;
+    return ((t == IBV_QPT_RC) || (t == IBV_QPT_XRC_SEND) ||
+            (t == IBV_QPT_XRC_RECV)) ? 0 : (t == IBV_QPT_UC) ? 1 : 2;
 }
 
 /* ---------------------------------------------------------------------
@@ -304,10 +307,12 @@ static int sv_qp_modify_check(struct sv_qp *qp, const struct ibv_qp_attr *a,
                               enum ibv_qp_state *next_p)
 {
     int ti = sv_qp_type_idx(qp->sv_type);
+    int ign = sv_xrc_modify_ignored(qp->sv_type);
     const struct sv_qp_trans *t;
     enum ibv_qp_state cur, next;
     int ret;
 
+    mask &= ~ign;
     /* the state may have been set to ERR/SQE by a requester or responder */
     cur  = sv_qp_state(qp->shm);
     next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
@@ -321,7 +326,8 @@ static int sv_qp_modify_check(struct sv_qp *qp, const struct ibv_qp_attr *a,
     if ((qp->sv_type == SV_QPT_DCI) || (qp->sv_type == SV_QPT_DCT)) {
         ret = sv_dc_modify_check(qp, cur, next, mask);
     } else {
-        ret = (!t->valid || ((mask & t->req[ti]) != t->req[ti]) ||
+        ret = (!t->valid ||
+               ((mask & t->req[ti] & ~ign) != (t->req[ti] & ~ign)) ||
                (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))) ?
               EINVAL : 0;
     }
@@ -460,6 +466,9 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
     if (a == NULL) {
         return EINVAL;
     }
+    /* what an XRC QP ignores is not applied either (the kernel's
+     * modify_qp_mask drops it before the driver sees it) */
+    mask &= ~sv_xrc_modify_ignored(qp->sv_type);
     ret = sv_qp_modify_check(qp, a, mask, &cur, &next);
     if (ret != 0) {
         return ret;

@@ -123,11 +123,15 @@ void sv_shm_reap(void)
     if (!any) {
         return;
     }
+    /* the dead processes' XRC domain handles, and the domains (with their
+     * XRC_RECV QPs) that no process holds any more (sv_xrc.c) */
+    sv_xrc_reap(dead);
     /* release stores of in_use below: lookups stop before the rings go
-     * back to the allocator */
+     * back to the allocator. An XRC_RECV QP belongs to its domain, not to
+     * the process that created it: another may hold it (ibv_open_qp) */
     for (i = 0; i < SV_QP_TBL; i++) {
         struct sv_shm_qp *q = &h->qps[i];
-        if (q->in_use && dead[q->proc]) {
+        if (q->in_use && dead[q->proc] && (q->type != IBV_QPT_XRC_RECV)) {
             __atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
             sv_shm_free(q->rq_off, q->rq_len);
             h->num_qp--;

@@ -96,6 +96,19 @@ static int sv_resp_roce_route(struct sv_resp_req *r, struct sv_shm_qp *dq)
                         &r->qp->attr.ah_attr.grh.dgid, dq);
 }
 
+/* The responder type of a requester type (DCI: DCT, XRC_SEND: RECV) */
+static uint8_t sv_resp_peer_type(uint8_t type)
+{
+    switch (type) {
+    case SV_QPT_DCI:
+        return SV_QPT_DCT;
+    case IBV_QPT_XRC_SEND:
+        return IBV_QPT_XRC_RECV;
+    default:
+        return type;
+    }
+}
+
 static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
 {
     struct sv_shm_qp *sq = r->qp->shm;
@@ -109,7 +122,7 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
      * before its state (ibv_modify_qp) */
     st = sv_qp_state(dq);
     if ((st < IBV_QPS_RTR) || (st == IBV_QPS_ERR) ||
-        (dq->type != ((sq->type == SV_QPT_DCI) ? SV_QPT_DCT : sq->type))) {
+        (dq->type != sv_resp_peer_type(sq->type))) {
         return SV_RESP_NORESP; /* packets are silently dropped */
     }
     /* a port taken down passes nothing, either way (sv_port.c) */
@@ -140,7 +153,8 @@ static int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     } else if (dq->dest_qpn != sq->qpn) {
         return SV_RESP_NORESP;    /* not connected to us */
     }
-    if (!sv_resp_peer_alive(r->qp, dq)) {
+    /* an XRC target's SRQ's process is probed (sv_resp_st_check_qp) */
+    if ((dq->type != IBV_QPT_XRC_RECV) && !sv_resp_peer_alive(r->qp, dq)) {
         return SV_RESP_NORESP;
     }
     return SV_RESP_ACK;
@@ -276,7 +290,11 @@ enum sv_resp_state {
 struct sv_resp {
     struct sv_resp_req *r;
     struct sv_swqe     *w;
-    struct sv_shm_qp   *dq;            /* destination QP */
+    struct sv_shm_qp   *dq;            /* destination QP: its state */
+    struct sv_shm_qp   *tq;            /* the data's process, PD, receive
+                                          queue, CQ: dq, or for an XRC
+                                          target its SRQ's (tview) */
+    struct sv_shm_qp    tview;
     struct iovec        riov;          /* RDMA / atomic target */
     struct sv_rwqe     *rw;            /* consumed receive WQE */
     struct sv_cqe       cqe;           /* responder completion */
@@ -316,20 +334,45 @@ static enum sv_resp_state sv_resp_after_checks(struct sv_resp *rs)
                                               SV_RESPST_EXECUTE;
 }
 
+static void sv_resp_set_error(struct sv_resp *rs, int event);
 static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
 {
     rs->result = sv_resp_check_qp(rs->r, rs->dq);
     if (rs->result != SV_RESP_ACK) {
         return SV_RESPST_DONE;
     }
+    if (rs->dq->type == IBV_QPT_XRC_RECV) {
+        /* the SRQ the XRCETH names, of the target's domain (sv_xrc.c) */
+        rs->result = sv_xrc_resp_target(rs->r, rs->dq, &rs->tview);
+        if (rs->result == SV_RESP_NAK_ACCESS) {
+            sv_resp_set_error(rs, IBV_EVENT_QP_ACCESS_ERR);
+        }
+        if (rs->result != SV_RESP_ACK) {
+            return SV_RESPST_DONE;
+        }
+        rs->tq = &rs->tview;
+        if (!sv_resp_peer_alive(rs->r->qp, rs->tq)) {
+            rs->result = SV_RESP_NORESP;
+            return SV_RESPST_DONE;
+        }
+    }
     return sv_resp_needs_rkey(rs->w) ? SV_RESPST_CHECK_RKEY :
                                        sv_resp_after_checks(rs);
 }
 
-/* A responder that answers (ACK/NAK): RC, and a DC target */
+/* A responder that answers (ACK/NAK): RC, a DC target, an XRC target */
 static int sv_resp_acked(const struct sv_shm_qp *dq)
 {
-    return (dq->type == IBV_QPT_RC) || (dq->type == SV_QPT_DCT);
+    return (dq->type == IBV_QPT_RC) || (dq->type == SV_QPT_DCT) ||
+           (dq->type == IBV_QPT_XRC_RECV);
+}
+
+/* A responder QP that an error moves to ERR: RC and an XRC target (a
+ * connected reliable QP; a DC target stays, see sv_resp_dc_key_violation
+ * and the bad rkey of a DCI) */
+static int sv_resp_fails(const struct sv_shm_qp *dq)
+{
+    return (dq->type == IBV_QPT_RC) || (dq->type == IBV_QPT_XRC_RECV);
 }
 
 enum sv_resp_err {
@@ -378,7 +421,7 @@ static enum sv_resp_state sv_resp_access_error(struct sv_resp *rs)
     sv_error("qp 0x%x: remote access error from qp 0x%x: rkey 0x%x "
              "addr 0x%lx len %u", rs->dq->qpn, rs->r->qp->shm->qpn, w->rkey,
              (unsigned long)w->remote_addr, w->length);
-    if (rs->dq->type == IBV_QPT_RC) {
+    if (sv_resp_fails(rs->dq)) {
         sv_resp_set_error(rs, IBV_EVENT_QP_ACCESS_ERR);
     } else if (!rc) {
         rs->result = SV_RESP_ACK;
@@ -415,7 +458,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
         len    = w->length;
         break;
     }
-    rs->result = sv_resp_check_rkey(rs->dq, w->rkey, w->remote_addr, len,
+    rs->result = sv_resp_check_rkey(rs->tq, w->rkey, w->remote_addr, len,
                                     access, &rs->riov);
     if (rs->result != SV_RESP_ACK) {
         return sv_resp_access_error(rs);
@@ -427,7 +470,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
 static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
 {
     struct sv_shm_srq *srq;
-    struct sv_rq_hdr *rq = sv_resp_rq(rs->dq, &srq);
+    struct sv_rq_hdr *rq = sv_resp_rq(rs->tq, &srq);
 
     if ((rq == NULL) || !sv_rq_take(rq, rs->rw)) {
         sv_error("qp 0x%x: no receive WQE (RNR)", rs->dq->qpn);
@@ -437,7 +480,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
         return SV_RESPST_DONE;
     }
     if (srq != NULL) {
-        sv_resp_srq_limit(srq, rq, rs->dq->srq - 1);
+        sv_resp_srq_limit(srq, rq, rs->tq->srq - 1);
     }
     memset(&rs->cqe, 0, sizeof(rs->cqe));
     rs->cqe.wr_id  = rs->rw->wr_id;
@@ -469,7 +512,7 @@ static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
     if (sv_resp_acked(rs->dq)) {
         rs->result = nak;
     }
-    if (rs->dq->type == IBV_QPT_RC) {
+    if (sv_resp_fails(rs->dq)) {
         sv_resp_set_error(rs, -1);
     }
     return SV_RESPST_COMPLETE;
@@ -506,7 +549,7 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
     struct iovec riov[SV_MAX_SGE];
     struct iovec liov[SV_MAX_SGE + 2];
     struct sv_resp_req *r = rs->r;
-    struct sv_shm_qp *dq = rs->dq;
+    struct sv_shm_qp *dq = rs->tq;
     int ud = (dq->type == IBV_QPT_UD);
     int rcnt = 0, lcnt = 0, i, ret;
     struct ibv_grh grh;
@@ -582,7 +625,7 @@ static enum sv_resp_state sv_resp_exec_atomic(struct sv_resp *rs)
     liov.iov_len  = 8;
     /* one host-wide lock: atomics are atomic against each other */
     sv_atomic_lock();
-    ret = sv_mem_read(rs->dq->pid, &liov, 1, &rs->riov, 1);
+    ret = sv_mem_read(rs->tq->pid, &liov, 1, &rs->riov, 1);
     if (ret < 0) {
         sv_atomic_unlock();
         return sv_resp_xfer_failed(rs, ret, 0);
@@ -593,7 +636,7 @@ static enum sv_resp_state sv_resp_exec_atomic(struct sv_resp *rs)
         val = old + w->compare_add;
     }
     liov.iov_base = &val;
-    ret = (val != old) ? sv_mem_write(rs->dq->pid, &liov, 1, &rs->riov, 1) : 0;
+    ret = (val != old) ? sv_mem_write(rs->tq->pid, &liov, 1, &rs->riov, 1) : 0;
     if (ret < 0) {
         sv_atomic_unlock();
         return sv_resp_xfer_failed(rs, ret, 0);
@@ -619,7 +662,7 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
         ret = (w->length > 0) ?
-              sv_mem_write(rs->dq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
+              sv_mem_write(rs->tq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
               0;
         if (ret < 0) {
             return sv_resp_xfer_failed(rs, ret,
@@ -631,7 +674,7 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
                SV_RESPST_COMPLETE : SV_RESPST_DONE;
     case IBV_WR_RDMA_READ:
         ret = (w->length > 0) ?
-              sv_mem_read(rs->dq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
+              sv_mem_read(rs->tq->pid, r->liov, r->liovcnt, &rs->riov, 1) :
               0;
         if (ret < 0) {
             return sv_resp_xfer_failed(rs, ret, 0);
@@ -656,7 +699,7 @@ static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
         sv_error("qp 0x%x: receive WQE error %s", rs->dq->qpn,
                  ibv_wc_status_str(rs->cqe.status));
     }
-    if (sv_cq_push(rs->dq->rcq, &rs->cqe, &rs->inl,
+    if (sv_cq_push(rs->tq->rcq, &rs->cqe, &rs->inl,
                    !!(rs->w->send_flags & IBV_SEND_SOLICITED)) < 0) {
         /*
          * The receive CQ overran (or is gone): IBA class G, as rxe's
@@ -687,11 +730,19 @@ static void sv_resp_qp_error(struct sv_resp *rs)
     if (!dq->srq && dq->rq_off) {
         sv_rq_flush(sv_shm_ptr(dq->rq_off), dq->rcq, dq->qpn);
     }
-    /* release: the owner's poll sees the ERR state with the request */
-    __atomic_store_n(&sv_g.shm->cqs[dq->scq].flush_req, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&sv_g.shm->cqs[dq->rcq].flush_req, 1, __ATOMIC_RELEASE);
+    /* release: the owner's poll sees the ERR state with the request. An
+     * XRC target has no CQs (0) and no queue of its own to flush */
+    if (dq->scq != 0) {
+        __atomic_store_n(&sv_g.shm->cqs[dq->scq].flush_req, 1,
+                         __ATOMIC_RELEASE);
+    }
+    if (dq->rcq != 0) {
+        __atomic_store_n(&sv_g.shm->cqs[dq->rcq].flush_req, 1,
+                         __ATOMIC_RELEASE);
+    }
 
-    if (rs->event >= 0) {
+    /* cookie 0: an XRC target without its creator (sv_xrc_qp_release) */
+    if ((rs->event >= 0) && (dq->cookie != 0)) {
         sv_ev_async(dq->ctx_id, SV_EV_QP, rs->event, dq - sv_g.shm->qps,
                     dq->cookie);
     }
@@ -709,6 +760,7 @@ int sv_resp_execute(struct sv_resp_req *r)
     rs.r      = r;
     rs.w      = r->wqe;
     rs.dq     = sv_shm_qp_lookup(r->dest_qpn);
+    rs.tq     = rs.dq;
     rs.rw     = alloca(sizeof(*rs.rw) + SV_MAX_SGE * sizeof(struct ibv_sge));
     rs.result = SV_RESP_NAK_INV;
     rs.cqe.status = IBV_WC_SUCCESS;

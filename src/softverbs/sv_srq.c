@@ -171,9 +171,9 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
     return ret;
 }
 
-/* The comp_mask and type of ibv_create_srq_ex: 0 or the errno. Only
- * basic SRQs exist (IBV_SRQ_INIT_ATTR_CQ and _XRCD are ignored for them,
- * as by mlx5_create_srq_ex):
+/* The comp_mask and type of ibv_create_srq_ex: 0 or the errno. Basic
+ * SRQs (IBV_SRQ_INIT_ATTR_CQ and _XRCD are ignored for them, as by
+ * mlx5_create_srq_ex) and XRC SRQs (sv_xrc.c) exist:
  * - comp_mask from IBV_SRQ_INIT_ATTR_RESERVED up: EOPNOTSUPP, and no
  *   IBV_SRQ_INIT_ATTR_PD: EINVAL (libibverbs ibv_cmd_create_srq_ex,
  *   rdma-core libibverbs/cmd_srq.c);
@@ -181,10 +181,12 @@ int sv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
  *   providers/mlx5/verbs.c);
  * - XRC without IBV_SRQ_INIT_ATTR_XRCD and _CQ, TM without _CQ, _TM and
  *   max_num_tags: EINVAL (libibverbs ibv_icmd_create_srq);
- * - a valid XRC or TM request: EOPNOTSUPP, the device has neither
- *   (IBV_DEVICE_XRC clear, tm_caps 0), as Linux's rxe, siw and bnxt_re
- *   refuse every SRQ type but IB_SRQT_BASIC (rxe_create_srq) */
-static int sv_srq_init_attr_check(const struct ibv_srq_init_attr_ex *attr)
+ * - an XRC request: its domain and CQ are checked by sv_xrc_srq_check;
+ * - a valid TM request: EOPNOTSUPP, the device has no tag matching
+ *   (tm_caps 0), as Linux's rxe, siw and bnxt_re refuse the SRQ types
+ *   they lack (rxe_create_srq) */
+static int sv_srq_init_attr_check(struct ibv_context *ctx,
+                                  const struct ibv_srq_init_attr_ex *attr)
 {
     enum ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ?
                              attr->srq_type : IBV_SRQT_BASIC;
@@ -203,7 +205,7 @@ static int sv_srq_init_attr_check(const struct ibv_srq_init_attr_ex *attr)
             !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ)) {
             return EINVAL;
         }
-        return EOPNOTSUPP;
+        return sv_xrc_srq_check(ctx, attr);
     case IBV_SRQT_TM:
         if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
             !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
@@ -226,7 +228,7 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     uint64_t len = 0;
     int err;
 
-    err = sv_srq_init_attr_check(attr);
+    err = sv_srq_init_attr_check(ctx, attr);
     if (err != 0) {
         errno = err;
         return NULL;
@@ -279,6 +281,10 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     s->pd_id    = sv_container_of(attr->pd, struct sv_pd, pd)->pd_id;
     s->limit    = attr->attr.srq_limit;
     s->cookie   = (uintptr_t)srq;
+    if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+        (attr->srq_type == IBV_SRQT_XRC)) {
+        sv_xrc_srq_bind(srq, s, attr); /* its domain and CQ */
+    }
     /* release: the ring is initialized before consumers see in_use */
     __atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
     h->num_srq++;
@@ -385,6 +391,9 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
     __atomic_store_n(&srq->shm->in_use, 0, __ATOMIC_RELEASE);
     sv_shm_free(srq->shm->ring_off, srq->shm->ring_len);
     h->num_srq--;
+    if (srq->xrcd != NULL) {
+        sv_xrc_srq_unbind(srq);
+    }
     sv_shm_unlock();
     sv_pd_ref(ibsrq->pd, -1);
     free(srq);

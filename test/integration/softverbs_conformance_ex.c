@@ -43,6 +43,7 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
     struct ibv_cq_init_attr_ex ca;
     struct ibv_device_attr_ex ax;
     struct ibv_xrcd_init_attr xa;
+    struct ibv_xrcd *xrcd;
     struct ibv_cq_ex *cqx;
     svt_dev_t dev;
 
@@ -61,12 +62,19 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
               (unsigned long long)ax.device_cap_flags_ex,
               dev.attr.device_cap_flags);
     SVT_CHECK(!(dev.attr.device_cap_flags &
-                (IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+                (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
                  IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_RAW_MULTI |
                  IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_MANAGED_FLOW_STEERING)),
-              "device_cap_flags 0x%x claims XRC, type 2A memory windows, "
+              "device_cap_flags 0x%x claims type 2A memory windows, "
               "memory management, raw or flow steering",
               dev.attr.device_cap_flags);
+    /* XRC (the xrc/ cases use it), with ODP as the other transports */
+    SVT_CHECK(dev.attr.device_cap_flags & IBV_DEVICE_XRC,
+              "no IBV_DEVICE_XRC: 0x%x", dev.attr.device_cap_flags);
+    SVT_CHECK((ax.xrc_odp_caps & (IBV_ODP_SUPPORT_SEND |
+                                  IBV_ODP_SUPPORT_SRQ_RECV)) ==
+              (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV),
+              "xrc_odp_caps 0x%x", ax.xrc_odp_caps);
     /* memory windows, type 1 and 2B, as rxe (the mw/ cases use them) */
     SVT_CHECK((dev.attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
               (dev.attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
@@ -77,7 +85,6 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
               dev.attr.max_raw_ethy_qp);
     SVT_ZERO(comp_mask);
     SVT_CHECK(ax.odp_caps.general_caps & IBV_ODP_SUPPORT, "no ODP");
-    SVT_ZERO(xrc_odp_caps);
     SVT_CHECK(ax.completion_timestamp_mask && ax.hca_core_clock,
               "no completion timestamps");
     SVT_ZERO(tso_caps);
@@ -103,14 +110,13 @@ static void svt_case_device_attr_ex(svt_proc_t *p)
     SVT_NN(cqx, ibv_create_cq_ex(dev.ctx, &ca));
     SVT_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
 
-    /* no XRC domain */
+    /* an XRC domain of its own (fd -1) */
     memset(&xa, 0, sizeof(xa));
     xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
     xa.fd        = -1;
     xa.oflags    = O_CREAT;
-    errno        = 0;
-    SVT_CHECK(ibv_open_xrcd(dev.ctx, &xa) == NULL && errno == EOPNOTSUPP,
-              "ibv_open_xrcd without XRC: errno %d", errno);
+    SVT_NN(xrcd, ibv_open_xrcd(dev.ctx, &xa));
+    SVT_OK(ibv_close_xrcd(xrcd));
     svt_dev_close(&dev);
 }
 
@@ -337,8 +343,8 @@ static void svt_case_create_qp_ex_refused(svt_proc_t *p)
         {"comp_mask bit 31 (unknown)", IBV_QPT_UD, 1u << 31, 0, 0, 0, EINVAL},
         {"no IBV_QP_INIT_ATTR_PD", IBV_QPT_RC, IBV_QP_INIT_ATTR_CREATE_FLAGS,
          0, 0, 1, EINVAL},
-        {"IBV_QP_INIT_ATTR_XRCD", IBV_QPT_RC, IBV_QP_INIT_ATTR_XRCD, 0, 0, 0,
-         EOPNOTSUPP},
+        {"IBV_QP_INIT_ATTR_XRCD on RC", IBV_QPT_RC, IBV_QP_INIT_ATTR_XRCD, 0,
+         0, 0, EINVAL},
         {"IBV_QP_INIT_ATTR_IND_TABLE", IBV_QPT_UD, IBV_QP_INIT_ATTR_IND_TABLE,
          0, 0, 0, EOPNOTSUPP},
         {"IBV_QP_INIT_ATTR_RX_HASH", IBV_QPT_UD, IBV_QP_INIT_ATTR_RX_HASH, 0,
@@ -486,8 +492,9 @@ static void svt_case_create_srq_ex(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
-/* SRQ types and attributes ibv_create_srq_ex refuses on a device without
- * XRC and tag matching (see sv_create_srq_ex for the rules) */
+/* SRQ types and attributes ibv_create_srq_ex refuses: XRC without a
+ * domain, tag matching, which the device lacks (see sv_create_srq_ex for
+ * the rules; valid XRC SRQs: the xrc/ cases) */
 static void svt_case_create_srq_ex_refused(svt_proc_t *p)
 {
     const uint32_t pt = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
@@ -497,8 +504,8 @@ static void svt_case_create_srq_ex_refused(svt_proc_t *p)
         enum ibv_srq_type type;
         int               err;
     } bad[] = {
-        {"XRC SRQ", pt | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
-         IBV_SRQT_XRC, EOPNOTSUPP},
+        {"XRC SRQ of a NULL domain", pt | IBV_SRQ_INIT_ATTR_XRCD |
+         IBV_SRQ_INIT_ATTR_CQ, IBV_SRQT_XRC, EINVAL},
         {"XRC SRQ without XRCD and CQ", pt, IBV_SRQT_XRC, EINVAL},
         {"tag-matching SRQ", pt | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
          IBV_SRQT_TM, EOPNOTSUPP},
@@ -526,7 +533,7 @@ static void svt_case_create_srq_ex_refused(svt_proc_t *p)
         sa.srq_type            = bad[i].type;
         sa.pd                  = dev.pd;
         sa.cq                  = cq;
-        sa.xrcd                = NULL; /* none can be opened */
+        sa.xrcd                = NULL; /* no domain */
         sa.tm_cap.max_num_tags = 16;
         sa.tm_cap.max_ops      = 16;
         errno = 0;

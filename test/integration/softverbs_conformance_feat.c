@@ -431,7 +431,11 @@ static void svt_case_odp(svt_proc_t *p)
     SVT_CHECK(ax.odp_caps.per_transport_caps.ud_odp_caps &
               IBV_ODP_SUPPORT_SEND, "ud_odp_caps 0x%x",
               ax.odp_caps.per_transport_caps.ud_odp_caps);
-    SVT_CHECK(ax.xrc_odp_caps == 0, "xrc_odp_caps without XRC");
+    SVT_CHECK((ax.xrc_odp_caps & (IBV_ODP_SUPPORT_SEND |
+                                  IBV_ODP_SUPPORT_SRQ_RECV)) ==
+              (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV),
+              "xrc_odp_caps 0x%x (xsrq_pingpong -o asks for SEND and "
+              "SRQ_RECV)", ax.xrc_odp_caps);
 
     svt_ep_opts_init(&o, IBV_QPT_RC);
     o.mr_access |= IBV_ACCESS_ON_DEMAND;
