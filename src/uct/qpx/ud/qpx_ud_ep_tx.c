@@ -128,31 +128,6 @@ qpx_ud_ep_am_short_guarded(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return status;
 }
 
-ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
-                                        uint64_t header, const void *payload,
-                                        unsigned length)
-{
-    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
-                                      QPX_UD_GUARD_BLOCK);
-}
-
-ucs_status_t qpx_ud_ep_am_short_spinlocked(uct_ep_h tl_ep, uint8_t id,
-                                           uint64_t header,
-                                           const void *payload,
-                                           unsigned length)
-{
-    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
-                                      QPX_UD_GUARD_SPIN);
-}
-
-ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
-                                       uint64_t header, const void *payload,
-                                       unsigned length)
-{
-    return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, length,
-                                      QPX_UD_GUARD_FENCE);
-}
-
 static UCS_F_ALWAYS_INLINE ssize_t
 qpx_ud_ep_am_bcopy_inline(qpx_ud_ep_t *ep, uint8_t id,
                           uct_pack_callback_t pack_cb, void *arg)
@@ -210,32 +185,29 @@ qpx_ud_ep_am_bcopy_guarded(uct_ep_h tl_ep, uint8_t id,
     return ret;
 }
 
-ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
-                                   uct_pack_callback_t pack_cb, void *arg,
-                                   unsigned flags)
-{
-    (void)flags;
-    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
-                                      QPX_UD_GUARD_BLOCK);
-}
+/* qpx_ud_ep_am_short_blocked ... qpx_ud_ep_am_bcopy_fenced
+ * (QPX_UD_GUARDED_OPS_DECLARE) */
+#define QPX_UD_EP_GUARDED_DEFINE(_sfx, _guard) \
+    ucs_status_t qpx_ud_ep_am_short_##_sfx(uct_ep_h tl_ep, uint8_t id, \
+                                           uint64_t header, \
+                                           const void *payload, \
+                                           unsigned length) \
+    { \
+        return qpx_ud_ep_am_short_guarded(tl_ep, id, header, payload, \
+                                          length, _guard); \
+    } \
+    \
+    ssize_t qpx_ud_ep_am_bcopy_##_sfx(uct_ep_h tl_ep, uint8_t id, \
+                                      uct_pack_callback_t pack_cb, void *arg, \
+                                      unsigned flags) \
+    { \
+        (void)flags; \
+        return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg, _guard); \
+    }
 
-ssize_t qpx_ud_ep_am_bcopy_spinlocked(uct_ep_h tl_ep, uint8_t id,
-                                      uct_pack_callback_t pack_cb, void *arg,
-                                      unsigned flags)
-{
-    (void)flags;
-    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
-                                      QPX_UD_GUARD_SPIN);
-}
-
-ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
-                                  uct_pack_callback_t pack_cb, void *arg,
-                                  unsigned flags)
-{
-    (void)flags;
-    return qpx_ud_ep_am_bcopy_guarded(tl_ep, id, pack_cb, arg,
-                                      QPX_UD_GUARD_FENCE);
-}
+QPX_UD_EP_GUARDED_DEFINE(blocked, QPX_UD_GUARD_BLOCK)
+QPX_UD_EP_GUARDED_DEFINE(spinlocked, QPX_UD_GUARD_SPIN)
+QPX_UD_EP_GUARDED_DEFINE(fenced, QPX_UD_GUARD_FENCE)
 
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 unsigned header_length, const uct_iov_t *iov,

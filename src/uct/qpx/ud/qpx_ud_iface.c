@@ -666,20 +666,18 @@ qpx_ud_iface_progress_guarded(uct_iface_h tl_iface, qpx_ud_guard_t guard)
     return count;
 }
 
-unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface)
-{
-    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_BLOCK);
-}
 
-unsigned qpx_ud_iface_progress_spinlocked(uct_iface_h tl_iface)
-{
-    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_SPIN);
-}
+/* qpx_ud_iface_progress_blocked, _spinlocked and _fenced
+ * (QPX_UD_GUARDED_OPS_DECLARE) */
+#define QPX_UD_IFACE_PROGRESS_GUARDED_DEFINE(_sfx, _guard) \
+    unsigned qpx_ud_iface_progress_##_sfx(uct_iface_h tl_iface) \
+    { \
+        return qpx_ud_iface_progress_guarded(tl_iface, _guard); \
+    }
 
-unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface)
-{
-    return qpx_ud_iface_progress_guarded(tl_iface, QPX_UD_GUARD_FENCE);
-}
+QPX_UD_IFACE_PROGRESS_GUARDED_DEFINE(blocked, QPX_UD_GUARD_BLOCK)
+QPX_UD_IFACE_PROGRESS_GUARDED_DEFINE(spinlocked, QPX_UD_GUARD_SPIN)
+QPX_UD_IFACE_PROGRESS_GUARDED_DEFINE(fenced, QPX_UD_GUARD_FENCE)
 
 int qpx_ud_iface_has_deferred(qpx_ud_iface_t *iface)
 {

@@ -403,28 +403,26 @@ ucs_status_t qpx_ud_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 ssize_t qpx_ud_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                            uct_pack_callback_t pack_cb, void *arg,
                            unsigned flags);
-/* The same two with the worker's async context blocked (async progress;
- * _spinlocked: a context in spinlock mode), or excluding the timer by the
- * interface's fence (ASYNC_FENCE=y) */
-ucs_status_t qpx_ud_ep_am_short_blocked(uct_ep_h tl_ep, uint8_t id,
-                                        uint64_t header, const void *payload,
-                                        unsigned length);
-ssize_t qpx_ud_ep_am_bcopy_blocked(uct_ep_h tl_ep, uint8_t id,
-                                   uct_pack_callback_t pack_cb, void *arg,
-                                   unsigned flags);
-ucs_status_t qpx_ud_ep_am_short_spinlocked(uct_ep_h tl_ep, uint8_t id,
-                                           uint64_t header,
-                                           const void *payload,
-                                           unsigned length);
-ssize_t qpx_ud_ep_am_bcopy_spinlocked(uct_ep_h tl_ep, uint8_t id,
-                                      uct_pack_callback_t pack_cb, void *arg,
-                                      unsigned flags);
-ucs_status_t qpx_ud_ep_am_short_fenced(uct_ep_h tl_ep, uint8_t id,
-                                       uint64_t header, const void *payload,
-                                       unsigned length);
-ssize_t qpx_ud_ep_am_bcopy_fenced(uct_ep_h tl_ep, uint8_t id,
-                                  uct_pack_callback_t pack_cb, void *arg,
-                                  unsigned flags);
+/*
+ * The same two and progress, guarded against the async timer, one set per
+ * guard (_sfx): with the worker's async context blocked (blocked; async
+ * progress on), in a context of spinlock mode (spinlocked), or excluding
+ * the timer by the interface's fence (fenced, ASYNC_FENCE=y). Each is its
+ * own function so that the guard is a constant where it is inlined.
+ */
+#define QPX_UD_GUARDED_OPS_DECLARE(_sfx) \
+    ucs_status_t qpx_ud_ep_am_short_##_sfx(uct_ep_h tl_ep, uint8_t id, \
+                                           uint64_t header, \
+                                           const void *payload, \
+                                           unsigned length); \
+    ssize_t qpx_ud_ep_am_bcopy_##_sfx(uct_ep_h tl_ep, uint8_t id, \
+                                      uct_pack_callback_t pack_cb, void *arg, \
+                                      unsigned flags); \
+    unsigned qpx_ud_iface_progress_##_sfx(uct_iface_h tl_iface)
+
+QPX_UD_GUARDED_OPS_DECLARE(blocked);
+QPX_UD_GUARDED_OPS_DECLARE(spinlocked);
+QPX_UD_GUARDED_OPS_DECLARE(fenced);
 ucs_status_t qpx_ud_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                 unsigned header_length, const uct_iov_t *iov,
                                 size_t iovcnt, unsigned flags,
@@ -482,12 +480,6 @@ void qpx_ud_iface_tx_drain(qpx_ud_iface_t *iface);
 void qpx_ud_iface_send_completed(qpx_ud_iface_t *iface,
                                  qpx_ud_send_desc_t *desc);
 unsigned qpx_ud_iface_progress(uct_iface_h tl_iface);
-/* The same with the worker's async context blocked (async progress on;
- * _spinlocked: a context in spinlock mode), or excluding the timer by the
- * fence (ASYNC_FENCE=y) */
-unsigned qpx_ud_iface_progress_blocked(uct_iface_h tl_iface);
-unsigned qpx_ud_iface_progress_spinlocked(uct_iface_h tl_iface);
-unsigned qpx_ud_iface_progress_fenced(uct_iface_h tl_iface);
 
 /* uct_iface_event_arm: base's arming, and a wakeup for the work that no
  * completion event announces */
