@@ -22,8 +22,10 @@
 #
 # DIR defaults to /tmp/qpx-cluster. Root is needed (namespaces, veth).
 # Nothing outside this machine is touched; stop removes everything start
-# made. Not yet (plans): RoCE GIDs from each host's address (the ports are
-# InfiniBand), librdmacm across hosts.
+# made. The ports are InfiniBand; a job run with SOFTVERBS_LINK_LAYER=ethernet
+# (exported to its ranks, e.g. mpirun -x) sees RoCE ports whose GID tables
+# carry each host's own address. librdmacm resolves and connects across the
+# hosts by their addresses (SOFTVERBS_SOCKET_DIR, which env sets).
 #
 set -eu
 
