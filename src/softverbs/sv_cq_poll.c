@@ -1,7 +1,8 @@
 /*
  * softverbs completion queues: polling, by the owner only. A poll first
  * runs the requesters of the CQ's QPs with unfinished work (their RNR and
- * retry timers) and the flushes a responder asked for, then pops the CQEs:
+ * retry timers; those of the process's other CQs at most every 0.1 ms)
+ * and the flushes a responder asked for, then pops the CQEs:
  * ibv_poll_cq and the ibv_cq_ex interface (ibv_start_poll and the
  * ibv_wc_read_* functions). A QP that goes to RESET has its CQEs cleaned
  * out here too.
@@ -210,6 +211,43 @@ static int sv_cq_idle(struct sv_cq *cq)
                             __ATOMIC_ACQUIRE) != h + 1);
 }
 
+/*
+ * The RNR and retry timers of this process's requesters on other CQs. An
+ * HCA retransmits by itself, as rxe's retransmit and RNR NAK timers fire
+ * with nobody polling (rxe_comp.c, rxe_req.c); here a requester runs in
+ * its owner's verbs calls only, and a program may poll one CQ while a
+ * request of a QP on another CQ waits for its timer:
+ * ibv_xsrq_pingpong polls its receive CQ until every message has come, and
+ * its first (unsignaled) send, which reached the peer's XRC target before
+ * the peer moved it to RTR, was never sent again: both sides hung. So a
+ * poll of any CQ runs them too, at most once per SV_CQ_SWEEP_NS for the
+ * process (those of the CQ polled run at every poll: sv_cq_progress).
+ * Called without the CQ's lock: sv_cq_progress_all takes the list's lock,
+ * then each CQ's.
+ */
+#define SV_CQ_SWEEP_NS 100000ull /* below the retry timeout's 1 ms steps */
+static uint64_t sv_cq_sweep_due;
+
+static void sv_cq_sweep_others(const struct sv_cq *cq)
+{
+    uint64_t now, due;
+
+    if (SV_LIKELY(__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED) <=
+                  __atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED))) {
+        return; /* none, or only the polled CQ's */
+    }
+    now = sv_now_ns();
+    due = __atomic_load_n(&sv_cq_sweep_due, __ATOMIC_RELAXED);
+    /* one thread sweeps per period */
+    if ((now < due) ||
+        !__atomic_compare_exchange_n(&sv_cq_sweep_due, &due,
+                                     now + SV_CQ_SWEEP_NS, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        return;
+    }
+    sv_cq_progress_all();
+}
+
 int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
     struct sv_cq *cq = sv_cq(ibcq);
@@ -219,6 +257,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
     if (num < 0) {
         return -1;
     }
+    sv_cq_sweep_others(cq);
     if (sv_cq_idle(cq)) {
         return 0;
     }
@@ -256,6 +295,9 @@ static int sv_cq_poll_next(struct ibv_cq_ex *cqx, int progress)
     struct sv_cq *cq = (struct sv_cq *)cqx;
     int ret;
 
+    if (progress) {
+        sv_cq_sweep_others(cq);
+    }
     pthread_mutex_lock(&cq->lock);
     if (progress) {
         sv_cq_progress(cq);

@@ -191,6 +191,38 @@ if want "xrc ibv_xsrq_pingpong -c 2"; then
         sed 's/^/  | /' "$out.srv" "$out.c1" "$out.c2" | tail -n 15
     fi
 fi
+# A server (-c 2, waiting for its second client) and its first client
+# killed with SIGKILL while they hold the domain, an XRC SRQ and connected
+# targets: their objects are the registry's to reclaim, and the next pair
+# over the same domain file must work
+if want "xrc ibv_xsrq_pingpong after killed ones"; then
+    port=$(qpx_free_port)
+    out=$SVT_TMP/xsrqk
+    : >"$out.c1"
+    # shellcheck disable=SC2086
+    ibv_xsrq_pingpong -d $D -i 1 $SVT_PP_GID -p $port -c 2 -n 20 >"$out.srv" 2>&1 &
+    spid=$!
+    SVT_PIDS="$SVT_PIDS $spid"
+    qpx_wait_port "$port"
+    # shellcheck disable=SC2086
+    ibv_xsrq_pingpong -d $D -i 1 $SVT_PP_GID -p $port -n 20 127.0.0.1 >"$out.c1" 2>&1 &
+    c1=$!
+    SVT_PIDS="$SVT_PIDS $c1"
+    # connected: the client's two QPs in RTS (its stdout is a buffered file)
+    i=0
+    until softverbs-stat -p "$c1" 2>/dev/null | grep -q " rts=2 "; do
+        if [ $i -ge 400 ] || ! qpx_alive "$c1"; then
+            qpx_fail "xrc ibv_xsrq_pingpong to kill: the client did not connect"
+            break
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    kill -KILL "$spid" "$c1" 2>/dev/null
+    wait "$spid" "$c1" 2>/dev/null
+    SVT_PIDS=$(echo "$SVT_PIDS" | sed "s/ $spid\b//; s/ $c1\b//")
+fi
+pingpong "xrc ibv_xsrq_pingpong after killed ones" "$XS_OK" "ibv_xsrq_pingpong -n 50 -s 4096"
 
 # --- perftest ----------------------------------------------------------------
 # a results row: "#bytes #iterations <numbers...>"

@@ -213,6 +213,7 @@ extern const svt_case_t svt_cases_mw[];
 extern const svt_case_t svt_cases_mw_inv[];
 extern const svt_case_t svt_cases_pd[];
 extern const svt_case_t svt_cases_xrc[];
+extern const svt_case_t svt_cases_xrc_timer[];
 #ifdef HAVE_MLX5DV
 extern const svt_case_t svt_cases_dc[];
 extern const svt_case_t svt_cases_dc_data[];

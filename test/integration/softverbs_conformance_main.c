@@ -35,6 +35,7 @@ static const svt_case_t *const svt_tables[] = {
     svt_cases_err,  svt_cases_ud,     svt_cases_event, svt_cases_stress,
     svt_cases_ex,   svt_cases_sys,    svt_cases_feat,
     svt_cases_mw,   svt_cases_mw_inv, svt_cases_pd,   svt_cases_xrc,
+    svt_cases_xrc_timer,
 #ifdef HAVE_MLX5DV
     svt_cases_dc,   svt_cases_dc_data,
 #endif
