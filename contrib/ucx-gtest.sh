@@ -400,14 +400,15 @@ declare -a cases
 list_cases() {
     local flt rsc cm=""
     case $1 in
-    cm:*) cm=${1#cm:}; flt="$cm/test_uct_sockaddr*"; rsc="$cm" ;;
+    # a manager's resources have no memory domain: named "/IFACE"
+    cm:*) cm=${1#cm:}; flt="$cm/test_uct_sockaddr*"; rsc="" ;;
     *)    flt="$1/*"; rsc="$1/$QPX_DEV" ;;
     esac
     timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests --gtest_filter="$flt" 2>"$logdir/list-$1.err" |
     awk -v rsc="$rsc" '
         /^[^ ]/ { suite = $1; next }
         /^  / && $2 == "#" && $3 == "GetParam()" {
-            # the resource: TL/DEVICE, or TL/DEVICE/VARIANT; CM/IFACE...
+            # the resource: TL/DEVICE, or TL/DEVICE/VARIANT; /IFACE
             if ($5 == rsc || index($5, rsc "/") == 1) print suite $1 }' |
     while read -r name; do
         s=${name#*/}; s=${s%%.*}

@@ -450,10 +450,12 @@ ucs_status_t qpx_cm_ep_disconnect(uct_ep_h ep, unsigned flags)
     if (cep->flags & QPX_CM_EP_FAILED) {
         status = cep->status;
     } else if (cep->flags & QPX_CM_EP_DISCONNECTING) {
-        /* a second call: an error once the peer's DISCONNECTED came */
+        /* a second call: an error once the peer's DISCONNECTED came,
+         * logged in the words of UCX's rdmacm and tcp managers (UCX's
+         * tests expect that error and recognise it by them) */
         if (cep->flags & QPX_CM_EP_GOT_DISCONNECT) {
-            ucs_error("qpx cm: uct_ep_disconnect twice on a disconnected "
-                      "endpoint (peer %s)",
+            ucs_error("qpx cm: duplicate call of uct_ep_disconnect on a "
+                      "disconnected ep (peer %s)",
                       qpx_cm_ep_peer_str(cep, peer_str));
             status = UCS_ERR_NOT_CONNECTED;
         } else {
