@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 18     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 19     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -98,7 +98,7 @@ struct sv_rq_hdr {
     uint32_t size;                /* power of two */
     uint32_t max_sge;
     uint32_t stride;
-    uint32_t pad2;
+    uint32_t cap;                 /* WQEs it holds: size, an SRQ's size - 1 */
 };
 
 struct sv_rwqe {

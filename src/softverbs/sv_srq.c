@@ -37,10 +37,10 @@ int sv_rq_post(struct sv_rq_hdr *rq, struct ibv_recv_wr *wr,
             ret = EINVAL;
             break;
         }
-        if (t - rq->head_seen >= rq->size) {
+        if (t - rq->head_seen >= rq->cap) {
             /* acquire: consumers copied the WQE before moving head */
             rq->head_seen = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
-            if (t - rq->head_seen >= rq->size) {
+            if (t - rq->head_seen >= rq->cap) {
                 ret = ENOMEM;
                 break;
             }
@@ -143,6 +143,7 @@ uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out)
     rq = sv_shm_ptr(off);
     memset(rq, 0, sizeof(*rq));
     rq->size    = size;
+    rq->cap     = size;
     rq->max_sge = *sge;
     rq->stride  = stride;
     *wr         = size;
@@ -236,7 +237,13 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
     /* max_wr 0 is accepted, as by mlx5: mlx5_create_srq and
      * mlx5_alloc_srq_buf (rdma-core providers/mlx5/verbs.c, srq.c) size a
      * queue of one WQE, none of it usable (max_wr written back 0), and the
-     * kernel's mlx5_ib_create_srq takes it; every post then fails */
+     * kernel's mlx5_ib_create_srq takes it; every post then fails.
+     * Sizes as mlx5's (mlx5_ib_create_srq, drivers/infiniband/hw/mlx5/
+     * srq.c): max_wr + 1 rounded up to a power of two, one WQE of it kept
+     * (the free list's own), max_wr written back as that less one: 4095
+     * asked holds 4095, not 4096. UCX's rc_verbs posts what is written
+     * back into an SRQ whose CQ it sizes as asked (4095): a ring that
+     * took 4096 overran that CQ (UCX's gtest pending_op). */
     wr  = attr->attr.max_wr;
     sge = attr->attr.max_sge;
     if (sv_cap_check(&wr, SV_MAX_WR - 1) ||
@@ -268,12 +275,14 @@ struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
         goto err_free;
     }
     memset(s, 0, sizeof(*s));
+    wr         += 1;
     s->ring_off = sv_rq_alloc(&wr, &sge, &len);
     if (s->ring_off == 0) {
         sv_shm_unlock();
         errno = ENOMEM;
         goto err_free;
     }
+    wr = ((struct sv_rq_hdr *)sv_shm_ptr(s->ring_off))->cap = wr - 1;
     s->ring_len = len;
     s->proc     = sv_g.proc;
     s->pid      = sv_g.pid;
@@ -340,12 +349,12 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
     }
     if (mask & IBV_SRQ_MAX_WR) {
         /* resizing: allowed within the ring already allocated */
-        if ((attr->max_wr == 0) || (attr->max_wr > srq->ring->size)) {
+        if ((attr->max_wr == 0) || (attr->max_wr > srq->ring->cap)) {
             return EINVAL;
         }
     }
     if (mask & IBV_SRQ_LIMIT) {
-        if (attr->srq_limit > srq->ring->size) {
+        if (attr->srq_limit > srq->ring->cap) {
             return EINVAL;
         }
         /* release: armed after the WQEs posted before this call */

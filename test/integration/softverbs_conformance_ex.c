@@ -549,6 +549,61 @@ static void svt_case_create_srq_ex_refused(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/*
+ * An SRQ is sized as mlx5's (mlx5_ib_create_srq): max_wr + 1 rounded up to
+ * a power of two, less the one WQE it keeps, written back and reported by
+ * ibv_query_srq; exactly that many receives can be posted, the next fails
+ * with ENOMEM. UCX's rc_verbs posts what is written back into an SRQ whose
+ * receive CQ it sizes as it asked: one WQE more overran that CQ.
+ */
+static void svt_case_srq_size_mlx5(svt_proc_t *p)
+{
+    static const uint32_t asked[] = {1, 2, 3, 100, 1000, 4095, 4096};
+    static const uint32_t given[] = {1, 3, 3, 127, 1023, 4095, 8191};
+    struct ibv_srq_init_attr sa;
+    struct ibv_recv_wr rwr, *bad;
+    struct ibv_srq_attr qa;
+    struct ibv_sge sge;
+    struct ibv_srq *srq;
+    svt_dev_t dev;
+    uint64_t buf;
+    unsigned i, n;
+    int ret = 0;
+
+    (void)p;
+    svt_dev_open(&dev);
+    sge.addr    = (uintptr_t)&buf;
+    sge.length  = sizeof(buf);
+    sge.lkey    = 0;
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    for (i = 0; i < sizeof(asked) / sizeof(asked[0]); ++i) {
+        memset(&sa, 0, sizeof(sa));
+        sa.attr.max_wr  = asked[i];
+        sa.attr.max_sge = 1;
+        SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+        SVT_CHECK(sa.attr.max_wr == given[i], "SRQ of max_wr %u: written "
+                  "back %u (mlx5: %u)", asked[i], sa.attr.max_wr, given[i]);
+        SVT_OK(ibv_query_srq(srq, &qa));
+        SVT_CHECK(qa.max_wr == given[i], "ibv_query_srq: max_wr %u",
+                  qa.max_wr);
+        for (n = 0; n < given[i]; ++n) {
+            ret = ibv_post_srq_recv(srq, &rwr, &bad);
+            if (ret != 0) {
+                break;
+            }
+        }
+        SVT_CHECK(n == given[i], "SRQ of max_wr %u took %u receives (%d)",
+                  given[i], n, ret);
+        ret = ibv_post_srq_recv(srq, &rwr, &bad);
+        SVT_CHECK(ret == ENOMEM, "receive %u beyond max_wr %u: %d, expected "
+                  "ENOMEM", given[i] + 1, given[i], ret);
+        SVT_OK(ibv_destroy_srq(srq));
+    }
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_ex[] = {
     {"ex/device_attr_ex", svt_case_device_attr_ex, 1, 1},
     {"ex/device_attr_ex_3ports", svt_case_device_attr_ex, 1, 3, 0,
@@ -559,5 +614,6 @@ const svt_case_t svt_cases_ex[] = {
     {"ex/create_qp_ex_refused", svt_case_create_qp_ex_refused, 1},
     {"ex/create_srq_ex", svt_case_create_srq_ex, 1},
     {"ex/create_srq_ex_refused", svt_case_create_srq_ex_refused, 1},
+    {"ex/srq_size_mlx5", svt_case_srq_size_mlx5, 1},
     {NULL}
 };

@@ -196,8 +196,8 @@ static ucs_status_t qpx_iface_rx_queues_create(qpx_iface_t *self,
     }
 
     /* srq_attr.attr.max_wr now holds what the device granted, which may be
-     * more than asked (ibv_create_srq(3); softverbs grants its ring, a
-     * power of two, where mlx5 and rxe grant one fewer) or, on a device
+     * more than asked (ibv_create_srq(3); mlx5, and softverbs as it, grant
+     * max_wr + 1 rounded up to a power of two, less one) or, on a device
      * that clamps, less: the queue starts at RX_QUEUE_LEN and may grow to
      * what was asked and granted, never beyond RX_QUEUE_MAX or what the
      * receive CQ holds (a completion per posted buffer) */
