@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <stdio.h>
 
 static pthread_mutex_t sv_rs_lock = PTHREAD_MUTEX_INITIALIZER;
 static sv_rs_t **sv_rs_table;
@@ -180,7 +179,6 @@ int sv_rs_cm_progress(sv_rs_t *rs)
     type   = ev->event;
     status = ev->status;
     rdma_ack_cm_event(ev);
-    if (getenv("SV_RS_DEBUG")) fprintf(stderr, "rs %d ev %d st %d\n", rs->fd, type, status);
     switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
         return sv_rs_on_addr_resolved(rs);
@@ -273,9 +271,11 @@ static void sv_rs_copy_addr(struct sockaddr *dst, socklen_t *len,
     socklen_t n = (src->sa_family == AF_INET6) ?
                   sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 
-    if ((dst != NULL) && (len != NULL)) {
-        memcpy(dst, src, (*len < n) ? *len : n);
-        *len = n;
+    if (len != NULL) {
+        if (dst != NULL) {
+            memcpy(dst, src, (*len < n) ? *len : n);
+        }
+        *len = n; /* a NULL address with length 0 asks for the size */
     }
 }
 
@@ -493,7 +493,8 @@ SV_CM_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
     if (rs == NULL) {
         return -1;
     }
-    if ((addr == NULL) || (addrlen == NULL)) {
+    /* rspreload asks for the length alone (NULL address, length 0) */
+    if ((addrlen == NULL) || ((addr == NULL) && (*addrlen > 0))) {
         errno = EFAULT;
         return -1;
     }

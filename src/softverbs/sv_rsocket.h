@@ -4,7 +4,7 @@
  * is simpler than rdma-core's (which RDMA-writes with immediate into the
  * peer's target buffer): two-sided SEND_WITH_IMM into RS_RX_SLOTS posted
  * receive buffers, flow-controlled by credits (one per data slot), the
- * immediate carrying credits returned and the FIN / IOWRITE flags.
+ * immediate carrying credits returned and the FIN flag.
  *
  * An rsocket is named by its CM event channel's fd, as in rdma-core, so
  * the number is a real, unique fd; rpoll waits on that fd (CM events) and
@@ -26,11 +26,9 @@
 #define RS_CTRL_SLOTS  4       /* extra receives for credit/FIN messages */
 #define RS_RX_SLOTS    (RS_DATA_SLOTS + RS_CTRL_SLOTS)
 #define RS_SQ_DEPTH    (RS_DATA_SLOTS + RS_CTRL_SLOTS + 4)
-#define RS_MAX_IOMAPS  8
 
 /* immediate data: flags and returned credits */
 #define RS_IMM_FIN     0x80000000u
-#define RS_IMM_IOWRITE 0x40000000u
 #define RS_IMM_CREDITS 0x0000ffffu
 
 #define RS_WRID_CTRL   0xffffffffu /* send wr_id of a zero-length message */
@@ -45,12 +43,6 @@ typedef enum {
     RS_CONNECTED,   /* data may flow */
     RS_ERROR,       /* connect failed or connection broken (rs->err) */
 } sv_rs_state_t;
-
-typedef struct sv_rs_iomap {
-    void     *buf;
-    size_t   len;
-    off_t    offset;
-} sv_rs_iomap_t;
 
 typedef struct sv_rs {
     int                        fd;       /* channel fd: the rsocket number */
@@ -83,9 +75,6 @@ typedef struct sv_rs {
     unsigned                   tx_data_inflight;
     unsigned                   tx_inflight;   /* all signaled sends */
     int                        fin_sent;
-    /* riomap'ed buffers (targets of the peer's riowrite) */
-    sv_rs_iomap_t              iomap[RS_MAX_IOMAPS];
-    off_t                      iomap_next;
 } sv_rs_t;
 
 /* sv_rsocket.c */

@@ -82,6 +82,7 @@ void sv_rs_res_destroy(sv_rs_t *rs)
 {
     int err = errno;
 
+
     if ((rs->id != NULL) && (rs->id->qp != NULL)) {
         rdma_destroy_qp(rs->id);
     }
@@ -122,28 +123,6 @@ static int sv_rs_repost(sv_rs_t *rs, uint32_t slot)
     return ibv_post_recv(rs->id->qp, &wr, &bad);
 }
 
-/* an riowrite of the peer: [offset (8 bytes)][data] into our iomap */
-static void sv_rs_iowrite_in(sv_rs_t *rs, const char *msg, uint32_t len)
-{
-    uint64_t off;
-    int i;
-
-    if (len < sizeof(off)) {
-        return;
-    }
-    memcpy(&off, msg, sizeof(off));
-    len -= sizeof(off);
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        sv_rs_iomap_t *m = &rs->iomap[i];
-
-        if ((m->buf != NULL) && (off >= (uint64_t)m->offset) &&
-            (off + len <= (uint64_t)m->offset + m->len)) {
-            memcpy((char *)m->buf + (off - m->offset), msg + sizeof(off), len);
-            return;
-        }
-    }
-}
-
 static void sv_rs_on_recv(sv_rs_t *rs, struct ibv_wc *wc)
 {
     uint32_t imm  = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
@@ -151,12 +130,7 @@ static void sv_rs_on_recv(sv_rs_t *rs, struct ibv_wc *wc)
     unsigned tail;
 
     rs->tx_credits += imm & RS_IMM_CREDITS;
-    if (imm & RS_IMM_IOWRITE) {
-        sv_rs_iowrite_in(rs, rs->rx_buf + (size_t)slot * RS_SLOT_SIZE,
-                         wc->byte_len);
-        rs->credits_owed++;
-        sv_rs_repost(rs, slot);
-    } else if (wc->byte_len > 0) {
+    if (wc->byte_len > 0) {
         tail              = (rs->rx_head + rs->rx_count) % RS_RX_SLOTS;
         rs->rx_slot[tail] = slot;
         rs->rx_len[tail]  = wc->byte_len;
@@ -193,7 +167,6 @@ int sv_rs_cq_progress(sv_rs_t *rs)
     while ((n = ibv_poll_cq(rs->cq, 16, wc)) > 0) {
         for (i = 0; i < n; i++) {
             if (wc[i].status != IBV_WC_SUCCESS) {
-                if (getenv("SV_RS_DEBUG")) fprintf(stderr, "rs %d wc err %d op %d\n", rs->fd, wc[i].status, wc[i].opcode);
                 if (wc[i].status != IBV_WC_WR_FLUSH_ERR || !rs->disc) {
                     rs->disc = 1;
                 }

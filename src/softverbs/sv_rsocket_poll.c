@@ -1,6 +1,6 @@
 /*
  * softverbs rsockets: rpoll/rselect over rsockets and ordinary fds, and
- * the iomap calls (man rsocket(7)). rpoll first makes progress on every
+ * the iomap calls (not offered yet, man rsocket(7)). rpoll first makes progress on every
  * rsocket and returns at once when one is ready (as rdma-core's rpoll,
  * which polls before it blocks); otherwise it arms the CQs and waits in
  * poll(2) on the ordinary fds, each rsocket's CM channel fd and its
@@ -12,9 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/select.h>
-#include <arpa/inet.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -194,124 +192,35 @@ SV_CM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
     return ret;
 }
 
-/* riomap: a buffer the peer may riowrite into at the returned offset
- * (offset -1: chosen here). Only PROT_WRITE mappings exist (rsocket(7)). */
+/* riomap/riowrite (rsocket(7)): the peer's riowrite must land in the
+ * mapped buffer without the owner calling into rsockets (riostream spins
+ * on the buffer's last byte), i.e. a one-sided RDMA write into memory
+ * announced to the peer. Not offered yet: ENOSYS, as before rsockets. */
 SV_CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
                           int flags, off_t offset)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
-    int i;
-
-    if (rs == NULL) {
+    if (sv_rs_get(socket) == NULL) {
         return -1;
     }
-    if ((buf == NULL) || (len == 0) || !(prot & PROT_WRITE)) {
-        errno = EINVAL;
-        return -1;
-    }
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        if (rs->iomap[i].buf == NULL) {
-            break;
-        }
-    }
-    if (i == RS_MAX_IOMAPS) {
-        errno = ENOMEM;
-        return -1;
-    }
-    if (offset == -1) {
-        offset = rs->iomap_next;
-    }
-    rs->iomap[i].buf    = buf;
-    rs->iomap[i].len    = len;
-    rs->iomap[i].offset = offset;
-    if (offset + (off_t)len > rs->iomap_next) {
-        rs->iomap_next = offset + len;
-    }
-    return offset;
+    errno = ENOSYS;
+    return -1;
 }
 
 SV_CM_EXPORT int riounmap(int socket, void *buf, size_t len)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
-    int i;
-
-    if (rs == NULL) {
+    if (sv_rs_get(socket) == NULL) {
         return -1;
     }
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        if (rs->iomap[i].buf == buf) {
-            rs->iomap[i].buf = NULL;
-            return 0;
-        }
-    }
-    errno = EINVAL;
+    errno = ENOSYS;
     return -1;
 }
 
-/* riowrite: the data goes in order with the stream (an IOWRITE message
- * per slot), so a message sent after it finds it placed, as rsocket(7)
- * promises; blocks like rsend */
 SV_CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
                              off_t offset, int flags)
 {
-    const size_t chunk = RS_SLOT_SIZE - sizeof(uint64_t);
-    sv_rs_t *rs        = sv_rs_get(socket);
-    size_t done        = 0;
-
-    if (rs == NULL) {
+    if (sv_rs_get(socket) == NULL) {
         return (size_t)-1;
     }
-    if (rs->state != RS_CONNECTED) {
-        errno = ENOTCONN;
-        return (size_t)-1;
-    }
-    while (done < count) {
-        size_t n  = (count - done < chunk) ? count - done : chunk;
-        uint64_t off = offset + done;
-        struct ibv_sge sge;
-        struct ibv_send_wr wr, *bad;
-        char *slot;
-
-        sv_rs_cq_progress(rs);
-        if (rs->disc || rs->fin_sent) {
-            errno = EPIPE;
-            return done ? done : (size_t)-1;
-        }
-        if (!((rs->tx_credits > 0) && (rs->tx_data_inflight < RS_DATA_SLOTS) &&
-              (rs->tx_inflight < RS_SQ_DEPTH - RS_CTRL_SLOTS))) {
-            if (rs->nonblock || (flags & MSG_DONTWAIT)) {
-                if (done) {
-                    return done;
-                }
-                errno = EAGAIN;
-                return (size_t)-1;
-            }
-            sv_rs_wait(rs, POLLOUT);
-            continue;
-        }
-        slot = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
-        memcpy(slot, &off, sizeof(off));
-        memcpy(slot + sizeof(off), (const char *)buf + done, n);
-        sge.addr   = (uintptr_t)slot;
-        sge.length = n + sizeof(off);
-        sge.lkey   = rs->tx_mr->lkey;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id      = rs->tx_next;
-        wr.sg_list    = &sge;
-        wr.num_sge    = 1;
-        wr.opcode     = IBV_WR_SEND_WITH_IMM;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        wr.imm_data   = htonl(RS_IMM_IOWRITE | rs->credits_owed);
-        if (ibv_post_send(rs->id->qp, &wr, &bad)) {
-            errno = ECONNRESET;
-            return done ? done : (size_t)-1;
-        }
-        rs->credits_owed = 0;
-        rs->tx_inflight++;
-        rs->tx_credits--;
-        rs->tx_data_inflight++;
-        rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
-        done += n;
-    }
-    return done;
+    errno = ENOSYS;
+    return (size_t)-1;
 }
