@@ -4,7 +4,8 @@
  * is simpler than rdma-core's (which RDMA-writes with immediate into the
  * peer's target buffer): two-sided SEND_WITH_IMM into RS_RX_SLOTS posted
  * receive buffers, flow-controlled by credits (one per data slot), the
- * immediate carrying credits returned and the FIN flag.
+ * immediate carrying credits returned and the FIN / IOMAP flags. riowrite
+ * is a one-sided RDMA WRITE into a buffer the peer announced by riomap.
  *
  * An rsocket is named by its CM event channel's fd, as in rdma-core, so
  * the number is a real, unique fd; rpoll waits on that fd (CM events) and
@@ -29,9 +30,30 @@
 
 /* immediate data: flags and returned credits */
 #define RS_IMM_FIN     0x80000000u
+#define RS_IMM_IOMAP   0x40000000u /* payload: an sv_rs_iomap_msg_t */
 #define RS_IMM_CREDITS 0x0000ffffu
 
+#define RS_MAX_IOMAPS  16
 #define RS_WRID_CTRL   0xffffffffu /* send wr_id of a zero-length message */
+
+/* a riomap'ed buffer: ours (mr set) or the peer's (rkey, addr) */
+typedef struct sv_rs_iomap {
+    uint64_t       offset;
+    uint64_t       addr;
+    uint64_t       len;
+    uint32_t       rkey;
+    uint32_t       valid;
+    struct ibv_mr  *mr;
+} sv_rs_iomap_t;
+
+/* the announcement of a riomap to the peer */
+typedef struct sv_rs_iomap_msg {
+    uint64_t offset;
+    uint64_t addr;
+    uint64_t len;
+    uint32_t rkey;
+    uint32_t pad;
+} sv_rs_iomap_msg_t;
 
 /* per-rsocket state machine (one function per transition, sv_rsocket.c) */
 typedef enum {
@@ -75,6 +97,9 @@ typedef struct sv_rs {
     unsigned                   tx_data_inflight;
     unsigned                   tx_inflight;   /* all signaled sends */
     int                        fin_sent;
+    /* riomap: our mapped buffers and the peer's (targets of riowrite) */
+    sv_rs_iomap_t              iomap[RS_MAX_IOMAPS];
+    sv_rs_iomap_t              riomap[RS_MAX_IOMAPS];
 } sv_rs_t;
 
 /* sv_rsocket.c */
@@ -86,6 +111,9 @@ int sv_rs_res_create(sv_rs_t *rs, struct rdma_cm_id *id);
 void sv_rs_res_destroy(sv_rs_t *rs);
 int sv_rs_cq_progress(sv_rs_t *rs);
 int sv_rs_send_ctrl(sv_rs_t *rs, uint32_t imm);
+int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr, uint32_t len,
+                    uint32_t imm);
+int sv_rs_can_send(sv_rs_t *rs);
 int sv_rs_revents(sv_rs_t *rs, short events);
 int sv_rs_wait(sv_rs_t *rs, short events);
 void sv_rs_drain_sends(sv_rs_t *rs, int timeout_ms);

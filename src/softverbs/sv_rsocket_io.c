@@ -123,6 +123,8 @@ static int sv_rs_repost(sv_rs_t *rs, uint32_t slot)
     return ibv_post_recv(rs->id->qp, &wr, &bad);
 }
 
+static void sv_rs_on_iomap(sv_rs_t *rs, const char *msg, uint32_t len);
+
 static void sv_rs_on_recv(sv_rs_t *rs, struct ibv_wc *wc)
 {
     uint32_t imm  = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
@@ -130,7 +132,12 @@ static void sv_rs_on_recv(sv_rs_t *rs, struct ibv_wc *wc)
     unsigned tail;
 
     rs->tx_credits += imm & RS_IMM_CREDITS;
-    if (wc->byte_len > 0) {
+    if (imm & RS_IMM_IOMAP) {
+        sv_rs_on_iomap(rs, rs->rx_buf + (size_t)slot * RS_SLOT_SIZE,
+                       wc->byte_len);
+        sv_rs_repost(rs, slot);
+        rs->credits_owed++;
+    } else if (wc->byte_len > 0) {
         tail              = (rs->rx_head + rs->rx_count) % RS_RX_SLOTS;
         rs->rx_slot[tail] = slot;
         rs->rx_len[tail]  = wc->byte_len;
@@ -143,8 +150,34 @@ static void sv_rs_on_recv(sv_rs_t *rs, struct ibv_wc *wc)
     }
 }
 
-static int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr,
-                           uint32_t len, uint32_t imm);
+
+/* the peer's riomap: a target for our riowrite (same offset: replaced) */
+static void sv_rs_on_iomap(sv_rs_t *rs, const char *msg, uint32_t len)
+{
+    sv_rs_iomap_msg_t m;
+    int i, free_i = -1;
+
+    if (len < sizeof(m)) {
+        return;
+    }
+    memcpy(&m, msg, sizeof(m));
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->riomap[i].valid && (rs->riomap[i].offset == m.offset)) {
+            free_i = i;
+            break;
+        }
+        if (!rs->riomap[i].valid && (free_i < 0)) {
+            free_i = i;
+        }
+    }
+    if (free_i >= 0) {
+        rs->riomap[free_i].offset = m.offset;
+        rs->riomap[free_i].addr   = m.addr;
+        rs->riomap[free_i].len    = m.len;
+        rs->riomap[free_i].rkey   = m.rkey;
+        rs->riomap[free_i].valid  = 1;
+    }
+}
 
 /* half the credits owed: a credit message (it needs no credit itself) */
 static void sv_rs_return_credits(sv_rs_t *rs)
@@ -192,8 +225,8 @@ int sv_rs_cq_progress(sv_rs_t *rs)
     return 0;
 }
 
-static int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr,
-                           uint32_t len, uint32_t imm)
+int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr, uint32_t len,
+                    uint32_t imm)
 {
     struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
                            .lkey = rs->tx_mr->lkey };
@@ -232,7 +265,7 @@ int sv_rs_send_ctrl(sv_rs_t *rs, uint32_t imm)
     return 0;
 }
 
-static int sv_rs_can_send(sv_rs_t *rs)
+int sv_rs_can_send(sv_rs_t *rs)
 {
     return (rs->tx_credits > 0) && (rs->tx_data_inflight < RS_DATA_SLOTS) &&
            (rs->tx_inflight < RS_SQ_DEPTH - RS_CTRL_SLOTS);

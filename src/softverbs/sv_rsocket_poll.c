@@ -1,6 +1,6 @@
 /*
  * softverbs rsockets: rpoll/rselect over rsockets and ordinary fds, and
- * the iomap calls (not offered yet, man rsocket(7)). rpoll first makes progress on every
+ * the iomap calls (man rsocket(7)). rpoll first makes progress on every
  * rsocket and returns at once when one is ready (as rdma-core's rpoll,
  * which polls before it blocks); otherwise it arms the CQs and waits in
  * poll(2) on the ordinary fds, each rsocket's CM channel fd and its
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/time.h>
 #include <time.h>
@@ -192,35 +193,180 @@ SV_CM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
     return ret;
 }
 
-/* riomap/riowrite (rsocket(7)): the peer's riowrite must land in the
- * mapped buffer without the owner calling into rsockets (riostream spins
- * on the buffer's last byte), i.e. a one-sided RDMA write into memory
- * announced to the peer. Not offered yet: ENOSYS, as before rsockets. */
+/* riomap (rsocket(7)): buf becomes a target for the peer's riowrite at
+ * the returned offset (-1: chosen here; an offset in use is replaced, as
+ * riostream maps offset 0 for every test). The buffer is registered for
+ * remote writes and announced to the peer in an IOMAP message, which
+ * reaches it before anything sent afterwards. Connected sockets only. */
 SV_CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
                           int flags, off_t offset)
 {
-    if (sv_rs_get(socket) == NULL) {
+    sv_rs_t *rs = sv_rs_get(socket);
+    sv_rs_iomap_msg_t m;
+    char *slot;
+    int i, free_i = -1;
+
+    if (rs == NULL) {
         return -1;
     }
-    errno = ENOSYS;
-    return -1;
+    if ((buf == NULL) || (len == 0) || !(prot & PROT_WRITE)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (rs->state != RS_CONNECTED) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (offset == -1) {
+        offset = 0;
+        for (i = 0; i < RS_MAX_IOMAPS; i++) {
+            if (rs->iomap[i].mr && (rs->iomap[i].offset + rs->iomap[i].len >
+                                    (uint64_t)offset)) {
+                offset = rs->iomap[i].offset + rs->iomap[i].len;
+            }
+        }
+    }
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->iomap[i].mr && (rs->iomap[i].offset == (uint64_t)offset)) {
+            ibv_dereg_mr(rs->iomap[i].mr);
+            rs->iomap[i].mr = NULL;
+        }
+        if ((rs->iomap[i].mr == NULL) && (free_i < 0)) {
+            free_i = i;
+        }
+    }
+    if (free_i < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    while (!sv_rs_can_send(rs)) {
+        if (rs->disc || rs->fin_sent) {
+            errno = EPIPE;
+            return -1;
+        }
+        sv_rs_wait(rs, POLLOUT);
+    }
+    rs->iomap[free_i].mr = ibv_reg_mr(rs->pd, buf, len,
+                                      IBV_ACCESS_LOCAL_WRITE |
+                                      IBV_ACCESS_REMOTE_WRITE);
+    if (rs->iomap[free_i].mr == NULL) {
+        return -1;
+    }
+    rs->iomap[free_i].offset = offset;
+    rs->iomap[free_i].addr   = (uintptr_t)buf;
+    rs->iomap[free_i].len    = len;
+    memset(&m, 0, sizeof(m));
+    m.offset = offset;
+    m.addr   = (uintptr_t)buf;
+    m.len    = len;
+    m.rkey   = rs->iomap[free_i].mr->rkey;
+    slot     = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
+    memcpy(slot, &m, sizeof(m));
+    if (sv_rs_post_send(rs, rs->tx_next, slot, sizeof(m), RS_IMM_IOMAP)) {
+        return -1;
+    }
+    rs->tx_credits--;
+    rs->tx_data_inflight++;
+    rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
+    return offset;
 }
 
+/* riounmap: the buffer is no target any more (the peer is not told; a
+ * riowrite of it then fails as a remote access error) */
 SV_CM_EXPORT int riounmap(int socket, void *buf, size_t len)
 {
-    if (sv_rs_get(socket) == NULL) {
+    sv_rs_t *rs = sv_rs_get(socket);
+    int i;
+
+    if (rs == NULL) {
         return -1;
     }
-    errno = ENOSYS;
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->iomap[i].mr && (rs->iomap[i].addr == (uintptr_t)buf)) {
+            ibv_dereg_mr(rs->iomap[i].mr);
+            rs->iomap[i].mr = NULL;
+            return 0;
+        }
+    }
+    errno = EINVAL;
     return -1;
 }
 
+/* riowrite: RDMA WRITEs (copied through our send buffers) into the peer's
+ * riomap'ed buffer at offset; ordered with the stream, so what is sent
+ * afterwards finds the data placed. Blocks like rsend (or EAGAIN). */
 SV_CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
                              off_t offset, int flags)
 {
-    if (sv_rs_get(socket) == NULL) {
+    sv_rs_t *rs = sv_rs_get(socket);
+    sv_rs_iomap_t *map = NULL;
+    size_t done = 0;
+    int i;
+
+    if (rs == NULL) {
         return (size_t)-1;
     }
-    errno = ENOSYS;
-    return (size_t)-1;
+    if (rs->state != RS_CONNECTED) {
+        errno = ENOTCONN;
+        return (size_t)-1;
+    }
+    sv_rs_cq_progress(rs);
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->riomap[i].valid && ((uint64_t)offset >= rs->riomap[i].offset) &&
+            ((uint64_t)offset + count <= rs->riomap[i].offset +
+                                         rs->riomap[i].len)) {
+            map = &rs->riomap[i];
+            break;
+        }
+    }
+    if (map == NULL) {
+        errno = EINVAL;
+        return (size_t)-1;
+    }
+    while (done < count) {
+        size_t n = (count - done < RS_SLOT_SIZE) ? count - done : RS_SLOT_SIZE;
+        struct ibv_send_wr wr, *bad;
+        struct ibv_sge sge;
+        char *slot;
+
+        sv_rs_cq_progress(rs);
+        if (rs->disc || rs->fin_sent) {
+            errno = EPIPE;
+            return done ? done : (size_t)-1;
+        }
+        if ((rs->tx_data_inflight >= RS_DATA_SLOTS) ||
+            (rs->tx_inflight >= RS_SQ_DEPTH - RS_CTRL_SLOTS)) {
+            if (rs->nonblock || (flags & MSG_DONTWAIT)) {
+                if (done) {
+                    return done;
+                }
+                errno = EAGAIN;
+                return (size_t)-1;
+            }
+            sv_rs_wait(rs, POLLOUT);
+            continue;
+        }
+        slot = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
+        memcpy(slot, (const char *)buf + done, n);
+        sge.addr   = (uintptr_t)slot;
+        sge.length = n;
+        sge.lkey   = rs->tx_mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id               = rs->tx_next;
+        wr.sg_list             = &sge;
+        wr.num_sge             = 1;
+        wr.opcode              = IBV_WR_RDMA_WRITE;
+        wr.send_flags          = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = map->addr + (offset + done - map->offset);
+        wr.wr.rdma.rkey        = map->rkey;
+        if (ibv_post_send(rs->id->qp, &wr, &bad)) {
+            errno = ECONNRESET;
+            return done ? done : (size_t)-1;
+        }
+        rs->tx_inflight++;
+        rs->tx_data_inflight++;
+        rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
+        done += n;
+    }
+    return done;
 }

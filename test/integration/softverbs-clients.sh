@@ -288,6 +288,22 @@ if want "rstream"; then
     SVT_CM_PORT=$port svt_run_pair "rstream -T v (all built-in sizes)" 60 "^1m_bw " \
         "rstream -T v -p $port" "rstream -T v -s 127.0.0.1 -p $port"
 fi
+# riostream: riowrite is an RDMA WRITE into the peer's riomap'ed buffer;
+# -T v checks the bytes that landed there
+rio_case() { # name test-options
+    want "riostream" || return 0
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "riostream $1" 30 "$RS_OK" \
+        "riostream $2 -p $port" "riostream $2 -s 127.0.0.1 -p $port"
+}
+rio_case "-T v -S 65536 -C 100"     "-T v -S 65536 -C 100"
+rio_case "-T v -T b -S 1000000 -C 20" "-T v -T b -S 1000000 -C 20"
+rio_case "-T v -T a -S 4096 -C 500" "-T v -T a -S 4096 -C 500"
+if want "riostream"; then
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "riostream -T v (all built-in sizes)" 60 "^1m_bw " \
+        "riostream -T v -p $port" "riostream -T v -s 127.0.0.1 -p $port"
+fi
 SVT_REJECT=
 if want "rsocket"; then
     prog=$QPX_TESTDIR/softverbs_rsocket
