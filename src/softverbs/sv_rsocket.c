@@ -6,8 +6,8 @@
  * RESOLVING -> CONNECTING -> CONNECTED, raccept gives CONNECTED sockets,
  * failures -> ERROR with the errno kept for SO_ERROR. As in rdma-core,
  * calls return -1 with errno set; an fd that is no rsocket gives EBADF.
- * fork() is not supported (rdma-core offers it only through rspreload's
- * fork support, off by default).
+ * Using an rsocket in a child after fork() is not supported (rdma-core
+ * has that only as rspreload's optional fork support).
  */
 #include "sv_cm.h"
 #include "sv_rsocket.h"
