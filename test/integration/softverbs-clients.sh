@@ -262,6 +262,84 @@ perftest "ib_send_lat -c XRC" "$PT_LAT" "ib_send_lat -c XRC -n 1000 -s 64"
 perftest "ib_write_bw -c XRC" "$PT_BW"  "ib_write_bw -c XRC -n 500 -s 65536"
 perftest "ib_read_bw -c XRC"  "$PT_BW"  "ib_read_bw -c XRC -n 500 -s 65536"
 
+# rsockets (sv_rsocket*.c, man rsocket(7)): rdma-core's rstream with its
+# test options (default non-blocking, -T b blocking, -T a rpoll, -T v data
+# verified), softverbs_rsocket (blocking and non-blocking transfers with
+# rpoll, partial reads, shutdown -> 0, ECONNREFUSED, every byte checked)
+# and a plain TCP echo program under librspreload (echoed bytes checked,
+# up to 3 MB; a connect nobody listens to gives ECONNREFUSED)
+RS_OK='^custom +[0-9.]+[kmg]? +[0-9.]+[kmg]? +1 '
+rstream_case() { # name test-options
+    want "rstream" || return 0
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "rstream $1" 30 "$RS_OK" \
+        "rstream $2 -p $port" "rstream $2 -s 127.0.0.1 -p $port"
+}
+rstream_case "-S 64 -C 1000"          "-S 64 -C 1000"
+rstream_case "-S 65536 -C 200"        "-S 65536 -C 200"
+rstream_case "-T b -S 1000000 -C 20"  "-T b -S 1000000 -C 20"
+rstream_case "-T a -S 4096 -C 500"    "-T a -S 4096 -C 500"
+rstream_case "-T n -S 33000 -C 100"   "-T n -S 33000 -C 100"
+# -T v: rstream checks the bytes it receives and fails otherwise
+SVT_REJECT='verif|mismatch|differ'
+rstream_case "-T v -S 100000 -C 50"   "-T v -S 100000 -C 50"
+if want "rstream"; then
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "rstream -T v (all built-in sizes)" 60 "^1m_bw " \
+        "rstream -T v -p $port" "rstream -T v -s 127.0.0.1 -p $port"
+fi
+# riostream: riowrite is an RDMA WRITE into the peer's riomap'ed buffer;
+# -T v checks the bytes that landed there
+rio_case() { # name test-options
+    want "riostream" || return 0
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "riostream $1" 30 "$RS_OK" \
+        "riostream $2 -p $port" "riostream $2 -s 127.0.0.1 -p $port"
+}
+rio_case "-T v -S 65536 -C 100"     "-T v -S 65536 -C 100"
+rio_case "-T v -T b -S 1000000 -C 20" "-T v -T b -S 1000000 -C 20"
+rio_case "-T v -T a -S 4096 -C 500" "-T v -T a -S 4096 -C 500"
+if want "riostream"; then
+    port=$(qpx_free_port)
+    SVT_CM_PORT=$port svt_run_pair "riostream -T v (all built-in sizes)" 60 "^1m_bw " \
+        "riostream -T v -p $port" "riostream -T v -s 127.0.0.1 -p $port"
+fi
+SVT_REJECT=
+if want "rsocket"; then
+    prog=$QPX_TESTDIR/softverbs_rsocket
+    if [ -x "$prog" ]; then
+        port=$(qpx_free_port)
+        out=$(timeout 90 "$prog" "$port" 2>&1); rc=$?
+        if [ $rc -eq 0 ] && echo "$out" | grep -q "^rsocket ok"; then
+            qpx_pass "softverbs_rsocket: blocking and rpoll'ed non-blocking transfers, partial reads, shutdown, ECONNREFUSED, bytes checked"
+        else
+            qpx_fail "softverbs_rsocket (exit $rc)"
+            echo "$out" | tail -n 5 | sed 's/^/  | /'
+        fi
+    else
+        echo "SKIP: softverbs_rsocket not built"
+    fi
+fi
+RSPRELOAD=${RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
+if want "rspreload"; then
+    prog=$QPX_TESTDIR/softverbs_rsecho
+    if [ -x "$prog" ] && [ -e "$RSPRELOAD" ]; then
+        port=$(qpx_free_port)
+        SVT_REJECT='differ' SVT_CM_PORT=$port svt_run_pair "rspreload TCP echo" 30 "^echo ok" \
+            "env LD_PRELOAD=$RSPRELOAD $prog -s $port" \
+            "env LD_PRELOAD=$RSPRELOAD $prog -c $port 1 1000 65536 70000 1048576 3000001"
+        port=$(qpx_free_port)
+        out=$(LD_PRELOAD=$RSPRELOAD timeout 30 "$prog" -r "$port" 2>&1); rc=$?
+        if [ $rc -eq 0 ] && [ "$out" = "refused ok" ]; then
+            qpx_pass "rspreload: connect with nobody listening gives ECONNREFUSED"
+        else
+            qpx_fail "rspreload: connect with nobody listening (exit $rc: $out)"
+        fi
+    else
+        echo "SKIP: rspreload: $prog or $RSPRELOAD missing"
+    fi
+fi
+
 svt_check_released "no objects left after the clients exited"
 
 # a client and its server killed in the middle of a run: their objects go
