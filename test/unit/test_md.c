@@ -35,6 +35,7 @@ static unsigned           runtime_major, runtime_minor;
 static int                runtime_version_fails;
 static int                runtime_has_stats;
 static int                component_registrations;
+static int                cm_registrations;
 static int                last_reg_access;
 /* Asynchronous events: the fake context's async fd is the read end of a
  * pipe; a byte written to it makes the events queued below "arrive" */
@@ -242,7 +243,15 @@ int __wrap_qpx_ucx_has_statistics(void)
 
 void __wrap_uct_component_register(uct_component_t *component)
 {
-    assert_ptr_equal(component, &qpx_component);
+    if (component != &qpx_component) {
+        /* the connection manager's own component: named as the memory
+         * domains' one, a manager and no memory domain */
+        assert_true(component->flags & UCT_COMPONENT_FLAG_CM);
+        assert_string_equal(component->name, QPX_COMPONENT_NAME);
+        ++cm_registrations;
+        return;
+    }
+    assert_false(component->flags & UCT_COMPONENT_FLAG_CM);
     ++component_registrations;
 }
 
@@ -619,9 +628,11 @@ static void test_version_match_registers_once(void **state)
     runtime_major           = QPX_UCX_BUILD_MAJOR;
     runtime_minor           = QPX_UCX_BUILD_MINOR;
     component_registrations = 0;
+    cm_registrations        = 0;
     assert_int_equal(qpx_component_register(), UCS_OK);
     assert_int_equal(qpx_component_register(), UCS_OK);
     assert_int_equal(component_registrations, 1);
+    assert_int_equal(cm_registrations, (qpx_component_cm.open != NULL));
 }
 
 
