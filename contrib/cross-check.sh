@@ -36,9 +36,13 @@ t_start=$SECONDS
 
 # ---- what configure needs for the target (see configure.ac): UCX,
 # libibverbs (with libmlx5's mlx5dv.h), librdmacm, cmocka; libc6:$target
-# comes with them and gives qemu the target's loader and libc
+# comes with them and gives qemu the target's loader and libc. The
+# target's C library headers and start files (crt1.o) are only a
+# recommendation of gcc-$triplet, which --no-install-recommends leaves
+# out: named here (a fresh machine failed "C compiler cannot create
+# executables" without them)
 host_pkgs="gcc-$triplet qemu-user"
-target_pkgs="libucx-dev:$target libibverbs-dev:$target librdmacm-dev:$target libcmocka-dev:$target"
+target_pkgs="libc6-dev:$target libucx-dev:$target libibverbs-dev:$target librdmacm-dev:$target libcmocka-dev:$target"
 missing=()
 for pkg in $host_pkgs $target_pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
