@@ -3,7 +3,7 @@
 # ucx-gtest.sh: UCX's own gtest suite, built from the unmodified UCX release
 # source, run against qpx over softverbs.
 #
-#   bash contrib/ucx-gtest.sh [build|run] [VERSION] [FILTER]
+#   bash contrib/ucx-gtest.sh [build|run|cached] [VERSION] [FILTER]
 #
 # VERSION is one of the releases with a patch in contrib/ucx-gtest/:
 #   1.13.1 (the default) Debian 12's installed UCX, the one qpx's main build
@@ -30,13 +30,20 @@
 #        (default /var/cache/qpx-ucx), the key made of the hashes of the
 #        tarball, the patch and the configure flags, so that later runs skip
 #        the build (40 minutes or more on two cores).
+# cached exits 0 when the build is in the cache (run would not build), 1
+#        when not.
 # run    (the default; builds first when there is no cached build) runs the
 #        generic UCT tests (the suites instantiated outside test/gtest/uct/ib/)
 #        for qpx_rc, qpx_ud, qpx_dc, qpx and, for comparison, UCX's rc_verbs
 #        and ud_verbs, all on $QPX_DEV (softverbs0:1); and UCX's connection
 #        manager suites (test_uct_sockaddr*) for qpx's manager (cm:qpx) and
 #        UCX's tcp and rdmacm ones (cm:tcp, cm:rdmacm), on every usable
-#        network interface (1.13.1's patch names qpx in UCT_TEST_CMS). The gtest binary uses
+#        network interface (each release's patch names qpx in UCT_TEST_CMS). With
+#        QPX_GTEST_TLS naming ucp:qpx_rc, ucp:qpx or ucp:qpx_dc (and ucp:rc,
+#        ucp:ud for UCX's own), UCP's tag, AM, RMA, atomic, stream, wireup
+#        and peer-failure suites in the instantiations the patch adds
+#        to UCP_INSTANTIATE_TEST_CASE (UCX_TLS qpx_rc,qpx_ud,self / qpx,self /
+#        qpx_dc,qpx_ud:aux,self) (every release's patch). The gtest binary uses
 #        the source-built libucs/libuct/libucp (the release qpx is built for:
 #        qpx checks it at run time), softverbs first on LD_LIBRARY_PATH, and
 #        qpx as said above. It is SKIPped (77) before any build when that qpx
@@ -69,9 +76,9 @@ action=${1:-run}
 version=${2:-1.13.1}
 filter=${3:-}
 case $action in
-build|run) ;;
+build|run|cached) ;;
 -h|--help) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
-*) echo "usage: $0 [build|run] [VERSION] [FILTER]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|run|cached] [VERSION] [FILTER]" >&2; exit 2 ;;
 esac
 
 QPX_BUILDDIR=${QPX_BUILDDIR:-$top/build}
@@ -101,8 +108,18 @@ QPX_DEV=${QPX_DEV:-softverbs0:1}
 # take any component with UCT_COMPONENT_FLAG_CM) on every usable network
 # interface; qpx's beside UCX's tcp and rdmacm (rdmacm has no case on
 # softverbs: UCX's tests take it only on a netdev with an IB device)
-QPX_TLS="qpx_rc qpx_ud qpx_dc qpx cm:qpx"
-TLS=${QPX_GTEST_TLS:-"$QPX_TLS rc_verbs ud_verbs cm:tcp cm:rdmacm"}
+# ucp:SET is UCP's suites (test_ucp_*) of the classes UCP_CLASSES, in
+# their instantiation SET of the patch: ucp:qpx_rc (UCX_TLS
+# qpx_rc,qpx_ud,self), ucp:qpx (qpx,self) and ucp:qpx_dc
+# (qpx_dc,qpx_ud:aux,self); ucp:rc (rc_v) and ucp:ud (ud_v) are UCX's own
+# for comparison. Not in the default list: they are many (see
+# QPX_GTEST_UCP_SUITES); `run` with QPX_GTEST_TLS="ucp:qpx_rc ..." or
+# contrib/ucx-gtest-ucp.sh runs them
+QPX_TLS="qpx_rc qpx_ud qpx_dc qpx cm:qpx ucp:qpx_rc ucp:qpx ucp:qpx_dc"
+TLS=${QPX_GTEST_TLS:-"qpx_rc qpx_ud qpx_dc qpx cm:qpx rc_verbs ud_verbs cm:tcp cm:rdmacm"}
+# the UCP classes of the issue: tag, AM, RMA, atomic, stream, wireup and
+# peer failure (an extended-regex of suite names)
+UCP_SUITES=${QPX_GTEST_UCP_SUITES:-'test_ucp_(tag|am|rma|atomic|stream|wireup|peer_failure)[a-z0-9_]*'}
 TEST_TIMEOUT=${QPX_GTEST_TIMEOUT:-300}
 
 # Debian 12's libucx0 1.13.1 build (`ucx_info -b`: UCX_CONFIGURE_FLAGS):
@@ -293,6 +310,12 @@ if [ "$action" = run ]; then
     qpx_ucx_config=$(sed -n 's/^#define QPX_UCX_BUILD_CONFIG_H "\(.*\)"$/\1/p' "$qpx_config" 2>/dev/null)
 fi
 
+# cached: exit 0 when the build is there (run would not build), 1 if not
+if [ "$action" = cached ]; then
+    [ -f "$dir/.complete" ] && [ -x "$gtest" ] && exit 0
+    exit 1
+fi
+
 do_build || { echo "ucx-gtest: build of UCX $version failed"; exit 1; }
 [ "$action" = build ] && exit 0
 
@@ -402,6 +425,13 @@ list_cases() {
     case $1 in
     # a manager's resources have no memory domain: named "/IFACE"
     cm:*) cm=${1#cm:}; flt="$cm/test_uct_sockaddr*"; rsc="" ;;
+    # UCP's variants are named by what they test, not by a resource
+    ucp:*)
+        timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests \
+            --gtest_filter="${1#ucp:}/test_ucp_*" 2>"$logdir/list-$1.err" |
+        awk '/^[^ ]/ { suite = $1; next } /^  / { print suite $1 }' |
+        grep -E "^${1#ucp:}/($UCP_SUITES)\\."
+        return ;;
     *)    flt="$1/*"; rsc="$1/$QPX_DEV" ;;
     esac
     timeout 120 "${ucx_env[@]}" "$gtest" --gtest_list_tests --gtest_filter="$flt" 2>"$logdir/list-$1.err" |
@@ -427,7 +457,7 @@ list_cases() {
 # longer than its 300 s flush (it passes in 35 s with 100 ms).
 suite_env() {
     case $1 in
-    test_uct_peer_failure*)
+    test_uct_peer_failure*|test_ucp_peer_failure*)
         echo UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=4 \
              UCX_QPX_DC_TIMEOUT=100ms UCX_QPX_DC_RETRY_COUNT=4 \
              UCX_QPX_UD_TIMEOUT=3s ;;
@@ -582,11 +612,11 @@ for tl in $TLS; do
 done
 
 echo
-echo "=== UCX $version gtest, generic UCT tests on $QPX_DEV"
-printf '%-10s %7s %7s %7s\n' transport passed failed skipped
+echo "=== UCX $version gtest on $QPX_DEV: generic UCT tests (TL), CM suites (cm:), UCP classes (ucp:)"
+printf '%-12s %7s %7s %7s\n' transport passed failed skipped
 tot_pass=0; tot_fail=0
 for tl in $TLS; do
-    printf '%-10s %7d %7d %7d\n' "$tl" "${npass[$tl]}" "${nfail[$tl]}" "${nskip[$tl]}"
+    printf '%-12s %7d %7d %7d\n' "$tl" "${npass[$tl]}" "${nfail[$tl]}" "${nskip[$tl]}"
     case " $QPX_TLS " in
     *" $tl "*) tot_pass=$((tot_pass + npass[$tl])); tot_fail=$((tot_fail + nfail[$tl])) ;;
     esac
