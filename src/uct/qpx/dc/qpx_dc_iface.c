@@ -129,8 +129,14 @@ static void qpx_dc_iface_tx_solicit_base(qpx_iface_t *iface)
 }
 
 
+/* As UCX's dc_mlx5: one endpoint in flight per DCI */
+static size_t qpx_dc_iface_max_inflight_eps(const qpx_rdma_iface_t *iface)
+{
+    return ucs_derived_of(iface, qpx_dc_iface_t)->num_dci;
+}
+
 static uct_iface_internal_ops_t qpx_dc_iface_internal_ops =
-    QPX_IFACE_INTERNAL_OPS(qpx_dc_ep_is_connected);
+    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_dc_ep_is_connected);
 
 static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
     /* send CQ entries and send buffers */
@@ -147,6 +153,7 @@ static const qpx_rdma_tl_t qpx_dc_rdma_tl = {
     .qp_create      = qpx_qp_dci_create,
     .ops            = &qpx_dc_iface_ops,
     .internal_ops   = &qpx_dc_iface_internal_ops,
+    .max_inflight_eps = qpx_dc_iface_max_inflight_eps,
     .ep_list_offset = ucs_offsetof(qpx_dc_ep_t, list),
     .base_ops       = &qpx_dc_iface_base_ops,
     .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_IFACE,

@@ -221,8 +221,18 @@ static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
 }
 
 
+/* As UCX's RC (rc_iface.c): a send CQ's worth of endpoints with a full
+ * send queue each */
+static size_t qpx_rc_iface_max_inflight_eps(const qpx_rdma_iface_t *iface)
+{
+    size_t cq_size = (size_t)ucs_max(iface->super.tx.cq_size, 1);
+
+    return ucs_max(cq_size / ucs_max(iface->super.config.tx_queue_len, 1),
+                   (size_t)1);
+}
+
 static uct_iface_internal_ops_t qpx_rc_iface_internal_ops =
-    QPX_IFACE_INTERNAL_OPS(qpx_rc_ep_is_connected);
+    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_rc_ep_is_connected);
 
 static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
     /* send CQ entries and send buffers */
@@ -240,6 +250,7 @@ static const qpx_rdma_tl_t qpx_rc_rdma_tl = {
     .qp_create      = NULL,
     .ops            = &qpx_rc_iface_ops,
     .internal_ops   = &qpx_rc_iface_internal_ops,
+    .max_inflight_eps = qpx_rc_iface_max_inflight_eps,
     .ep_list_offset = ucs_offsetof(qpx_rc_ep_t, list),
     .base_ops       = &qpx_rc_iface_base_ops,
     .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_EP,

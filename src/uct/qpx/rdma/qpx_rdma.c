@@ -112,6 +112,27 @@ ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *rdma_iface,
 }
 
 
+ucs_status_t qpx_rdma_iface_estimate_perf(uct_iface_h tl_iface,
+                                          uct_perf_attr_t *perf_attr)
+{
+    qpx_rdma_iface_t *iface = ucs_derived_of(tl_iface, qpx_rdma_iface_t);
+    ucs_status_t status;
+
+    status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* uct_base_iface_estimate_perf says SIZE_MAX, which won qpx_rc UCP's
+     * keepalive lane over qpx_ud: qpx_ud was then only the auxiliary
+     * transport, parked and woken for every connection (UCX_QPX_UD_EVENTS=y
+     * made a wireup ~1 ms instead of ~0.1), where rc_verbs' 16 left it to
+     * qpx_ud (UCX's ud transports say SIZE_MAX) */
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
+        perf_attr->max_inflight_eps = iface->tl->max_inflight_eps(iface);
+    }
+    return UCS_OK;
+}
+
 ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
                                   uct_iface_attr_t *iface_attr)
 {

@@ -177,6 +177,8 @@ typedef struct qpx_rdma_caps {
  * an SRQ, the family's header, base's send descriptor, 8 send SGEs), its
  * operations, and its connection model and costs for uct_iface_query
  */
+struct qpx_rdma_iface;
+
 typedef struct qpx_rdma_tl {
     const char               *name;
     enum ibv_qp_type         qp_type;
@@ -201,6 +203,10 @@ typedef struct qpx_rdma_tl {
     double                   overhead;
     double                   latency_c;
     double                   latency_m;
+    /* uct_iface_estimate_perf's max_inflight_eps: how many endpoints can
+     * have sends in flight at once (UCP gives its keepalive lane to the
+     * transport with the most) */
+    size_t                   (*max_inflight_eps)(const struct qpx_rdma_iface *iface);
 } qpx_rdma_tl_t;
 
 
@@ -253,6 +259,18 @@ qpx_rdma_iface_tx_cq_credit(qpx_rdma_iface_t *iface, int n)
 /* uct_iface_query: base's attributes, the flags and limits of put, get,
  * am (short, bcopy, zcopy), pending, the error handling and, as caps say,
  * atomics and events, and the transport's connection model and costs */
+/* UCX's estimate, with the transport's max_inflight_eps */
+ucs_status_t qpx_rdma_iface_estimate_perf(uct_iface_h tl_iface,
+                                          uct_perf_attr_t *perf_attr);
+
+/* The internal ops of a family transport */
+#define QPX_RDMA_IFACE_INTERNAL_OPS(_ep_is_connected) \
+    QPX_UCX_IFACE_INTERNAL_OPS(qpx_rdma_iface_estimate_perf, \
+                               (void*)ucs_empty_function, \
+                               (void*)ucs_empty_function_return_unsupported, \
+                               (void*)ucs_empty_function_return_unsupported, \
+                               _ep_is_connected)
+
 ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
                                   uct_iface_attr_t *iface_attr);
 

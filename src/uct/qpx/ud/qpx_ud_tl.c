@@ -109,12 +109,11 @@ ucs_config_field_t qpx_ud_iface_config_table[] = {
      "again. Unanswered ones go after TIMEOUT.",
      ucs_offsetof(qpx_ud_iface_config_t, max_half_open), QPX_CONFIG_TYPE_UINT},
 
-    {"EVENTS", "n",
+    {"EVENTS", "y",
      "Offer event notification (uct_iface_event_fd_get, uct_iface_event_arm):\n"
-     "a worker may sleep in ucp_worker_wait until a packet arrives. Off by\n"
-     "default: UCP then also stops progressing an idle qpx_ud interface and\n"
-     "waits for its events, and a connection of qpx_rc wired up over qpx_ud\n"
-     "takes about 4 ms instead of 0.12 ms (docs/performance.md).",
+     "a worker may sleep in ucp_worker_wait until a packet arrives, as with\n"
+     "UCX's ud_verbs. UCP's adaptive progress then stops progressing an idle\n"
+     "qpx_ud interface and waits for its events.",
      ucs_offsetof(qpx_ud_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
 
     {"PRINT_STATS", "n",
