@@ -18,9 +18,9 @@ ex=/usr/share/doc/libucx-dev/examples
 [ -f "$ex/ucp_hello_world.c" ] || qpx_skip_all "$ex/ucp_hello_world.c missing"
 gcc -O1 -I"$ex" -o "$TL_TMP/hello" "$ex/ucp_hello_world.c" -lucp -lucs \
     2>"$TL_TMP/gcc.out" || qpx_skip_all "ucp_hello_world: $(head -n 1 "$TL_TMP/gcc.out")"
-# qpx_ud's event notification is off by default (UCX_QPX_UD_EVENTS): the
-# wait and event-fd modes need it
-export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n UCX_QPX_UD_EVENTS=y
+# the wait and event-fd modes need qpx_ud's event notification, which is
+# on by default (UCX_QPX_UD_EVENTS), as ud_verbs'
+export UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n
 SHORT="UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=3
        UCX_QPX_RC_KEEPALIVE_INTERVAL=500ms UCX_QPX_UD_TIMEOUT=3s
        UCX_QPX_UD_KEEPALIVE_INTERVAL=500ms UCX_QPX_DC_TIMEOUT=400ms
