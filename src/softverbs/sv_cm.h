@@ -117,6 +117,8 @@ struct sv_cm_id {
     uint32_t             rx_len;
     int                  events_out;  /* events given and not acked */
     int                  disc_pending; /* our DREQ went, no answer yet */
+    uint64_t             dreq_deadline; /* and its DREP times out then */
+    int                  drep_owed;   /* the peer's DREQ came, unanswered */
     enum sv_cm_tw        tw;
     uint64_t             tw_deadline; /* CLOCK_MONOTONIC ns */
     struct sv_cm_mcast   *mcast;       /* groups joined (sv_cm_mcast.c) */
@@ -196,11 +198,14 @@ void sv_cm_listen_input(struct sv_cm_id *id);
 /* A destroyed id's connection: the peer is told, the socket closed
  * (sv_cm_conn_teardown.c) */
 void sv_cm_conn_close(struct sv_cm_id *id);
-/* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT; the
+/* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT, those
+ * whose DREQ went unanswered past dreq_deadline DISCONNECTED; the
  * next deadline (0: none) (sv_cm_id.c, with sv_cm_timewait_exit of
  * sv_cm_conn_teardown.c) */
 uint64_t sv_cm_timewait_run(uint64_t now_ns);
 void sv_cm_timewait_exit(struct sv_cm_id *id);
+/* our DREQ unanswered past dreq_deadline (sv_cm_conn_teardown.c) */
+void sv_cm_dreq_timeout(struct sv_cm_id *id);
 
 /* addresses and devices (sv_cm_addr.c) */
 int  sv_cm_addr_local(const struct sockaddr *sa);

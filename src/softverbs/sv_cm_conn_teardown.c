@@ -1,7 +1,12 @@
 /*
  * softverbs librdmacm: the end of a connection (the exchange is described
  * in sv_cm_conn.c). rdma_disconnect moves the QP to ERR and sends the DREQ;
- * the peer answers DREP at once, and both sides get DISCONNECTED. A peer
+ * the peer gets DISCONNECTED, and answers DREP when its user calls
+ * rdma_disconnect or destroys the id, as the kernel's CM does (cma.c's
+ * rdma_disconnect: ib_send_cm_dreq fails in DREQ_RCVD, ib_send_cm_drep
+ * goes; cm_destroy_id sends it in DREQ_RCVD); the DREP gives the
+ * initiator its DISCONNECTED, or the DREQ times out (cm_dreq_handler's
+ * peer never answering: IB_CM_DREQ_ERROR, DISCONNECTED all the same). A peer
  * whose socket closes (its process exited or died) ends the handshake or
  * the connection as its lost MADs would. The IB CM's timewait follows a
  * connection's end, and a destroyed id tells its peer what the kernel's
@@ -16,19 +21,22 @@
  * lasts cm_convert_to_ms(av.timeout): the active side's av.timeout is the
  * ACK timeout of its path with the target's ACK delay (cm_rep_handler),
  * the passive side's its path's life time + 1 (cm_init_av_by_path) */
+static uint64_t sv_cm_timewait_ns(struct sv_cm_id *id)
+{
+    int t = (id->listen != NULL) ? id->path.packet_life_time + 1 :
+            sv_cm_ack_timeout(sv_cm_ack_delay(id), id->path.packet_life_time);
+
+    return 1000000ull << ((t > 8) ? t - 8 : 0);
+}
+
 static void sv_cm_timewait_enter(struct sv_cm_id *id)
 {
-    int t;
-
     if (sv_cm_is_ud(id) ||
         ((id->tw != SV_CM_TW_NONE) && (id->tw != SV_CM_TW_DREQ_RCVD))) {
         return;
     }
-    t = (id->listen != NULL) ? id->path.packet_life_time + 1 :
-        sv_cm_ack_timeout(sv_cm_ack_delay(id), id->path.packet_life_time);
     id->tw          = SV_CM_TW_WAIT;
-    id->tw_deadline = sv_cm_now_ns() +
-                      (1000000ull << ((t > 8) ? t - 8 : 0));
+    id->tw_deadline = sv_cm_now_ns() + sv_cm_timewait_ns(id);
     sv_cm_timer_arm(id->tw_deadline);
 }
 
@@ -107,26 +115,55 @@ void sv_cm_handle_gone(struct sv_cm_id *id)
     }
 }
 
-/* DREQ: the peer disconnects */
-void sv_cm_handle_dreq(struct sv_cm_id *id)
+/* Answer the peer's DREQ (this side's rdma_disconnect or destroy) */
+static void sv_cm_drep_send(struct sv_cm_id *id)
 {
     struct sv_cm_msg reply;
 
-    /* DISCONNECTED at once; the DREP goes at once too (the kernel's CM
-     * waits for this side's rdma_disconnect or destroy to send it, and
-     * the peer times out otherwise: here the peer is told now). The QP
-     * goes to ERR with this side's rdma_disconnect, as in rdma-core */
+    id->drep_owed = 0;
+    if (id->sock < 0) {
+        return; /* the peer is gone: nobody to answer */
+    }
     sv_cm_msg_init(id, &reply, SV_CM_MSG_DREP, NULL, 0);
     sv_cm_send(id, &reply);
     sv_cm_close_sock(id);
-    /* both sides may disconnect at once: their DREQs cross, and each
-     * answers the other's */
+}
+
+/* DREQ: the peer disconnects. DISCONNECTED at once; the DREP waits for this
+ * side's rdma_disconnect or rdma_destroy_id (the kernel's CM: so that the
+ * initiator hears DISCONNECTED only after this side's user did, which
+ * UCX's test_uct_sockaddr_stress counts on; answering at once made it
+ * fail 7 of 200 under load). The QP goes to ERR with this side's
+ * rdma_disconnect, as in rdma-core */
+void sv_cm_handle_dreq(struct sv_cm_id *id)
+{
+    if (id->disc_pending) {
+        /* both sides disconnected at once: their DREQs cross, each user
+         * has called rdma_disconnect, and each side answers the other's */
+        id->drep_owed = 1;
+        sv_cm_drep_send(id);
+    } else {
+        id->drep_owed = 1;
+    }
     id->state        = SV_CM_DISCONNECTED;
     id->disc_pending = 0;
     if (id->tw == SV_CM_TW_NONE) {
         id->tw = SV_CM_TW_DREQ_RCVD; /* timewait at rdma_disconnect */
     }
     sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+/* Our DREQ's answer did not come in time (the peer's user neither
+ * disconnected nor destroyed its id): DISCONNECTED all the same */
+void sv_cm_dreq_timeout(struct sv_cm_id *id)
+{
+    if (!id->disc_pending) {
+        return;
+    }
+    id->disc_pending = 0;
+    sv_cm_close_sock(id);
+    sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    sv_cm_timewait_enter(id);
 }
 
 /* DREP: the answer to our DREQ */
@@ -151,9 +188,12 @@ static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
         return -1;
     }
     if (id->state == SV_CM_DISCONNECTED) {
-        /* the peer disconnected first: answering it (its DREP went),
+        /* the peer disconnected first: answering it (its DREP goes now),
          * which starts the timewait (cm_enter_timewait of ib_send_cm_drep) */
         sv_cm_qp_to_err(id);
+        if (id->drep_owed) {
+            sv_cm_drep_send(id);
+        }
         if (id->tw == SV_CM_TW_DREQ_RCVD) {
             sv_cm_timewait_enter(id);
         }
@@ -168,6 +208,10 @@ static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
     sv_cm_msg_init(id, &m, SV_CM_MSG_DREQ, NULL, 0);
     id->state        = SV_CM_DISCONNECTED;
     id->disc_pending = 1;
+    /* cm_send_dreq: the DREQ is resent max_cm_retries (15) times, each
+     * after the connection's timeout, before IB_CM_DREQ_ERROR */
+    id->dreq_deadline = sv_cm_now_ns() + 15ull * sv_cm_timewait_ns(id);
+    sv_cm_timer_arm(id->dreq_deadline);
     if (sv_cm_send(id, &m) != 0) {
         id->disc_pending = 0;
         /* the peer is gone already */
@@ -202,8 +246,11 @@ void sv_cm_conn_close(struct sv_cm_id *id)
 {
     struct sv_cm_msg m;
 
-    if ((id->sock >= 0) && (id->state != SV_CM_LISTEN) &&
-        (id->state != SV_CM_DISCONNECTED)) {
+    if ((id->sock >= 0) && id->drep_owed) {
+        /* cm_destroy_id in DREQ_RCVD: the DREP the user never sent */
+        sv_cm_drep_send(id);
+    } else if ((id->sock >= 0) && (id->state != SV_CM_LISTEN) &&
+               (id->state != SV_CM_DISCONNECTED)) {
         switch (sv_cm_is_ud(id) ? SV_CM_CONNECTED : id->state) {
         case SV_CM_CONNECT:
             sv_cm_msg_init(id, &m, SV_CM_MSG_REJ, NULL, 0);

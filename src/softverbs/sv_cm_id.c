@@ -66,6 +66,13 @@ uint64_t sv_cm_timewait_run(uint64_t now_ns)
 
     for (id = sv_cm_all; id != NULL; id = next) {
         next = id->all_next;
+        if (id->disc_pending) {
+            if (id->dreq_deadline <= now_ns) {
+                sv_cm_dreq_timeout(id);
+            } else if ((first == 0) || (id->dreq_deadline < first)) {
+                first = id->dreq_deadline;
+            }
+        }
         if (id->tw != SV_CM_TW_WAIT) {
             continue;
         }

@@ -526,6 +526,52 @@ static void svt_case_cm_disconnect(svt_proc_t *p)
 }
 
 /* ---------------------------------------------------------------------
+ * The DREP: the kernel's CM answers a DREQ only when the passive side's
+ * user calls rdma_disconnect (cma.c: ib_send_cm_dreq fails in DREQ_RCVD,
+ * ib_send_cm_drep goes) or destroys its id (cm_destroy_id), so that the
+ * initiator's DISCONNECTED comes after the peer's user acted on its own.
+ * arg 0: the peer answers by rdma_disconnect; 1: by rdma_destroy_id
+ * ------------------------------------------------------------------- */
+
+#define SVT_CM_DREP_HOLD_MS 300
+
+static void svt_cm_destroy_conn(svt_cm_t *cm);
+
+static void svt_case_cm_drep_waits(svt_proc_t *p)
+{
+    double t0, dt;
+    svt_cm_t cm;
+
+    svt_cm_pair(p, &cm, NULL, 0, NULL, 0);
+    svt_sync(p, !p->rank);
+    if (p->rank == 0) {
+        t0 = svt_now_ms();
+        SVT_OK(rdma_disconnect(cm.id));
+        /* nothing while the peer's user holds its DISCONNECTED */
+        svt_cm_expect_none(cm.ch, SVT_CM_DREP_HOLD_MS - 100);
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        dt = svt_now_ms() - t0;
+        SVT_CHECK(dt >= SVT_CM_DREP_HOLD_MS - 1, "DISCONNECTED %.1f ms after "
+                  "rdma_disconnect, before the peer answered (%d ms)", dt,
+                  SVT_CM_DREP_HOLD_MS);
+        svt_sync(p, !p->rank);
+        svt_cm_destroy_conn(&cm);
+    } else {
+        svt_cm_expect(cm.ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        usleep(SVT_CM_DREP_HOLD_MS * 1000);
+        if (p->arg == 0) {
+            SVT_OK(rdma_disconnect(cm.id));
+            svt_sync(p, !p->rank);
+            svt_cm_destroy_conn(&cm);
+        } else {
+            svt_cm_destroy_conn(&cm);
+            svt_sync(p, !p->rank);
+        }
+    }
+    svt_cm_close(&cm);
+}
+
+/* ---------------------------------------------------------------------
  * RDMA_CM_EVENT_TIMEWAIT_EXIT: the kernel's cma_ib_handler reports the IB
  * CM's IB_CM_TIMEWAIT_EXIT to an id that got DISCONNECTED (and only to
  * one still existing: cm_timewait_handler finds no destroyed cm_id). The
@@ -948,6 +994,8 @@ const svt_case_t svt_cases_cm_conn[] = {
      2},
     {"cm/disconnect_flushes_both_sides", svt_case_cm_disconnect, 2},
     {"cm/timewait_exit_after_disconnect", svt_case_cm_timewait, 2},
+    {"cm/drep_after_peer_disconnect", svt_case_cm_drep_waits, 2, 0},
+    {"cm/drep_after_peer_destroy", svt_case_cm_drep_waits, 2, 1},
     {"cm/data_send_write_read", svt_case_cm_data, 2},
     {"cm/source_address_resolved", svt_case_cm_source_address, 2},
     {"cm/max_resources_0xff", svt_case_cm_max_resources, 2},
