@@ -33,28 +33,8 @@
  * uct: memory domain (src/uct/base/uct_md.h, uct/api/v2/uct_v2.h)
  */
 typedef struct uct_component uct_component_t;
+typedef struct uct_perf_attr uct_perf_attr_t; /* ucx-uct-base.h */
 typedef struct uct_ep_attr   uct_ep_attr_t;   /* opaque here */
-
-/* uct/api/v2/uct_v2.h: what uct_iface_estimate_perf fills in (1.13's
- * layout: no path_bandwidth, no flags; checked below) */
-typedef struct uct_perf_attr {
-    uint64_t            field_mask;
-    int                 operation;          /* uct_ep_operation_t */
-    ucs_memory_type_t   local_memory_type;
-    ucs_memory_type_t   remote_memory_type;
-    ucs_sys_device_t    local_sys_device;
-    ucs_sys_device_t    remote_sys_device;
-    double              send_pre_overhead;
-    double              send_post_overhead;
-    double              recv_overhead;
-    uct_ppn_bandwidth_t bandwidth;
-    ucs_linear_func_t   latency;
-    size_t              max_inflight_eps;
-} uct_perf_attr_t;
-
-enum {
-    UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS = UCS_BIT(10)
-};
 
 enum {
     UCT_MD_MEM_DEREG_FIELD_MEMH       = UCS_BIT(0),
@@ -295,9 +275,5 @@ _Static_assert(sizeof(uct_ep_attr_t) == 264, "uct_ep_attr_t layout");
 _Static_assert(sizeof(ucs_async_context_t) == 104, "ucs_async_context_t layout");
 _Static_assert(offsetof(ucs_async_context_t, mode) == 64, "async mode");
 #endif
-
-_Static_assert(sizeof(uct_perf_attr_t) == 88, "uct_perf_attr_t layout");
-_Static_assert(offsetof(uct_perf_attr_t, max_inflight_eps) == 80,
-               "uct_perf_attr_t layout");
 
 #endif

@@ -49,6 +49,7 @@
  * uct/api/v2/uct_v2.h that the md, component and interface ops take
  */
 typedef struct uct_component uct_component_t;
+typedef struct uct_perf_attr uct_perf_attr_t; /* ucx-uct-base.h */
 typedef struct uct_ep_attr   uct_ep_attr_t;
 typedef struct uct_md_mem_attach_params  uct_md_mem_attach_params_t;
 typedef struct uct_rkey_compare_params   uct_rkey_compare_params_t;
@@ -56,29 +57,6 @@ typedef struct uct_ep_connect_to_ep_params uct_ep_connect_to_ep_params_t;
 #if QPX_UCX_AT_LEAST(1, 22)
 typedef struct uct_md_mem_attr_v2 uct_md_mem_attr_v2_t; /* opaque here */
 #endif
-
-/* uct/api/v2/uct_v2.h: what uct_iface_estimate_perf fills in (1.19's
- * and 1.22's layout, checked below) */
-typedef struct uct_perf_attr {
-    uint64_t            field_mask;
-    int                 operation;          /* uct_ep_operation_t */
-    ucs_memory_type_t   local_memory_type;
-    ucs_memory_type_t   remote_memory_type;
-    ucs_sys_device_t    local_sys_device;
-    ucs_sys_device_t    remote_sys_device;
-    double              send_pre_overhead;
-    double              send_post_overhead;
-    double              recv_overhead;
-    uct_ppn_bandwidth_t bandwidth;
-    uct_ppn_bandwidth_t path_bandwidth;
-    ucs_linear_func_t   latency;
-    size_t              max_inflight_eps;
-    uint64_t            flags;
-} uct_perf_attr_t;
-
-enum {
-    UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS = UCS_BIT(11)
-};
 
 enum {
     UCT_MD_MEM_REG_FIELD_FLAGS         = UCS_BIT(0),
@@ -527,9 +505,5 @@ _Static_assert(sizeof(uct_ep_attr_t) == QPX_UCX_LAYOUT(280, 264),
                "uct_ep_attr_t layout");
 #undef QPX_UCX_LAYOUT
 #endif
-
-_Static_assert(sizeof(uct_perf_attr_t) == 112, "uct_perf_attr_t layout");
-_Static_assert(offsetof(uct_perf_attr_t, max_inflight_eps) == 96,
-               "uct_perf_attr_t layout");
 
 #endif

@@ -10,6 +10,47 @@
 #ifndef QPX_UCX_UCT_BASE_H
 #define QPX_UCX_UCT_BASE_H
 
+/* uct/api/v2/uct_v2.h: what uct_iface_estimate_perf fills in; 1.19 added
+ * path_bandwidth and flags (layouts checked below) */
+struct uct_perf_attr {
+    uint64_t            field_mask;
+    int                 operation;          /* uct_ep_operation_t */
+    ucs_memory_type_t   local_memory_type;
+    ucs_memory_type_t   remote_memory_type;
+    ucs_sys_device_t    local_sys_device;
+    ucs_sys_device_t    remote_sys_device;
+    double              send_pre_overhead;
+    double              send_post_overhead;
+    double              recv_overhead;
+    uct_ppn_bandwidth_t bandwidth;
+#if QPX_UCX_AT_LEAST(1, 19)
+    uct_ppn_bandwidth_t path_bandwidth;
+#endif
+    ucs_linear_func_t   latency;
+    size_t              max_inflight_eps;
+#if QPX_UCX_AT_LEAST(1, 19)
+    uint64_t            flags;
+#endif
+};
+
+enum {
+#if QPX_UCX_AT_LEAST(1, 19)
+    UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS = UCS_BIT(11)
+#else
+    UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS = UCS_BIT(10)
+#endif
+};
+
+#if QPX_UCX_AT_LEAST(1, 19)
+_Static_assert(sizeof(uct_perf_attr_t) == 112, "uct_perf_attr_t layout");
+_Static_assert(offsetof(uct_perf_attr_t, max_inflight_eps) == 96,
+               "uct_perf_attr_t layout");
+#else
+_Static_assert(sizeof(uct_perf_attr_t) == 88, "uct_perf_attr_t layout");
+_Static_assert(offsetof(uct_perf_attr_t, max_inflight_eps) == 80,
+               "uct_perf_attr_t layout");
+#endif
+
 typedef struct uct_base_iface {
     uct_iface_t              super;
     uct_iface_internal_ops_t *internal_ops;
