@@ -159,7 +159,8 @@ grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
 # hours on two cores: QPX_GTEST_TLS="ucp:qpx_rc ucp:qpx ucp:qpx_dc" bash
 # contrib/ucx-gtest.sh run 1.13.1 runs them all). The UCX
 # build with gtest is cached in /var/cache/qpx-ucx; from cold it takes
-# QPX_GTEST_BUILD_MINUTES (measured here: see docs/testing.md), so that
+# QPX_GTEST_BUILD_MINUTES (default 30: 18 measured on two quiet cores, 31
+# beside other work; README), so that
 # where it would push this command past QPX_TEST_BUDGET_MINUTES (CI's 90)
 # the stage says SKIP and why, and the documented command runs it
 qpx_say "tests: UCX's gtest on qpx (bash contrib/ucx-gtest.sh run 1.13.1)"
