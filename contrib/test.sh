@@ -156,7 +156,7 @@ grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
 # qpx's transports added to its instantiation lists): the generic UCT suites
 # for the four transports, UCX's CM suites for qpx's manager, and a core of
 # UCP's suites for the three transport sets (the whole UCP classes take
-# hours on two cores: QPX_GTEST_TLS="ucp:qpx_rc ucp:qpx ucp:qpx_dc" bash
+# some 35 minutes on two quiet cores: QPX_GTEST_TLS="ucp:qpx_rc ucp:qpx ucp:qpx_dc" bash
 # contrib/ucx-gtest.sh run 1.13.1 runs them all). The UCX
 # build with gtest is cached in /var/cache/qpx-ucx; from cold it takes
 # QPX_GTEST_BUILD_MINUTES (default 30: 18 measured on two quiet cores, 31
