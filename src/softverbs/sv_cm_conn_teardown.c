@@ -137,13 +137,11 @@ static void sv_cm_drep_send(struct sv_cm_id *id)
  * rdma_disconnect, as in rdma-core */
 void sv_cm_handle_dreq(struct sv_cm_id *id)
 {
+    id->drep_owed = 1;
     if (id->disc_pending) {
         /* both sides disconnected at once: their DREQs cross, each user
          * has called rdma_disconnect, and each side answers the other's */
-        id->drep_owed = 1;
         sv_cm_drep_send(id);
-    } else {
-        id->drep_owed = 1;
     }
     id->state        = SV_CM_DISCONNECTED;
     id->disc_pending = 0;
@@ -154,12 +152,10 @@ void sv_cm_handle_dreq(struct sv_cm_id *id)
 }
 
 /* Our DREQ's answer did not come in time (the peer's user neither
- * disconnected nor destroyed its id): DISCONNECTED all the same */
+ * disconnected nor destroyed its id): DISCONNECTED all the same. Called
+ * for an id with disc_pending (sv_cm_timewait_run) */
 void sv_cm_dreq_timeout(struct sv_cm_id *id)
 {
-    if (!id->disc_pending) {
-        return;
-    }
     id->disc_pending = 0;
     sv_cm_close_sock(id);
     sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);

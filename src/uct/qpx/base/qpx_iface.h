@@ -481,15 +481,19 @@ struct qpx_iface {
 };
 
 
-/* Internal ops of a transport whose only own one is ep_is_connected: UCX's
- * performance estimate from the iface's query, no VFS entries, no ep
- * query, no invalidation */
-#define QPX_IFACE_INTERNAL_OPS(_ep_is_connected) \
-    QPX_UCX_IFACE_INTERNAL_OPS(uct_base_iface_estimate_perf, \
+/* Internal ops of a transport whose own ones are at most ep_is_connected
+ * and the performance estimate: no VFS entries, no ep query, no
+ * invalidation */
+#define QPX_IFACE_INTERNAL_OPS_PERF(_estimate_perf, _ep_is_connected) \
+    QPX_UCX_IFACE_INTERNAL_OPS(_estimate_perf, \
                                (void*)ucs_empty_function, \
                                (void*)ucs_empty_function_return_unsupported, \
                                (void*)ucs_empty_function_return_unsupported, \
                                _ep_is_connected)
+
+/* ... with UCX's performance estimate from the iface's query */
+#define QPX_IFACE_INTERNAL_OPS(_ep_is_connected) \
+    QPX_IFACE_INTERNAL_OPS_PERF(uct_base_iface_estimate_perf, _ep_is_connected)
 
 UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
                   uct_md_h, uct_worker_h, const uct_iface_params_t*,

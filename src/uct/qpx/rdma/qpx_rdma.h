@@ -265,11 +265,7 @@ ucs_status_t qpx_rdma_iface_estimate_perf(uct_iface_h tl_iface,
 
 /* The internal ops of a family transport */
 #define QPX_RDMA_IFACE_INTERNAL_OPS(_ep_is_connected) \
-    QPX_UCX_IFACE_INTERNAL_OPS(qpx_rdma_iface_estimate_perf, \
-                               (void*)ucs_empty_function, \
-                               (void*)ucs_empty_function_return_unsupported, \
-                               (void*)ucs_empty_function_return_unsupported, \
-                               _ep_is_connected)
+    QPX_IFACE_INTERNAL_OPS_PERF(qpx_rdma_iface_estimate_perf, _ep_is_connected)
 
 ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
                                   uct_iface_attr_t *iface_attr);
