@@ -220,6 +220,7 @@ int  sv_cm_port_active(struct ibv_context *ctx, uint8_t port);
 int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                        uint8_t *port);
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);
+struct ibv_xrcd *sv_cm_default_xrcd(struct ibv_context *ctx);
 socklen_t sv_cm_addr_len(const struct sockaddr *sa);
 uint16_t sv_cm_addr_port(const struct sockaddr *sa);
 void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);

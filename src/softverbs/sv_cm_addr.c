@@ -13,6 +13,7 @@
 #include "sv_hash.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
@@ -30,6 +31,7 @@
 static pthread_mutex_t sv_cm_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *sv_cm_ctxs[SV_CM_MAX_DEVS];
 static struct ibv_pd *sv_cm_pds[SV_CM_MAX_DEVS];
+static struct ibv_xrcd *sv_cm_xrcds[SV_CM_MAX_DEVS];
 static int sv_cm_num_devs = -1;
 static int sv_cm_map_dev;
 static uint8_t sv_cm_map_port = 1;
@@ -235,6 +237,36 @@ struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx)
     }
     pthread_mutex_unlock(&sv_cm_dev_lock);
     return pd;
+}
+
+/* rdma-core's ucma_get_xrcd: the XRC domain of the device's XRC_RECV QPs
+ * and XRC SRQs made by the CM without one of the application's, opened on
+ * first use as a domain of this process only (no file: fd -1, O_CREAT) */
+struct ibv_xrcd *sv_cm_default_xrcd(struct ibv_context *ctx)
+{
+    struct ibv_xrcd_init_attr attr;
+    struct ibv_xrcd *xrcd = NULL;
+    int i;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    attr.fd        = -1;
+    attr.oflags    = O_CREAT;
+    pthread_mutex_lock(&sv_cm_dev_lock);
+    for (i = 0; i < sv_cm_num_devs; i++) {
+        if (sv_cm_ctxs[i] == ctx) {
+            if (sv_cm_xrcds[i] == NULL) {
+                sv_cm_xrcds[i] = ibv_open_xrcd(ctx, &attr);
+            }
+            xrcd = sv_cm_xrcds[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sv_cm_dev_lock);
+    if ((xrcd == NULL) && (i == sv_cm_num_devs)) {
+        errno = ENODEV;
+    }
+    return xrcd;
 }
 
 SV_CM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

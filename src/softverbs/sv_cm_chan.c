@@ -559,7 +559,10 @@ int sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **event)
     for (;;) {
         ev = sv_cm_channel_pop(c, id);
         if (ev != NULL) {
-            __atomic_add_fetch(&id->events_out, 1, __ATOMIC_SEQ_CST);
+            /* counted on the id it is of (a listener's request is its
+             * child's), as rdma_ack_cm_event uncounts it */
+            __atomic_add_fetch(&sv_cm_id(ev->event.id)->events_out, 1,
+                               __ATOMIC_SEQ_CST);
             *event = &ev->event;
             return 0;
         }
@@ -573,17 +576,24 @@ int sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **event)
     }
 }
 
+/* A synchronous id's call waits for its event, which stays in id->event
+ * (its private data, e.g. the REP's of rdma_connect) until the next such
+ * call or rdma_destroy_id acknowledges it (rdma-core's ucma_complete) */
 int sv_cm_sync_result(struct sv_cm_id *id, enum rdma_cm_event_type expect)
 {
     struct rdma_cm_event *ev;
     int type, status;
 
+    if (id->id.event != NULL) {
+        rdma_ack_cm_event(id->id.event);
+        id->id.event = NULL;
+    }
     if (sv_cm_sync_wait(id, &ev) != 0) {
         return -1;
     }
-    type   = ev->event;
-    status = ev->status;
-    rdma_ack_cm_event(ev);
+    type         = ev->event;
+    status       = ev->status;
+    id->id.event = ev;
     if ((type == (int)expect) && (status == 0)) {
         return 0;
     }

@@ -525,13 +525,16 @@ static int sv_cm_api_get_request(struct rdma_cm_id *listen_id,
         rdma_ack_cm_event(ev);
     }
     child = sv_cm_id(ev->id);
-    rdma_ack_cm_event(ev);
-    chan = sv_cm_channel_new();
+    chan  = sv_cm_channel_new();
     if ((chan == NULL) || (rdma_migrate_id(&child->id, &chan->ch) != 0)) {
+        rdma_ack_cm_event(ev);
         return -1;
     }
     child->sync       = 1;
     child->id.channel = NULL;
+    /* the request stays readable in the new id's event (its private
+     * data), as rdma-core's rdma_get_request leaves it */
+    child->id.event   = ev;
     if (listener->ep_qp_attr != NULL) {
         struct ibv_qp_init_attr attr = *listener->ep_qp_attr;
 

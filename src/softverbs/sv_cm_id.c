@@ -262,6 +262,11 @@ static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
     free(id->ep_qp_attr);
     sv_cm_mcast_detach_all(id);
     sv_cm_id_unlink(id);
+    if (cm_id->event != NULL) {
+        /* a synchronous id's last event (sv_cm_sync_result) */
+        rdma_ack_cm_event(cm_id->event);
+        cm_id->event = NULL;
+    }
     if (id->sync) {
         sv_cm_channel_free(chan);
     }
@@ -581,7 +586,9 @@ static int sv_cm_api_set_option(struct rdma_cm_id *cm_id, int level,
     }
     if ((level == RDMA_OPTION_ID) &&
         (optname == RDMA_OPTION_ID_ACK_TIMEOUT)) {
-        if ((optlen != sizeof(uint8_t)) || (cm_id->qp_type != IBV_QPT_RC)) {
+        if ((optlen != sizeof(uint8_t)) || ((cm_id->qp_type != IBV_QPT_RC) &&
+                                          (cm_id->qp_type != IBV_QPT_XRC_SEND))) {
+            /* rdma_set_ack_timeout: RC and XRC initiators only */
             errno = EINVAL;
             return -1;
         }

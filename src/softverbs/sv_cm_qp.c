@@ -14,6 +14,15 @@
  * receives (INIT: RC with remote read and write, UD with the CM's Q_Key);
  * UD goes on to RTS at once (ready to send unconnected), RC to RTR/RTS when
  * the connection is made (rdma_connect/rdma_accept), to ERR when it ends.
+ *
+ * XRC (RDMA_PS_IB ids of the QP types IBV_QPT_XRC_SEND/_RECV, as
+ * rdma_xclient/rdma_xserver -c x make them): an XRC_RECV QP and an SRQ of an
+ * XRC_RECV id without an XRC domain of the application's get the CM's
+ * domain of the device (rdma-core's ucma_get_xrcd); rdma_create_srq on such
+ * an id makes an XRC SRQ, its completions on the id's receive CQ (created
+ * for it when the id has none), which outlives the QP: it goes with the
+ * SRQ. Both XRC QP types move through RTR/RTS with RC's attributes;
+ * softverbs drops those an XRC QP ignores, as the kernel does.
  */
 #include "sv_cm.h"
 
@@ -22,6 +31,13 @@
 #include <string.h>
 
 #define SV_CM_UDP_QKEY 0x01234567  /* RDMA_UDP_QKEY of rdma-core's cma.h */
+
+/* The QP types the CM connects (REQ/REP and RTR/RTS) */
+static int sv_cm_qp_connected(enum ibv_qp_type t)
+{
+    return (t == IBV_QPT_RC) || (t == IBV_QPT_XRC_SEND) ||
+           (t == IBV_QPT_XRC_RECV);
+}
 
 static int sv_cm_modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
@@ -84,7 +100,7 @@ int sv_cm_qp_to_rtr_rts(struct sv_cm_id *id)
     struct ibv_port_attr pa;
     struct ibv_qp_attr a;
 
-    if (id->id.qp->qp_type != IBV_QPT_RC) {
+    if (!sv_cm_qp_connected(id->id.qp->qp_type)) {
         return 0;
     }
     if (ibv_query_port(id->id.verbs, id->id.port_num, &pa) != 0) {
@@ -155,30 +171,61 @@ static void sv_cm_destroy_cqs(struct sv_cm_id *id)
     id->own_cqs = 0;
 }
 
+/* One side's CQ and completion channel, as deep as its queue */
+static int sv_cm_create_cq(struct rdma_cm_id *c, uint32_t size,
+                           struct ibv_cq **cq_p,
+                           struct ibv_comp_channel **chan_p)
+{
+    struct ibv_comp_channel *chan;
+    struct ibv_cq *cq;
+
+    chan = ibv_create_comp_channel(c->verbs);
+    if (chan == NULL) {
+        return -1;
+    }
+    cq = ibv_create_cq(c->verbs, size ? size : 1, c, chan, 0);
+    if (cq == NULL) {
+        ibv_destroy_comp_channel(chan);
+        return -1;
+    }
+    *cq_p   = cq;
+    *chan_p = chan;
+    return 0;
+}
+
 /* rdma-core's ucma_create_cqs: a CQ and a completion channel each for the
- * send and the receive side, as deep as the queues */
+ * send and the receive side the id lacks; with_send 0 makes the receive
+ * side only (the CQ of an XRC SRQ). A failure leaves the id's CQs as they
+ * were. */
 static int sv_cm_create_cqs(struct sv_cm_id *id, uint32_t send_size,
-                            uint32_t recv_size)
+                            uint32_t recv_size, int with_send)
 {
     struct rdma_cm_id *c = &id->id;
+    int made_recv        = 0;
 
-    id->own_cqs        = 1;
-    c->recv_cq_channel = ibv_create_comp_channel(c->verbs);
-    c->send_cq_channel = ibv_create_comp_channel(c->verbs);
-    if ((c->recv_cq_channel == NULL) || (c->send_cq_channel == NULL)) {
-        goto err;
+    if (c->recv_cq == NULL) {
+        if (sv_cm_create_cq(c, recv_size, &c->recv_cq,
+                            &c->recv_cq_channel) != 0) {
+            goto err;
+        }
+        made_recv = 1;
     }
-    c->recv_cq = ibv_create_cq(c->verbs, recv_size ? recv_size : 1, c,
-                               c->recv_cq_channel, 0);
-    c->send_cq = ibv_create_cq(c->verbs, send_size ? send_size : 1, c,
-                               c->send_cq_channel, 0);
-    if ((c->recv_cq == NULL) || (c->send_cq == NULL)) {
-        goto err;
+    if (with_send && (c->send_cq == NULL) &&
+        (sv_cm_create_cq(c, send_size, &c->send_cq,
+                         &c->send_cq_channel) != 0)) {
+        goto err_recv;
     }
+    id->own_cqs = 1;
     return 0;
 
+err_recv:
+    if (made_recv) {
+        ibv_destroy_cq(c->recv_cq);
+        ibv_destroy_comp_channel(c->recv_cq_channel);
+        c->recv_cq         = NULL;
+        c->recv_cq_channel = NULL;
+    }
 err:
-    sv_cm_destroy_cqs(id);
     errno = ENOMEM;
     return -1;
 }
@@ -204,19 +251,34 @@ static int sv_cm_api_create_qp_ex(struct rdma_cm_id *cm_id,
         errno = EINVAL; /* a PD of another device */
         return -1;
     }
-    if ((a.send_cq == NULL) || (a.recv_cq == NULL)) {
-        if (sv_cm_create_cqs(id, a.cap.max_send_wr, a.cap.max_recv_wr) != 0) {
+    if ((a.qp_type == IBV_QPT_XRC_RECV) &&
+        (!(a.comp_mask & IBV_QP_INIT_ATTR_XRCD) || (a.xrcd == NULL))) {
+        a.xrcd       = sv_cm_default_xrcd(cm_id->verbs);
+        a.comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+        if (a.xrcd == NULL) {
             return -1;
         }
-        a.send_cq = a.send_cq ? a.send_cq : cm_id->send_cq;
-        a.recv_cq = a.recv_cq ? a.recv_cq : cm_id->recv_cq;
     }
-    if ((a.srq == NULL) && (cm_id->srq != NULL)) {
+    if (((a.send_cq == NULL) && (cm_id->send_cq == NULL)) ||
+        ((a.recv_cq == NULL) && (cm_id->recv_cq == NULL))) {
+        if (sv_cm_create_cqs(id, a.cap.max_send_wr, a.cap.max_recv_wr,
+                             1) != 0) {
+            return -1;
+        }
+    }
+    a.send_cq = a.send_cq ? a.send_cq : cm_id->send_cq;
+    a.recv_cq = a.recv_cq ? a.recv_cq : cm_id->recv_cq;
+    if ((a.srq == NULL) && (cm_id->srq != NULL) &&
+        (a.qp_type != IBV_QPT_XRC_RECV)) {
+        /* the id's SRQ; an XRC target has none (its SRQs are named by
+         * each request) */
         a.srq = cm_id->srq;
     }
     qp = ibv_create_qp_ex(cm_id->verbs, &a);
     if (qp == NULL) {
-        sv_cm_destroy_cqs(id);
+        if (cm_id->srq == NULL) {
+            sv_cm_destroy_cqs(id);
+        }
         return -1;
     }
     cm_id->qp      = qp;
@@ -292,7 +354,11 @@ static void sv_cm_api_destroy_qp(struct rdma_cm_id *cm_id)
     sv_cm_mcast_detach_all(sv_cm_id(cm_id));
     ibv_destroy_qp(cm_id->qp);
     cm_id->qp = NULL;
-    sv_cm_destroy_cqs(sv_cm_id(cm_id));
+    if ((cm_id->srq == NULL) || (cm_id->qp_type != IBV_QPT_XRC_RECV)) {
+        /* an XRC SRQ's completions go to the id's receive CQ: it stays
+         * until the SRQ goes (sv_cm_api_destroy_srq) */
+        sv_cm_destroy_cqs(sv_cm_id(cm_id));
+    }
 }
 
 SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
@@ -313,12 +379,37 @@ static int sv_cm_api_create_srq_ex(struct rdma_cm_id *cm_id,
         return -1;
     }
     a = *attr;
+    if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) {
+        a.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+        a.srq_type   = (cm_id->qp_type == IBV_QPT_XRC_RECV) ? IBV_SRQT_XRC :
+                       IBV_SRQT_BASIC;
+    }
     if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_PD) || (a.pd == NULL)) {
         a.pd         = cm_id->pd ? cm_id->pd : sv_cm_default_pd(cm_id->verbs);
         a.comp_mask |= IBV_SRQ_INIT_ATTR_PD;
     }
+    if (a.srq_type == IBV_SRQT_XRC) {
+        if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || (a.xrcd == NULL)) {
+            a.xrcd = sv_cm_default_xrcd(cm_id->verbs);
+            if (a.xrcd == NULL) {
+                return -1;
+            }
+        }
+        if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_CQ) || (a.cq == NULL)) {
+            if ((cm_id->recv_cq == NULL) &&
+                (sv_cm_create_cqs(sv_cm_id(cm_id), 0, a.attr.max_wr,
+                                  0) != 0)) {
+                return -1;
+            }
+            a.cq = cm_id->recv_cq;
+        }
+        a.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+    }
     cm_id->srq = ibv_create_srq_ex(cm_id->verbs, &a);
     if (cm_id->srq == NULL) {
+        if (cm_id->qp == NULL) {
+            sv_cm_destroy_cqs(sv_cm_id(cm_id)); /* made for it, if any */
+        }
         return -1;
     }
     cm_id->pd  = a.pd;
@@ -351,7 +442,10 @@ static int sv_cm_api_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
     a.srq_context = attr->srq_context;
     a.attr        = attr->attr;
     a.comp_mask   = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
-    a.srq_type    = IBV_SRQT_BASIC;
+    /* an XRC_RECV id's SRQ is an XRC SRQ (rdma-core's rdma_create_srq) */
+    a.srq_type    = ((cm_id != NULL) &&
+                     (cm_id->qp_type == IBV_QPT_XRC_RECV)) ? IBV_SRQT_XRC :
+                    IBV_SRQT_BASIC;
     a.pd          = pd;
     ret = rdma_create_srq_ex(cm_id, &a);
     if (ret == 0) {
@@ -376,6 +470,9 @@ static void sv_cm_api_destroy_srq(struct rdma_cm_id *cm_id)
     if ((cm_id != NULL) && (cm_id->srq != NULL)) {
         ibv_destroy_srq(cm_id->srq);
         cm_id->srq = NULL;
+        if ((cm_id->qp == NULL) && (cm_id->qp_type == IBV_QPT_XRC_RECV)) {
+            sv_cm_destroy_cqs(sv_cm_id(cm_id)); /* kept for the SRQ */
+        }
     }
 }
 
@@ -469,6 +566,11 @@ static int sv_cm_api_create_ep(struct rdma_cm_id **id_p,
     }
     if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space) != 0) {
         return -1;
+    }
+    if ((res->ai_port_space == RDMA_PS_IB) && (res->ai_qp_type != 0)) {
+        /* an RDMA_PS_IB id takes the address's QP type (rdma-core's
+         * rdma_create_id2), XRC included */
+        cm_id->qp_type = res->ai_qp_type;
     }
     if (res->ai_flags & RAI_PASSIVE) {
         ret = rdma_bind_addr(cm_id, res->ai_src_addr);

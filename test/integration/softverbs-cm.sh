@@ -1,7 +1,8 @@
 #!/bin/sh
 # softverbs' librdmacm under unmodified Debian programs: rdmacm-utils
 # (rping with its payload validated, ucmatose with several connections and
-# a bound address, rdma_server/rdma_client on the synchronous API), perftest
+# a bound address, rdma_server/rdma_client on the synchronous API,
+# rdma_xserver/rdma_xclient in XRC and RC modes), perftest
 # with -R (its connections made through rdma_cm), a connection to a port
 # nobody listens on (REJECTED, reason 8, as on a fabric), and UCX 1.13's own
 # rdmacm connection manager (the ucp_client_server example of libucx-dev,
@@ -99,6 +100,20 @@ SVT_READY="^mckey: joined" svt_run_pair "mckey (UD multicast)" 30 \
 next_port
 SVT_CM_PORT=$PORT svt_run_pair "rdma_server/rdma_client" 30 "rdma_client: end 0" \
     "rdma_server -p $PORT" "rdma_client -s 127.0.0.1 -p $PORT"
+
+# XRC through the CM (RDMA_PS_IB): rdma_xserver -c x gets an XRC_RECV QP
+# for the request and makes an XRC SRQ on it, whose number its accept
+# carries; rdma_xclient -c x reads it from the REP (id->event) and sends to
+# it from its XRC_SEND QP (the conformance case cm/xrc_ep_srq checks the
+# data); and the same programs' RC mode
+if command -v rdma_xserver >/dev/null && command -v rdma_xclient >/dev/null; then
+    for mode in x r; do
+        next_port
+        SVT_CM_PORT=$PORT svt_run_pair "rdma_xserver/rdma_xclient -c $mode" 30 \
+            "rdma_xclient: end 0" "rdma_xserver -c $mode -p $PORT" \
+            "rdma_xclient -c $mode -s 127.0.0.1 -p $PORT"
+    done
+fi
 
 # perftest with its connections through rdma_cm
 PT_LAT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9]+\.[0-9]+'

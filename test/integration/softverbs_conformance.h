@@ -221,6 +221,7 @@ extern const svt_case_t svt_cases_dc_data[];
 #ifdef HAVE_RDMACM
 extern const svt_case_t svt_cases_cm[];
 extern const svt_case_t svt_cases_cm_conn[];
+extern const svt_case_t svt_cases_cm_sync[];
 #endif
 
 #endif

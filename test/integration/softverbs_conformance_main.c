@@ -40,7 +40,7 @@ static const svt_case_t *const svt_tables[] = {
     svt_cases_dc,   svt_cases_dc_data,
 #endif
 #ifdef HAVE_RDMACM
-    svt_cases_cm,   svt_cases_cm_conn,
+    svt_cases_cm,   svt_cases_cm_conn, svt_cases_cm_sync,
 #endif
 };
 
