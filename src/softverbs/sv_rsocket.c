@@ -110,6 +110,11 @@ err_free:
 static void sv_rs_free(sv_rs_t *rs)
 {
     sv_rs_table_set(rs->fd, NULL);
+    if (rs->dg != NULL) {
+        sv_rs_dg_free(rs);
+        free(rs);
+        return;
+    }
     sv_rs_res_destroy(rs);
     if (rs->id != NULL) {
         rdma_destroy_id(rs->id);
@@ -211,7 +216,20 @@ SV_CM_EXPORT int rsocket(int domain, int type, int protocol)
         errno = EAFNOSUPPORT;
         return -1;
     }
-    /* datagram rsockets (rsocket(7) over UD) are not offered yet */
+    if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_DGRAM) {
+        if (domain == AF_IB) {
+            errno = EAFNOSUPPORT;
+            return -1;
+        }
+        /* datagram rsockets over UD (sv_rsocket_dgram.c) */
+        rs = sv_rs_dg_alloc(domain, type);
+        if ((rs != NULL) && (sv_rs_table_set(rs->fd, rs) != 0)) {
+            sv_rs_dg_free(rs);
+            free(rs);
+            rs = NULL;
+        }
+        return (rs != NULL) ? rs->fd : -1;
+    }
     if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM) {
         errno = EPROTONOSUPPORT;
         return -1;
@@ -237,6 +255,9 @@ SV_CM_EXPORT int rbind(int socket, const struct sockaddr *addr,
         errno = EINVAL;
         return -1;
     }
+    if (rs->dg != NULL) {
+        return sv_rs_dg_bind(rs, addr, addrlen);
+    }
     if (rdma_bind_addr(rs->id, (struct sockaddr *)addr)) {
         return -1;
     }
@@ -249,6 +270,10 @@ SV_CM_EXPORT int rlisten(int socket, int backlog)
     sv_rs_t *rs = sv_rs_get(socket);
 
     if (rs == NULL) {
+        return -1;
+    }
+    if (rs->dg != NULL) {
+        errno = EOPNOTSUPP; /* listen(2) on a datagram socket */
         return -1;
     }
     if (rs->state == RS_LISTENING) {
@@ -375,6 +400,10 @@ SV_CM_EXPORT int rconnect(int socket, const struct sockaddr *addr,
     if (rs == NULL) {
         return -1;
     }
+    if (rs->dg != NULL) {
+        /* the default destination, as connect(2) on UDP */
+        return sv_rs_dg_connect(rs, addr, addrlen);
+    }
     switch (rs->state) {
     case RS_INIT:
     case RS_BOUND:
@@ -429,7 +458,7 @@ SV_CM_EXPORT int rshutdown(int socket, int how)
         errno = EINVAL;
         return -1;
     }
-    if (rs->state != RS_CONNECTED) {
+    if ((rs->state != RS_CONNECTED) || (rs->dg != NULL)) {
         errno = ENOTCONN;
         return -1;
     }
@@ -453,7 +482,7 @@ SV_CM_EXPORT int rclose(int socket)
     if (rs == NULL) {
         return -1;
     }
-    if (rs->state == RS_CONNECTED) {
+    if ((rs->state == RS_CONNECTED) && (rs->dg == NULL)) {
         if (!rs->fin_sent && !rs->disc) {
             sv_rs_send_ctrl(rs, RS_IMM_FIN);
         }
@@ -481,6 +510,11 @@ SV_CM_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
         errno = ENOTCONN;
         return -1;
     }
+    if (rs->dg != NULL) {
+        sv_rs_copy_addr(addr, addrlen,
+                        (const struct sockaddr *)sv_rs_dg_peer(rs));
+        return 0;
+    }
     sv_rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id));
     return 0;
 }
@@ -497,6 +531,9 @@ SV_CM_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
     if ((addrlen == NULL) || ((addr == NULL) && (*addrlen > 0))) {
         errno = EFAULT;
         return -1;
+    }
+    if (rs->dg != NULL) {
+        return getsockname(rs->fd, addr, addrlen); /* the UDP socket's */
     }
     sv_rs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->id));
     return 0;

@@ -1,6 +1,7 @@
 /*
  * softverbs rsockets: librdmacm's socket-like API (man rsocket(7)) over
- * softverbs RC QPs. Only softverbs talks to softverbs, so the wire protocol
+ * softverbs RC QPs (stream sockets; datagram sockets over UD are
+ * sv_rsocket_dgram.c's). Only softverbs talks to softverbs, so the wire protocol
  * is simpler than rdma-core's (which RDMA-writes with immediate into the
  * peer's target buffer): two-sided SEND_WITH_IMM into RS_RX_SLOTS posted
  * receive buffers, flow-controlled by credits (one per data slot), the
@@ -100,6 +101,9 @@ typedef struct sv_rs {
     /* riomap: our mapped buffers and the peer's (targets of riowrite) */
     sv_rs_iomap_t              iomap[RS_MAX_IOMAPS];
     sv_rs_iomap_t              riomap[RS_MAX_IOMAPS];
+    /* a datagram socket (sv_rsocket_dgram.c): its state; NULL for a
+     * stream socket */
+    struct sv_rs_dg            *dg;
 } sv_rs_t;
 
 /* sv_rsocket.c */
@@ -117,5 +121,19 @@ int sv_rs_can_send(sv_rs_t *rs);
 int sv_rs_revents(sv_rs_t *rs, short events);
 int sv_rs_wait(sv_rs_t *rs, short events);
 void sv_rs_drain_sends(sv_rs_t *rs, int timeout_ms);
+
+/* sv_rsocket_dgram.c: datagram sockets over UD */
+sv_rs_t *sv_rs_dg_alloc(int domain, int type);
+void sv_rs_dg_free(sv_rs_t *rs);
+int sv_rs_dg_bind(sv_rs_t *rs, const struct sockaddr *addr, socklen_t len);
+int sv_rs_dg_connect(sv_rs_t *rs, const struct sockaddr *addr,
+                     socklen_t len);
+const struct sockaddr_storage *sv_rs_dg_peer(sv_rs_t *rs);
+void sv_rs_dg_progress(sv_rs_t *rs);
+int sv_rs_dg_revents(sv_rs_t *rs, short events);
+ssize_t sv_rs_dg_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                       int flags, const struct sockaddr *to, socklen_t tolen);
+ssize_t sv_rs_dg_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                       int flags, struct sockaddr *from, socklen_t *fromlen);
 
 #endif

@@ -289,6 +289,9 @@ int sv_rs_revents(sv_rs_t *rs, short events)
     struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
     int rev = 0;
 
+    if (rs->dg != NULL) {
+        return sv_rs_dg_revents(rs, events);
+    }
     switch (rs->state) {
     case RS_LISTENING:
         return (poll(&pfd, 1, 0) > 0) ? (events & POLLIN) : 0;
@@ -387,6 +390,9 @@ static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
     for (i = 0; i < iovcnt; i++) {
         want += iov[i].iov_len;
     }
+    if (rs->dg != NULL) {
+        return sv_rs_dg_recvv(rs, iov, iovcnt, flags, NULL, NULL);
+    }
     if (rs->state != RS_CONNECTED) {
         errno = (rs->state == RS_ERROR && rs->err) ? rs->err : ENOTCONN;
         return -1;
@@ -432,6 +438,9 @@ static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
     if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
         errno = EINVAL;
         return -1;
+    }
+    if (rs->dg != NULL) {
+        return sv_rs_dg_sendv(rs, iov, iovcnt, flags, NULL, 0);
     }
     if (rs->state != RS_CONNECTED) {
         errno = (rs->state == RS_ERROR && rs->err) ? rs->err : ENOTCONN;
@@ -520,8 +529,15 @@ SV_CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 SV_CM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
                                struct sockaddr *src_addr, socklen_t *addrlen)
 {
-    ssize_t ret = rrecv(socket, buf, len, flags);
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    sv_rs_t *rs      = sv_rs_get(socket);
+    ssize_t ret;
 
+    if ((rs != NULL) && (rs->dg != NULL)) {
+        /* a datagram and its sender */
+        return sv_rs_dg_recvv(rs, &iov, 1, flags, src_addr, addrlen);
+    }
+    ret = rrecv(socket, buf, len, flags);
     if ((ret >= 0) && (src_addr != NULL) && (addrlen != NULL)) {
         rgetpeername(socket, src_addr, addrlen);
     }
@@ -530,12 +546,18 @@ SV_CM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 
 SV_CM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
+    sv_rs_t *rs = sv_rs_get(socket);
+
     if (msg == NULL) {
         errno = EFAULT;
         return -1;
     }
     msg->msg_controllen = 0;
     msg->msg_flags      = 0;
+    if ((rs != NULL) && (rs->dg != NULL)) {
+        return sv_rs_dg_recvv(rs, msg->msg_iov, msg->msg_iovlen, flags,
+                              msg->msg_name, &msg->msg_namelen);
+    }
     return sv_rs_recvv(socket, msg->msg_iov, msg->msg_iovlen, flags);
 }
 
@@ -564,6 +586,12 @@ SV_CM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len,
                              int flags, const struct sockaddr *dest_addr,
                              socklen_t addrlen)
 {
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    sv_rs_t *rs      = sv_rs_get(socket);
+
+    if ((rs != NULL) && (rs->dg != NULL) && (dest_addr != NULL)) {
+        return sv_rs_dg_sendv(rs, &iov, 1, flags, dest_addr, addrlen);
+    }
     /* a connected stream socket ignores the address (as TCP does) */
     return rsend(socket, buf, len, flags);
 }
@@ -571,9 +599,15 @@ SV_CM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len,
 SV_CM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg,
                               int flags)
 {
+    sv_rs_t *rs = sv_rs_get(socket);
+
     if (msg == NULL) {
         errno = EFAULT;
         return -1;
+    }
+    if ((rs != NULL) && (rs->dg != NULL) && (msg->msg_name != NULL)) {
+        return sv_rs_dg_sendv(rs, msg->msg_iov, msg->msg_iovlen, flags,
+                              msg->msg_name, msg->msg_namelen);
     }
     return sv_rs_sendv(socket, msg->msg_iov, msg->msg_iovlen, flags);
 }

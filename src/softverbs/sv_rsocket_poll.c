@@ -213,6 +213,10 @@ SV_CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
         errno = EINVAL;
         return -1;
     }
+    if (rs->dg != NULL) {
+        errno = EOPNOTSUPP; /* a stream's (rsocket(7)) */
+        return -1;
+    }
     if (rs->state != RS_CONNECTED) {
         errno = ENOTCONN;
         return -1;
@@ -304,6 +308,10 @@ SV_CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
     int i;
 
     if (rs == NULL) {
+        return (size_t)-1;
+    }
+    if (rs->dg != NULL) {
+        errno = EOPNOTSUPP;
         return (size_t)-1;
     }
     if (rs->state != RS_CONNECTED) {

@@ -320,6 +320,56 @@ if want "rsocket"; then
         echo "SKIP: softverbs_rsocket not built"
     fi
 fi
+# datagram rsockets (sv_rsocket_dgram.c, UD): softverbs_rsocket_dgram
+# (echoed datagrams of 1 B to 4000 B and 500 round trips, every byte and the
+# senders' addresses checked; non-blocking with rpoll, MSG_PEEK, rconnect,
+# EMSGSIZE, EADDRINUSE, a datagram to nobody) and rdma-core's udpong, whose
+# client prints its line only once the server answered its control
+# messages (its server never exits: it is stopped after the client). The
+# server binds 127.0.0.1 (-b): without it, getaddrinfo gives udpong ::1
+# first, where an IPv4 client does not reach it, as with kernel sockets.
+if want "rsocket"; then
+    prog=$QPX_TESTDIR/softverbs_rsocket_dgram
+    if [ -x "$prog" ]; then
+        port=$(qpx_free_port)
+        out=$(timeout 90 "$prog" "$port" 2>&1); rc=$?
+        if [ $rc -eq 0 ] && echo "$out" | grep -q "^rsocket dgram ok"; then
+            qpx_pass "softverbs_rsocket_dgram: datagrams echoed, blocking and rpoll'ed, MSG_PEEK, rconnect, errnos, bytes and addresses checked"
+        else
+            qpx_fail "softverbs_rsocket_dgram (exit $rc)"
+            echo "$out" | tail -n 5 | sed 's/^/  | /'
+        fi
+    else
+        qpx_fail "softverbs_rsocket_dgram not built"
+    fi
+fi
+udpong_case() { # name client-options
+    want "udpong" || return 0
+    command -v udpong >/dev/null || { echo "SKIP: udpong missing (rdmacm-utils)"; return 0; }
+    port=$(qpx_free_port)
+    timeout 120 stdbuf -oL udpong -b 127.0.0.1 -p "$port" >"$SVT_TMP/udpong.srv" 2>&1 &
+    upid=$!
+    i=0
+    while [ $i -lt 300 ] && ! ss -lunH "sport = :$port" 2>/dev/null | grep -q .; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    out=$(timeout $((30 * ${QPX_TIMEOUT_SCALE:-3})) udpong $2 -s 127.0.0.1 -p "$port" 2>&1); rc=$?
+    kill "$upid" 2>/dev/null
+    wait "$upid" 2>/dev/null
+    if [ $rc -eq 0 ] && echo "$out" | grep -Eq '^custom +[0-9.]+[kmg]? +[0-9.]+[kmg]? ' &&
+       grep -q "^client login from 127.0.0.1" "$SVT_TMP/udpong.srv"; then
+        qpx_run_pass "udpong $1: $(echo "$out" | grep '^custom' | tr -s ' ')"
+    else
+        qpx_fail "udpong $1 (client exit $rc)"
+        echo "$out" | tail -n 3 | sed 's/^/  | /'
+        tail -n 3 "$SVT_TMP/udpong.srv" | sed 's/^/  srv| /'
+    fi
+}
+udpong_case "-T e -S 1000 -C 500" "-T e -S 1000 -C 500"
+udpong_case "-T a -T e -S 64 -C 500" "-T a -T e -S 64 -C 500"
+udpong_case "-T b -S 1500 -C 2000" "-T b -S 1500 -C 2000"
+
 RSPRELOAD=${RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
 if want "rspreload"; then
     prog=$QPX_TESTDIR/softverbs_rsecho
