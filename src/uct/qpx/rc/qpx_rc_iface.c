@@ -266,13 +266,27 @@ static const qpx_rdma_tl_t qpx_rc_rdma_tl = {
 };
 
 
+unsigned qpx_rc_fc_window(unsigned wnd_size, unsigned rx_queue_len,
+                          unsigned rx_batch, unsigned *thresh_p)
+{
+    /* Credits never exceed what the SRQ holds beyond one repost batch: the
+     * peer may have that many messages in flight while the batch waits to
+     * be reposted, and none of them finds the queue empty (an RNR) */
+    unsigned max_fc = (rx_queue_len > rx_batch) ? rx_queue_len - rx_batch : 0;
+    unsigned wnd    = ucs_min(wnd_size, max_fc);
+
+    /* the count is written back to the peer at half the window */
+    *thresh_p = ucs_max(1, wnd / 2);
+    return wnd;
+}
+
+
 static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
 {
     const qpx_rc_iface_config_t *config =
             ucs_derived_of(tl_config, qpx_rc_iface_config_t);
     struct ibv_qp *qp;
     ucs_status_t status;
-    unsigned max_fc;
 
     UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_rc_rdma_tl, md, worker,
                               params, &config->super, hints);
@@ -294,11 +308,10 @@ static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
     }
     qpx_rc_iface_init_conn(self, config);
 
-    /* Credits never exceed what the SRQ holds beyond one repost batch */
-    max_fc = (self->super.super.rx.queue_len > self->super.super.rx.batch) ?
-             self->super.super.rx.queue_len - self->super.super.rx.batch : 0;
-    self->config.fc_wnd    = ucs_min(config->fc_wnd_size, max_fc);
-    self->config.fc_thresh = ucs_max(1, self->config.fc_wnd / 2);
+    self->config.fc_wnd = qpx_rc_fc_window(config->fc_wnd_size,
+                                           self->super.super.rx.queue_len,
+                                           self->super.super.rx.batch,
+                                           &self->config.fc_thresh);
     if ((config->fc_wnd_size > 0) && (self->config.fc_wnd == 0) &&
         !self->super.super.attr_only) {
         ucs_warn("qpx_rc: receive queue too small for flow control");

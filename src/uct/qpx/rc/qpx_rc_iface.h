@@ -140,6 +140,12 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
 QPX_EP_DECLARE(qpx_rc);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
+/* The flow-control window (credits) for an endpoint: wnd_size (FC_WND_SIZE)
+ * within what the receive queue of rx_queue_len buffers, reposted rx_batch
+ * at a time, holds; 0 turns flow control off. *thresh_p: the consumed count
+ * is reported to the peer each time it grew by this much */
+unsigned qpx_rc_fc_window(unsigned wnd_size, unsigned rx_queue_len,
+                          unsigned rx_batch, unsigned *thresh_p);
 /* Write our consumed-message count to the peer (flow control) */
 void qpx_rc_ep_fc_update(qpx_rc_ep_t *ep);
 /* Tell the peer (RDMA write of its peer_closed word) that this endpoint is
