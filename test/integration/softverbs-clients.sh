@@ -305,21 +305,26 @@ if want "riostream"; then
         "riostream -T v -p $port" "riostream -T v -s 127.0.0.1 -p $port"
 fi
 SVT_REJECT=
-if want "rsocket"; then
-    prog=$QPX_TESTDIR/softverbs_rsocket
-    if [ -x "$prog" ]; then
-        port=$(qpx_free_port)
-        out=$(timeout 90 "$prog" "$port" 2>&1); rc=$?
-        if [ $rc -eq 0 ] && echo "$out" | grep -q "^rsocket ok"; then
-            qpx_pass "softverbs_rsocket: blocking and rpoll'ed non-blocking transfers, partial reads, shutdown, ECONNREFUSED, bytes checked"
-        else
-            qpx_fail "softverbs_rsocket (exit $rc)"
-            echo "$out" | tail -n 5 | sed 's/^/  | /'
-        fi
-    else
-        echo "SKIP: softverbs_rsocket not built"
+# rs_prog PROG OK-LINE WHAT: one of our rsocket programs (it checks every
+# byte itself and prints OK-LINE when all passed), on a free port
+rs_prog() {
+    want "rsocket" || return 0
+    prog=$QPX_TESTDIR/$1
+    if [ ! -x "$prog" ]; then
+        qpx_fail "$1 not built"
+        return 0
     fi
-fi
+    port=$(qpx_free_port)
+    out=$(timeout 90 "$prog" "$port" 2>&1); rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^$2"; then
+        qpx_pass "$1: $3"
+    else
+        qpx_fail "$1 (exit $rc)"
+        echo "$out" | tail -n 5 | sed 's/^/  | /'
+    fi
+}
+rs_prog softverbs_rsocket "rsocket ok" \
+    "blocking and rpoll'ed non-blocking transfers, partial reads, shutdown, ECONNREFUSED, bytes checked"
 # datagram rsockets (sv_rsocket_dgram.c, UD): softverbs_rsocket_dgram
 # (echoed datagrams of 1 B to 4000 B and 500 round trips, every byte and the
 # senders' addresses checked; non-blocking with rpoll, MSG_PEEK, rconnect,
@@ -328,21 +333,8 @@ fi
 # messages (its server never exits: it is stopped after the client). The
 # server binds 127.0.0.1 (-b): without it, getaddrinfo gives udpong ::1
 # first, where an IPv4 client does not reach it, as with kernel sockets.
-if want "rsocket"; then
-    prog=$QPX_TESTDIR/softverbs_rsocket_dgram
-    if [ -x "$prog" ]; then
-        port=$(qpx_free_port)
-        out=$(timeout 90 "$prog" "$port" 2>&1); rc=$?
-        if [ $rc -eq 0 ] && echo "$out" | grep -q "^rsocket dgram ok"; then
-            qpx_pass "softverbs_rsocket_dgram: datagrams echoed, blocking and rpoll'ed, MSG_PEEK, rconnect, errnos, bytes and addresses checked"
-        else
-            qpx_fail "softverbs_rsocket_dgram (exit $rc)"
-            echo "$out" | tail -n 5 | sed 's/^/  | /'
-        fi
-    else
-        qpx_fail "softverbs_rsocket_dgram not built"
-    fi
-fi
+rs_prog softverbs_rsocket_dgram "rsocket dgram ok" \
+    "datagrams echoed, blocking and rpoll'ed, MSG_PEEK, rconnect, errnos, bytes and addresses checked"
 udpong_case() { # name client-options
     want "udpong" || return 0
     command -v udpong >/dev/null || { echo "SKIP: udpong missing (rdmacm-utils)"; return 0; }
