@@ -219,6 +219,19 @@ int sv_cm_addr_route(const struct sockaddr *sa, struct ibv_context **ctx,
     return 0;
 }
 
+/* The slot of an open device of the CM, or -1 (sv_cm_dev_lock held) */
+static int sv_cm_dev_slot(struct ibv_context *ctx)
+{
+    int i;
+
+    for (i = 0; i < sv_cm_num_devs; i++) {
+        if (sv_cm_ctxs[i] == ctx) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* rdma-core's cma_dev PD: one per device, allocated on first use */
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx)
 {
@@ -226,14 +239,12 @@ struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx)
     int i;
 
     pthread_mutex_lock(&sv_cm_dev_lock);
-    for (i = 0; i < sv_cm_num_devs; i++) {
-        if (sv_cm_ctxs[i] == ctx) {
-            if (sv_cm_pds[i] == NULL) {
-                sv_cm_pds[i] = ibv_alloc_pd(ctx);
-            }
-            pd = sv_cm_pds[i];
-            break;
+    i = sv_cm_dev_slot(ctx);
+    if (i >= 0) {
+        if (sv_cm_pds[i] == NULL) {
+            sv_cm_pds[i] = ibv_alloc_pd(ctx);
         }
+        pd = sv_cm_pds[i];
     }
     pthread_mutex_unlock(&sv_cm_dev_lock);
     return pd;
@@ -253,19 +264,16 @@ struct ibv_xrcd *sv_cm_default_xrcd(struct ibv_context *ctx)
     attr.fd        = -1;
     attr.oflags    = O_CREAT;
     pthread_mutex_lock(&sv_cm_dev_lock);
-    for (i = 0; i < sv_cm_num_devs; i++) {
-        if (sv_cm_ctxs[i] == ctx) {
-            if (sv_cm_xrcds[i] == NULL) {
-                sv_cm_xrcds[i] = ibv_open_xrcd(ctx, &attr);
-            }
-            xrcd = sv_cm_xrcds[i];
-            break;
+    i = sv_cm_dev_slot(ctx);
+    if (i < 0) {
+        errno = ENODEV;
+    } else {
+        if (sv_cm_xrcds[i] == NULL) {
+            sv_cm_xrcds[i] = ibv_open_xrcd(ctx, &attr);
         }
+        xrcd = sv_cm_xrcds[i];
     }
     pthread_mutex_unlock(&sv_cm_dev_lock);
-    if ((xrcd == NULL) && (i == sv_cm_num_devs)) {
-        errno = ENODEV;
-    }
     return xrcd;
 }
 

@@ -171,6 +171,16 @@ static void sv_cm_destroy_cqs(struct sv_cm_id *id)
     id->own_cqs = 0;
 }
 
+/* The id's CQs made by the CM go once nothing uses them: its QP, or the XRC SRQ
+ * of an XRC_RECV id, whose completions go to the receive CQ */
+static void sv_cm_release_cqs(struct rdma_cm_id *cm_id)
+{
+    if ((cm_id->qp == NULL) &&
+        ((cm_id->srq == NULL) || (cm_id->qp_type != IBV_QPT_XRC_RECV))) {
+        sv_cm_destroy_cqs(sv_cm_id(cm_id));
+    }
+}
+
 /* One side's CQ and completion channel, as deep as its queue */
 static int sv_cm_create_cq(struct rdma_cm_id *c, uint32_t size,
                            struct ibv_cq **cq_p,
@@ -276,9 +286,7 @@ static int sv_cm_api_create_qp_ex(struct rdma_cm_id *cm_id,
     }
     qp = ibv_create_qp_ex(cm_id->verbs, &a);
     if (qp == NULL) {
-        if (cm_id->srq == NULL) {
-            sv_cm_destroy_cqs(id);
-        }
+        sv_cm_release_cqs(cm_id);
         return -1;
     }
     cm_id->qp      = qp;
@@ -354,11 +362,7 @@ static void sv_cm_api_destroy_qp(struct rdma_cm_id *cm_id)
     sv_cm_mcast_detach_all(sv_cm_id(cm_id));
     ibv_destroy_qp(cm_id->qp);
     cm_id->qp = NULL;
-    if ((cm_id->srq == NULL) || (cm_id->qp_type != IBV_QPT_XRC_RECV)) {
-        /* an XRC SRQ's completions go to the id's receive CQ: it stays
-         * until the SRQ goes (sv_cm_api_destroy_srq) */
-        sv_cm_destroy_cqs(sv_cm_id(cm_id));
-    }
+    sv_cm_release_cqs(cm_id);
 }
 
 SV_CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cm_id)
@@ -407,9 +411,7 @@ static int sv_cm_api_create_srq_ex(struct rdma_cm_id *cm_id,
     }
     cm_id->srq = ibv_create_srq_ex(cm_id->verbs, &a);
     if (cm_id->srq == NULL) {
-        if (cm_id->qp == NULL) {
-            sv_cm_destroy_cqs(sv_cm_id(cm_id)); /* made for it, if any */
-        }
+        sv_cm_release_cqs(cm_id); /* made for it, if any */
         return -1;
     }
     cm_id->pd  = a.pd;
@@ -470,9 +472,7 @@ static void sv_cm_api_destroy_srq(struct rdma_cm_id *cm_id)
     if ((cm_id != NULL) && (cm_id->srq != NULL)) {
         ibv_destroy_srq(cm_id->srq);
         cm_id->srq = NULL;
-        if ((cm_id->qp == NULL) && (cm_id->qp_type == IBV_QPT_XRC_RECV)) {
-            sv_cm_destroy_cqs(sv_cm_id(cm_id)); /* kept for the SRQ */
-        }
+        sv_cm_release_cqs(cm_id); /* kept for an XRC SRQ */
     }
 }
 

@@ -110,6 +110,9 @@ typedef struct sv_rs {
 sv_rs_t *sv_rs_get(int fd);
 int sv_rs_cm_progress(sv_rs_t *rs);
 
+/* sv_rsocket_poll.c: monotonic milliseconds */
+long sv_rs_now_ms(void);
+
 /* sv_rsocket_io.c */
 int sv_rs_res_create(sv_rs_t *rs, struct rdma_cm_id *id);
 void sv_rs_res_destroy(sv_rs_t *rs);

@@ -37,7 +37,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define RS_DG_SLOTS      64          /* receives posted, sends in flight */
@@ -101,14 +100,6 @@ struct sv_rs_dg {
     int                     bound;
 };
 
-static long sv_rs_dg_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static socklen_t sv_rs_dg_salen(const struct sockaddr_storage *ss)
 {
     return (ss->ss_family == AF_INET6) ? sizeof(struct sockaddr_in6) :
@@ -157,10 +148,9 @@ static sv_rs_dest_t *sv_rs_dg_dest(struct sv_rs_dg *dg,
     return d;
 }
 
-static void sv_rs_dg_dest_set(struct sv_rs_dg *dg, sv_rs_dest_t *d,
-                              struct ibv_ah *ah, uint32_t qpn)
+static void sv_rs_dg_dest_set(sv_rs_dest_t *d, struct ibv_ah *ah,
+                              uint32_t qpn)
 {
-    (void)dg;
     if (d->ah != NULL) {
         ibv_destroy_ah(d->ah);
     }
@@ -424,7 +414,7 @@ static void sv_rs_dg_udp_progress(sv_rs_t *rs)
         if ((d->ah == NULL) || (d->qpn != ntohl(m.qpn))) {
             ah = sv_rs_dg_ah(dg, ntohs(m.lid), m.gid);
             if (ah != NULL) {
-                sv_rs_dg_dest_set(dg, d, ah, ntohl(m.qpn));
+                sv_rs_dg_dest_set(d, ah, ntohl(m.qpn));
             }
         }
         if (ntohl(m.op) == RS_DG_REQ) {
@@ -469,7 +459,7 @@ static void sv_rs_dg_on_recv(sv_rs_t *rs, const struct ibv_wc *wc)
                 dg->qp->pd, (struct ibv_wc *)wc,
                 (struct ibv_grh *)((char *)h - RS_DG_GRH), dg->port);
         if (ah != NULL) {
-            sv_rs_dg_dest_set(dg, d, ah, wc->src_qp);
+            sv_rs_dg_dest_set(d, ah, wc->src_qp);
         }
     }
     tail              = (dg->rx_head + dg->rx_count) % RS_DG_SLOTS;
@@ -548,7 +538,7 @@ static int sv_rs_dg_resolve(sv_rs_t *rs, sv_rs_dest_t *d, int nonblock)
         if (d->ah != NULL) {
             return 1;
         }
-        now = sv_rs_dg_now_ms();
+        now = sv_rs_now_ms();
         if (d->first_req_ms == 0) {
             d->first_req_ms = now;
         } else if (now - d->first_req_ms >= RS_DG_RESOLVE_MS) {

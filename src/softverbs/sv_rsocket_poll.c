@@ -17,7 +17,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-static long sv_rs_now_ms(void)
+long sv_rs_now_ms(void)
 {
     struct timespec ts;
 
