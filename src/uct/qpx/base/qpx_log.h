@@ -18,7 +18,8 @@
 /*
  * Count one more occurrence in *count_p and return the level to log it at:
  * level for the first QPX_LOG_SAMPLED_FIRST and for every power of two,
- * UCS_LOG_LEVEL_DEBUG otherwise.
+ * UCS_LOG_LEVEL_DEBUG otherwise. Call it into a variable, never in
+ * ucs_log's argument list: that macro reads its level more than once.
  */
 static inline ucs_log_level_t
 qpx_log_sampled_level(unsigned long *count_p, ucs_log_level_t level)

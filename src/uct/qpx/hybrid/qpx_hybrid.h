@@ -377,6 +377,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
 ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr);
+unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);
 void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep);
 void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self);

@@ -176,6 +176,7 @@ ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
     qpx_hybrid_iface_t *iface       = arg;
     const qpx_hybrid_ctl_hdr_t *hdr = data;
     qpx_hybrid_ctl_msg_t *msg;
+    ucs_log_level_t level;
 
     if ((length < sizeof(*hdr)) || (hdr->type == 0) ||
         (hdr->type >= QPX_HYBRID_CTL_LAST) ||
@@ -183,10 +184,12 @@ ucs_status_t qpx_hybrid_ctl_handler(void *arg, void *data, size_t length,
                   hdr->ep_addr_len) ||
         (hdr->dev_addr_len > QPX_HYBRID_ADDR_MAX) ||
         (hdr->iface_addr_len > QPX_HYBRID_ADDR_MAX)) {
-        ucs_log(qpx_log_sampled_level(&iface->stats.malformed,
-                                      UCS_LOG_LEVEL_WARN),
-                "qpx iface %p: malformed control message of %zu bytes "
-                "dropped, %lu so far", iface, length, iface->stats.malformed);
+        /* counted once: ucs_log reads its level more than once */
+        level = qpx_log_sampled_level(&iface->stats.malformed,
+                                      UCS_LOG_LEVEL_WARN);
+        ucs_log(level, "qpx iface %p: malformed control message of %zu "
+                "bytes dropped, %lu so far", iface, length,
+                iface->stats.malformed);
         return UCS_OK;
     }
 

@@ -129,6 +129,7 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
 {
     qpx_hybrid_conn_t *conn;
     const char *why = NULL;
+    ucs_log_level_t level;
     ucs_status_t status;
 
     conn = calloc(1, sizeof(*conn));
@@ -161,8 +162,9 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
         goto decline;
     }
     if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
-        ucs_log(qpx_log_sampled_level(&iface->stats.malformed,
-                                      UCS_LOG_LEVEL_WARN),
+        level = qpx_log_sampled_level(&iface->stats.malformed,
+                                      UCS_LOG_LEVEL_WARN);
+        ucs_log(level,
                 "qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
                 "(expected %zu), %lu malformed so far", iface,
                 msg->hdr.ep_addr_len, iface->addr.rc_ep_len,
@@ -417,12 +419,15 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
 
     if (iface->rc_in_use >= iface->config.pool_size) {
         victim = qpx_hybrid_lru_victim(iface, ep, &freeing);
+        if (freeing || (iface->rc_retiring > 0)) {
+            /* A demotion under way, or its QP being given back: a slot
+             * comes, and no second victim is taken meanwhile (this runs at
+             * every progress until then) */
+            return 0;
+        }
         if (victim != NULL) {
             qpx_hybrid_ep_demote(victim);
             return 0; /* the slot comes back when the victim is on DC */
-        }
-        if (freeing || (iface->rc_retiring > 0)) {
-            return 0; /* a demotion under way, or its QP being given back */
         }
         /* Every slot is a peer's or in a switch: stay on DC for now */
         iface->stats.no_slot++;
