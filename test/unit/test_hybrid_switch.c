@@ -39,6 +39,8 @@ typedef struct test_fake_iface {
     int          is_rc;
     ucs_status_t create_status; /* what ep_create answers */
     unsigned     creates;
+    int          busy;          /* every endpoint's am_bcopy answers
+                                   NO_RESOURCE */
 } test_fake_iface_t;
 
 typedef struct test_fake_ep {
@@ -81,6 +83,7 @@ typedef struct test_ctx {
     uct_worker_h        worker;
     test_node_t         node[NUM_NODES];
     uct_ep_h            ep[NUM_EPS];    /* A's hybrid endpoints to B */
+    uct_ep_h            b_ep;           /* B's to A, or NULL */
     ucs_list_link_t     fake_eps;
     unsigned            num_fake_eps;
     test_msg_t          msgs[MAX_MSGS];
@@ -218,7 +221,7 @@ static ssize_t test_fake_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     (void)flags;
     assert_int_equal(id, QPX_HYBRID_AM_ID_CTL);
     assert_true(ep->connected);
-    if (ep->busy) {
+    if (ep->busy || test_fake_iface(tl_ep->iface)->busy) {
         return UCS_ERR_NO_RESOURCE;
     }
     assert_true(ctx->msg_tail - ctx->msg_head < MAX_MSGS);
@@ -403,6 +406,9 @@ static int test_teardown(void **state)
         if (ctx->ep[i] != NULL) {
             qpx_hybrid_ep_t_delete(ctx->ep[i]);
         }
+    }
+    if (ctx->b_ep != NULL) {
+        qpx_hybrid_ep_t_delete(ctx->b_ep);
     }
     for (i = 0; i < NUM_NODES; ++i) {
         test_node_cleanup(&ctx->node[i]);
@@ -1016,6 +1022,178 @@ static void test_malformed_ctl(void **state)
 }
 
 
+/* A control message without a send slot waits for one, and nothing is
+ * lost: the REQ stays due (its timeout counts from when it went), the
+ * peer's REP waits in its connection, a RELEASE in the interface's queue */
+static void test_ctl_no_resource(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+    unsigned i;
+
+    (void)state;
+    A->cold.busy               = 1;
+    A->h.config.switch_timeout = 0;
+    test_heat(0);
+    for (i = 0; i < 4; ++i) {
+        test_progress(A);
+    }
+    assert_int_equal(ep->state, QPX_HYBRID_EP_PROMOTING);
+    assert_true(ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 0);
+    assert_int_equal(A->h.stats.timeouts, 0);
+
+    A->h.config.switch_timeout = 60ull * 1000000000ull;
+    A->cold.busy = 0;
+    B->cold.busy = 1;
+    test_run();
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 1);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REP], 0);
+    assert_false(ucs_list_is_empty(&B->h.work_conns));
+    assert_int_equal(ep->state, QPX_HYBRID_EP_PROMOTING);
+
+    B->cold.busy = 0;
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_HOT);
+
+    /* destroyed with no send slot: its RELEASE waits, then goes */
+    A->cold.busy = 1;
+    qpx_hybrid_ep_t_delete(ctx->ep[0]);
+    ctx->ep[0] = NULL;
+    test_run();
+    assert_false(ucs_list_is_empty(&A->h.ctl_out));
+    assert_int_equal(B->h.rc_in_use, 1);
+    A->cold.busy = 0;
+    test_run();
+    assert_true(ucs_list_is_empty(&A->h.ctl_out));
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_RELEASE], 1);
+    assert_null(test_only_conn(B));
+    assert_int_equal(B->h.rc_in_use, 0);
+}
+
+/* Requests queued while a demotion holds the endpoint run after it, in
+ * order, on the cold path */
+static void test_pending_across_demotion(void **state)
+{
+    qpx_hybrid_ep_t *ep0 = test_hep(0);
+    uct_pending_req_t req[2];
+    unsigned i;
+
+    (void)state;
+    test_pending_calls    = 0;
+    A->h.config.pool_size = 1;
+    test_promote(0);
+    test_heat(1);
+    test_progress(A);
+    assert_int_equal(ep0->state, QPX_HYBRID_EP_DEMOTING);
+    for (i = 0; i < 2; ++i) {
+        req[i].func = test_pending_cb;
+        assert_int_equal(uct_ep_pending_add(ctx->ep[0], &req[i], 0), UCS_OK);
+    }
+    test_run();
+    assert_int_equal(ep0->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(test_hep(1)->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(test_pending_calls, 2);
+    for (i = 0; i < 2; ++i) {
+        assert_int_equal(ctx->log[ctx->num_log - 2 + i].on_rc, 0);
+        assert_int_equal(ctx->log[ctx->num_log - 2 + i].seq, 200 + i);
+    }
+    assert_ptr_equal(ep0->tx_ep, ep0->cold_ep);
+}
+
+/* A retired RC QP counts in the pool until its flush completes, or until
+ * the retirement's deadline: then it is destroyed anyway */
+static void test_retire_deadline(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+    qpx_hybrid_retired_t *r;
+
+    (void)state;
+    B->h.config.pool_size = 0; /* NACK */
+    test_heat(0);
+    test_progress(A);
+    assert_non_null(ep->rc_ep);
+    test_fake(ep->rc_ep)->flush_status = UCS_INPROGRESS;
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(A->h.rc_in_use, 1);
+    assert_int_equal(A->h.rc_retiring, 1);
+
+    ucs_list_for_each(r, &A->h.retired, list) {
+        if (r->is_rc) {
+            r->deadline = 0;
+        }
+    }
+    test_progress(A);
+    assert_int_equal(A->h.rc_in_use, 0);
+    assert_int_equal(A->h.rc_retiring, 0);
+}
+
+/* Without an RC interface nothing is promoted: the endpoint stays on the
+ * cold path without asking, and a peer without one declines */
+static void test_no_rc_interface(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+
+    (void)state;
+    A->h.rc_avail = 0;
+    test_heat(0);
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(A->rc.creates, 0);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 0);
+
+    A->h.rc_avail = 1;
+    B->h.rc_avail = 0;
+    ep->promote_at = THRESH;
+    ep->tx_count   = 0;
+    test_heat(0);
+    test_run();
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 1);
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(B->rc.creates, 0);
+    assert_int_equal(A->h.rc_in_use, 0);
+}
+
+/* Two peers promote to each other at once with one slot each: the pool
+ * bound holds on both sides (each declines the other's), neither stays
+ * held, and a later promotion of one of them alone succeeds */
+static void test_crossing_promotions(void **state)
+{
+    qpx_hybrid_ep_t *a = test_hep(0), *b;
+    unsigned n;
+
+    (void)state;
+    A->h.config.pool_size = 1;
+    B->h.config.pool_size = 1;
+    ctx->b_ep = test_ep_create(B, 0);
+    b         = ucs_derived_of(ctx->b_ep, qpx_hybrid_ep_t);
+    test_heat(0);
+    for (n = 0; n < THRESH; ++n) {
+        assert_int_equal(uct_ep_am_short(ctx->b_ep, AM_ID_DATA, n, NULL, 0),
+                         UCS_OK);
+    }
+    test_progress(A);
+    test_progress(B);
+    test_progress(A);
+    test_progress(B);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 2);
+    test_run();
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 2);
+    assert_int_equal(a->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(b->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(A->h.rc_in_use, 0);
+    assert_int_equal(B->h.rc_in_use, 0);
+
+    while (!(a->flags & QPX_HYBRID_EP_FLAG_WANT_HOT)) {
+        assert_int_equal(test_send(0, 9), UCS_OK);
+    }
+    test_run();
+    assert_int_equal(a->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(b->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(B->h.rc_in_use, 1);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1052,6 +1230,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_destroyed_hot, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_malformed_ctl, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_ctl_no_resource, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_across_demotion,
+                                        test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_retire_deadline, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_no_rc_interface, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_crossing_promotions, test_setup,
                                         test_teardown),
     };
 
