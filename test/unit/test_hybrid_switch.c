@@ -1101,29 +1101,46 @@ static void test_pending_across_demotion(void **state)
 }
 
 /* A retired RC QP counts in the pool until its flush completes, or until
- * the retirement's deadline: then it is destroyed anyway */
+ * the retirement's deadline: then it is destroyed anyway (B's QP of a
+ * connection whose peer said RELEASE, and whose flush does not complete) */
 static void test_retire_deadline(void **state)
 {
-    qpx_hybrid_ep_t *ep = test_hep(0);
     qpx_hybrid_retired_t *r;
+    qpx_hybrid_conn_t *conn;
 
     (void)state;
-    B->h.config.pool_size = 0; /* NACK */
-    test_heat(0);
-    test_progress(A);
-    assert_non_null(ep->rc_ep);
-    test_fake(ep->rc_ep)->flush_status = UCS_INPROGRESS;
+    test_promote(0);
+    conn = test_only_conn(B);
+    assert_non_null(conn);
+    test_fake(conn->rc_ep)->flush_status = UCS_INPROGRESS;
+    qpx_hybrid_ep_t_delete(ctx->ep[0]);
+    ctx->ep[0] = NULL;
     test_run();
-    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
-    assert_int_equal(A->h.rc_in_use, 1);
-    assert_int_equal(A->h.rc_retiring, 1);
+    assert_null(test_only_conn(B));
+    assert_int_equal(B->h.rc_in_use, 1);
+    assert_int_equal(B->h.rc_retiring, 1);
 
-    ucs_list_for_each(r, &A->h.retired, list) {
+    ucs_list_for_each(r, &B->h.retired, list) {
         if (r->is_rc) {
             r->deadline = 0;
         }
     }
+    test_progress(B);
+    assert_int_equal(B->h.rc_in_use, 0);
+    assert_int_equal(B->h.rc_retiring, 0);
+}
+
+/* A promotion refused or not answered gives its RC QP back at once (it
+ * never carried anything): the slot is free for the next one */
+static void test_abort_frees_slot(void **state)
+{
+    (void)state;
+    B->h.config.pool_size = 0; /* NACK */
+    test_heat(0);
     test_progress(A);
+    test_fake(test_hep(0)->rc_ep)->flush_status = UCS_INPROGRESS;
+    test_run();
+    assert_int_equal(test_hep(0)->state, QPX_HYBRID_EP_COLD);
     assert_int_equal(A->h.rc_in_use, 0);
     assert_int_equal(A->h.rc_retiring, 0);
 }
@@ -1154,19 +1171,28 @@ static void test_no_rc_interface(void **state)
     assert_int_equal(A->h.rc_in_use, 0);
 }
 
-/* Two peers promote to each other at once with one slot each: the pool
- * bound holds on both sides (each declines the other's), neither stays
- * held, and a later promotion of one of them alone succeeds */
-static void test_crossing_promotions(void **state)
+/* Two peers promote to each other at once with one slot each: the one
+ * with the greater address wins on both sides (the other gives its own
+ * promotion up and accepts), so that one of them is on RC at once instead
+ * of both being refused; the pool bound holds on both sides */
+static void test_crossing(int a_wins)
 {
-    qpx_hybrid_ep_t *a = test_hep(0), *b;
+    qpx_hybrid_ep_t *a = test_hep(0), *b, *winner, *loser;
+    test_node_t *win_node, *lose_node;
     unsigned n;
 
-    (void)state;
     A->h.config.pool_size = 1;
     B->h.config.pool_size = 1;
+    if (a_wins) {
+        A->h.addr.dev[0] = 0xff; /* B's is 0xd1 */
+    }
     ctx->b_ep = test_ep_create(B, 0);
     b         = ucs_derived_of(ctx->b_ep, qpx_hybrid_ep_t);
+    winner    = a_wins ? a : b;
+    loser     = a_wins ? b : a;
+    win_node  = a_wins ? A : B;
+    lose_node = a_wins ? B : A;
+
     test_heat(0);
     for (n = 0; n < THRESH; ++n) {
         assert_int_equal(uct_ep_am_short(ctx->b_ep, AM_ID_DATA, n, NULL, 0),
@@ -1177,20 +1203,34 @@ static void test_crossing_promotions(void **state)
     test_progress(A);
     test_progress(B);
     assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 2);
-    test_run();
-    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 2);
-    assert_int_equal(a->state, QPX_HYBRID_EP_COLD);
-    assert_int_equal(b->state, QPX_HYBRID_EP_COLD);
-    assert_int_equal(A->h.rc_in_use, 0);
-    assert_int_equal(B->h.rc_in_use, 0);
-
-    while (!(a->flags & QPX_HYBRID_EP_FLAG_WANT_HOT)) {
-        assert_int_equal(test_send(0, 9), UCS_OK);
-    }
-    test_run();
-    assert_int_equal(a->state, QPX_HYBRID_EP_HOT);
-    assert_int_equal(b->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(A->h.rc_in_use, 1);
     assert_int_equal(B->h.rc_in_use, 1);
+    test_run();
+    assert_int_equal(winner->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(loser->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(loser->refusals, 1);
+    assert_int_equal(lose_node->h.stats.yielded, 1);
+    assert_int_equal(win_node->h.stats.yielded, 0);
+    assert_int_equal(win_node->h.stats.declined, 1);
+    assert_int_equal(lose_node->h.stats.accepted, 1);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REP], 1);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 1);
+    assert_int_equal(A->h.rc_in_use, 1);
+    assert_int_equal(B->h.rc_in_use, 1);
+    assert_int_equal(win_node->h.stats.promotions, 1);
+    assert_int_equal(lose_node->h.stats.promotions, 0);
+}
+
+static void test_crossing_promotions(void **state)
+{
+    (void)state;
+    test_crossing(0);
+}
+
+static void test_crossing_promotions_other_wins(void **state)
+{
+    (void)state;
+    test_crossing(1);
 }
 
 
@@ -1237,10 +1277,14 @@ int main(void)
                                         test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_retire_deadline, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_abort_frees_slot, test_setup,
+                                        test_teardown),
         cmocka_unit_test_setup_teardown(test_no_rc_interface, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_crossing_promotions, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_crossing_promotions_other_wins,
+                                        test_setup, test_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,13 @@
  * request's serial, so a late one never completes a later switch.
  *
  * The RC QP pair of a promotion carries one direction: B's endpoint to A
- * is promoted, or not, on its own traffic.
+ * is promoted, or not, on its own traffic. A promotion asks for a slot of
+ * the peer's pool; when the peer's pool is full and one of the peer's own
+ * promotions is still unanswered, the interface with the greater address
+ * wins: the other gives its own promotion up (its RC QP, never used, goes
+ * back at once) and accepts. Two interfaces promoting to each other with
+ * one slot left each were both refused every time they tried; now one of
+ * them is on RC.
  */
 #ifndef QPX_HYBRID_H_
 #define QPX_HYBRID_H_
@@ -232,6 +238,7 @@ typedef struct qpx_hybrid_stats {
     uint64_t rc_failures;    /* RC QPs that could not be had */
     uint64_t accepted;       /* peers' promotions to us */
     uint64_t declined;       /* peers' promotions we refused */
+    uint64_t yielded;        /* our promotions given up for a peer's */
     uint64_t max_rc_in_use;
     uint64_t timeouts;       /* switches given up: the peer did not answer */
     uint64_t qps_created;    /* RC QPs created (ahead too), at close */

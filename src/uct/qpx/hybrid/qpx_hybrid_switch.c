@@ -123,6 +123,37 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
 }
 
 
+static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface);
+
+
+/* Byte strings in order, the shorter first when one starts the other */
+static int qpx_hybrid_addr_cmp(const void *a, size_t a_len, const void *b,
+                               size_t b_len)
+{
+    int cmp = memcmp(a, b, ucs_min(a_len, b_len));
+
+    return (cmp != 0) ? cmp : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Of two interfaces whose promotions cross at full pools, the one whose
+ * address (device, then interface) is greater wins: both sides answer the
+ * same. Whether the sender of msg wins over us. */
+static int qpx_hybrid_ctl_peer_wins(const qpx_hybrid_iface_t *iface,
+                                    const qpx_hybrid_ctl_msg_t *msg)
+{
+    int cmp = qpx_hybrid_addr_cmp(qpx_hybrid_ctl_dev_addr(msg),
+                                  msg->hdr.dev_addr_len, iface->addr.dev,
+                                  iface->addr.dev_len);
+
+    if (cmp == 0) {
+        cmp = qpx_hybrid_addr_cmp(qpx_hybrid_ctl_iface_addr(msg),
+                                  msg->hdr.iface_addr_len, iface->addr.iface,
+                                  iface->addr.iface_len);
+    }
+    return cmp > 0;
+}
+
+
 /* A peer's endpoint asks for an RC QP (PROMOTE_REQ) */
 static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
                                    const qpx_hybrid_ctl_msg_t *msg)
@@ -157,7 +188,9 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
         why = "no RC interface";
         goto decline;
     }
-    if (iface->rc_in_use >= iface->config.pool_size) {
+    if ((iface->rc_in_use >= iface->config.pool_size) &&
+        (!qpx_hybrid_ctl_peer_wins(iface, msg) ||
+         !qpx_hybrid_iface_yield_slot(iface))) {
         why = "RC pool full";
         goto decline;
     }
@@ -217,12 +250,24 @@ decline:
 }
 
 
-/* Back to DC without a switch (refused, or the RC connect failed) */
-static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff)
+/* Back to DC without a switch (refused, not answered, yielded, or the RC
+ * connect failed). An RC endpoint never connected has had nothing posted
+ * (the endpoint held its sends): its QP goes back to the pool now, and its
+ * slot is free at once; one that was connected is flushed first */
+static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
+                                        int connected)
 {
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
 
-    qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    ucs_assertv(ep->state == QPX_HYBRID_EP_PROMOTING, "ep %p state %d", ep,
+                ep->state);
+    if (connected) {
+        qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    } else {
+        qpx_hybrid_owner_del(iface, ep->rc_ep);
+        uct_ep_destroy(ep->rc_ep);
+        iface->rc_in_use--;
+    }
     free(ep->peer_addr);
     ep->peer_addr = NULL;
     ep->rc_ep     = NULL;
@@ -232,6 +277,34 @@ static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff)
                       QPX_HYBRID_EP_FLAG_SWITCH_DUE);
     qpx_hybrid_ep_cool(ep, backoff);
     qpx_hybrid_ep_update_tx(ep);
+}
+
+
+/*
+ * A full pool in which one of our promotions waits for its answer, and a
+ * peer that wins (qpx_hybrid_ctl_peer_wins) asks for a slot: our promotion
+ * is given up, as if refused, and its slot goes to the peer. Two
+ * interfaces promoting to each other with one slot left each were both
+ * refused, every time their traffic made them try again; now one of them
+ * succeeds. The answer to the promotion given up comes later and is turned
+ * down (RELEASE). Returns whether a slot was freed.
+ */
+static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
+{
+    qpx_hybrid_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if ((ep->state == QPX_HYBRID_EP_PROMOTING) &&
+            !(ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
+                           QPX_HYBRID_EP_FLAG_FAILED))) {
+            ucs_debug("qpx ep %p id 0x%x: promotion given up for a peer's",
+                      ep, ep->id);
+            iface->stats.yielded++;
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 
@@ -291,7 +364,7 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
                                 qpx_hybrid_ctl_iface_addr(msg),
                                 QPX_HYBRID_CTL_RELEASE, ep->id,
                                 msg->hdr.src_id, ep->serial);
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
             break;
         }
         ep->peer_addr = malloc(msg->hdr.dev_addr_len +
@@ -304,7 +377,7 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
                                 qpx_hybrid_ctl_iface_addr(msg),
                                 QPX_HYBRID_CTL_RELEASE, ep->id,
                                 msg->hdr.src_id, ep->serial);
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
             break;
         }
         memcpy(ep->peer_addr, qpx_hybrid_ctl_dev_addr(msg),
@@ -320,7 +393,7 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
         if (ep != NULL) {
             iface->stats.refused++;
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
         }
         break;
     case QPX_HYBRID_CTL_DEMOTE_REQ:
@@ -531,7 +604,7 @@ static void qpx_hybrid_ep_switch_timeout(qpx_hybrid_ep_t *ep)
          * answer finds the serial changed and is turned down. */
         ucs_debug("qpx ep %p id 0x%x: promotion not answered in time, "
                   "stays on DC", ep, ep->id);
-        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals);
+        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
     } else {
         /* Still on RC: the peer reads our DEMOTE_REQ some day and answers
          * an ACK nobody waits for; its QP stays ours. Most recently used
