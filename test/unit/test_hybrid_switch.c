@@ -1234,6 +1234,46 @@ static void test_crossing_promotions_other_wins(void **state)
 }
 
 
+/* An endpoint destroyed mid-switch on RC's side: while its promotion is
+ * flushing the cold path (answered, connected) and while its demotion
+ * waits for the answer; the peer is told either way and gives its QP
+ * back, and its late answers find nobody */
+static void test_destroyed_mid_switch(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+
+    (void)state;
+    test_heat(0);
+    test_progress(A);
+    test_fake(ep->cold_ep)->flush_status = UCS_INPROGRESS;
+    test_run();
+    assert_true(ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+    qpx_hybrid_ep_t_delete(ctx->ep[0]);
+    ctx->ep[0] = NULL;
+    test_run();
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_RELEASE], 1);
+    assert_null(test_only_conn(B));
+    assert_int_equal(A->h.rc_in_use, 0);
+    assert_int_equal(B->h.rc_in_use, 0);
+
+    /* DEMOTING, its DEMOTE_REQ sent */
+    A->h.config.pool_size = 1;
+    test_promote(1);
+    test_heat(2);
+    test_progress(A);
+    test_progress(A);
+    assert_int_equal(test_hep(1)->state, QPX_HYBRID_EP_DEMOTING);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_DEMOTE_REQ], 1);
+    qpx_hybrid_ep_t_delete(ctx->ep[1]);
+    ctx->ep[1] = NULL;
+    test_run();
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_RELEASE], 2);
+    assert_int_equal(test_hep(2)->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(A->h.rc_in_use, 1);
+    assert_int_equal(B->h.rc_in_use, 1);
+    assert_int_equal(A->h.stats.demotions, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1269,6 +1309,8 @@ int main(void)
                                         test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_destroyed_hot, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_destroyed_mid_switch,
+                                        test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_malformed_ctl, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_ctl_no_resource, test_setup,
