@@ -456,14 +456,15 @@ list_cases() {
 # their names (set_config), given to qpx's under qpx's names. The peer
 # failure suites shorten the transport timeouts "where relevant"
 # (RC_TIMEOUT?=100us, RC_RETRY_COUNT?=4, UD_TIMEOUT?=3s: names qpx does
-# not have, so "?=" leaves qpx at its defaults); qpx_dc's own default (10 s a dead peer, per
-# DCI) made test_uct_peer_failure_multiple's 255 dead peers on 8 DCIs take
-# longer than its 300 s flush (it passes in 35 s with 100 ms).
+# not have, so "?=" leaves qpx at its defaults); qpx_dc's defaults (1 s a
+# try, 8 tries: 8 s a dead peer, per DCI) made
+# test_uct_peer_failure_multiple's 255 dead peers on 8 DCIs take longer
+# than its 300 s flush (it passes in 35 s with about 100 ms a dead peer).
 suite_env() {
     case $1 in
     test_uct_peer_failure*|test_ucp_peer_failure*)
         echo UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=4 \
-             UCX_QPX_DC_TIMEOUT=100ms UCX_QPX_DC_RETRY_COUNT=4 \
+             UCX_QPX_DC_TIMEOUT=20ms UCX_QPX_DC_RETRY_COUNT=4 \
              UCX_QPX_UD_TIMEOUT=3s ;;
     esac
 }

@@ -35,7 +35,7 @@ key_pair "SLURM_JOB_ID=7" "SLURM_JOB_ID=7"
 qpx_check "same job: the pair runs (client $crc, server $src)" \
     [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q '^Final:' "$TL_TMP/cli.log"
 
-key_pair "SLURM_JOB_ID=7" "SLURM_JOB_ID=8 UCX_QPX_DC_TIMEOUT=1s"
+key_pair "SLURM_JOB_ID=7" "SLURM_JOB_ID=8 UCX_QPX_DC_TIMEOUT=125ms"
 if [ $crc -ne 0 ] && [ $crc -ne 124 ] &&
    grep -q "qpx_dc: ep to dct .* failed" "$TL_TMP/cli.log"; then
     qpx_pass "another job: refused by the target, the client fails with: $(grep -o 'failed: dci .*' "$TL_TMP/cli.log" | head -n 1)"

@@ -13,7 +13,7 @@ tl_peers "1024 eps (sticky, 2 DCIs)" UCX_QPX_DC_TX_POLICY=sticky \
     UCX_QPX_DC_NUM_DCI=2 -- -m many -p 2 -i 2 -e 1024
 tl_peers "1024 eps (rand)" UCX_QPX_DC_TX_POLICY=rand -- -m many -p 2 -i 2 -e 1024
 tl_peers "1024 eps (spread)" UCX_QPX_DC_TX_POLICY=spread -- -m many -p 2 -i 2 -e 1024
-tl_peers "failures" UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3 -- -m fail
-tl_peers "failures (spread)" UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3 \
+tl_peers "failures" UCX_QPX_DC_TIMEOUT=125ms UCX_QPX_DC_RETRY_COUNT=3 -- -m fail
+tl_peers "failures (spread)" UCX_QPX_DC_TIMEOUT=125ms UCX_QPX_DC_RETRY_COUNT=3 \
     UCX_QPX_DC_TX_POLICY=spread -- -m fail
 qpx_finish

@@ -22,7 +22,7 @@ tl_peers "4096 eps, pool 64" UCX_QPX_RC_POOL_SIZE=64 UCX_QPX_PROMOTE_THRESH=1 \
     -- -m many -p 4 -i 4 -e 4096
 tl_peers "1024 eps, pool 16, an SRQ per sub-interface" UCX_QPX_RC_POOL_SIZE=16 \
     UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_SHARED_SRQ=n -- -m many -p 2 -i 2 -e 1024
-fail_env="UCX_QPX_DC_TIMEOUT=500ms UCX_QPX_DC_RETRY_COUNT=3
+fail_env="UCX_QPX_DC_TIMEOUT=125ms UCX_QPX_DC_RETRY_COUNT=3
           UCX_QPX_RC_TIMEOUT=100ms UCX_QPX_RC_RETRY_COUNT=3"
 tl_peers "failures (on DC)" $fail_env -- -m fail
 tl_peers "failures (promoted at the first operation)" $fail_env \

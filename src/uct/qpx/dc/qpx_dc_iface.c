@@ -60,15 +60,10 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "for one.",
      ucs_offsetof(qpx_dc_iface_config_t, quota), QPX_CONFIG_TYPE_UINT},
 
-    /* The RC family's: RETRY_COUNT, RNR_*, PATH_MTU, MAX_RD_ATOMIC,
-     * ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
+    /* The RC family's: TIMEOUT, RETRY_COUNT, RNR_*, PATH_MTU,
+     * MAX_RD_ATOMIC, ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
     {"", "", NULL, ucs_offsetof(qpx_dc_iface_config_t, rdma),
      UCS_CONFIG_TYPE_TABLE(qpx_rdma_iface_config_table)},
-
-    {"TIMEOUT", "10s",
-     "A request unacknowledged this long (its retries included) fails the "
-     "endpoints with work on its DCI: a dead peer is detected within it.",
-     ucs_offsetof(qpx_dc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"KEY", "auto",
      "Access key of the interface's DC target, which every request to it "
@@ -173,17 +168,13 @@ static void qpx_dc_iface_init_conn(qpx_dc_iface_t *self,
 {
     qpx_qp_connect_attr_t *conn = &self->super.conn;
     qpx_device_addr_t self_addr;
-    unsigned tries;
 
     qpx_rdma_iface_conn_init(&self->super, &config->rdma);
     /* The local port's address vector: its GRH on RoCE */
     qpx_device_addr_get(self->super.super.port, &self_addr);
     qpx_device_ah_attr(&self_addr, self->super.super.port_num,
                        self->super.super.port->gid_index, &conn->ah_attr);
-    /* TIMEOUT bounds the whole: each of the tries waits a share of it */
-    tries         = conn->retry_cnt + 1;
-    conn->timeout = qpx_qp_timeout_code(config->timeout / tries);
-    conn->sq_psn  = 0;
+    conn->sq_psn = 0;
 }
 
 

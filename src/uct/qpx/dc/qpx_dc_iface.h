@@ -117,7 +117,6 @@ typedef struct qpx_dc_iface_config {
     int                policy;          /* qpx_dc_policy_t */
     unsigned           quota;
     qpx_rdma_iface_config_t rdma;      /* the RC family's settings */
-    double             timeout;         /* the whole, retries included */
     qpx_config_key_t   key;             /* of the DCT, and of the peers' */
 } qpx_dc_iface_config_t;
 

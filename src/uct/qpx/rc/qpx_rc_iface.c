@@ -21,15 +21,10 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
     {"QPX_", "MAX_NUM_EPS=256", NULL, ucs_offsetof(qpx_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(qpx_iface_config_table)},
 
-    /* The RC family's: RETRY_COUNT, RNR_*, PATH_MTU, MAX_RD_ATOMIC,
-     * ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
+    /* The RC family's: TIMEOUT, RETRY_COUNT, RNR_*, PATH_MTU,
+     * MAX_RD_ATOMIC, ATOMICS, EVENTS, KEEPALIVE_INTERVAL */
     {"", "", NULL, ucs_offsetof(qpx_rc_iface_config_t, rdma),
      UCS_CONFIG_TYPE_TABLE(qpx_rdma_iface_config_table)},
-
-    {"TIMEOUT", "1.0s",
-     "Transport retry timeout: a request unacknowledged for TIMEOUT is "
-     "retried RETRY_COUNT times before the endpoint fails.",
-     ucs_offsetof(qpx_rc_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"FC_WND_SIZE", "512",
      "Active messages an endpoint may have unconsumed at the peer (credit "
@@ -194,17 +189,6 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
 };
 
 
-static void qpx_rc_iface_init_conn(qpx_rc_iface_t *self,
-                                   const qpx_rc_iface_config_t *config)
-{
-    qpx_qp_connect_attr_t *conn = &self->super.conn;
-
-    qpx_rdma_iface_conn_init(&self->super, &config->rdma);
-    /* TIMEOUT is per try: retry_count tries more follow it */
-    conn->timeout = qpx_qp_timeout_code(config->timeout);
-}
-
-
 static qpx_ep_tx_state_t qpx_rc_ep_tx_state(qpx_iface_t *base_iface,
                                             qpx_ep_t *base_ep)
 {
@@ -306,7 +290,7 @@ static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
     if (status != UCS_OK) {
         return status;
     }
-    qpx_rc_iface_init_conn(self, config);
+    qpx_rdma_iface_conn_init(&self->super, &config->rdma);
 
     self->config.fc_wnd = qpx_rc_fc_window(config->fc_wnd_size,
                                            self->super.super.rx.queue_len,

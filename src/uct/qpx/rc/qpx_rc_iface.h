@@ -77,7 +77,6 @@ typedef struct qpx_rc_ep_ctl {
 typedef struct qpx_rc_iface_config {
     qpx_iface_config_t      super;
     qpx_rdma_iface_config_t rdma;        /* the RC family's settings */
-    double                  timeout;     /* per try */
     unsigned                fc_wnd_size; /* 0: no flow control */
 } qpx_rc_iface_config_t;
 

@@ -26,9 +26,17 @@ static const char *qpx_rdma_mtu_names[] = {
 
 
 ucs_config_field_t qpx_rdma_iface_config_table[] = {
+    {"TIMEOUT", "1.0s",
+     "Transport retry timeout, per try (as UCX's rc and dc transports): a "
+     "request unacknowledged for TIMEOUT is sent again, RETRY_COUNT times, "
+     "before its QP fails; a dead peer fails the endpoints with requests on "
+     "it after about TIMEOUT x (RETRY_COUNT + 1). Rounded up to the IBTA "
+     "encoding 4.096 us x 2^n.",
+     ucs_offsetof(qpx_rdma_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
+
     {"RETRY_COUNT", "7",
-     "Transport retries of a request before its QP fails (0..7); within "
-     "TIMEOUT, whose meaning is the transport's.",
+     "Transport retries of a request before its QP fails (0..7), each "
+     "after TIMEOUT.",
      ucs_offsetof(qpx_rdma_iface_config_t, retry_count),
      QPX_CONFIG_TYPE_UINT},
 
@@ -221,6 +229,7 @@ void qpx_rdma_iface_conn_init(qpx_rdma_iface_t *rdma_iface,
     conn->max_dest_rd_atomic = ucs_max(1, ucs_min(config->max_rd_atomic,
                                        (unsigned)dev->attr.max_qp_init_rd_atom));
     conn->min_rnr_timer      = qpx_qp_rnr_timer_code(config->rnr_timeout);
+    conn->timeout            = qpx_qp_timeout_code(config->timeout);
     conn->retry_cnt          = ucs_min(config->retry_count, 7);
     conn->rnr_retry          = ucs_min(config->rnr_retry_count, 7);
 }

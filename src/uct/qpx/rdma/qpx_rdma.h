@@ -143,6 +143,7 @@ typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
 
 /* The RC family's settings (qpx_rdma_iface_config_table) */
 typedef struct qpx_rdma_iface_config {
+    double   timeout;            /* per try */
     unsigned retry_count;
     unsigned rnr_retry_count;
     double   rnr_timeout;
@@ -287,8 +288,8 @@ ucs_status_t qpx_rdma_iface_caps_init(qpx_rdma_iface_t *iface,
 /*
  * The RTR/RTS attributes of the configuration: path MTU (never above the
  * port's), outstanding reads and atomics within the device's, the RNR timer
- * and retries, and retry_count transport retries. The transport sets the
- * timeout (what TIMEOUT means is its own), the address vector and the PSNs.
+ * and retries, the timeout of a try and retry_count transport retries. The
+ * transport sets the address vector and the PSNs.
  */
 void qpx_rdma_iface_conn_init(qpx_rdma_iface_t *iface,
                               const qpx_rdma_iface_config_t *config);
