@@ -69,6 +69,24 @@ job "halo, 8 ranks, 4 neighbours" 8 "HALO OK" "$halo_prog" 200 65536 2 -- \
     UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_PROMOTE_WINDOW=1s
 job "halo, 16 ranks, 4 neighbours, pool of 8" 16 "HALO OK" "$halo_prog" 100 16384 2 -- \
     UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_PROMOTE_WINDOW=1s UCX_QPX_RC_POOL_SIZE=8
+
+# One QP pair for both directions: halo neighbours talk both ways, and the
+# endpoint that gets hot second joins the pair the first one promoted on
+# (joins=) instead of a pair of its own; each rank then holds about one RC
+# QP per neighbour (max_rc_in_use), not two. Data checked by the program.
+out=$(ud_run env UCX_TLS=qpx,self UCX_NET_DEVICES=softverbs0:1 UCX_QPX_PRINT_STATS=y \
+      UCX_QPX_PROMOTE_THRESH=16 UCX_QPX_PROMOTE_WINDOW=1s \
+      timeout 300 mpirun $QPX_MPIRUN_ARGS -np 8 "$halo_prog" 200 65536 2 2>&1)
+rc=$?
+sum() { echo "$out" | grep -o " $1=[0-9]*" | cut -d= -f2 | awk '{s += $1} END {print s + 0}'; }
+joins=$(sum joins)
+most=$(echo "$out" | grep -o " max_rc_in_use=[0-9]*" | cut -d= -f2 | sort -n | tail -n 1)
+if [ $rc -eq 0 ] && echo "$out" | grep -q "^HALO OK" && [ "$joins" -gt 0 ]; then
+    qpx_pass "halo, 8 ranks, both directions on one pair: $joins joins, $(sum promotions) promotions, at most ${most:-?} RC QPs a rank for 4 neighbours"
+else
+    qpx_fail "halo, both directions on one pair (exit $rc, $joins joins)"
+    echo "$out" | grep -v "^softverbs" | tail -n 10
+fi
 # One SRQ and one receive buffer pool per rank with the UD cold path: the
 # RC QPs and the UD QP receive from the RC interface's SRQ and buffers.
 # Against UCX_QPX_SHARED_SRQ=n with qpx_ud on an SRQ of its own

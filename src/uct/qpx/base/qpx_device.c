@@ -422,6 +422,13 @@ void qpx_device_addr_unpack(const void *packed, qpx_device_addr_t *addr)
 }
 
 
+size_t qpx_device_addr_unpack_len(const void *packed)
+{
+    return 1 + ((*(const uint8_t*)packed & QPX_IB_ADDR_LINK_LAYER_ETH) ?
+                16 : sizeof(uint16_t));
+}
+
+
 int qpx_device_addr_is_reachable(const qpx_device_port_t *port,
                                  const qpx_device_addr_t *addr)
 {

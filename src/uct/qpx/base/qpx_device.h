@@ -143,6 +143,10 @@ size_t qpx_device_addr_pack_addr(const qpx_device_addr_t *addr,
  * unpacked: the LID or the GID; the optional fields are not needed */
 void qpx_device_addr_unpack(const void *packed, qpx_device_addr_t *addr);
 
+/* The bytes of a packed device address qpx_device_addr_unpack reads (its
+ * first byte says how many) */
+size_t qpx_device_addr_unpack_len(const void *packed);
+
 /* Bytes of a packed device address of this port */
 size_t qpx_device_addr_size(const qpx_device_port_t *port);
 

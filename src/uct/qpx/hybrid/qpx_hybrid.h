@@ -41,14 +41,15 @@
  * given up and the endpoint stays on RC. Every answer carries its
  * request's serial, so a late one never completes a later switch.
  *
- * The RC QP pair of a promotion carries one direction: B's endpoint to A
- * is promoted, or not, on its own traffic. A promotion asks for a slot of
- * the peer's pool; when the peer's pool is full and one of the peer's own
- * promotions is still unanswered, the interface with the greater address
- * wins: the other gives its own promotion up (its RC QP, never used, goes
- * back at once) and accepts. Two interfaces promoting to each other with
- * one slot left each were both refused every time they tried; now one of
- * them is on RC.
+ * The RC QP pair of a promotion carries both directions: B's endpoint to
+ * A, hot on its own traffic, joins the pair A promoted on instead of a
+ * pair of its own (qpx_hybrid_join.c says how, and how the pair ends).
+ * Two interfaces promoting to each other at once end on one pair: the one
+ * with the greater address goes on, the other gives its own promotion up
+ * (its RC QP, never used, goes back at once) and joins. A promotion asks
+ * for a slot of the peer's pool; when the peer's pool is full and one of
+ * the peer's own promotions (to another interface) is still unanswered,
+ * the same rule gives the slot to the greater address.
  */
 #ifndef QPX_HYBRID_H_
 #define QPX_HYBRID_H_
@@ -90,6 +91,15 @@ typedef enum {
     QPX_HYBRID_CTL_DEMOTE_REQ,      /* A -> B, RC: last message on RC */
     QPX_HYBRID_CTL_DEMOTE_ACK,      /* B -> A, DC: all delivered */
     QPX_HYBRID_CTL_RELEASE,         /* A -> B, DC: give the QP back */
+    QPX_HYBRID_CTL_JOIN_REQ,        /* B -> A, DC: my ep sends on your
+                                       pair too (aux: B's connection) */
+    QPX_HYBRID_CTL_JOIN_ACK,        /* A -> B, DC: it may */
+    QPX_HYBRID_CTL_JOIN_NACK,       /* A -> B, DC: it may not */
+    QPX_HYBRID_CTL_DEMOTE_CANCEL,   /* A -> B, DC: the demotion you
+                                       answered was given up */
+    QPX_HYBRID_CTL_TRANSFER,        /* A -> B, DC: my ep is gone, the
+                                       pair is your joined ep's now (aux:
+                                       B's connection) */
     QPX_HYBRID_CTL_LAST
 } qpx_hybrid_ctl_type_t;
 
@@ -102,6 +112,7 @@ typedef struct qpx_hybrid_ctl_hdr {
     uint32_t src_id;         /* sender's endpoint or connection id */
     uint32_t dst_id;         /* receiver's endpoint or connection id */
     uint32_t serial;         /* the switch's: an answer names its request */
+    uint32_t aux;            /* JOIN_REQ, TRANSFER: B's connection id */
     /* followed by: device address, DC interface address, RC ep address */
 } UCS_S_PACKED qpx_hybrid_ctl_hdr_t;
 
@@ -112,6 +123,27 @@ typedef struct qpx_hybrid_ctl_msg {
     size_t               length;
     qpx_hybrid_ctl_hdr_t hdr; /* and the rest of the message */
 } qpx_hybrid_ctl_msg_t;
+
+
+/* The sender's addresses in a control message, and its RC ep's */
+static inline const void *
+qpx_hybrid_ctl_dev_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return &msg->hdr + 1;
+}
+
+static inline const void *
+qpx_hybrid_ctl_iface_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len);
+}
+
+static inline const void *
+qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
+{
+    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len +
+                                              msg->hdr.iface_addr_len);
+}
 
 
 typedef enum {
@@ -129,9 +161,16 @@ enum {
                                                    old path is flushed */
     QPX_HYBRID_EP_FLAG_FAILED     = UCS_BIT(3), /* a sub-ep failed */
     QPX_HYBRID_EP_FLAG_IN_WORK    = UCS_BIT(4), /* in iface->work_eps */
-    QPX_HYBRID_EP_FLAG_PENDING    = UCS_BIT(5)  /* pending_link is in
+    QPX_HYBRID_EP_FLAG_PENDING    = UCS_BIT(5), /* pending_link is in
                                                    iface->pending_eps or in
                                                    a dispatch round */
+    QPX_HYBRID_EP_FLAG_JOINED     = UCS_BIT(6), /* its RC path is the QP of
+                                                   connection join_conn (a
+                                                   peer's promotion to us),
+                                                   not its own */
+    QPX_HYBRID_EP_FLAG_PEER_JOINED = UCS_BIT(7) /* the peer's endpoint
+                                                   peer_join_ep sends on our
+                                                   RC QP too */
 };
 
 
@@ -160,6 +199,11 @@ typedef struct qpx_hybrid_ep {
     uint32_t        serial;      /* of the current (or last) switch */
     uint32_t        id;          /* in iface->eps */
     uint32_t        peer_conn;   /* the peer's connection id, HOT */
+    uint32_t        join_conn;   /* JOINED: our connection whose QP */
+    uint32_t        peer_join_ep;/* PEER_JOINED: the peer's endpoint */
+    qpx_device_addr_t dst_dev;   /* the peer this endpoint was created */
+    uint8_t         dst_iface[QPX_HYBRID_ADDR_MAX]; /* for: which of our
+                                    connections is its (a join) */
     uint8_t         *peer_addr;  /* its device and DC interface address
                                     (from PROMOTE_REP), for RELEASE */
     uint8_t         peer_dev_len;
@@ -181,8 +225,18 @@ typedef struct qpx_hybrid_conn {
     uint32_t        id;          /* in iface->conns */
     uint32_t        peer_ep;     /* the peer's endpoint id */
     uint32_t        serial;      /* of the request being answered */
-    uint8_t         reply;       /* answer still due: REP or ACK, or 0 */
+    uint32_t        aux;         /* of the reply (TRANSFER) */
+    uint32_t        joined_ep;   /* our endpoint that sends on this QP
+                                    too (a join), or QPX_EP_ID_NULL */
+    qpx_device_addr_t peer_dev;  /* the peer (from its PROMOTE_REQ) */
+    uint8_t         peer_iface[QPX_HYBRID_ADDR_MAX];
+    uint8_t         reply;       /* answer still due: REP, ACK,
+                                    TRANSFER, or 0 */
+    uint8_t         reply_on_rc; /* the reply goes on rc_ep (DEMOTE_ACK
+                                    after a joined endpoint's messages),
+                                    once rc_ep is flushed */
     uint8_t         closing;     /* give the QP back once reply is sent */
+    uint8_t         demoting;    /* DEMOTE_REQ read, RELEASE not yet */
     uint8_t         in_work;     /* in iface->work_conns */
     ucs_list_link_t work_link;   /* in iface->work_conns */
 } qpx_hybrid_conn_t;
@@ -239,6 +293,8 @@ typedef struct qpx_hybrid_stats {
     uint64_t accepted;       /* peers' promotions to us */
     uint64_t declined;       /* peers' promotions we refused */
     uint64_t yielded;        /* our promotions given up for a peer's */
+    uint64_t joins;          /* endpoints that joined a peer's pair */
+    uint64_t transfers;      /* pairs handed to the peer's endpoint */
     uint64_t max_rc_in_use;
     uint64_t timeouts;       /* switches given up: the peer did not answer */
     uint64_t qps_created;    /* RC QPs created (ahead too), at close */
@@ -415,6 +471,44 @@ unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
 unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn);
+void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
+                          qpx_hybrid_conn_t *conn);
+/* The endpoint an answer is for, in the state it must be in, or NULL */
+qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
+                                   const qpx_hybrid_ctl_msg_t *msg,
+                                   qpx_hybrid_ep_state_t state);
+/* Back to the cold path without a switch */
+void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
+                                 int connected);
+
+/* qpx_hybrid_join.c: the pair of a promotion carrying both directions */
+void qpx_hybrid_peer_id(const qpx_hybrid_iface_t *iface, const void *dev,
+                        size_t dev_len, const void *iface_addr,
+                        size_t iface_len, qpx_device_addr_t *dev_id,
+                        uint8_t *iface_id);
+enum {
+    QPX_HYBRID_JOIN_NONE,
+    QPX_HYBRID_JOIN_STARTED,
+    QPX_HYBRID_JOIN_WAIT
+};
+int qpx_hybrid_ep_join(qpx_hybrid_ep_t *ep);
+int qpx_hybrid_ctl_peer_wins(const qpx_hybrid_iface_t *iface,
+                             const qpx_hybrid_ctl_msg_t *msg);
+int qpx_hybrid_join_crossing(qpx_hybrid_iface_t *iface,
+                             const qpx_hybrid_ctl_msg_t *msg, int peer_wins);
+uint32_t qpx_hybrid_join_peer_ep(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_ep_unjoin(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_ep_leave(qpx_hybrid_ep_t *ep);
+void qpx_hybrid_join_demote(qpx_hybrid_iface_t *iface,
+                            qpx_hybrid_conn_t *conn);
+void qpx_hybrid_join_stale_ack(qpx_hybrid_iface_t *iface,
+                               const qpx_hybrid_ctl_msg_t *msg);
+void qpx_hybrid_join_ctl_run(qpx_hybrid_iface_t *iface,
+                             const qpx_hybrid_ctl_msg_t *msg);
+qpx_hybrid_ep_t *qpx_hybrid_join_take_failed(qpx_hybrid_iface_t *iface,
+                                             qpx_hybrid_conn_t *conn,
+                                             uct_ep_h sub_ep);
+int qpx_hybrid_ep_transfer(qpx_hybrid_ep_t *ep);
 ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
                                       ucs_status_t status);
 
@@ -436,7 +530,7 @@ void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
 ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint8_t type, uint32_t src_id,
                                  uint32_t dst_id, uint32_t serial,
-                                 uct_ep_h rc_ep);
+                                 uint32_t aux, uct_ep_h rc_ep);
 
 /* qpx_hybrid_ops.c */
 extern uct_iface_ops_t qpx_hybrid_iface_ops;

@@ -19,6 +19,7 @@ typedef struct qpx_hybrid_ctl_pack_arg {
     uint32_t           src_id;
     uint32_t           dst_id;
     uint32_t           serial;
+    uint32_t           aux;
     uct_ep_h           rc_ep;
 } qpx_hybrid_ctl_pack_arg_t;
 
@@ -29,7 +30,12 @@ const char *qpx_hybrid_ctl_names[] = {
     [QPX_HYBRID_CTL_PROMOTE_NACK] = "PROMOTE_NACK",
     [QPX_HYBRID_CTL_DEMOTE_REQ]   = "DEMOTE_REQ",
     [QPX_HYBRID_CTL_DEMOTE_ACK]   = "DEMOTE_ACK",
-    [QPX_HYBRID_CTL_RELEASE]      = "RELEASE"
+    [QPX_HYBRID_CTL_RELEASE]      = "RELEASE",
+    [QPX_HYBRID_CTL_JOIN_REQ]     = "JOIN_REQ",
+    [QPX_HYBRID_CTL_JOIN_ACK]     = "JOIN_ACK",
+    [QPX_HYBRID_CTL_JOIN_NACK]    = "JOIN_NACK",
+    [QPX_HYBRID_CTL_DEMOTE_CANCEL] = "DEMOTE_CANCEL",
+    [QPX_HYBRID_CTL_TRANSFER]     = "TRANSFER"
 };
 
 
@@ -47,6 +53,7 @@ static size_t qpx_hybrid_ctl_pack(void *dest, void *arg)
     hdr->src_id         = pack->src_id;
     hdr->dst_id         = pack->dst_id;
     hdr->serial         = pack->serial;
+    hdr->aux            = pack->aux;
     memcpy(p, iface->addr.dev, iface->addr.dev_len);
     p += iface->addr.dev_len;
     memcpy(p, iface->addr.iface, iface->addr.iface_len);
@@ -64,10 +71,10 @@ static size_t qpx_hybrid_ctl_pack(void *dest, void *arg)
 ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint8_t type, uint32_t src_id,
                                  uint32_t dst_id, uint32_t serial,
-                                 uct_ep_h rc_ep)
+                                 uint32_t aux, uct_ep_h rc_ep)
 {
     qpx_hybrid_ctl_pack_arg_t arg = {iface, type, src_id, dst_id, serial,
-                                     rc_ep};
+                                     aux, rc_ep};
     ssize_t len;
 
     len = uct_ep_am_bcopy(via, QPX_HYBRID_AM_ID_CTL, qpx_hybrid_ctl_pack,
@@ -125,7 +132,7 @@ void qpx_hybrid_ctl_post(qpx_hybrid_iface_t *iface, const void *dev_addr,
         return;
     }
 
-    status = qpx_hybrid_ctl_send(iface, ep, type, src_id, dst_id, serial,
+    status = qpx_hybrid_ctl_send(iface, ep, type, src_id, dst_id, serial, 0,
                                  NULL);
     if (status != UCS_ERR_NO_RESOURCE) {
         qpx_hybrid_retire(iface, ep, 0, 0);
@@ -155,7 +162,7 @@ unsigned qpx_hybrid_iface_ctl_out_progress(qpx_hybrid_iface_t *iface)
 
     ucs_list_for_each_safe(out, tmp, &iface->ctl_out, list) {
         if (qpx_hybrid_ctl_send(iface, out->ep, out->type, out->src_id,
-                                out->dst_id, out->serial, NULL) ==
+                                out->dst_id, out->serial, 0, NULL) ==
             UCS_ERR_NO_RESOURCE) {
             continue;
         }

@@ -197,6 +197,10 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
         goto err_destroy_dc;
     }
 
+    qpx_hybrid_peer_id(iface, params->dev_addr, SIZE_MAX, dc_params.iface_addr,
+                       iface->addr.iface_len, &self->dst_dev, self->dst_iface);
+    self->join_conn    = QPX_EP_ID_NULL;
+    self->peer_join_ep = QPX_EP_ID_NULL;
     self->rc_ep     = NULL;
     self->path_ep   = self->cold_ep;
     self->tx_ep     = self->cold_ep;
@@ -234,6 +238,16 @@ UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_ep_t)
         ucs_list_del(&self->work_link);
     }
     ucs_list_del(&self->list);
+
+    if (self->flags & QPX_HYBRID_EP_FLAG_JOINED) {
+        qpx_hybrid_ep_unjoin(self); /* the QP stays its connection's */
+    } else if ((self->flags & QPX_HYBRID_EP_FLAG_PEER_JOINED) &&
+               !(self->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
+               (self->rc_ep != NULL)) {
+        /* The peer's endpoint sends on our QP: it keeps the pair, our QP
+         * goes on as a connection of the interface */
+        (void)qpx_hybrid_ep_transfer(self);
+    }
 
     if (self->rc_ep != NULL) {
         /* The peer gives its RC QP back: told over DC (best effort; the
@@ -396,6 +410,17 @@ ucs_status_t qpx_hybrid_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                  uct_completion_t *comp)
 {
     qpx_hybrid_ep_t *ep = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+
+    if ((flags & UCT_FLUSH_FLAG_CANCEL) &&
+        (ep->flags & QPX_HYBRID_EP_FLAG_JOINED)) {
+        /* The QP is the pair's, the peer's endpoint sends on it: not failed
+         * for our cancel; what we have on it completes (a plain flush) */
+        if (ep->cold_ep != ep->path_ep) {
+            (void)uct_ep_flush(ep->cold_ep, UCT_FLUSH_FLAG_CANCEL, NULL);
+        }
+        return uct_ep_flush(ep->path_ep, (ep->path_ep == ep->rc_ep) ?
+                            (flags & ~UCT_FLUSH_FLAG_CANCEL) : flags, comp);
+    }
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         if ((ep->rc_ep != NULL) && (ep->rc_ep != ep->path_ep)) {

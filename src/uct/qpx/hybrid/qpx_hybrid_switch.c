@@ -14,23 +14,6 @@
 #include <string.h>
 
 
-static const void *qpx_hybrid_ctl_dev_addr(const qpx_hybrid_ctl_msg_t *msg)
-{
-    return &msg->hdr + 1;
-}
-
-static const void *qpx_hybrid_ctl_iface_addr(const qpx_hybrid_ctl_msg_t *msg)
-{
-    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len);
-}
-
-static const void *qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
-{
-    return UCS_PTR_BYTE_OFFSET(&msg->hdr + 1, msg->hdr.dev_addr_len +
-                                              msg->hdr.iface_addr_len);
-}
-
-
 /* An unconnected RC endpoint (its QP from qpx_rc's pool, or new), on the
  * RC interface, which the first one opens. What cannot be had (ENOMEM, a
  * QP or CQ limit) is said once per interface: endpoints stay on the cold
@@ -92,8 +75,8 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
 }
 
 
-static void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
-                                 qpx_hybrid_conn_t *conn)
+void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
+                          qpx_hybrid_conn_t *conn)
 {
     if (!conn->in_work) {
         conn->in_work = 1;
@@ -105,6 +88,13 @@ static void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
 void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn)
 {
+    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, conn->joined_ep);
+
+    if (ep != NULL) {
+        /* Its RC path goes with the QP: back to the cold one (the callers
+         * made sure the peer read everything it sent on the QP) */
+        qpx_hybrid_ep_leave(ep);
+    }
     if (conn->in_work) {
         ucs_list_del(&conn->work_link);
     }
@@ -126,34 +116,6 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
 static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface);
 
 
-/* Byte strings in order, the shorter first when one starts the other */
-static int qpx_hybrid_addr_cmp(const void *a, size_t a_len, const void *b,
-                               size_t b_len)
-{
-    int cmp = memcmp(a, b, ucs_min(a_len, b_len));
-
-    return (cmp != 0) ? cmp : (a_len > b_len) - (a_len < b_len);
-}
-
-/* Of two interfaces whose promotions cross at full pools, the one whose
- * address (device, then interface) is greater wins: both sides answer the
- * same. Whether the sender of msg wins over us. */
-static int qpx_hybrid_ctl_peer_wins(const qpx_hybrid_iface_t *iface,
-                                    const qpx_hybrid_ctl_msg_t *msg)
-{
-    int cmp = qpx_hybrid_addr_cmp(qpx_hybrid_ctl_dev_addr(msg),
-                                  msg->hdr.dev_addr_len, iface->addr.dev,
-                                  iface->addr.dev_len);
-
-    if (cmp == 0) {
-        cmp = qpx_hybrid_addr_cmp(qpx_hybrid_ctl_iface_addr(msg),
-                                  msg->hdr.iface_addr_len, iface->addr.iface,
-                                  iface->addr.iface_len);
-    }
-    return cmp > 0;
-}
-
-
 /* A peer's endpoint asks for an RC QP (PROMOTE_REQ) */
 static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
                                    const qpx_hybrid_ctl_msg_t *msg)
@@ -168,9 +130,14 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
         ucs_error("qpx iface %p: no memory for a connection", iface);
         return;
     }
-    conn->id      = QPX_EP_ID_NULL;
-    conn->peer_ep = msg->hdr.src_id;
-    conn->serial  = msg->hdr.serial;
+    conn->id        = QPX_EP_ID_NULL;
+    conn->peer_ep   = msg->hdr.src_id;
+    conn->serial    = msg->hdr.serial;
+    conn->joined_ep = QPX_EP_ID_NULL;
+    qpx_hybrid_peer_id(iface, qpx_hybrid_ctl_dev_addr(msg),
+                       msg->hdr.dev_addr_len, qpx_hybrid_ctl_iface_addr(msg),
+                       msg->hdr.iface_addr_len, &conn->peer_dev,
+                       conn->peer_iface);
 
     /* For the answers: REP, NACK, DEMOTE_ACK */
     status = qpx_hybrid_ctl_ep_create(iface, qpx_hybrid_ctl_dev_addr(msg),
@@ -186,6 +153,11 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
 
     if (!iface->rc_avail) {
         why = "no RC interface";
+        goto decline;
+    }
+    if (qpx_hybrid_join_crossing(iface, msg,
+                                 qpx_hybrid_ctl_peer_wins(iface, msg))) {
+        why = "our promotion to the peer goes on: it joins ours";
         goto decline;
     }
     if ((iface->rc_in_use >= iface->config.pool_size) &&
@@ -254,14 +226,16 @@ decline:
  * connect failed). An RC endpoint never connected has had nothing posted
  * (the endpoint held its sends): its QP goes back to the pool now, and its
  * slot is free at once; one that was connected is flushed first */
-static void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
-                                        int connected)
+void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
+                                 int connected)
 {
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
 
     ucs_assertv(ep->state == QPX_HYBRID_EP_PROMOTING, "ep %p state %d", ep,
                 ep->state);
-    if (connected) {
+    if (ep->flags & QPX_HYBRID_EP_FLAG_JOINED) {
+        qpx_hybrid_ep_unjoin(ep); /* the QP is the connection's */
+    } else if (connected) {
         qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
     } else {
         qpx_hybrid_owner_del(iface, ep->rc_ep);
@@ -296,7 +270,8 @@ static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
     ucs_list_for_each(ep, &iface->ep_list, list) {
         if ((ep->state == QPX_HYBRID_EP_PROMOTING) &&
             !(ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
-                           QPX_HYBRID_EP_FLAG_FAILED))) {
+                           QPX_HYBRID_EP_FLAG_FAILED |
+                           QPX_HYBRID_EP_FLAG_JOINED))) {
             ucs_debug("qpx ep %p id 0x%x: promotion given up for a peer's",
                       ep, ep->id);
             iface->stats.yielded++;
@@ -309,9 +284,9 @@ static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
 
 
 /* The endpoint an answer is for, in the state it must be in */
-static qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
-                                          const qpx_hybrid_ctl_msg_t *msg,
-                                          qpx_hybrid_ep_state_t state)
+qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
+                                   const qpx_hybrid_ctl_msg_t *msg,
+                                   qpx_hybrid_ep_state_t state)
 {
     qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
 
@@ -400,9 +375,12 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
         if (conn != NULL) {
             /* The QP stays until RELEASE: the peer's flush of its side
-             * needs ours to answer */
-            conn->reply  = QPX_HYBRID_CTL_DEMOTE_ACK;
-            conn->serial = msg->hdr.serial;
+             * needs ours to answer. An endpoint of ours that joined the
+             * pair leaves it too (qpx_hybrid_join_demote) */
+            conn->reply    = QPX_HYBRID_CTL_DEMOTE_ACK;
+            conn->serial   = msg->hdr.serial;
+            conn->demoting = 1;
+            qpx_hybrid_join_demote(iface, conn);
             qpx_hybrid_conn_work(iface, conn);
         }
         break;
@@ -411,6 +389,8 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         if (ep != NULL) {
             ep->flags |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
             qpx_hybrid_ep_work(ep);
+        } else {
+            qpx_hybrid_join_stale_ack(iface, msg);
         }
         break;
     case QPX_HYBRID_CTL_RELEASE:
@@ -418,6 +398,9 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         if (conn != NULL) {
             qpx_hybrid_conn_destroy(iface, conn);
         }
+        break;
+    default:
+        qpx_hybrid_join_ctl_run(iface, msg);
         break;
     }
 }
@@ -449,8 +432,9 @@ static qpx_hybrid_ep_t *qpx_hybrid_lru_victim(qpx_hybrid_iface_t *iface,
 
     *freeing_p = 0;
     ucs_list_for_each(it, &iface->ep_list, list) {
-        if (it->flags & QPX_HYBRID_EP_FLAG_FAILED) {
-            continue;
+        if (it->flags & (QPX_HYBRID_EP_FLAG_FAILED |
+                         QPX_HYBRID_EP_FLAG_JOINED)) {
+            continue; /* a joined endpoint holds no slot of ours */
         }
         *freeing_p |= (it->state == QPX_HYBRID_EP_DEMOTING);
         if ((it != ep) && (it->state == QPX_HYBRID_EP_HOT) &&
@@ -484,6 +468,10 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
     qpx_hybrid_ep_t *victim;
     ucs_status_t status;
     int freeing;
+
+    if (qpx_hybrid_ep_join(ep) != QPX_HYBRID_JOIN_NONE) {
+        return 0; /* the peer's pair carries it, or will: no QP of its own */
+    }
 
     if (!iface->rc_avail || (iface->config.pool_size == 0)) {
         ep->flags &= ~QPX_HYBRID_EP_FLAG_WANT_HOT;
@@ -540,10 +528,10 @@ static int qpx_hybrid_ep_promote(qpx_hybrid_ep_t *ep)
  * next progress): the hold's clock starts when it has gone */
 static void qpx_hybrid_ep_send_request(qpx_hybrid_ep_t *ep, uct_ep_h via,
                                        uint8_t type, uint32_t dst_id,
-                                       uct_ep_h rc_ep)
+                                       uint32_t aux, uct_ep_h rc_ep)
 {
     if (qpx_hybrid_ctl_send(qpx_hybrid_ep_iface(ep), via, type, ep->id,
-                            dst_id, ep->serial, rc_ep) == UCS_OK) {
+                            dst_id, ep->serial, aux, rc_ep) == UCS_OK) {
         ep->flags     &= ~QPX_HYBRID_EP_FLAG_CTL_DUE;
         ep->hold_start = qpx_hybrid_time_ns();
     }
@@ -625,8 +613,10 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
     ucs_status_t status;
 
-    if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
-        return 1;
+    if ((ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
+        ((ep->flags & QPX_HYBRID_EP_FLAG_JOINED) &&
+         (ep->state == QPX_HYBRID_EP_DEMOTING))) {
+        return 1; /* a joined endpoint leaves as the peer's messages say */
     }
 
     switch (ep->state) {
@@ -634,11 +624,21 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
         return (ep->flags & QPX_HYBRID_EP_FLAG_WANT_HOT) ?
                qpx_hybrid_ep_promote(ep) : 1;
     case QPX_HYBRID_EP_PROMOTING:
+        if ((ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) &&
+            (ep->flags & QPX_HYBRID_EP_FLAG_JOINED)) {
+            /* The last message on DC before the switch: to the peer's
+             * endpoint that owns the pair (qpx_hybrid_ep_join) */
+            qpx_hybrid_ep_send_request(ep, ep->cold_ep,
+                                       QPX_HYBRID_CTL_JOIN_REQ,
+                                       qpx_hybrid_join_peer_ep(ep),
+                                       ep->join_conn, NULL);
+            return 0;
+        }
         if (ep->flags & QPX_HYBRID_EP_FLAG_CTL_DUE) {
             /* The last message on DC before the switch */
             qpx_hybrid_ep_send_request(ep, ep->cold_ep,
                                        QPX_HYBRID_CTL_PROMOTE_REQ,
-                                       QPX_EP_ID_NULL, ep->rc_ep);
+                                       QPX_EP_ID_NULL, 0, ep->rc_ep);
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
@@ -656,7 +656,7 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             /* The last message on RC */
             qpx_hybrid_ep_send_request(ep, ep->rc_ep,
                                        QPX_HYBRID_CTL_DEMOTE_REQ,
-                                       ep->peer_conn, NULL);
+                                       ep->peer_conn, 0, NULL);
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
@@ -703,16 +703,22 @@ unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface)
 
     ucs_list_for_each_safe(conn, ctmp, &iface->work_conns, work_link) {
         if (conn->reply != 0) {
-            status = qpx_hybrid_ctl_send(iface, conn->ctl_ep, conn->reply,
-                                         conn->id, conn->peer_ep,
-                                         conn->serial,
+            if (conn->reply_on_rc &&
+                (uct_ep_flush(conn->rc_ep, 0, NULL) != UCS_OK)) {
+                continue; /* the joined endpoint's messages first */
+            }
+            status = qpx_hybrid_ctl_send(iface, conn->reply_on_rc ?
+                                         conn->rc_ep : conn->ctl_ep,
+                                         conn->reply, conn->id, conn->peer_ep,
+                                         conn->serial, conn->aux,
                                          (conn->reply ==
                                           QPX_HYBRID_CTL_PROMOTE_REP) ?
                                          conn->rc_ep : NULL);
             if (status == UCS_ERR_NO_RESOURCE) {
                 continue;
             }
-            conn->reply = 0;
+            conn->reply       = 0;
+            conn->reply_on_rc = 0;
         }
         ucs_list_del(&conn->work_link);
         conn->in_work = 0;
@@ -731,6 +737,7 @@ ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
                                       ucs_status_t status)
 {
     qpx_hybrid_iface_t *iface = arg;
+    qpx_hybrid_conn_t *conn;
     qpx_hybrid_ep_t *ep;
     uintptr_t value;
     khiter_t it;
@@ -747,11 +754,17 @@ ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
     if ((value & 1) == QPX_HYBRID_OWNER_CONN) {
         ucs_debug("qpx iface %p: a peer's connection failed: %s", iface,
                   ucs_status_string(status));
-        qpx_hybrid_conn_destroy(iface, (qpx_hybrid_conn_t*)(value & ~1ul));
-        return UCS_OK;
+        conn = (qpx_hybrid_conn_t*)(value & ~1ul);
+        /* An endpoint of ours that joined its QP fails with it, and keeps
+         * the failed QP (its operations end with the error) */
+        ep = qpx_hybrid_join_take_failed(iface, conn, sub_ep);
+        qpx_hybrid_conn_destroy(iface, conn);
+        if (ep == NULL) {
+            return UCS_OK;
+        }
+    } else {
+        ep = (qpx_hybrid_ep_t*)value;
     }
-
-    ep = (qpx_hybrid_ep_t*)value;
     if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
         return UCS_OK; /* reported already */
     }
