@@ -172,6 +172,7 @@ void sv_cm_channel_free(struct sv_cm_channel *c);
 struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
                                     enum rdma_cm_event_type type, int status);
 void sv_cm_event_queue(struct sv_cm_event *ev);
+struct sv_cm_event *sv_cm_channel_take_all(struct sv_cm_id *id);
 void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
 void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
 /* Wake the CM thread at at_ns (CLOCK_MONOTONIC) if it would sleep longer:

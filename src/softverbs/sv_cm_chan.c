@@ -652,16 +652,23 @@ SV_CM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
     return "UNKNOWN EVENT";
 }
 
-/* Take the events of id not yet got from its channel (the kernel's
- * ucma_move_events: a listener's connection requests stay with it) */
-static struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id)
+/* Take the events of id not yet got from its channel: its own (a
+ * connection request's new id: not the request), and with requests also
+ * those a listener has not handed out. Migrate takes the first (the
+ * kernel's ucma_move_events: a listener's requests stay with it), destroy
+ * both (ucma_cleanup_events) */
+static struct sv_cm_event *sv_cm_channel_take(struct sv_cm_id *id,
+                                              int with_requests)
 {
     struct sv_cm_channel *c = id->chan;
     struct sv_cm_event *taken = NULL, **tail = &taken, **pp, *ev;
 
     pthread_mutex_lock(&c->lock);
+    c->tail = NULL;
     for (pp = &c->head; (ev = *pp) != NULL;) {
-        if ((ev->event.id == &id->id) && (ev->event.listen_id == NULL)) {
+        if (((ev->event.id == &id->id) && (ev->event.listen_id == NULL)) ||
+            (with_requests && ((ev->event.id == &id->id) ||
+                               (ev->event.listen_id == &id->id)))) {
             *pp   = ev->next;
             *tail = ev;
             tail  = &ev->next;
@@ -677,6 +684,21 @@ static struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id)
     }
     pthread_mutex_unlock(&c->lock);
     return taken;
+}
+
+static struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id)
+{
+    return sv_cm_channel_take(id, 0);
+}
+
+/* rdma_destroy_id: the events of id not yet got, and its connection
+ * requests not yet got, leave the channel (the kernel's
+ * ucma_cleanup_events): no rdma_get_cm_event returns an event of a
+ * destroyed id, whose memory is freed. Returned to the caller, which
+ * destroys the requests' new ids (the kernel rejects them) and frees all */
+struct sv_cm_event *sv_cm_channel_take_all(struct sv_cm_id *id)
+{
+    return sv_cm_channel_take(id, 1);
 }
 
 /* man rdma_migrate_id: the id moves to another channel with its events,

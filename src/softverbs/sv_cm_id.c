@@ -247,6 +247,7 @@ void sv_cm_qp_destroy_all(struct sv_cm_id *id);
 static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
 {
     struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_event *ev, *next;
     struct sv_cm_channel *chan;
 
     if (id == NULL) {
@@ -262,6 +263,16 @@ static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
     free(id->ep_qp_attr);
     sv_cm_mcast_detach_all(id);
     sv_cm_id_unlink(id);
+    /* Its events not yet got go with it (else rdma_get_cm_event handed out
+     * an event whose id is freed), and a listener's requests not yet got
+     * with their new ids, which reject their clients */
+    for (ev = sv_cm_channel_take_all(id); ev != NULL; ev = next) {
+        next = ev->next;
+        if (ev->event.id != cm_id) {
+            sv_cm_api_destroy_id(ev->event.id);
+        }
+        free(ev);
+    }
     if (cm_id->event != NULL) {
         /* a synchronous id's last event (sv_cm_sync_result) */
         rdma_ack_cm_event(cm_id->event);

@@ -17,6 +17,15 @@
  *   receive CQ; the SRQ number goes to the client in the accept's private
  *   data and the client's XRC_SEND QP sends to it. The receive CQ outlives
  *   the QP while the SRQ stands (its completions need it) and goes with it.
+ *
+ * and what rdma_destroy_id does to an id's events not yet got:
+ *
+ * - cm/destroy_id_drops_events: they leave the channel with the id, and a
+ *   listener's connection requests not yet got with their new ids, whose
+ *   clients are rejected (the kernel's ucma_cleanup_events). softverbs
+ *   left them queued: rdma_get_cm_event handed out an event whose id was
+ *   freed (UCX's gtest test_uct_sockaddr.destroy_client_before_accept
+ *   crashed in qpx's connection manager, reading the id's context).
  */
 #include "softverbs_conformance_cm.h"
 
@@ -281,8 +290,41 @@ static void svt_case_cm_xrc_ep(svt_proc_t *p)
     free(buf);
 }
 
+static void svt_case_cm_destroy_drops(svt_proc_t *p)
+{
+    struct rdma_event_channel *ch = svt_cm_channel(), *cch = svt_cm_channel();
+    struct rdma_cm_id *id, *listen, *client;
+    struct rdma_conn_param cp;
+    struct sockaddr_in dst;
+
+    (void)p;
+    /* an id's ADDR_RESOLVED, queued and not got */
+    SVT_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+    svt_cm_loopback(&dst, 7483);
+    SVT_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+    SVT_CHECK(svt_wait_fd(ch->fd, 2000) > 0, "no ADDR_RESOLVED in 2 s");
+    SVT_OK(rdma_destroy_id(id));
+    svt_cm_expect_none(ch, 200);
+
+    /* a listener's CONNECT_REQUEST, queued and not got */
+    listen = svt_cm_bound_id(ch, RDMA_PS_TCP, 7484);
+    SVT_OK(rdma_listen(listen, 4));
+    client = svt_cm_resolved_id(cch, RDMA_PS_TCP, 7484);
+    memset(&cp, 0, sizeof(cp)); /* no QP: a param (ucma_valid_param) */
+    SVT_OK(rdma_connect(client, &cp));
+    SVT_CHECK(svt_wait_fd(ch->fd, 2000) > 0, "no CONNECT_REQUEST in 2 s");
+    SVT_OK(rdma_destroy_id(listen));
+    svt_cm_expect_none(ch, 200);
+    /* the request's new id went with it: the client is told */
+    svt_cm_expect(cch, RDMA_CM_EVENT_REJECTED, SVT_CM_REJ_CONSUMER, NULL);
+    SVT_OK(rdma_destroy_id(client));
+    rdma_destroy_event_channel(cch);
+    rdma_destroy_event_channel(ch);
+}
+
 const svt_case_t svt_cases_cm_sync[] = {
     {"cm/sync_ep_event_private_data", svt_case_cm_sync_event, 2},
     {"cm/xrc_ep_srq", svt_case_cm_xrc_ep, 2},
+    {"cm/destroy_id_drops_events", svt_case_cm_destroy_drops, 1},
     {NULL}
 };
