@@ -125,6 +125,14 @@ typedef struct qpx_hybrid_ctl_msg {
 } qpx_hybrid_ctl_msg_t;
 
 
+/* Who an interface is, to tell whether two addresses name the same peer:
+ * its device address unpacked and its cold interface's address */
+typedef struct qpx_hybrid_peer {
+    qpx_device_addr_t dev;
+    uint8_t           iface[QPX_HYBRID_ADDR_MAX];
+} qpx_hybrid_peer_t;
+
+
 /* The sender's addresses in a control message, and its RC ep's */
 static inline const void *
 qpx_hybrid_ctl_dev_addr(const qpx_hybrid_ctl_msg_t *msg)
@@ -201,9 +209,8 @@ typedef struct qpx_hybrid_ep {
     uint32_t        peer_conn;   /* the peer's connection id, HOT */
     uint32_t        join_conn;   /* JOINED: our connection whose QP */
     uint32_t        peer_join_ep;/* PEER_JOINED: the peer's endpoint */
-    qpx_device_addr_t dst_dev;   /* the peer this endpoint was created */
-    uint8_t         dst_iface[QPX_HYBRID_ADDR_MAX]; /* for: which of our
-                                    connections is its (a join) */
+    qpx_hybrid_peer_t dst;       /* the peer it was created for: which of
+                                    our connections is its (a join) */
     uint8_t         *peer_addr;  /* its device and DC interface address
                                     (from PROMOTE_REP), for RELEASE */
     uint8_t         peer_dev_len;
@@ -228,8 +235,7 @@ typedef struct qpx_hybrid_conn {
     uint32_t        aux;         /* of the reply (TRANSFER) */
     uint32_t        joined_ep;   /* our endpoint that sends on this QP
                                     too (a join), or QPX_EP_ID_NULL */
-    qpx_device_addr_t peer_dev;  /* the peer (from its PROMOTE_REQ) */
-    uint8_t         peer_iface[QPX_HYBRID_ADDR_MAX];
+    qpx_hybrid_peer_t peer;      /* the peer (from its PROMOTE_REQ) */
     uint8_t         reply;       /* answer still due: REP, ACK,
                                     TRANSFER, or 0 */
     uint8_t         reply_on_rc; /* the reply goes on rc_ep (DEMOTE_ACK
@@ -482,10 +488,17 @@ void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
                                  int connected);
 
 /* qpx_hybrid_join.c: the pair of a promotion carrying both directions */
-void qpx_hybrid_peer_id(const qpx_hybrid_iface_t *iface, const void *dev,
-                        size_t dev_len, const void *iface_addr,
-                        size_t iface_len, qpx_device_addr_t *dev_id,
-                        uint8_t *iface_id);
+void qpx_hybrid_peer_id(const void *dev, size_t dev_len,
+                        const void *iface_addr, size_t iface_len,
+                        qpx_hybrid_peer_t *peer);
+void qpx_hybrid_ctl_sender(const qpx_hybrid_ctl_msg_t *msg,
+                           qpx_hybrid_peer_t *peer);
+
+static inline int qpx_hybrid_peer_is(const qpx_hybrid_peer_t *a,
+                                     const qpx_hybrid_peer_t *b)
+{
+    return !memcmp(a, b, sizeof(*a));
+}
 enum {
     QPX_HYBRID_JOIN_NONE,
     QPX_HYBRID_JOIN_STARTED,

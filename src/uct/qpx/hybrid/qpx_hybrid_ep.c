@@ -197,8 +197,8 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
         goto err_destroy_dc;
     }
 
-    qpx_hybrid_peer_id(iface, params->dev_addr, SIZE_MAX, dc_params.iface_addr,
-                       iface->addr.iface_len, &self->dst_dev, self->dst_iface);
+    qpx_hybrid_peer_id(params->dev_addr, SIZE_MAX, dc_params.iface_addr,
+                       iface->addr.iface_len, &self->dst);
     self->join_conn    = QPX_EP_ID_NULL;
     self->peer_join_ep = QPX_EP_ID_NULL;
     self->rc_ep     = NULL;

@@ -40,19 +40,26 @@
 #include <string.h>
 
 
-void qpx_hybrid_peer_id(const qpx_hybrid_iface_t *iface, const void *dev,
-                        size_t dev_len, const void *iface_addr,
-                        size_t iface_len, qpx_device_addr_t *dev_id,
-                        uint8_t *iface_id)
+void qpx_hybrid_peer_id(const void *dev, size_t dev_len,
+                        const void *iface_addr, size_t iface_len,
+                        qpx_hybrid_peer_t *peer)
 {
-    (void)iface;
-    memset(dev_id, 0, sizeof(*dev_id));
-    memset(iface_id, 0, QPX_HYBRID_ADDR_MAX);
+    memset(peer, 0, sizeof(*peer));
     if ((dev_len == 0) || (dev_len < qpx_device_addr_unpack_len(dev))) {
         return; /* a malformed one: matches no endpoint */
     }
-    qpx_device_addr_unpack(dev, dev_id);
-    memcpy(iface_id, iface_addr, ucs_min(iface_len, QPX_HYBRID_ADDR_MAX));
+    qpx_device_addr_unpack(dev, &peer->dev);
+    memcpy(peer->iface, iface_addr, ucs_min(iface_len, QPX_HYBRID_ADDR_MAX));
+}
+
+
+/* The interface that sent msg */
+void qpx_hybrid_ctl_sender(const qpx_hybrid_ctl_msg_t *msg,
+                           qpx_hybrid_peer_t *peer)
+{
+    qpx_hybrid_peer_id(qpx_hybrid_ctl_dev_addr(msg), msg->hdr.dev_addr_len,
+                       qpx_hybrid_ctl_iface_addr(msg),
+                       msg->hdr.iface_addr_len, peer);
 }
 
 
@@ -96,8 +103,7 @@ static qpx_hybrid_conn_t *qpx_hybrid_join_conn_find(qpx_hybrid_iface_t *iface,
     for (i = 0; i < iface->conns.capacity; ++i) {
         conn = qpx_ep_table_slot(&iface->conns, i);
         if ((conn != NULL) && (conn->rc_ep != NULL) && !conn->closing &&
-            !memcmp(&conn->peer_dev, &ep->dst_dev, sizeof(ep->dst_dev)) &&
-            !memcmp(conn->peer_iface, ep->dst_iface, QPX_HYBRID_ADDR_MAX)) {
+            qpx_hybrid_peer_is(&conn->peer, &ep->dst)) {
             return conn;
         }
     }
@@ -149,20 +155,16 @@ int qpx_hybrid_ep_join(qpx_hybrid_ep_t *ep)
 int qpx_hybrid_join_crossing(qpx_hybrid_iface_t *iface,
                              const qpx_hybrid_ctl_msg_t *msg, int peer_wins)
 {
-    uint8_t sender_iface[QPX_HYBRID_ADDR_MAX];
-    qpx_device_addr_t sender_dev;
+    qpx_hybrid_peer_t sender;
     qpx_hybrid_ep_t *ep;
 
-    qpx_hybrid_peer_id(iface, qpx_hybrid_ctl_dev_addr(msg),
-                       msg->hdr.dev_addr_len, qpx_hybrid_ctl_iface_addr(msg),
-                       msg->hdr.iface_addr_len, &sender_dev, sender_iface);
+    qpx_hybrid_ctl_sender(msg, &sender);
     ucs_list_for_each(ep, &iface->ep_list, list) {
         if ((ep->state != QPX_HYBRID_EP_PROMOTING) ||
             (ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
                           QPX_HYBRID_EP_FLAG_FAILED |
                           QPX_HYBRID_EP_FLAG_JOINED)) ||
-            memcmp(&sender_dev, &ep->dst_dev, sizeof(sender_dev)) ||
-            memcmp(sender_iface, ep->dst_iface, QPX_HYBRID_ADDR_MAX)) {
+            !qpx_hybrid_peer_is(&sender, &ep->dst)) {
             continue;
         }
         if (!peer_wins) {
@@ -280,20 +282,16 @@ static void qpx_hybrid_join_request(qpx_hybrid_iface_t *iface,
                                     const qpx_hybrid_ctl_msg_t *msg)
 {
     qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
-    uint8_t sender_iface[QPX_HYBRID_ADDR_MAX];
-    qpx_device_addr_t sender_dev;
+    qpx_hybrid_peer_t sender;
     uint8_t answer = QPX_HYBRID_CTL_JOIN_NACK;
 
-    qpx_hybrid_peer_id(iface, qpx_hybrid_ctl_dev_addr(msg),
-                       msg->hdr.dev_addr_len, qpx_hybrid_ctl_iface_addr(msg),
-                       msg->hdr.iface_addr_len, &sender_dev, sender_iface);
+    qpx_hybrid_ctl_sender(msg, &sender);
     if ((ep != NULL) && (ep->state == QPX_HYBRID_EP_HOT) &&
         !(ep->flags & (QPX_HYBRID_EP_FLAG_FAILED |
                        QPX_HYBRID_EP_FLAG_JOINED |
                        QPX_HYBRID_EP_FLAG_PEER_JOINED)) &&
         (ep->rc_ep != NULL) && (ep->peer_conn == msg->hdr.aux) &&
-        !memcmp(&sender_dev, &ep->dst_dev, sizeof(sender_dev)) &&
-        !memcmp(sender_iface, ep->dst_iface, QPX_HYBRID_ADDR_MAX)) {
+        qpx_hybrid_peer_is(&sender, &ep->dst)) {
         ep->flags       |= QPX_HYBRID_EP_FLAG_PEER_JOINED;
         ep->peer_join_ep = msg->hdr.src_id;
         answer           = QPX_HYBRID_CTL_JOIN_ACK;
@@ -326,6 +324,19 @@ static void qpx_hybrid_join_accepted(qpx_hybrid_iface_t *iface,
 }
 
 
+/* conn's QP (and its slot of the pool) becomes the joined ep's own */
+static void qpx_hybrid_join_take(qpx_hybrid_iface_t *iface,
+                                 qpx_hybrid_ep_t *ep, qpx_hybrid_conn_t *conn)
+{
+    ep->rc_ep       = conn->rc_ep;
+    ep->flags      &= ~QPX_HYBRID_EP_FLAG_JOINED;
+    ep->join_conn   = QPX_EP_ID_NULL;
+    conn->rc_ep     = NULL;
+    conn->joined_ep = QPX_EP_ID_NULL;
+    qpx_hybrid_owner_set(iface, ep->rc_ep, ep, QPX_HYBRID_OWNER_EP);
+}
+
+
 /* B: A's endpoint is gone and its QP is a connection of A's (src_id):
  * our joined endpoint takes the pair as its own */
 static void qpx_hybrid_join_transfer(qpx_hybrid_iface_t *iface,
@@ -338,16 +349,11 @@ static void qpx_hybrid_join_transfer(qpx_hybrid_iface_t *iface,
     size_t len              = msg->hdr.dev_addr_len +
                               msg->hdr.iface_addr_len;
     uint8_t *peer_addr      = NULL;
-    uint8_t sender_iface[QPX_HYBRID_ADDR_MAX];
-    qpx_device_addr_t sender_dev;
-    uct_ep_h rc_ep;
+    qpx_hybrid_peer_t sender;
 
-    qpx_hybrid_peer_id(iface, qpx_hybrid_ctl_dev_addr(msg),
-                       msg->hdr.dev_addr_len, qpx_hybrid_ctl_iface_addr(msg),
-                       msg->hdr.iface_addr_len, &sender_dev, sender_iface);
+    qpx_hybrid_ctl_sender(msg, &sender);
     if ((ep != NULL) && (conn != NULL) &&
-        !memcmp(&sender_dev, &conn->peer_dev, sizeof(sender_dev)) &&
-        !memcmp(sender_iface, conn->peer_iface, QPX_HYBRID_ADDR_MAX) &&
+        qpx_hybrid_peer_is(&sender, &conn->peer) &&
         (ep->flags & QPX_HYBRID_EP_FLAG_JOINED) &&
         !(ep->flags & QPX_HYBRID_EP_FLAG_FAILED) &&
         (ep->join_conn == conn->id) && (conn->joined_ep == ep->id) &&
@@ -366,17 +372,10 @@ static void qpx_hybrid_join_transfer(qpx_hybrid_iface_t *iface,
         return;
     }
 
-    /* The QP and its slot of the pool are the endpoint's now */
-    rc_ep            = conn->rc_ep;
-    conn->rc_ep      = NULL;
-    conn->joined_ep  = QPX_EP_ID_NULL;
+    qpx_hybrid_join_take(iface, ep, conn);
     qpx_hybrid_conn_destroy(iface, conn);
-    qpx_hybrid_owner_set(iface, rc_ep, ep, QPX_HYBRID_OWNER_EP);
     memcpy(peer_addr, qpx_hybrid_ctl_dev_addr(msg), len);
-    ep->flags         &= ~QPX_HYBRID_EP_FLAG_JOINED;
-    ep->join_conn      = QPX_EP_ID_NULL;
-    ep->rc_ep          = rc_ep;
-    ep->path_ep        = rc_ep;
+    ep->path_ep        = ep->rc_ep;
     ep->peer_conn      = msg->hdr.src_id;
     ep->peer_addr      = peer_addr;
     ep->peer_dev_len   = msg->hdr.dev_addr_len;
@@ -420,9 +419,9 @@ int qpx_hybrid_ep_transfer(qpx_hybrid_ep_t *ep)
     conn->aux       = ep->peer_conn;
     conn->joined_ep = QPX_EP_ID_NULL;
     conn->reply     = QPX_HYBRID_CTL_TRANSFER;
-    qpx_hybrid_peer_id(iface, ep->peer_addr, ep->peer_dev_len,
+    qpx_hybrid_peer_id(ep->peer_addr, ep->peer_dev_len,
                        ep->peer_addr + ep->peer_dev_len, ep->peer_iface_len,
-                       &conn->peer_dev, conn->peer_iface);
+                       &conn->peer);
     qpx_hybrid_owner_set(iface, conn->rc_ep, conn, QPX_HYBRID_OWNER_CONN);
     qpx_hybrid_owner_set(iface, conn->ctl_ep, conn, QPX_HYBRID_OWNER_CONN);
     qpx_hybrid_conn_work(iface, conn);
@@ -451,12 +450,7 @@ qpx_hybrid_ep_t *qpx_hybrid_join_take_failed(qpx_hybrid_iface_t *iface,
     if ((ep == NULL) || (sub_ep != conn->rc_ep)) {
         return NULL;
     }
-    conn->rc_ep     = NULL;
-    conn->joined_ep = QPX_EP_ID_NULL;
-    ep->flags      &= ~QPX_HYBRID_EP_FLAG_JOINED;
-    ep->join_conn   = QPX_EP_ID_NULL;
-    ep->rc_ep       = sub_ep;
-    qpx_hybrid_owner_set(iface, sub_ep, ep, QPX_HYBRID_OWNER_EP);
+    qpx_hybrid_join_take(iface, ep, conn);
     return ep;
 }
 

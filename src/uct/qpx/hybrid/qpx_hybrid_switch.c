@@ -134,10 +134,7 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     conn->peer_ep   = msg->hdr.src_id;
     conn->serial    = msg->hdr.serial;
     conn->joined_ep = QPX_EP_ID_NULL;
-    qpx_hybrid_peer_id(iface, qpx_hybrid_ctl_dev_addr(msg),
-                       msg->hdr.dev_addr_len, qpx_hybrid_ctl_iface_addr(msg),
-                       msg->hdr.iface_addr_len, &conn->peer_dev,
-                       conn->peer_iface);
+    qpx_hybrid_ctl_sender(msg, &conn->peer);
 
     /* For the answers: REP, NACK, DEMOTE_ACK */
     status = qpx_hybrid_ctl_ep_create(iface, qpx_hybrid_ctl_dev_addr(msg),
