@@ -8,9 +8,13 @@
  * one zcopy fragment, several (eager zcopy fragments carry the user header
  * in an iov of their own), rendezvous.
  *
- * usage: qpx_ucp_am [ITERS]   (transports: UCX_TLS)
- * Prints "PASS:"/"FAIL:" per size and "N passed, N failed"; exit 0 when
- * all passed.
+ * usage: qpx_ucp_am [ITERS] [quiet]   (transports: UCX_TLS)
+ * quiet: the receiver does not progress (nor make its endpoint) until the
+ * sender's first flush of its endpoint completed (or 30 s passed): the
+ * wireup must be answered by the receiver's async progress (the
+ * transports' UCT_CB_FLAG_ASYNC handlers), as when a peer computes; one
+ * more PASS/FAIL says whether it was. Prints "PASS:"/"FAIL:" per size and "N passed, N failed"; exit 0
+ * when all passed.
  */
 #include <ucp/api/ucp.h>
 
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define AM_DATA 7
@@ -221,6 +226,54 @@ static ucs_status_t wait_req(ucp_worker_h worker, void *req)
     return status;
 }
 
+static double now_sec(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + (ts.tv_nsec * 1e-9);
+}
+
+/* The sender's first flush while the receiver does not progress: whether
+ * it completed within 30 s (a liveness bound, not a measure); it is waited
+ * for to the end either way, after the receiver was let go (fd) */
+static int quiet_flush(ucp_worker_h worker, ucp_ep_h ep, int fd)
+{
+    double deadline = now_sec() + 30;
+    ucp_request_param_t rp;
+    ucs_status_t status;
+    int done;
+    char c = 'q';
+    void *req;
+
+    memset(&rp, 0, sizeof(rp));
+    req = ucp_ep_flush_nbx(ep, &rp);
+    if (UCS_PTR_IS_ERR(req)) {
+        status = UCS_PTR_STATUS(req);
+    } else {
+        status = (req == NULL) ? UCS_OK : UCS_INPROGRESS;
+        while ((status == UCS_INPROGRESS) && (now_sec() < deadline)) {
+            ucp_worker_progress(worker);
+            status = ucp_request_check_status(req);
+        }
+    }
+    done = (status == UCS_OK);
+    if (write(fd, &c, 1) != 1) {
+        return 0;
+    }
+    if (status == UCS_INPROGRESS) {
+        status = wait_req(worker, req);
+        req    = NULL;
+    }
+    if ((req != NULL) && !UCS_PTR_IS_ERR(req)) {
+        ucp_request_free(req);
+    }
+    printf("%s: the endpoint wired up while the receiver did not progress "
+           "(%s)\n", done ? "PASS" : "FAIL",
+           done ? "flushed" : ucs_status_string(status));
+    return done;
+}
+
 static int xfer(int fd, void *buf, size_t len, int out)
 {
     size_t done = 0;
@@ -267,7 +320,7 @@ static int setup_failed(const char *what)
     return 2;
 }
 
-static int run(int fd, int sender, unsigned iters)
+static int run(int fd, int sender, unsigned iters, int quiet)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -303,11 +356,25 @@ static int run(int fd, int sender, unsigned iters)
     if (peer == NULL) {
         return setup_failed("address exchange");
     }
+    /* quiet: the receiver makes its endpoint after the wait (with one
+     * made before, UCP's connection request crosses the sender's, and the
+     * side that answers sends its acknowledgement from its progress only,
+     * whatever the transports: UCX's rc_verbs,ud_verbs too) */
+    if (quiet && !sender && !xfer(fd, &c, 1, 0)) {
+        return setup_failed("quiet wait");
+    }
     memset(&eparams, 0, sizeof(eparams));
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = peer;
     if (ucp_ep_create(worker, &eparams, &ep) != UCS_OK) {
         return setup_failed("ucp_ep_create");
+    }
+    if (quiet && sender) {
+        if (quiet_flush(worker, ep, fd)) {
+            ++passed;
+        } else {
+            ++failed;
+        }
     }
 
     memset(&rp, 0, sizeof(rp));
@@ -379,6 +446,7 @@ static int run(int fd, int sender, unsigned iters)
 int main(int argc, char **argv)
 {
     unsigned iters = (argc > 1) ? (unsigned)atoi(argv[1]) : 20;
+    int quiet      = (argc > 2) && !strcmp(argv[2], "quiet");
     int sv[2], status, ret;
     pid_t pid;
 
@@ -394,10 +462,10 @@ int main(int argc, char **argv)
     }
     if (pid == 0) {
         close(sv[0]);
-        _exit(run(sv[1], 0, iters));
+        _exit(run(sv[1], 0, iters, quiet));
     }
     close(sv[1]);
-    ret = run(sv[0], 1, iters);
+    ret = run(sv[0], 1, iters, quiet);
     if ((waitpid(pid, &status, 0) != pid) || !WIFEXITED(status) ||
         (WEXITSTATUS(status) != 0)) {
         fprintf(stderr, "receiver failed (status 0x%x)\n", status);

@@ -62,6 +62,8 @@ struct qpx_op {
     uint32_t         ep_id;     /* its endpoint, where several share a queue */
     uint8_t          canceled;  /* finish with UCS_ERR_CANCELED whatever the
                                    completion says */
+    int8_t           status;    /* of a completion kept for later
+                                   (qpx_rdma_ops_complete) */
     union {
         struct {
             uct_unpack_callback_t unpack_cb;

@@ -469,7 +469,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     }
 
     iface->super.tx_unacked -= dci->sn - dci->acked_sn;
-    qpx_ops_complete(&dci->ops, UINT64_MAX, status);
+    qpx_rdma_ops_complete(&iface->super, &dci->ops, UINT64_MAX, status);
 
     /* Back to RTS. The flushed requests' completions of this life carry the
      * old generation and are dropped */
@@ -525,7 +525,7 @@ static void qpx_dc_iface_tx_completion(qpx_dc_iface_t *iface,
     dci->sq_available += sn - dci->acked_sn;
     iface->super.tx_unacked -= sn - dci->acked_sn;
     dci->acked_sn      = sn;
-    qpx_ops_complete(&dci->ops, sn, UCS_OK);
+    qpx_rdma_ops_complete(&iface->super, &dci->ops, sn, UCS_OK);
 
     qpx_dc_dci_idle_release(iface, dci);
 }

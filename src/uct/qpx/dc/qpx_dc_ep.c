@@ -92,6 +92,10 @@ UCS_CLASS_CLEANUP_FUNC(qpx_dc_ep_t)
             }
         }
     }
+    /* Those the async timer completed for it finish now */
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->super.async.ops))) {
+        qpx_rdma_iface_async_ops_run_ep(&iface->super, self->id);
+    }
     qpx_dc_iface_dci_detach(iface, self);
     qpx_dc_ep_dci_unwait(iface, self);
     if (self->flags & QPX_DC_EP_FLAG_WAITING) {

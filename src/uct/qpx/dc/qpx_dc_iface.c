@@ -76,6 +76,25 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      "talks to this one over qpx_dc (or the hybrid) must set the same",
      ucs_offsetof(qpx_dc_iface_config_t, key), QPX_CONFIG_TYPE_KEY},
 
+    {"ASYNC_PROGRESS", "auto",
+     "Receive from the worker's async thread while the user does not call\n"
+     "progress for ASYNC_IDLE (thread async modes only): active message\n"
+     "handlers set with UCT_CB_FLAG_ASYNC run there, and the interface\n"
+     "reports UCT_IFACE_FLAG_CB_ASYNC, which UCX 1.13's UCP requires of the\n"
+     "transport that wires its endpoints up (UCX_TLS=qpx_rc,qpx_dc). Every\n"
+     "operation then blocks the async context, as UCX's ud transports do.\n"
+     " on   - always (not for the hybrid's DC path, which it progresses)\n"
+     " off  - never\n"
+     " auto - on where UCP needs it to wire up: qpx built for a UCX before\n"
+     "        1.19 (later UCP takes a transport without it)",
+     ucs_offsetof(qpx_dc_iface_config_t, async_progress),
+     UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
+    {"ASYNC_IDLE", "10ms",
+     "With async progress: how long the user must not have progressed the\n"
+     "interface before the async thread does (it looks every half of it).",
+     ucs_offsetof(qpx_dc_iface_config_t, async_idle), QPX_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -312,6 +331,25 @@ err_destroy_dcis:
 }
 
 
+/*
+ * Whether the interface receives from the async thread (ASYNC_PROGRESS):
+ * never as the hybrid's sub-interface (hints), which the hybrid progresses
+ * and which shares its receive buffers; auto where qpx is built for a UCX
+ * whose UCP wires endpoints up only over a transport that reports
+ * UCT_IFACE_FLAG_CB_ASYNC (1.13; 1.19 and later fall back to one without)
+ */
+static int qpx_dc_iface_async_wanted(const qpx_dc_iface_config_t *config,
+                                     const qpx_iface_hints_t *hints)
+{
+    if ((config->async_progress == UCS_CONFIG_OFF) || (hints != NULL)) {
+        return 0;
+    }
+
+    return (config->async_progress == UCS_CONFIG_ON) ||
+           !QPX_UCX_AT_LEAST(1, 19);
+}
+
+
 static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
 {
     const qpx_dc_iface_config_t *config =
@@ -354,6 +392,15 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
         goto err_destroy_qps;
     }
 
+    if (qpx_dc_iface_async_wanted(config, hints)) {
+        status = qpx_rdma_iface_async_start(&self->super, config->async_idle,
+                                            qpx_rdma_iface_rx_wc,
+                                            qpx_dc_iface_tx_process);
+        if (status != UCS_OK) {
+            goto err_stop;
+        }
+    }
+
     ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), inline %zu sge %u",
               self, self->dct->qp_num, self->num_dci,
               qpx_dc_policy_names[self->config.policy],
@@ -361,6 +408,8 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
               self->super.super.config.max_send_sge);
     return UCS_OK;
 
+err_stop:
+    qpx_rdma_iface_stop(&self->super);
 err_destroy_qps:
     qpx_qp_destroy(self->dct);
     qpx_dc_iface_dcis_destroy(self);

@@ -118,6 +118,8 @@ typedef struct qpx_dc_iface_config {
     unsigned           quota;
     qpx_rdma_iface_config_t rdma;      /* the RC family's settings */
     qpx_config_key_t   key;             /* of the DCT, and of the peers' */
+    int                async_progress;  /* ucs_on_off_auto_value_t */
+    double             async_idle;
 } qpx_dc_iface_config_t;
 
 

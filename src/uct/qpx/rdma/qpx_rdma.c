@@ -165,6 +165,10 @@ ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
                              UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                              UCT_IFACE_FLAG_EP_CHECK |
                              QPX_UCX_IFACE_FLAG_INTER_NODE;
+    if (qpx_rdma_iface_async_is_on(rdma_iface)) {
+        /* Handlers set with UCT_CB_FLAG_ASYNC run from the async timer */
+        iface_attr->cap.flags |= UCT_IFACE_FLAG_CB_ASYNC;
+    }
     if (caps->events) {
         iface_attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                                       UCT_IFACE_FLAG_EVENT_RECV |
@@ -275,6 +279,7 @@ void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface)
 {
     /* no keepalive round may run on the endpoints' state from here on */
     qpx_iface_keepalive_stop(&iface->super);
+    qpx_rdma_iface_async_stop(iface);
     if (!ucs_list_is_empty(&iface->eps)) {
         ucs_warn("%s iface %p closed with endpoints",
                  iface->super.config.tl_name, iface);
@@ -313,6 +318,7 @@ UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, const qpx_rdma_tl_t *tl, uct_md_h md,
     self->fence_beat = 0;
     memset(&self->conn, 0, sizeof(self->conn));
     memset(&self->caps, 0, sizeof(self->caps));
+    qpx_rdma_iface_async_init(self);
     return UCS_OK;
 }
 

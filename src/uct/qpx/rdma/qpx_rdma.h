@@ -16,6 +16,7 @@
 
 #include <uct/qpx/base/qpx_iface.h>
 #include <uct/qpx/base/qpx_qp.h>
+#include <uct/qpx/base/qpx_ep.h>
 
 
 /* The header before an active message's payload */
@@ -229,6 +230,25 @@ typedef struct qpx_rdma_iface {
     unsigned              fence_beat;
     qpx_qp_connect_attr_t conn;    /* template for RTR/RTS */
     qpx_rdma_caps_t       caps;    /* set by qpx_rdma_iface_caps_init */
+    /* Async progress (qpx_rdma_async.c): a timer on the worker's async
+     * context receives for the user while the user does not progress */
+    struct {
+        ucs_async_context_t *ctx;       /* NULL: off */
+        qpx_iface_timer_t   timer;
+        ucs_time_t          idle;       /* after this, the timer works */
+        ucs_time_t          last_progress;
+        int                 in_async;   /* the timer's round runs */
+        ucs_list_link_t     ops;        /* completed there, to finish */
+        qpx_iface_wc_cb_t   rx;         /* the transport's handlers */
+        qpx_iface_wc_cb_t   tx;
+        struct {
+            uint64_t        rounds;     /* the timer polled */
+            uint64_t        busy;       /* the user held the context */
+            uint64_t        am_async;   /* handlers called from it */
+            uint64_t        am_deferred;/* messages left to the user */
+            uint64_t        ops;        /* completions left to the user */
+        } stats;
+    } async;
 } qpx_rdma_iface_t;
 
 UCS_CLASS_DECLARE(qpx_rdma_iface_t, const qpx_rdma_tl_t*, uct_md_h,
@@ -302,6 +322,69 @@ ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
 /* The first step of a transport's cleanup: no keepalive round from here
  * on; every endpoint should be gone (warned) */
 void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface);
+
+/*
+ * Async progress of an interface of the family, as uct_iface_attr_t's
+ * UCT_IFACE_FLAG_CB_ASYNC promises: while the user does not progress the
+ * interface for idle seconds, a timer on the worker's async thread (thread
+ * modes only) polls its CQs every idle/2. Active messages whose handler
+ * was set with UCT_CB_FLAG_ASYNC run there; the others, and send
+ * completions that would call the user, wait for the user's progress, in
+ * order; pending requests added with UCT_CB_FLAG_ASYNC are dispatched.
+ * Every operation of the interface then blocks the async context (its ops
+ * are replaced by wrappers that do), as UCX's ud transports do. rx and tx
+ * are the transport's completion handlers; a transport that turns it on
+ * finishes its operations through qpx_rdma_ops_complete. UCS_OK, also
+ * where the async mode has no thread (nothing replaced then), or why the
+ * timer did not start.
+ */
+ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
+                                        qpx_iface_wc_cb_t rx,
+                                        qpx_iface_wc_cb_t tx);
+
+/* Async progress off (the family's interface init) */
+void qpx_rdma_iface_async_init(qpx_rdma_iface_t *iface);
+
+/* No round from here on (the family's qpx_rdma_iface_stop): what rounds
+ * completed is finished. Not with the context held: waits for a round. */
+void qpx_rdma_iface_async_stop(qpx_rdma_iface_t *iface);
+
+/* Whether the interface calls handlers from the async thread */
+static UCS_F_ALWAYS_INLINE int
+qpx_rdma_iface_async_is_on(const qpx_rdma_iface_t *iface)
+{
+    return iface->async.ctx != NULL;
+}
+
+/* The operations the timer completed for endpoint ep_id, finished now
+ * (its destroy: nothing of it runs after) */
+void qpx_rdma_iface_async_ops_run_ep(qpx_rdma_iface_t *iface,
+                                     uint32_t ep_id);
+
+/* Finish the operations of ops up to sn with status; from the timer's
+ * round they wait for the user's progress (iface->async.ops) */
+static UCS_F_ALWAYS_INLINE void
+qpx_rdma_ops_complete(qpx_rdma_iface_t *iface, ucs_list_link_t *ops,
+                      uint64_t sn, ucs_status_t status)
+{
+    qpx_op_t *op;
+
+    if (ucs_likely(!iface->async.in_async)) {
+        qpx_ops_complete(ops, sn, status);
+        return;
+    }
+
+    while (!ucs_list_is_empty(ops)) {
+        op = ucs_list_head(ops, qpx_op_t, list);
+        if (op->sn > sn) {
+            break;
+        }
+        ucs_list_del(&op->list);
+        op->status = status;
+        ucs_list_add_tail(&iface->async.ops, &op->list);
+        ++iface->async.stats.ops;
+    }
+}
 
 /* uct_iface_flush: every endpoint's (qpx_iface_flush_eps); with
  * UCT_FLUSH_FLAG_CANCEL each endpoint's operations complete with

@@ -1,0 +1,629 @@
+/*
+ * Async progress of the RC family (qpx_rdma.h, qpx_rdma_iface_async_init):
+ * what an interface needs to report UCT_IFACE_FLAG_CB_ASYNC, i.e. to call
+ * an active message handler set with UCT_CB_FLAG_ASYNC "within a
+ * reasonable time" when the user does not progress. UCP 1.13 takes only
+ * such an interface for its auxiliary wireup lane: with it, qpx_dc wires
+ * UCP's endpoints up by itself (UCX_TLS=qpx_rc,qpx_dc).
+ *
+ * A timer on the worker's async thread (every idle/2, a timerfd: see
+ * qpx_iface_timer_start) does nothing while the user progresses the
+ * interface. Once the user has not for idle seconds, it blocks the async
+ * context and, with it held:
+ *  - polls the receive CQ: a message whose handler was set with
+ *    UCT_CB_FLAG_ASYNC is delivered at once; the others go, in order, to
+ *    the interface's backlog, which the user's next progress handles before
+ *    anything received later (no handler of the user runs from here);
+ *  - polls the send CQ while requests are outstanding: successful
+ *    completions free the queues' slots (so a pending request can go), and
+ *    the operations they finish wait in async.ops for the user's progress
+ *    (their callbacks are the user's); an error completion and those after
+ *    it go to the backlog for the user, who handles failures;
+ *  - dispatches the pending requests added with UCT_CB_FLAG_ASYNC (base's
+ *    async_only pass);
+ *  - signals the interface's event fd if it left work for the user (a
+ *    worker asleep in ucp_worker_wait, or UCP's deactivated interface, is
+ *    woken for it).
+ * The user's thread holds the context in every operation instead
+ * (wrappers installed in the interface's ops only when async progress is
+ * on), as UCX's ud_verbs does: a lock per call, paid only then.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "qpx_rdma.h"
+
+#include <uct/qpx/base/qpx_async.h>
+#include <uct/qpx/base/qpx_iface.inl>
+
+#include <inttypes.h>
+#include <time.h>
+
+
+/* The user's last progress, in ns of a coarse monotonic clock (a vDSO read
+ * of a few ns: the idle time is milliseconds) */
+static UCS_F_ALWAYS_INLINE ucs_time_t qpx_rdma_async_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return ((ucs_time_t)ts.tv_sec * 1000000000ull) + ts.tv_nsec;
+}
+
+
+static UCS_F_ALWAYS_INLINE qpx_rdma_iface_t *
+qpx_rdma_async_iface(uct_iface_h tl_iface)
+{
+    return ucs_derived_of(tl_iface, qpx_rdma_iface_t);
+}
+
+
+static UCS_F_ALWAYS_INLINE qpx_rdma_iface_t *
+qpx_rdma_async_ep_iface(uct_ep_h tl_ep)
+{
+    return qpx_rdma_async_iface(tl_ep->iface);
+}
+
+
+/* Run a transport operation with the interface's async context blocked:
+ * _call is the transport's own entry (iface->tl->ops) with its arguments */
+#define QPX_RDMA_ASYNC_CALL(_iface, _result, _call) \
+    do { \
+        qpx_async_block((_iface)->async.ctx); \
+        _result = _call; \
+        qpx_async_unblock((_iface)->async.ctx); \
+    } while (0)
+
+
+/* The operations the timer completed, finished in order: each is taken off
+ * the list before its callback, which may progress (a nested run goes on
+ * from the new head) or destroy an endpoint */
+static unsigned qpx_rdma_async_ops_run(qpx_rdma_iface_t *iface)
+{
+    unsigned count = 0;
+    qpx_op_t *op;
+
+    while (!ucs_list_is_empty(&iface->async.ops)) {
+        op = ucs_list_extract_head(&iface->async.ops, qpx_op_t, list);
+        op->cb(op, op->canceled ? UCS_ERR_CANCELED :
+                                  (ucs_status_t)op->status);
+        ++count;
+    }
+    return count;
+}
+
+
+void qpx_rdma_iface_async_ops_run_ep(qpx_rdma_iface_t *iface,
+                                     uint32_t ep_id)
+{
+    qpx_op_t *op, *tmp;
+
+    /* The user's thread, the context held by the destroy's wrapper */
+    ucs_assert(!iface->async.in_async);
+    ucs_list_for_each_safe(op, tmp, &iface->async.ops, list) {
+        if (op->ep_id == ep_id) {
+            ucs_list_del(&op->list);
+            op->cb(op, op->canceled ? UCS_ERR_CANCELED :
+                                      (ucs_status_t)op->status);
+        }
+    }
+}
+
+
+static unsigned qpx_rdma_async_iface_progress(uct_iface_h tl_iface)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
+    unsigned count          = 0;
+
+    qpx_async_block(iface->async.ctx);
+    /* Read by the timer without the context: a stale value only moves its
+     * work by one period */
+    __atomic_store_n(&iface->async.last_progress, qpx_rdma_async_now(),
+                     __ATOMIC_RELAXED);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->async.ops))) {
+        count += qpx_rdma_async_ops_run(iface);
+    }
+    count += iface->tl->ops->iface_progress(tl_iface);
+    qpx_async_unblock(iface->async.ctx);
+    return count;
+}
+
+
+/* Whether the message of a receive completion has a handler that may run
+ * from the async thread */
+static int qpx_rdma_async_wc_is_async_am(qpx_rdma_iface_t *iface,
+                                         const struct ibv_wc *wc)
+{
+    qpx_desc_t *desc = (qpx_desc_t*)(uintptr_t)wc->wr_id;
+    uint8_t am_id;
+
+    if ((wc->status != IBV_WC_SUCCESS) ||
+        (wc->byte_len < sizeof(qpx_rdma_hdr_t))) {
+        return 0; /* the user's progress drops it */
+    }
+
+    am_id = *(uint8_t*)UCS_PTR_BYTE_OFFSET(desc,
+                                           iface->super.config.rx_hdr_offset) &
+            (UCT_AM_ID_MAX - 1);
+    return !!(iface->super.super.am[am_id].flags & UCT_CB_FLAG_ASYNC);
+}
+
+
+static void qpx_rdma_async_rx(qpx_rdma_iface_t *iface)
+{
+    qpx_iface_t *base = &iface->super;
+    struct ibv_wc wc[QPX_IFACE_BACKLOG];
+    int i, n;
+
+    /* No more than the backlog can keep: the rest stays in the CQ */
+    n = qpx_iface_poll_cq(base->recv_cq,
+                          QPX_IFACE_BACKLOG - base->backlog.rx_count, wc);
+    for (i = 0; i < n; ++i) {
+        if (qpx_rdma_async_wc_is_async_am(iface, &wc[i])) {
+            ++iface->async.stats.am_async;
+            iface->async.rx(base, &wc[i], 1);
+        } else {
+            ++iface->async.stats.am_deferred;
+            base->backlog.rx[base->backlog.rx_count++] = wc[i];
+        }
+    }
+}
+
+
+static void qpx_rdma_async_tx(qpx_rdma_iface_t *iface)
+{
+    qpx_iface_t *base = &iface->super;
+    struct ibv_wc wc[QPX_IFACE_BACKLOG];
+    int n, ok;
+
+    /* Completions the user has not handled come first */
+    if ((base->backlog.tx_count != 0) || qpx_rdma_iface_tx_is_idle(iface)) {
+        return;
+    }
+
+    n = qpx_iface_poll_cq(base->send_cq, QPX_IFACE_BACKLOG, wc);
+    for (ok = 0; (ok < n) && (wc[ok].status == IBV_WC_SUCCESS); ++ok) {
+    }
+    if (ok > 0) {
+        iface->async.tx(base, wc, ok);
+    }
+    /* A failure is the user's to handle (its error handler), and what
+     * completed after it comes after it */
+    memcpy(base->backlog.tx, &wc[ok], (n - ok) * sizeof(*wc));
+    base->backlog.tx_count = n - ok;
+}
+
+
+/* The timer (UCX's async thread, without the context) */
+static void qpx_rdma_async_timer(int id, ucs_event_set_types_t events,
+                                 void *arg)
+{
+    qpx_rdma_iface_t *iface = arg;
+    qpx_iface_t *base       = &iface->super;
+
+    (void)id;
+    (void)events;
+    if ((qpx_rdma_async_now() -
+         __atomic_load_n(&iface->async.last_progress, __ATOMIC_RELAXED)) <
+        iface->async.idle) {
+        return; /* the user progresses: nothing to do */
+    }
+
+    if (!qpx_async_try_block(iface->async.ctx)) {
+        /* The user is inside a call of this context: a progress, or an
+         * operation after which it progresses; the next period looks
+         * again */
+        ++iface->async.stats.busy;
+        return;
+    }
+
+    ++iface->async.stats.rounds;
+    iface->async.in_async = 1;
+    qpx_rdma_async_rx(iface);
+    qpx_rdma_async_tx(iface);
+    if (!ucs_arbiter_is_empty(&base->arbiter)) {
+        /* Requests a handler of this round (or an earlier one) added with
+         * UCT_CB_FLAG_ASYNC: UCX's gtest am_async_response, UCP's wireup
+         * answers */
+        base->pending.async_only = 1;
+        qpx_iface_pending_progress(base);
+        base->pending.async_only = 0;
+    }
+    iface->async.in_async = 0;
+
+    if ((base->backlog.rx_count | base->backlog.tx_count) ||
+        !ucs_list_is_empty(&iface->async.ops)) {
+        base->attention = 1;
+        qpx_iface_event_signal(base);
+    }
+    qpx_async_unblock(iface->async.ctx);
+}
+
+
+/* The wrappers of the interface's operations (async progress on) */
+
+static ucs_status_t
+qpx_rdma_async_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                            unsigned length, uint64_t remote_addr,
+                            uct_rkey_t rkey)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_put_short(tl_ep, buffer, length,
+                                                     remote_addr, rkey));
+    return status;
+}
+
+
+static ssize_t qpx_rdma_async_ep_put_bcopy(uct_ep_h tl_ep,
+                                           uct_pack_callback_t pack_cb,
+                                           void *arg, uint64_t remote_addr,
+                                           uct_rkey_t rkey)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ssize_t packed;
+
+    QPX_RDMA_ASYNC_CALL(iface, packed,
+                        iface->tl->ops->ep_put_bcopy(tl_ep, pack_cb, arg,
+                                                     remote_addr, rkey));
+    return packed;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                            size_t iovcnt, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_put_zcopy(tl_ep, iov, iovcnt,
+                                                     remote_addr, rkey,
+                                                     comp));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                            void *arg, size_t length, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_get_bcopy(tl_ep, unpack_cb, arg,
+                                                     length, remote_addr,
+                                                     rkey, comp));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                            size_t iovcnt, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_get_zcopy(tl_ep, iov, iovcnt,
+                                                     remote_addr, rkey,
+                                                     comp));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                           const void *payload, unsigned length)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_am_short(tl_ep, id, header,
+                                                    payload, length));
+    return status;
+}
+
+
+static ssize_t qpx_rdma_async_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                                          uct_pack_callback_t pack_cb,
+                                          void *arg, unsigned flags)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ssize_t packed;
+
+    QPX_RDMA_ASYNC_CALL(iface, packed,
+                        iface->tl->ops->ep_am_bcopy(tl_ep, id, pack_cb, arg,
+                                                    flags));
+    return packed;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                           unsigned header_length, const uct_iov_t *iov,
+                           size_t iovcnt, unsigned flags,
+                           uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_am_zcopy(tl_ep, id, header,
+                                                    header_length, iov,
+                                                    iovcnt, flags, comp));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                 uint64_t swap, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uint64_t *result,
+                                 uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_atomic_cswap64(tl_ep, compare,
+                                                          swap, remote_addr,
+                                                          rkey, result,
+                                                          comp));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                uint64_t value, uint64_t remote_addr,
+                                uct_rkey_t rkey)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_atomic64_post(tl_ep, opcode, value,
+                                                         remote_addr, rkey));
+    return status;
+}
+
+
+static ucs_status_t
+qpx_rdma_async_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                 uint64_t value, uint64_t *result,
+                                 uint64_t remote_addr, uct_rkey_t rkey,
+                                 uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_atomic64_fetch(tl_ep, opcode,
+                                                          value, result,
+                                                          remote_addr, rkey,
+                                                          comp));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_ep_pending_add(uct_ep_h tl_ep,
+                                                  uct_pending_req_t *req,
+                                                  unsigned flags)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_pending_add(tl_ep, req, flags));
+    return status;
+}
+
+
+static void qpx_rdma_async_ep_pending_purge(uct_ep_h tl_ep,
+                                            uct_pending_purge_callback_t cb,
+                                            void *arg)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+
+    qpx_async_block(iface->async.ctx);
+    iface->tl->ops->ep_pending_purge(tl_ep, cb, arg);
+    qpx_async_unblock(iface->async.ctx);
+}
+
+
+static ucs_status_t qpx_rdma_async_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                            uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_flush(tl_ep, flags, comp));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_fence(tl_ep, flags));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                            uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_check(tl_ep, flags, comp));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_ep_create(const uct_ep_params_t *params,
+                                             uct_ep_h *ep_p)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(params->iface);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->ep_create(params, ep_p));
+    return status;
+}
+
+
+static void qpx_rdma_async_ep_destroy(uct_ep_h tl_ep)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+
+    qpx_async_block(iface->async.ctx);
+    iface->tl->ops->ep_destroy(tl_ep);
+    qpx_async_unblock(iface->async.ctx);
+}
+
+
+static ucs_status_t qpx_rdma_async_iface_flush(uct_iface_h tl_iface,
+                                               unsigned flags,
+                                               uct_completion_t *comp)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->iface_flush(tl_iface, flags, comp));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_iface_fence(uct_iface_h tl_iface,
+                                               unsigned flags)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
+    ucs_status_t status;
+
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        iface->tl->ops->iface_fence(tl_iface, flags));
+    return status;
+}
+
+
+static ucs_status_t qpx_rdma_async_iface_event_arm(uct_iface_h tl_iface,
+                                                   unsigned events)
+{
+    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
+    ucs_status_t status;
+
+    /* Completions the timer finished are the user's: not asleep on them */
+    QPX_RDMA_ASYNC_CALL(iface, status,
+                        ucs_list_is_empty(&iface->async.ops) ?
+                        iface->tl->ops->iface_event_arm(tl_iface, events) :
+                        UCS_ERR_BUSY);
+    return status;
+}
+
+
+void qpx_rdma_iface_async_init(qpx_rdma_iface_t *iface)
+{
+    iface->async.ctx           = NULL;
+    iface->async.timer.fd      = -1;
+    iface->async.timer.id      = -1;
+    iface->async.idle          = 0;
+    iface->async.last_progress = qpx_rdma_async_now();
+    iface->async.in_async      = 0;
+    iface->async.rx            = NULL;
+    iface->async.tx            = NULL;
+    ucs_list_head_init(&iface->async.ops);
+    memset(&iface->async.stats, 0, sizeof(iface->async.stats));
+}
+
+
+ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
+                                        qpx_iface_wc_cb_t rx,
+                                        qpx_iface_wc_cb_t tx)
+{
+    ucs_async_context_t *ctx = iface->super.super.worker->async;
+    uct_iface_ops_t *ops     = &iface->super.super.super.ops;
+    ucs_status_t status;
+
+    iface->async.idle = (ucs_time_t)(idle * 1e9);
+    iface->async.rx   = rx;
+    iface->async.tx   = tx;
+
+    /* The thread modes only: signal mode would run the timer inside any
+     * call of the user's thread, poll mode has no thread */
+    if ((ctx == NULL) || ((ctx->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
+                          (ctx->mode != UCS_ASYNC_MODE_THREAD_MUTEX))) {
+        ucs_debug("%s iface %p: no async progress (async mode %d)",
+                  iface->tl->name, iface, (ctx == NULL) ? -1 : (int)ctx->mode);
+        return UCS_OK;
+    }
+
+    status = qpx_iface_timer_start(&iface->super, idle / 2,
+                                   qpx_rdma_async_timer, iface,
+                                   &iface->async.timer);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->async.ctx       = ctx;
+    ops->ep_put_short      = qpx_rdma_async_ep_put_short;
+    ops->ep_put_bcopy      = qpx_rdma_async_ep_put_bcopy;
+    ops->ep_put_zcopy      = qpx_rdma_async_ep_put_zcopy;
+    ops->ep_get_bcopy      = qpx_rdma_async_ep_get_bcopy;
+    ops->ep_get_zcopy      = qpx_rdma_async_ep_get_zcopy;
+    ops->ep_am_short       = qpx_rdma_async_ep_am_short;
+    ops->ep_am_bcopy       = qpx_rdma_async_ep_am_bcopy;
+    ops->ep_am_zcopy       = qpx_rdma_async_ep_am_zcopy;
+    ops->ep_atomic_cswap64 = qpx_rdma_async_ep_atomic_cswap64;
+    ops->ep_atomic64_post  = qpx_rdma_async_ep_atomic64_post;
+    ops->ep_atomic64_fetch = qpx_rdma_async_ep_atomic64_fetch;
+    ops->ep_pending_add    = qpx_rdma_async_ep_pending_add;
+    ops->ep_pending_purge  = qpx_rdma_async_ep_pending_purge;
+    ops->ep_flush          = qpx_rdma_async_ep_flush;
+    ops->ep_fence          = qpx_rdma_async_ep_fence;
+    ops->ep_check          = qpx_rdma_async_ep_check;
+    ops->ep_create         = qpx_rdma_async_ep_create;
+    ops->ep_destroy        = qpx_rdma_async_ep_destroy;
+    ops->iface_flush       = qpx_rdma_async_iface_flush;
+    ops->iface_fence       = qpx_rdma_async_iface_fence;
+    ops->iface_progress    = qpx_rdma_async_iface_progress;
+    ops->iface_event_arm   = qpx_rdma_async_iface_event_arm;
+    ucs_debug("%s iface %p: async progress after %.0f ms idle",
+              iface->tl->name, iface, idle * 1e3);
+    return UCS_OK;
+}
+
+
+void qpx_rdma_iface_async_stop(qpx_rdma_iface_t *iface)
+{
+    /* Waits for a running round: the caller must not hold the context */
+    qpx_iface_timer_stop(&iface->async.timer);
+    /* What the timer completed is reported, as purged operations are on
+     * close */
+    qpx_rdma_async_ops_run(iface);
+    if (iface->async.ctx != NULL) {
+        ucs_debug("%s iface %p: async rounds %" PRIu64 " (busy %" PRIu64
+                  "), handlers called %" PRIu64 ", messages left to the "
+                  "user %" PRIu64 ", completions %" PRIu64,
+                  iface->tl->name, iface, iface->async.stats.rounds,
+                  iface->async.stats.busy, iface->async.stats.am_async,
+                  iface->async.stats.am_deferred, iface->async.stats.ops);
+    }
+}
