@@ -91,8 +91,9 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
      UCS_CONFIG_TYPE_ON_OFF_AUTO},
 
     {"ASYNC_IDLE", "10ms",
-     "With async progress: how long the user must not have progressed the\n"
-     "interface before the async thread does (it looks every half of it).",
+     "With async progress: how often the async thread looks whether the\n"
+     "user progressed the interface since its last look, and polls it if\n"
+     "not (the user idle for one to two periods).",
      ucs_offsetof(qpx_dc_iface_config_t, async_idle), QPX_CONFIG_TYPE_TIME},
 
     {NULL}

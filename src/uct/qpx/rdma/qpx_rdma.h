@@ -235,8 +235,8 @@ typedef struct qpx_rdma_iface {
     struct {
         ucs_async_context_t *ctx;       /* NULL: off */
         qpx_iface_timer_t   timer;
-        ucs_time_t          idle;       /* after this, the timer works */
-        ucs_time_t          last_progress;
+        uint64_t            progress_count; /* the user's progress calls */
+        uint64_t            progress_seen;  /* the timer's last look */
         int                 in_async;   /* the timer's round runs */
         ucs_list_link_t     ops;        /* completed there, to finish */
         qpx_iface_wc_cb_t   rx;         /* the transport's handlers */
@@ -325,9 +325,9 @@ void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface);
 
 /*
  * Async progress of an interface of the family, as uct_iface_attr_t's
- * UCT_IFACE_FLAG_CB_ASYNC promises: while the user does not progress the
- * interface for idle seconds, a timer on the worker's async thread (thread
- * modes only) polls its CQs every idle/2. Active messages whose handler
+ * UCT_IFACE_FLAG_CB_ASYNC promises: a timer on the worker's async thread
+ * (thread modes only) looks every idle seconds, and polls the interface's
+ * CQs when the user has not progressed it since the last look. Active messages whose handler
  * was set with UCT_CB_FLAG_ASYNC run there; the others, and send
  * completions that would call the user, wait for the user's progress, in
  * order; pending requests added with UCT_CB_FLAG_ASYNC are dispatched.

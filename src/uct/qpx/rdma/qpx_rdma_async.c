@@ -6,10 +6,10 @@
  * such an interface for its auxiliary wireup lane: with it, qpx_dc wires
  * UCP's endpoints up by itself (UCX_TLS=qpx_rc,qpx_dc).
  *
- * A timer on the worker's async thread (every idle/2, a timerfd: see
- * qpx_iface_timer_start) does nothing while the user progresses the
- * interface. Once the user has not for idle seconds, it blocks the async
- * context and, with it held:
+ * A timer on the worker's async thread (every idle seconds, a timerfd:
+ * see qpx_iface_timer_start) does nothing while the user progresses the
+ * interface. Once the user has not since its last period, it blocks the
+ * async context and, with it held:
  *  - polls the receive CQ: a message whose handler was set with
  *    UCT_CB_FLAG_ASYNC is delivered at once; the others go, in order, to
  *    the interface's backlog, which the user's next progress handles before
@@ -38,18 +38,6 @@
 #include <uct/qpx/base/qpx_iface.inl>
 
 #include <inttypes.h>
-#include <time.h>
-
-
-/* The user's last progress, in ns of a coarse monotonic clock (a vDSO read
- * of a few ns: the idle time is milliseconds) */
-static UCS_F_ALWAYS_INLINE ucs_time_t qpx_rdma_async_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return ((ucs_time_t)ts.tv_sec * 1000000000ull) + ts.tv_nsec;
-}
 
 
 static UCS_F_ALWAYS_INLINE qpx_rdma_iface_t *
@@ -117,10 +105,11 @@ static unsigned qpx_rdma_async_iface_progress(uct_iface_h tl_iface)
     unsigned count          = 0;
 
     qpx_async_block(iface->async.ctx);
-    /* Read by the timer without the context: a stale value only moves its
-     * work by one period */
-    __atomic_store_n(&iface->async.last_progress, qpx_rdma_async_now(),
-                     __ATOMIC_RELAXED);
+    /* Counted, not timed (no clock read per call): the timer compares it
+     * with what it saw a period before. Read by the timer without the
+     * context: a stale value only moves its work by one period. */
+    __atomic_store_n(&iface->async.progress_count,
+                     iface->async.progress_count + 1, __ATOMIC_RELAXED);
     if (ucs_unlikely(!ucs_list_is_empty(&iface->async.ops))) {
         count += qpx_rdma_async_ops_run(iface);
     }
@@ -202,12 +191,15 @@ static void qpx_rdma_async_timer(int id, ucs_event_set_types_t events,
     qpx_rdma_iface_t *iface = arg;
     qpx_iface_t *base       = &iface->super;
 
+    uint64_t count;
+
     (void)id;
     (void)events;
-    if ((qpx_rdma_async_now() -
-         __atomic_load_n(&iface->async.last_progress, __ATOMIC_RELAXED)) <
-        iface->async.idle) {
-        return; /* the user progresses: nothing to do */
+    count = __atomic_load_n(&iface->async.progress_count, __ATOMIC_RELAXED);
+    if (count != iface->async.progress_seen) {
+        /* The user progressed in the last period: nothing to do */
+        iface->async.progress_seen = count;
+        return;
     }
 
     if (!qpx_async_try_block(iface->async.ctx)) {
@@ -544,8 +536,8 @@ void qpx_rdma_iface_async_init(qpx_rdma_iface_t *iface)
     iface->async.ctx           = NULL;
     iface->async.timer.fd      = -1;
     iface->async.timer.id      = -1;
-    iface->async.idle          = 0;
-    iface->async.last_progress = qpx_rdma_async_now();
+    iface->async.progress_count = 0;
+    iface->async.progress_seen  = 0;
     iface->async.in_async      = 0;
     iface->async.rx            = NULL;
     iface->async.tx            = NULL;
@@ -562,7 +554,6 @@ ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
     uct_iface_ops_t *ops     = &iface->super.super.super.ops;
     ucs_status_t status;
 
-    iface->async.idle = (ucs_time_t)(idle * 1e9);
     iface->async.rx   = rx;
     iface->async.tx   = tx;
 
@@ -575,7 +566,7 @@ ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
         return UCS_OK;
     }
 
-    status = qpx_iface_timer_start(&iface->super, idle / 2,
+    status = qpx_iface_timer_start(&iface->super, idle,
                                    qpx_rdma_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
