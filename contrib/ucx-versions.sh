@@ -182,9 +182,10 @@ check_ucp_am() {
         -L"$prefix/lib" -lucp -lucs 2>"$tmp/gcc.out" ||
         { qpx_fail "UCX $v: qpx_ucp_am does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
     # qpx_rc,qpx_dc: no qpx_ud for wireup. UCP 1.19 and later take a
-    # transport without async callbacks (qpx_dc) as auxiliary when none
-    # has them; UCP 1.13 does not ("no auxiliary transport": it needs
-    # qpx_ud:aux there, docs/configuration.md)
+    # transport without async callbacks as auxiliary when none has them,
+    # and qpx_dc's async progress is off there (UCX_QPX_DC_ASYNC_PROGRESS
+    # auto); UCP 1.13 takes only one with them, which qpx_dc is there
+    # (qpx-ucp-am.sh checks it, docs/configuration.md)
     for tls in qpx_rc,qpx_ud qpx_rc,qpx_dc qpx_ud qpx_dc qpx; do
         am_case "UCX $v" "$qb" "$tmp/am-$v" "$tls"
     done

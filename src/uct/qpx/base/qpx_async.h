@@ -61,6 +61,20 @@ static UCS_F_ALWAYS_INLINE void qpx_async_block(ucs_async_context_t *async)
 }
 
 
+/* _func(...) with the async context _async blocked, an expression of type
+ * _type: the operations of an interface whose async progress shares its
+ * state (qpx_ud's wrappers, the RC family's) */
+#define QPX_ASYNC_CALL(_type, _async, _func, ...) \
+    ({ \
+        ucs_async_context_t *_qpx_async = (_async); \
+        _type _qpx_ret; \
+        qpx_async_block(_qpx_async); \
+        _qpx_ret = _func(__VA_ARGS__); \
+        qpx_async_unblock(_qpx_async); \
+        _qpx_ret; \
+    })
+
+
 /* Block the context if nobody else holds it: 1 when blocked (unblock it
  * after), 0 when another thread is inside (a user call, or a handler).
  * Poll mode has no other thread: it always blocks. */

@@ -54,16 +54,6 @@ qpx_rdma_async_ep_iface(uct_ep_h tl_ep)
 }
 
 
-/* Run a transport operation with the interface's async context blocked:
- * _call is the transport's own entry (iface->tl->ops) with its arguments */
-#define QPX_RDMA_ASYNC_CALL(_iface, _result, _call) \
-    do { \
-        qpx_async_block((_iface)->async.ctx); \
-        _result = _call; \
-        qpx_async_unblock((_iface)->async.ctx); \
-    } while (0)
-
-
 /* The operations the timer completed, finished in order: each is taken off
  * the list before its callback, which may progress (a nested run goes on
  * from the new head) or destroy an endpoint */
@@ -233,193 +223,93 @@ static void qpx_rdma_async_timer(int id, ucs_event_set_types_t events,
 }
 
 
-/* The wrappers of the interface's operations (async progress on) */
+/*
+ * The wrappers of the interface's operations (async progress on): defines
+ * qpx_rdma_async_<_op>, the transport's own _op (iface->tl->ops) with the
+ * async context blocked. _iface is the interface, an expression of the
+ * parameters; the variadic arguments are the call's.
+ */
+#define QPX_RDMA_ASYNC_OP(_ret, _op, _iface, _params, ...) \
+    static _ret qpx_rdma_async_##_op _params \
+    { \
+        qpx_rdma_iface_t *iface = (_iface); \
+        return QPX_ASYNC_CALL(_ret, iface->async.ctx, iface->tl->ops->_op, \
+                              __VA_ARGS__); \
+    }
 
-static ucs_status_t
-qpx_rdma_async_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                            unsigned length, uint64_t remote_addr,
-                            uct_rkey_t rkey)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
+#define QPX_RDMA_ASYNC_EP_IFACE qpx_rdma_async_ep_iface(tl_ep)
 
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_put_short(tl_ep, buffer, length,
-                                                     remote_addr, rkey));
-    return status;
-}
-
-
-static ssize_t qpx_rdma_async_ep_put_bcopy(uct_ep_h tl_ep,
-                                           uct_pack_callback_t pack_cb,
-                                           void *arg, uint64_t remote_addr,
-                                           uct_rkey_t rkey)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ssize_t packed;
-
-    QPX_RDMA_ASYNC_CALL(iface, packed,
-                        iface->tl->ops->ep_put_bcopy(tl_ep, pack_cb, arg,
-                                                     remote_addr, rkey));
-    return packed;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                            size_t iovcnt, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_put_zcopy(tl_ep, iov, iovcnt,
-                                                     remote_addr, rkey,
-                                                     comp));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
-                            void *arg, size_t length, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_get_bcopy(tl_ep, unpack_cb, arg,
-                                                     length, remote_addr,
-                                                     rkey, comp));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                            size_t iovcnt, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_get_zcopy(tl_ep, iov, iovcnt,
-                                                     remote_addr, rkey,
-                                                     comp));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                           const void *payload, unsigned length)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_am_short(tl_ep, id, header,
-                                                    payload, length));
-    return status;
-}
-
-
-static ssize_t qpx_rdma_async_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                                          uct_pack_callback_t pack_cb,
-                                          void *arg, unsigned flags)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ssize_t packed;
-
-    QPX_RDMA_ASYNC_CALL(iface, packed,
-                        iface->tl->ops->ep_am_bcopy(tl_ep, id, pack_cb, arg,
-                                                    flags));
-    return packed;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
-                           unsigned header_length, const uct_iov_t *iov,
-                           size_t iovcnt, unsigned flags,
-                           uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_am_zcopy(tl_ep, id, header,
-                                                    header_length, iov,
-                                                    iovcnt, flags, comp));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                 uint64_t swap, uint64_t remote_addr,
-                                 uct_rkey_t rkey, uint64_t *result,
-                                 uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_atomic_cswap64(tl_ep, compare,
-                                                          swap, remote_addr,
-                                                          rkey, result,
-                                                          comp));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                uint64_t value, uint64_t remote_addr,
-                                uct_rkey_t rkey)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_atomic64_post(tl_ep, opcode, value,
-                                                         remote_addr, rkey));
-    return status;
-}
-
-
-static ucs_status_t
-qpx_rdma_async_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                 uint64_t value, uint64_t *result,
-                                 uint64_t remote_addr, uct_rkey_t rkey,
-                                 uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_atomic64_fetch(tl_ep, opcode,
-                                                          value, result,
-                                                          remote_addr, rkey,
-                                                          comp));
-    return status;
-}
-
-
-static ucs_status_t qpx_rdma_async_ep_pending_add(uct_ep_h tl_ep,
-                                                  uct_pending_req_t *req,
-                                                  unsigned flags)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_pending_add(tl_ep, req, flags));
-    return status;
-}
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_put_short, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, const void *buffer, unsigned length,
+                   uint64_t remote_addr, uct_rkey_t rkey),
+                  tl_ep, buffer, length, remote_addr, rkey)
+QPX_RDMA_ASYNC_OP(ssize_t, ep_put_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                   uint64_t remote_addr, uct_rkey_t rkey),
+                  tl_ep, pack_cb, arg, remote_addr, rkey)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_put_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                   uint64_t remote_addr, uct_rkey_t rkey,
+                   uct_completion_t *comp),
+                  tl_ep, iov, iovcnt, remote_addr, rkey, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_get_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                   void *arg, size_t length, uint64_t remote_addr,
+                   uct_rkey_t rkey, uct_completion_t *comp),
+                  tl_ep, unpack_cb, arg, length, remote_addr, rkey, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_get_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                   uint64_t remote_addr, uct_rkey_t rkey,
+                   uct_completion_t *comp),
+                  tl_ep, iov, iovcnt, remote_addr, rkey, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_am_short, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                   const void *payload, unsigned length),
+                  tl_ep, id, header, payload, length)
+QPX_RDMA_ASYNC_OP(ssize_t, ep_am_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                   void *arg, unsigned flags),
+                  tl_ep, id, pack_cb, arg, flags)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_am_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uint8_t id, const void *header,
+                   unsigned header_length, const uct_iov_t *iov,
+                   size_t iovcnt, unsigned flags, uct_completion_t *comp),
+                  tl_ep, id, header, header_length, iov, iovcnt, flags, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic_cswap64, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
+                   uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result,
+                   uct_completion_t *comp),
+                  tl_ep, compare, swap, remote_addr, rkey, result, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic64_post, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                   uint64_t remote_addr, uct_rkey_t rkey),
+                  tl_ep, opcode, value, remote_addr, rkey)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic64_fetch, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
+                   uint64_t *result, uint64_t remote_addr, uct_rkey_t rkey,
+                   uct_completion_t *comp),
+                  tl_ep, opcode, value, result, remote_addr, rkey, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_pending_add, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags),
+                  tl_ep, req, flags)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_flush, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp),
+                  tl_ep, flags, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_fence, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, unsigned flags), tl_ep, flags)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_check, QPX_RDMA_ASYNC_EP_IFACE,
+                  (uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp),
+                  tl_ep, flags, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, ep_create,
+                  qpx_rdma_async_iface(params->iface),
+                  (const uct_ep_params_t *params, uct_ep_h *ep_p),
+                  params, ep_p)
+QPX_RDMA_ASYNC_OP(ucs_status_t, iface_flush, qpx_rdma_async_iface(tl_iface),
+                  (uct_iface_h tl_iface, unsigned flags,
+                   uct_completion_t *comp),
+                  tl_iface, flags, comp)
+QPX_RDMA_ASYNC_OP(ucs_status_t, iface_fence, qpx_rdma_async_iface(tl_iface),
+                  (uct_iface_h tl_iface, unsigned flags), tl_iface, flags)
 
 
 static void qpx_rdma_async_ep_pending_purge(uct_ep_h tl_ep,
@@ -434,53 +324,6 @@ static void qpx_rdma_async_ep_pending_purge(uct_ep_h tl_ep,
 }
 
 
-static ucs_status_t qpx_rdma_async_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                            uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_flush(tl_ep, flags, comp));
-    return status;
-}
-
-
-static ucs_status_t qpx_rdma_async_ep_fence(uct_ep_h tl_ep, unsigned flags)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_fence(tl_ep, flags));
-    return status;
-}
-
-
-static ucs_status_t qpx_rdma_async_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                            uct_completion_t *comp)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_check(tl_ep, flags, comp));
-    return status;
-}
-
-
-static ucs_status_t qpx_rdma_async_ep_create(const uct_ep_params_t *params,
-                                             uct_ep_h *ep_p)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(params->iface);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->ep_create(params, ep_p));
-    return status;
-}
-
-
 static void qpx_rdma_async_ep_destroy(uct_ep_h tl_ep)
 {
     qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
@@ -491,28 +334,15 @@ static void qpx_rdma_async_ep_destroy(uct_ep_h tl_ep)
 }
 
 
-static ucs_status_t qpx_rdma_async_iface_flush(uct_iface_h tl_iface,
-                                               unsigned flags,
-                                               uct_completion_t *comp)
+/* Operations the timer finished are the user's: it must not sleep on them */
+static ucs_status_t qpx_rdma_async_event_arm(qpx_rdma_iface_t *iface,
+                                             uct_iface_h tl_iface,
+                                             unsigned events)
 {
-    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->iface_flush(tl_iface, flags, comp));
-    return status;
-}
-
-
-static ucs_status_t qpx_rdma_async_iface_fence(uct_iface_h tl_iface,
-                                               unsigned flags)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
-    ucs_status_t status;
-
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        iface->tl->ops->iface_fence(tl_iface, flags));
-    return status;
+    if (!ucs_list_is_empty(&iface->async.ops)) {
+        return UCS_ERR_BUSY;
+    }
+    return iface->tl->ops->iface_event_arm(tl_iface, events);
 }
 
 
@@ -520,14 +350,9 @@ static ucs_status_t qpx_rdma_async_iface_event_arm(uct_iface_h tl_iface,
                                                    unsigned events)
 {
     qpx_rdma_iface_t *iface = qpx_rdma_async_iface(tl_iface);
-    ucs_status_t status;
 
-    /* Completions the timer finished are the user's: not asleep on them */
-    QPX_RDMA_ASYNC_CALL(iface, status,
-                        ucs_list_is_empty(&iface->async.ops) ?
-                        iface->tl->ops->iface_event_arm(tl_iface, events) :
-                        UCS_ERR_BUSY);
-    return status;
+    return QPX_ASYNC_CALL(ucs_status_t, iface->async.ctx,
+                          qpx_rdma_async_event_arm, iface, tl_iface, events);
 }
 
 

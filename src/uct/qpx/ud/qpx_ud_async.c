@@ -58,14 +58,7 @@ void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
 
 /* Call _func with the async context of _iface blocked, returning _type */
 #define QPX_UD_ASYNC_CALL(_type, _iface, _func, ...) \
-    ({ \
-        qpx_ud_iface_t *_i = (_iface); \
-        _type _ret; \
-        qpx_async_block(_i->async.ctx); \
-        _ret = _func(__VA_ARGS__); \
-        qpx_async_unblock(_i->async.ctx); \
-        _ret; \
-    })
+    QPX_ASYNC_CALL(_type, (_iface)->async.ctx, _func, __VA_ARGS__)
 
 static ucs_status_t
 qpx_ud_async_am_zcopy(uct_ep_h ep, uint8_t id, const void *header,
