@@ -486,6 +486,12 @@ qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
 /* Back to the cold path without a switch */
 void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
                                  int connected);
+/* An endpoint of ours whose promotion waits for its answer (not switching,
+ * failed or joined) to peer, or to any peer when peer is NULL: the one a
+ * crossing or a full pool makes give up (qpx_hybrid_join_crossing,
+ * qpx_hybrid_iface_yield_slot). NULL: none. */
+qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
+                                               const qpx_hybrid_peer_t *peer);
 
 /* qpx_hybrid_join.c: the pair of a promotion carrying both directions */
 void qpx_hybrid_peer_id(const void *dev, size_t dev_len,

@@ -159,25 +159,20 @@ int qpx_hybrid_join_crossing(qpx_hybrid_iface_t *iface,
     qpx_hybrid_ep_t *ep;
 
     qpx_hybrid_ctl_sender(msg, &sender);
-    ucs_list_for_each(ep, &iface->ep_list, list) {
-        if ((ep->state != QPX_HYBRID_EP_PROMOTING) ||
-            (ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
-                          QPX_HYBRID_EP_FLAG_FAILED |
-                          QPX_HYBRID_EP_FLAG_JOINED)) ||
-            !qpx_hybrid_peer_is(&sender, &ep->dst)) {
-            continue;
-        }
-        if (!peer_wins) {
-            return 1;
-        }
-        ucs_debug("qpx ep %p id 0x%x: promotion crossed the peer's: joins "
-                  "the peer's pair instead", ep, ep->id);
-        iface->stats.yielded++;
-        qpx_hybrid_ep_promote_abort(ep, ep->refusals, 0);
-        ep->flags |= QPX_HYBRID_EP_FLAG_WANT_HOT;
-        qpx_hybrid_ep_work(ep);
+    ep = qpx_hybrid_iface_promoting_ep(iface, &sender);
+    if (ep == NULL) {
         return 0;
     }
+    if (!peer_wins) {
+        return 1;
+    }
+
+    ucs_debug("qpx ep %p id 0x%x: promotion crossed the peer's: joins the "
+              "peer's pair instead", ep, ep->id);
+    iface->stats.yielded++;
+    qpx_hybrid_ep_promote_abort(ep, ep->refusals, 0);
+    ep->flags |= QPX_HYBRID_EP_FLAG_WANT_HOT;
+    qpx_hybrid_ep_work(ep);
     return 0;
 }
 

@@ -262,21 +262,35 @@ void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
  */
 static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
 {
+    qpx_hybrid_ep_t *ep = qpx_hybrid_iface_promoting_ep(iface, NULL);
+
+    if (ep == NULL) {
+        return 0;
+    }
+
+    ucs_debug("qpx ep %p id 0x%x: promotion given up for a peer's", ep,
+              ep->id);
+    iface->stats.yielded++;
+    qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
+    return 1;
+}
+
+
+qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
+                                               const qpx_hybrid_peer_t *peer)
+{
     qpx_hybrid_ep_t *ep;
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
         if ((ep->state == QPX_HYBRID_EP_PROMOTING) &&
             !(ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
                            QPX_HYBRID_EP_FLAG_FAILED |
-                           QPX_HYBRID_EP_FLAG_JOINED))) {
-            ucs_debug("qpx ep %p id 0x%x: promotion given up for a peer's",
-                      ep, ep->id);
-            iface->stats.yielded++;
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
-            return 1;
+                           QPX_HYBRID_EP_FLAG_JOINED)) &&
+            ((peer == NULL) || qpx_hybrid_peer_is(peer, &ep->dst))) {
+            return ep;
         }
     }
-    return 0;
+    return NULL;
 }
 
 
