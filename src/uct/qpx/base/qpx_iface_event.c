@@ -9,6 +9,7 @@
 #endif
 
 #include "qpx_ep.h"
+#include "qpx_iface.inl"
 
 #include <errno.h>
 #include <string.h>
@@ -142,19 +143,6 @@ ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
 }
 
 
-/* Up to QPX_IFACE_BACKLOG completions of cq into wc; 0 on error */
-static int qpx_iface_backlog_poll(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-    int n = ibv_poll_cq(cq, QPX_IFACE_BACKLOG, wc);
-
-    if (n < 0) {
-        ucs_error("ibv_poll_cq(%p) failed: %d", cq, n);
-        return 0;
-    }
-    return n;
-}
-
-
 /*
  * Arm the event fd for the next send completion and active message. Both
  * CQs are armed whatever events asks for: pending requests advance on send
@@ -197,12 +185,14 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     if (iface->backlog.tx_count == 0) {
-        iface->backlog.tx_count = qpx_iface_backlog_poll(iface->send_cq,
-                                                         iface->backlog.tx);
+        iface->backlog.tx_count = qpx_iface_poll_cq(iface->send_cq,
+                                                    QPX_IFACE_BACKLOG,
+                                                    iface->backlog.tx);
     }
     if (iface->backlog.rx_count == 0) {
-        iface->backlog.rx_count = qpx_iface_backlog_poll(iface->recv_cq,
-                                                         iface->backlog.rx);
+        iface->backlog.rx_count = qpx_iface_poll_cq(iface->recv_cq,
+                                                    QPX_IFACE_BACKLOG,
+                                                    iface->backlog.rx);
     }
 
     if (iface->backlog.rx_count | iface->backlog.tx_count) {
