@@ -312,26 +312,22 @@ QPX_RDMA_ASYNC_OP(ucs_status_t, iface_fence, qpx_rdma_async_iface(tl_iface),
                   (uct_iface_h tl_iface, unsigned flags), tl_iface, flags)
 
 
-static void qpx_rdma_async_ep_pending_purge(uct_ep_h tl_ep,
-                                            uct_pending_purge_callback_t cb,
-                                            void *arg)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
+/* As QPX_RDMA_ASYNC_OP, of an operation that returns nothing */
+#define QPX_RDMA_ASYNC_VOID_OP(_op, _iface, _params, ...) \
+    static void qpx_rdma_async_##_op _params \
+    { \
+        qpx_rdma_iface_t *iface = (_iface); \
+        qpx_async_block(iface->async.ctx); \
+        iface->tl->ops->_op(__VA_ARGS__); \
+        qpx_async_unblock(iface->async.ctx); \
+    }
 
-    qpx_async_block(iface->async.ctx);
-    iface->tl->ops->ep_pending_purge(tl_ep, cb, arg);
-    qpx_async_unblock(iface->async.ctx);
-}
-
-
-static void qpx_rdma_async_ep_destroy(uct_ep_h tl_ep)
-{
-    qpx_rdma_iface_t *iface = qpx_rdma_async_ep_iface(tl_ep);
-
-    qpx_async_block(iface->async.ctx);
-    iface->tl->ops->ep_destroy(tl_ep);
-    qpx_async_unblock(iface->async.ctx);
-}
+QPX_RDMA_ASYNC_VOID_OP(ep_pending_purge, QPX_RDMA_ASYNC_EP_IFACE,
+                       (uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                        void *arg),
+                       tl_ep, cb, arg)
+QPX_RDMA_ASYNC_VOID_OP(ep_destroy, QPX_RDMA_ASYNC_EP_IFACE, (uct_ep_h tl_ep),
+                       tl_ep)
 
 
 /* Operations the timer finished are the user's: it must not sleep on them */
