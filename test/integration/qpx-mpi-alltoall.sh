@@ -44,6 +44,9 @@ if qpx_has_tl qpx_dc; then
     a2a qpx_dc 100 1048576
     a2a qpx_dc 50 65536 UCX_QPX_DC_NUM_DCI=2 UCX_QPX_DC_TX_POLICY=dcs_quota \
         UCX_QPX_DC_QUOTA=4
+    # RC lanes wired up over qpx_dc (its async progress: with UCX 1.13,
+    # UCP takes no other transport for wireup), 8 ranks connecting to 8
+    a2a qpx_rc,qpx_dc 50 1048576
 fi
 # A receive buffer pool no larger than its queue (16 buffers each): UCP
 # keeps unexpected messages' buffers (every fragment of one), and kept

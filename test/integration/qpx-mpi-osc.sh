@@ -52,6 +52,8 @@ if qpx_has_tl qpx_dc; then
     osc "qpx_dc, 8 ranks, 2 DCIs (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=2
     osc "qpx_dc, 4 ranks, 1 DCI (dcs)" qpx_dc,self 4 UCX_QPX_DC_NUM_DCI=1
     osc "qpx_dc, 8 ranks, 1 DCI (dcs)" qpx_dc,self 8 UCX_QPX_DC_NUM_DCI=1
+    # RC lanes wired up over qpx_dc alone (its async progress, UCX 1.13)
+    osc "qpx_rc,qpx_dc, 8 ranks" qpx_rc,qpx_dc,self 8
 fi
 osc "qpx, 16 ranks" qpx,self 16
 qpx_finish
