@@ -77,8 +77,10 @@ void qpx_rdma_iface_async_ops_run_ep(qpx_rdma_iface_t *iface,
 {
     qpx_op_t *op, *tmp;
 
-    /* The user's thread, the context held by the destroy's wrapper */
-    ucs_assert(!iface->async.in_async);
+    /* The context held by the destroy's wrapper; in the timer's round
+     * too, where a handler set with UCT_CB_FLAG_ASYNC destroys an
+     * endpoint (UCP's wireup replaces its auxiliary endpoint there): the
+     * operations finish in the call that destroys their endpoint */
     ucs_list_for_each_safe(op, tmp, &iface->async.ops, list) {
         if (op->ep_id == ep_id) {
             ucs_list_del(&op->list);
