@@ -327,8 +327,9 @@ void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface);
  * Async progress of an interface of the family, as uct_iface_attr_t's
  * UCT_IFACE_FLAG_CB_ASYNC promises: a timer on the worker's async thread
  * (thread modes only) looks every idle seconds, and polls the interface's
- * CQs when the user has not progressed it since the last look. Active messages whose handler
- * was set with UCT_CB_FLAG_ASYNC run there; the others, and send
+ * CQs when the user has not progressed it since the last look. Active
+ * messages whose handler was set with UCT_CB_FLAG_ASYNC run there; the
+ * others, and send
  * completions that would call the user, wait for the user's progress, in
  * order; pending requests added with UCT_CB_FLAG_ASYNC are dispatched.
  * Every operation of the interface then blocks the async context (its ops
