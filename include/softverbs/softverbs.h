@@ -47,6 +47,10 @@ extern "C" {
  * the next one sent by the same QP (reordering). */
 #define SOFTVERBS_ENV_UD_REORDER   "SOFTVERBS_UD_REORDER"
 #define SOFTVERBS_ENV_RC_READ_REORDER "SOFTVERBS_RC_READ_REORDER"
+/* Probability (0..1) that a request of a connected QP (RC, UC, XRC, DC) is
+ * lost on the wire: reliable ones are sent again after the ACK timeout
+ * (retry_cnt), a UC message is gone. */
+#define SOFTVERBS_ENV_RC_DROP      "SOFTVERBS_RC_DROP"
 /* Print errors decided by the library to stderr when set to 1. */
 #define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
 

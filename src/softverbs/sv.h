@@ -332,6 +332,7 @@ struct sv_global {
     int        dc;                /* SOFTVERBS_DC: DC QPs can be created */
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */
+    double     rc_drop;         /* a connected QP's request is lost */
     int        debug;
     char       shm_path[256];
     char       sock_dir[80];      /* SOFTVERBS_SOCKET_DIR, "": abstract */

@@ -124,5 +124,6 @@ uint64_t sv_env_init(void)
     sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
+    sv_g.rc_drop    = sv_env_prob(SOFTVERBS_ENV_RC_DROP);
     return arena;
 }

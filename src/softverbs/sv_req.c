@@ -13,6 +13,7 @@
  */
 #include "sv.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +183,15 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
     r.liov    = liov;
     r.liovcnt = cnt;
 
+    if ((qp->sv_type != IBV_QPT_UD) && sv_chance(sv_g.rc_drop)) {
+        /* SOFTVERBS_RC_DROP: the request is lost on the wire before the
+         * responder saw it, so it runs there once: no response, and the
+         * requester sends it again after the ACK timeout while retries
+         * are left (IBA 9.7.6.1.3), else RETRY_EXC_ERR; UC loses it
+         * (sv_req_handle). A lost ACK, whose request would run twice
+         * unless the responder kept PSNs, is not modelled. */
+        return SV_RESP_NORESP;
+    }
     if (qp->sv_type == SV_QPT_DCI) {
         return sv_req_dc(qp, &r);
     }
@@ -251,6 +261,9 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
                 *status = IBV_WC_RETRY_EXC_ERR;
                 return 1;
             }
+            sv_error("qp 0x%x: no response to wr_id 0x%" PRIx64 ", sent "
+                     "again after the ACK timeout (%u retries left)",
+                     qp->shm->qpn, w->wr_id, w->retry_left);
             w->retry_left--;
         } else {
             tmo = 1000000; /* infinite timeout: keep retrying every 1 ms */
