@@ -33,14 +33,21 @@ static UCS_F_ALWAYS_INLINE void qpx_cpu_relax(void)
 }
 
 
+/* The modes with a thread of their own, which runs handlers beside the
+ * user's calls (what an async timer of qpx needs) */
+static inline int qpx_async_mode_is_thread(ucs_async_mode_t mode)
+{
+    return (mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) ||
+           (mode == UCS_ASYNC_MODE_THREAD_MUTEX);
+}
+
+
 /* The modes qpx can block: the thread modes, and poll mode (no thread, a
  * counter). Signal mode runs handlers inside any call of the user's
  * thread; nothing in qpx supports it */
 static inline int qpx_async_mode_is_supported(ucs_async_mode_t mode)
 {
-    return (mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) ||
-           (mode == UCS_ASYNC_MODE_THREAD_MUTEX) ||
-           (mode == UCS_ASYNC_MODE_POLL);
+    return qpx_async_mode_is_thread(mode) || (mode == UCS_ASYNC_MODE_POLL);
 }
 
 

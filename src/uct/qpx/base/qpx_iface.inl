@@ -123,6 +123,15 @@ static UCS_F_ALWAYS_INLINE unsigned qpx_iface_rx_am_flags(qpx_iface_t *iface)
     return iface->rx.am_flags;
 }
 
+/* The AM id of a receive buffer: the first byte of the transport's
+ * header */
+static UCS_F_ALWAYS_INLINE uint8_t qpx_iface_rx_am_id(qpx_iface_t *iface,
+                                                      qpx_desc_t *desc)
+{
+    return *(uint8_t*)UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_hdr_offset) &
+           (UCT_AM_ID_MAX - 1);
+}
+
 /*
  * Hand the active message in a receive buffer (byte_len bytes received,
  * starting with the transport's header of hdr_len bytes, whose first byte is
@@ -140,7 +149,7 @@ static UCS_F_ALWAYS_INLINE void qpx_iface_rx_am(qpx_iface_t *iface,
     ucs_status_t status;
 
     /* The release pointer may overlap the header: read the id first */
-    am_id = *(uint8_t*)hdr & (UCT_AM_ID_MAX - 1);
+    am_id = qpx_iface_rx_am_id(iface, desc);
     (void)qpx_iface_rx_user_desc(iface, desc);
     status = qpx_iface_invoke_am(&iface->super, am_id,
                                  UCS_PTR_BYTE_OFFSET(hdr, hdr_len),

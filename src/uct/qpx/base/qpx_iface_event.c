@@ -10,6 +10,7 @@
 
 #include "qpx_ep.h"
 #include "qpx_iface.inl"
+#include "qpx_async.h"
 
 #include <errno.h>
 #include <string.h>
@@ -249,8 +250,7 @@ ucs_status_t qpx_iface_timer_start(qpx_iface_t *iface, double interval,
 
     timer->fd = -1;
     timer->id = -1;
-    if ((async->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
-        (async->mode != UCS_ASYNC_MODE_THREAD_MUTEX)) {
+    if (!qpx_async_mode_is_thread(async->mode)) {
         /* The poll and signal modes have no thread to spin: UCX's timer,
          * whose callback runs with the context blocked */
         status = ucs_async_add_timer(async->mode,

@@ -178,7 +178,10 @@ static const qpx_rdma_tl_t qpx_dc_rdma_tl = {
      * cost does not grow with the number of peers (latency.m 0) */
     .overhead       = 80e-9,
     .latency_c      = 60e-9,
-    .latency_m      = 0
+    .latency_m      = 0,
+    /* Receives without per-run hooks: DC has no credits to return */
+    .rx_wc          = qpx_rdma_iface_rx_wc,
+    .tx_wc          = qpx_dc_iface_tx_process
 };
 
 
@@ -394,9 +397,7 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
     }
 
     if (qpx_dc_iface_async_wanted(config, hints)) {
-        status = qpx_rdma_iface_async_start(&self->super, config->async_idle,
-                                            qpx_rdma_iface_rx_wc,
-                                            qpx_dc_iface_tx_process);
+        status = qpx_rdma_iface_async_start(&self->super, config->async_idle);
         if (status != UCS_OK) {
             goto err_stop;
         }

@@ -209,6 +209,11 @@ typedef struct qpx_rdma_tl {
      * have sends in flight at once (UCP gives its keepalive lane to the
      * transport with the most) */
     size_t                   (*max_inflight_eps)(const struct qpx_rdma_iface *iface);
+    /* Its receive and send completion handlers, called by async progress
+     * (qpx_rdma_iface_async_start; its own progress inlines them): NULL
+     * for a transport that never turns it on */
+    qpx_iface_wc_cb_t        rx_wc;
+    qpx_iface_wc_cb_t        tx_wc;
 } qpx_rdma_tl_t;
 
 
@@ -239,8 +244,6 @@ typedef struct qpx_rdma_iface {
         uint64_t            progress_seen;  /* the timer's last look */
         int                 in_async;   /* the timer's round runs */
         ucs_list_link_t     ops;        /* completed there, to finish */
-        qpx_iface_wc_cb_t   rx;         /* the transport's handlers */
-        qpx_iface_wc_cb_t   tx;
         struct {
             uint64_t        rounds;     /* the timer polled */
             uint64_t        busy;       /* the user held the context */
@@ -333,15 +336,14 @@ void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface);
  * completions that would call the user, wait for the user's progress, in
  * order; pending requests added with UCT_CB_FLAG_ASYNC are dispatched.
  * Every operation of the interface then blocks the async context (its ops
- * are replaced by wrappers that do), as UCX's ud transports do. rx and tx
- * are the transport's completion handlers; a transport that turns it on
- * finishes its operations through qpx_rdma_ops_complete. UCS_OK, also
+ * are replaced by wrappers that do), as UCX's ud transports do. The
+ * transport gives its completion handlers (qpx_rdma_tl_t's rx_wc, tx_wc)
+ * and finishes its operations through qpx_rdma_ops_complete. UCS_OK, also
  * where the async mode has no thread (nothing replaced then), or why the
  * timer did not start.
  */
-ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
-                                        qpx_iface_wc_cb_t rx,
-                                        qpx_iface_wc_cb_t tx);
+ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface,
+                                        double idle);
 
 /* Async progress off (the family's interface init) */
 void qpx_rdma_iface_async_init(qpx_rdma_iface_t *iface);

@@ -54,6 +54,13 @@ qpx_rdma_async_ep_iface(uct_ep_h tl_ep)
 }
 
 
+/* An operation the timer completed, finished with the status it kept */
+static void qpx_rdma_async_op_finish(qpx_op_t *op)
+{
+    op->cb(op, op->canceled ? UCS_ERR_CANCELED : (ucs_status_t)op->status);
+}
+
+
 /* The operations the timer completed, finished in order: each is taken off
  * the list before its callback, which may progress (a nested run goes on
  * from the new head) or destroy an endpoint */
@@ -64,8 +71,7 @@ static unsigned qpx_rdma_async_ops_run(qpx_rdma_iface_t *iface)
 
     while (!ucs_list_is_empty(&iface->async.ops)) {
         op = ucs_list_extract_head(&iface->async.ops, qpx_op_t, list);
-        op->cb(op, op->canceled ? UCS_ERR_CANCELED :
-                                  (ucs_status_t)op->status);
+        qpx_rdma_async_op_finish(op);
         ++count;
     }
     return count;
@@ -84,8 +90,7 @@ void qpx_rdma_iface_async_ops_run_ep(qpx_rdma_iface_t *iface,
     ucs_list_for_each_safe(op, tmp, &iface->async.ops, list) {
         if (op->ep_id == ep_id) {
             ucs_list_del(&op->list);
-            op->cb(op, op->canceled ? UCS_ERR_CANCELED :
-                                      (ucs_status_t)op->status);
+            qpx_rdma_async_op_finish(op);
         }
     }
 }
@@ -116,7 +121,6 @@ static unsigned qpx_rdma_async_iface_progress(uct_iface_h tl_iface)
 static int qpx_rdma_async_wc_is_async_am(qpx_rdma_iface_t *iface,
                                          const struct ibv_wc *wc)
 {
-    qpx_desc_t *desc = (qpx_desc_t*)(uintptr_t)wc->wr_id;
     uint8_t am_id;
 
     if ((wc->status != IBV_WC_SUCCESS) ||
@@ -124,9 +128,8 @@ static int qpx_rdma_async_wc_is_async_am(qpx_rdma_iface_t *iface,
         return 0; /* the user's progress drops it */
     }
 
-    am_id = *(uint8_t*)UCS_PTR_BYTE_OFFSET(desc,
-                                           iface->super.config.rx_hdr_offset) &
-            (UCT_AM_ID_MAX - 1);
+    am_id = qpx_iface_rx_am_id(&iface->super,
+                               (qpx_desc_t*)(uintptr_t)wc->wr_id);
     return !!(iface->super.super.am[am_id].flags & UCT_CB_FLAG_ASYNC);
 }
 
@@ -143,7 +146,7 @@ static void qpx_rdma_async_rx(qpx_rdma_iface_t *iface)
     for (i = 0; i < n; ++i) {
         if (qpx_rdma_async_wc_is_async_am(iface, &wc[i])) {
             ++iface->async.stats.am_async;
-            iface->async.rx(base, &wc[i], 1);
+            iface->tl->rx_wc(base, &wc[i], 1);
         } else {
             ++iface->async.stats.am_deferred;
             base->backlog.rx[base->backlog.rx_count++] = wc[i];
@@ -167,7 +170,7 @@ static void qpx_rdma_async_tx(qpx_rdma_iface_t *iface)
     for (ok = 0; (ok < n) && (wc[ok].status == IBV_WC_SUCCESS); ++ok) {
     }
     if (ok > 0) {
-        iface->async.tx(base, wc, ok);
+        iface->tl->tx_wc(base, wc, ok);
     }
     /* A failure is the user's to handle (its error handler), and what
      * completed after it comes after it */
@@ -362,28 +365,22 @@ void qpx_rdma_iface_async_init(qpx_rdma_iface_t *iface)
     iface->async.progress_count = 0;
     iface->async.progress_seen  = 0;
     iface->async.in_async      = 0;
-    iface->async.rx            = NULL;
-    iface->async.tx            = NULL;
     ucs_list_head_init(&iface->async.ops);
     memset(&iface->async.stats, 0, sizeof(iface->async.stats));
 }
 
 
-ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface, double idle,
-                                        qpx_iface_wc_cb_t rx,
-                                        qpx_iface_wc_cb_t tx)
+ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface,
+                                        double idle)
 {
     ucs_async_context_t *ctx = iface->super.super.worker->async;
     uct_iface_ops_t *ops     = &iface->super.super.super.ops;
     ucs_status_t status;
 
-    iface->async.rx   = rx;
-    iface->async.tx   = tx;
-
+    ucs_assert((iface->tl->rx_wc != NULL) && (iface->tl->tx_wc != NULL));
     /* The thread modes only: signal mode would run the timer inside any
      * call of the user's thread, poll mode has no thread */
-    if ((ctx == NULL) || ((ctx->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
-                          (ctx->mode != UCS_ASYNC_MODE_THREAD_MUTEX))) {
+    if ((ctx == NULL) || !qpx_async_mode_is_thread(ctx->mode)) {
         ucs_debug("%s iface %p: no async progress (async mode %d)",
                   iface->tl->name, iface, (ctx == NULL) ? -1 : (int)ctx->mode);
         return UCS_OK;

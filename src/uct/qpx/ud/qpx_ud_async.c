@@ -378,8 +378,7 @@ ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
 
     /* Signal mode would run the timer on the user's thread, inside any
      * call; poll mode has no thread: progress alone serves both */
-    if ((ctx->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) &&
-        (ctx->mode != UCS_ASYNC_MODE_THREAD_MUTEX)) {
+    if (!qpx_async_mode_is_thread(ctx->mode)) {
         ucs_debug("qpx_ud: async mode %d: no async progress", ctx->mode);
         return UCS_OK;
     }
