@@ -21,7 +21,7 @@ trap 'svt_cleanup; rm -rf "$TL_TMP"' EXIT
 D=${QPX_DEV%:*}
 command -v ibv_rc_pingpong >/dev/null || qpx_skip_all "ibverbs-utils not installed"
 
-# losses NAME FILE...: how many resends softverbs reported in FILE...
+# losses FILE...: how many resends softverbs reported in FILE...
 losses() {
     cat "$@" 2>/dev/null | grep -c 'no response to wr_id'
 }
