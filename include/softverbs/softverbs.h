@@ -41,6 +41,11 @@ extern "C" {
 #define SOFTVERBS_ENV_MAX_MR       "SOFTVERBS_MAX_MR"
 #define SOFTVERBS_ENV_MAX_SRQ      "SOFTVERBS_MAX_SRQ"
 #define SOFTVERBS_ENV_DC           "SOFTVERBS_DC"
+/* 1: the device is also an mlx5 device for programs that drive its queues
+ * directly (mlx5dv_is_supported true, mlx5dv_init_obj of RC QPs, CQs and
+ * SRQs, a ConnectX-5 PCI identity in the sysfs tree); 0 (default): verbs
+ * only. */
+#define SOFTVERBS_ENV_MLX5         "SOFTVERBS_MLX5"
 /* Probability (0..1) that a UD packet is lost. */
 #define SOFTVERBS_ENV_UD_DROP      "SOFTVERBS_UD_DROP"
 /* Probability (0..1) that a UD packet is held back and delivered after

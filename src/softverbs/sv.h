@@ -492,6 +492,7 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t length,
 void sv_mr_set_dm(struct ibv_mr *mr, uint32_t *dm_refs);
 void sv_obj_init_ops(struct verbs_context *v);
 void sv_dm_init_ops(struct verbs_context *v);
+void *sv_dm_buf(struct ibv_dm *dm, uint64_t *length);
 
 struct sv_ah {
     struct ibv_ah ah;
@@ -525,6 +526,8 @@ struct sv_cq {
     uint32_t async_events_reported;
     struct ibv_pd *parent_domain; /* IBV_CQ_INIT_ATTR_MASK_PD, referenced */
     uint32_t xrc_srqs;            /* XRC SRQs using it: destroy EBUSY */
+    uint32_t mlx5_cqe_size;       /* mlx5dv_create_cq's CQE size, 0: 64 */
+    struct sv_mlx5_cq *mlx5;      /* its mlx5 front (sv_mlx5_front.h) */
 };
 
 struct sv_srq {
@@ -538,6 +541,7 @@ struct sv_srq {
                                      SRQ created with max_wr 0 */
     struct sv_xrcd *xrcd;         /* XRC SRQ: the handle it was made with */
     struct sv_cq   *xrc_cq;       /* XRC SRQ: its CQ */
+    struct sv_mlx5_srq *mlx5;     /* its mlx5 front (sv_mlx5_front.h) */
 };
 
 /* Send WQE, process-local (the requester is the poster) */
@@ -618,6 +622,7 @@ struct sv_qp {
     uint32_t dc_last_dctn;
     uint16_t dc_last_dlid;
     struct sv_xrcd *xrcd;         /* XRC_RECV: its handle's domain */
+    struct sv_mlx5_qp *mlx5;      /* its mlx5 front (sv_mlx5_front.h) */
 };
 
 static inline struct sv_context *sv_ctx(struct ibv_context *c)
@@ -700,6 +705,8 @@ uint64_t sv_cq_ring_alloc(uint32_t cqe, uint64_t *len);
 /* CQ (sv_cq.c), CQE production and arming (sv_cq_push.c), polling by the
  * owner (sv_cq_poll.c): sv_cq_progress_all runs every local CQ's requesters
  * (ibv_get_cq_event), sv_cq_init_poll_ex sets the ibv_cq_ex functions */
+struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
+                                  struct ibv_cq_init_attr_ex *attr);
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
@@ -734,6 +741,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
 /* the comp_mask attributes of ibv_create_qp_ex: 0 or the errno (sv_qp.c) */
 int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr);
+uint32_t sv_qp_sq_wqe_size(const struct sv_qp *qp);
 /* A QP of registry type sv_type (attributes checked by the caller) */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type);

@@ -6,6 +6,7 @@
  * sv_cq_ring.c.
  */
 #include "sv.h"
+#include "sv_mlx5_front.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
         (__atomic_load_n(&cq->xrc_srqs, __ATOMIC_RELAXED) > 0)) {
         return EBUSY;
     }
+    sv_mlx5_cq_detach(cq); /* the engine lets go of its front */
     /* man ibv_destroy_cq / ibv_get_cq_event: waits, without a timeout and
      * through signals, until every completion and async event reported
      * about the CQ was acknowledged (libibverbs does the same) */

@@ -18,6 +18,7 @@
  * (sv_resp.c) tell apart from RC.
  */
 #include "sv.h"
+#include "sv_mlx5_front.h"
 #include "sv_provider.h"
 
 #include <stdlib.h>
@@ -394,6 +395,13 @@ softverbs_dv_create_qp(struct ibv_context *context,
         if (err != 0) {
             errno = err;
             return NULL;
+        }
+        /* the mlx5 personality: a WQE of up to 4 blocks carries up to 14
+         * data segments (and an inline one), which its engine posts as
+         * SGEs of this QP (sv_mlx5_engine.c) */
+        if (sv_mlx5_enabled() && (attr->qp_type == IBV_QPT_RC) &&
+            (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
+            attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
         }
         return sv_create_qp_ex(context, attr);
     }

@@ -447,8 +447,6 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port,
 /* ---------------------------------------------------------------------
  * Contexts
  * ------------------------------------------------------------------- */
-struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
-                                  struct ibv_cq_init_attr_ex *attr);
 struct ibv_srq *sv_create_srq_ex(struct ibv_context *ctx,
                                  struct ibv_srq_init_attr_ex *attr);
 

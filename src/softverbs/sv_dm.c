@@ -34,6 +34,14 @@ static inline struct sv_dm *sv_dm(struct ibv_dm *dm)
     return sv_container_of(dm, struct sv_dm, dm);
 }
 
+/* mlx5dv_init_obj(MLX5DV_OBJ_DM): where the program reaches the DM with
+ * loads and stores (its arena memory, as MEMIC's mapped BAR) */
+void *sv_dm_buf(struct ibv_dm *dm, uint64_t *length)
+{
+    *length = sv_dm(dm)->length;
+    return sv_dm(dm)->va;
+}
+
 /* mlx5_access_dm: the range must lie in the DM (EFAULT), offset and length
  * be multiples of 4 bytes (EINVAL: the hardware copies 4-byte words) */
 static int sv_dm_check(struct sv_dm *d, uint64_t off, size_t length)

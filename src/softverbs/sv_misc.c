@@ -5,6 +5,7 @@
  */
 #include "sv.h"
 #include "sv_stub.h"
+#include "sv_mlx5_front.h"
 
 #include <dirent.h>
 #include <endian.h>
@@ -64,7 +65,7 @@ enum sv_sysfs_state {
     SV_SYSFS_FAILED,
 };
 
-#define SV_SYSFS_FORMAT "v2"
+#define SV_SYSFS_FORMAT "v3"
 
 static pthread_once_t sv_sysfs_once = PTHREAD_ONCE_INIT;
 static enum sv_sysfs_state sv_sysfs_state = SV_SYSFS_UNBUILT;
@@ -108,9 +109,10 @@ void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports)
     /* the ports' link layers and GIDs are in the name too (sv_gid_tag):
      * processes with other settings or in another network namespace
      * must not share a tree */
-    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-%08x-" SV_SYSFS_FORMAT,
-             dir, (dir[strlen(dir) - 1] == '/') ? "" : "/", (unsigned)getuid(),
-             ndevs, nports, (unsigned)sv_gid_tag(nports));
+    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-%08x-" SV_SYSFS_FORMAT
+             "%s", dir, (dir[strlen(dir) - 1] == '/') ? "" : "/",
+             (unsigned)getuid(), ndevs, nports, (unsigned)sv_gid_tag(nports),
+             sv_mlx5_enabled() ? "-mlx5" : "");
 }
 
 /* dir/name holding the formatted line, as a sysfs attribute reads */
@@ -297,6 +299,41 @@ static int sv_sysfs_gids(struct ibv_context *ctx, uint8_t port,
     return 0;
 }
 
+/*
+ * The mlx5 personality (SOFTVERBS_MLX5=1): the device sits on a "PCI
+ * function" with a ConnectX-5's identity (vendor 0x15b3, device 0x1017), as
+ * a kernel mlx5 device's class/infiniband/<name> links to
+ * devices/<pci path>/<bdf>/infiniband/<name>. UCX finds the function two
+ * directories up from that link's target (uct_ib_device_get_sysfs_path) and
+ * reads its vendor and device files to choose the mlx5 transports; the
+ * function's name (sv-pci<i>) is no BDF, so UCX's topology does not take it
+ * for a device of the host. It lives under sv-devices/, since devices/ is
+ * a link to the system's own. Without the personality, class/infiniband/
+ * <name> stays a plain directory (no PCI identity: a generic HCA).
+ */
+static int sv_sysfs_pci(const char *root, int i, const char *name)
+{
+    char dir[512], link[1024], target[512];
+
+    if (!sv_mlx5_enabled()) {
+        return 0;
+    }
+    if ((sv_sysfs_mkdir(dir, "%s/sv-devices", root) != 0) ||
+        (sv_sysfs_mkdir(dir, "%s/sv-devices/sv-pci%d", root, i) != 0) ||
+        (sv_sysfs_put(dir, "vendor", "0x%04x", 0x15b3) != 0) ||
+        (sv_sysfs_put(dir, "device", "0x%04x", 0x1017) != 0) ||
+        (sv_sysfs_mkdir(dir, "%s/sv-devices/sv-pci%d/infiniband", root, i) !=
+         0) ||
+        (sv_sysfs_mkdir(dir, "%s/sv-devices/sv-pci%d/infiniband/%s", root, i,
+                        name) != 0)) {
+        return -1;
+    }
+    snprintf(target, sizeof(target),
+             "../../sv-devices/sv-pci%d/infiniband/%s", i, name);
+    snprintf(link, sizeof(link), "%s/class/infiniband/%s", root, name);
+    return ((symlink(target, link) == 0) || (errno == EEXIST)) ? 0 : -1;
+}
+
 /* One device's ib_core and uverbs directories under root */
 static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
                            const char *host)
@@ -320,6 +357,7 @@ static int sv_sysfs_device(const char *root, struct ibv_device *dev, int i,
         return -1;
     }
     if ((ibv_query_device(ctx, &da) != 0) ||
+        (sv_sysfs_pci(root, i, ibv_get_device_name(dev)) != 0) ||
         (sv_sysfs_mkdir(dir, "%s/class/infiniband/%s", root,
                         ibv_get_device_name(dev)) != 0) ||
         (sv_sysfs_put(dir, "node_type", "%d: %s", 1, "CA") != 0) ||

@@ -19,7 +19,7 @@
 
 SV_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
 {
-    return false;
+    return softverbs_dv_is_supported(device);
 }
 
 SV_EXPORT int mlx5dv_query_device(struct ibv_context *ctx,
@@ -44,9 +44,12 @@ SV_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 SV_STUB_NULL(struct ibv_context *, mlx5dv_open_device,
              struct ibv_device *device, struct mlx5dv_context_attr *attr)
 
-SV_STUB_NULL(struct ibv_cq_ex *, mlx5dv_create_cq, struct ibv_context *context,
-             struct ibv_cq_init_attr_ex *cq_attr,
-             struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+SV_EXPORT struct ibv_cq_ex *
+mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,
+                 struct mlx5dv_cq_init_attr *mlx5_cq_attr)
+{
+    return softverbs_dv_create_cq(context, cq_attr, mlx5_cq_attr);
+}
 
 SV_STUB_NULL(struct mlx5dv_mkey *, mlx5dv_create_mkey,
              struct mlx5dv_mkey_init_attr *attr)
@@ -126,9 +129,15 @@ SV_STUB_ERR(mlx5dv_dci_stream_id_reset, struct ibv_qp *qp, uint16_t stream_id)
 __asm__(".symver sv_mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
 __asm__(".symver sv_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
 
-SV_STUB_ERR(sv_mlx5dv_init_obj_1_2, struct mlx5dv_obj *obj, uint64_t obj_type)
+SV_EXPORT int sv_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+    return softverbs_dv_init_obj(obj, obj_type);
+}
 
-SV_STUB_ERR(sv_mlx5dv_init_obj_1_0, struct mlx5dv_obj *obj, uint64_t obj_type)
+SV_EXPORT int sv_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+    return softverbs_dv_init_obj(obj, obj_type);
+}
 
 _Static_assert(__builtin_types_compatible_p(__typeof__(mlx5dv_init_obj),
                                             __typeof__(sv_mlx5dv_init_obj_1_2)),

@@ -17,4 +17,11 @@ struct mlx5dv_qp_ex *softverbs_dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *q);
 int softverbs_dv_query_device(struct ibv_context *ctx,
                               struct mlx5dv_context *attrs);
 
+/* the mlx5 personality (sv_mlx5_obj.c, SOFTVERBS_MLX5=1) */
+bool softverbs_dv_is_supported(struct ibv_device *device);
+struct ibv_cq_ex *softverbs_dv_create_cq(struct ibv_context *context,
+                                         struct ibv_cq_init_attr_ex *cq_attr,
+                                         struct mlx5dv_cq_init_attr *dv);
+int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type);
+
 #endif

@@ -8,6 +8,7 @@
  * mlx5dv_create_qp) can be added as new qp_type values there.
  */
 #include "sv.h"
+#include "sv_mlx5_front.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +233,22 @@ static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
     size = (size > inl) ? size : inl;
     size = (size + 63) & ~63u;
     return (size >= ovh + inl_hdr) ? size - ovh - inl_hdr : 0;
+}
+
+/* The size of a send WQE of qp as libmlx5 sizes it (mlx5_calc_send_wqe:
+ * the overhead of its operations, then its SGEs or its inline room, in
+ * whole 64-byte blocks): mlx5dv_init_obj's sq.wqe_cnt is max_send_wr such
+ * WQEs, rounded up to a power of two (mlx5_calc_sq_size) */
+uint32_t sv_qp_sq_wqe_size(const struct sv_qp *qp)
+{
+    const struct ibv_qp_init_attr_ex attr = { .comp_mask = 0 };
+    const uint32_t dseg = 16, inl_hdr = 4;
+    uint32_t ovh = sv_qp_send_overhead(&attr, qp->sv_type), size, inl;
+
+    size = ovh + qp->cap.max_send_sge * dseg;
+    inl  = ovh + ((inl_hdr + qp->cap.max_inline_data + 15) & ~15u);
+    size = (size > inl) ? size : inl;
+    return (size + 63) & ~63u;
 }
 
 /*
@@ -543,6 +560,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
          * last one (sv_xrc.c) */
         return sv_xrc_qp_release(qp);
     }
+    sv_mlx5_qp_detach(qp); /* the engine lets go of its queues */
     sv_cq_del_qp(qp->scq, qp);
     if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
         sv_cq_del_qp(qp->rcq, qp);

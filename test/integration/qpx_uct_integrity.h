@@ -80,6 +80,7 @@ int wait_op(ctx_t *c, ucs_status_t status, comp_t *comp);
 int flush_ep(ctx_t *c);
 size_t pack_cb(void *dest, void *arg);
 /* qpx_uct_integrity_params.c: wrong arguments refused */
+extern int ucx_own; /* -P */
 void test_params(ctx_t *c, uct_rkey_t rkey, uint64_t raddr);
 void unpack_cb(void *arg, const void *data, size_t length);
 size_t make_iov(ctx_t *c, uct_iov_t *iov, void *buf, size_t len,

@@ -95,6 +95,11 @@ static void test_get(ctx_t *c, uct_rkey_t rkey, uint64_t raddr, size_t max_size)
             if (len > maxes[m]) {
                 break;
             }
+            /* UCT's contract: get_zcopy from cap.get.min_zcopy (rc_mlx5's
+             * 65: smaller reads go through bcopy) */
+            if ((m == 1) && (len < c->attr.cap.get.min_zcopy)) {
+                continue;
+            }
             remote_cmd(c, CMD_FILL, seed, len, 0);
             memset(c->buf, 0, len);
             comp_init(&comp);
@@ -480,7 +485,13 @@ static void test_iface_flush_cancel(ctx_t *c, uct_rkey_t *rkey,
     comp_init(&fcomp);
     status = uct_iface_flush(c->iface, UCT_FLUSH_FLAG_CANCEL, &fcomp.super);
     if (status == UCS_ERR_UNSUPPORTED) {
-        fail("iface flush(CANCEL) with a completion: unsupported");
+        /* the gets' completions live here: wait for them before leaving */
+        wait_comps(c, comps, posted, NULL);
+        if (ucx_own) {
+            skip("iface flush(CANCEL) with a completion: unsupported");
+        } else {
+            fail("iface flush(CANCEL) with a completion: unsupported");
+        }
         return;
     }
     ok   = (status == UCS_OK) || (status == UCS_INPROGRESS);
@@ -682,7 +693,9 @@ int run_initiator(ctx_t *c, size_t max_size)
         fail("connect");
         return 1;
     }
-    test_params(c, rkey.rkey, remote.buf_addr);
+    if (!ucx_own) {
+        test_params(c, rkey.rkey, remote.buf_addr);
+    }
     test_put(c, rkey.rkey, remote.buf_addr, max_size);
     test_get(c, rkey.rkey, remote.buf_addr, max_size);
     test_am(c);

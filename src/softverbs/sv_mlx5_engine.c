@@ -1,0 +1,584 @@
+/*
+ * The engine of the mlx5 personality (sv_mlx5_front.h): one thread per
+ * process that plays the HCA behind the fronts. A round, under
+ * sv_mlx5.lock:
+ *   1. SRQs: receive WQEs the program's counter covers are posted to the
+ *      internal SRQ, following next_wqe_index from head 0 (the linked
+ *      list of mlx5dv_init_obj(3)'s SRQ), wr_id = the WQE's index;
+ *   2. send queues: WQEs up to the doorbell record's producer counter are
+ *      parsed (control, remote address, atomic, inline and data segments;
+ *      a WQE may wrap from the end of the queue to its start) and posted
+ *      to the internal QP, wr_id = the WQE index of the control segment;
+ *      inline bytes go through a registered bounce area (one slot per
+ *      basic block, reused only when the program reuses the block, i.e.
+ *      after the WQE's completion);
+ *   3. CQs: internal completions are written as mlx5 CQEs (mlx5dv.h:
+ *      struct mlx5_cqe64, struct mlx5_err_cqe), the body first and op_own
+ *      last with a release store and the owner bit of the pass; a
+ *      signalled NOP completes once the WQEs before it have.
+ * The requester runs in the poster's thread (sv_req.c), so the engine's
+ * posts move the data, and its polls of the internal CQs drive RNR and ACK
+ * retries.
+ *
+ * CPU: it spins, yielding to the program's threads, for 50 ms after the
+ * last work it found, then sleeps with a period doubling from 20 us to
+ * 1 ms: a doorbell is a plain store that wakes nobody, so an engine idle
+ * for long sees a post at most 1 ms late.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+
+#include "sv.h"
+#include "sv_log.h"
+#include "sv_mlx5_front.h"
+#include "sv_qp_state.h"
+
+#define SV_MLX5_SPIN_NS   50000000 /* busy: 50 ms since the last work */
+#define SV_MLX5_NAP_NS    20000    /* the nap of a busy engine */
+#define SV_MLX5_SLEEP_MIN 20000    /* ns */
+#define SV_MLX5_SLEEP_MAX 1000000  /* ns */
+
+/* --- CQEs ------------------------------------------------------------- */
+
+static uint8_t sv_mlx5_syndrome(enum ibv_wc_status st)
+{
+    switch (st) {
+    case IBV_WC_LOC_LEN_ERR:        return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+    case IBV_WC_LOC_QP_OP_ERR:      return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    case IBV_WC_LOC_PROT_ERR:       return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    case IBV_WC_WR_FLUSH_ERR:       return MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+    case IBV_WC_MW_BIND_ERR:        return MLX5_CQE_SYNDROME_MW_BIND_ERR;
+    case IBV_WC_BAD_RESP_ERR:       return MLX5_CQE_SYNDROME_BAD_RESP_ERR;
+    case IBV_WC_LOC_ACCESS_ERR:     return MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR;
+    case IBV_WC_REM_INV_REQ_ERR:    return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+    case IBV_WC_REM_ACCESS_ERR:     return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+    case IBV_WC_REM_OP_ERR:         return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+    case IBV_WC_RETRY_EXC_ERR:      return MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+    case IBV_WC_RNR_RETRY_EXC_ERR:  return MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+    case IBV_WC_REM_ABORT_ERR:      return MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR;
+    default:                        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+}
+
+/* Publish body as the next entry: everything but op_own first, then op_own
+ * with the owner bit of this pass over the buffer (the program reads op_own,
+ * then the rest after a load fence: the release store pairs with it) */
+static void sv_mlx5_cqe_put(struct sv_mlx5_cq *f,
+                            const struct mlx5_cqe64 *body, uint8_t opcode)
+{
+    uint32_t i   = f->pi & (f->cqe_cnt - 1);
+    struct mlx5_cqe64 *cqe = (void *)(f->buf + (size_t)i * f->cqe_size +
+                                      f->cqe_size - 64);
+    uint8_t owner = (f->pi & f->cqe_cnt) ? 1 : 0;
+
+    memcpy(cqe, body, offsetof(struct mlx5_cqe64, op_own));
+    __atomic_store_n(&cqe->op_own, (uint8_t)((opcode << 4) | owner),
+                     __ATOMIC_RELEASE);
+    f->pi++;
+}
+
+static void sv_mlx5_cqe_err(struct sv_mlx5_cq *f, uint8_t opcode,
+                            uint8_t syndrome, uint8_t vendor, uint32_t qpn,
+                            uint16_t wqe_counter)
+{
+    union {
+        struct mlx5_cqe64   cqe;
+        struct mlx5_err_cqe err;
+    } u;
+
+    memset(&u, 0, sizeof(u));
+    u.err.syndrome         = syndrome;
+    u.err.vendor_err_synd  = vendor;
+    u.err.s_wqe_opcode_qpn = htobe32(qpn & 0xffffff);
+    u.err.wqe_counter      = htobe16(wqe_counter);
+    sv_mlx5_cqe_put(f, &u.cqe, opcode);
+}
+
+static void sv_mlx5_cqe_from_wc(struct sv_mlx5_cq *f, const struct ibv_wc *wc)
+{
+    int recv = (wc->opcode & IBV_WC_RECV) != 0;
+    struct mlx5_cqe64 cqe;
+    uint8_t opcode;
+
+    if (wc->status != IBV_WC_SUCCESS) {
+        sv_mlx5_cqe_err(f, recv ? MLX5_CQE_RESP_ERR : MLX5_CQE_REQ_ERR,
+                        sv_mlx5_syndrome(wc->status),
+                        (uint8_t)wc->vendor_err, wc->qp_num,
+                        (uint16_t)wc->wr_id);
+        return;
+    }
+    memset(&cqe, 0, sizeof(cqe));
+    cqe.byte_cnt     = htobe32(wc->byte_len);
+    cqe.sop_drop_qpn = htobe32(wc->qp_num & 0xffffff);
+    cqe.wqe_counter  = htobe16((uint16_t)wc->wr_id);
+    if (!recv) {
+        opcode = MLX5_CQE_REQ;
+    } else {
+        if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+            opcode = MLX5_CQE_RESP_WR_IMM;
+        } else if (wc->wc_flags & IBV_WC_WITH_IMM) {
+            opcode = MLX5_CQE_RESP_SEND_IMM;
+        } else {
+            opcode = MLX5_CQE_RESP_SEND;
+        }
+        cqe.imm_inval_pkey = wc->imm_data;   /* already big endian */
+        cqe.slid           = htobe16(wc->slid);
+        cqe.flags_rqpn     = htobe32((wc->src_qp & 0xffffff) |
+                                     ((wc->wc_flags & IBV_WC_GRH) ?
+                                      (1u << 28) : 0));
+    }
+    sv_mlx5_cqe_put(f, &cqe, opcode);
+}
+
+/* --- send queues -------------------------------------------------------- */
+
+/* A WQE's bytes from block ci on, across the end of the queue */
+static void sv_mlx5_wqe_copy(const struct sv_mlx5_qp *f, uint16_t ci,
+                             void *dst, size_t len)
+{
+    size_t qbytes = (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB;
+    size_t off    = (size_t)(ci & (f->wqe_cnt - 1)) * MLX5_SEND_WQE_BB;
+    size_t first  = (len < qbytes - off) ? len : qbytes - off;
+
+    memcpy(dst, f->sq_buf + off, first);
+    memcpy((char *)dst + first, f->sq_buf, len - first);
+}
+
+struct sv_mlx5_wr {
+    struct ibv_send_wr wr;
+    struct ibv_sge     sge[SV_MLX5_MAX_SGE];
+};
+
+/* The data segments of a WQE (inline ones through the bounce slot) from
+ * byte off to end into w; 0 or EINVAL */
+static int sv_mlx5_wqe_data(struct sv_mlx5_qp *f, uint16_t ci,
+                            const uint8_t *wqe, size_t off, size_t end,
+                            struct sv_mlx5_wr *w)
+{
+    char *slot = f->bounce + (size_t)(ci & (f->wqe_cnt - 1)) *
+                             MLX5_SEND_WQE_BB;
+    const struct mlx5_wqe_data_seg *d;
+    size_t used = 0;
+    uint32_t bc;
+
+    while (off + 16 <= end) {
+        memcpy(&bc, wqe + off, sizeof(bc));
+        bc = be32toh(bc);
+        if (w->wr.num_sge == SV_MLX5_MAX_SGE) {
+            return EINVAL;
+        }
+        if (bc & MLX5_INLINE_SEG) {
+            bc &= ~MLX5_INLINE_SEG;
+            if (off + 4 + bc > end) {
+                return EINVAL;
+            }
+            memcpy(slot + used, wqe + off + 4, bc);
+            w->sge[w->wr.num_sge].addr   = (uintptr_t)(slot + used);
+            w->sge[w->wr.num_sge].length = bc;
+            w->sge[w->wr.num_sge].lkey   = f->bounce_mr->lkey;
+            used += bc;
+            off  += (4 + bc + 15) & ~(size_t)15;
+        } else {
+            d = (const void *)(wqe + off);
+            w->sge[w->wr.num_sge].addr   = be64toh(d->addr);
+            w->sge[w->wr.num_sge].length = bc;
+            w->sge[w->wr.num_sge].lkey   = be32toh(d->lkey);
+            off += sizeof(*d);
+        }
+        if (w->sge[w->wr.num_sge].length != 0) {
+            w->wr.num_sge++;
+        }
+    }
+    return 0;
+}
+
+/* The WQE at f->sq_ci as an internal WR in w: 0, EAGAIN for a NOP (no
+ * WR), EINVAL for a WQE the device cannot execute */
+static int sv_mlx5_wqe_parse(struct sv_mlx5_qp *f, uint8_t *wqe,
+                             unsigned *bbs, struct sv_mlx5_wr *w)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)wqe;
+    const struct mlx5_wqe_raddr_seg *raddr;
+    const struct mlx5_wqe_atomic_seg *atomic;
+    uint32_t opc = be32toh(ctrl->opmod_idx_opcode);
+    size_t len   = (be32toh(ctrl->qpn_ds) & 0x3f) * 16;
+    size_t off   = sizeof(*ctrl);
+
+    if (len < sizeof(*ctrl)) {
+        len = sizeof(*ctrl);
+    }
+    *bbs = (unsigned)((len + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB);
+    if (len > 64) {
+        sv_mlx5_wqe_copy(f, f->sq_ci, wqe, len); /* the rest of it */
+    }
+    memset(w, 0, sizeof(w->wr));
+    w->wr.wr_id   = (opc >> 8) & 0xffff;
+    w->wr.sg_list = w->sge;
+    w->wr.imm_data = ctrl->imm;
+    if (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) {
+        w->wr.send_flags |= IBV_SEND_SIGNALED;
+    }
+    if (ctrl->fm_ce_se & MLX5_WQE_CTRL_SOLICITED) {
+        w->wr.send_flags |= IBV_SEND_SOLICITED;
+    }
+    if (ctrl->fm_ce_se & 0xe0) {
+        w->wr.send_flags |= IBV_SEND_FENCE;
+    }
+    switch (opc & 0xff) {
+    case MLX5_OPCODE_NOP:
+        return EAGAIN;
+    case MLX5_OPCODE_SEND:
+        w->wr.opcode = IBV_WR_SEND;
+        break;
+    case MLX5_OPCODE_SEND_IMM:
+        w->wr.opcode = IBV_WR_SEND_WITH_IMM;
+        break;
+    case MLX5_OPCODE_RDMA_WRITE:
+        w->wr.opcode = IBV_WR_RDMA_WRITE;
+        break;
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+        w->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        break;
+    case MLX5_OPCODE_RDMA_READ:
+        w->wr.opcode = IBV_WR_RDMA_READ;
+        break;
+    case MLX5_OPCODE_ATOMIC_CS:
+        w->wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+        break;
+    case MLX5_OPCODE_ATOMIC_FA:
+        w->wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+        break;
+    default:
+        sv_error("mlx5: qp 0x%x: WQE opcode 0x%x not supported",
+                 f->qp->qpx.qp_base.qp_num, opc & 0xff);
+        return EINVAL;
+    }
+    if ((w->wr.opcode != IBV_WR_SEND) &&
+        (w->wr.opcode != IBV_WR_SEND_WITH_IMM)) {
+        if (off + sizeof(*raddr) > len) {
+            return EINVAL;
+        }
+        raddr = (const void *)(wqe + off);
+        w->wr.wr.rdma.remote_addr = be64toh(raddr->raddr);
+        w->wr.wr.rdma.rkey        = be32toh(raddr->rkey);
+        off += sizeof(*raddr);
+    }
+    if ((w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
+        (w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+        if (off + sizeof(*atomic) > len) {
+            return EINVAL;
+        }
+        atomic = (const void *)(wqe + off);
+        /* the WQE's operands are big endian; the old value lands in the
+         * local buffer in host order (verbs' semantics, what the DV path
+         * of UCX's rc_mlx5 reads without a swap) */
+        w->wr.wr.atomic.remote_addr = w->wr.wr.rdma.remote_addr;
+        w->wr.wr.atomic.rkey        = w->wr.wr.rdma.rkey;
+        if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+            w->wr.wr.atomic.compare_add = be64toh(atomic->compare);
+            w->wr.wr.atomic.swap        = be64toh(atomic->swap_add);
+        } else {
+            w->wr.wr.atomic.compare_add = be64toh(atomic->swap_add);
+        }
+        off += sizeof(*atomic);
+    }
+    return sv_mlx5_wqe_data(f, f->sq_ci, wqe, off, len, w);
+}
+
+/* A WQE the device refuses: its error CQE, and the QP goes to the error
+ * state, which flushes what follows (a local QP operation error) */
+static void sv_mlx5_wqe_fail(struct sv_mlx5_qp *f, uint16_t idx)
+{
+    struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+    struct sv_qp *qp        = f->qp;
+
+    if ((qp->scq != NULL) && (qp->scq->mlx5 != NULL)) {
+        sv_mlx5_cqe_err(qp->scq->mlx5, MLX5_CQE_REQ_ERR,
+                        MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0,
+                        qp->qpx.qp_base.qp_num, idx);
+    }
+    ibv_modify_qp(&qp->qpx.qp_base, &attr, IBV_QP_STATE);
+}
+
+static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
+{
+    uint8_t wqe[64 + 63 * 16] __attribute__((aligned(16)));
+    struct ibv_send_wr *bad;
+    struct sv_mlx5_wr w;
+    enum ibv_qp_state st;
+    unsigned bbs;
+    uint16_t pi;
+    int ret, n = 0;
+
+    /* acquire: the program fences its WQE stores before the record */
+    pi = (uint16_t)be32toh(__atomic_load_n(&f->dbrec[MLX5_SND_DBR],
+                                           __ATOMIC_ACQUIRE));
+    st = sv_qp_state(f->qp->shm);
+    /* an HCA executes nothing before RTS; ERR flushes what is posted */
+    if ((st == IBV_QPS_RESET) || (st == IBV_QPS_INIT) ||
+        (st == IBV_QPS_RTR)) {
+        return 0;
+    }
+    while (!f->nop_wait && (f->sq_ci != pi)) {
+        sv_mlx5_wqe_copy(f, f->sq_ci, wqe, 64);
+        ret = sv_mlx5_wqe_parse(f, wqe, &bbs, &w);
+        if (ret == EAGAIN) {
+            if (w.wr.send_flags & IBV_SEND_SIGNALED) {
+                f->nop_wait = 1;
+                f->nop_idx  = (uint16_t)w.wr.wr_id;
+            }
+        } else if (ret != 0) {
+            sv_mlx5_wqe_fail(f, (uint16_t)w.wr.wr_id);
+        } else {
+            ret = ibv_post_send(&f->qp->qpx.qp_base, &w.wr, &bad);
+            if (ret == ENOMEM) {
+                break; /* the internal queue is full: next round */
+            }
+            if (ret != 0) {
+                sv_error("mlx5: qp 0x%x: WQE %u refused (%d)",
+                         f->qp->qpx.qp_base.qp_num,
+                         (unsigned)w.wr.wr_id, ret);
+                sv_mlx5_wqe_fail(f, (uint16_t)w.wr.wr_id);
+            }
+        }
+        f->sq_ci += bbs;
+        n++;
+    }
+    return n;
+}
+
+/* --- receive queues ----------------------------------------------------- */
+
+static int sv_mlx5_srq_mirror(struct sv_mlx5_srq *f)
+{
+    const struct mlx5_wqe_srq_next_seg *next;
+    const struct mlx5_wqe_data_seg *d;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_sge sge;
+    uint16_t counter, idx;
+    int n = 0;
+
+    /* acquire: the program fences its WQE stores before the counter */
+    counter = (uint16_t)be32toh(__atomic_load_n(f->dbrec, __ATOMIC_ACQUIRE));
+    while (f->mirrored != counter) {
+        if (f->started) {
+            next = (const void *)(f->buf + (size_t)f->last *
+                                  SV_MLX5_SRQ_STRIDE);
+            idx  = be16toh(next->next_wqe_index) & f->tail;
+        } else {
+            idx  = 0; /* head */
+        }
+        d          = (const void *)(f->buf + (size_t)idx * SV_MLX5_SRQ_STRIDE +
+                                    sizeof(*next));
+        sge.addr   = be64toh(d->addr);
+        sge.length = be32toh(d->byte_count);
+        sge.lkey   = be32toh(d->lkey);
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = idx;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        if (ibv_post_srq_recv(&f->srq->srq, &wr, &bad) != 0) {
+            break; /* the internal ring is full: next round */
+        }
+        f->last    = idx;
+        f->started = 1;
+        f->mirrored++;
+        n++;
+    }
+    return n;
+}
+
+/* --- completion queues -------------------------------------------------- */
+
+static int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
+{
+    struct ibv_wc wc[16];
+    struct sv_mlx5_qp *q;
+    struct sv_qp *qp;
+    int i, n, total = 0, idle;
+
+    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+        /* before the drain: a NOP whose WQEs had all finished then has
+         * their CQEs written before its own */
+        q->nop_ready = q->nop_wait && (q->qp->scq == f->cq) &&
+                       (__atomic_load_n(&q->qp->sq_head, __ATOMIC_ACQUIRE) ==
+                        __atomic_load_n(&q->qp->sq_tail, __ATOMIC_ACQUIRE));
+    }
+    do {
+        n = ibv_poll_cq(ibv_cq_ex_to_cq(&f->cq->cq), 16, wc);
+        for (i = 0; i < n; i++) {
+            sv_mlx5_cqe_from_wc(f, &wc[i]);
+        }
+        total += (n > 0) ? n : 0;
+    } while (n == 16);
+    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+        if (!q->nop_ready) {
+            continue;
+        }
+        qp   = q->qp;
+        idle = (sv_qp_state(qp->shm) != IBV_QPS_ERR) &&
+               (sv_qp_state(qp->shm) != IBV_QPS_SQE);
+        if (idle) {
+            struct mlx5_cqe64 cqe;
+
+            memset(&cqe, 0, sizeof(cqe));
+            cqe.sop_drop_qpn = htobe32(qp->qpx.qp_base.qp_num & 0xffffff);
+            cqe.wqe_counter  = htobe16(q->nop_idx);
+            sv_mlx5_cqe_put(f, &cqe, MLX5_CQE_REQ);
+        } else {
+            sv_mlx5_cqe_err(f, MLX5_CQE_REQ_ERR,
+                            MLX5_CQE_SYNDROME_WR_FLUSH_ERR, 0,
+                            qp->qpx.qp_base.qp_num, q->nop_idx);
+        }
+        q->nop_wait  = 0;
+        q->nop_ready = 0;
+        total++;
+    }
+    return total;
+}
+
+/* --- the thread --------------------------------------------------------- */
+
+int sv_mlx5_engine_round(void)
+{
+    struct sv_mlx5_srq *s;
+    struct sv_mlx5_qp *q;
+    struct sv_mlx5_cq *c;
+    int n = 0;
+
+    for (s = sv_mlx5.srqs; s != NULL; s = s->next) {
+        n += sv_mlx5_srq_mirror(s);
+    }
+    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+        n += sv_mlx5_sq_consume(q);
+    }
+    for (c = sv_mlx5.cqs; c != NULL; c = c->next) {
+        n += sv_mlx5_cq_drain(c);
+    }
+    return n;
+}
+
+/*
+ * The engine must run as soon as its nap ends, although the program's
+ * threads poll without ever blocking: on a host with as many busy pollers
+ * as cores, the fair scheduler would let it run only at the next tick
+ * (4 ms), once per hop. A real-time priority (SCHED_FIFO 1) makes its
+ * wake-up preempt them; it never spins, so they keep the CPU between its
+ * rounds. Without the privilege (EPERM) it stays a normal thread, and
+ * latencies are the scheduler's.
+ */
+static void sv_mlx5_engine_prio(void)
+{
+    struct sched_param sp = { .sched_priority = 1 };
+    int err;
+
+    err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (err != 0) {
+        sv_error("mlx5: engine at normal priority (SCHED_FIFO: %s)",
+                 strerror(err));
+    }
+}
+
+static void *sv_mlx5_engine_main(void *arg)
+{
+    long sleep_ns = SV_MLX5_SLEEP_MIN;
+    uint64_t last = sv_now_ns(), now;
+    struct timespec ts;
+    int n, stop;
+
+    (void)arg;
+    /* naps of microseconds: the default timer slack (50 us) would stretch
+     * each one */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    sv_mlx5_engine_prio();
+    for (;;) {
+        pthread_mutex_lock(&sv_mlx5.lock);
+        stop = sv_mlx5.engine_stop;
+        n    = stop ? 0 : sv_mlx5_engine_round();
+        pthread_mutex_unlock(&sv_mlx5.lock);
+        if (stop) {
+            return NULL;
+        }
+        if (n > 0) {
+            last     = sv_now_ns();
+            sleep_ns = SV_MLX5_SLEEP_MIN;
+            continue;
+        }
+        now        = sv_now_ns();
+        ts.tv_sec  = 0;
+        ts.tv_nsec = (now - last < SV_MLX5_SPIN_NS) ? SV_MLX5_NAP_NS : sleep_ns;
+        if (ts.tv_nsec != 0) {
+            nanosleep(&ts, NULL);
+        }
+        if (now - last < SV_MLX5_SPIN_NS) {
+            continue;
+        }
+        nanosleep(&ts, NULL);
+        sleep_ns = (sleep_ns * 2 > SV_MLX5_SLEEP_MAX) ? SV_MLX5_SLEEP_MAX :
+                   sleep_ns * 2;
+    }
+}
+
+static pid_t sv_mlx5_engine_pid;
+
+/* fork: the child gets the lock free (the engine may hold it in the
+ * parent) and no engine: its first front starts one */
+static void sv_mlx5_fork_prepare(void)
+{
+    pthread_mutex_lock(&sv_mlx5.lock);
+}
+
+static void sv_mlx5_fork_release(void)
+{
+    pthread_mutex_unlock(&sv_mlx5.lock);
+}
+
+/* at exit: the engine stops between rounds, before the registry goes */
+static void sv_mlx5_engine_exit(void)
+{
+    int started;
+
+    pthread_mutex_lock(&sv_mlx5.lock);
+    started            = sv_mlx5.engine_started &&
+                         (sv_mlx5_engine_pid == getpid());
+    sv_mlx5.engine_stop = 1;
+    pthread_mutex_unlock(&sv_mlx5.lock);
+    if (started) {
+        pthread_join(sv_mlx5.engine, NULL);
+    }
+}
+
+/* under sv_mlx5.lock; a forked child starts its own on its first front */
+void sv_mlx5_engine_start(void)
+{
+    sigset_t all, old;
+    int err;
+
+    if (sv_mlx5.engine_started && (sv_mlx5_engine_pid == getpid())) {
+        return;
+    }
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&sv_mlx5.engine, NULL, sv_mlx5_engine_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        sv_warn("mlx5: the engine thread could not start (%s): mlx5 queues"
+                " will not be served", strerror(err));
+        return;
+    }
+    if (!sv_mlx5.engine_started) {
+        atexit(sv_mlx5_engine_exit);
+        pthread_atfork(sv_mlx5_fork_prepare, sv_mlx5_fork_release,
+                       sv_mlx5_fork_release);
+    }
+    sv_mlx5.engine_started = 1;
+    sv_mlx5_engine_pid     = getpid();
+}

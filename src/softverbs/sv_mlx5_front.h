@@ -1,0 +1,99 @@
+/*
+ * The mlx5 personality of softverbs (SOFTVERBS_MLX5=1): the queues a
+ * program that drives an mlx5 HCA directly sees through mlx5dv_init_obj(3)
+ * ("front" objects), and the engine that plays the HCA behind them.
+ *
+ * Each front belongs to one internal softverbs object (QP, CQ, SRQ), which
+ * keeps doing the transport as for a verbs program; the front holds what
+ * libmlx5 hands out (mlx5dv.h): a send queue of 64-byte basic blocks and
+ * its doorbell record, a CQ buffer of 64- or 128-byte CQEs with owner bits
+ * and its doorbell record, an SRQ buffer of linked receive WQEs and its
+ * counter. A program writes WQEs and doorbell records with plain stores and
+ * never calls softverbs on its data path, so one engine thread per process
+ * (sv_mlx5_engine.c) follows the doorbell records: it turns new send WQEs
+ * into internal posts, mirrors new receive WQEs into the internal SRQ, and
+ * writes the internal completions as mlx5 CQEs.
+ *
+ * What is there today (a first milestone, docs/mlx5-plan.md §5.1): RC QPs
+ * (mlx5dv_create_qp or ibv_create_qp), CQs (mlx5dv_create_cq or
+ * ibv_create_cq), SRQs, and the send opcodes UCX's rc_mlx5 writes (SEND,
+ * SEND_IMM, RDMA_WRITE, RDMA_READ, ATOMIC_CS, ATOMIC_FA, NOP). A UD QP, a
+ * DCI or a DCT has no front yet: mlx5dv_init_obj answers EOPNOTSUPP for
+ * them, so ud_mlx5 and dc_mlx5 do not open. CQ arming through the
+ * doorbell record (events) is not followed yet.
+ */
+#ifndef SV_MLX5_FRONT_H
+#define SV_MLX5_FRONT_H
+
+#include <infiniband/mlx5dv.h>
+#include <stdint.h>
+
+#include "sv.h"
+
+/* A CQ's front: entry i at buf + (i mod cqe_cnt) * cqe_size, its mlx5_cqe64
+ * in the last 64 bytes */
+struct sv_mlx5_cq {
+    struct sv_cq     *cq;          /* the internal CQ */
+    char             *buf;
+    uint32_t          cqe_cnt;     /* a power of two */
+    uint32_t          cqe_size;    /* 64 or 128 */
+    __be32           *dbrec;       /* [0] consumer index, [1] arm word */
+    uint32_t          pi;          /* next entry the engine writes */
+    struct sv_mlx5_cq *next;
+};
+
+/* A QP's front: the send queue the program writes */
+struct sv_mlx5_qp {
+    struct sv_qp     *qp;          /* the internal QP */
+    char             *sq_buf;
+    uint32_t          wqe_cnt;     /* 64-byte blocks, a power of two */
+    __be32           *dbrec;       /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
+    uint16_t          sq_ci;       /* next block the engine reads */
+    int               nop_wait;    /* a signalled NOP waits for the WQEs
+                                      before it: its CQE comes after theirs */
+    uint16_t          nop_idx;
+    int               nop_ready;   /* its WQEs had finished before a drain */
+    char             *bounce;      /* inline bytes of a WQE, as an SGE */
+    struct ibv_mr    *bounce_mr;
+    struct sv_mlx5_qp *next;
+};
+
+/* An SRQ's front: (tail + 1) WQEs of a next segment and one data segment */
+struct sv_mlx5_srq {
+    struct sv_srq    *srq;         /* the internal SRQ */
+    char             *buf;
+    uint32_t          tail;        /* index mask */
+    __be32           *dbrec;       /* the program's 16-bit counter */
+    uint16_t          mirrored;    /* WQEs posted to the internal SRQ */
+    uint16_t          last;        /* the last of them (its next link) */
+    int               started;     /* last is set (else: head, 0) */
+    struct sv_mlx5_srq *next;
+};
+
+#define SV_MLX5_MAX_SGE    16     /* data segments of one WQE */
+#define SV_MLX5_SRQ_STRIDE 32     /* next segment + one data segment */
+#define SV_MLX5_BOUNCE_PAD 1024   /* a WQE's inline bytes past its slot */
+
+/* The fronts of this process, under sv_mlx5_lock (the engine holds it for
+ * a whole round; a destroy takes it to unlink) */
+struct sv_mlx5_fronts {
+    pthread_mutex_t     lock;
+    struct sv_mlx5_cq  *cqs;
+    struct sv_mlx5_qp  *qps;
+    struct sv_mlx5_srq *srqs;
+    char               *uar;      /* one 4 KiB page: bf.reg, cq_uar */
+    int                 engine_started;
+    int                 engine_stop;
+    pthread_t           engine;
+};
+
+extern struct sv_mlx5_fronts sv_mlx5;
+
+int  sv_mlx5_enabled(void);
+void sv_mlx5_engine_start(void);            /* under sv_mlx5.lock */
+int  sv_mlx5_engine_round(void);            /* under sv_mlx5.lock */
+void sv_mlx5_qp_detach(struct sv_qp *qp);   /* ibv_destroy_qp */
+void sv_mlx5_cq_detach(struct sv_cq *cq);   /* ibv_destroy_cq */
+void sv_mlx5_srq_detach(struct sv_srq *srq);/* ibv_destroy_srq */
+
+#endif

@@ -1,0 +1,380 @@
+/*
+ * The mlx5 personality's objects (sv_mlx5_front.h): mlx5dv_is_supported,
+ * mlx5dv_create_cq and mlx5dv_init_obj of softverbs' libmlx5, which reach
+ * here through the SOFTVERBS_PRIVATE node, and the fronts' lifetime.
+ *
+ * mlx5dv_init_obj(3) hands out what rdma-core's libmlx5 hands out
+ * (providers/mlx5/mlx5.c, mlx5dv_get_qp/cq/srq): a send queue of 64-byte
+ * basic blocks sized as mlx5_calc_sq_size sizes it, the doorbell record
+ * pair of a QP (MLX5_RCV_DBR, MLX5_SND_DBR), a BlueFlame register of size
+ * 0 (the program rings with an 8-byte doorbell; nobody reads it, the
+ * engine follows the doorbell record), CQ buffers whose every entry starts
+ * invalid and hardware-owned (opcode MLX5_CQE_INVALID, owner 1, as
+ * mlx5_alloc_cq_buf leaves them), and an SRQ of tail + 1 linked WQEs whose
+ * head is 0 (mlx5_create_srq: max_wr + 1 rounded up to a power of two, one
+ * kept spare).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "sv.h"
+#include "sv_log.h"
+#include "sv_mlx5_front.h"
+#include "sv_provider.h"
+
+const char *ibv_get_sysfs_path(void); /* libibverbs' driver.h */
+
+struct sv_mlx5_fronts sv_mlx5 = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static pthread_once_t sv_mlx5_once = PTHREAD_ONCE_INIT;
+static int sv_mlx5_on;
+
+static void sv_mlx5_env(void)
+{
+    sv_mlx5_on = (int)sv_env_uint(SOFTVERBS_ENV_MLX5, 0, 1, 0, 0);
+}
+
+int sv_mlx5_enabled(void)
+{
+    pthread_once(&sv_mlx5_once, sv_mlx5_env);
+    return sv_mlx5_on;
+}
+
+static uint32_t sv_mlx5_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static void *sv_mlx5_zalloc(size_t align, size_t size)
+{
+    void *p;
+
+    if (posix_memalign(&p, align, size) != 0) {
+        return NULL;
+    }
+    memset(p, 0, size);
+    return p;
+}
+
+/* An mlx5 device has its PCI function in sysfs (sv_misc.c): the tree is
+ * made now, since a program asking this (UCX) reads it next, without
+ * calling ibv_get_sysfs_path() */
+SV_EXPORT bool softverbs_dv_is_supported(struct ibv_device *device)
+{
+    if ((device == NULL) || !sv_mlx5_enabled()) {
+        return false;
+    }
+    (void)ibv_get_sysfs_path();
+    return true;
+}
+
+/* mlx5dv_create_cq(3): the CQE size is 64 or 128 bytes; compression and
+ * the other DV attributes are features this device does not have */
+SV_EXPORT struct ibv_cq_ex *softverbs_dv_create_cq(struct ibv_context *context,
+                                         struct ibv_cq_init_attr_ex *cq_attr,
+                                         struct mlx5dv_cq_init_attr *dv)
+{
+    uint32_t cqe_size = 64;
+    struct ibv_cq_ex *cqx;
+
+    if (!sv_mlx5_enabled()) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if ((context == NULL) || (cq_attr == NULL)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (dv != NULL) {
+        if (dv->comp_mask & ~(uint64_t)MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+            sv_error("mlx5dv_create_cq: comp_mask 0x%llx not supported",
+                     (unsigned long long)dv->comp_mask);
+            errno = EOPNOTSUPP;
+            return NULL;
+        }
+        if (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+            if ((dv->cqe_size != 64) && (dv->cqe_size != 128)) {
+                sv_error("mlx5dv_create_cq: cqe_size %u", dv->cqe_size);
+                errno = EINVAL;
+                return NULL;
+            }
+            cqe_size = dv->cqe_size;
+        }
+    }
+    cqx = sv_create_cq_ex(context, cq_attr);
+    if (cqx != NULL) {
+        sv_cq(ibv_cq_ex_to_cq(cqx))->mlx5_cqe_size = cqe_size;
+    }
+    return cqx;
+}
+
+static void sv_mlx5_uar_get(void)
+{
+    if (sv_mlx5.uar == NULL) {
+        sv_mlx5.uar = sv_mlx5_zalloc(4096, 4096);
+    }
+}
+
+static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
+{
+    struct sv_mlx5_qp *f = qp->mlx5;
+    uint32_t bbs;
+    size_t blen;
+
+    if (qp->sv_type != IBV_QPT_RC) {
+        sv_error("mlx5dv_init_obj: qp 0x%x: only RC QPs have mlx5 queues",
+                 qp->qpx.qp_base.qp_num);
+        return EOPNOTSUPP;
+    }
+    if (f == NULL) {
+        f = calloc(1, sizeof(*f));
+        if (f == NULL) {
+            return ENOMEM;
+        }
+        bbs        = (qp->cap.max_send_wr ? qp->cap.max_send_wr : 1) *
+                     (sv_qp_sq_wqe_size(qp) / MLX5_SEND_WQE_BB);
+        f->wqe_cnt = sv_mlx5_pow2(bbs < 16 ? 16 : bbs);
+        blen       = (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB + SV_MLX5_BOUNCE_PAD;
+        f->qp      = qp;
+        f->sq_buf  = sv_mlx5_zalloc(4096,
+                                    (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB);
+        f->dbrec   = sv_mlx5_zalloc(64, 64);
+        f->bounce  = sv_mlx5_zalloc(64, blen);
+        if ((f->sq_buf == NULL) || (f->dbrec == NULL) || (f->bounce == NULL)) {
+            goto err;
+        }
+        f->bounce_mr = ibv_reg_mr(qp->qpx.qp_base.pd, f->bounce, blen,
+                                  IBV_ACCESS_LOCAL_WRITE);
+        if (f->bounce_mr == NULL) {
+            goto err;
+        }
+        f->next    = sv_mlx5.qps;
+        sv_mlx5.qps = f;
+        qp->mlx5   = f;
+    }
+    out->dbrec       = f->dbrec;
+    out->sq.buf      = f->sq_buf;
+    out->sq.wqe_cnt  = f->wqe_cnt;
+    out->sq.stride   = MLX5_SEND_WQE_BB;
+    out->rq.buf      = NULL;
+    out->rq.wqe_cnt  = 0;
+    out->rq.stride   = 0;
+    out->bf.reg      = sv_mlx5.uar + 0x800;
+    out->bf.size     = 0;
+    out->comp_mask   = 0;
+    return 0;
+
+err:
+    free(f->sq_buf);
+    free(f->dbrec);
+    free(f->bounce);
+    free(f);
+    return ENOMEM;
+}
+
+static int sv_mlx5_cq_front(struct sv_cq *cq, struct mlx5dv_cq *out)
+{
+    struct sv_mlx5_cq *f = cq->mlx5;
+    struct mlx5_cqe64 *cqe;
+    uint32_t i;
+
+    if (f == NULL) {
+        f = calloc(1, sizeof(*f));
+        if (f == NULL) {
+            return ENOMEM;
+        }
+        f->cq       = cq;
+        f->cqe_size = cq->mlx5_cqe_size ? cq->mlx5_cqe_size : 64;
+        f->cqe_cnt  = sv_mlx5_pow2(cq->cq.cqe + 1);
+        f->buf      = sv_mlx5_zalloc(4096, (size_t)f->cqe_cnt * f->cqe_size);
+        f->dbrec    = sv_mlx5_zalloc(64, 64);
+        if ((f->buf == NULL) || (f->dbrec == NULL)) {
+            free(f->buf);
+            free(f->dbrec);
+            free(f);
+            return ENOMEM;
+        }
+        for (i = 0; i < f->cqe_cnt; i++) {
+            cqe = (struct mlx5_cqe64 *)(f->buf + (size_t)i * f->cqe_size +
+                                        f->cqe_size - 64);
+            cqe->op_own = (MLX5_CQE_INVALID << 4) | MLX5_CQE_OWNER_MASK;
+        }
+        f->next     = sv_mlx5.cqs;
+        sv_mlx5.cqs = f;
+        cq->mlx5    = f;
+    }
+    out->buf       = f->buf;
+    out->dbrec     = f->dbrec;
+    out->cqe_cnt   = f->cqe_cnt;
+    out->cqe_size  = f->cqe_size;
+    out->cq_uar    = sv_mlx5.uar;
+    out->cqn       = cq->index;
+    out->comp_mask = 0;
+    return 0;
+}
+
+static int sv_mlx5_srq_front(struct sv_srq *srq, struct mlx5dv_srq *out)
+{
+    struct sv_mlx5_srq *f = srq->mlx5;
+    struct mlx5_wqe_srq_next_seg *next;
+    uint32_t i;
+
+    if (srq->xrcd != NULL) {
+        return EOPNOTSUPP;
+    }
+    if (f == NULL) {
+        f = calloc(1, sizeof(*f));
+        if (f == NULL) {
+            return ENOMEM;
+        }
+        f->srq   = srq;
+        f->tail  = sv_mlx5_pow2(srq->max_wr + 1) - 1;
+        f->buf   = sv_mlx5_zalloc(4096, (size_t)(f->tail + 1) *
+                                  SV_MLX5_SRQ_STRIDE);
+        f->dbrec = sv_mlx5_zalloc(64, 64);
+        if ((f->buf == NULL) || (f->dbrec == NULL)) {
+            free(f->buf);
+            free(f->dbrec);
+            free(f);
+            return ENOMEM;
+        }
+        for (i = 0; i <= f->tail; i++) {
+            next = (void *)(f->buf + (size_t)i * SV_MLX5_SRQ_STRIDE);
+            next->next_wqe_index = htobe16((uint16_t)((i + 1) & f->tail));
+        }
+        f->next      = sv_mlx5.srqs;
+        sv_mlx5.srqs = f;
+        srq->mlx5    = f;
+    }
+    out->buf    = f->buf;
+    out->dbrec  = f->dbrec;
+    out->stride = SV_MLX5_SRQ_STRIDE;
+    out->head   = 0;
+    out->tail   = f->tail;
+    if (out->comp_mask & MLX5DV_SRQ_MASK_SRQN) {
+        out->srqn = srq->index;
+    }
+    out->comp_mask &= MLX5DV_SRQ_MASK_SRQN;
+    return 0;
+}
+
+/* mlx5dv_init_obj(3): each object asked for, in the order of the type
+ * bits; the first failure is the result (rdma-core's mlx5dv_init_obj) */
+SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+    const uint64_t known = MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ |
+                           MLX5DV_OBJ_DM;
+    int ret = 0;
+
+    if (!sv_mlx5_enabled()) {
+        return EOPNOTSUPP;
+    }
+    if (obj == NULL) {
+        return EINVAL;
+    }
+    if (obj_type & ~known) {
+        sv_error("mlx5dv_init_obj: object types 0x%llx not supported",
+                 (unsigned long long)(obj_type & ~known));
+        return EOPNOTSUPP;
+    }
+    pthread_mutex_lock(&sv_mlx5.lock);
+    sv_mlx5_uar_get();
+    if (sv_mlx5.uar == NULL) {
+        ret = ENOMEM;
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_QP)) {
+        ret = sv_mlx5_qp_front(sv_qp(obj->qp.in), obj->qp.out);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_CQ)) {
+        ret = sv_mlx5_cq_front(sv_cq(obj->cq.in), obj->cq.out);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_SRQ)) {
+        ret = sv_mlx5_srq_front(sv_srq(obj->srq.in), obj->srq.out);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_DM)) {
+        obj->dm.out->buf       = sv_dm_buf(obj->dm.in, &obj->dm.out->length);
+        obj->dm.out->comp_mask = 0;
+    }
+    if ((ret == 0) && (obj_type & (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ |
+                                   MLX5DV_OBJ_SRQ))) {
+        sv_mlx5_engine_start();
+    }
+    pthread_mutex_unlock(&sv_mlx5.lock);
+    return ret;
+}
+
+/* ibv_destroy_*: the engine lets go of the object before it goes (it
+ * holds the lock for a whole round) */
+void sv_mlx5_qp_detach(struct sv_qp *qp)
+{
+    struct sv_mlx5_qp **pp, *f = qp->mlx5;
+
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&sv_mlx5.lock);
+    for (pp = &sv_mlx5.qps; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    }
+    qp->mlx5 = NULL;
+    pthread_mutex_unlock(&sv_mlx5.lock);
+    ibv_dereg_mr(f->bounce_mr);
+    free(f->sq_buf);
+    free(f->dbrec);
+    free(f->bounce);
+    free(f);
+}
+
+void sv_mlx5_cq_detach(struct sv_cq *cq)
+{
+    struct sv_mlx5_cq **pp, *f = cq->mlx5;
+
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&sv_mlx5.lock);
+    for (pp = &sv_mlx5.cqs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    }
+    cq->mlx5 = NULL;
+    pthread_mutex_unlock(&sv_mlx5.lock);
+    free(f->buf);
+    free(f->dbrec);
+    free(f);
+}
+
+void sv_mlx5_srq_detach(struct sv_srq *srq)
+{
+    struct sv_mlx5_srq **pp, *f = srq->mlx5;
+
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&sv_mlx5.lock);
+    for (pp = &sv_mlx5.srqs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    }
+    srq->mlx5 = NULL;
+    pthread_mutex_unlock(&sv_mlx5.lock);
+    free(f->buf);
+    free(f->dbrec);
+    free(f);
+}
