@@ -1,10 +1,12 @@
 /*
  * softverbs libmlx5.so.1. The soft HCA offers the mlx5 direct verbs of DC
  * (mlx5dv_create_qp, mlx5dv_qp_ex_from_ibv_qp_ex, mlx5dv_query_device:
- * sv_dc.c) and nothing else of mlx5: it has no WQE buffers, doorbells or
- * UARs to hand out (mlx5dv_init_obj), so mlx5dv_is_supported() is false,
- * and programs that drive an mlx5 queue directly (UCX's rc_mlx5, dc_mlx5,
- * ud_mlx5) leave the device to their verbs transports. Every other
+ * sv_dc.c) and, with SOFTVERBS_MLX5=1, the mlx5 personality
+ * (mlx5dv_is_supported, mlx5dv_create_cq, mlx5dv_init_obj of RC QPs, CQs,
+ * SRQs and DMs, served by an engine thread: sv_mlx5_obj.c,
+ * sv_mlx5_engine.c), on which UCX's rc_mlx5 runs. Without the setting
+ * mlx5dv_is_supported() is false and programs that drive an mlx5 queue
+ * directly leave the device to their verbs transports. Every other
  * direct-verbs entry point fails with EOPNOTSUPP. The library defines each
  * symbol@version rdma-core 44's libmlx5.so.1 defines (version nodes
  * MLX5_1.0 .. MLX5_1.24, and the MLX5_1.0 compat mlx5dv_init_obj), so any
@@ -124,7 +126,7 @@ SV_STUB_ERR(mlx5dv_dci_stream_id_reset, struct ibv_qp *qp, uint16_t stream_id)
  * COMPAT_SYMVER_FUNC(mlx5dv_init_obj, 1_0, "MLX5_1.0", ...) beside the
  * default at MLX5_1.2): programs linked against libmlx5 1.0 bind
  * mlx5dv_init_obj@MLX5_1.0. Both are bound by .symver (the version script
- * lists the name in both nodes); both are unsupported here.
+ * lists the name in both nodes); both serve the mlx5 personality.
  */
 __asm__(".symver sv_mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
 __asm__(".symver sv_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
