@@ -497,6 +497,7 @@ void *sv_dm_buf(struct ibv_dm *dm, uint64_t *length);
 struct sv_ah {
     struct ibv_ah ah;
     struct ibv_ah_attr attr;
+    struct mlx5_wqe_av av;        /* mlx5dv_init_obj(AH), sv_mlx5_obj.c */
 };
 
 struct sv_comp_channel {
@@ -712,6 +713,7 @@ void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                 const struct sv_cqe_inl *inl, int solicited);
 int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void sv_cq_event(struct sv_cq *cq);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp);
 void sv_cq_progress_all(void);
@@ -751,6 +753,8 @@ struct sv_dc_addr {
     uint32_t dctn;
     uint64_t key;
 };
+int  sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                     const struct sv_dc_addr *dc);
 /* mlx5dv_qp_ex of a DCI (sv_dc.c) */
 void sv_dc_init_dv_ops(struct sv_qp *qp);
 /* ibv_modify_qp of a DCI or DCT: 0 or EINVAL */

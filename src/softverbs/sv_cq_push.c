@@ -183,6 +183,23 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
     return 0;
 }
 
+/* A completion event of cq to its channel, now (the mlx5 engine: the
+ * program armed the CQ through its doorbell record and an entry it waits
+ * for is there) */
+void sv_cq_event(struct sv_cq *cq)
+{
+    struct sv_ev_msg msg;
+
+    if (cq->shm->ch_id == 0) {
+        return;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.kind   = SV_EV_COMP;
+    msg.index  = cq->index;
+    msg.cookie = cq->shm->cookie;
+    sv_ev_send('c', cq->shm->ch_id, &msg);
+}
+
 /* ---------------------------------------------------------------------
  * Arming (owner): the next completion, or the next solicited one, sends
  * an event to the CQ's channel (sv_cq_notify above)

@@ -438,6 +438,12 @@ softverbs_dv_create_qp(struct ibv_context *context,
     if ((err == 0) && (attr->srq != NULL) && (attr->srq->pd != attr->pd)) {
         err = EINVAL; /* an SRQ serves its own PD, see sv_create_qp_ex */
     }
+    /* the mlx5 personality: the engine posts a WQE's data segments as SGEs
+     * (see the plain case above) */
+    if ((err == 0) && (type == SV_QPT_DCI) && sv_mlx5_enabled() &&
+        (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
+        attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
+    }
     if (err != 0) {
         errno = err;
         return NULL;

@@ -16,6 +16,9 @@
  *      struct mlx5_cqe64, struct mlx5_err_cqe), the body first and op_own
  *      last with a release store and the owner bit of the pass; a
  *      signalled NOP completes once the WQEs before it have.
+ * UD and DCI WQEs carry an address vector, which becomes an address handle
+ * kept per QP; a UD QP's receive queue is mirrored in order (2b). CQs
+ * armed through their doorbell record get their channel's event (4).
  * The requester runs in the poster's thread (sv_req.c), so the engine's
  * posts move the data, and its polls of the internal CQs drive RNR and ACK
  * retries.
@@ -134,6 +137,9 @@ static void sv_mlx5_cqe_from_wc(struct sv_mlx5_cq *f, const struct ibv_wc *wc)
         cqe.flags_rqpn     = htobe32((wc->src_qp & 0xffffff) |
                                      ((wc->wc_flags & IBV_WC_GRH) ?
                                       (1u << 28) : 0));
+        /* the wc does not say whether the sender asked for an event: a
+         * receive counts as solicited (at worst a spurious event) */
+        f->sol_pi = f->pi + 1;
     }
     sv_mlx5_cqe_put(f, &cqe, opcode);
 }
@@ -200,10 +206,95 @@ static int sv_mlx5_wqe_data(struct sv_mlx5_qp *f, uint16_t ci,
     return 0;
 }
 
-/* The WQE at f->sq_ci as an internal WR in w: 0, EAGAIN for a NOP (no
- * WR), EINVAL for a WQE the device cannot execute */
+/* The address handle of an address vector (its LID, SL, rate, path bits
+ * and, with the GRH bit, the GRH fields: mlx5_create_ah's encoding read
+ * back), made on first use and kept while the QP lives; NULL when the QP
+ * has SV_MLX5_MAX_AH of them or the device refuses the address */
+static struct ibv_ah *sv_mlx5_av_ah(struct sv_mlx5_qp *f,
+                                    const struct mlx5_wqe_av *av, int ext)
+{
+    struct ibv_ah_attr a;
+    struct sv_mlx5_ah *n;
+    uint32_t gfl, i;
+
+    memset(&a, 0, sizeof(a));
+    a.dlid          = be16toh(av->rlid);
+    a.sl            = av->stat_rate_sl & 0xf;
+    a.static_rate   = av->stat_rate_sl >> 4;
+    a.src_path_bits = av->fl_mlid & 0x7f;
+    a.port_num      = f->qp->attr.port_num ? f->qp->attr.port_num : 1;
+    gfl             = ext ? be32toh(av->grh_gid_fl) : 0;
+    if (gfl & (1u << 30)) {
+        a.is_global          = 1;
+        a.grh.sgid_index     = (gfl >> 20) & 0xff;
+        a.grh.flow_label     = gfl & 0xfffff;
+        a.grh.traffic_class  = av->tclass;
+        a.grh.hop_limit      = av->hop_limit;
+        memcpy(a.grh.dgid.raw, av->rgid, sizeof(a.grh.dgid.raw));
+    }
+    for (i = f->nah; i-- > 0;) {
+        if (!memcmp(&f->ahs[i].attr, &a, sizeof(a))) {
+            return f->ahs[i].ah;
+        }
+    }
+    if (f->nah == f->ah_cap) {
+        if (f->ah_cap == SV_MLX5_MAX_AH) {
+            sv_error("mlx5: qp 0x%x: more than %u address vectors",
+                     f->qp->qpx.qp_base.qp_num, SV_MLX5_MAX_AH);
+            return NULL;
+        }
+        n = realloc(f->ahs, (f->ah_cap ? 2 * f->ah_cap : 16) * sizeof(*n));
+        if (n == NULL) {
+            return NULL;
+        }
+        f->ahs    = n;
+        f->ah_cap = f->ah_cap ? 2 * f->ah_cap : 16;
+    }
+    f->ahs[f->nah].ah = ibv_create_ah(f->qp->qpx.qp_base.pd, &a);
+    if (f->ahs[f->nah].ah == NULL) {
+        return NULL;
+    }
+    f->ahs[f->nah].attr = a;
+    return f->ahs[f->nah++].ah;
+}
+
+/* A UD or DCI WQE's datagram segment at *off (48 bytes with the extended
+ * AV flag in dqp_dct, else 16): its destination in w or dc */
+static int sv_mlx5_wqe_dgram(struct sv_mlx5_qp *f, const uint8_t *wqe,
+                             size_t *off, size_t len, struct sv_mlx5_wr *w,
+                             struct sv_dc_addr *dc)
+{
+    const struct mlx5_wqe_av *av = (const void *)(wqe + *off);
+    uint32_t dqp;
+    int ext;
+
+    if (*off + 16 > len) {
+        return EINVAL;
+    }
+    dqp = be32toh(av->dqp_dct);
+    ext = (dqp & MLX5_EXTENDED_UD_AV) != 0;
+    if (ext && (*off + sizeof(*av) > len)) {
+        return EINVAL;
+    }
+    *off += ext ? sizeof(*av) : 16;
+    if (f->qp->sv_type == SV_QPT_DCI) {
+        dc->ah   = sv_mlx5_av_ah(f, av, ext);
+        dc->dctn = dqp & 0xffffff;
+        dc->key  = be64toh(av->key.dc_key);
+        return (dc->ah != NULL) ? 0 : EINVAL;
+    }
+    w->wr.wr.ud.ah          = sv_mlx5_av_ah(f, av, ext);
+    w->wr.wr.ud.remote_qpn  = dqp & 0xffffff;
+    w->wr.wr.ud.remote_qkey = be32toh(av->key.qkey.qkey);
+    return (w->wr.wr.ud.ah != NULL) ? 0 : EINVAL;
+}
+
+/* The WQE at f->sq_ci as an internal WR in w (and a DCI's target in dc):
+ * 0, EAGAIN for a NOP (no WR), EINVAL for a WQE the device cannot
+ * execute */
 static int sv_mlx5_wqe_parse(struct sv_mlx5_qp *f, uint8_t *wqe,
-                             unsigned *bbs, struct sv_mlx5_wr *w)
+                             unsigned *bbs, struct sv_mlx5_wr *w,
+                             struct sv_dc_addr *dc)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)wqe;
     const struct mlx5_wqe_raddr_seg *raddr;
@@ -261,6 +352,10 @@ static int sv_mlx5_wqe_parse(struct sv_mlx5_qp *f, uint8_t *wqe,
                  f->qp->qpx.qp_base.qp_num, opc & 0xff);
         return EINVAL;
     }
+    if (((f->qp->sv_type == IBV_QPT_UD) || (f->qp->sv_type == SV_QPT_DCI)) &&
+        (sv_mlx5_wqe_dgram(f, wqe, &off, len, w, dc) != 0)) {
+        return EINVAL;
+    }
     if ((w->wr.opcode != IBV_WR_SEND) &&
         (w->wr.opcode != IBV_WR_SEND_WITH_IMM)) {
         if (off + sizeof(*raddr) > len) {
@@ -312,6 +407,7 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
 {
     uint8_t wqe[64 + 63 * 16] __attribute__((aligned(16)));
     struct ibv_send_wr *bad;
+    struct sv_dc_addr dc;
     struct sv_mlx5_wr w;
     enum ibv_qp_state st;
     unsigned bbs;
@@ -329,7 +425,8 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
     }
     while (!f->nop_wait && (f->sq_ci != pi)) {
         sv_mlx5_wqe_copy(f, f->sq_ci, wqe, 64);
-        ret = sv_mlx5_wqe_parse(f, wqe, &bbs, &w);
+        memset(&dc, 0, sizeof(dc));
+        ret = sv_mlx5_wqe_parse(f, wqe, &bbs, &w, &dc);
         if (ret == EAGAIN) {
             if (w.wr.send_flags & IBV_SEND_SIGNALED) {
                 f->nop_wait = 1;
@@ -338,7 +435,9 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
         } else if (ret != 0) {
             sv_mlx5_wqe_fail(f, (uint16_t)w.wr.wr_id);
         } else {
-            ret = ibv_post_send(&f->qp->qpx.qp_base, &w.wr, &bad);
+            ret = (f->qp->sv_type == SV_QPT_DCI) ?
+                  sv_post_send_dc(&f->qp->qpx.qp_base, &w.wr, &dc) :
+                  ibv_post_send(&f->qp->qpx.qp_base, &w.wr, &bad);
             if (ret == ENOMEM) {
                 break; /* the internal queue is full: next round */
             }
@@ -396,7 +495,78 @@ static int sv_mlx5_srq_mirror(struct sv_mlx5_srq *f)
     return n;
 }
 
+/* A UD QP's receive queue: WQE i (mod rq_cnt) while the number posted
+ * runs behind the program's counter; wr_id = the running 16-bit counter,
+ * which the receive CQE's wqe_counter carries back (ud_mlx5 asserts it) */
+static int sv_mlx5_rq_mirror(struct sv_mlx5_qp *f)
+{
+    const struct mlx5_wqe_data_seg *d;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_sge sge;
+    uint16_t counter;
+    int n = 0;
+
+    if (f->rq_cnt == 0) {
+        return 0;
+    }
+    /* acquire: the program fences its WQE stores before the counter */
+    counter = (uint16_t)be32toh(__atomic_load_n(&f->dbrec[MLX5_RCV_DBR],
+                                                __ATOMIC_ACQUIRE));
+    while (f->rq_mirrored != counter) {
+        d          = (const void *)(f->rq_buf +
+                                    (size_t)(f->rq_mirrored & (f->rq_cnt - 1)) *
+                                    sizeof(*d));
+        sge.addr   = be64toh(d->addr);
+        sge.length = be32toh(d->byte_count);
+        sge.lkey   = be32toh(d->lkey);
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = f->rq_mirrored;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        if (ibv_post_recv(&f->qp->qpx.qp_base, &wr, &bad) != 0) {
+            break; /* the internal queue is full: next round */
+        }
+        f->rq_mirrored++;
+        n++;
+    }
+    return n;
+}
+
 /* --- completion queues -------------------------------------------------- */
+
+/*
+ * Arming through the doorbell record (UCX's uct_ib_mlx5dv_arm_cq; the PRM's
+ * CQ doorbell): the program writes (sn << 28 | cmd | ci) into dbrec[1],
+ * cmd 0 for the next entry, 1 << 24 for the next solicited one. A new
+ * word is answered once: an event on the CQ's channel as soon as such an
+ * entry with an index at or past ci is there.
+ */
+static void sv_mlx5_cq_arm(struct sv_mlx5_cq *f)
+{
+    uint32_t word = be32toh(__atomic_load_n(&f->dbrec[1], __ATOMIC_ACQUIRE));
+    uint32_t ci   = word & 0xffffff, last;
+
+    if ((word == 0xffffffffu) || (f->arm_valid && (word == f->arm_done))) {
+        return; /* not armed, or answered */
+    }
+    if (word & (1u << 24)) {
+        if (f->sol_pi == 0) {
+            return;
+        }
+        last = f->sol_pi - 1;
+    } else {
+        if (f->pi == 0) {
+            return;
+        }
+        last = f->pi - 1;
+    }
+    if (((last - ci) & 0xffffff) >= 0x800000) {
+        return; /* before ci: already seen */
+    }
+    f->arm_done  = word;
+    f->arm_valid = 1;
+    sv_cq_event(f->cq);
+}
 
 static int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
 {
@@ -442,6 +612,7 @@ static int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
         q->nop_ready = 0;
         total++;
     }
+    sv_mlx5_cq_arm(f);
     return total;
 }
 
@@ -458,6 +629,7 @@ int sv_mlx5_engine_round(void)
         n += sv_mlx5_srq_mirror(s);
     }
     for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+        n += sv_mlx5_rq_mirror(q);
         n += sv_mlx5_sq_consume(q);
     }
     for (c = sv_mlx5.cqs; c != NULL; c = c->next) {

@@ -14,13 +14,13 @@
  * into internal posts, mirrors new receive WQEs into the internal SRQ, and
  * writes the internal completions as mlx5 CQEs.
  *
- * What is there today (a first milestone, docs/mlx5-plan.md §5.1): RC QPs
- * (mlx5dv_create_qp or ibv_create_qp), CQs (mlx5dv_create_cq or
- * ibv_create_cq), SRQs, and the send opcodes UCX's rc_mlx5 writes (SEND,
- * SEND_IMM, RDMA_WRITE, RDMA_READ, ATOMIC_CS, ATOMIC_FA, NOP). A UD QP, a
- * DCI or a DCT has no front yet: mlx5dv_init_obj answers EOPNOTSUPP for
- * them, so ud_mlx5 and dc_mlx5 do not open. CQ arming through the
- * doorbell record (events) is not followed yet.
+ * What is there today (docs/mlx5-plan.md §5): RC and UD QPs and DC
+ * initiators (their send queues; a UD QP's receive queue), CQs
+ * (mlx5dv_create_cq or ibv_create_cq; arming through the doorbell record
+ * raises the completion channel's event), SRQs (also in the linked-list
+ * order of dc_mlx5), AHs (the address vector UCX copies into its WQEs) and
+ * DMs, and the send opcodes UCX's rc_mlx5, ud_mlx5 and dc_mlx5 write
+ * (SEND, SEND_IMM, RDMA_WRITE, RDMA_READ, ATOMIC_CS, ATOMIC_FA, NOP).
  */
 #ifndef SV_MLX5_FRONT_H
 #define SV_MLX5_FRONT_H
@@ -39,6 +39,9 @@ struct sv_mlx5_cq {
     uint32_t          cqe_size;    /* 64 or 128 */
     __be32           *dbrec;       /* [0] consumer index, [1] arm word */
     uint32_t          pi;          /* next entry the engine writes */
+    uint32_t          sol_pi;      /* 1 + the last solicited entry, 0: none */
+    uint32_t          arm_done;    /* the arm word last answered (+ valid) */
+    int               arm_valid;
     struct sv_mlx5_cq *next;
 };
 
@@ -55,8 +58,24 @@ struct sv_mlx5_qp {
     int               nop_ready;   /* its WQEs had finished before a drain */
     char             *bounce;      /* inline bytes of a WQE, as an SGE */
     struct ibv_mr    *bounce_mr;
+    /* a UD QP's receive queue: 16-byte WQEs (one data segment), posted
+     * while the counter in dbrec[MLX5_RCV_DBR] runs ahead */
+    char             *rq_buf;
+    uint32_t          rq_cnt;      /* a power of two, 0: none */
+    uint16_t          rq_mirrored;
+    /* address handles of the address vectors UD and DCI WQEs carry */
+    struct sv_mlx5_ah *ahs;
+    uint32_t          nah, ah_cap;
     struct sv_mlx5_qp *next;
 };
+
+/* An address vector's handle: the AV's fields as ibv_ah_attr */
+struct sv_mlx5_ah {
+    struct ibv_ah_attr attr;
+    struct ibv_ah     *ah;
+};
+
+#define SV_MLX5_MAX_AH     4096   /* per QP */
 
 /* An SRQ's front: (tail + 1) WQEs of a next segment and one data segment */
 struct sv_mlx5_srq {

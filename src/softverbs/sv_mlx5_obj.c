@@ -124,15 +124,18 @@ static void sv_mlx5_uar_get(void)
     }
 }
 
+/* The queues of an RC or UD QP, or of a DC initiator (a DCT has none: it
+ * only receives, through its SRQ) */
 static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
 {
     struct sv_mlx5_qp *f = qp->mlx5;
     uint32_t bbs;
     size_t blen;
 
-    if (qp->sv_type != IBV_QPT_RC) {
-        sv_error("mlx5dv_init_obj: qp 0x%x: only RC QPs have mlx5 queues",
-                 qp->qpx.qp_base.qp_num);
+    if ((qp->sv_type != IBV_QPT_RC) && (qp->sv_type != IBV_QPT_UD) &&
+        (qp->sv_type != SV_QPT_DCI)) {
+        sv_error("mlx5dv_init_obj: qp 0x%x: type %u has no mlx5 queues",
+                 qp->qpx.qp_base.qp_num, qp->sv_type);
         return EOPNOTSUPP;
     }
     if (f == NULL) {
@@ -149,7 +152,14 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
                                     (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB);
         f->dbrec   = sv_mlx5_zalloc(64, 64);
         f->bounce  = sv_mlx5_zalloc(64, blen);
-        if ((f->sq_buf == NULL) || (f->dbrec == NULL) || (f->bounce == NULL)) {
+        if ((qp->sv_type == IBV_QPT_UD) && (qp->srq == NULL) &&
+            (qp->cap.max_recv_wr > 0)) {
+            f->rq_cnt = sv_mlx5_pow2(qp->cap.max_recv_wr);
+            f->rq_buf = sv_mlx5_zalloc(4096, (size_t)f->rq_cnt *
+                                       sizeof(struct mlx5_wqe_data_seg));
+        }
+        if ((f->sq_buf == NULL) || (f->dbrec == NULL) || (f->bounce == NULL) ||
+            ((f->rq_cnt != 0) && (f->rq_buf == NULL))) {
             goto err;
         }
         f->bounce_mr = ibv_reg_mr(qp->qpx.qp_base.pd, f->bounce, blen,
@@ -165,9 +175,9 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
     out->sq.buf      = f->sq_buf;
     out->sq.wqe_cnt  = f->wqe_cnt;
     out->sq.stride   = MLX5_SEND_WQE_BB;
-    out->rq.buf      = NULL;
-    out->rq.wqe_cnt  = 0;
-    out->rq.stride   = 0;
+    out->rq.buf      = f->rq_buf;
+    out->rq.wqe_cnt  = f->rq_cnt;
+    out->rq.stride   = f->rq_cnt ? sizeof(struct mlx5_wqe_data_seg) : 0;
     out->bf.reg      = sv_mlx5.uar + 0x800;
     out->bf.size     = 0;
     out->comp_mask   = 0;
@@ -177,8 +187,34 @@ err:
     free(f->sq_buf);
     free(f->dbrec);
     free(f->bounce);
+    free(f->rq_buf);
     free(f);
     return ENOMEM;
+}
+
+/* An AH's address vector as libmlx5 writes it (mlx5_create_ah, rdma-core
+ * providers/mlx5/verbs.c): the LID, the SL and rate, and on a global route
+ * the GRH bit, source GID index and flow label, the GID, class and hop
+ * limit. The program fills the key and the destination QP itself. */
+static void sv_mlx5_ah_front(struct sv_ah *ah, struct mlx5dv_ah *out)
+{
+    const struct ibv_ah_attr *a = &ah->attr;
+    struct mlx5_wqe_av *av      = &ah->av;
+
+    memset(av, 0, sizeof(*av));
+    av->stat_rate_sl = (uint8_t)((a->static_rate << 4) | (a->sl & 0xf));
+    av->fl_mlid      = a->src_path_bits & 0x7f;
+    av->rlid         = htobe16(a->dlid);
+    if (a->is_global) {
+        av->grh_gid_fl = htobe32((1u << 30) |
+                                 ((uint32_t)a->grh.sgid_index << 20) |
+                                 (a->grh.flow_label & 0xfffff));
+        av->tclass     = a->grh.traffic_class;
+        av->hop_limit  = a->grh.hop_limit;
+        memcpy(av->rgid, a->grh.dgid.raw, sizeof(av->rgid));
+    }
+    out->av        = av;
+    out->comp_mask = 0;
 }
 
 static int sv_mlx5_cq_front(struct sv_cq *cq, struct mlx5dv_cq *out)
@@ -208,6 +244,9 @@ static int sv_mlx5_cq_front(struct sv_cq *cq, struct mlx5dv_cq *out)
                                         f->cqe_size - 64);
             cqe->op_own = (MLX5_CQE_INVALID << 4) | MLX5_CQE_OWNER_MASK;
         }
+        /* no arm yet: the program's first arm word differs (its reserved
+         * bits 25..27 are 0) */
+        f->dbrec[1] = 0xffffffffu;
         f->next     = sv_mlx5.cqs;
         sv_mlx5.cqs = f;
         cq->mlx5    = f;
@@ -272,7 +311,7 @@ static int sv_mlx5_srq_front(struct sv_srq *srq, struct mlx5dv_srq *out)
 SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
     const uint64_t known = MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ |
-                           MLX5DV_OBJ_DM;
+                           MLX5DV_OBJ_DM | MLX5DV_OBJ_AH;
     int ret = 0;
 
     if (!sv_mlx5_enabled()) {
@@ -299,6 +338,10 @@ SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
     }
     if ((ret == 0) && (obj_type & MLX5DV_OBJ_SRQ)) {
         ret = sv_mlx5_srq_front(sv_srq(obj->srq.in), obj->srq.out);
+    }
+    if ((ret == 0) && (obj_type & MLX5DV_OBJ_AH)) {
+        sv_mlx5_ah_front(sv_container_of(obj->ah.in, struct sv_ah, ah),
+                         obj->ah.out);
     }
     if ((ret == 0) && (obj_type & MLX5DV_OBJ_DM)) {
         obj->dm.out->buf       = sv_dm_buf(obj->dm.in, &obj->dm.out->length);
@@ -331,6 +374,11 @@ void sv_mlx5_qp_detach(struct sv_qp *qp)
     qp->mlx5 = NULL;
     pthread_mutex_unlock(&sv_mlx5.lock);
     ibv_dereg_mr(f->bounce_mr);
+    while (f->nah > 0) {
+        ibv_destroy_ah(f->ahs[--f->nah].ah);
+    }
+    free(f->ahs);
+    free(f->rq_buf);
     free(f->sq_buf);
     free(f->dbrec);
     free(f->bounce);

@@ -235,6 +235,28 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     return sv_post_list(ibqp, wr, bad, 0);
 }
 
+/* One WR of a DCI to the target dc names (the mlx5 engine: the address
+ * vector of a WQE); as ibv_post_send otherwise */
+int sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                    const struct sv_dc_addr *dc)
+{
+    struct sv_qp *qp = sv_qp(ibqp);
+    enum ibv_qp_state st;
+    int ret;
+
+    pthread_mutex_lock(&qp->lock);
+    st = sv_qp_state(qp->shm);
+    if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
+        (st != IBV_QPS_SQE)) {
+        pthread_mutex_unlock(&qp->lock);
+        return EINVAL;
+    }
+    ret = sv_post_one(qp, wr, dc);
+    pthread_mutex_unlock(&qp->lock);
+    sv_req_progress(qp);
+    return ret;
+}
+
 int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
                  struct ibv_recv_wr **bad)
 {

@@ -1,13 +1,13 @@
 #!/bin/sh
 # softverbs' mlx5 personality (SOFTVERBS_MLX5=1, sv_mlx5_*.c): UCX's own
-# rc_mlx5, unmodified, writes WQEs into softverbs' send queues, rings its
-# doorbell records and polls its CQEs, and softverbs' engine thread plays
-# the HCA. Checked here: UCX opens the device as an mlx5 MD and lists
-# rc_mlx5 (and does not without the setting); ucx_perftest's UCT pairs of
-# every operation rc_mlx5 offers on a DV device run to their end; the UCT
-# data-integrity test (every operation and size class, payloads checked)
-# passes over rc_mlx5; UCP moves checked data over rc_mlx5 lanes (Open MPI
-# alltoall, wired up over ud_verbs).
+# rc_mlx5, ud_mlx5 and dc_mlx5, unmodified, write WQEs into softverbs' send
+# queues, ring its doorbell records and poll its CQEs, and softverbs'
+# engine thread plays the HCA. Checked here: UCX opens the device as an
+# mlx5 MD and lists the three (and none without the setting);
+# ucx_perftest's UCT pairs of every operation each offers on a DV device
+# run to their end; the UCT data-integrity test (every operation and size
+# class, payloads checked) passes over each; Open MPI alltoall on 8 ranks
+# moves checked data over rc_mlx5,ud_mlx5 and over dc_mlx5 alone.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup rc_mlx5
@@ -24,11 +24,15 @@ fi
 export SOFTVERBS_MLX5=1
 out=$(UCX_LOG_LEVEL=debug timeout 60 ucx_info -d 2>&1)
 if echo "$out" | grep -q "Transport: rc_mlx5" &&
+   echo "$out" | grep -q "Transport: ud_mlx5" &&
+   echo "$out" | grep -q "Transport: dc_mlx5" &&
    echo "$out" | grep -q "md open by 'uct_ib_mlx5_md_ops' is successful" &&
-   echo "$out" | grep -q "vendor_id 0x15b3 device_id 4119"; then
-    qpx_pass "SOFTVERBS_MLX5=1: an mlx5 MD (ConnectX-5 PCI identity), rc_mlx5 listed"
+   echo "$out" | grep -q "vendor_id 0x15b3 device_id 4119" &&
+   ! echo "$out" | grep -q "UCX  ERROR"; then
+    qpx_pass "SOFTVERBS_MLX5=1: an mlx5 MD (ConnectX-5 PCI identity), rc_mlx5, ud_mlx5, dc_mlx5 listed"
 else
-    qpx_fail "SOFTVERBS_MLX5=1: no rc_mlx5"
+    qpx_fail "SOFTVERBS_MLX5=1: not all of rc_mlx5, ud_mlx5, dc_mlx5"
+    echo "$out" | grep -E "Transport|UCX  ERROR" | tail -n 10
     echo "$out" | grep -iE "mlx5|sysfs|vendor" | tail -n 10
 fi
 out=$(SOFTVERBS_MLX5=yes timeout 60 ucx_info -d 2>&1)
@@ -46,33 +50,49 @@ for t in "put_lat" "put_bw" "put_bw -D bcopy" "put_bw -D zcopy -s 4096" \
     # shellcheck disable=SC2086
     tl_pair "rc_mlx5 $t" -d "$QPX_DEV" -x rc_mlx5 -t $t -n 2000
 done
+for t in "am_lat" "am_bw" "am_bw -D bcopy" "am_bw -D zcopy -s 2048"; do
+    # shellcheck disable=SC2086
+    tl_pair "ud_mlx5 $t" -d "$QPX_DEV" -x ud_mlx5 -t $t -n 2000
+done
+for t in "put_lat" "put_bw -D zcopy -s 4096" "am_lat" "am_bw -D bcopy" \
+         "get -D zcopy -s 4096" "fadd" "cswap"; do
+    # shellcheck disable=SC2086
+    tl_pair "dc_mlx5 $t" -d "$QPX_DEV" -x dc_mlx5 -t $t -n 2000
+done
 
 # Every UCT operation and size, data checked (-P: UCX's own transport)
-out=$(LD_PRELOAD="$QPX_MODULE" timeout 300 "$QPX_TESTDIR/qpx_uct_integrity" \
-      -P -x rc_mlx5 -d "$QPX_DEV" 2>&1)
-rc=$?
-summary=$(echo "$out" | tail -n 1)
-if [ $rc -eq 0 ] && echo "$out" | grep -q "^[1-9][0-9]* passed, 0 failed"; then
-    qpx_pass "qpx_uct_integrity over rc_mlx5: $summary"
-else
-    qpx_fail "qpx_uct_integrity over rc_mlx5 (exit $rc): $summary"
-    echo "$out" | grep -E "^FAIL|rror|Assert" | head -n 10
-fi
+for tl in rc_mlx5 ud_mlx5 dc_mlx5; do
+    out=$(LD_PRELOAD="$QPX_MODULE" timeout 300 "$QPX_TESTDIR/qpx_uct_integrity" \
+          -P -x $tl -d "$QPX_DEV" 2>&1)
+    rc=$?
+    summary=$(echo "$out" | tail -n 1)
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^[1-9][0-9]* passed, 0 failed"; then
+        qpx_pass "qpx_uct_integrity over $tl: $summary"
+    else
+        qpx_fail "qpx_uct_integrity over $tl (exit $rc): $summary"
+        echo "$out" | grep -E "^FAIL|rror|Assert" | head -n 10
+    fi
+done
 
-# UCP over rc_mlx5 lanes: Open MPI alltoall, every byte checked
+# UCP over the mlx5 transports alone: Open MPI alltoall on 8 ranks (8
+# engines on the machine's cores), every byte checked
+a2a() { # TLS
+    out=$(env UCX_TLS="$1" UCX_NET_DEVICES="$QPX_DEV" timeout 240 \
+          mpirun $QPX_MPIRUN_ARGS -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM \
+          -np 8 "$prog" 20 65536 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 65536 on 8 ranks"; then
+        qpx_pass "Open MPI alltoall over $1: 8 ranks, 20 x 64 KiB, data checked"
+    else
+        qpx_fail "Open MPI alltoall over $1 (exit $rc; 124: stalled)"
+        echo "$out" | grep -v "^softverbs" | tail -n 8
+    fi
+}
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     prog=$TL_TMP/qpx_mpi_alltoall
     if mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c"; then
-        out=$(env UCX_TLS=rc_mlx5,ud_verbs UCX_NET_DEVICES="$QPX_DEV" \
-              LD_PRELOAD="$QPX_MODULE" timeout 240 mpirun $QPX_MPIRUN_ARGS \
-              -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM -np 4 "$prog" 20 65536 2>&1)
-        rc=$?
-        if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 65536 on 4 ranks"; then
-            qpx_pass "Open MPI alltoall over rc_mlx5,ud_verbs: 4 ranks, 20 x 64 KiB, data checked"
-        else
-            qpx_fail "Open MPI alltoall over rc_mlx5,ud_verbs (exit $rc)"
-            echo "$out" | grep -v "^softverbs" | tail -n 8
-        fi
+        a2a rc_mlx5,ud_mlx5
+        a2a dc_mlx5
     else
         qpx_fail "cannot build qpx_mpi_alltoall.c"
     fi
