@@ -333,6 +333,12 @@ struct sv_global {
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */
     double     rc_drop;         /* a connected QP's request is lost */
+    int        mlx5;              /* SOFTVERBS_MLX5: the mlx5 personality */
+    /* what the mlx5 personality adds to the life of the objects it made a
+     * front for (sv_mlx5_obj.c sets it before its first front): the core
+     * calls it for an object whose mlx5 pointer is set, and knows nothing
+     * else of the personality */
+    const struct sv_obj_hooks *hooks;
     int        debug;
     char       shm_path[256];
     char       sock_dir[80];      /* SOFTVERBS_SOCKET_DIR, "": abstract */
@@ -506,6 +512,15 @@ struct sv_comp_channel {
 };
 
 struct sv_qp;
+struct sv_cq;
+struct sv_srq;
+
+struct sv_obj_hooks {
+    void (*qp_detach)(struct sv_qp *qp);    /* ibv_destroy_qp */
+    void (*qp_reset)(struct sv_qp *qp);     /* ibv_modify_qp to RESET */
+    void (*cq_detach)(struct sv_cq *cq);    /* ibv_destroy_cq */
+    void (*srq_detach)(struct sv_srq *srq); /* ibv_destroy_srq */
+};
 
 struct sv_cq {
     struct ibv_cq_ex cq;          /* begins with struct ibv_cq */

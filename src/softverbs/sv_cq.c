@@ -6,7 +6,6 @@
  * sv_cq_ring.c.
  */
 #include "sv.h"
-#include "sv_mlx5_front.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -207,7 +206,9 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
         (__atomic_load_n(&cq->xrc_srqs, __ATOMIC_RELAXED) > 0)) {
         return EBUSY;
     }
-    sv_mlx5_cq_detach(cq); /* the engine lets go of its front */
+    if (cq->mlx5 != NULL) {
+        sv_g.hooks->cq_detach(cq); /* the engine lets go of its front */
+    }
     /* man ibv_destroy_cq / ibv_get_cq_event: waits, without a timeout and
      * through signals, until every completion and async event reported
      * about the CQ was acknowledged (libibverbs does the same) */

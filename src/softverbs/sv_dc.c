@@ -399,7 +399,7 @@ softverbs_dv_create_qp(struct ibv_context *context,
         /* the mlx5 personality: a WQE of up to 4 blocks carries up to 14
          * data segments (and an inline one), which its engine posts as
          * SGEs of this QP (sv_mlx5_engine.c) */
-        if (sv_mlx5_enabled() && (attr->qp_type == IBV_QPT_RC) &&
+        if (sv_g.mlx5 && (attr->qp_type == IBV_QPT_RC) &&
             (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
             attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
         }
@@ -440,7 +440,7 @@ softverbs_dv_create_qp(struct ibv_context *context,
     }
     /* the mlx5 personality: the engine posts a WQE's data segments as SGEs
      * (see the plain case above) */
-    if ((err == 0) && (type == SV_QPT_DCI) && sv_mlx5_enabled() &&
+    if ((err == 0) && (type == SV_QPT_DCI) && sv_g.mlx5 &&
         (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
         attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
     }

@@ -121,6 +121,7 @@ uint64_t sv_env_init(void)
     sv_g.max_srq    = sv_env_uint(SOFTVERBS_ENV_MAX_SRQ, 0, SV_SRQ_TBL - 1,
                                   SV_SRQ_TBL - 1, 1);
     sv_g.dc         = (int)sv_env_uint(SOFTVERBS_ENV_DC, 0, 1, 1, 0);
+    sv_g.mlx5       = (int)sv_env_uint(SOFTVERBS_ENV_MLX5, 0, 1, 0, 0);
     sv_g.ud_drop    = sv_env_prob(SOFTVERBS_ENV_UD_DROP);
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);

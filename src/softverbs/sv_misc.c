@@ -5,7 +5,6 @@
  */
 #include "sv.h"
 #include "sv_stub.h"
-#include "sv_mlx5_front.h"
 
 #include <dirent.h>
 #include <endian.h>
@@ -112,7 +111,7 @@ void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports)
     snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-%08x-" SV_SYSFS_FORMAT
              "%s", dir, (dir[strlen(dir) - 1] == '/') ? "" : "/",
              (unsigned)getuid(), ndevs, nports, (unsigned)sv_gid_tag(nports),
-             sv_mlx5_enabled() ? "-mlx5" : "");
+             sv_g.mlx5 ? "-mlx5" : "");
 }
 
 /* dir/name holding the formatted line, as a sysfs attribute reads */
@@ -315,7 +314,7 @@ static int sv_sysfs_pci(const char *root, int i, const char *name)
 {
     char dir[512], link[1024], target[512];
 
-    if (!sv_mlx5_enabled()) {
+    if (!sv_g.mlx5) {
         return 0;
     }
     if ((sv_sysfs_mkdir(dir, "%s/sv-devices", root) != 0) ||

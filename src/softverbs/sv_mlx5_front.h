@@ -108,10 +108,10 @@ struct sv_mlx5_fronts {
 
 extern struct sv_mlx5_fronts sv_mlx5;
 
-int  sv_mlx5_enabled(void);
 void sv_mlx5_engine_start(void);            /* under sv_mlx5.lock */
 int  sv_mlx5_engine_round(void);            /* under sv_mlx5.lock */
 void sv_mlx5_qp_detach(struct sv_qp *qp);   /* ibv_destroy_qp */
+void sv_mlx5_qp_reset(struct sv_qp *qp);    /* ibv_modify_qp to RESET */
 void sv_mlx5_cq_detach(struct sv_cq *cq);   /* ibv_destroy_cq */
 void sv_mlx5_srq_detach(struct sv_srq *srq);/* ibv_destroy_srq */
 

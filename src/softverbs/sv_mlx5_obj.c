@@ -30,19 +30,12 @@ struct sv_mlx5_fronts sv_mlx5 = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static pthread_once_t sv_mlx5_once = PTHREAD_ONCE_INIT;
-static int sv_mlx5_on;
-
-static void sv_mlx5_env(void)
-{
-    sv_mlx5_on = (int)sv_env_uint(SOFTVERBS_ENV_MLX5, 0, 1, 0, 0);
-}
-
-int sv_mlx5_enabled(void)
-{
-    pthread_once(&sv_mlx5_once, sv_mlx5_env);
-    return sv_mlx5_on;
-}
+static const struct sv_obj_hooks sv_mlx5_hooks = {
+    .qp_detach  = sv_mlx5_qp_detach,
+    .qp_reset   = sv_mlx5_qp_reset,
+    .cq_detach  = sv_mlx5_cq_detach,
+    .srq_detach = sv_mlx5_srq_detach,
+};
 
 static uint32_t sv_mlx5_pow2(uint32_t v)
 {
@@ -70,7 +63,7 @@ static void *sv_mlx5_zalloc(size_t align, size_t size)
  * calling ibv_get_sysfs_path() */
 SV_EXPORT bool softverbs_dv_is_supported(struct ibv_device *device)
 {
-    if ((device == NULL) || !sv_mlx5_enabled()) {
+    if ((device == NULL) || !sv_g.mlx5) {
         return false;
     }
     (void)ibv_get_sysfs_path();
@@ -86,7 +79,7 @@ SV_EXPORT struct ibv_cq_ex *softverbs_dv_create_cq(struct ibv_context *context,
     uint32_t cqe_size = 64;
     struct ibv_cq_ex *cqx;
 
-    if (!sv_mlx5_enabled()) {
+    if (!sv_g.mlx5) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -314,7 +307,7 @@ SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
                            MLX5DV_OBJ_DM | MLX5DV_OBJ_AH;
     int ret = 0;
 
-    if (!sv_mlx5_enabled()) {
+    if (!sv_g.mlx5) {
         return EOPNOTSUPP;
     }
     if (obj == NULL) {
@@ -326,6 +319,7 @@ SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
         return EOPNOTSUPP;
     }
     pthread_mutex_lock(&sv_mlx5.lock);
+    sv_g.hooks = &sv_mlx5_hooks; /* before any front: see struct sv_global */
     sv_mlx5_uar_get();
     if (sv_mlx5.uar == NULL) {
         ret = ENOMEM;
@@ -383,6 +377,27 @@ void sv_mlx5_qp_detach(struct sv_qp *qp)
     free(f->dbrec);
     free(f->bounce);
     free(f);
+}
+
+/* A QP moved to RESET: the engine reads its queues from index 0 again,
+ * and the doorbell records are zeroed as libmlx5 zeroes them
+ * (mlx5_modify_qp: db[MLX5_RCV_DBR] = db[MLX5_SND_DBR] = 0 with the
+ * queue indices), so that WQEs posted before the reset are not run */
+void sv_mlx5_qp_reset(struct sv_qp *qp)
+{
+    struct sv_mlx5_qp *f;
+
+    pthread_mutex_lock(&sv_mlx5.lock);
+    f = qp->mlx5;
+    if (f != NULL) {
+        __atomic_store_n(&f->dbrec[MLX5_RCV_DBR], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->dbrec[MLX5_SND_DBR], 0, __ATOMIC_RELAXED);
+        f->sq_ci       = 0;
+        f->rq_mirrored = 0;
+        f->nop_wait    = 0;
+        f->nop_ready   = 0;
+    }
+    pthread_mutex_unlock(&sv_mlx5.lock);
 }
 
 void sv_mlx5_cq_detach(struct sv_cq *cq)

@@ -8,7 +8,6 @@
  * mlx5dv_create_qp) can be added as new qp_type values there.
  */
 #include "sv.h"
-#include "sv_mlx5_front.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -560,7 +559,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
          * last one (sv_xrc.c) */
         return sv_xrc_qp_release(qp);
     }
-    sv_mlx5_qp_detach(qp); /* the engine lets go of its queues */
+    if (qp->mlx5 != NULL) {
+        sv_g.hooks->qp_detach(qp); /* the engine lets go of its queues */
+    }
     sv_cq_del_qp(qp->scq, qp);
     if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
         sv_cq_del_qp(qp->rcq, qp);

@@ -438,6 +438,9 @@ static void sv_qp_modify_finish(struct sv_qp *qp, enum ibv_qp_state cur,
         if ((qp->rcq != NULL) && (qp->rcq != qp->scq)) {
             sv_cq_clean(qp->rcq, qp);
         }
+        if (qp->mlx5 != NULL) {
+            sv_g.hooks->qp_reset(qp); /* its mlx5 queues start at 0 */
+        }
     }
 
     if ((next == IBV_QPS_ERR) && (cur != IBV_QPS_ERR)) {

@@ -5,7 +5,6 @@
  * WQE by copying it and then moving head by CAS.
  */
 #include "sv.h"
-#include "sv_mlx5_front.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -390,7 +389,9 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
         }
     }
     sv_shm_unlock();
-    sv_mlx5_srq_detach(srq); /* the engine lets go of its front */
+    if (srq->mlx5 != NULL) {
+        sv_g.hooks->srq_detach(srq); /* the engine lets go of its front */
+    }
     /* as ibv_destroy_qp: wait until its reported events are acknowledged */
     pthread_mutex_lock(&ibsrq->mutex);
     while (ibsrq->events_completed != srq->events_reported) {
