@@ -395,6 +395,10 @@ static void sv_mlx5_wqe_fail(struct sv_mlx5_qp *f, uint16_t idx)
     struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
     struct sv_qp *qp        = f->qp;
 
+    if (sv_qp_state(qp->shm) == IBV_QPS_RESET) {
+        return; /* reset meanwhile: the WQE is gone with its queue */
+    }
+
     if ((qp->scq != NULL) && (qp->scq->mlx5 != NULL)) {
         sv_mlx5_cqe_err(qp->scq->mlx5, MLX5_CQE_REQ_ERR,
                         MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0,
@@ -440,6 +444,13 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
                   ibv_post_send(&f->qp->qpx.qp_base, &w.wr, &bad);
             if (ret == ENOMEM) {
                 break; /* the internal queue is full: next round */
+            }
+            st = sv_qp_state(f->qp->shm);
+            if ((ret != 0) && ((st == IBV_QPS_RESET) || (st == IBV_QPS_INIT) ||
+                               (st == IBV_QPS_RTR))) {
+                /* the program reset the QP meanwhile (its reset zeroed the
+                 * record and this index): nothing to run or to fail */
+                break;
             }
             if (ret != 0) {
                 sv_error("mlx5: qp 0x%x: WQE %u refused (%d)",

@@ -317,12 +317,12 @@ qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
                      0)) {
         count += qpx_iface_backlog_progress(iface, rx, tx);
     }
-    n = qpx_iface_poll_cq(iface->recv_cq, QPX_IFACE_BACKLOG, wc);
+    n = qpx_iface_poll_cq(iface, iface->recv_cq, QPX_IFACE_BACKLOG, wc);
     if (n > 0) {
         count += rx(iface, wc, n);
     }
     if (!tx_idle) {
-        n = qpx_iface_poll_cq(iface->send_cq, QPX_IFACE_BACKLOG, wc);
+        n = qpx_iface_poll_cq(iface, iface->send_cq, QPX_IFACE_BACKLOG, wc);
         if (n > 0) {
             count += tx(iface, wc, n);
         }

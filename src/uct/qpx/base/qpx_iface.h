@@ -65,6 +65,7 @@
 #include "qpx_device.h"
 #include "qpx_md.h"
 #include "qpx_qp.h"
+#include "qpx_mlx5.h"
 
 #include <ucs/ucx_compat.h>
 #include <ucs/ucx_ops.h>
@@ -388,6 +389,9 @@ struct qpx_iface {
                                            struct ibv_qp_init_attr*,
                                            struct ibv_qp**);
     khash_t(qpx_qp_map)       qp_map;
+    /* the direct path (qpx_mlx5.h): enabled, its CQs and SRQ are mlx5
+     * queues read and written without verbs calls */
+    qpx_mlx5_iface_t          direct;
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
     /* How a QP, CQ or SRQ the device has no room or memory for is logged

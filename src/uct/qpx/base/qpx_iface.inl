@@ -8,6 +8,8 @@
 #ifndef QPX_IFACE_INL_
 #define QPX_IFACE_INL_
 
+#include "qpx_mlx5.inl"
+
 /* The pool iface's receive buffers come from: its owner's when shared */
 static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_iface_rx_pool(qpx_iface_t *iface)
 {
@@ -209,12 +211,23 @@ static inline int qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface)
     return 0;
 }
 
-/* Poll up to max completions of cq into wc; 0 on error (logged) */
-static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(struct ibv_cq *cq, int max,
+/* Poll up to max completions of cq (iface's send or receive CQ) into wc;
+ * 0 on error (logged). A direct interface reads its mlx5 CQEs */
+static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
+                                                 struct ibv_cq *cq, int max,
                                                  struct ibv_wc *wc)
 {
-    int n = ibv_poll_cq(cq, max, wc);
+    int n;
 
+#if HAVE_MLX5DV
+    if (iface->direct.enabled) {
+        return qpx_mlx5_poll(iface, &iface->direct.cq[(cq == iface->send_cq) ?
+                                                      QPX_MLX5_CQ_TX :
+                                                      QPX_MLX5_CQ_RX],
+                             max, wc);
+    }
+#endif
+    n = ibv_poll_cq(cq, max, wc);
     if (ucs_unlikely(n < 0)) {
         ucs_error("ibv_poll_cq(cq %p) failed: %d (%s)", cq, n, strerror(-n));
         return 0;

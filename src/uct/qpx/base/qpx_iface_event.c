@@ -55,6 +55,9 @@ int qpx_iface_ack_events(qpx_iface_t *iface)
     if (recv_events > 0) {
         ibv_ack_cq_events(iface->recv_cq, recv_events);
     }
+    /* a direct CQ's next arm carries the next sequence number */
+    iface->direct.cq[QPX_MLX5_CQ_TX].sn += send_events;
+    iface->direct.cq[QPX_MLX5_CQ_RX].sn += recv_events;
     return send_events + recv_events;
 }
 
@@ -132,7 +135,17 @@ ucs_status_t qpx_iface_pre_arm(qpx_iface_t *iface)
 ucs_status_t qpx_iface_arm_cq(qpx_iface_t *iface, struct ibv_cq *cq,
                               int solicited_only)
 {
-    int ret = ibv_req_notify_cq(cq, solicited_only);
+    int ret;
+
+    if (iface->direct.enabled) {
+        /* through the doorbell record: libmlx5's arming would use its own
+         * consumer index, which the direct path does not move */
+        qpx_mlx5_cq_arm(&iface->direct.cq[(cq == iface->send_cq) ?
+                                          QPX_MLX5_CQ_TX : QPX_MLX5_CQ_RX],
+                        solicited_only);
+        return UCS_OK;
+    }
+    ret = ibv_req_notify_cq(cq, solicited_only);
 
     if (ret != 0) {
         ucs_error("ibv_req_notify_cq(%s cq, solicited_only %d) failed: %s",
@@ -186,12 +199,12 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     if (iface->backlog.tx_count == 0) {
-        iface->backlog.tx_count = qpx_iface_poll_cq(iface->send_cq,
+        iface->backlog.tx_count = qpx_iface_poll_cq(iface, iface->send_cq,
                                                     QPX_IFACE_BACKLOG,
                                                     iface->backlog.tx);
     }
     if (iface->backlog.rx_count == 0) {
-        iface->backlog.rx_count = qpx_iface_poll_cq(iface->recv_cq,
+        iface->backlog.rx_count = qpx_iface_poll_cq(iface, iface->recv_cq,
                                                     QPX_IFACE_BACKLOG,
                                                     iface->backlog.rx);
     }

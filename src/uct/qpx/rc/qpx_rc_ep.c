@@ -62,6 +62,15 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
         goto err_put_qp;
     }
 
+    memset(&self->txwq, 0, sizeof(self->txwq));
+    if (iface->super.super.direct.enabled) {
+        status = qpx_mlx5_txwq_init(&iface->super.super, self->qp,
+                                    &self->txwq);
+        if (status != UCS_OK) {
+            goto err_put_qp;
+        }
+    }
+
     /* The words the peer writes: its credit count (flow control) and its
      * close notice (keepalive), in a registered slot of the interface */
     self->fc.enabled = (iface->config.fc_wnd > 0);
@@ -108,6 +117,7 @@ err_put_ctl:
     ucs_mpool_put(self->fc.ctl);
 err_put_qp:
     qpx_iface_qp_put(&iface->super.super, self->qp);
+    qpx_mlx5_txwq_cleanup(&iface->super.super, &self->txwq);
     return status;
 }
 
@@ -143,6 +153,8 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     /* Before the QP goes back to RESET, which discards what it holds */
     qpx_rc_ep_post_close_notice(self);
     qpx_iface_qp_put(&iface->super.super, self->qp);
+    /* after the reset: a completion still found for the QP is dropped */
+    qpx_mlx5_txwq_cleanup(&iface->super.super, &self->txwq);
     /* A late write of the old peer cannot reach the slot once it serves a
      * new endpoint: it comes through our QP, now reset (or reconnected to
      * another peer, whose packets only it accepts) */

@@ -48,6 +48,22 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
 }
 
 
+/* One WR on ep's QP: a WQE in its mlx5 send queue on the direct path, else
+ * ibv_post_send; 0 or an errno */
+static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
+                                                struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad_wr;
+
+#if HAVE_MLX5DV
+    if (ep->txwq.qstart != NULL) {
+        return qpx_mlx5_post(&ep->txwq, wr);
+    }
+#endif
+    return ibv_post_send(ep->qp, wr, &bad_wr);
+}
+
+
 static UCS_F_ALWAYS_INLINE uint64_t qpx_rc_ep_wr_id(qpx_rc_ep_t *ep,
                                                    uint64_t sn)
 {
@@ -65,7 +81,6 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
                int send_flags, int signal)
 {
-    struct ibv_send_wr *bad_wr;
     uint64_t sn = ep->tx.sn + 1;
     int ret;
 
@@ -86,7 +101,7 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
                       IBV_SEND_FENCE : 0) |
                      (signal ? IBV_SEND_SIGNALED : 0);
 
-    ret = ibv_post_send(ep->qp, wr, &bad_wr);
+    ret = qpx_rc_ep_post_wr(ep, wr);
     if (ucs_unlikely(ret != 0)) {
         ucs_error("ibv_post_send(qp 0x%x, opcode %d) failed: %s",
                   ep->qp->qp_num, wr->opcode, strerror(ret));

@@ -236,6 +236,7 @@ static const qpx_rdma_tl_t qpx_rc_rdma_tl = {
     .internal_ops   = &qpx_rc_iface_internal_ops,
     .max_inflight_eps = qpx_rc_iface_max_inflight_eps,
     .ep_list_offset = ucs_offsetof(qpx_rc_ep_t, list),
+    .direct         = 1,
     .base_ops       = &qpx_rc_iface_base_ops,
     .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_EP,
     .iface_addr_len = 0,

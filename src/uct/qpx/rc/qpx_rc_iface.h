@@ -100,6 +100,8 @@ typedef struct qpx_rc_iface {
 struct qpx_rc_ep {
     qpx_ep_t            super;          /* interface, pending queue */
     struct ibv_qp       *qp;
+    qpx_mlx5_txwq_t     txwq;           /* direct: qp's send queue (qstart
+                                           NULL on the verbs path) */
     ucs_list_link_t     list;           /* in iface->super.eps */
     uint16_t            id;             /* tags wr_id against a reused QP */
     uint8_t             flags;

@@ -44,9 +44,10 @@ qpx_rc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
     struct ibv_send_wr wr;
     ucs_status_t status;
 
-    wr.opcode  = rwr->opcode;
-    wr.sg_list = rwr->sge;
-    wr.num_sge = rwr->num_sge;
+    wr.opcode   = rwr->opcode;
+    wr.sg_list  = rwr->sge;
+    wr.num_sge  = rwr->num_sge;
+    wr.imm_data = 0; /* no immediate: one word, read by the direct path */
     if ((rwr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
         (rwr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
         wr.wr.atomic.remote_addr = rwr->remote_addr;
@@ -101,7 +102,7 @@ ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)
 void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep)
 {
     static const uint64_t closed = 1;
-    struct ibv_send_wr wr, *bad_wr;
+    struct ibv_send_wr wr;
     struct ibv_sge sge;
     int ret;
 
@@ -123,7 +124,7 @@ void qpx_rc_ep_post_close_notice(qpx_rc_ep_t *ep)
     wr.wr_id      = qpx_rc_ep_wr_id(ep, ep->tx.sn + 1);
     wr.next       = NULL;
     wr.send_flags = IBV_SEND_INLINE;
-    ret = ibv_post_send(ep->qp, &wr, &bad_wr);
+    ret = qpx_rc_ep_post_wr(ep, &wr);
     if (ret != 0) {
         ucs_debug("qp 0x%x: close notice not posted: %s", ep->qp->qp_num,
                   strerror(ret));

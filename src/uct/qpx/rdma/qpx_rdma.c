@@ -73,6 +73,15 @@ ucs_config_field_t qpx_rdma_iface_config_table[] = {
      "in wakeup mode (ucp_worker_wait) only when it is offered.",
      ucs_offsetof(qpx_rdma_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
 
+    {"DIRECT", "auto",
+     "The direct path: post WQEs and read CQEs in the device's own queues "
+     "(mlx5 devices, through mlx5dv), without a verbs call per operation. "
+     "auto: where the device has them and the transport offers it (qpx_rc; "
+     "not qpx_dc yet, nor an interface that shares another's receive "
+     "queue), else verbs; on: fail to open without it; off: verbs.",
+     ucs_offsetof(qpx_rdma_iface_config_t, direct),
+     UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
     {"KEEPALIVE_INTERVAL", "2s",
      "Every interval, an endpoint that sent before and nothing since the "
      "last check is probed with a zero-length RDMA write, so that a peer "
@@ -266,12 +275,32 @@ ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
 {
     ucs_status_t status;
 
-    status = qpx_iface_rx_fill(&iface->super);
+    /* before the first receive is posted: direct ones go to the mlx5 SRQ */
+    if (iface->direct_ok) {
+        status = qpx_mlx5_iface_init(&iface->super,
+                                     (ucs_on_off_auto_value_t)config->direct);
+    } else if (config->direct == UCS_CONFIG_ON) {
+        ucs_error("%s: DIRECT=on: %s", iface->tl->name,
+                  iface->tl->direct ? "not for a sub-interface of the hybrid" :
+                  "the transport has no direct path yet");
+        status = UCS_ERR_UNSUPPORTED;
+    } else {
+        status = UCS_OK;
+    }
     if (status != UCS_OK) {
         return status;
     }
-    return qpx_iface_keepalive_start(&iface->super,
-                                     config->keepalive_interval);
+    status = qpx_iface_rx_fill(&iface->super);
+    if (status != UCS_OK) {
+        qpx_mlx5_iface_cleanup(&iface->super);
+        return status;
+    }
+    status = qpx_iface_keepalive_start(&iface->super,
+                                       config->keepalive_interval);
+    if (status != UCS_OK) {
+        qpx_mlx5_iface_cleanup(&iface->super);
+    }
+    return status;
 }
 
 
@@ -284,6 +313,7 @@ void qpx_rdma_iface_stop(qpx_rdma_iface_t *iface)
         ucs_warn("%s iface %p closed with endpoints",
                  iface->super.config.tl_name, iface);
     }
+    qpx_mlx5_iface_cleanup(&iface->super);
 }
 
 
@@ -313,6 +343,9 @@ UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, const qpx_rdma_tl_t *tl, uct_md_h md,
                               worker, params, config, &attr);
 
     self->tl         = tl;
+    /* a hybrid's sub-interface shares an SRQ with another, on verbs: its
+     * receive WRs must keep the verbs shape */
+    self->direct_ok  = tl->direct && (hints == NULL);
     ucs_list_head_init(&self->eps);
     self->tx_unacked = 0;
     self->fence_beat = 0;

@@ -153,6 +153,7 @@ typedef struct qpx_rdma_iface_config {
     int      atomics;            /* allow device atomics */
     int      events;             /* offer event notification */
     double   keepalive_interval; /* 0: no keepalive */
+    int      direct;             /* ucs_on_off_auto_value_t: mlx5 queues */
 } qpx_rdma_iface_config_t;
 
 extern ucs_config_field_t qpx_rdma_iface_config_table[];
@@ -195,6 +196,9 @@ typedef struct qpx_rdma_tl {
     uct_iface_internal_ops_t *internal_ops;
     /* Where an endpoint's link in qpx_rdma_iface_t.eps is */
     size_t                   ep_list_offset;
+    /* It posts through qpx_mlx5_post when its interface is direct
+     * (UCX_QPX_<TL>_DIRECT) */
+    int                      direct;
     const qpx_iface_ops_t    *base_ops;
     /* uct_iface_query: UCT_IFACE_FLAG_CONNECT_TO_EP or _IFACE, the
      * addresses' lengths, and what an operation costs beyond what base
@@ -224,6 +228,7 @@ typedef struct qpx_rdma_tl {
 typedef struct qpx_rdma_iface {
     qpx_iface_t           super;
     const qpx_rdma_tl_t   *tl;     /* the transport */
+    int                   direct_ok; /* it may take the direct path */
     ucs_list_link_t       eps;     /* every endpoint (tl->ep_list_offset) */
     /* Requests posted and not yet known complete, over all queues: while
      * any exist the send CQ is polled, so that an unsignalled request that

@@ -1,0 +1,305 @@
+/*
+ * The direct path's setup (qpx_mlx5.h): an interface's CQs and SRQ, and
+ * each QP's send queue, taken from mlx5dv_init_obj(3) and checked against
+ * what the fast path (qpx_mlx5.inl) assumes: 64-byte send blocks in a
+ * power-of-two ring, a power-of-two CQ of 64- or 128-byte entries, an SRQ
+ * ring from head 0 whose WQE holds one data segment.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "qpx_iface.h"
+
+#include <stdlib.h>
+
+#if HAVE_MLX5DV
+
+static unsigned qpx_mlx5_log2(uint32_t v)
+{
+    unsigned l = 0;
+
+    while ((1u << l) < v) {
+        ++l;
+    }
+    return l;
+}
+
+
+static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
+{
+    struct mlx5dv_cq dv = {};
+    struct mlx5dv_obj obj = {};
+    int ret;
+
+    obj.cq.in  = ibcq;
+    obj.cq.out = &dv;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ);
+    if (ret != 0) {
+        ucs_debug("mlx5dv_init_obj(cq) failed: %s", strerror(ret));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((dv.cqe_cnt == 0) || (dv.cqe_cnt & (dv.cqe_cnt - 1)) ||
+        ((dv.cqe_size != 64) && (dv.cqe_size != 128))) {
+        ucs_debug("cq 0x%x: %u entries of %u bytes: not for the direct path",
+                  dv.cqn, dv.cqe_cnt, dv.cqe_size);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    cq->buf     = dv.buf;
+    cq->mask    = dv.cqe_cnt - 1;
+    cq->stride  = dv.cqe_size;
+    cq->log_cnt = qpx_mlx5_log2(dv.cqe_cnt);
+    cq->ci      = 0;
+    cq->dbrec   = dv.dbrec;
+    cq->uar     = dv.cq_uar;
+    cq->cqn     = dv.cqn;
+    cq->sn      = 0;
+    return UCS_OK;
+}
+
+
+static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
+                                      qpx_mlx5_srq_t *srq)
+{
+    struct mlx5dv_srq dv = {};
+    struct mlx5dv_obj obj = {};
+    int ret;
+
+    obj.srq.in  = ibsrq;
+    obj.srq.out = &dv;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
+    if (ret != 0) {
+        ucs_debug("mlx5dv_init_obj(srq) failed: %s", strerror(ret));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((dv.head != 0) || (dv.tail & (dv.tail + 1)) ||
+        (dv.stride < sizeof(struct mlx5_wqe_srq_next_seg) +
+                     sizeof(struct mlx5_wqe_data_seg))) {
+        ucs_debug("srq head %u tail %u stride %u: not for the direct path",
+                  dv.head, dv.tail, dv.stride);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    srq->wrid = calloc(dv.tail + 1, sizeof(*srq->wrid));
+    if (srq->wrid == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    srq->buf     = dv.buf;
+    srq->tail    = (uint16_t)dv.tail;
+    srq->stride  = dv.stride;
+    srq->dbrec   = dv.dbrec;
+    srq->counter = 0;
+    return UCS_OK;
+}
+
+
+ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
+                                 ucs_on_off_auto_value_t mode)
+{
+    qpx_mlx5_iface_t *d = &iface->direct;
+    khash_t(qpx_qp_map) *map;
+    ucs_status_t status;
+
+    memset(d, 0, sizeof(*d));
+    if (mode == UCS_CONFIG_OFF) {
+        ucs_debug("%s iface %p: verbs path (DIRECT=off)",
+                  iface->config.tl_name, iface);
+        return UCS_OK;
+    }
+    if (!mlx5dv_is_supported(iface->md->dev.ctx->device) ||
+        (iface->srq == NULL) || (iface->rx_owner != NULL)) {
+        status = UCS_ERR_UNSUPPORTED;
+        goto out_unsupported;
+    }
+    status = qpx_mlx5_cq_init(iface->send_cq, &d->cq[QPX_MLX5_CQ_TX]);
+    if (status == UCS_OK) {
+        status = qpx_mlx5_cq_init(iface->recv_cq, &d->cq[QPX_MLX5_CQ_RX]);
+    }
+    if (status == UCS_OK) {
+        status = qpx_mlx5_srq_init(iface->srq, &d->srq);
+    }
+    if (status != UCS_OK) {
+        goto out_unsupported;
+    }
+    map = malloc(sizeof(*map));
+    if (map == NULL) {
+        free(d->srq.wrid);
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_init_inplace(qpx_qp_map, map);
+    d->qps     = map;
+    d->enabled = 1;
+    ucs_debug("%s iface %p: direct path (mlx5 queues)",
+              iface->config.tl_name, iface);
+    return UCS_OK;
+
+out_unsupported:
+    if (mode == UCS_CONFIG_ON) {
+        ucs_error("%s: DIRECT=on, but %s has no mlx5 queues for it",
+                  iface->config.tl_name, iface->md->dev.name);
+        return (status == UCS_ERR_NO_MEMORY) ? status : UCS_ERR_UNSUPPORTED;
+    }
+    memset(d, 0, sizeof(*d));
+    ucs_debug("%s iface %p: verbs path", iface->config.tl_name, iface);
+    return (status == UCS_ERR_NO_MEMORY) ? status : UCS_OK;
+}
+
+
+void qpx_mlx5_iface_cleanup(qpx_iface_t *iface)
+{
+    qpx_mlx5_iface_t *d = &iface->direct;
+
+    if (!d->enabled) {
+        return;
+    }
+    kh_destroy_inplace(qpx_qp_map, (khash_t(qpx_qp_map)*)d->qps);
+    free(d->qps);
+    free(d->srq.wrid);
+    memset(d, 0, sizeof(*d));
+}
+
+
+ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
+                                qpx_mlx5_txwq_t *wq)
+{
+    khash_t(qpx_qp_map) *map = iface->direct.qps;
+    struct ibv_qp_init_attr init_attr;
+    struct mlx5dv_qp dv = {};
+    struct mlx5dv_obj obj = {};
+    struct ibv_qp_attr attr;
+    unsigned per_wr;
+    khiter_t it;
+    int ret;
+
+    obj.qp.in  = qp;
+    obj.qp.out = &dv;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
+    if (ret != 0) {
+        ucs_error("mlx5dv_init_obj(qp 0x%x) failed: %s", qp->qp_num,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    if (ibv_query_qp(qp, &attr, IBV_QP_CAP, &init_attr) != 0) {
+        ucs_error("ibv_query_qp(qp 0x%x) failed: %m", qp->qp_num);
+        return UCS_ERR_IO_ERROR;
+    }
+    /* a WQE may take the room of one WR: blocks / max_send_wr, at most what
+     * the fast path builds */
+    per_wr = dv.sq.wqe_cnt / ucs_max(attr.cap.max_send_wr, 1);
+    if ((dv.sq.stride != MLX5_SEND_WQE_BB) || (dv.sq.wqe_cnt == 0) ||
+        (dv.sq.wqe_cnt & (dv.sq.wqe_cnt - 1)) || (per_wr == 0)) {
+        ucs_error("qp 0x%x: send queue of %u blocks of %u bytes for %u WRs: "
+                  "not for the direct path", qp->qp_num, dv.sq.wqe_cnt,
+                  dv.sq.stride, attr.cap.max_send_wr);
+        return UCS_ERR_IO_ERROR;
+    }
+    wq->wrid      = calloc(dv.sq.wqe_cnt, sizeof(*wq->wrid));
+    wq->wc_opcode = calloc(dv.sq.wqe_cnt, sizeof(*wq->wc_opcode));
+    if ((wq->wrid == NULL) || (wq->wc_opcode == NULL)) {
+        goto err_free;
+    }
+    wq->qstart  = dv.sq.buf;
+    wq->qend    = (char*)dv.sq.buf + (size_t)dv.sq.wqe_cnt * MLX5_SEND_WQE_BB;
+    wq->mask    = (uint16_t)(dv.sq.wqe_cnt - 1);
+    wq->qpn     = qp->qp_num;
+    wq->dbrec   = &dv.dbrec[MLX5_SND_DBR];
+    wq->reg     = dv.bf.reg;
+    wq->max_wqe = ucs_min((size_t)per_wr * MLX5_SEND_WQE_BB,
+                          (size_t)QPX_MLX5_MAX_WQE);
+    qpx_mlx5_txwq_reset(wq);
+
+    it = kh_put(qpx_qp_map, map, qp->qp_num, &ret);
+    if (ret < 0) {
+        goto err_free;
+    }
+    kh_value(map, it) = wq;
+    return UCS_OK;
+
+err_free:
+    free(wq->wc_opcode);
+    free(wq->wrid);
+    memset(wq, 0, sizeof(*wq));
+    return UCS_ERR_NO_MEMORY;
+}
+
+
+void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq)
+{
+    /* a QP from RESET starts at block 0: libmlx5 zeroed the record */
+    wq->pi = 0;
+}
+
+
+void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
+{
+    khash_t(qpx_qp_map) *map = iface->direct.qps;
+    khiter_t it;
+
+    if (wq->qstart == NULL) {
+        return;
+    }
+    it = kh_get(qpx_qp_map, map, wq->qpn);
+    if (it != kh_end(map)) {
+        kh_del(qpx_qp_map, map, it);
+    }
+    free(wq->wc_opcode);
+    free(wq->wrid);
+    memset(wq, 0, sizeof(*wq));
+}
+
+
+/*
+ * Arm (uct_ib_mlx5dv_arm_cq's shape, the PRM's CQ doorbell): the arm word
+ * (sequence, command, consumer index) into the record, then, after a
+ * barrier, the same word and the CQ number to the CQ doorbell register.
+ */
+void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only)
+{
+    uint32_t word = ((cq->sn & 3) << 28) |
+                    (solicited_only ? MLX5_CQ_DB_REQ_NOT_SOL :
+                                      MLX5_CQ_DB_REQ_NOT) |
+                    (cq->ci & 0xffffff);
+
+    cq->dbrec[1] = htobe32(word);
+    qpx_mlx5_wmb();
+    *(volatile uint64_t*)((char*)cq->uar + MLX5_CQ_DOORBELL) =
+            htobe64(((uint64_t)word << 32) | cq->cqn);
+    qpx_mlx5_mmio_flush();
+}
+
+#else /* !HAVE_MLX5DV */
+
+ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
+                                 ucs_on_off_auto_value_t mode)
+{
+    memset(&iface->direct, 0, sizeof(iface->direct));
+    if (mode == UCS_CONFIG_ON) {
+        ucs_error("%s: DIRECT=on, but qpx was built without mlx5dv.h",
+                  iface->config.tl_name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
+void qpx_mlx5_iface_cleanup(qpx_iface_t *iface)
+{
+}
+
+ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
+                                qpx_mlx5_txwq_t *wq)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
+{
+}
+
+void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq)
+{
+}
+
+void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only)
+{
+}
+
+#endif

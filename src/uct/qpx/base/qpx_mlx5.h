@@ -1,0 +1,103 @@
+/*
+ * The direct path of an interface on an mlx5 device: its send queues, CQs
+ * and SRQ are the queues mlx5dv_init_obj(3) hands out, written and read
+ * here without a verbs call, as the HCA defines them (mlx5dv.h: WQE
+ * segments, CQEs with owner bits, doorbell records, the doorbell register).
+ * The rest of qpx keeps its verbs shapes: a send is an ibv_send_wr turned
+ * into a WQE (qpx_mlx5_post), a completion an ibv_wc read from a CQE
+ * (qpx_mlx5_poll), a receive buffer an ibv_recv_wr turned into an SRQ WQE
+ * (qpx_mlx5_srq_post), so that one interface is all direct or all verbs,
+ * chosen when it opens (UCX_QPX_<TL>_DIRECT; the transport must offer it,
+ * qpx_iface_ops_t direct).
+ *
+ * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ). The
+ * other transports, and an interface that shares another's SRQ (the
+ * hybrid's sub-interfaces), stay on verbs.
+ */
+#ifndef QPX_MLX5_H_
+#define QPX_MLX5_H_
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <ucs/type/status.h>
+#include <ucs/config/types.h>
+
+
+/* A CQ: entry i's struct mlx5_cqe64 at buf + (i & mask) * stride +
+ * stride - 64; software-owned when its owner bit is (i >> log_cnt) & 1 */
+typedef struct qpx_mlx5_cq {
+    char              *buf;
+    uint32_t           mask;      /* entries - 1 */
+    unsigned           stride;    /* 64 or 128 */
+    unsigned           log_cnt;
+    uint32_t           ci;        /* next entry to read */
+    volatile uint32_t *dbrec;     /* [0] consumer index, [1] arm word */
+    void              *uar;       /* the CQ doorbell register's page */
+    uint32_t           cqn;
+    unsigned           sn;        /* events taken: the arm sequence */
+} qpx_mlx5_cq_t;
+
+
+/* A send queue of 64-byte blocks; the WR id and completion opcode of the
+ * WQE that starts at each block, for its CQE (which names the block) */
+typedef struct qpx_mlx5_txwq {
+    char              *qstart;
+    char              *qend;
+    uint16_t           pi;        /* next block */
+    uint16_t           mask;      /* blocks - 1 */
+    uint32_t           qpn;
+    volatile uint32_t *dbrec;     /* [MLX5_SND_DBR]: the producer counter */
+    volatile uint64_t *reg;       /* the doorbell register (8-byte store) */
+    size_t             max_wqe;   /* bytes one WQE may take */
+    uint64_t          *wrid;
+    uint8_t           *wc_opcode;
+} qpx_mlx5_txwq_t;
+
+
+/* An SRQ of tail + 1 WQEs linked in a ring (mlx5_create_srq's links:
+ * i -> i + 1), posted and consumed in index order */
+typedef struct qpx_mlx5_srq {
+    char              *buf;
+    uint16_t           counter;   /* WQEs posted */
+    uint16_t           tail;      /* index mask */
+    unsigned           stride;
+    volatile uint32_t *dbrec;
+    uint64_t          *wrid;
+} qpx_mlx5_srq_t;
+
+
+/* The direct state of an interface (qpx_iface_t direct) */
+typedef struct qpx_mlx5_iface {
+    int                enabled;
+    qpx_mlx5_cq_t      cq[2];     /* send, receive */
+    qpx_mlx5_srq_t     srq;
+    void              *qps;       /* QP number -> qpx_mlx5_txwq_t (khash) */
+} qpx_mlx5_iface_t;
+
+enum {
+    QPX_MLX5_CQ_TX = 0,
+    QPX_MLX5_CQ_RX = 1
+};
+
+struct qpx_iface;
+
+/* At interface open, before any receive is posted: when mode asks for it
+ * (on, auto) and the device has mlx5 queues, make both CQs and the SRQ
+ * direct; UCS_OK with direct.enabled 0 otherwise (auto, off), an error
+ * when mode is on and it cannot be */
+ucs_status_t qpx_mlx5_iface_init(struct qpx_iface *iface,
+                                 ucs_on_off_auto_value_t mode);
+void qpx_mlx5_iface_cleanup(struct qpx_iface *iface);
+
+/* A QP of a direct interface: its send queue, found by its QP number */
+ucs_status_t qpx_mlx5_txwq_init(struct qpx_iface *iface, struct ibv_qp *qp,
+                                qpx_mlx5_txwq_t *wq);
+void qpx_mlx5_txwq_cleanup(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
+/* After the QP went through RESET: the queue starts at block 0 again */
+void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq);
+
+/* Arming a direct CQ for its next (solicited) completion, and taking its
+ * event (the arm sequence moves on) */
+void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only);
+
+#endif
