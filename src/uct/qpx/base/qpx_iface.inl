@@ -8,7 +8,6 @@
 #ifndef QPX_IFACE_INL_
 #define QPX_IFACE_INL_
 
-#include "qpx_mlx5.inl"
 
 /* The pool iface's receive buffers come from: its owner's when shared */
 static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_iface_rx_pool(qpx_iface_t *iface)
@@ -219,14 +218,12 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
 {
     int n;
 
-#if HAVE_MLX5DV
-    if (iface->direct.enabled) {
+    if (ucs_unlikely(iface->direct.enabled)) {
         return qpx_mlx5_poll(iface, &iface->direct.cq[(cq == iface->send_cq) ?
                                                       QPX_MLX5_CQ_TX :
                                                       QPX_MLX5_CQ_RX],
                              max, wc);
     }
-#endif
     n = ibv_poll_cq(cq, max, wc);
     if (ucs_unlikely(n < 0)) {
         ucs_error("ibv_poll_cq(cq %p) failed: %d (%s)", cq, n, strerror(-n));

@@ -159,14 +159,12 @@ static unsigned qpx_iface_rx_post_chain(qpx_iface_t *iface,
     }
 
     *tail = NULL;
-#if HAVE_MLX5DV
     if (iface->direct.enabled) {
         /* the ring has room for them: rx.available counts it */
         n = qpx_mlx5_srq_post(&iface->direct.srq, head);
         iface->rx.available -= n;
         return n;
     }
-#endif
     if (iface->srq != NULL) {
         ret = ibv_post_srq_recv(iface->srq, head, &bad_wr);
     } else {

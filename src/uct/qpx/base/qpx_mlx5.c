@@ -1,9 +1,17 @@
 /*
- * The direct path's setup (qpx_mlx5.h): an interface's CQs and SRQ, and
- * each QP's send queue, taken from mlx5dv_init_obj(3) and checked against
- * what the fast path (qpx_mlx5.inl) assumes: 64-byte send blocks in a
- * power-of-two ring, a power-of-two CQ of 64- or 128-byte entries, an SRQ
- * ring from head 0 whose WQE holds one data segment.
+ * The direct path (qpx_mlx5.h): its operations (a send WR as a WQE and its
+ * doorbell, CQEs as work completions, receive WRs as SRQ WQEs; no
+ * allocation, lock or system call; the layouts are mlx5dv.h's), and its
+ * setup: an interface's CQs and SRQ, and each QP's send queue, taken from
+ * mlx5dv_init_obj(3) and checked against what the operations assume:
+ * 64-byte send blocks in a power-of-two ring, a power-of-two CQ of 64- or
+ * 128-byte entries, an SRQ ring from head 0 whose WQE holds one data
+ * segment.
+ *
+ * The operations are functions of this file, not inline ones in the
+ * callers: inlined, they grew the verbs path's own instructions (qpx_rc
+ * put_short 77 -> 91 with test/bench/rc_instr.sh), which now only tests a
+ * flag for them.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,6 +22,366 @@
 #include <stdlib.h>
 
 #if HAVE_MLX5DV
+
+#include <infiniband/mlx5dv.h>
+#include <endian.h>
+
+#define QPX_MLX5_MAX_WQE   1024
+
+
+/*
+ * Barriers toward the device (Debian's UCX installs no ucs/arch/cpu.h, so
+ * its ucs_memory_* are out of reach). qpx_mlx5_wmb: stores to queue memory
+ * before the stores after them, as the device (a bus master) sees them:
+ * aarch64 needs the outer-shareable store barrier (rdma-core's udma_to_
+ * device_barrier is "dmb oshst"); x86 orders stores to write-back memory
+ * already (a compiler barrier, as rdma-core's). qpx_mlx5_mmio_flush: the
+ * doorbell register's store out of a write-combining buffer (x86 "sfence",
+ * rdma-core's mmio_flush_writes; "dsb st" on aarch64). Elsewhere: a full
+ * C11 fence.
+ */
+static UCS_F_ALWAYS_INLINE void qpx_mlx5_wmb(void)
+{
+#if defined(__aarch64__)
+    __asm__ __volatile__("dmb oshst" ::: "memory");
+#elif defined(__x86_64__)
+    __asm__ __volatile__("" ::: "memory");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* loads of what the device wrote after the load that saw it written
+ * (rdma-core's udma_from_device_barrier: "dmb oshld" on aarch64) */
+static UCS_F_ALWAYS_INLINE void qpx_mlx5_rmb(void)
+{
+#if defined(__aarch64__)
+    __asm__ __volatile__("dmb oshld" ::: "memory");
+#elif defined(__x86_64__)
+    __asm__ __volatile__("" ::: "memory");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static UCS_F_ALWAYS_INLINE void qpx_mlx5_mmio_flush(void)
+{
+#if defined(__aarch64__)
+    __asm__ __volatile__("dsb st" ::: "memory");
+#elif defined(__x86_64__)
+    __asm__ __volatile__("sfence" ::: "memory");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+
+static UCS_F_ALWAYS_INLINE uint8_t qpx_mlx5_opcode(enum ibv_wr_opcode op,
+                                                   uint8_t *wc_opcode)
+{
+    switch (op) {
+    case IBV_WR_SEND:
+        *wc_opcode = IBV_WC_SEND;
+        return MLX5_OPCODE_SEND;
+    case IBV_WR_SEND_WITH_IMM:
+        *wc_opcode = IBV_WC_SEND;
+        return MLX5_OPCODE_SEND_IMM;
+    case IBV_WR_RDMA_WRITE:
+        *wc_opcode = IBV_WC_RDMA_WRITE;
+        return MLX5_OPCODE_RDMA_WRITE;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        *wc_opcode = IBV_WC_RDMA_WRITE;
+        return MLX5_OPCODE_RDMA_WRITE_IMM;
+    case IBV_WR_RDMA_READ:
+        *wc_opcode = IBV_WC_RDMA_READ;
+        return MLX5_OPCODE_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        *wc_opcode = IBV_WC_COMP_SWAP;
+        return MLX5_OPCODE_ATOMIC_CS;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        *wc_opcode = IBV_WC_FETCH_ADD;
+        return MLX5_OPCODE_ATOMIC_FA;
+    default:
+        return 0xff;
+    }
+}
+
+
+/*
+ * Post one WR as a WQE at the producer index and ring the doorbell: the
+ * WQE is built in place of a staging buffer and copied in (it may wrap
+ * from the end of the queue to its start), its WR id and completion opcode
+ * kept at its first block, the doorbell record moved past it after a store
+ * fence (the device reads the WQE once it sees the record), and the first
+ * 8 bytes of the control segment written to the doorbell register after
+ * another (the record before the register). Returns 0 or EINVAL (an
+ * opcode or a size the queue does not take; nothing posted).
+ */
+int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
+{
+    uint64_t buf[QPX_MLX5_MAX_WQE / sizeof(uint64_t)];
+    struct mlx5_wqe_ctrl_seg *ctrl = (void*)buf;
+    char *p                        = (char*)(ctrl + 1);
+    char *end                      = (char*)buf + wq->max_wqe;
+    struct mlx5_wqe_raddr_seg *raddr;
+    struct mlx5_wqe_atomic_seg *atomic;
+    struct mlx5_wqe_data_seg *dseg;
+    uint8_t opcode, wc_opcode = 0;
+    uint32_t inl = 0, ds;
+    size_t size, first, off;
+    unsigned bbs;
+    int i;
+
+    opcode = qpx_mlx5_opcode(wr->opcode, &wc_opcode);
+    if (ucs_unlikely(opcode == 0xff)) {
+        return EINVAL;
+    }
+    if ((opcode == MLX5_OPCODE_ATOMIC_CS) || (opcode == MLX5_OPCODE_ATOMIC_FA)) {
+        /* the target from the WR's atomic part (laid out unlike rdma's),
+         * the operands in network order (mlx5_post_send's set_atomic_seg) */
+        raddr           = (void*)p;
+        raddr->raddr    = htobe64(wr->wr.atomic.remote_addr);
+        raddr->rkey     = htobe32(wr->wr.atomic.rkey);
+        raddr->reserved = 0;
+        p              += sizeof(*raddr);
+        atomic = (void*)p;
+        if (opcode == MLX5_OPCODE_ATOMIC_CS) {
+            atomic->swap_add = htobe64(wr->wr.atomic.swap);
+            atomic->compare  = htobe64(wr->wr.atomic.compare_add);
+        } else {
+            atomic->swap_add = htobe64(wr->wr.atomic.compare_add);
+            atomic->compare  = 0;
+        }
+        p += sizeof(*atomic);
+    } else if ((opcode != MLX5_OPCODE_SEND) && (opcode != MLX5_OPCODE_SEND_IMM)) {
+        raddr           = (void*)p;
+        raddr->raddr    = htobe64(wr->wr.rdma.remote_addr);
+        raddr->rkey     = htobe32(wr->wr.rdma.rkey);
+        raddr->reserved = 0;
+        p              += sizeof(*raddr);
+    }
+    if ((wr->send_flags & IBV_SEND_INLINE) &&
+        (opcode != MLX5_OPCODE_RDMA_READ) && (opcode != MLX5_OPCODE_ATOMIC_CS) &&
+        (opcode != MLX5_OPCODE_ATOMIC_FA)) {
+        for (i = 0; i < wr->num_sge; ++i) {
+            if (ucs_unlikely(p + 4 + inl + wr->sg_list[i].length > end)) {
+                return EINVAL;
+            }
+            memcpy(p + 4 + inl, (void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            inl += wr->sg_list[i].length;
+        }
+        if (inl > 0) {
+            *(uint32_t*)p = htobe32(inl | MLX5_INLINE_SEG);
+            p += (4 + inl + 15) & ~15u;
+        }
+    } else {
+        for (i = 0; i < wr->num_sge; ++i) {
+            if (wr->sg_list[i].length == 0) {
+                continue;
+            }
+            if (ucs_unlikely(p + sizeof(*dseg) > end)) {
+                return EINVAL;
+            }
+            dseg             = (void*)p;
+            dseg->byte_count = htobe32(wr->sg_list[i].length);
+            dseg->lkey       = htobe32(wr->sg_list[i].lkey);
+            dseg->addr       = htobe64(wr->sg_list[i].addr);
+            p               += sizeof(*dseg);
+        }
+    }
+
+    size = p - (char*)buf;
+    ds   = (uint32_t)(size / 16);
+    bbs  = (unsigned)((size + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB);
+    ctrl->opmod_idx_opcode = htobe32(((uint32_t)wq->pi << 8) | opcode);
+    ctrl->qpn_ds           = htobe32((wq->qpn << 8) | ds);
+    ctrl->signature        = 0;
+    ctrl->dci_stream_channel_id = 0;
+    ctrl->fm_ce_se         = ((wr->send_flags & IBV_SEND_SIGNALED) ?
+                              MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+                             ((wr->send_flags & IBV_SEND_SOLICITED) ?
+                              MLX5_WQE_CTRL_SOLICITED : 0) |
+                             ((wr->send_flags & IBV_SEND_FENCE) ?
+                              MLX5_WQE_CTRL_FENCE : 0);
+    ctrl->imm              = 0;
+    if ((wr->opcode == IBV_WR_SEND_WITH_IMM) ||
+        (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+        ctrl->imm = wr->imm_data; /* set only for these, as verbs reads it */
+    }
+
+    off   = (size_t)(wq->pi & wq->mask) * MLX5_SEND_WQE_BB;
+    first = ucs_min(size, (size_t)(wq->qend - wq->qstart) - off);
+    memcpy(wq->qstart + off, buf, first);
+    memcpy(wq->qstart, (char*)buf + first, size - first);
+    wq->wrid[wq->pi & wq->mask]      = wr->wr_id;
+    wq->wc_opcode[wq->pi & wq->mask] = wc_opcode;
+    wq->pi                          += bbs;
+
+    /* the WQE before the record that covers it */
+    qpx_mlx5_wmb();
+    *wq->dbrec = htobe32(wq->pi);
+    /* the record before the register that makes the device read it */
+    qpx_mlx5_wmb();
+    *wq->reg = buf[0];
+    qpx_mlx5_mmio_flush();
+    return 0;
+}
+
+
+static UCS_F_ALWAYS_INLINE enum ibv_wc_status qpx_mlx5_status(uint8_t synd)
+{
+    switch (synd) {
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:        return IBV_WC_LOC_LEN_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:         return IBV_WC_LOC_QP_OP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:          return IBV_WC_LOC_PROT_ERR;
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:            return IBV_WC_WR_FLUSH_ERR;
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:             return IBV_WC_MW_BIND_ERR;
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:            return IBV_WC_BAD_RESP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:        return IBV_WC_LOC_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:    return IBV_WC_REM_INV_REQ_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:       return IBV_WC_REM_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:           return IBV_WC_REM_OP_ERR;
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:       return IBV_WC_RNR_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:      return IBV_WC_REM_ABORT_ERR;
+    default:                                        return IBV_WC_GENERAL_ERR;
+    }
+}
+
+
+/* The send WQE a CQE names (its QP's queue, its first block) into wc;
+ * 0 when the QP is not (or no longer) the interface's */
+static UCS_F_ALWAYS_INLINE int qpx_mlx5_wc_tx(qpx_iface_t *iface, uint32_t qpn,
+                                              uint16_t wqe_counter,
+                                              struct ibv_wc *wc)
+{
+    khash_t(qpx_qp_map) *map = iface->direct.qps;
+    qpx_mlx5_txwq_t *wq;
+    khiter_t it;
+
+    it = kh_get(qpx_qp_map, map, qpn);
+    if (ucs_unlikely(it == kh_end(map))) {
+        ucs_debug("qpx: completion of unknown qp 0x%x dropped", qpn);
+        return 0;
+    }
+    wq            = kh_value(map, it);
+    wc->wr_id     = wq->wrid[wqe_counter & wq->mask];
+    wc->opcode    = (enum ibv_wc_opcode)wq->wc_opcode[wqe_counter & wq->mask];
+    return 1;
+}
+
+
+/*
+ * Up to max completions of cq into wc: an entry is the software's when its
+ * owner bit is the parity of the pass (then a load fence: its body after
+ * its op_own), and the consumer index goes to the doorbell record (the
+ * device must not overrun what was not read).
+ */
+int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
+                  struct ibv_wc *wc)
+{
+    struct mlx5_cqe64 *cqe;
+    struct mlx5_err_cqe *err;
+    uint32_t start = cq->ci;
+    uint8_t op_own, opcode;
+    uint16_t idx;
+    int n = 0;
+
+    while (n < max) {
+        cqe    = (void*)(cq->buf + (size_t)(cq->ci & cq->mask) * cq->stride +
+                         cq->stride - sizeof(*cqe));
+        op_own = *(volatile uint8_t*)&cqe->op_own;
+        opcode = op_own >> 4;
+        if (((op_own & MLX5_CQE_OWNER_MASK) != ((cq->ci >> cq->log_cnt) & 1)) ||
+            (opcode == MLX5_CQE_INVALID)) {
+            break;
+        }
+        /* the body was written before op_own: read it after */
+        qpx_mlx5_rmb();
+        ++cq->ci;
+        memset(&wc[n], 0, sizeof(wc[n]));
+        switch (opcode) {
+        case MLX5_CQE_REQ:
+            wc[n].qp_num   = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+            wc[n].byte_len = be32toh(cqe->byte_cnt);
+            if (!qpx_mlx5_wc_tx(iface, wc[n].qp_num, be16toh(cqe->wqe_counter),
+                                &wc[n])) {
+                continue;
+            }
+            break;
+        case MLX5_CQE_RESP_SEND:
+        case MLX5_CQE_RESP_SEND_IMM:
+        case MLX5_CQE_RESP_WR_IMM:
+            idx              = be16toh(cqe->wqe_counter) & iface->direct.srq.tail;
+            wc[n].wr_id      = iface->direct.srq.wrid[idx];
+            wc[n].opcode     = (opcode == MLX5_CQE_RESP_WR_IMM) ?
+                               IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+            wc[n].byte_len   = be32toh(cqe->byte_cnt);
+            wc[n].qp_num     = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+            wc[n].src_qp     = be32toh(cqe->flags_rqpn) & 0xffffff;
+            wc[n].slid       = be16toh(cqe->slid);
+            if (opcode != MLX5_CQE_RESP_SEND) {
+                wc[n].imm_data  = cqe->imm_inval_pkey;
+                wc[n].wc_flags |= IBV_WC_WITH_IMM;
+            }
+            break;
+        case MLX5_CQE_REQ_ERR:
+        case MLX5_CQE_RESP_ERR:
+            err               = (void*)cqe;
+            wc[n].status      = qpx_mlx5_status(err->syndrome);
+            wc[n].vendor_err  = err->vendor_err_synd;
+            wc[n].qp_num      = be32toh(err->s_wqe_opcode_qpn) & 0xffffff;
+            if (opcode == MLX5_CQE_RESP_ERR) {
+                idx          = be16toh(err->wqe_counter) & iface->direct.srq.tail;
+                wc[n].wr_id  = iface->direct.srq.wrid[idx];
+                wc[n].opcode = IBV_WC_RECV;
+            } else if (!qpx_mlx5_wc_tx(iface, wc[n].qp_num,
+                                       be16toh(err->wqe_counter), &wc[n])) {
+                continue;
+            }
+            break;
+        default:
+            ucs_error("qpx: cq 0x%x: CQE opcode %u not expected", cq->cqn,
+                      opcode);
+            continue;
+        }
+        ++n;
+    }
+    if (cq->ci != start) {
+        /* the entries read are the device's again */
+        cq->dbrec[0] = htobe32(cq->ci & 0xffffff);
+    }
+    return n;
+}
+
+
+/* The receive WRs from head as SRQ WQEs, in index order; the counter
+ * after a store fence (the WQEs before it). Returns how many. */
+unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
+{
+    struct mlx5_wqe_data_seg *dseg;
+    struct ibv_recv_wr *wr;
+    uint16_t idx;
+    unsigned n = 0;
+
+    for (wr = head; wr != NULL; wr = wr->next) {
+        idx              = srq->counter & srq->tail;
+        dseg             = (void*)(srq->buf + (size_t)idx * srq->stride +
+                                   sizeof(struct mlx5_wqe_srq_next_seg));
+        dseg->byte_count = htobe32(wr->sg_list[0].length);
+        dseg->lkey       = htobe32(wr->sg_list[0].lkey);
+        dseg->addr       = htobe64(wr->sg_list[0].addr);
+        srq->wrid[idx]   = wr->wr_id;
+        ++srq->counter;
+        ++n;
+    }
+    /* the WQEs before the counter that covers them */
+    qpx_mlx5_wmb();
+    *srq->dbrec = htobe32(srq->counter);
+    return n;
+}
+
 
 static unsigned qpx_mlx5_log2(uint32_t v)
 {
@@ -300,6 +668,22 @@ void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq)
 
 void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only)
 {
+}
+
+int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
+{
+    return EOPNOTSUPP;
+}
+
+int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
+                  struct ibv_wc *wc)
+{
+    return 0;
+}
+
+unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
+{
+    return 0;
 }
 
 #endif

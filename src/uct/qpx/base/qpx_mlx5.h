@@ -96,8 +96,21 @@ void qpx_mlx5_txwq_cleanup(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
 /* After the QP went through RESET: the queue starts at block 0 again */
 void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq);
 
-/* Arming a direct CQ for its next (solicited) completion, and taking its
- * event (the arm sequence moves on) */
+/* Arming a direct CQ for its next (solicited) completion (taking its
+ * event moves cq->sn on) */
 void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only);
+
+/* Post one WR as a WQE at the queue's producer index and ring the
+ * doorbell: 0, or EINVAL (an opcode or a size the queue does not take;
+ * nothing posted) */
+int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr);
+
+/* Up to max completions of cq, one of iface's direct CQs, into wc */
+int qpx_mlx5_poll(struct qpx_iface *iface, qpx_mlx5_cq_t *cq, int max,
+                  struct ibv_wc *wc);
+
+/* The receive WRs from head (one SGE each) as SRQ WQEs, in ring order;
+ * returns how many (the caller counts the ring's room) */
+unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head);
 
 #endif

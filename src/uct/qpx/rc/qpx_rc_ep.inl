@@ -55,11 +55,9 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
 {
     struct ibv_send_wr *bad_wr;
 
-#if HAVE_MLX5DV
-    if (ep->txwq.qstart != NULL) {
+    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
         return qpx_mlx5_post(&ep->txwq, wr);
     }
-#endif
     return ibv_post_send(ep->qp, wr, &bad_wr);
 }
 

@@ -47,7 +47,6 @@ qpx_rc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
     wr.opcode   = rwr->opcode;
     wr.sg_list  = rwr->sge;
     wr.num_sge  = rwr->num_sge;
-    wr.imm_data = 0; /* no immediate: one word, read by the direct path */
     if ((rwr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
         (rwr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
         wr.wr.atomic.remote_addr = rwr->remote_addr;
