@@ -349,22 +349,38 @@ SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
     return ret;
 }
 
+/* Unlink the front f from the list at head, linked by next (under
+ * sv_mlx5.lock) */
+#define SV_MLX5_UNLINK(_head, _f) \
+    do { \
+        __typeof__(_f) *_pp; \
+        for (_pp = &(_head); *_pp != NULL; _pp = &(*_pp)->next) { \
+            if (*_pp == (_f)) { \
+                *_pp = (_f)->next; \
+                break; \
+            } \
+        } \
+    } while (0)
+
+/* A CQ's or SRQ's front: its buffer, its record, itself */
+static void sv_mlx5_front_free(void *buf, void *dbrec, void *front)
+{
+    free(buf);
+    free(dbrec);
+    free(front);
+}
+
 /* ibv_destroy_*: the engine lets go of the object before it goes (it
  * holds the lock for a whole round) */
 void sv_mlx5_qp_detach(struct sv_qp *qp)
 {
-    struct sv_mlx5_qp **pp, *f = qp->mlx5;
+    struct sv_mlx5_qp *f = qp->mlx5;
 
     if (f == NULL) {
         return;
     }
     pthread_mutex_lock(&sv_mlx5.lock);
-    for (pp = &sv_mlx5.qps; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == f) {
-            *pp = f->next;
-            break;
-        }
-    }
+    SV_MLX5_UNLINK(sv_mlx5.qps, f);
     qp->mlx5 = NULL;
     pthread_mutex_unlock(&sv_mlx5.lock);
     ibv_dereg_mr(f->bounce_mr);
@@ -373,10 +389,8 @@ void sv_mlx5_qp_detach(struct sv_qp *qp)
     }
     free(f->ahs);
     free(f->rq_buf);
-    free(f->sq_buf);
-    free(f->dbrec);
     free(f->bounce);
-    free(f);
+    sv_mlx5_front_free(f->sq_buf, f->dbrec, f);
 }
 
 /* A QP moved to RESET: the engine reads its queues from index 0 again,
@@ -402,42 +416,28 @@ void sv_mlx5_qp_reset(struct sv_qp *qp)
 
 void sv_mlx5_cq_detach(struct sv_cq *cq)
 {
-    struct sv_mlx5_cq **pp, *f = cq->mlx5;
+    struct sv_mlx5_cq *f = cq->mlx5;
 
     if (f == NULL) {
         return;
     }
     pthread_mutex_lock(&sv_mlx5.lock);
-    for (pp = &sv_mlx5.cqs; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == f) {
-            *pp = f->next;
-            break;
-        }
-    }
+    SV_MLX5_UNLINK(sv_mlx5.cqs, f);
     cq->mlx5 = NULL;
     pthread_mutex_unlock(&sv_mlx5.lock);
-    free(f->buf);
-    free(f->dbrec);
-    free(f);
+    sv_mlx5_front_free(f->buf, f->dbrec, f);
 }
 
 void sv_mlx5_srq_detach(struct sv_srq *srq)
 {
-    struct sv_mlx5_srq **pp, *f = srq->mlx5;
+    struct sv_mlx5_srq *f = srq->mlx5;
 
     if (f == NULL) {
         return;
     }
     pthread_mutex_lock(&sv_mlx5.lock);
-    for (pp = &sv_mlx5.srqs; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == f) {
-            *pp = f->next;
-            break;
-        }
-    }
+    SV_MLX5_UNLINK(sv_mlx5.srqs, f);
     srq->mlx5 = NULL;
     pthread_mutex_unlock(&sv_mlx5.lock);
-    free(f->buf);
-    free(f->dbrec);
-    free(f);
+    sv_mlx5_front_free(f->buf, f->dbrec, f);
 }

@@ -199,18 +199,25 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
     return 0;
 }
 
+/* A send queue takes WRs in RTS, and in SQD, SQE and ERR (where they are
+ * held, or flushed); not before RTS (ibv_post_send(3): EINVAL) */
+static int sv_post_state_ok(struct sv_qp *qp)
+{
+    enum ibv_qp_state st = sv_qp_state(qp->shm);
+
+    return (st == IBV_QPS_RTS) || (st == IBV_QPS_ERR) ||
+           (st == IBV_QPS_SQD) || (st == IBV_QPS_SQE);
+}
+
 /* from_wr_api: the WRs are sv_wr_ent entries (their DC addresses apply) */
 static int sv_post_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
                         struct ibv_send_wr **bad, int from_wr_api)
 {
     struct sv_qp *qp = sv_qp(ibqp);
-    enum ibv_qp_state st;
     int ret = 0;
 
     pthread_mutex_lock(&qp->lock);
-    st = sv_qp_state(qp->shm);
-    if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
-        (st != IBV_QPS_SQE)) {
+    if (!sv_post_state_ok(qp)) {
         *bad = wr;
         pthread_mutex_unlock(&qp->lock);
         return EINVAL;
@@ -241,13 +248,10 @@ int sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
                     const struct sv_dc_addr *dc)
 {
     struct sv_qp *qp = sv_qp(ibqp);
-    enum ibv_qp_state st;
     int ret;
 
     pthread_mutex_lock(&qp->lock);
-    st = sv_qp_state(qp->shm);
-    if ((st != IBV_QPS_RTS) && (st != IBV_QPS_ERR) && (st != IBV_QPS_SQD) &&
-        (st != IBV_QPS_SQE)) {
+    if (!sv_post_state_ok(qp)) {
         pthread_mutex_unlock(&qp->lock);
         return EINVAL;
     }
