@@ -463,6 +463,9 @@ static ucs_status_t qpx_iface_state_init(qpx_iface_t *self)
     self->keepalive.due       = 0;
     ucs_list_head_init(&self->pending.resched);
     kh_init_inplace(qpx_qp_map, &self->qp_map);
+    /* the verbs path until a transport makes it direct (qpx_mlx5_iface_init):
+     * qpx_ud and interfaces that never ask must read enabled 0 */
+    memset(&self->direct, 0, sizeof(self->direct));
     return UCS_OK;
 }
 
