@@ -641,6 +641,17 @@ struct sv_qp {
     struct sv_mlx5_qp *mlx5;      /* its mlx5 front (sv_mlx5_front.h) */
 };
 
+/* The smallest power of two >= v (1 for 0): the rings' sizes */
+static inline uint32_t sv_pow2_roundup(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
 static inline struct sv_context *sv_ctx(struct ibv_context *c)
 {
     return sv_container_of(c, struct sv_context, vctx.context);

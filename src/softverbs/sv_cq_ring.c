@@ -25,8 +25,8 @@ static uint64_t sv_cq_ring_len(uint32_t cqe, uint32_t *size)
 {
     uint32_t s;
 
-    for (s = 2; s < cqe + 1; s <<= 1)
-        ;
+    s = sv_pow2_roundup(cqe + 1);
+    s = (s < 2) ? 2 : s;
     *size = s;
     return sizeof(struct sv_cq_hdr) + (uint64_t)s * sizeof(struct sv_cq_slot);
 }

@@ -37,16 +37,6 @@ static const struct sv_obj_hooks sv_mlx5_hooks = {
     .srq_detach = sv_mlx5_srq_detach,
 };
 
-static uint32_t sv_mlx5_pow2(uint32_t v)
-{
-    uint32_t p = 1;
-
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
-
 static void *sv_mlx5_zalloc(size_t align, size_t size)
 {
     void *p;
@@ -110,6 +100,14 @@ SV_EXPORT struct ibv_cq_ex *softverbs_dv_create_cq(struct ibv_context *context,
     return cqx;
 }
 
+/* A front's buffer, its doorbell record, itself */
+static void sv_mlx5_front_free(void *buf, void *dbrec, void *front)
+{
+    free(buf);
+    free(dbrec);
+    free(front);
+}
+
 static void sv_mlx5_uar_get(void)
 {
     if (sv_mlx5.uar == NULL) {
@@ -138,7 +136,7 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
         }
         bbs        = (qp->cap.max_send_wr ? qp->cap.max_send_wr : 1) *
                      (sv_qp_sq_wqe_size(qp) / MLX5_SEND_WQE_BB);
-        f->wqe_cnt = sv_mlx5_pow2(bbs < 16 ? 16 : bbs);
+        f->wqe_cnt = sv_pow2_roundup(bbs < 16 ? 16 : bbs);
         blen       = (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB + SV_MLX5_BOUNCE_PAD;
         f->qp      = qp;
         f->sq_buf  = sv_mlx5_zalloc(4096,
@@ -147,7 +145,7 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
         f->bounce  = sv_mlx5_zalloc(64, blen);
         if ((qp->sv_type == IBV_QPT_UD) && (qp->srq == NULL) &&
             (qp->cap.max_recv_wr > 0)) {
-            f->rq_cnt = sv_mlx5_pow2(qp->cap.max_recv_wr);
+            f->rq_cnt = sv_pow2_roundup(qp->cap.max_recv_wr);
             f->rq_buf = sv_mlx5_zalloc(4096, (size_t)f->rq_cnt *
                                        sizeof(struct mlx5_wqe_data_seg));
         }
@@ -177,11 +175,9 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
     return 0;
 
 err:
-    free(f->sq_buf);
-    free(f->dbrec);
     free(f->bounce);
     free(f->rq_buf);
-    free(f);
+    sv_mlx5_front_free(f->sq_buf, f->dbrec, f);
     return ENOMEM;
 }
 
@@ -223,13 +219,11 @@ static int sv_mlx5_cq_front(struct sv_cq *cq, struct mlx5dv_cq *out)
         }
         f->cq       = cq;
         f->cqe_size = cq->mlx5_cqe_size ? cq->mlx5_cqe_size : 64;
-        f->cqe_cnt  = sv_mlx5_pow2(cq->cq.cqe + 1);
+        f->cqe_cnt  = sv_pow2_roundup(cq->cq.cqe + 1);
         f->buf      = sv_mlx5_zalloc(4096, (size_t)f->cqe_cnt * f->cqe_size);
         f->dbrec    = sv_mlx5_zalloc(64, 64);
         if ((f->buf == NULL) || (f->dbrec == NULL)) {
-            free(f->buf);
-            free(f->dbrec);
-            free(f);
+            sv_mlx5_front_free(f->buf, f->dbrec, f);
             return ENOMEM;
         }
         for (i = 0; i < f->cqe_cnt; i++) {
@@ -269,14 +263,12 @@ static int sv_mlx5_srq_front(struct sv_srq *srq, struct mlx5dv_srq *out)
             return ENOMEM;
         }
         f->srq   = srq;
-        f->tail  = sv_mlx5_pow2(srq->max_wr + 1) - 1;
+        f->tail  = sv_pow2_roundup(srq->max_wr + 1) - 1;
         f->buf   = sv_mlx5_zalloc(4096, (size_t)(f->tail + 1) *
                                   SV_MLX5_SRQ_STRIDE);
         f->dbrec = sv_mlx5_zalloc(64, 64);
         if ((f->buf == NULL) || (f->dbrec == NULL)) {
-            free(f->buf);
-            free(f->dbrec);
-            free(f);
+            sv_mlx5_front_free(f->buf, f->dbrec, f);
             return ENOMEM;
         }
         for (i = 0; i <= f->tail; i++) {
@@ -361,14 +353,6 @@ SV_EXPORT int softverbs_dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
             } \
         } \
     } while (0)
-
-/* A CQ's or SRQ's front: its buffer, its record, itself */
-static void sv_mlx5_front_free(void *buf, void *dbrec, void *front)
-{
-    free(buf);
-    free(dbrec);
-    free(front);
-}
 
 /* ibv_destroy_*: the engine lets go of the object before it goes (it
  * holds the lock for a whole round) */

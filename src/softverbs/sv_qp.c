@@ -425,8 +425,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    for (sq_size = 1; sq_size < cap.max_send_wr; sq_size <<= 1)
-        ;
+    sq_size = sv_pow2_roundup(cap.max_send_wr);
     cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
     qp->sq_size   = sq_size;
     qp->sq_stride = (sizeof(struct sv_swqe) +

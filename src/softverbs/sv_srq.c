@@ -129,8 +129,7 @@ uint64_t sv_rq_alloc(uint32_t *wr, uint32_t *sge, uint64_t *len_out)
     uint32_t size, stride;
     uint64_t off, len;
 
-    for (size = 1; size < *wr; size <<= 1)
-        ;
+    size = sv_pow2_roundup(*wr);
     if (*sge == 0) {
         *sge = 1;
     }

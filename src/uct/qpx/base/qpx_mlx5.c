@@ -24,6 +24,7 @@
 #if HAVE_MLX5DV
 
 #include <infiniband/mlx5dv.h>
+#include <ucs/arch/bitops.h>
 #include <endian.h>
 
 #define QPX_MLX5_MAX_WQE   1024
@@ -383,17 +384,6 @@ unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
 }
 
 
-static unsigned qpx_mlx5_log2(uint32_t v)
-{
-    unsigned l = 0;
-
-    while ((1u << l) < v) {
-        ++l;
-    }
-    return l;
-}
-
-
 static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
 {
     struct mlx5dv_cq dv = {};
@@ -407,7 +397,7 @@ static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
         ucs_debug("mlx5dv_init_obj(cq) failed: %s", strerror(ret));
         return UCS_ERR_UNSUPPORTED;
     }
-    if ((dv.cqe_cnt == 0) || (dv.cqe_cnt & (dv.cqe_cnt - 1)) ||
+    if ((dv.cqe_cnt == 0) || !ucs_is_pow2(dv.cqe_cnt) ||
         ((dv.cqe_size != 64) && (dv.cqe_size != 128))) {
         ucs_debug("cq 0x%x: %u entries of %u bytes: not for the direct path",
                   dv.cqn, dv.cqe_cnt, dv.cqe_size);
@@ -416,7 +406,7 @@ static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
     cq->buf     = dv.buf;
     cq->mask    = dv.cqe_cnt - 1;
     cq->stride  = dv.cqe_size;
-    cq->log_cnt = qpx_mlx5_log2(dv.cqe_cnt);
+    cq->log_cnt = ucs_ilog2(dv.cqe_cnt);
     cq->ci      = 0;
     cq->dbrec   = dv.dbrec;
     cq->uar     = dv.cq_uar;
@@ -440,7 +430,7 @@ static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
         ucs_debug("mlx5dv_init_obj(srq) failed: %s", strerror(ret));
         return UCS_ERR_UNSUPPORTED;
     }
-    if ((dv.head != 0) || (dv.tail & (dv.tail + 1)) ||
+    if ((dv.head != 0) || !ucs_is_pow2(dv.tail + 1) ||
         (dv.stride < sizeof(struct mlx5_wqe_srq_next_seg) +
                      sizeof(struct mlx5_wqe_data_seg))) {
         ucs_debug("srq head %u tail %u stride %u: not for the direct path",
@@ -554,7 +544,7 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
      * the fast path builds */
     per_wr = dv.sq.wqe_cnt / ucs_max(attr.cap.max_send_wr, 1);
     if ((dv.sq.stride != MLX5_SEND_WQE_BB) || (dv.sq.wqe_cnt == 0) ||
-        (dv.sq.wqe_cnt & (dv.sq.wqe_cnt - 1)) || (per_wr == 0)) {
+        !ucs_is_pow2(dv.sq.wqe_cnt) || (per_wr == 0)) {
         ucs_error("qp 0x%x: send queue of %u blocks of %u bytes for %u WRs: "
                   "not for the direct path", qp->qp_num, dv.sq.wqe_cnt,
                   dv.sq.stride, attr.cap.max_send_wr);
