@@ -769,7 +769,7 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
 /* the comp_mask attributes of ibv_create_qp_ex: 0 or the errno (sv_qp.c) */
 int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr);
-uint32_t sv_qp_sq_wqe_size(const struct sv_qp *qp);
+uint32_t sv_qp_mlx5_sq_blocks(const struct ibv_qp_cap *cap, uint8_t type);
 /* A QP of registry type sv_type (attributes checked by the caller) */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type);

@@ -120,7 +120,6 @@ static void sv_mlx5_uar_get(void)
 static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
 {
     struct sv_mlx5_qp *f = qp->mlx5;
-    uint32_t bbs;
     size_t blen;
 
     if ((qp->sv_type != IBV_QPT_RC) && (qp->sv_type != IBV_QPT_UD) &&
@@ -134,9 +133,7 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
         if (f == NULL) {
             return ENOMEM;
         }
-        bbs        = (qp->cap.max_send_wr ? qp->cap.max_send_wr : 1) *
-                     (sv_qp_sq_wqe_size(qp) / MLX5_SEND_WQE_BB);
-        f->wqe_cnt = sv_pow2_roundup(bbs < 16 ? 16 : bbs);
+        f->wqe_cnt = sv_qp_mlx5_sq_blocks(&qp->cap, qp->sv_type);
         blen       = (size_t)f->wqe_cnt * MLX5_SEND_WQE_BB + SV_MLX5_BOUNCE_PAD;
         f->qp      = qp;
         f->sq_buf  = sv_mlx5_zalloc(4096,

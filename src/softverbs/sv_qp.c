@@ -234,20 +234,47 @@ static uint32_t sv_qp_inline_cap(const struct ibv_qp_init_attr_ex *attr,
     return (size >= ovh + inl_hdr) ? size - ovh - inl_hdr : 0;
 }
 
-/* The size of a send WQE of qp as libmlx5 sizes it (mlx5_calc_send_wqe:
- * the overhead of its operations, then its SGEs or its inline room, in
- * whole 64-byte blocks): mlx5dv_init_obj's sq.wqe_cnt is max_send_wr such
- * WQEs, rounded up to a power of two (mlx5_calc_sq_size) */
-uint32_t sv_qp_sq_wqe_size(const struct sv_qp *qp)
+/* The size of a send WQE of a QP of type with caps cap as libmlx5 sizes it
+ * (mlx5_calc_send_wqe: the overhead of its operations, then its SGEs or its
+ * inline room, in whole 64-byte blocks) */
+static uint32_t sv_qp_sq_wqe_size(const struct ibv_qp_cap *cap, uint8_t type)
 {
     const struct ibv_qp_init_attr_ex attr = { .comp_mask = 0 };
     const uint32_t dseg = 16, inl_hdr = 4;
-    uint32_t ovh = sv_qp_send_overhead(&attr, qp->sv_type), size, inl;
+    uint32_t ovh = sv_qp_send_overhead(&attr, type), size, inl;
 
-    size = ovh + qp->cap.max_send_sge * dseg;
-    inl  = ovh + ((inl_hdr + qp->cap.max_inline_data + 15) & ~15u);
+    size = ovh + cap->max_send_sge * dseg;
+    inl  = ovh + ((inl_hdr + cap->max_inline_data + 15) & ~15u);
     size = (size > inl) ? size : inl;
     return (size + 63) & ~63u;
+}
+
+/* mlx5dv_init_obj's sq.wqe_cnt: max_send_wr WQEs of the size above, in
+ * 64-byte blocks, rounded up to a power of two (mlx5_calc_sq_size) */
+uint32_t sv_qp_mlx5_sq_blocks(const struct ibv_qp_cap *cap, uint8_t type)
+{
+    uint32_t bbs = (cap->max_send_wr ? cap->max_send_wr : 1) *
+                   (sv_qp_sq_wqe_size(cap, type) / MLX5_SEND_WQE_BB);
+
+    return sv_pow2_roundup((bbs < 16) ? 16 : bbs);
+}
+
+/*
+ * The entries of a QP's send ring. A verbs QP holds max_send_wr WRs. A QP
+ * the mlx5 personality may front holds one per 64-byte block of its mlx5
+ * send queue: a program writing WQEs there counts its room in blocks, and a
+ * one-block WQE takes one (rc_mlx5 posts up to wqe_cnt of them with one
+ * signalled in 64), so a ring of max_send_wr WRs would fill with unsignalled
+ * WRs that no completion retires, and the send queue would stop.
+ */
+static uint32_t sv_qp_sq_ring_size(const struct ibv_qp_cap *cap,
+                                   uint8_t type)
+{
+    if (sv_g.mlx5 && ((type == IBV_QPT_RC) || (type == IBV_QPT_UD) ||
+                      (type == SV_QPT_DCI))) {
+        return sv_qp_mlx5_sq_blocks(cap, type);
+    }
+    return cap->max_send_wr;
 }
 
 /*
@@ -425,9 +452,9 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    sq_size = sv_pow2_roundup(cap.max_send_wr);
-    cap.max_send_wr = sq_size; /* granted: the ring is a power of two */
-    qp->sq_size   = sq_size;
+    cap.max_send_wr = sv_pow2_roundup(cap.max_send_wr); /* granted */
+    sq_size         = sv_qp_sq_ring_size(&cap, sv_type);
+    qp->sq_size     = sq_size;
     qp->sq_stride = (sizeof(struct sv_swqe) +
                      cap.max_send_sge * sizeof(struct ibv_sge) +
                      cap.max_inline_data + 7) & ~7u;
