@@ -825,6 +825,8 @@ void   sv_iov_copy(const struct iovec *dst, int dcnt,
                    const struct iovec *src, int scnt);
 size_t sv_iov_len(const struct iovec *iov, int cnt);
 int    sv_iov_trim(struct iovec *iov, int cnt, size_t len);
+void sv_mem_deferred_thread(void);
+int  sv_mem_is_deferred(void);
 int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
                   const struct iovec *riov, int rcnt);
 int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,

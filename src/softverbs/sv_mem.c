@@ -167,6 +167,29 @@ static int sv_mem_xfer_proc(int32_t pid, const struct iovec *liov, int lcnt,
     return ret;
 }
 
+/*
+ * Whether this thread runs operations some time after the program posted
+ * them (the mlx5 personality's engine, sv_mlx5_engine.c). The program may
+ * have unmapped a buffer meanwhile, under a registration still alive (a
+ * registration cache drops it later): an HCA then still reads and writes
+ * the pages the registration pinned, but here the address is all there is.
+ * Such a thread moves even its own process's bytes through
+ * process_vm_readv/writev, which fail on an unmapped page where memcpy
+ * would fault; a post from the program's own thread runs at once, while its
+ * buffers are there, and copies directly.
+ */
+static __thread int sv_mem_deferred;
+
+void sv_mem_deferred_thread(void)
+{
+    sv_mem_deferred = 1;
+}
+
+int sv_mem_is_deferred(void)
+{
+    return sv_mem_deferred;
+}
+
 /* Returns 0, or -ESRCH when the peer process is gone, -EPERM when it may
  * not be accessed (sv_mem_eperm), -EFAULT otherwise */
 static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
@@ -178,7 +201,7 @@ static int sv_mem_xfer(int32_t pid, const struct iovec *liov, int lcnt,
     if (total == 0) {
         return 0;
     }
-    if (pid == sv_g.pid) {
+    if ((pid == sv_g.pid) && !sv_mem_deferred) {
         if (write) {
             sv_iov_copy(riov, rcnt, liov, lcnt);
         } else {

@@ -682,6 +682,8 @@ static void *sv_mlx5_engine_main(void *arg)
      * each one */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     sv_mlx5_engine_prio();
+    /* it runs WQEs the program wrote earlier: their buffers may be gone */
+    sv_mem_deferred_thread();
     for (;;) {
         pthread_mutex_lock(&sv_mlx5.lock);
         stop = sv_mlx5.engine_stop;

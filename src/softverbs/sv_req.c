@@ -159,12 +159,58 @@ static int sv_req_dc(struct sv_qp *qp, struct sv_resp_req *r)
     return sv_req_deliver(qp, r, w->ud_qpn);
 }
 
+/*
+ * A WR run late (sv_mem_deferred_thread) reads its local buffers into a
+ * staging copy before the responder takes anything. The program may have
+ * unmapped them meanwhile under a registration still alive (a registration
+ * cache drops it later; UCX's gtest destroy_entity_after_send frees its
+ * buffer with sends outstanding): an HCA then reads the pages the
+ * registration pinned and the send succeeds with their old bytes. Those
+ * bytes are gone here, so what cannot be read is sent as zeros, and the
+ * send succeeds as on hardware instead of failing the QP (UCX's ud_mlx5
+ * takes a send error as fatal) or faulting the process. liov becomes the
+ * one staging range; *stage_p is to be freed. -1: no memory to stage
+ * (a local protection error of the requester).
+ */
+static int sv_req_stage(struct sv_qp *qp, struct iovec *liov, int *cnt,
+                        void **stage_p)
+{
+    struct iovec dst, piece;
+    size_t off;
+    int i;
+
+    dst.iov_len  = sv_iov_len(liov, *cnt);
+    dst.iov_base = malloc(dst.iov_len ? dst.iov_len : 1);
+    if (dst.iov_base == NULL) {
+        sv_error("qp 0x%x: no memory to stage %zu bytes", qp->shm->qpn,
+                 dst.iov_len);
+        return -1;
+    }
+    if (sv_mem_read(sv_g.pid, &dst, 1, liov, *cnt) != 0) {
+        sv_error("qp 0x%x: a local buffer of the WR is no longer mapped: "
+                 "its bytes go as zeros", qp->shm->qpn);
+        memset(dst.iov_base, 0, dst.iov_len);
+        for (i = 0, off = 0; i < *cnt; off += liov[i++].iov_len) {
+            piece.iov_base = (char *)dst.iov_base + off;
+            piece.iov_len  = liov[i].iov_len;
+            (void)sv_mem_read(sv_g.pid, &piece, 1, &liov[i], 1);
+        }
+    }
+    liov[0]  = dst;
+    *cnt     = 1;
+    *stage_p = dst.iov_base;
+    return 0;
+}
+
+static int sv_req_execute_iov(struct sv_qp *qp, struct sv_swqe *w,
+                              struct iovec *liov, int cnt);
+
 /* Execute one WQE once; returns an sv_resp_status */
 static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
 {
     struct iovec liov[SV_MAX_SGE + 1];
-    struct sv_resp_req r;
-    int need_write, cnt = 0;
+    void *stage = NULL;
+    int need_write, cnt = 0, ret;
 
     /* local operations: no packet, done in order with the other WQEs
      * (rxe_requester: WR_LOCAL_OP_MASK, rxe_do_local_ops) */
@@ -177,6 +223,21 @@ static int sv_req_execute(struct sv_qp *qp, struct sv_swqe *w)
     if (sv_req_local_iov(qp, w, liov, &cnt, need_write) < 0) {
         return SV_RESP_LOC_PROT;
     }
+    if (!need_write && (w->num_sge > 0) && (cnt > 0) &&
+        sv_mem_is_deferred() &&
+        (sv_req_stage(qp, liov, &cnt, &stage) != 0)) {
+        return SV_RESP_LOC_PROT;
+    }
+    ret = sv_req_execute_iov(qp, w, liov, cnt);
+    free(stage);
+    return ret;
+}
+
+static int sv_req_execute_iov(struct sv_qp *qp, struct sv_swqe *w,
+                              struct iovec *liov, int cnt)
+{
+    struct sv_resp_req r;
+
     memset(&r, 0, sizeof(r));
     r.qp      = qp;
     r.wqe     = w;

@@ -519,24 +519,29 @@ static enum sv_resp_state sv_resp_recv_error(struct sv_resp *rs, int nak)
 }
 
 /*
- * A move into or out of the peer's memory failed. The peer gone (or its
- * memory unmapped): no response, as to a lost packet. -EPERM (sv_mem_eperm:
- * Yama, another user) is no better on a retry, so it does not wait out the
- * retries: the request is NAKed with a remote operational error (the
- * responder could not complete it), also on UC, and a receive WQE it took
- * (SEND, WRITE_WITH_IMM) completes with IBV_WC_GENERAL_ERR (RC: the
- * responder QP goes to ERR, as for any receive WQE error). UD requesters
- * complete successfully (unacknowledged); the receiver sees the error.
+ * A move into or out of the peer's memory failed. The peer gone (-ESRCH):
+ * no response, as to a lost packet. -EPERM (sv_mem_eperm: Yama, another
+ * user) is no better on a retry, so it does not wait out the retries: the
+ * request is NAKed with a remote operational error (the responder could
+ * not complete it), also on UC, and a receive WQE it took (SEND,
+ * WRITE_WITH_IMM) completes with IBV_WC_GENERAL_ERR (RC: the responder QP
+ * goes to ERR, as for any receive WQE error). UD requesters complete
+ * successfully (unacknowledged); the receiver sees the error. A page not
+ * mapped (-EFAULT: the peer unmapped it under its registration) fails a
+ * request that took no receive WQE like a lost packet; one that took a
+ * receive WQE completes it with IBV_WC_LOC_PROT_ERR and is NAKed as above:
+ * a taken WQE never vanishes without a completion.
  */
 static enum sv_resp_state sv_resp_xfer_failed(struct sv_resp *rs, int ret,
                                               int took_wqe)
 {
-    if (ret != -EPERM) {
+    if ((ret != -EPERM) && ((ret != -EFAULT) || !took_wqe)) {
         rs->result = SV_RESP_NORESP;
         return SV_RESPST_DONE;
     }
     if (took_wqe) {
-        rs->cqe.status = IBV_WC_GENERAL_ERR;
+        rs->cqe.status = (ret == -EPERM) ? IBV_WC_GENERAL_ERR :
+                                           IBV_WC_LOC_PROT_ERR;
         sv_resp_recv_error(rs, SV_RESP_NAK_OP);
     }
     rs->result = SV_RESP_NAK_OP;
