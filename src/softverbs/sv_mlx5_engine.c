@@ -579,10 +579,60 @@ static void sv_mlx5_cq_arm(struct sv_mlx5_cq *f)
     sv_cq_event(f->cq);
 }
 
+/* The front of the UD QP whose own receive queue a completion is of, or
+ * NULL (an SRQ's, or a send's: their order is the program's to sort out) */
+static struct sv_mlx5_qp *sv_mlx5_rq_owner(const struct ibv_wc *wc)
+{
+    struct sv_mlx5_qp *q;
+
+    /* softverbs sets the opcode of error completions too (sv_rq_flush) */
+    if (!(wc->opcode & IBV_WC_RECV)) {
+        return NULL;
+    }
+    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+        if ((q->rq_cnt != 0) && (q->qp->qpx.qp_base.qp_num == wc->qp_num)) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A completion of q's receive queue: written when it is the next one of the
+ * queue, with those held after it, else held (IBA: receive WRs of a QP
+ * complete in order; UCX's ud_mlx5 asserts wqe_counter). Flushed WQEs'
+ * completions come after those of the WQEs taken before them.
+ */
+static void sv_mlx5_rq_complete(struct sv_mlx5_cq *f, struct sv_mlx5_qp *q,
+                                const struct ibv_wc *wc)
+{
+    uint32_t mask = q->rq_cnt - 1;
+    uint16_t pos  = (uint16_t)wc->wr_id;
+
+    if (pos != q->rq_done) {
+        if ((uint16_t)(pos - q->rq_done) >= q->rq_cnt) {
+            sv_error("mlx5: qp 0x%x: receive completion %u out of the "
+                     "window from %u", wc->qp_num, pos, q->rq_done);
+            sv_mlx5_cqe_from_wc(f, wc);
+            return;
+        }
+        q->rq_held[pos & mask]     = *wc;
+        q->rq_held_set[pos & mask] = 1;
+        return;
+    }
+    sv_mlx5_cqe_from_wc(f, wc);
+    q->rq_done++;
+    while (q->rq_held_set[q->rq_done & mask]) {
+        q->rq_held_set[q->rq_done & mask] = 0;
+        sv_mlx5_cqe_from_wc(f, &q->rq_held[q->rq_done & mask]);
+        q->rq_done++;
+    }
+}
+
 static int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
 {
     struct ibv_wc wc[16];
-    struct sv_mlx5_qp *q;
+    struct sv_mlx5_qp *q, *rq_owner;
     struct sv_qp *qp;
     int i, n, total = 0, idle;
 
@@ -596,7 +646,12 @@ static int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
     do {
         n = ibv_poll_cq(ibv_cq_ex_to_cq(&f->cq->cq), 16, wc);
         for (i = 0; i < n; i++) {
-            sv_mlx5_cqe_from_wc(f, &wc[i]);
+            rq_owner = sv_mlx5_rq_owner(&wc[i]);
+            if (rq_owner != NULL) {
+                sv_mlx5_rq_complete(f, rq_owner, &wc[i]);
+            } else {
+                sv_mlx5_cqe_from_wc(f, &wc[i]);
+            }
         }
         total += (n > 0) ? n : 0;
     } while (n == 16);

@@ -63,6 +63,13 @@ struct sv_mlx5_qp {
     char             *rq_buf;
     uint32_t          rq_cnt;      /* a power of two, 0: none */
     uint16_t          rq_mirrored;
+    /* receive completions in the order of the queue, as an HCA writes
+     * them (ud_mlx5 asserts it): requesters of several processes take
+     * WQEs in order but may finish out of it; one finished ahead of
+     * rq_done waits in rq_held[counter mod rq_cnt] (wr_id == counter) */
+    uint16_t          rq_done;
+    struct ibv_wc    *rq_held;
+    uint8_t          *rq_held_set;
     /* address handles of the address vectors UD and DCI WQEs carry */
     struct sv_mlx5_ah *ahs;
     uint32_t          nah, ah_cap;

@@ -145,9 +145,13 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
             f->rq_cnt = sv_pow2_roundup(qp->cap.max_recv_wr);
             f->rq_buf = sv_mlx5_zalloc(4096, (size_t)f->rq_cnt *
                                        sizeof(struct mlx5_wqe_data_seg));
+            f->rq_held     = calloc(f->rq_cnt, sizeof(*f->rq_held));
+            f->rq_held_set = calloc(f->rq_cnt, 1);
         }
         if ((f->sq_buf == NULL) || (f->dbrec == NULL) || (f->bounce == NULL) ||
-            ((f->rq_cnt != 0) && (f->rq_buf == NULL))) {
+            ((f->rq_cnt != 0) &&
+             ((f->rq_buf == NULL) || (f->rq_held == NULL) ||
+              (f->rq_held_set == NULL)))) {
             goto err;
         }
         f->bounce_mr = ibv_reg_mr(qp->qpx.qp_base.pd, f->bounce, blen,
@@ -173,6 +177,8 @@ static int sv_mlx5_qp_front(struct sv_qp *qp, struct mlx5dv_qp *out)
 
 err:
     free(f->bounce);
+    free(f->rq_held);
+    free(f->rq_held_set);
     free(f->rq_buf);
     sv_mlx5_front_free(f->sq_buf, f->dbrec, f);
     return ENOMEM;
@@ -369,6 +375,8 @@ void sv_mlx5_qp_detach(struct sv_qp *qp)
         ibv_destroy_ah(f->ahs[--f->nah].ah);
     }
     free(f->ahs);
+    free(f->rq_held);
+    free(f->rq_held_set);
     free(f->rq_buf);
     free(f->bounce);
     sv_mlx5_front_free(f->sq_buf, f->dbrec, f);
@@ -389,6 +397,10 @@ void sv_mlx5_qp_reset(struct sv_qp *qp)
         __atomic_store_n(&f->dbrec[MLX5_SND_DBR], 0, __ATOMIC_RELAXED);
         f->sq_ci       = 0;
         f->rq_mirrored = 0;
+        f->rq_done     = 0;
+        if (f->rq_cnt != 0) {
+            memset(f->rq_held_set, 0, f->rq_cnt);
+        }
         f->nop_wait    = 0;
         f->nop_ready   = 0;
     }
