@@ -120,7 +120,7 @@ static void test_create_ok(void **state)
     struct ibv_qp *qp = NULL;
 
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_non_null(qp);
     assert_int_equal(create_calls, 1);
     assert_int_equal(attr.cap.max_send_wr, 64);
@@ -134,7 +134,7 @@ static void test_create_enomem(void **state)
 
     policy = POLICY_ENOMEM;
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp),
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp),
                      UCS_ERR_NO_MEMORY);
     assert_int_equal(create_calls, 1);           /* not retried */
     assert_ptr_equal(qp, (void*)0x1234);         /* output untouched */
@@ -148,7 +148,7 @@ static void test_create_refused_then_retried(void **state)
 
     policy = POLICY_FAIL;
     init_attr(&attr, 1000, 8, 1000);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_non_null(qp);
     assert_true(create_calls > 1);
     /* granted caps are recorded, within the device limits */
@@ -167,7 +167,7 @@ static void test_create_clamped(void **state)
 
     policy = POLICY_CLAMP;
     init_attr(&attr, 1000, 8, 1000);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_int_equal(create_calls, 1);
     assert_int_equal(attr.cap.max_send_wr, DEV_MAX_WR);
     assert_int_equal(attr.cap.max_inline_data, DEV_MAX_INLINE);
@@ -179,7 +179,7 @@ static void test_create_granted_more(void **state)
     struct ibv_qp *qp = NULL;
 
     init_attr(&attr, 61, 1, 0);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_int_equal(attr.cap.max_send_wr, 64); /* read back, not assumed */
 }
 
@@ -190,7 +190,7 @@ static void test_create_always_refused(void **state)
 
     policy = POLICY_EINVAL;
     init_attr(&attr, 64, 2, 256);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp),
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp),
                      UCS_ERR_INVALID_PARAM);
     assert_ptr_equal(qp, (void*)0x1234);
     assert_true(create_calls <= 12);            /* bounded retries */
@@ -203,7 +203,7 @@ static void test_transitions(void **state)
     struct ibv_qp *qp;
 
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
 
     assert_int_equal(qpx_qp_to_init(qp, 1, IBV_ACCESS_REMOTE_WRITE, 0), UCS_OK);
     assert_int_equal(last_attr.qp_state, IBV_QPS_INIT);
@@ -248,7 +248,7 @@ static void test_ud_init(void **state)
 
     init_attr(&attr, 64, 2, 32);
     attr.qp_type = IBV_QPT_UD;
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_int_equal(qpx_qp_to_init(qp, 1, 0, QPX_QP_UD_QKEY), UCS_OK);
     assert_true(last_mask & IBV_QP_QKEY);
     assert_int_equal(last_attr.qkey, QPX_QP_UD_QKEY);
@@ -262,7 +262,7 @@ static void test_modify_failures(void **state)
 
     memset(&conn, 0, sizeof(conn));
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
 
     modify_fail_state = IBV_QPS_INIT;
     assert_int_equal(qpx_qp_to_init(qp, 1, 0, 0), UCS_ERR_IO_ERROR);
@@ -287,7 +287,7 @@ static void test_pool_reuse(void **state)
     assert_null(qpx_qp_pool_get(&pool));
 
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_int_equal(qpx_qp_to_init(qp, 1, 0, 0), UCS_OK);
     assert_int_equal(qpx_qp_to_err(qp), UCS_OK);
 
@@ -297,7 +297,7 @@ static void test_pool_reuse(void **state)
     assert_int_equal(destroy_calls, 0);
 
     /* the pool is full: the next QP is destroyed */
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp2), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp2), UCS_OK);
     qpx_qp_pool_put(&pool, qp2);
     assert_int_equal(destroy_calls, 1);
 
@@ -314,7 +314,7 @@ static void test_pool_reuse(void **state)
     assert_null(qpx_qp_pool_get(&pool));
 
     modify_fail_state = -1;
-    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_create((void*)1, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     qpx_qp_pool_put(&pool, qp);
     qpx_qp_pool_cleanup(&pool);
     assert_int_equal(destroy_calls, 3);

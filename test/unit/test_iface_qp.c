@@ -31,6 +31,7 @@ typedef struct test_ctx {
     uint32_t       grant_send_wr;  /* what the fake device grants */
     struct ibv_qp  *destroyed[4];
     unsigned       num_destroyed;
+    ucs_log_level_t last_level;    /* the exhausted level of the last create */
 } test_ctx_t;
 
 static test_ctx_t *ctx;
@@ -47,12 +48,14 @@ int __wrap_ibv_destroy_qp(struct ibv_qp *qp)
  * "clamp" policy and some HCAs do: the caps are written back */
 static ucs_status_t test_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                                    struct ibv_qp_init_attr *attr,
+                                   ucs_log_level_t exhausted_level,
                                    struct ibv_qp **qp_p)
 {
     struct ibv_qp *qp;
 
     assert_ptr_equal(pd, ctx->md.pd);
     assert_true(ctx->num_created < 4);
+    ctx->last_level = exhausted_level;
     qp         = &ctx->qps[ctx->num_created];
     qp->qp_num = 0x100 + ctx->num_created++;
     attr->cap.max_send_wr     = ucs_min(attr->cap.max_send_wr,
@@ -171,6 +174,24 @@ static void test_later_qps_and_pool(void **state)
     assert_int_equal(ctx->num_created, 2);
 }
 
+/* The level a QP the device has no room for is logged at: the interface's
+ * for a QP an endpoint needs, debug for a spare one and for the pool filled
+ * ahead (the caller goes on without it) */
+static void test_exhausted_level(void **state)
+{
+    struct ibv_qp *qp1 = NULL, *qp2 = NULL;
+
+    ctx->iface.exhausted_level = UCS_LOG_LEVEL_WARN;
+    assert_int_equal(qpx_iface_qp_get(&ctx->iface, &qp1), UCS_OK);
+    assert_int_equal(ctx->last_level, UCS_LOG_LEVEL_WARN);
+    assert_int_equal(qpx_iface_qp_get_spare(&ctx->iface, &qp2), UCS_OK);
+    assert_int_equal(ctx->last_level, UCS_LOG_LEVEL_DEBUG);
+    ctx->last_level = UCS_LOG_LEVEL_ERROR;
+    assert_int_equal(qpx_iface_qp_prefill(&ctx->iface, 1), 1);
+    assert_int_equal(ctx->last_level, UCS_LOG_LEVEL_DEBUG);
+    assert_int_equal(ctx->num_created, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +204,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_reserve, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_later_qps_and_pool, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_exhausted_level, test_setup,
                                         test_teardown),
     };
 

@@ -114,7 +114,7 @@ static void test_dci_create(void **state)
     struct ibv_qp *qp = NULL;
 
     init_attr(&attr, 63, 2, 32);
-    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_ptr_equal(qp, &fake_qp);
     assert_int_equal(create_calls, 1);
     assert_int_equal(last_ex.qp_type, IBV_QPT_DRIVER);
@@ -149,7 +149,7 @@ static void test_dci_create_clamped(void **state)
 
     policy = POLICY_FAIL;
     init_attr(&attr, 1000, 8, 32);
-    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, &qp), UCS_OK);
+    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp), UCS_OK);
     assert_int_equal(create_calls, 2);
     assert_int_equal(attr.cap.max_send_wr, DEV_MAX_WR);
     assert_int_equal(attr.cap.max_send_sge, DEV_MAX_SGE);
@@ -164,7 +164,7 @@ static void test_dci_create_enomem(void **state)
 
     policy = POLICY_ENOMEM;
     init_attr(&attr, 64, 2, 32);
-    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, &qp),
+    assert_int_equal(qpx_qp_dci_create(&fake_pd, &dev, &attr, UCS_LOG_LEVEL_ERROR, &qp),
                      UCS_ERR_NO_MEMORY);
     assert_int_equal(create_calls, 1);
     assert_null(qp);

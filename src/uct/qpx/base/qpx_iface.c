@@ -138,7 +138,8 @@ static void qpx_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
 static const qpx_iface_hints_t qpx_iface_hints_default = {
     .rx_owner        = NULL,
     .exhausted_level = UCS_LOG_LEVEL_ERROR,
-    .attr_only       = 0
+    .attr_only       = 0,
+    .exhausted_what  = NULL
 };
 
 
@@ -329,6 +330,7 @@ static void qpx_iface_layout_init(qpx_iface_t *self,
     self->rx.batch                  = ucs_max(1, config->rx.max_batch);
     self->qp_caps_granted           = 0;
     self->exhausted_level           = hints->exhausted_level;
+    self->exhausted_what            = hints->exhausted_what;
     self->attr_only                 = hints->attr_only;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;

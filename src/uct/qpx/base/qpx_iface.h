@@ -193,6 +193,12 @@ typedef struct qpx_iface_hints {
      * interface of the same configuration; it must not be used for
      * anything else. Default 0. */
     int             attr_only;
+    /* Not NULL: where the interface says what the device had no room or
+     * memory for ("QP", "CQ", "SRQ", "memory registration") when its open,
+     * an endpoint or a buffer pool's growth fails for want of it, for its
+     * user's one warning; the user clears it before such a call and reads
+     * it after. Must outlive the interface. Default NULL. */
+    const char      **exhausted_what;
 } qpx_iface_hints_t;
 
 /* A transport's interface constructor with hints (NULL: the defaults): its
@@ -330,9 +336,7 @@ typedef struct qpx_iface_init_attr {
     /* How the interface's QPs are created (qpx_iface_qp_get): NULL for
      * qpx_qp_create (ibv_create_qp), or another creator with its cap
      * negotiation, such as qpx_qp_dci_create for DC initiators */
-    ucs_status_t     (*qp_create)(struct ibv_pd *pd, const qpx_device_t *dev,
-                                  struct ibv_qp_init_attr *init_attr,
-                                  struct ibv_qp **qp_p);
+    qpx_qp_creator_t qp_create;
 } qpx_iface_init_attr_t;
 
 
@@ -385,9 +389,7 @@ struct qpx_iface {
                                             next progress */
     } pending;
     qpx_qp_pool_t             qp_pool;
-    ucs_status_t              (*qp_create)(struct ibv_pd*, const qpx_device_t*,
-                                           struct ibv_qp_init_attr*,
-                                           struct ibv_qp**);
+    qpx_qp_creator_t          qp_create;
     khash_t(qpx_qp_map)       qp_map;
     /* the direct path (qpx_mlx5.h): enabled, its CQs and SRQ are mlx5
      * queues read and written without verbs calls */
@@ -395,10 +397,12 @@ struct qpx_iface {
     struct ibv_qp_init_attr   qp_init_attr; /* caps: what was granted */
     int                       qp_caps_granted;
     /* How a QP, CQ or SRQ the device has no room or memory for is logged
-     * (qpx_qp_exhausted_level for QPs), and caps it granted too small for
-     * the transport: error, unless the transport's user degrades and says
-     * so itself */
+     * (qpx_qp_create's exhausted_level for QPs), and caps it granted too
+     * small for the transport: error, unless the transport's user degrades
+     * and says so itself */
     ucs_log_level_t           exhausted_level;
+    /* qpx_iface_hints_t's exhausted_what (qpx_iface_exhausted_set) */
+    const char                **exhausted_what;
     /* Opened only to read its attributes (qpx_iface_hints_t) */
     int                       attr_only;
     struct {
@@ -533,7 +537,7 @@ int qpx_iface_rx_share_layout(qpx_iface_t *self, const qpx_iface_t *owner);
  * creation of what (a CQ, an SRQ; errno set by it, read before anything
  * logs): its status, and in *level_p the level to log it at: self's
  * exhausted_level where the device had no room or memory for it (ENOMEM,
- * EAGAIN), which qpx_iface_exhausted_what() then reports, else error */
+ * EAGAIN), which qpx_iface_exhausted_set() then reports, else error */
 ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
                                      const char *what,
                                      ucs_log_level_t *level_p);
@@ -547,14 +551,11 @@ void qpx_iface_rx_queue_set(qpx_iface_t *iface, unsigned len);
 void qpx_iface_rx_desc_wr_init(qpx_iface_t *iface, qpx_desc_t *desc);
 void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp);
 
-/* What the device last had no room or memory for in this thread ("CQ",
- * "SRQ", "QP"), for that user's one warning; NULL if nothing. Reading it
- * clears it. */
-const char *qpx_iface_exhausted_what(void);
-
-/* Say what the device had no room or memory for (for a transport's own
- * objects; base sets it for QPs, CQs, SRQs and its buffer pools) */
-void qpx_iface_exhausted_set(const char *what);
+/* Say what the device had no room or memory for ("QP", "CQ", "SRQ",
+ * "memory registration") to iface's user, where it asked
+ * (qpx_iface_hints_t's exhausted_what): for a transport's own objects;
+ * base says it for QPs, CQs, SRQs and its buffer pools */
+void qpx_iface_exhausted_set(const qpx_iface_t *iface, const char *what);
 
 /* iface uses its receive buffer pool from UCX's async thread as well as
  * from the user's (qpx_ud's timer): where that pool is shared with another

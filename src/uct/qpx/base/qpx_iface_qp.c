@@ -14,22 +14,11 @@
 #include <string.h>
 
 
-/* What the device last ran out of in this thread (qpx_iface_exhausted_what) */
-static __thread const char *qpx_iface_exhausted_res = NULL;
-
-
-const char *qpx_iface_exhausted_what(void)
+void qpx_iface_exhausted_set(const qpx_iface_t *iface, const char *what)
 {
-    const char *what = qpx_iface_exhausted_res;
-
-    qpx_iface_exhausted_res = NULL;
-    return what;
-}
-
-
-void qpx_iface_exhausted_set(const char *what)
-{
-    qpx_iface_exhausted_res = what;
+    if (iface->exhausted_what != NULL) {
+        *iface->exhausted_what = what;
+    }
 }
 
 
@@ -47,8 +36,8 @@ ucs_status_t qpx_iface_create_failed(const qpx_iface_t *self,
         *level_p = UCS_LOG_LEVEL_ERROR;
         return status;
     }
-    qpx_iface_exhausted_res = what;
-    *level_p                = self->exhausted_level;
+    qpx_iface_exhausted_set(self, what);
+    *level_p = self->exhausted_level;
     return status;
 }
 
@@ -68,13 +57,12 @@ static ucs_status_t qpx_iface_qp_get_level(qpx_iface_t *iface,
         return UCS_OK;
     }
 
-    attr                   = iface->qp_init_attr;
-    qpx_qp_exhausted_level = exhausted_level;
-    status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
-    qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
+    attr   = iface->qp_init_attr;
+    status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr,
+                              exhausted_level, &qp);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
-            qpx_iface_exhausted_set("QP");
+            qpx_iface_exhausted_set(iface, "QP");
         }
         return status;
     }
@@ -137,10 +125,9 @@ unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
     for (n = 0; (n < count) &&
                 (iface->qp_pool.count < iface->qp_pool.size); ++n) {
         /* Ahead of need: a QP the device has no room for is no error */
-        attr                   = iface->qp_init_attr;
-        qpx_qp_exhausted_level = UCS_LOG_LEVEL_DEBUG;
-        status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr, &qp);
-        qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
+        attr   = iface->qp_init_attr;
+        status = iface->qp_create(iface->md->pd, &iface->md->dev, &attr,
+                                  UCS_LOG_LEVEL_DEBUG, &qp);
         if (status != UCS_OK) {
             ucs_debug("qpx iface %p: %u of %u QPs created ahead", iface, n,
                       count);

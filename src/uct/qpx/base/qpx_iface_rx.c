@@ -35,7 +35,7 @@ static ucs_status_t qpx_iface_mp_grow(qpx_iface_t *iface, ucs_mpool_t *mp,
         return status;
     }
 
-    qpx_iface_exhausted_set("memory registration");
+    qpx_iface_exhausted_set(iface, "memory registration");
     mp->data->quota = 0;
     ucs_log((mp->data->chunks == NULL) ? UCS_LOG_LEVEL_DEBUG :
             UCS_LOG_LEVEL_WARN, "qpx iface %p %s:%d: no memory registration "

@@ -390,8 +390,9 @@ err_free_list:
 /* ---- registered pool ---- */
 
 typedef struct qpx_md_reg_mpool_priv {
-    qpx_md_t *md;
-    int      access;
+    qpx_md_t        *md;
+    int             access;
+    ucs_log_level_t exhausted_level; /* qpx_md_reg_mpool_init's */
 } qpx_md_reg_mpool_priv_t;
 
 /* Chunk header: the registration of the chunk */
@@ -419,7 +420,8 @@ static ucs_status_t qpx_md_reg_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
     chunk->mr = ibv_reg_mr(priv->md->pd, chunk, size, priv->access);
     if (chunk->mr == NULL) {
         status = qpx_device_err_status(errno);
-        ucs_log(qpx_md_reg_fail_level(0), "%s: ibv_reg_mr(%s, %zu bytes) "
+        ucs_log(qpx_device_err_exhausted(errno) ? priv->exhausted_level :
+                UCS_LOG_LEVEL_ERROR, "%s: ibv_reg_mr(%s, %zu bytes) "
                 "failed: %m", priv->md->dev.name, ucs_mpool_name(mp), size);
         free(chunk);
         return status;
@@ -464,7 +466,8 @@ static ucs_mpool_ops_t qpx_md_reg_mpool_ops = {
 
 ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
                                    size_t elem_size, unsigned elems_per_chunk,
-                                   int access, const char *name)
+                                   int access, ucs_log_level_t exhausted_level,
+                                   const char *name)
 {
     qpx_md_reg_mpool_priv_t *priv;
     ucs_status_t status;
@@ -482,7 +485,8 @@ ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
     }
 
     priv         = ucs_mpool_priv(mp);
-    priv->md     = md;
-    priv->access = access;
+    priv->md              = md;
+    priv->access          = access;
+    priv->exhausted_level = exhausted_level;
     return UCS_OK;
 }

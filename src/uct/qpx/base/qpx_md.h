@@ -108,8 +108,12 @@ typedef struct qpx_md_reg_elem {
 
 /* The level a registration the device has no room or memory for (ENOMEM,
  * EAGAIN) is logged at in this thread, unless the caller asked quietly
- * (UCT_MD_MEM_FLAG_HIDE_ERRORS): error by default; a pool that stops
- * growing then and says so itself lowers it around its growth */
+ * (UCT_MD_MEM_FLAG_HIDE_ERRORS): error by default. A buffer pool that stops
+ * growing then and says so itself lowers it around its growth
+ * (qpx_iface_mp_grow). It is per thread, not a parameter, because that
+ * growth reaches the md through UCX's own code (uct_iface_mpool's chunk
+ * allocation calls uct_md_mem_reg), which has no parameter for it; qpx's
+ * own pools take a level instead (qpx_md_reg_mpool_init). */
 extern __thread ucs_log_level_t qpx_md_reg_exhausted_level;
 
 /* The level for a registration that failed with errno (set by it) */
@@ -126,10 +130,13 @@ static inline ucs_log_level_t qpx_md_reg_fail_level(int hide_errors)
  * A memory pool of elements (starting with qpx_md_reg_elem_t) registered
  * with the given ibv access flags, one registration per chunk of
  * elems_per_chunk: small objects a peer writes (endpoint control words)
- * share registrations instead of taking one each.
+ * share registrations instead of taking one each. A chunk the device has
+ * no room or memory to register is logged at exhausted_level (error, or
+ * lower for a user that says so itself).
  */
 ucs_status_t qpx_md_reg_mpool_init(qpx_md_t *md, ucs_mpool_t *mp,
                                    size_t elem_size, unsigned elems_per_chunk,
-                                   int access, const char *name);
+                                   int access, ucs_log_level_t exhausted_level,
+                                   const char *name);
 
 #endif

@@ -99,21 +99,20 @@ static struct ibv_qp *qpx_qp_verbs_create(struct ibv_pd *pd,
 }
 
 
-__thread ucs_log_level_t qpx_qp_exhausted_level = UCS_LOG_LEVEL_ERROR;
-
-
 ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
+                           ucs_log_level_t exhausted_level,
                            struct ibv_qp **qp_p)
 {
     return qpx_qp_create_with(pd, dev, init_attr, qpx_qp_verbs_create, NULL,
-                              qp_p);
+                              exhausted_level, qp_p);
 }
 
 
 ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
                                 struct ibv_qp_init_attr *init_attr,
                                 qpx_qp_create_func_t create_func, void *arg,
+                                ucs_log_level_t exhausted_level,
                                 struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr attr = *init_attr;
@@ -135,7 +134,7 @@ ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
              * the hybrid lowers while it can do without */
             ucs_log((qpx_device_err_exhausted(errno) ||
                      (errno == EOPNOTSUPP)) ?
-                    qpx_qp_exhausted_level : UCS_LOG_LEVEL_ERROR,
+                    exhausted_level : UCS_LOG_LEVEL_ERROR,
                     "create qp (%s, send_wr %u sge %u inline %u) "
                     "failed: %m", qpx_qp_type_str(attr.qp_type),
                     attr.cap.max_send_wr, attr.cap.max_send_sge,

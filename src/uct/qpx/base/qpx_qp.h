@@ -63,11 +63,23 @@ typedef struct qpx_qp_pool {
 /*
  * Create a QP. init_attr->cap holds the requested caps; on success it holds
  * what the device granted. dev gives the limits used when the device refuses
- * the request. ENOMEM and other errors are not retried.
+ * the request. ENOMEM and other errors are not retried. exhausted_level: the
+ * level a QP the device has no room or memory for (ENOMEM, EAGAIN) is logged
+ * at, lower than error for a caller that takes it as a normal outcome and
+ * says so itself (an interface's exhausted_level, a pool filled ahead).
  */
 ucs_status_t qpx_qp_create(struct ibv_pd *pd, const qpx_device_t *dev,
                            struct ibv_qp_init_attr *init_attr,
+                           ucs_log_level_t exhausted_level,
                            struct ibv_qp **qp_p);
+
+/* A creator of QPs with qpx_qp_create()'s arguments and cap negotiation
+ * (qpx_qp_create itself, qpx_qp_dci_create) */
+typedef ucs_status_t (*qpx_qp_creator_t)(struct ibv_pd *pd,
+                                         const qpx_device_t *dev,
+                                         struct ibv_qp_init_attr *init_attr,
+                                         ucs_log_level_t exhausted_level,
+                                         struct ibv_qp **qp_p);
 
 /* How qpx_qp_create_with() creates one QP: NULL with errno on failure (EINVAL:
  * caps refused, tried again smaller), attr->cap the granted caps on success */
@@ -75,17 +87,11 @@ typedef struct ibv_qp *(*qpx_qp_create_func_t)(struct ibv_pd *pd,
                                                struct ibv_qp_init_attr *attr,
                                                void *arg);
 
-/* The level qpx_qp_create*() log a QP the device has no room or memory for
- * (ENOMEM, EAGAIN) in this thread: error by default; a caller that takes
- * that as a normal outcome and says so itself lowers it around the call
- * (qpx_iface_qp_get does, for an interface whose exhausted_level is
- * lower) */
-extern __thread ucs_log_level_t qpx_qp_exhausted_level;
-
 /* qpx_qp_create() with another way to create (ibv_create_qp there) */
 ucs_status_t qpx_qp_create_with(struct ibv_pd *pd, const qpx_device_t *dev,
                                 struct ibv_qp_init_attr *init_attr,
                                 qpx_qp_create_func_t create_func, void *arg,
+                                ucs_log_level_t exhausted_level,
                                 struct ibv_qp **qp_p);
 
 /* ibv_modify_qp, logged on failure */
@@ -136,6 +142,7 @@ uint8_t qpx_qp_rnr_timer_code(double timeout);
  * through the ibv_wr_* API (ibv_qp_to_qp_ex + mlx5dv_qp_ex_from_ibv_qp_ex) */
 ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
                                struct ibv_qp_init_attr *init_attr,
+                               ucs_log_level_t exhausted_level,
                                struct ibv_qp **qp_p);
 
 /* A DC target on init_attr->srq (required) with access key dc_key; its

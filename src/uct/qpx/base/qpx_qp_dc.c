@@ -81,6 +81,7 @@ static struct ibv_qp *qpx_qp_dc_create_one(struct ibv_pd *pd,
 
 ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
                                struct ibv_qp_init_attr *init_attr,
+                               ucs_log_level_t exhausted_level,
                                struct ibv_qp **qp_p)
 {
     qpx_qp_dc_arg_t arg = {.type = MLX5DV_DCTYPE_DCI};
@@ -92,7 +93,7 @@ ucs_status_t qpx_qp_dci_create(struct ibv_pd *pd, const qpx_device_t *dev,
     attr.cap.max_recv_wr  = 0;
     attr.cap.max_recv_sge = 0;
     status = qpx_qp_create_with(pd, dev, &attr, qpx_qp_dc_create_one, &arg,
-                                qp_p);
+                                exhausted_level, qp_p);
     if (status == UCS_OK) {
         init_attr->cap = attr.cap;
     }

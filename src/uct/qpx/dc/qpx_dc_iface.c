@@ -215,7 +215,7 @@ static ucs_status_t qpx_dc_iface_dct_create(qpx_dc_iface_t *self)
                                self->super.super.exhausted_level, &self->dct);
     if (status != UCS_OK) {
         if (status == UCS_ERR_NO_MEMORY) {
-            qpx_iface_exhausted_set("QP");
+            qpx_iface_exhausted_set(&self->super.super, "QP");
         }
         return status;
     }

@@ -364,6 +364,10 @@ struct qpx_hybrid_iface {
     unsigned            cold_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
+    /* What the device last had no room or memory for, as the
+     * sub-interfaces say it (qpx_iface_hints_t's exhausted_what): cleared
+     * before opening one or an endpoint on one, read after a failure */
+    const char          *sub_exhausted;
     /* The RC interface opens at the first promotion, ours or a peer's,
      * unless the cold path receives from its SRQ (then it opens first and
      * stays): a process with no hot peer holds no CQ or buffer of it. What

@@ -242,7 +242,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
 /* The hot path's interface, receiving from open_args.owner's SRQ where there
  * is one. What the device has no room or memory for is logged at debug
  * level: the caller says in one warning what ran out and what it does
- * (qpx_iface_exhausted_what). Where the hybrid has events, its epoll set
+ * (sub_exhausted, which the interface writes). Where the hybrid has events, its epoll set
  * watches the new interface too. */
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
 {
@@ -265,6 +265,7 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
     hints.rx_owner        = iface->open_args.owner;
     hints.exhausted_level = UCS_LOG_LEVEL_DEBUG;
     hints.attr_only       = probe;
+    hints.exhausted_what  = &iface->sub_exhausted;
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
@@ -320,7 +321,7 @@ void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
     const char *what;
     ucs_status_t status;
 
-    (void)qpx_iface_exhausted_what();
+    self->sub_exhausted = NULL;
     status = (self->rc != NULL) ? UCS_OK :
              qpx_hybrid_iface_rc_open_sub(self, !keep);
     if (status == UCS_OK) {
@@ -330,7 +331,7 @@ void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep)
         }
     }
     if (status != UCS_OK) {
-        what = qpx_iface_exhausted_what();
+        what = self->sub_exhausted;
         ucs_warn("qpx: %s: no RC interface (%s%s%s): every endpoint stays on "
                  "%s", self->open_args.dev_name, (what != NULL) ? "no " : "",
                  (what != NULL) ? what : ucs_status_string(status),
@@ -373,7 +374,8 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                  self->cold_fallback) ?
                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
         hints.attr_only       = 0;
-        (void)qpx_iface_exhausted_what();
+        hints.exhausted_what  = &self->sub_exhausted;
+        self->sub_exhausted   = NULL;
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
                                            &self->open_args.params,
@@ -382,7 +384,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                            QPX_HYBRID_SUB_UD_SRQ : 0,
                                            &hints, &self->cold_config,
                                            &self->cold, &self->cold_core);
-        what = qpx_iface_exhausted_what();
+        what = self->sub_exhausted;
         if ((status == UCS_OK) || (what == NULL) || (attempt >= tries)) {
             return status;
         }

@@ -32,7 +32,7 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
         return UCS_ERR_NO_RESOURCE; /* the last one failed a moment ago */
     }
 
-    (void)qpx_iface_exhausted_what();
+    iface->sub_exhausted = NULL;
     status = (iface->rc != NULL) ? UCS_OK : qpx_hybrid_iface_rc_open(iface);
     if (status == UCS_OK) {
         params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
@@ -40,7 +40,7 @@ static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
         status            = uct_ep_create(&params, ep_p);
     }
     if (status != UCS_OK) {
-        what = qpx_iface_exhausted_what();
+        what = iface->sub_exhausted;
         if (!iface->rc_warned) {
             ucs_warn("qpx: %s: no RC %s for a promotion (%s%s%s): endpoints "
                      "stay on %s until one can be had",

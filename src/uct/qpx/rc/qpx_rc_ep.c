@@ -74,11 +74,9 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     /* The words the peer writes: its credit count (flow control) and its
      * close notice (keepalive), in a registered slot of the interface */
     self->fc.enabled = (iface->config.fc_wnd > 0);
-    qpx_md_reg_exhausted_level = iface->super.super.exhausted_level;
-    self->fc.ctl               = ucs_mpool_get(&iface->ctl_mp);
-    qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
+    self->fc.ctl     = ucs_mpool_get(&iface->ctl_mp);
     if (self->fc.ctl == NULL) {
-        qpx_iface_exhausted_set("memory registration");
+        qpx_iface_exhausted_set(&iface->super.super, "memory registration");
         ucs_log(iface->super.super.exhausted_level, "qp 0x%x: no endpoint "
                 "control words (registration failed)", self->qp->qp_num);
         status = UCS_ERR_NO_MEMORY;

@@ -306,7 +306,9 @@ static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
     status = qpx_md_reg_mpool_init(self->super.super.md, &self->ctl_mp,
                                    sizeof(qpx_rc_ep_ctl_t), 256,
                                    IBV_ACCESS_LOCAL_WRITE |
-                                   IBV_ACCESS_REMOTE_WRITE, "qpx_rc_ep_ctl");
+                                   IBV_ACCESS_REMOTE_WRITE,
+                                   self->super.super.exhausted_level,
+                                   "qpx_rc_ep_ctl");
     if (status != UCS_OK) {
         return status;
     }

@@ -188,10 +188,7 @@ typedef struct qpx_rdma_tl {
     unsigned                 tx_reserve;   /* qpx_iface_init_attr_t's */
     int                      access_flags; /* RC QP access flags, or 0 */
     /* qpx_iface_init_attr_t's: NULL for ibv_create_qp */
-    ucs_status_t             (*qp_create)(struct ibv_pd *pd,
-                                          const qpx_device_t *dev,
-                                          struct ibv_qp_init_attr *init_attr,
-                                          struct ibv_qp **qp_p);
+    qpx_qp_creator_t         qp_create;
     uct_iface_ops_t          *ops;
     uct_iface_internal_ops_t *internal_ops;
     /* Where an endpoint's link in qpx_rdma_iface_t.eps is */

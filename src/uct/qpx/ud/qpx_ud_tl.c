@@ -471,7 +471,8 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
         status = qpx_md_reg_mpool_init(self->super.md, &self->tx.ctl_mp,
                                        sizeof(qpx_ud_send_desc_t) +
                                        sizeof(qpx_ud_hdr_t), 64,
-                                       IBV_ACCESS_LOCAL_WRITE, "qpx_ud_ctl");
+                                       IBV_ACCESS_LOCAL_WRITE,
+                                       UCS_LOG_LEVEL_ERROR, "qpx_ud_ctl");
         if (status != UCS_OK) {
             goto err_destroy_qp;
         }
