@@ -303,9 +303,11 @@ unsigned qpx_iface_backlog_progress(qpx_iface_t *iface, qpx_iface_wc_cb_t rx,
  * unless nothing is outstanding there (tx_idle: nothing signalled and every
  * request known complete), a due keepalive round, a receive queue to grow
  * (its SRQ ran low) or to refill (its pool was empty), the pending queue.
+ * direct: a constant, iface's path (qpx_iface_poll_cq_path).
  */
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
+qpx_iface_progress_cqs(qpx_iface_t *iface, int direct, int tx_idle,
+                       qpx_iface_wc_cb_t rx,
                        qpx_iface_wc_cb_t tx,
                        void (*keepalive)(qpx_iface_t *iface))
 {
@@ -317,12 +319,14 @@ qpx_iface_progress_cqs(qpx_iface_t *iface, int tx_idle, qpx_iface_wc_cb_t rx,
                      0)) {
         count += qpx_iface_backlog_progress(iface, rx, tx);
     }
-    n = qpx_iface_poll_cq(iface, iface->recv_cq, QPX_IFACE_BACKLOG, wc);
+    n = qpx_iface_poll_cq_path(iface, iface->recv_cq, QPX_IFACE_BACKLOG, wc,
+                               direct);
     if (n > 0) {
         count += rx(iface, wc, n);
     }
     if (!tx_idle) {
-        n = qpx_iface_poll_cq(iface, iface->send_cq, QPX_IFACE_BACKLOG, wc);
+        n = qpx_iface_poll_cq_path(iface, iface->send_cq, QPX_IFACE_BACKLOG,
+                                   wc, direct);
         if (n > 0) {
             count += tx(iface, wc, n);
         }

@@ -211,14 +211,19 @@ static inline int qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface)
 }
 
 /* Poll up to max completions of cq (iface's send or receive CQ) into wc;
- * 0 on error (logged). A direct interface reads its mlx5 CQEs */
-static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
-                                                 struct ibv_cq *cq, int max,
-                                                 struct ibv_wc *wc)
+ * 0 on error (logged). direct, a constant of the caller's progress function
+ * (chosen at the interface's start), says iface's path: its mlx5 CQEs, or
+ * ibv_poll_cq. */
+static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq_path(qpx_iface_t *iface,
+                                                      struct ibv_cq *cq,
+                                                      int max,
+                                                      struct ibv_wc *wc,
+                                                      int direct)
 {
     int n;
 
-    if (ucs_unlikely(iface->direct.enabled)) {
+    ucs_assert(!direct == !iface->direct.enabled);
+    if (direct) {
         return qpx_mlx5_poll(iface, &iface->direct.cq[(cq == iface->send_cq) ?
                                                       QPX_MLX5_CQ_TX :
                                                       QPX_MLX5_CQ_RX],
@@ -230,6 +235,17 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
         return 0;
     }
     return n;
+}
+
+/* qpx_iface_poll_cq_path for a caller that does not know iface's path */
+static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
+                                                 struct ibv_cq *cq, int max,
+                                                 struct ibv_wc *wc)
+{
+    if (ucs_unlikely(iface->direct.enabled)) {
+        return qpx_iface_poll_cq_path(iface, cq, max, wc, 1);
+    }
+    return qpx_iface_poll_cq_path(iface, cq, max, wc, 0);
 }
 
 #endif

@@ -110,7 +110,8 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
     }
 
     /* Receives without per-run hooks: DC has no credits to return */
-    return qpx_rdma_iface_progress(&iface->super, qpx_rdma_iface_rx_wc,
+    /* DC has no direct path (qpx_dc_rdma_tl sets no direct) */
+    return qpx_rdma_iface_progress(&iface->super, 0, qpx_rdma_iface_rx_wc,
                                    qpx_dc_iface_tx_process,
                                    qpx_dc_iface_keepalive);
 }

@@ -48,17 +48,29 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
 }
 
 
-/* One WR on ep's QP: a WQE in its mlx5 send queue on the direct path, else
- * ibv_post_send; 0 or an errno */
-static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
-                                                struct ibv_send_wr *wr)
+/* One WR on ep's QP: a WQE in its mlx5 send queue on the direct path
+ * (direct: a constant of the caller), else ibv_post_send; 0 or an errno */
+static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
+                                                     struct ibv_send_wr *wr,
+                                                     int direct)
 {
     struct ibv_send_wr *bad_wr;
 
-    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
+    ucs_assert(!direct == (ep->txwq.qstart == NULL));
+    if (direct) {
         return qpx_mlx5_post(&ep->txwq, wr);
     }
     return ibv_post_send(ep->qp, wr, &bad_wr);
+}
+
+/* qpx_rc_ep_post_wr_path for a caller that does not know ep's path */
+static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
+                                                struct ibv_send_wr *wr)
+{
+    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
+        return qpx_rc_ep_post_wr_path(ep, wr, 1);
+    }
+    return qpx_rc_ep_post_wr_path(ep, wr, 0);
 }
 
 
@@ -73,11 +85,12 @@ static UCS_F_ALWAYS_INLINE uint64_t qpx_rc_ep_wr_id(qpx_rc_ep_t *ep,
  * Post one work request. signal: the caller needs a completion for it. The
  * request is signalled anyway when tx_moderation unsignalled ones precede it,
  * so the send queue always holds a signalled request to free its slots.
- * Returns the sn of the request (valid on UCS_OK).
+ * direct: ep's path, a constant of the caller (qpx_rc_ep_post_wr_path).
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
-               int send_flags, int signal)
+qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
+                    struct ibv_send_wr *wr, int send_flags, int signal,
+                    int direct)
 {
     uint64_t sn = ep->tx.sn + 1;
     int ret;
@@ -99,7 +112,7 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
                       IBV_SEND_FENCE : 0) |
                      (signal ? IBV_SEND_SIGNALED : 0);
 
-    ret = qpx_rc_ep_post_wr(ep, wr);
+    ret = qpx_rc_ep_post_wr_path(ep, wr, direct);
     if (ucs_unlikely(ret != 0)) {
         ucs_error("ibv_post_send(qp 0x%x, opcode %d) failed: %s",
                   ep->qp->qp_num, wr->opcode, strerror(ret));
@@ -119,6 +132,18 @@ qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
         ++ep->tx.unsignaled;
     }
     return UCS_OK;
+}
+
+/* qpx_rc_ep_post_path for a caller that does not know ep's path (the
+ * control posts: a flush's no-op, a credit grant) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
+               int send_flags, int signal)
+{
+    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
+        return qpx_rc_ep_post_path(iface, ep, wr, send_flags, signal, 1);
+    }
+    return qpx_rc_ep_post_path(iface, ep, wr, send_flags, signal, 0);
 }
 
 

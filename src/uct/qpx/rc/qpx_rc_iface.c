@@ -167,7 +167,15 @@ qpx_rc_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 {
     return qpx_rdma_iface_progress(ucs_derived_of(tl_iface, qpx_rdma_iface_t),
-                                   qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
+                                   0, qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
+                                   qpx_rc_iface_keepalive);
+}
+
+
+static unsigned qpx_rc_iface_progress_direct(uct_iface_h tl_iface)
+{
+    return qpx_rdma_iface_progress(ucs_derived_of(tl_iface, qpx_rdma_iface_t),
+                                   1, qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
                                    qpx_rc_iface_keepalive);
 }
 
@@ -186,6 +194,12 @@ static uct_iface_ops_t qpx_rc_iface_ops = {
     .ep_get_address           = qpx_rc_ep_get_address,
     .ep_connect_to_ep         = qpx_rc_ep_connect_to_ep,
     QPX_RDMA_IFACE_OPS(qpx_rc)
+};
+
+/* What a direct interface takes instead (qpx_rdma_tl_t's direct_ops) */
+static const uct_iface_ops_t qpx_rc_iface_direct_ops = {
+    QPX_RDMA_IFACE_DATA_OPS(qpx_rc_direct),
+    .iface_progress           = qpx_rc_iface_progress_direct
 };
 
 
@@ -237,6 +251,7 @@ static const qpx_rdma_tl_t qpx_rc_rdma_tl = {
     .max_inflight_eps = qpx_rc_iface_max_inflight_eps,
     .ep_list_offset = ucs_offsetof(qpx_rc_ep_t, list),
     .direct         = 1,
+    .direct_ops     = &qpx_rc_iface_direct_ops,
     .base_ops       = &qpx_rc_iface_base_ops,
     .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_EP,
     .iface_addr_len = 0,

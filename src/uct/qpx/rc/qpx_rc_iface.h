@@ -163,6 +163,8 @@ void qpx_rc_iface_tx_solicit(qpx_iface_t *base_iface);
 
 /* Data path (qpx_rc_ops.c) */
 QPX_RDMA_EP_OPS_DECLARE(qpx_rc);
+/* the same on the direct path (qpx_rdma_tl_t's direct_ops) */
+QPX_RDMA_EP_OPS_DECLARE(qpx_rc_direct);
 /* Post a signalled zero-length write (flush, ep_check); uses the reserve */
 ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep);
 

@@ -38,7 +38,7 @@ qpx_rc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
 
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_rc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
+qpx_rc_post_wr_path(uct_ep_h tl_ep, const qpx_rdma_wr_t *rwr, int direct)
 {
     qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     struct ibv_send_wr wr;
@@ -57,12 +57,31 @@ qpx_rc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
         wr.wr.rdma.remote_addr   = rwr->remote_addr;
         wr.wr.rdma.rkey          = rwr->rkey;
     }
-    status = qpx_rc_ep_post(qpx_rc_ep_iface(ep), ep, &wr, rwr->send_flags,
-                            rwr->signal);
+    status = qpx_rc_ep_post_path(qpx_rc_ep_iface(ep), ep, &wr,
+                                 rwr->send_flags, rwr->signal, direct);
     /* Every send is an active message: it takes a credit */
     ep->fc.sent += (rwr->opcode == IBV_WR_SEND) && (status == UCS_OK);
     return status;
 }
+
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_rc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
+{
+    return qpx_rc_post_wr_path(tl_ep, rwr, 0);
+}
+
+
+/* The direct path's post operations: the same but the WR's (a WQE) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_rc_direct_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
+{
+    return qpx_rc_post_wr_path(tl_ep, rwr, 1);
+}
+
+#define qpx_rc_direct_post_tx_begin qpx_rc_post_tx_begin
+#define qpx_rc_direct_post_add_op   qpx_rc_post_add_op
+#define qpx_rc_direct_post_nop      qpx_rc_post_nop
 
 
 static UCS_F_ALWAYS_INLINE void
@@ -81,6 +100,7 @@ static ucs_status_t qpx_rc_post_nop(uct_ep_h tl_ep, void **tx_p)
 
 
 QPX_RDMA_EP_OPS_DEFINE(qpx_rc)
+QPX_RDMA_EP_OPS_DEFINE(qpx_rc_direct)
 
 
 ucs_status_t qpx_rc_ep_post_nop(qpx_rc_ep_t *ep)

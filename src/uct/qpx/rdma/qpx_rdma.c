@@ -270,6 +270,31 @@ ucs_status_t qpx_rdma_iface_flush(uct_iface_h tl_iface, unsigned flags,
 }
 
 
+/* The data operations and progress of the path iface took (qpx_rdma_tl_t's
+ * direct_ops), in its copy of the operations, which UCT calls through */
+static void qpx_rdma_iface_path_ops_set(qpx_rdma_iface_t *iface)
+{
+    uct_iface_ops_t *ops        = &iface->super.super.super.ops;
+    const uct_iface_ops_t *path = iface->super.direct.enabled ?
+                                  iface->tl->direct_ops : iface->tl->ops;
+
+    ucs_assert(path != NULL);
+    ops->ep_put_short      = path->ep_put_short;
+    ops->ep_put_bcopy      = path->ep_put_bcopy;
+    ops->ep_put_zcopy      = path->ep_put_zcopy;
+    ops->ep_get_bcopy      = path->ep_get_bcopy;
+    ops->ep_get_zcopy      = path->ep_get_zcopy;
+    ops->ep_am_short       = path->ep_am_short;
+    ops->ep_am_bcopy       = path->ep_am_bcopy;
+    ops->ep_am_zcopy       = path->ep_am_zcopy;
+    ops->ep_atomic_cswap64 = path->ep_atomic_cswap64;
+    ops->ep_atomic64_post  = path->ep_atomic64_post;
+    ops->ep_atomic64_fetch = path->ep_atomic64_fetch;
+    ops->iface_progress    = path->iface_progress;
+    iface->progress        = path->iface_progress;
+}
+
+
 ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
                                   const qpx_rdma_iface_config_t *config)
 {
@@ -290,6 +315,7 @@ ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
+    qpx_rdma_iface_path_ops_set(iface);
     status = qpx_iface_rx_fill(&iface->super);
     if (status != UCS_OK) {
         qpx_mlx5_iface_cleanup(&iface->super);

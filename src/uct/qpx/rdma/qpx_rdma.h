@@ -98,6 +98,21 @@ typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
                                          uct_completion_t *comp)
 
 
+/* The uct_iface_ops_t entries of QPX_RDMA_EP_OPS_DEFINE's operations of _tl
+ * (qpx_rdma_iface_data_ops_set copies them) */
+#define QPX_RDMA_IFACE_DATA_OPS(_tl) \
+    .ep_put_short             = _tl##_ep_put_short, \
+    .ep_put_bcopy             = _tl##_ep_put_bcopy, \
+    .ep_put_zcopy             = _tl##_ep_put_zcopy, \
+    .ep_get_bcopy             = _tl##_ep_get_bcopy, \
+    .ep_get_zcopy             = _tl##_ep_get_zcopy, \
+    .ep_am_short              = _tl##_ep_am_short, \
+    .ep_am_bcopy              = _tl##_ep_am_bcopy, \
+    .ep_am_zcopy              = _tl##_ep_am_zcopy, \
+    .ep_atomic_cswap64        = _tl##_ep_atomic_cswap64, \
+    .ep_atomic64_post         = _tl##_ep_atomic64_post, \
+    .ep_atomic64_fetch        = _tl##_ep_atomic64_fetch
+
 /*
  * The uct_iface_ops_t entries a transport _tl of the family fills alike:
  * the operations of QPX_RDMA_EP_OPS_DEFINE, its endpoint control
@@ -106,21 +121,11 @@ typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
  * model's entries (ep_get_address, ep_connect_to_ep).
  */
 #define QPX_RDMA_IFACE_OPS(_tl) \
-    .ep_put_short             = _tl##_ep_put_short, \
-    .ep_put_bcopy             = _tl##_ep_put_bcopy, \
-    .ep_put_zcopy             = _tl##_ep_put_zcopy, \
-    .ep_get_bcopy             = _tl##_ep_get_bcopy, \
-    .ep_get_zcopy             = _tl##_ep_get_zcopy, \
-    .ep_am_short              = _tl##_ep_am_short, \
+    QPX_RDMA_IFACE_DATA_OPS(_tl), \
     .ep_am_short_iov          = uct_base_ep_am_short_iov, \
-    .ep_am_bcopy              = _tl##_ep_am_bcopy, \
-    .ep_am_zcopy              = _tl##_ep_am_zcopy, \
-    .ep_atomic_cswap64        = _tl##_ep_atomic_cswap64, \
     .ep_atomic_cswap32        = qpx_ep_atomic_cswap32, \
     .ep_atomic32_post         = qpx_ep_atomic32_post, \
-    .ep_atomic64_post         = _tl##_ep_atomic64_post, \
     .ep_atomic32_fetch        = qpx_ep_atomic32_fetch, \
-    .ep_atomic64_fetch        = _tl##_ep_atomic64_fetch, \
     .ep_pending_add           = qpx_ep_pending_add, \
     .ep_pending_purge         = qpx_ep_pending_purge, \
     .ep_flush                 = _tl##_ep_flush, \
@@ -194,8 +199,11 @@ typedef struct qpx_rdma_tl {
     /* Where an endpoint's link in qpx_rdma_iface_t.eps is */
     size_t                   ep_list_offset;
     /* It posts through qpx_mlx5_post when its interface is direct
-     * (UCX_QPX_<TL>_DIRECT) */
+     * (UCX_QPX_<TL>_DIRECT), with these operations (QPX_RDMA_IFACE_DATA_OPS
+     * of its direct post operations, and iface_progress) instead of ops':
+     * neither path tests which it is on */
     int                      direct;
+    const uct_iface_ops_t    *direct_ops;
     const qpx_iface_ops_t    *base_ops;
     /* uct_iface_query: UCT_IFACE_FLAG_CONNECT_TO_EP or _IFACE, the
      * addresses' lengths, and what an operation costs beyond what base
@@ -226,6 +234,9 @@ typedef struct qpx_rdma_iface {
     qpx_iface_t           super;
     const qpx_rdma_tl_t   *tl;     /* the transport */
     int                   direct_ok; /* it may take the direct path */
+    /* Its progress for the path it took (qpx_rdma_iface_start): the
+     * transport's ops->iface_progress or direct_progress */
+    unsigned              (*progress)(uct_iface_h tl_iface);
     ucs_list_link_t       eps;     /* every endpoint (tl->ep_list_offset) */
     /* Requests posted and not yet known complete, over all queues: while
      * any exist the send CQ is polled, so that an unsignalled request that

@@ -110,7 +110,7 @@ static unsigned qpx_rdma_async_iface_progress(uct_iface_h tl_iface)
     if (ucs_unlikely(!ucs_list_is_empty(&iface->async.ops))) {
         count += qpx_rdma_async_ops_run(iface);
     }
-    count += iface->tl->ops->iface_progress(tl_iface);
+    count += iface->progress(tl_iface);
     qpx_async_unblock(iface->async.ctx);
     return count;
 }

@@ -87,13 +87,15 @@ qpx_rdma_iface_rx_wc(qpx_iface_t *iface, struct ibv_wc *wc, int n)
 /* A progress round of a transport of the family: base's over its two CQs
  * (qpx_iface_progress_cqs), the send CQ polled while anything is
  * outstanding there (qpx_rdma_iface_tx_is_idle). rx, tx and keepalive are
- * the transport's, constants, so that inlining makes their calls direct. */
+ * the transport's, constants, so that inlining makes their calls direct;
+ * direct too: a transport with a direct path has a progress function for
+ * each path (qpx_rdma_tl_t's direct_progress), and neither tests it. */
 static UCS_F_ALWAYS_INLINE unsigned
-qpx_rdma_iface_progress(qpx_rdma_iface_t *iface, qpx_iface_wc_cb_t rx,
-                        qpx_iface_wc_cb_t tx,
+qpx_rdma_iface_progress(qpx_rdma_iface_t *iface, int direct,
+                        qpx_iface_wc_cb_t rx, qpx_iface_wc_cb_t tx,
                         void (*keepalive)(qpx_iface_t *iface))
 {
-    return qpx_iface_progress_cqs(&iface->super,
+    return qpx_iface_progress_cqs(&iface->super, direct,
                                   qpx_rdma_iface_tx_is_idle(iface), rx, tx,
                                   keepalive);
 }
