@@ -8,6 +8,8 @@
 #ifndef QPX_IFACE_INL_
 #define QPX_IFACE_INL_
 
+#include "qpx_mlx5.inl"
+
 
 /* The pool iface's receive buffers come from: its owner's when shared */
 static UCS_F_ALWAYS_INLINE qpx_iface_t *qpx_iface_rx_pool(qpx_iface_t *iface)
@@ -220,14 +222,14 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq_path(qpx_iface_t *iface,
                                                       struct ibv_wc *wc,
                                                       int direct)
 {
+    qpx_mlx5_cq_t *dcq;
     int n;
 
     ucs_assert(!direct == !iface->direct.enabled);
     if (direct) {
-        return qpx_mlx5_poll(iface, &iface->direct.cq[(cq == iface->send_cq) ?
-                                                      QPX_MLX5_CQ_TX :
-                                                      QPX_MLX5_CQ_RX],
-                             max, wc);
+        dcq = &iface->direct.cq[(cq == iface->send_cq) ? QPX_MLX5_CQ_TX :
+                                                        QPX_MLX5_CQ_RX];
+        return qpx_mlx5_cq_ready(dcq) ? qpx_mlx5_poll(iface, dcq, max, wc) : 0;
     }
     n = ibv_poll_cq(cq, max, wc);
     if (ucs_unlikely(n < 0)) {

@@ -8,6 +8,8 @@
 
 #include "qpx_rc_iface.h"
 
+#include <uct/qpx/base/qpx_mlx5.inl>
+
 
 static UCS_F_ALWAYS_INLINE qpx_rc_iface_t *qpx_rc_ep_iface(qpx_rc_ep_t *ep)
 {
@@ -58,7 +60,7 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
 
     ucs_assert(!direct == (ep->txwq.qstart == NULL));
     if (direct) {
-        return qpx_mlx5_post(&ep->txwq, wr);
+        return qpx_mlx5_post_inline(&ep->txwq, wr);
     }
     return ibv_post_send(ep->qp, wr, &bad_wr);
 }
@@ -67,10 +69,12 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
 static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
                                                 struct ibv_send_wr *wr)
 {
+    struct ibv_send_wr *bad_wr;
+
     if (ucs_unlikely(ep->txwq.qstart != NULL)) {
-        return qpx_rc_ep_post_wr_path(ep, wr, 1);
+        return qpx_mlx5_post(&ep->txwq, wr); /* out of line: rare posts */
     }
-    return qpx_rc_ep_post_wr_path(ep, wr, 0);
+    return ibv_post_send(ep->qp, wr, &bad_wr);
 }
 
 

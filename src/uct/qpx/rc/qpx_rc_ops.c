@@ -44,6 +44,16 @@ qpx_rc_post_wr_path(uct_ep_h tl_ep, const qpx_rdma_wr_t *rwr, int direct)
     struct ibv_send_wr wr;
     ucs_status_t status;
 
+    if (direct) {
+        /* The WQE writer, inlined here, reads the parts of the WR's unions
+         * its opcode names; where the opcode is not a constant the compiler
+         * cannot tell they were written: these are (atomics' are written
+         * again below, the rest is dead for other opcodes) */
+        wr.imm_data              = 0;
+        wr.wr.atomic.compare_add = rwr->compare_add;
+        wr.wr.atomic.swap        = rwr->swap;
+        wr.wr.atomic.rkey        = rwr->rkey;
+    }
     wr.opcode   = rwr->opcode;
     wr.sg_list  = rwr->sge;
     wr.num_sge  = rwr->num_sge;
