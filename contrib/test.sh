@@ -163,12 +163,14 @@ grep -E '^(==>|SKIP)' "$QPX_BUILDDIR/ucx-versions.out" | sed 's/^/        /'
 # beside other work; README), so that
 # where it would push this command past QPX_TEST_BUDGET_MINUTES (CI's 90)
 # the stage says SKIP and why, and the documented command runs it
-# gtest_stage VERSION: ucx-gtest.sh run VERSION with gtest_env, skipped
+# gtest_stage VERSION [TAG]: ucx-gtest.sh run VERSION with gtest_env, skipped
 # (with the reason and the command) when the UCX build with gtest is not
-# cached and building it would push this command past the budget
+# cached and building it would push this command past the budget; TAG
+# names a second run of one version (its output and logs)
 gtest_stage() {
-    local v=$1 out=$QPX_BUILDDIR/ucx-gtest-$1.out rc
-    qpx_say "tests: UCX's gtest on qpx (bash contrib/ucx-gtest.sh run $v)"
+    local v=$1 tag=$1${2:+-$2} rc
+    local out=$QPX_BUILDDIR/ucx-gtest-$tag.out
+    qpx_say "tests: UCX's gtest on qpx${2:+ ($2)} (${gtest_env[*]} bash contrib/ucx-gtest.sh run $v)"
     t0=$SECONDS
     if ! bash "$QPX_TOP/contrib/ucx-gtest.sh" cached "$v" >/dev/null 2>&1 &&
        [ $(( (SECONDS + 60 * (${QPX_GTEST_BUILD_MINUTES:-30} + 12)) / 60 )) -gt \
@@ -178,11 +180,11 @@ gtest_stage() {
              "run: bash contrib/ucx-gtest.sh run $v" >"$out"
         rc=77
     else
-        (cd "$QPX_TOP" && env "${gtest_env[@]}" QPX_GTEST_LOGDIR="$QPX_BUILDDIR/ucx-gtest-$v-logs" \
+        (cd "$QPX_TOP" && env "${gtest_env[@]}" QPX_GTEST_LOGDIR="$QPX_BUILDDIR/ucx-gtest-$tag-logs" \
             timeout 4800 bash contrib/ucx-gtest.sh run "$v") >"$out" 2>&1
         rc=$?
     fi
-    count_stage "contrib/ucx-gtest.sh run $v" "$out" $rc $t0 '^FAIL'
+    count_stage "contrib/ucx-gtest.sh run $v${2:+ ($2)}" "$out" $rc $t0 '^FAIL'
     sed -n '/^=== UCX .* gtest on/,/^full gtest/p' "$out" | sed 's/^/        /'
 }
 # the core of UCP's classes run here: one suite of each
@@ -190,6 +192,13 @@ QPX_GTEST_UCP_CORE='test_ucp_(tag_match|am_nbx|rma|atomic64|stream|wireup_2sided
 gtest_env=(QPX_GTEST_TLS="qpx_rc qpx_ud qpx_dc qpx cm:qpx ucp:qpx_rc ucp:qpx ucp:qpx_dc"
            QPX_GTEST_UCP_SUITES="${QPX_GTEST_UCP_SUITES:-$QPX_GTEST_UCP_CORE}")
 gtest_stage 1.13.1
+# qpx_rc's direct path (mlx5 WQEs and CQEs, on softverbs' mlx5 personality:
+# SOFTVERBS_MLX5=1) under the same generic UCT suites; the runs above are
+# the verbs path's. About 6 minutes.
+saved_env=("${gtest_env[@]}")
+gtest_env=(SOFTVERBS_MLX5=1 QPX_GTEST_TLS="qpx_rc")
+gtest_stage 1.13.1 direct
+gtest_env=("${saved_env[@]}")
 # The same matrix on UCX 1.22.0 (qpx built against it by ucx-versions.sh
 # above, loaded through UCX_PLUGIN_PATH); 1.19.1 is the documented
 # command's (bash contrib/ucx-gtest.sh run 1.19.1; README)
