@@ -267,7 +267,9 @@ ucs_status_t qpx_qp_to_rts(struct ibv_qp *qp,
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn   = conn->sq_psn;
-    if (qp->qp_type == IBV_QPT_RC) {
+    /* reliable: RC, and the DC initiator (a driver QP; a DC target never
+     * goes to RTS) */
+    if ((qp->qp_type == IBV_QPT_RC) || (qp->qp_type == IBV_QPT_DRIVER)) {
         attr.timeout       = conn->timeout;
         attr.retry_cnt     = conn->retry_cnt;
         attr.rnr_retry     = conn->rnr_retry;

@@ -157,17 +157,7 @@ ucs_status_t qpx_qp_dci_connect(struct ibv_qp *qp, uint8_t port_num,
         return status;
     }
 
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state      = IBV_QPS_RTS;
-    attr.sq_psn        = conn->sq_psn;
-    attr.timeout       = conn->timeout;
-    attr.retry_cnt     = conn->retry_cnt;
-    attr.rnr_retry     = conn->rnr_retry;
-    attr.max_rd_atomic = conn->max_rd_atomic;
-    return qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                    IBV_QP_RNR_RETRY |
-                                    IBV_QP_MAX_QP_RD_ATOMIC);
+    return qpx_qp_to_rts(qp, conn);
 }
 
 
