@@ -116,6 +116,11 @@ struct sv_mlx5_fronts {
 extern struct sv_mlx5_fronts sv_mlx5;
 
 void sv_mlx5_engine_start(void);            /* under sv_mlx5.lock */
+/* sv_mlx5_cq.c, under sv_mlx5.lock: a CQ's internal completions as
+ * CQEs (the count written), and one error CQE */
+int  sv_mlx5_cq_drain(struct sv_mlx5_cq *f);
+void sv_mlx5_cqe_err(struct sv_mlx5_cq *f, uint8_t opcode, uint8_t syndrome,
+                     uint8_t vendor, uint32_t qpn, uint16_t wqe_counter);
 int  sv_mlx5_engine_round(void);            /* under sv_mlx5.lock */
 void sv_mlx5_qp_detach(struct sv_qp *qp);   /* ibv_destroy_qp */
 void sv_mlx5_qp_reset(struct sv_qp *qp);    /* ibv_modify_qp to RESET */
