@@ -310,12 +310,66 @@ qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
 }
 
 
+/* The peer's answer to our promotion: its QP's address to connect ours
+ * to, then the switch once the cold path drained. Where that cannot be
+ * (our endpoint gone or gave up, the connect failed, no memory for the
+ * peer's address) the peer is told to give its QP back. */
+static void qpx_hybrid_ctl_promote_rep(qpx_hybrid_iface_t *iface,
+                                       const qpx_hybrid_ctl_msg_t *msg)
+{
+    qpx_hybrid_ep_t *ep = qpx_hybrid_ctl_ep(iface, msg,
+                                            QPX_HYBRID_EP_PROMOTING);
+    ucs_status_t status;
+
+    if (ep == NULL) {
+        /* Our endpoint went away, or gave this promotion up */
+        qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
+                            qpx_hybrid_ctl_iface_addr(msg),
+                            QPX_HYBRID_CTL_RELEASE, msg->hdr.dst_id,
+                            msg->hdr.src_id, msg->hdr.serial);
+        return;
+    }
+    if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
+        status = UCS_ERR_INVALID_ADDR;
+    } else {
+        status = uct_ep_connect_to_ep(ep->rc_ep, qpx_hybrid_ctl_dev_addr(msg),
+                                      qpx_hybrid_ctl_ep_addr(msg));
+    }
+    if (status != UCS_OK) {
+        ucs_warn("qpx ep %p: RC connect failed (%s): stays on DC", ep,
+                 ucs_status_string(status));
+        goto err_release;
+    }
+    ep->peer_addr = malloc(msg->hdr.dev_addr_len + msg->hdr.iface_addr_len);
+    if (ep->peer_addr == NULL) {
+        /* Without it the peer could not be told to give its QP back */
+        ucs_error("qpx ep %p: no memory for the peer's address: stays "
+                  "on DC", ep);
+        goto err_release;
+    }
+    memcpy(ep->peer_addr, qpx_hybrid_ctl_dev_addr(msg),
+           msg->hdr.dev_addr_len + msg->hdr.iface_addr_len);
+    ep->peer_dev_len   = msg->hdr.dev_addr_len;
+    ep->peer_iface_len = msg->hdr.iface_addr_len;
+    ep->peer_conn      = msg->hdr.src_id;
+    ep->flags         |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+    qpx_hybrid_ep_update_tx(ep); /* all held: the cold path drains */
+    qpx_hybrid_ep_work(ep);
+    return;
+
+err_release:
+    qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
+                        qpx_hybrid_ctl_iface_addr(msg), QPX_HYBRID_CTL_RELEASE,
+                        ep->id, msg->hdr.src_id, ep->serial);
+    qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
+}
+
+
 static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
                                const qpx_hybrid_ctl_msg_t *msg)
 {
     qpx_hybrid_conn_t *conn;
     qpx_hybrid_ep_t *ep;
-    ucs_status_t status;
 
     ucs_trace("qpx iface %p: %s 0x%x -> 0x%x", iface,
               qpx_hybrid_ctl_names[msg->hdr.type], msg->hdr.src_id,
@@ -326,54 +380,7 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         qpx_hybrid_conn_accept(iface, msg);
         break;
     case QPX_HYBRID_CTL_PROMOTE_REP:
-        ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
-        if (ep == NULL) {
-            /* Our endpoint went away, or gave this promotion up: the peer
-             * gives its QP back */
-            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
-                                qpx_hybrid_ctl_iface_addr(msg),
-                                QPX_HYBRID_CTL_RELEASE, msg->hdr.dst_id,
-                                msg->hdr.src_id, msg->hdr.serial);
-            break;
-        }
-        if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
-            status = UCS_ERR_INVALID_ADDR;
-        } else {
-            status = uct_ep_connect_to_ep(ep->rc_ep,
-                                          qpx_hybrid_ctl_dev_addr(msg),
-                                          qpx_hybrid_ctl_ep_addr(msg));
-        }
-        if (status != UCS_OK) {
-            ucs_warn("qpx ep %p: RC connect failed (%s): stays on DC", ep,
-                     ucs_status_string(status));
-            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
-                                qpx_hybrid_ctl_iface_addr(msg),
-                                QPX_HYBRID_CTL_RELEASE, ep->id,
-                                msg->hdr.src_id, ep->serial);
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
-            break;
-        }
-        ep->peer_addr = malloc(msg->hdr.dev_addr_len +
-                               msg->hdr.iface_addr_len);
-        if (ep->peer_addr == NULL) {
-            /* Without it the peer could not be told to give its QP back */
-            ucs_error("qpx ep %p: no memory for the peer's address: stays "
-                      "on DC", ep);
-            qpx_hybrid_ctl_post(iface, qpx_hybrid_ctl_dev_addr(msg),
-                                qpx_hybrid_ctl_iface_addr(msg),
-                                QPX_HYBRID_CTL_RELEASE, ep->id,
-                                msg->hdr.src_id, ep->serial);
-            qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
-            break;
-        }
-        memcpy(ep->peer_addr, qpx_hybrid_ctl_dev_addr(msg),
-               msg->hdr.dev_addr_len + msg->hdr.iface_addr_len);
-        ep->peer_dev_len   = msg->hdr.dev_addr_len;
-        ep->peer_iface_len = msg->hdr.iface_addr_len;
-        ep->peer_conn      = msg->hdr.src_id;
-        ep->flags    |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
-        qpx_hybrid_ep_update_tx(ep); /* all held: the cold path drains */
-        qpx_hybrid_ep_work(ep);
+        qpx_hybrid_ctl_promote_rep(iface, msg);
         break;
     case QPX_HYBRID_CTL_PROMOTE_NACK:
         ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
