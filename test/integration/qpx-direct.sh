@@ -70,6 +70,7 @@ tl_integrity "direct: the largest inline sends" SOFTVERBS_CAP_POLICY=clamp \
 tl_integrity "direct: writes pass unfenced reads" SOFTVERBS_RC_READ_REORDER=1
 tl_integrity "direct: 2% of requests lost, 2 ms ACK timeout" \
     SOFTVERBS_RC_DROP=0.02 UCX_${P}_TIMEOUT=2ms UCX_${P}_RETRY_COUNT=7
+tl_integrity "direct: on a RoCE port (GRH, LID 0)" SOFTVERBS_LINK_LAYER=ethernet
 
 for t in "put_lat" "put_bw" "am_lat" "am_bw -D bcopy" "am_bw -D zcopy -s 4096" \
          "get -D zcopy -s 4096" "fadd" "cswap"; do

@@ -6,7 +6,8 @@
 # mlx5 MD and lists the three (and none without the setting);
 # ucx_perftest's UCT pairs of every operation each offers on a DV device
 # run to their end; the UCT data-integrity test (every operation and size
-# class, payloads checked) passes over each; Open MPI alltoall on 8 ranks
+# class, payloads checked) passes over each, on an InfiniBand port and on
+# a RoCE port; Open MPI alltoall on 8 ranks
 # moves checked data over rc_mlx5,ud_mlx5 and over dc_mlx5 alone.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
@@ -60,18 +61,24 @@ for t in "put_lat" "put_bw -D zcopy -s 4096" "am_lat" "am_bw -D bcopy" \
     tl_pair "dc_mlx5 $t" -d "$QPX_DEV" -x dc_mlx5 -t $t -n 2000
 done
 
-# Every UCT operation and size, data checked (-P: UCX's own transport)
-for tl in rc_mlx5 ud_mlx5 dc_mlx5; do
-    out=$(LD_PRELOAD="$QPX_MODULE" timeout 300 "$QPX_TESTDIR/qpx_uct_integrity" \
-          -P -x $tl -d "$QPX_DEV" 2>&1)
+# Every UCT operation and size, data checked (-P: UCX's own transport), on
+# an InfiniBand port and on a RoCE port (address vectors with a GRH, LID 0;
+# UCX picks the GID)
+integrity() { # TL LINK_LAYER
+    out=$(SOFTVERBS_LINK_LAYER=$2 LD_PRELOAD="$QPX_MODULE" timeout 300 \
+          "$QPX_TESTDIR/qpx_uct_integrity" -P -x $1 -d "$QPX_DEV" 2>&1)
     rc=$?
     summary=$(echo "$out" | tail -n 1)
     if [ $rc -eq 0 ] && echo "$out" | grep -q "^[1-9][0-9]* passed, 0 failed"; then
-        qpx_pass "qpx_uct_integrity over $tl: $summary"
+        qpx_pass "qpx_uct_integrity over $1 ($2): $summary"
     else
-        qpx_fail "qpx_uct_integrity over $tl (exit $rc): $summary"
+        qpx_fail "qpx_uct_integrity over $1 ($2, exit $rc): $summary"
         echo "$out" | grep -E "^FAIL|rror|Assert" | head -n 10
     fi
+}
+for tl in rc_mlx5 ud_mlx5 dc_mlx5; do
+    integrity $tl infiniband
+    integrity $tl ethernet
 done
 
 # UCP over the mlx5 transports alone: Open MPI alltoall on 8 ranks (8
