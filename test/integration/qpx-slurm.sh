@@ -34,6 +34,14 @@ export UCX_NET_DEVICES=$QPX_DEV UCX_LOG_LEVEL=debug UCX_WARN_UNUSED_ENV_VARS=n \
        OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
        OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any
 
+# UCX's debug log goes to a file per process (UCX_LOG_FILE, %p: the pid):
+# in the job's output, two ranks' buffered writes interleave at any byte,
+# which split the "MPI OK" line once. collect RUN: the run's output and its
+# processes' logs in one file, RUN.all, for check
+collect() {
+    cat "$TL_TMP/$1.out" "$TL_TMP/$1"-ucx.*.log >"$TL_TMP/$1.all" 2>/dev/null
+}
+
 # check NAME OUT LAUNCHER: the MPI test's verdict and the job size qpx saw
 check() {
     if grep -q "^MPI OK" "$2"; then
@@ -57,26 +65,32 @@ qpx_has_dc=no
 qpx_has_tl qpx_dc && qpx_has_dc=yes
 (
     eval "$("$qpxrun" --soft --env)"
-    UCX_TLS=qpx_rc,qpx_ud,self timeout 120 \
-        srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun.out" 2>&1
+    UCX_TLS=qpx_rc,qpx_ud,self UCX_LOG_FILE="$TL_TMP/srun-ucx.%p.log" \
+        timeout 120 srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" \
+        >"$TL_TMP/srun.out" 2>&1
     if [ $qpx_has_dc = yes ]; then
-        UCX_TLS=qpx_dc,self timeout 120 \
-            srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" >"$TL_TMP/srun-dc.out" 2>&1
+        UCX_TLS=qpx_dc,self UCX_LOG_FILE="$TL_TMP/srun-dc-ucx.%p.log" \
+            timeout 120 srun -n2 --mpi=pmix "$TL_TMP/qpx_mpi_test" \
+            >"$TL_TMP/srun-dc.out" 2>&1
     fi
 )
-check "srun -n2 --mpi=pmix, qpx_rc,qpx_ud" "$TL_TMP/srun.out" slurm
-[ $qpx_has_dc = yes ] &&
-    check "srun -n2 --mpi=pmix, qpx_dc" "$TL_TMP/srun-dc.out" slurm
+collect srun
+check "srun -n2 --mpi=pmix, qpx_rc,qpx_ud" "$TL_TMP/srun.all" slurm
+if [ $qpx_has_dc = yes ]; then
+    collect srun-dc
+    check "srun -n2 --mpi=pmix, qpx_dc" "$TL_TMP/srun-dc.all" slurm
+fi
 
 cat >"$TL_TMP/job.sh" <<JOB
 #!/bin/sh
 #SBATCH -n 2
 eval "\$("$qpxrun" --soft --env)"
-export UCX_TLS=qpx_rc,qpx_ud,self
+export UCX_TLS=qpx_rc,qpx_ud,self UCX_LOG_FILE="$TL_TMP/sbatch-ucx.%p.log"
 mpirun --allow-run-as-root "$TL_TMP/qpx_mpi_test"
 JOB
 if timeout 180 sbatch --wait -o "$TL_TMP/sbatch.out" "$TL_TMP/job.sh" >"$TL_TMP/sbatch.log" 2>&1; then
-    check "sbatch --wait, mpirun -np 2" "$TL_TMP/sbatch.out" mpirun
+    collect sbatch
+    check "sbatch --wait, mpirun -np 2" "$TL_TMP/sbatch.all" mpirun
 else
     qpx_fail "sbatch --wait: $(cat "$TL_TMP/sbatch.log")"; tail -n 8 "$TL_TMP/sbatch.out" 2>/dev/null
 fi
