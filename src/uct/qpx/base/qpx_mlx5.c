@@ -32,6 +32,32 @@ int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
 }
 
 
+int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av, uint32_t dct_num,
+                     uint64_t dc_key)
+{
+    return qpx_mlx5_post_dc_inline(wq, wr, av, dct_num, dc_key);
+}
+
+
+ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
+{
+    struct mlx5dv_ah dv = {};
+    struct mlx5dv_obj obj = {};
+    int ret;
+
+    obj.ah.in  = ah;
+    obj.ah.out = &dv;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+    if (ret != 0) {
+        ucs_error("mlx5dv_init_obj(ah) failed: %s", strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    *av_p = dv.av;
+    return UCS_OK;
+}
+
+
 static UCS_F_ALWAYS_INLINE enum ibv_wc_status qpx_mlx5_status(uint8_t synd)
 {
     switch (synd) {
@@ -365,7 +391,8 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     wq->reg     = dv.bf.reg;
     wq->max_wqe = ucs_min((size_t)per_wr * MLX5_SEND_WQE_BB,
                           (size_t)QPX_MLX5_MAX_WQE);
-    qpx_mlx5_txwq_reset(wq);
+    /* a QP from RESET starts at block 0: libmlx5 zeroed the record */
+    wq->pi      = 0;
 
     it = kh_put(qpx_qp_map, map, qp->qp_num, &ret);
     if (ret < 0) {
@@ -382,10 +409,56 @@ err_free:
 }
 
 
-void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq)
+/*
+ * The CQEs of QP qpn that cq holds unread are dropped: renamed to QP 0,
+ * which no interface has, so that qpx_mlx5_poll skips them. libmlx5 cleans
+ * a CQ so at a QP's RESET (mlx5_cq_clean), by its own consumer index,
+ * which the direct path does not move: it is done here. A device writes
+ * no CQE of a QP after its RESET, so none comes after this.
+ */
+static void qpx_mlx5_cq_clean(qpx_mlx5_cq_t *cq, uint32_t qpn)
 {
+    struct mlx5_err_cqe *err;
+    struct mlx5_cqe64 *cqe;
+    volatile uint32_t *word;
+    uint8_t op_own, opcode;
+    uint32_t i, dropped = 0;
+
+    for (i = cq->ci; i != cq->ci + cq->mask + 1; ++i) {
+        cqe    = (void*)(cq->buf + (size_t)(i & cq->mask) * cq->stride +
+                         cq->stride - sizeof(*cqe));
+        op_own = *(volatile uint8_t*)&cqe->op_own;
+        opcode = op_own >> 4;
+        if (((op_own & MLX5_CQE_OWNER_MASK) != ((i >> cq->log_cnt) & 1)) ||
+            (opcode == MLX5_CQE_INVALID)) {
+            break;
+        }
+        /* the body after its op_own, as the poll reads it */
+        qpx_mlx5_rmb();
+        err  = (void*)cqe;
+        word = ((opcode == MLX5_CQE_REQ_ERR) ||
+                (opcode == MLX5_CQE_RESP_ERR)) ? &err->s_wqe_opcode_qpn :
+                                                 &cqe->sop_drop_qpn;
+        if ((be32toh(*word) & 0xffffff) == qpn) {
+            *word = htobe32(be32toh(*word) & 0xff000000u);
+            ++dropped;
+        }
+    }
+    if (dropped > 0) {
+        ucs_debug("cq 0x%x: %u completions of reset qp 0x%x dropped", cq->cqn,
+                  dropped, qpn);
+    }
+}
+
+
+void qpx_mlx5_txwq_reset(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
+{
+    if (wq->qstart == NULL) {
+        return; /* the verbs path: libmlx5 cleaned the CQ */
+    }
     /* a QP from RESET starts at block 0: libmlx5 zeroed the record */
     wq->pi = 0;
+    qpx_mlx5_cq_clean(&iface->direct.cq[QPX_MLX5_CQ_TX], wq->qpn);
 }
 
 
@@ -397,8 +470,10 @@ void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
     if (wq->qstart == NULL) {
         return;
     }
-    it = kh_get(qpx_qp_map, map, wq->qpn);
-    if (it != kh_end(map)) {
+    /* the map goes with the interface's direct state (a DCI's queue may
+     * be released after it) */
+    it = (map == NULL) ? 0 : kh_get(qpx_qp_map, map, wq->qpn);
+    if ((map != NULL) && (it != kh_end(map))) {
         kh_del(qpx_qp_map, map, it);
     }
     free(wq->wc_opcode);
@@ -454,7 +529,7 @@ void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
 {
 }
 
-void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq)
+void qpx_mlx5_txwq_reset(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
 {
 }
 
@@ -465,6 +540,18 @@ void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only)
 int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
 {
     return EOPNOTSUPP;
+}
+
+int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av, uint32_t dct_num,
+                     uint64_t dc_key)
+{
+    return EOPNOTSUPP;
+}
+
+ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
+{
+    return UCS_ERR_UNSUPPORTED;
 }
 
 int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,

@@ -10,9 +10,10 @@
  * chosen when it opens (UCX_QPX_<TL>_DIRECT; the transport must offer it,
  * qpx_iface_ops_t direct).
  *
- * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ). The
- * other transports, and an interface that shares another's SRQ (the
- * hybrid's sub-interfaces), stay on verbs.
+ * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ) and
+ * qpx_dc (its DCIs, both CQs, the SRQ of its DCT). qpx_ud, and an
+ * interface that shares another's SRQ (the hybrid's sub-interfaces), stay
+ * on verbs.
  */
 #ifndef QPX_MLX5_H_
 #define QPX_MLX5_H_
@@ -80,6 +81,7 @@ enum {
 };
 
 struct qpx_iface;
+struct mlx5_wqe_av;
 
 /* At interface open, before any receive is posted: when mode asks for it
  * (on, auto) and the device has mlx5 queues, make both CQs and the SRQ
@@ -93,8 +95,10 @@ void qpx_mlx5_iface_cleanup(struct qpx_iface *iface);
 ucs_status_t qpx_mlx5_txwq_init(struct qpx_iface *iface, struct ibv_qp *qp,
                                 qpx_mlx5_txwq_t *wq);
 void qpx_mlx5_txwq_cleanup(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
-/* After the QP went through RESET: the queue starts at block 0 again */
-void qpx_mlx5_txwq_reset(qpx_mlx5_txwq_t *wq);
+/* After the QP went through RESET: the queue starts at block 0 again, and
+ * the CQEs of its last life still unread in the send CQ are dropped (none
+ * on the verbs path, where wq is not set up) */
+void qpx_mlx5_txwq_reset(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
 
 /* Arming a direct CQ for its next (solicited) completion (taking its
  * event moves cq->sn on) */
@@ -104,6 +108,14 @@ void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only);
  * doorbell: 0, or EINVAL (an opcode or a size the queue does not take;
  * nothing posted) */
 int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr);
+
+/* The same on a DCI: to DCT dct_num behind av with its access key */
+int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av, uint32_t dct_num,
+                     uint64_t dc_key);
+
+/* The address vector of ah, for a DCI's WQEs (it lives as long as ah) */
+ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p);
 
 /* Up to max completions of cq, one of iface's direct CQs, into wc */
 int qpx_mlx5_poll(struct qpx_iface *iface, qpx_mlx5_cq_t *cq, int max,

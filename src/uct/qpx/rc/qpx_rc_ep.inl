@@ -50,14 +50,21 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
 }
 
 
-/* One WR on ep's QP: a WQE in its mlx5 send queue on the direct path
- * (direct: a constant of the caller), else ibv_post_send; 0 or an errno */
+/* One WR on ep's QP, on the path direct names (QPX_RDMA_PATH_*, a
+ * constant of the caller): a WQE in its mlx5 send queue, or
+ * ibv_post_send; 0 or an errno */
 static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
                                                      struct ibv_send_wr *wr,
                                                      int direct)
 {
     struct ibv_send_wr *bad_wr;
 
+    if (direct == QPX_RDMA_PATH_ANY) {
+        direct = (ep->txwq.qstart != NULL);
+        if (ucs_unlikely(direct)) {
+            return qpx_mlx5_post(&ep->txwq, wr); /* out of line: rare posts */
+        }
+    }
     ucs_assert(!direct == (ep->txwq.qstart == NULL));
     if (direct) {
         return qpx_mlx5_post_inline(&ep->txwq, wr);
@@ -69,12 +76,7 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
 static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr(qpx_rc_ep_t *ep,
                                                 struct ibv_send_wr *wr)
 {
-    struct ibv_send_wr *bad_wr;
-
-    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
-        return qpx_mlx5_post(&ep->txwq, wr); /* out of line: rare posts */
-    }
-    return ibv_post_send(ep->qp, wr, &bad_wr);
+    return qpx_rc_ep_post_wr_path(ep, wr, QPX_RDMA_PATH_ANY);
 }
 
 
@@ -89,7 +91,8 @@ static UCS_F_ALWAYS_INLINE uint64_t qpx_rc_ep_wr_id(qpx_rc_ep_t *ep,
  * Post one work request. signal: the caller needs a completion for it. The
  * request is signalled anyway when tx_moderation unsignalled ones precede it,
  * so the send queue always holds a signalled request to free its slots.
- * direct: ep's path, a constant of the caller (qpx_rc_ep_post_wr_path).
+ * direct: QPX_RDMA_PATH_*, a constant of the caller
+ * (qpx_rc_ep_post_wr_path).
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
@@ -144,10 +147,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rc_ep_post(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep, struct ibv_send_wr *wr,
                int send_flags, int signal)
 {
-    if (ucs_unlikely(ep->txwq.qstart != NULL)) {
-        return qpx_rc_ep_post_path(iface, ep, wr, send_flags, signal, 1);
-    }
-    return qpx_rc_ep_post_path(iface, ep, wr, send_flags, signal, 0);
+    return qpx_rc_ep_post_path(iface, ep, wr, send_flags, signal,
+                               QPX_RDMA_PATH_ANY);
 }
 
 

@@ -44,29 +44,7 @@ qpx_rc_post_wr_path(uct_ep_h tl_ep, const qpx_rdma_wr_t *rwr, int direct)
     struct ibv_send_wr wr;
     ucs_status_t status;
 
-    if (direct) {
-        /* The WQE writer, inlined here, reads the parts of the WR's unions
-         * its opcode names; where the opcode is not a constant the compiler
-         * cannot tell they were written: these are (atomics' are written
-         * again below, the rest is dead for other opcodes) */
-        wr.imm_data              = 0;
-        wr.wr.atomic.compare_add = rwr->compare_add;
-        wr.wr.atomic.swap        = rwr->swap;
-        wr.wr.atomic.rkey        = rwr->rkey;
-    }
-    wr.opcode   = rwr->opcode;
-    wr.sg_list  = rwr->sge;
-    wr.num_sge  = rwr->num_sge;
-    if ((rwr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
-        (rwr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
-        wr.wr.atomic.remote_addr = rwr->remote_addr;
-        wr.wr.atomic.rkey        = rwr->rkey;
-        wr.wr.atomic.compare_add = rwr->compare_add;
-        wr.wr.atomic.swap        = rwr->swap;
-    } else {
-        wr.wr.rdma.remote_addr   = rwr->remote_addr;
-        wr.wr.rdma.rkey          = rwr->rkey;
-    }
+    qpx_rdma_wr_to_send_wr(rwr, &wr, direct);
     status = qpx_rc_ep_post_path(qpx_rc_ep_iface(ep), ep, &wr,
                                  rwr->send_flags, rwr->signal, direct);
     /* Every send is an active message: it takes a credit */

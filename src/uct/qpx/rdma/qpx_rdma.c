@@ -292,6 +292,7 @@ static void qpx_rdma_iface_path_ops_set(qpx_rdma_iface_t *iface)
     ops->ep_atomic64_fetch = path->ep_atomic64_fetch;
     ops->iface_progress    = path->iface_progress;
     iface->progress        = path->iface_progress;
+    iface->path_ops        = path;
 }
 
 
@@ -372,6 +373,7 @@ UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, const qpx_rdma_tl_t *tl, uct_md_h md,
     /* a hybrid's sub-interface shares an SRQ with another, on verbs: its
      * receive WRs must keep the verbs shape */
     self->direct_ok  = tl->direct && (hints == NULL);
+    self->path_ops   = tl->ops; /* the verbs path until started */
     ucs_list_head_init(&self->eps);
     self->tx_unacked = 0;
     self->fence_beat = 0;

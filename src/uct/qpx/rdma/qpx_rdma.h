@@ -147,6 +147,88 @@ typedef ucs_status_t qpx_rdma_ep_probe_t(uct_ep_h tl_ep, void *tx, int nop,
     .iface_is_reachable       = qpx_iface_is_reachable
 
 
+/* At most this many buffers in an inline work request (am_short: the
+ * header and the payload) */
+#define QPX_RDMA_INLINE_SGE_MAX 2
+
+
+/* The path a post takes, a constant of its caller: the verbs path, the
+ * direct path (the WQE writer inlined), or either (a control post, whose
+ * caller does not know: tested, the WQE writer out of line) */
+enum {
+    QPX_RDMA_PATH_VERBS  = 0,
+    QPX_RDMA_PATH_DIRECT = 1,
+    QPX_RDMA_PATH_ANY    = 2
+};
+
+
+/* One work request as the family's operations describe it; the transport
+ * turns it into its own (an ibv_send_wr, or ibv_wr_* calls) */
+typedef struct qpx_rdma_wr {
+    enum ibv_wr_opcode opcode;      /* RDMA write/read, send, 64-bit atomic */
+    unsigned           send_flags;  /* IBV_SEND_INLINE or 0 */
+    int                signal;      /* the caller needs its completion */
+    struct ibv_sge     *sge;
+    int                num_sge;
+    uint64_t           remote_addr; /* RDMA and atomics */
+    uint32_t           rkey;
+    uint64_t           compare_add; /* atomics */
+    uint64_t           swap;
+} qpx_rdma_wr_t;
+
+
+static UCS_F_ALWAYS_INLINE void
+qpx_rdma_wr_init(qpx_rdma_wr_t *wr, enum ibv_wr_opcode opcode,
+                 unsigned send_flags, int signal, struct ibv_sge *sge,
+                 int num_sge, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    wr->opcode      = opcode;
+    wr->send_flags  = send_flags;
+    wr->signal      = signal;
+    wr->sge         = sge;
+    wr->num_sge     = num_sge;
+    wr->remote_addr = remote_addr;
+    wr->rkey        = (uint32_t)rkey;
+    wr->compare_add = 0;
+    wr->swap        = 0;
+}
+
+
+/*
+ * rwr as a verbs WR (its wr_id and send_flags are the transport's, set
+ * after). by_opcode: the WR goes to a reader inlined after (the WQE
+ * writer, DC's ibv_wr_* calls) that reads the parts of the WR's unions its
+ * opcode names; where the opcode is not a constant the compiler cannot tell
+ * they were written: these are (atomics' are written again below, the rest
+ * is dead for other opcodes).
+ */
+static UCS_F_ALWAYS_INLINE void
+qpx_rdma_wr_to_send_wr(const qpx_rdma_wr_t *rwr, struct ibv_send_wr *wr,
+                       int by_opcode)
+{
+    if (by_opcode) {
+        wr->imm_data              = 0;
+        wr->wr.atomic.compare_add = rwr->compare_add;
+        wr->wr.atomic.swap        = rwr->swap;
+        wr->wr.atomic.rkey        = rwr->rkey;
+    }
+    wr->next    = NULL;
+    wr->opcode  = rwr->opcode;
+    wr->sg_list = rwr->sge;
+    wr->num_sge = rwr->num_sge;
+    if ((rwr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+        (rwr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
+        wr->wr.atomic.remote_addr = rwr->remote_addr;
+        wr->wr.atomic.rkey        = rwr->rkey;
+        wr->wr.atomic.compare_add = rwr->compare_add;
+        wr->wr.atomic.swap        = rwr->swap;
+    } else {
+        wr->wr.rdma.remote_addr   = rwr->remote_addr;
+        wr->wr.rdma.rkey          = rwr->rkey;
+    }
+}
+
+
 /* The RC family's settings (qpx_rdma_iface_config_table) */
 typedef struct qpx_rdma_iface_config {
     double   timeout;            /* per try */
@@ -237,6 +319,9 @@ typedef struct qpx_rdma_iface {
     /* Its progress for the path it took (qpx_rdma_iface_start): the
      * transport's ops->iface_progress or direct_progress */
     unsigned              (*progress)(uct_iface_h tl_iface);
+    /* And its data operations (tl->ops or tl->direct_ops), which the
+     * async wrappers call */
+    const uct_iface_ops_t *path_ops;
     ucs_list_link_t       eps;     /* every endpoint (tl->ep_list_offset) */
     /* Requests posted and not yet known complete, over all queues: while
      * any exist the send CQ is polled, so that an unsignalled request that

@@ -242,54 +242,64 @@ static void qpx_rdma_async_timer(int id, ucs_event_set_types_t events,
                               __VA_ARGS__); \
     }
 
+/* The same of a data operation: the path's (iface->path_ops: a direct
+ * interface posts only through its direct operations) */
+#define QPX_RDMA_ASYNC_DATA_OP(_ret, _op, _iface, _params, ...) \
+    static _ret qpx_rdma_async_##_op _params \
+    { \
+        qpx_rdma_iface_t *iface = (_iface); \
+        return QPX_ASYNC_CALL(_ret, iface->async.ctx, iface->path_ops->_op, \
+                              __VA_ARGS__); \
+    }
+
 #define QPX_RDMA_ASYNC_EP_IFACE qpx_rdma_async_ep_iface(tl_ep)
 
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_put_short, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_put_short, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, const void *buffer, unsigned length,
                    uint64_t remote_addr, uct_rkey_t rkey),
                   tl_ep, buffer, length, remote_addr, rkey)
-QPX_RDMA_ASYNC_OP(ssize_t, ep_put_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ssize_t, ep_put_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
                    uint64_t remote_addr, uct_rkey_t rkey),
                   tl_ep, pack_cb, arg, remote_addr, rkey)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_put_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_put_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                    uint64_t remote_addr, uct_rkey_t rkey,
                    uct_completion_t *comp),
                   tl_ep, iov, iovcnt, remote_addr, rkey, comp)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_get_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_get_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
                    void *arg, size_t length, uint64_t remote_addr,
                    uct_rkey_t rkey, uct_completion_t *comp),
                   tl_ep, unpack_cb, arg, length, remote_addr, rkey, comp)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_get_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_get_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                    uint64_t remote_addr, uct_rkey_t rkey,
                    uct_completion_t *comp),
                   tl_ep, iov, iovcnt, remote_addr, rkey, comp)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_am_short, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_am_short, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uint8_t id, uint64_t header,
                    const void *payload, unsigned length),
                   tl_ep, id, header, payload, length)
-QPX_RDMA_ASYNC_OP(ssize_t, ep_am_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ssize_t, ep_am_bcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                    void *arg, unsigned flags),
                   tl_ep, id, pack_cb, arg, flags)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_am_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_am_zcopy, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uint8_t id, const void *header,
                    unsigned header_length, const uct_iov_t *iov,
                    size_t iovcnt, unsigned flags, uct_completion_t *comp),
                   tl_ep, id, header, header_length, iov, iovcnt, flags, comp)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic_cswap64, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_atomic_cswap64, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
                    uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result,
                    uct_completion_t *comp),
                   tl_ep, compare, swap, remote_addr, rkey, result, comp)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic64_post, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_atomic64_post, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, unsigned opcode, uint64_t value,
                    uint64_t remote_addr, uct_rkey_t rkey),
                   tl_ep, opcode, value, remote_addr, rkey)
-QPX_RDMA_ASYNC_OP(ucs_status_t, ep_atomic64_fetch, QPX_RDMA_ASYNC_EP_IFACE,
+QPX_RDMA_ASYNC_DATA_OP(ucs_status_t, ep_atomic64_fetch, QPX_RDMA_ASYNC_EP_IFACE,
                   (uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
                    uint64_t *result, uint64_t remote_addr, uct_rkey_t rkey,
                    uct_completion_t *comp),

@@ -23,26 +23,6 @@
 #include <string.h>
 
 
-/* At most this many buffers in an inline work request (am_short: the
- * header and the payload) */
-#define QPX_RDMA_INLINE_SGE_MAX 2
-
-
-/* One work request as the family's operations describe it; the transport
- * turns it into its own (an ibv_send_wr, or ibv_wr_* calls) */
-typedef struct qpx_rdma_wr {
-    enum ibv_wr_opcode opcode;      /* RDMA write/read, send, 64-bit atomic */
-    unsigned           send_flags;  /* IBV_SEND_INLINE or 0 */
-    int                signal;      /* the caller needs its completion */
-    struct ibv_sge     *sge;
-    int                num_sge;
-    uint64_t           remote_addr; /* RDMA and atomics */
-    uint32_t           rkey;
-    uint64_t           compare_add; /* atomics */
-    uint64_t           swap;
-} qpx_rdma_wr_t;
-
-
 /* What a transport of the family gives its operations */
 typedef struct qpx_rdma_post_ops {
     /* Room for one more request of tl_ep now, nothing of it queued before
@@ -62,23 +42,6 @@ typedef struct qpx_rdma_post_ops {
      * on. UCS_ERR_NO_RESOURCE when there is no room now. */
     ucs_status_t           (*post_nop)(uct_ep_h tl_ep, void **tx_p);
 } qpx_rdma_post_ops_t;
-
-
-static UCS_F_ALWAYS_INLINE void
-qpx_rdma_wr_init(qpx_rdma_wr_t *wr, enum ibv_wr_opcode opcode,
-                 unsigned send_flags, int signal, struct ibv_sge *sge,
-                 int num_sge, uint64_t remote_addr, uct_rkey_t rkey)
-{
-    wr->opcode      = opcode;
-    wr->send_flags  = send_flags;
-    wr->signal      = signal;
-    wr->sge         = sge;
-    wr->num_sge     = num_sge;
-    wr->remote_addr = remote_addr;
-    wr->rkey        = (uint32_t)rkey;
-    wr->compare_add = 0;
-    wr->swap        = 0;
-}
 
 
 /* The interface of an endpoint of the family */
