@@ -1,6 +1,7 @@
 /*
  * qpx_dc fast path: the DCI an operation goes on, its resources, and the
- * post through the ibv_wr_* API with the target set by
+ * post: a WQE with its datagram segment in the DCI's mlx5 send queue on
+ * the direct path, else through the ibv_wr_* API with the target set by
  * mlx5dv_wr_set_dc_addr. No allocation, lock or system call here beyond
  * the verbs post itself.
  */
@@ -8,6 +9,8 @@
 #define QPX_DC_INL_
 
 #include "qpx_dc_iface.h"
+
+#include <uct/qpx/base/qpx_mlx5.inl>
 
 #include <string.h>
 
@@ -76,14 +79,14 @@ qpx_dc_ep_tx_begin(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 
 
 /*
- * Start one work request of ep on dci: ibv_wr_start, its wr_id and flags.
- * signal: the caller needs a completion; it is signalled anyway when
- * tx_moderation unsignalled ones precede it. Returns whether it is
- * signalled. The caller then builds it (ibv_wr_<opcode>, the SGEs) and ends
- * with qpx_dc_dci_wr_complete().
+ * The flags of ep's next request on dci: send_flags, its fence, and
+ * IBV_SEND_SIGNALED. signal: the caller needs a completion; it is
+ * signalled anyway when tx_moderation unsignalled ones precede it. The
+ * caller posts it (qpx_dc_dci_post_path) and counts it
+ * (qpx_dc_dci_wr_posted).
  */
-static UCS_F_ALWAYS_INLINE int
-qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_dc_dci_wr_flags(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
                     unsigned send_flags, int signal)
 {
     /* Signalled too while endpoints wait for a DCI: a DCI is known idle,
@@ -100,33 +103,94 @@ qpx_dc_dci_wr_start(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
     signal |= (dci->unsignaled + 1 >= iface->super.super.config.tx_moderation) |
               (iface->num_dci_waiters > 0);
     ucs_assert(!signal || (iface->super.super.tx.cq_available > 0));
-    ibv_wr_start(dci->qpx);
-    dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
     /* An interface fence since ep's last post fences this one too */
-    dci->qpx->wr_flags = send_flags | ep->fence |
-                         ((ep->fence_beat != iface->super.fence_beat) ?
-                          IBV_SEND_FENCE : 0) |
-                         (signal ? IBV_SEND_SIGNALED : 0);
-    return signal;
+    return send_flags | ep->fence |
+           ((ep->fence_beat != iface->super.fence_beat) ? IBV_SEND_FENCE : 0) |
+           (signal ? IBV_SEND_SIGNALED : 0);
 }
 
 
-/* Address the request started on dci to ep's target, post it, count it */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
-                       qpx_dc_dci_t *dci, int signal)
+/*
+ * Post rwr on dci as request wr_id with send_flags (qpx_dc_dci_wr_flags),
+ * to DCT dct_num behind ah (av: ah's address vector, on the direct path),
+ * on the path direct names (QPX_RDMA_PATH_*, a constant of the caller): a
+ * WQE in the DCI's mlx5 send queue, or a request through the ibv_wr_* API.
+ * 0 or an errno.
+ */
+static UCS_F_ALWAYS_INLINE int
+qpx_dc_dci_post_path(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
+                     struct ibv_ah *ah, const struct mlx5_wqe_av *av,
+                     uint32_t dct_num, const qpx_rdma_wr_t *rwr,
+                     uint64_t wr_id, unsigned send_flags, int direct)
 {
-    int ret;
+    struct ibv_data_buf buf[QPX_RDMA_INLINE_SGE_MAX];
+    struct ibv_send_wr wr;
+    int i;
 
-    mlx5dv_wr_set_dc_addr(dci->mqp, ep->ah, ep->dct_num,
-                          iface->config.dc_key);
-    ret = ibv_wr_complete(dci->qpx);
-    if (ucs_unlikely(ret != 0)) {
-        ucs_error("ibv_wr_complete(dci 0x%x) failed: %s", dci->qp->qp_num,
-                  strerror(ret));
-        return UCS_ERR_IO_ERROR;
+    if (direct != QPX_RDMA_PATH_VERBS) {
+        if (direct == QPX_RDMA_PATH_ANY) {
+            direct = (dci->txwq.qstart != NULL);
+        }
+        ucs_assert(!direct == (dci->txwq.qstart == NULL));
+    }
+    if (direct) {
+        qpx_rdma_wr_to_send_wr(rwr, &wr, 1);
+        wr.wr_id      = wr_id;
+        wr.send_flags = send_flags;
+        if (direct == QPX_RDMA_PATH_ANY) {
+            /* out of line: rare posts */
+            return qpx_mlx5_post_dc(&dci->txwq, &wr, av, dct_num,
+                                    iface->config.dc_key);
+        }
+        return qpx_mlx5_post_dc_inline(&dci->txwq, &wr, av, dct_num,
+                                       iface->config.dc_key);
     }
 
+    ibv_wr_start(dci->qpx);
+    dci->qpx->wr_id    = wr_id;
+    dci->qpx->wr_flags = send_flags;
+    switch (rwr->opcode) {
+    case IBV_WR_RDMA_WRITE:
+        ibv_wr_rdma_write(dci->qpx, rwr->rkey, rwr->remote_addr);
+        break;
+    case IBV_WR_RDMA_READ:
+        ibv_wr_rdma_read(dci->qpx, rwr->rkey, rwr->remote_addr);
+        break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        ibv_wr_atomic_fetch_add(dci->qpx, rwr->rkey, rwr->remote_addr,
+                                rwr->compare_add);
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        ibv_wr_atomic_cmp_swp(dci->qpx, rwr->rkey, rwr->remote_addr,
+                              rwr->compare_add, rwr->swap);
+        break;
+    default:
+        ucs_assertv(rwr->opcode == IBV_WR_SEND, "opcode %d", rwr->opcode);
+        ibv_wr_send(dci->qpx);
+        break;
+    }
+    if (rwr->send_flags & IBV_SEND_INLINE) {
+        /* Copied by the post: the buffers may go after it */
+        ucs_assertv(rwr->num_sge <= QPX_RDMA_INLINE_SGE_MAX, "num_sge %d",
+                    rwr->num_sge);
+        for (i = 0; i < rwr->num_sge; ++i) {
+            buf[i].addr   = (void*)(uintptr_t)rwr->sge[i].addr;
+            buf[i].length = rwr->sge[i].length;
+        }
+        ibv_wr_set_inline_data_list(dci->qpx, rwr->num_sge, buf);
+    } else {
+        ibv_wr_set_sge_list(dci->qpx, rwr->num_sge, rwr->sge);
+    }
+    mlx5dv_wr_set_dc_addr(dci->mqp, ah, dct_num, iface->config.dc_key);
+    return ibv_wr_complete(dci->qpx);
+}
+
+
+/* Count the request of ep just posted on dci (signalled or not) */
+static UCS_F_ALWAYS_INLINE void
+qpx_dc_dci_wr_posted(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
+                     qpx_dc_dci_t *dci, int signal)
+{
     ++dci->sn;
     ++ep->posts;
     ep->last_sn    = dci->sn;
@@ -140,6 +204,7 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
         iface->target_switches += (dci->target_id != QPX_EP_ID_NULL);
         dci->target_id          = ep->id;
         dci->target_ah          = ep->ah;
+        dci->target_av          = ep->av;
         dci->target_dct         = ep->dct_num;
     }
     if (signal) {
@@ -149,7 +214,41 @@ qpx_dc_dci_wr_complete(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
     } else {
         ++dci->unsignaled;
     }
+}
+
+
+/*
+ * One request of ep on dci, rwr, on the path direct names: its flags
+ * (qpx_dc_dci_wr_flags), the post, its count.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_dc_dci_post_wr(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
+                   const qpx_rdma_wr_t *rwr, int direct)
+{
+    unsigned flags = qpx_dc_dci_wr_flags(iface, ep, dci, rwr->send_flags,
+                                         rwr->signal);
+    int ret;
+
+    ret = qpx_dc_dci_post_path(iface, dci, ep->ah, ep->av, ep->dct_num, rwr,
+                               qpx_dc_dci_wr_id(dci, dci->sn + 1), flags,
+                               direct);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("post on dci 0x%x (opcode %d) failed: %s", dci->qp->qp_num,
+                  rwr->opcode, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    qpx_dc_dci_wr_posted(iface, ep, dci, flags & IBV_SEND_SIGNALED);
     return UCS_OK;
+}
+
+
+/* rwr as a signalled zero-length RDMA write (a flush's no-op, a
+ * solicitation) */
+static UCS_F_ALWAYS_INLINE const qpx_rdma_wr_t *
+qpx_dc_wr_empty(qpx_rdma_wr_t *rwr)
+{
+    qpx_rdma_wr_init(rwr, IBV_WR_RDMA_WRITE, 0, 1, NULL, 0, 0, 0);
+    return rwr;
 }
 
 

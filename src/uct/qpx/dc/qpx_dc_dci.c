@@ -63,7 +63,10 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     dci->owner_id  = QPX_EP_ID_NULL;
     dci->target_id = QPX_EP_ID_NULL;
     dci->target_ah = NULL;
+    dci->target_av = NULL;
     dci->target_dct = 0;
+    /* the verbs path until qpx_dc_iface_dcis_direct_init */
+    memset(&dci->txwq, 0, sizeof(dci->txwq));
     dci->last_used = 0;
     dci->num_targets = 0;
     ucs_list_head_init(&dci->ops);
@@ -114,6 +117,26 @@ ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface, unsigned num_dci,
     return UCS_OK;
 }
 
+ucs_status_t qpx_dc_iface_dcis_direct_init(qpx_dc_iface_t *iface)
+{
+    ucs_status_t status;
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        status = qpx_mlx5_txwq_init(&iface->super.super, iface->dcis[i].qp,
+                                    &iface->dcis[i].txwq);
+        if (status != UCS_OK) {
+            while (i-- > 0) {
+                qpx_mlx5_txwq_cleanup(&iface->super.super,
+                                      &iface->dcis[i].txwq);
+            }
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
+
 void qpx_dc_iface_dci_give_way(qpx_dc_iface_t *iface)
 {
     qpx_dc_dci_t *dci = &iface->dcis[iface->num_dci - 1];
@@ -121,6 +144,7 @@ void qpx_dc_iface_dci_give_way(qpx_dc_iface_t *iface)
     /* At init, with more than one DCI: no endpoint has had a DCI, none has
      * an operation on one */
     ucs_debug("qpx_dc: dci 0x%x gives way to the DCT", dci->qp->qp_num);
+    qpx_mlx5_txwq_cleanup(&iface->super.super, &dci->txwq);
     qpx_qp_destroy(dci->qp);
     --iface->num_dci;
     qpx_dc_iface_dcis_free_all(iface);
@@ -139,6 +163,7 @@ void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface)
             op = ucs_list_extract_head(&dci->ops, qpx_op_t, list);
             op->cb(op, UCS_ERR_CANCELED);
         }
+        qpx_mlx5_txwq_cleanup(&iface->super.super, &dci->txwq);
         qpx_qp_destroy(dci->qp);
     }
     iface->num_dci = 0;
@@ -237,6 +262,7 @@ static void qpx_dc_iface_dci_assign(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
  */
 void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
 {
+    qpx_rdma_wr_t wr;
     qpx_dc_dci_t *dci;
     unsigned i;
     int ret;
@@ -248,16 +274,12 @@ void qpx_dc_iface_dci_solicit(qpx_dc_iface_t *iface)
             (iface->super.super.tx.cq_available <= 0)) {
             continue;
         }
-        ibv_wr_start(dci->qpx);
-        dci->qpx->wr_id    = qpx_dc_dci_wr_id(dci, dci->sn + 1);
-        dci->qpx->wr_flags = IBV_SEND_SIGNALED;
-        ibv_wr_rdma_write(dci->qpx, 0, 0);
-        ibv_wr_set_sge_list(dci->qpx, 0, NULL);
-        mlx5dv_wr_set_dc_addr(dci->mqp, dci->target_ah, dci->target_dct,
-                              iface->config.dc_key);
-        ret = ibv_wr_complete(dci->qpx);
+        ret = qpx_dc_dci_post_path(iface, dci, dci->target_ah, dci->target_av,
+                                   dci->target_dct, qpx_dc_wr_empty(&wr),
+                                   qpx_dc_dci_wr_id(dci, dci->sn + 1),
+                                   IBV_SEND_SIGNALED, QPX_RDMA_PATH_ANY);
         if (ret != 0) {
-            ucs_error("ibv_wr_complete(dci 0x%x) failed: %s",
+            ucs_error("post on dci 0x%x (solicitation) failed: %s",
                       dci->qp->qp_num, strerror(ret));
             continue;
         }
@@ -481,6 +503,8 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
         dci->sq_available = 0; /* never used again */
         dci->acked_sn     = dci->sn;
     } else {
+        /* its queue from block 0, without the CQEs of its last life */
+        qpx_mlx5_txwq_reset(&iface->super.super, &dci->txwq);
         qpx_dc_dci_reset_counters(iface, dci);
     }
 

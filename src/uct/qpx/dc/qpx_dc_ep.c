@@ -48,6 +48,14 @@ UCS_CLASS_INIT_FUNC(qpx_dc_ep_t, const uct_ep_params_t *params)
     if (status != UCS_OK) {
         return status;
     }
+    self->av = NULL;
+    if (iface->super.super.direct.enabled) {
+        /* the WQEs' datagram segment (it lives as long as the cached AH) */
+        status = qpx_mlx5_ah_av(self->ah, &self->av);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
 
     status = qpx_ep_table_add(&iface->ep_table, self, &self->id);
     if (status != UCS_OK) {

@@ -100,7 +100,9 @@ static ucs_config_field_t qpx_dc_iface_config_table[] = {
 };
 
 
-static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
+/* Progress on the path direct names (a constant of the caller) */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_dc_iface_progress_path(uct_iface_h tl_iface, int direct)
 {
     qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
 
@@ -110,10 +112,21 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
     }
 
     /* Receives without per-run hooks: DC has no credits to return */
-    /* DC has no direct path (qpx_dc_rdma_tl sets no direct) */
-    return qpx_rdma_iface_progress(&iface->super, 0, qpx_rdma_iface_rx_wc,
+    return qpx_rdma_iface_progress(&iface->super, direct, qpx_rdma_iface_rx_wc,
                                    qpx_dc_iface_tx_process,
                                    qpx_dc_iface_keepalive);
+}
+
+
+static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
+{
+    return qpx_dc_iface_progress_path(tl_iface, QPX_RDMA_PATH_VERBS);
+}
+
+
+static unsigned qpx_dc_iface_progress_direct(uct_iface_h tl_iface)
+{
+    return qpx_dc_iface_progress_path(tl_iface, QPX_RDMA_PATH_DIRECT);
 }
 
 
@@ -136,6 +149,12 @@ static void qpx_dc_iface_t_delete(uct_iface_t *tl_iface);
 
 static uct_iface_ops_t qpx_dc_iface_ops = {
     QPX_RDMA_IFACE_OPS(qpx_dc)
+};
+
+/* What a direct interface takes instead (qpx_rdma_tl_t's direct_ops) */
+static const uct_iface_ops_t qpx_dc_iface_direct_ops = {
+    QPX_RDMA_IFACE_DATA_OPS(qpx_dc_direct),
+    .iface_progress           = qpx_dc_iface_progress_direct
 };
 
 
@@ -171,6 +190,8 @@ static const qpx_rdma_tl_t qpx_dc_rdma_tl = {
     .internal_ops   = &qpx_dc_iface_internal_ops,
     .max_inflight_eps = qpx_dc_iface_max_inflight_eps,
     .ep_list_offset = ucs_offsetof(qpx_dc_ep_t, list),
+    .direct         = 1,
+    .direct_ops     = &qpx_dc_iface_direct_ops,
     .base_ops       = &qpx_dc_iface_base_ops,
     .connect_flag   = UCT_IFACE_FLAG_CONNECT_TO_IFACE,
     .iface_addr_len = sizeof(qpx_dc_iface_addr_t),
@@ -396,6 +417,12 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
     if (status != UCS_OK) {
         goto err_destroy_qps;
     }
+    if (self->super.super.direct.enabled) {
+        status = qpx_dc_iface_dcis_direct_init(self);
+        if (status != UCS_OK) {
+            goto err_stop;
+        }
+    }
 
     if (qpx_dc_iface_async_wanted(config, hints)) {
         status = qpx_rdma_iface_async_start(&self->super, config->async_idle);
@@ -404,9 +431,10 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
         }
     }
 
-    ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), inline %zu sge %u",
-              self, self->dct->qp_num, self->num_dci,
+    ucs_debug("qpx_dc iface %p: dct 0x%x, %u dcis (%s), %s path, inline %zu "
+              "sge %u", self, self->dct->qp_num, self->num_dci,
               qpx_dc_policy_names[self->config.policy],
+              self->super.super.direct.enabled ? "direct" : "verbs",
               self->super.super.config.max_inline,
               self->super.super.config.max_send_sge);
     return UCS_OK;

@@ -104,7 +104,10 @@ typedef struct qpx_dc_dci {
     uint32_t            owner_id;    /* dcs, sticky: its endpoint's id */
     uint32_t            target_id;   /* endpoint id of the last post */
     struct ibv_ah       *target_ah;  /* and its target, to solicit a */
-    uint32_t            target_dct;  /* completion (qpx_dc_dci.c) */
+    const struct mlx5_wqe_av *target_av; /* completion (qpx_dc_dci.c) */
+    uint32_t            target_dct;
+    qpx_mlx5_txwq_t     txwq;        /* direct: its send queue (qstart
+                                        NULL on the verbs path) */
     uint32_t            num_targets; /* rand, spread: endpoints on it */
     uint64_t            last_used;   /* sticky: iface tick of the last post */
     ucs_list_link_t     ops;         /* qpx_op_t, by sn */
@@ -168,6 +171,7 @@ typedef struct qpx_dc_ep {
     ucs_list_link_t list;        /* in iface->super.eps */
     ucs_list_link_t wait_link;   /* in iface->tx_wait */
     struct ibv_ah   *ah;         /* the peer port's, from the iface cache */
+    const struct mlx5_wqe_av *av; /* direct: ah's address vector */
     uint32_t        dct_num;
     uint32_t        id;          /* in iface->ep_table */
     uint64_t        last_sn;     /* sn of its last post on its DCI */
@@ -193,6 +197,9 @@ ucs_status_t qpx_dc_iface_dcis_create(qpx_dc_iface_t *iface, unsigned num_dci,
 /* At init, the last DCI destroyed so that its QP can go to the DCT */
 void qpx_dc_iface_dci_give_way(qpx_dc_iface_t *iface);
 void qpx_dc_iface_dcis_destroy(qpx_dc_iface_t *iface);
+/* On a direct interface (qpx_rdma_iface_start made it so): each DCI's
+ * mlx5 send queue */
+ucs_status_t qpx_dc_iface_dcis_direct_init(qpx_dc_iface_t *iface);
 /* Give ep a DCI under the policy; UCS_ERR_NO_RESOURCE when none can be
  * had now (ep then waits in iface->tx_wait if queue is set) */
 ucs_status_t qpx_dc_iface_dci_get(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
@@ -224,8 +231,9 @@ void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
 qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
                                      qpx_ep_t *base_ep);
 
-/* Data path (qpx_dc_ops.c) */
+/* Data path (qpx_dc_ops.c): the verbs path's and the direct path's */
 QPX_RDMA_EP_OPS_DECLARE(qpx_dc);
+QPX_RDMA_EP_OPS_DECLARE(qpx_dc_direct);
 /* A signalled zero-length RDMA write to ep's target (flush, ep_check) */
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep);
 

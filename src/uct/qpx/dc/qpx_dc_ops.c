@@ -1,8 +1,9 @@
 /*
  * qpx_dc data path: put, get, active messages and atomics are the RC
  * family's (qpx_rdma_ops.inl) over qpx_dc's post operations here, each one
- * work request on the endpoint's DCI through the ibv_wr_* API, addressed
- * to the peer's DCT (qpx_dc.inl); and the no-op of a flush.
+ * work request on the endpoint's DCI addressed to the peer's DCT
+ * (qpx_dc.inl): through the ibv_wr_* API on the verbs path, a WQE on the
+ * direct path (each path its own operations); and the no-op of a flush.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -16,7 +17,7 @@
 /*
  * The post operations of qpx_dc (qpx_rdma_ops.inl): a request goes on the
  * DCI the endpoint holds (taken under the policy by qpx_dc_ep_tx_begin),
- * built with the ibv_wr_* API and addressed to the peer's DCT.
+ * addressed to the peer's DCT.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_dc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
@@ -36,50 +37,28 @@ qpx_dc_post_tx_begin(uct_ep_h tl_ep, int is_am, void **tx_p)
 
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
-qpx_dc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *wr)
+qpx_dc_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
 {
-    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-    qpx_dc_dci_t *dci     = tx;
-    struct ibv_data_buf buf[QPX_RDMA_INLINE_SGE_MAX];
-    int i, signal;
+    qpx_dc_ep_t *ep = ucs_derived_of(tl_ep, qpx_dc_ep_t);
 
-    signal = qpx_dc_dci_wr_start(iface, ep, dci, wr->send_flags, wr->signal);
-    switch (wr->opcode) {
-    case IBV_WR_RDMA_WRITE:
-        ibv_wr_rdma_write(dci->qpx, wr->rkey, wr->remote_addr);
-        break;
-    case IBV_WR_RDMA_READ:
-        ibv_wr_rdma_read(dci->qpx, wr->rkey, wr->remote_addr);
-        break;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        ibv_wr_atomic_fetch_add(dci->qpx, wr->rkey, wr->remote_addr,
-                                wr->compare_add);
-        break;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-        ibv_wr_atomic_cmp_swp(dci->qpx, wr->rkey, wr->remote_addr,
-                              wr->compare_add, wr->swap);
-        break;
-    default:
-        ucs_assertv(wr->opcode == IBV_WR_SEND, "opcode %d", wr->opcode);
-        ibv_wr_send(dci->qpx);
-        break;
-    }
-
-    if (wr->send_flags & IBV_SEND_INLINE) {
-        /* Copied by the post: the buffers may go after it */
-        ucs_assertv(wr->num_sge <= QPX_RDMA_INLINE_SGE_MAX, "num_sge %d",
-                    wr->num_sge);
-        for (i = 0; i < wr->num_sge; ++i) {
-            buf[i].addr   = (void*)(uintptr_t)wr->sge[i].addr;
-            buf[i].length = wr->sge[i].length;
-        }
-        ibv_wr_set_inline_data_list(dci->qpx, wr->num_sge, buf);
-    } else {
-        ibv_wr_set_sge_list(dci->qpx, wr->num_sge, wr->sge);
-    }
-    return qpx_dc_dci_wr_complete(iface, ep, dci, signal);
+    return qpx_dc_dci_post_wr(qpx_dc_ep_iface(ep), ep, tx, rwr,
+                              QPX_RDMA_PATH_VERBS);
 }
+
+
+/* The direct path's post operations: the same but the WR's (a WQE) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+qpx_dc_direct_post_wr(uct_ep_h tl_ep, void *tx, const qpx_rdma_wr_t *rwr)
+{
+    qpx_dc_ep_t *ep = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+
+    return qpx_dc_dci_post_wr(qpx_dc_ep_iface(ep), ep, tx, rwr,
+                              QPX_RDMA_PATH_DIRECT);
+}
+
+#define qpx_dc_direct_post_tx_begin qpx_dc_post_tx_begin
+#define qpx_dc_direct_post_add_op   qpx_dc_post_add_op
+#define qpx_dc_direct_post_nop      qpx_dc_post_nop
 
 
 static UCS_F_ALWAYS_INLINE void
@@ -105,12 +84,14 @@ static ucs_status_t qpx_dc_post_nop(uct_ep_h tl_ep, void **tx_p)
 
 
 QPX_RDMA_EP_OPS_DEFINE(qpx_dc)
+QPX_RDMA_EP_OPS_DEFINE(qpx_dc_direct)
 
 
 ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep)
 {
     qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
     qpx_dc_dci_t *dci = NULL;
+    qpx_rdma_wr_t wr;
 
     /* Flush and ep_check may use the reserved slot */
     if ((ep->flags & QPX_DC_EP_FLAG_ERROR) ||
@@ -124,8 +105,6 @@ ucs_status_t qpx_dc_ep_post_nop(qpx_dc_ep_t *ep)
         return UCS_ERR_NO_RESOURCE;
     }
 
-    (void)qpx_dc_dci_wr_start(iface, ep, dci, 0, 1);
-    ibv_wr_rdma_write(dci->qpx, 0, 0);
-    ibv_wr_set_sge_list(dci->qpx, 0, NULL);
-    return qpx_dc_dci_wr_complete(iface, ep, dci, 1);
+    return qpx_dc_dci_post_wr(iface, ep, dci, qpx_dc_wr_empty(&wr),
+                              QPX_RDMA_PATH_ANY);
 }
