@@ -1,15 +1,17 @@
 #!/bin/sh
-# qpx_rc's direct path (src/uct/qpx/base/qpx_mlx5.*): on an mlx5 device
-# (softverbs with SOFTVERBS_MLX5=1) qpx_rc writes WQEs into its QPs' send
-# queues, reads CQEs and posts SRQ WQEs itself, with no verbs call per
-# operation; the rest of the suite runs qpx_rc on the verbs path (softverbs
-# without the setting), so both are checked. Here: the path each setting
-# takes (UCX_QPX_RC_DIRECT auto, off; on refused where it cannot be:
-# qpx_dc, a device without mlx5); every UCT operation and size with data
-# checked, under the configurations of rc_integrity.sh (tiny queues, the
-# smallest send queue and CQ, the largest inline sends the device grants,
-# writes passing reads) and with requests lost on the wire; ucx_perftest
-# pairs; Open MPI alltoall on 8 ranks over qpx_rc,qpx_ud, data checked.
+# The direct path of qpx_rc and qpx_dc (src/uct/qpx/base/qpx_mlx5.*): on an
+# mlx5 device (softverbs with SOFTVERBS_MLX5=1) they write WQEs into their
+# QPs' (DCIs') send queues, read CQEs and post SRQ WQEs themselves, with no
+# verbs call per operation; the rest of the suite runs them on the verbs
+# path (softverbs without the setting), so both are checked. Here: the path
+# each setting takes (UCX_QPX_<TL>_DIRECT auto, off; on refused where it
+# cannot be: qpx_ud, a device without mlx5); every UCT operation and size
+# with data checked, under the configurations of rc_integrity.sh and
+# dc-uct-integrity.sh (tiny queues, the smallest send queue and CQ, the
+# largest inline sends the device grants, writes passing reads, DCI
+# policies, one DCI) and with requests lost on the wire; a DCI failed by a
+# wrong DC key and recovered; ucx_perftest pairs; Open MPI alltoall on 8
+# ranks over qpx_rc,qpx_ud and over qpx_dc, data checked.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -17,30 +19,34 @@ P=$QPX_TL_ENV
 export SOFTVERBS_SHM="$TL_TMP/shm"
 
 # The path taken, from qpx's debug log of the interface's opening
-path_of() { # ENV... -> "direct", "verbs" or "none"
+path_of() { # TL ENV... -> "direct", "verbs" or "none"
+    tl=$1; shift
     out=$(env "$@" UCX_LOG_LEVEL=debug LD_PRELOAD="$QPX_MODULE" \
           timeout 60 ucx_info -d 2>&1)
-    if echo "$out" | grep -q "qpx_rc iface .*: direct path"; then
+    if echo "$out" | grep -q "$tl iface .*: direct path"; then
         echo direct
-    elif echo "$out" | grep -q "qpx_rc iface .*: verbs path"; then
+    elif echo "$out" | grep -q "$tl iface .*: verbs path"; then
         echo verbs
     else
         echo none
     fi
 }
-check_path() { # WANT ENV...
-    want=$1; shift
-    got=$(path_of "$@")
+check_path() { # TL WANT ENV...
+    tl=$1; want=$2; shift 2
+    got=$(path_of "$tl" "$@")
     if [ "$got" = "$want" ]; then
-        qpx_pass "qpx_rc path with $*: $got"
+        qpx_pass "$tl path with $*: $got"
     else
-        qpx_fail "qpx_rc path with $*: $got, expected $want"
+        qpx_fail "$tl path with $*: $got, expected $want"
     fi
 }
-check_path verbs SOFTVERBS_MLX5=0
-check_path verbs SOFTVERBS_MLX5=0 UCX_${P}_DIRECT=auto
-check_path direct SOFTVERBS_MLX5=1
-check_path verbs SOFTVERBS_MLX5=1 UCX_${P}_DIRECT=off
+for tl in qpx_rc qpx_dc; do
+    T=$(echo "$tl" | tr a-z A-Z)
+    check_path $tl verbs SOFTVERBS_MLX5=0
+    check_path $tl verbs SOFTVERBS_MLX5=0 UCX_${T}_DIRECT=auto
+    check_path $tl direct SOFTVERBS_MLX5=1
+    check_path $tl verbs SOFTVERBS_MLX5=1 UCX_${T}_DIRECT=off
+done
 out=$(env SOFTVERBS_MLX5=0 UCX_${P}_DIRECT=on LD_PRELOAD="$QPX_MODULE" \
       timeout 60 ucx_info -d 2>&1)
 if echo "$out" | grep -q "DIRECT=on, but softverbs0 has no mlx5 queues" &&
@@ -50,12 +56,13 @@ if echo "$out" | grep -q "DIRECT=on, but softverbs0 has no mlx5 queues" &&
 else
     qpx_fail "DIRECT=on on a verbs-only device: $(echo "$out" | grep -E 'DIRECT|qpx_rc' | head -n 2)"
 fi
-out=$(SOFTVERBS_MLX5=1 UCX_QPX_DC_DIRECT=on LD_PRELOAD="$QPX_MODULE" \
-      timeout 60 ucx_info -d 2>&1)
-if echo "$out" | grep -q "qpx_dc: DIRECT=on: the transport has no direct path yet"; then
-    qpx_pass "qpx_dc DIRECT=on: refused with a message"
+# The hybrid's sub-interfaces share an SRQ on verbs: DIRECT=on is refused
+out=$(SOFTVERBS_MLX5=1 UCX_QPX_RC_DIRECT=on \
+      LD_PRELOAD="$QPX_MODULE" timeout 60 ucx_info -d 2>&1)
+if echo "$out" | grep -q "qpx_rc: DIRECT=on: not for a sub-interface of the hybrid"; then
+    qpx_pass "the hybrid's qpx_rc with DIRECT=on: refused with a message"
 else
-    qpx_fail "qpx_dc DIRECT=on: no message"
+    qpx_fail "the hybrid's qpx_rc with DIRECT=on: no message"
 fi
 
 export SOFTVERBS_MLX5=1
@@ -72,25 +79,63 @@ tl_integrity "direct: 2% of requests lost, 2 ms ACK timeout" \
     SOFTVERBS_RC_DROP=0.02 UCX_${P}_TIMEOUT=2ms UCX_${P}_RETRY_COUNT=7
 tl_integrity "direct: on a RoCE port (GRH, LID 0)" SOFTVERBS_LINK_LAYER=ethernet
 
-for t in "put_lat" "put_bw" "am_lat" "am_bw -D bcopy" "am_bw -D zcopy -s 4096" \
-         "get -D zcopy -s 4096" "fadd" "cswap"; do
-    # shellcheck disable=SC2086
-    tl_pair "direct qpx_rc $t" -d "$QPX_DEV" -x qpx_rc -t $t -n 2000
+# qpx_dc: each DCI's WQEs carry the target's address vector and key
+QPX_TL=qpx_dc
+P=QPX_DC
+tl_integrity "direct qpx_dc: defaults (dcs_quota)"
+for policy in dcs rand sticky spread; do
+    tl_integrity "direct qpx_dc: policy $policy" UCX_${P}_TX_POLICY=$policy
+done
+tl_integrity "direct qpx_dc: one DCI, send queue of 2, send CQ of 2" \
+    UCX_${P}_NUM_DCI=1 UCX_${P}_TX_QUEUE_LEN=2 UCX_${P}_TX_CQ_LEN=2
+tl_integrity "direct qpx_dc: one DCI, queues of 8, no async progress" \
+    UCX_${P}_NUM_DCI=1 UCX_${P}_TX_QUEUE_LEN=8 UCX_${P}_RX_QUEUE_LEN=64 \
+    UCX_${P}_ASYNC_PROGRESS=off
+tl_integrity "direct qpx_dc: the largest inline sends" \
+    SOFTVERBS_CAP_POLICY=clamp UCX_${P}_TX_MAX_INLINE=1000000
+tl_integrity "direct qpx_dc: path MTU 256" UCX_${P}_PATH_MTU=256
+tl_integrity "direct qpx_dc: on a RoCE port (GRH, LID 0)" \
+    SOFTVERBS_LINK_LAYER=ethernet
+# Peers killed mid-traffic (their DCIs fail and come back through RESET,
+# the CQEs of their last life dropped) and a wrong DC key, on the direct
+# path: the scripts of the verbs path, run whole
+for script in dc-peers.sh dc-key.sh; do
+    out=$(QPX_TL=qpx_dc sh "$QPX_SRCDIR/test/integration/$script" 2>&1)
+    summary=$(echo "$out" | grep -E "^[0-9]+ passed, [0-9]+ failed" | tail -n 1)
+    if echo "$summary" | grep -q " 0 failed" &&
+       ! echo "$summary" | grep -q "^0 passed"; then
+        qpx_pass "direct qpx_dc: $script: $summary"
+    else
+        echo "$out" | grep -E "^FAIL" | head -n 10
+        qpx_fail "direct qpx_dc: $script: ${summary:-no summary}"
+    fi
+done
+QPX_TL=qpx_rc
+P=QPX_RC
+
+for tl in qpx_rc qpx_dc; do
+    for t in "put_lat" "put_bw" "am_lat" "am_bw -D bcopy" \
+             "am_bw -D zcopy -s 4096" "get -D zcopy -s 4096" "fadd" "cswap"; do
+        # shellcheck disable=SC2086
+        tl_pair "direct $tl $t" -d "$QPX_DEV" -x $tl -t $t -n 2000
+    done
 done
 
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     prog=$TL_TMP/qpx_mpi_alltoall
     if mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c"; then
-        out=$(env UCX_TLS=qpx_rc,qpx_ud UCX_NET_DEVICES="$QPX_DEV" \
-              LD_PRELOAD="$QPX_MODULE" timeout 240 mpirun $QPX_MPIRUN_ARGS \
-              -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM -np 8 "$prog" 20 1048576 2>&1)
-        rc=$?
-        if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 1048576 on 8 ranks"; then
-            qpx_pass "direct: Open MPI alltoall over qpx_rc,qpx_ud, 8 ranks, 20 x 1 MiB, data checked"
-        else
-            qpx_fail "direct: Open MPI alltoall over qpx_rc,qpx_ud (exit $rc; 124: stalled)"
-            echo "$out" | grep -v "^softverbs" | tail -n 8
-        fi
+        for tls in qpx_rc,qpx_ud qpx_dc; do
+            out=$(env UCX_TLS=$tls UCX_NET_DEVICES="$QPX_DEV" \
+                  LD_PRELOAD="$QPX_MODULE" timeout 240 mpirun $QPX_MPIRUN_ARGS \
+                  -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM -np 8 "$prog" 20 1048576 2>&1)
+            rc=$?
+            if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 1048576 on 8 ranks"; then
+                qpx_pass "direct: Open MPI alltoall over $tls, 8 ranks, 20 x 1 MiB, data checked"
+            else
+                qpx_fail "direct: Open MPI alltoall over $tls (exit $rc; 124: stalled)"
+                echo "$out" | grep -v "^softverbs" | tail -n 8
+            fi
+        done
     else
         qpx_fail "cannot build qpx_mpi_alltoall.c"
     fi
