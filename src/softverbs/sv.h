@@ -789,50 +789,6 @@ int  sv_dc_modify_check(struct sv_qp *qp, enum ibv_qp_state cur,
 /* the DC address of the WR being built (sv_post.c) */
 struct sv_dc_addr *sv_wr_cur_dc(struct sv_qp *qp);
 
-/* requester / responder / completer */
-enum sv_resp_status {
-    SV_RESP_ACK = 0,              /* done */
-    SV_RESP_RNR,                  /* no receive WQE: RNR NAK */
-    SV_RESP_NORESP,               /* dropped: peer gone or not ready */
-    SV_RESP_NAK_ACCESS,           /* remote access error */
-    SV_RESP_NAK_INV,              /* remote invalid request */
-    SV_RESP_NAK_OP,               /* remote operational error */
-    SV_RESP_LOC_PROT,             /* local (requester) protection error */
-    SV_RESP_LOC_LEN,              /* local length error */
-    SV_RESP_MW_BIND,              /* local: the bind failed its checks */
-    SV_RESP_LOC_QP_OP,            /* local: a local operation failed */
-};
-
-struct sv_resp_req {
-    struct sv_qp *qp;             /* requester */
-    struct sv_swqe *wqe;
-    struct iovec *liov;           /* requester's gathered buffers */
-    int liovcnt;
-    uint32_t dest_qpn;
-    uint32_t qkey;
-    uint64_t dc_key;              /* DCI: the key the request carries */
-    uint8_t  min_rnr_timer;       /* out: responder's timer */
-};
-
-int  sv_req_progress(struct sv_qp *qp);
-int  sv_resp_execute(struct sv_resp_req *req);
-void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
-                 enum ibv_wc_status status);
-void sv_comp_flush_sq(struct sv_qp *qp);
-
-/* memory movement between processes (sv_mem.c) */
-void   sv_iov_copy(const struct iovec *dst, int dcnt,
-                   const struct iovec *src, int scnt);
-size_t sv_iov_len(const struct iovec *iov, int cnt);
-int    sv_iov_trim(struct iovec *iov, int cnt, size_t len);
-void sv_mem_deferred_thread(void);
-int  sv_mem_is_deferred(void);
-int  sv_mem_write(int32_t pid, const struct iovec *liov, int lcnt,
-                  const struct iovec *riov, int rcnt);
-int  sv_mem_read(int32_t pid, const struct iovec *liov, int lcnt,
-                 const struct iovec *riov, int rcnt);
-void sv_mem_allow_peers(void);
-
 /* event sockets (sv_event.c); ports: link layers, GID tables, state
  * (sv_gid.c, sv_port.c) */
 #include "sv_event.h"

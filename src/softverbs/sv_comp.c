@@ -3,6 +3,7 @@
  * (in order), and flushes the send queue of a QP in error.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 static enum ibv_wc_opcode sv_comp_opcode(uint32_t wr_opcode)
 {

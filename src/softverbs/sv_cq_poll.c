@@ -8,6 +8,7 @@
  * out here too.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <string.h>
 #include <time.h>

@@ -3,6 +3,7 @@
  * into a peer's registered memory, memcpy within one process.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <fcntl.h>
 #include <string.h>

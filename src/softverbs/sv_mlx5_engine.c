@@ -43,6 +43,7 @@
 #include <sys/prctl.h>
 
 #include "sv.h"
+#include "sv_xfer.h"
 #include "sv_log.h"
 #include "sv_mlx5_front.h"
 #include "sv_qp_state.h"

@@ -25,6 +25,7 @@
  * so a key handed out before the bind no longer matches.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <sched.h>
 #include <stdlib.h>

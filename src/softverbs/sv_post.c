@@ -5,6 +5,7 @@
  * queue, then the requester runs at once (sv_req_progress).
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,7 @@
  * Creation and destruction are in sv_qp.c.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <string.h>
 

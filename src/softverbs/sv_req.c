@@ -12,6 +12,7 @@
  * Retries exhausted give IBV_WC_RNR_RETRY_EXC_ERR / IBV_WC_RETRY_EXC_ERR.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

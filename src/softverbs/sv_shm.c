@@ -12,6 +12,7 @@
  * SOFTVERBS_* settings in sv_env.c.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

@@ -16,6 +16,7 @@
  * by wc.qp_num) and src_qp the initiator's.
  */
 #include "sv.h"
+#include "sv_xfer.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
