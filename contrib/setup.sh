@@ -16,7 +16,7 @@ QPX_PACKAGES="build-essential autoconf automake libtool pkg-config python3 git i
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers ibverbs-utils perftest rdmacm-utils
     librdmacm-dev libcmocka-dev openmpi-bin libopenmpi-dev valgrind groff-base
     slurmctld slurmd slurm-client munge debhelper dpkg-dev fakeroot chrpath lintian gnuplot-nox
-    libfabric-bin"
+    libfabric-bin gdb"
 
 qpx_say() { echo "==> $*"; }
 

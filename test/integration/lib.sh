@@ -99,3 +99,53 @@ qpx_wait_output() {
     echo "  (the server did not print /$2/ within 60 s)"
     return 1
 }
+
+# qpx_dump_stacks PATTERN: the stack of every thread of each process whose
+# command line matches PATTERN (gdb where installed, else each thread's
+# kernel wait channel), to standard output
+qpx_dump_stacks() {
+    for p in $(pgrep -f "$1"); do
+        [ "$p" = "$$" ] && continue
+        echo "---- process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
+        if command -v gdb >/dev/null; then
+            timeout 60 gdb -p "$p" -batch -nx -ex "thread apply all bt 25" \
+                2>/dev/null | grep -E "^(#|Thread)"
+        else
+            for t in /proc/"$p"/task/*; do
+                echo "  thread ${t##*/} $(cat "$t/comm" 2>/dev/null): waits in $(cat "$t/wchan" 2>/dev/null)"
+            done
+        fi
+    done
+}
+
+# qpx_run_watched SECONDS PATTERN CMD...: CMD with a time limit, as
+# timeout(1) (TERM, KILL 5 s later, exit 124), but first the stacks of the
+# processes matching PATTERN are printed (qpx_dump_stacks), so that a hang
+# seen once says where each side waits
+qpx_run_watched() {
+    secs=$1; pat=$2; shift 2
+    fired=$(mktemp)
+    rm -f "$fired"
+    "$@" &
+    wpid=$!
+    (
+        sleep "$secs" </dev/null >/dev/null 2>&1
+        touch "$fired"
+        echo "==== $* still runs after $secs s: stacks of /$pat/"
+        qpx_dump_stacks "$pat"
+        kill -TERM "$wpid" 2>/dev/null
+        sleep 5
+        kill -KILL "$wpid" 2>/dev/null
+    ) &
+    dog=$!
+    wait "$wpid"
+    rc=$?
+    pkill -P "$dog" 2>/dev/null
+    kill "$dog" 2>/dev/null
+    wait "$dog" 2>/dev/null
+    if [ -e "$fired" ]; then
+        rm -f "$fired"
+        return 124
+    fi
+    return $rc
+}

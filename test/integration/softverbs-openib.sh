@@ -35,7 +35,8 @@ mpicc -O2 -o "$SVT_TMP/qpx_mpi_test" "$src" ||
 openib_run() {
     name=$1; shift
     out=$SVT_TMP/openib.out
-    timeout -k 5 $((120 * ${QPX_TIMEOUT_SCALE:-3})) \
+    # a hang (seen once in 28 runs, cause unknown) prints both ranks' stacks
+    qpx_run_watched $((120 * ${QPX_TIMEOUT_SCALE:-3})) qpx_mpi_test \
         mpirun --allow-run-as-root --oversubscribe -np 2 \
         -x LD_LIBRARY_PATH -x SOFTVERBS_SHM \
         --mca pml ob1 --mca btl openib,self --mca btl_base_verbose 100 \
@@ -46,8 +47,9 @@ openib_run() {
         qpx_pass "$name: MPI OK (ping-pong 1 B..4 MiB, put, get, accumulate, fetch_and_op checked), openib chosen by both ranks"
     else
         qpx_fail "$name: exit $rc, openib chosen by $nb of 2 ranks"
-        grep -v "components_\|mca: base: close" "$out" | tail -n 25 |
-            sed 's/^/  | /'
+        grep -v "components_\|mca: base: close" "$out" |
+            sed '/^==== /,$d' | tail -n 25 | sed 's/^/  | /'
+        sed -n '/^==== /,$p' "$out" | sed 's/^/  | /'
     fi
 }
 # (Debian's openib has one connection manager on InfiniBand, its own
