@@ -387,6 +387,49 @@ static void test_iface_flush(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
     ok ? pass("iface flush with a completion") : fail("iface flush");
 }
 
+/*
+ * A flush right after the user left the interface alone for 100 ms: a
+ * transport with async progress (qpx_dc under UCX 1.13) may have taken the
+ * put's completion in its timer's round, leaving the callback for the
+ * user's progress; the flush must not answer UCS_OK before it has run
+ * (UCT: a flush that returns UCS_OK means the operations completed).
+ */
+static void test_flush_after_idle(ctx_t *c, uct_rkey_t rkey, uint64_t raddr)
+{
+    ucs_status_t status, fstatus;
+    uct_iov_t iov;
+    comp_t comp;
+    char what[160];
+    int round, ok = 1;
+
+    if (!(c->attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY)) {
+        skip("flush after an idle period: no put_zcopy");
+        return;
+    }
+    for (round = 0; (round < 5) && ok; ++round) {
+        fill(c->buf, 55 + round, 4096);
+        iov.buffer = c->buf;
+        iov.length = 4096;
+        iov.memh   = c->memh;
+        iov.stride = 0;
+        iov.count  = 1;
+        comp_init(&comp);
+        status = RETRY(c, uct_ep_put_zcopy(c->ep, &iov, 1, raddr, rkey,
+                                           &comp.super));
+        usleep(100000);
+        fstatus = uct_ep_flush(c->ep, 0, NULL); /* no progress before it */
+        ok = ((fstatus != UCS_OK) || (status == UCS_OK) || comp.done);
+        snprintf(what, sizeof(what), "flush after 100 ms idle answered %s "
+                 "with the put's completion %s (round %d)",
+                 ucs_status_string(fstatus), comp.done ? "called" :
+                 "not called", round);
+        ok = ok && (wait_op(c, status, &comp) == 0) && (flush_ep(c) == 0) &&
+             remote_cmd(c, CMD_CHECK, 55 + round, 4096, 0);
+    }
+    ok ? pass("flush after 100 ms idle: never UCS_OK before the put's "
+              "completion, data checked (5 rounds)") : fail(what);
+}
+
 /* n 64 KiB get_zcopy operations into c->buf; returns how many are
  * outstanding (the others completed at once and are marked done) */
 static int post_gets(ctx_t *c, comp_t *comps, int n, uint64_t raddr,
@@ -720,6 +763,7 @@ int run_initiator(ctx_t *c, size_t max_size)
     test_fence(c, rkey.rkey, remote.buf_addr);
     test_pending(c, rkey.rkey, remote.buf_addr);
     test_iface_flush(c, rkey.rkey, remote.buf_addr);
+    test_flush_after_idle(c, rkey.rkey, remote.buf_addr);
     c->ep_failed = 0;
     test_flush_cancel(c, rkey.rkey, remote.buf_addr);
     test_iface_flush_cancel(c, &rkey.rkey, &remote, &rkey);
