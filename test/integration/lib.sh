@@ -149,3 +149,22 @@ qpx_run_watched() {
     fi
     return $rc
 }
+
+# qpx_mpi_a2a NAME PROG ITERS BYTES [ENV...]: the Open MPI alltoall test
+# (qpx_mpi_alltoall.c: every byte checked) on 8 ranks with the environment
+# ENV (UCX_TLS=..., LD_PRELOAD=...) and softverbs' settings; passes on its
+# OK line, else prints the end of its output
+qpx_mpi_a2a() {
+    name=$1; prog=$2; iters=$3; bytes=$4; shift 4
+    # shellcheck disable=SC2086
+    out=$(env "$@" timeout 240 mpirun $QPX_MPIRUN_ARGS -x SOFTVERBS_MLX5 \
+          -x SOFTVERBS_SHM -np 8 "$prog" "$iters" "$bytes" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] &&
+       echo "$out" | grep -q "^ALLTOALL OK $iters x $bytes on 8 ranks"; then
+        qpx_pass "$name: 8 ranks, $iters x $bytes B, data checked"
+    else
+        qpx_fail "$name (exit $rc; 124: stalled)"
+        echo "$out" | grep -v "^softverbs" | tail -n 8
+    fi
+}

@@ -125,16 +125,9 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     prog=$TL_TMP/qpx_mpi_alltoall
     if mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c"; then
         for tls in qpx_rc,qpx_ud qpx_dc; do
-            out=$(env UCX_TLS=$tls UCX_NET_DEVICES="$QPX_DEV" \
-                  LD_PRELOAD="$QPX_MODULE" timeout 240 mpirun $QPX_MPIRUN_ARGS \
-                  -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM -np 8 "$prog" 20 1048576 2>&1)
-            rc=$?
-            if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 1048576 on 8 ranks"; then
-                qpx_pass "direct: Open MPI alltoall over $tls, 8 ranks, 20 x 1 MiB, data checked"
-            else
-                qpx_fail "direct: Open MPI alltoall over $tls (exit $rc; 124: stalled)"
-                echo "$out" | grep -v "^softverbs" | tail -n 8
-            fi
+            qpx_mpi_a2a "direct: Open MPI alltoall over $tls" "$prog" 20 \
+                1048576 UCX_TLS=$tls UCX_NET_DEVICES="$QPX_DEV" \
+                LD_PRELOAD="$QPX_MODULE"
         done
     else
         qpx_fail "cannot build qpx_mpi_alltoall.c"

@@ -84,16 +84,8 @@ done
 # UCP over the mlx5 transports alone: Open MPI alltoall on 8 ranks (8
 # engines on the machine's cores), every byte checked
 a2a() { # TLS
-    out=$(env UCX_TLS="$1" UCX_NET_DEVICES="$QPX_DEV" timeout 240 \
-          mpirun $QPX_MPIRUN_ARGS -x SOFTVERBS_MLX5 -x SOFTVERBS_SHM \
-          -np 8 "$prog" 20 65536 2>&1)
-    rc=$?
-    if [ $rc -eq 0 ] && echo "$out" | grep -q "^ALLTOALL OK 20 x 65536 on 8 ranks"; then
-        qpx_pass "Open MPI alltoall over $1: 8 ranks, 20 x 64 KiB, data checked"
-    else
-        qpx_fail "Open MPI alltoall over $1 (exit $rc; 124: stalled)"
-        echo "$out" | grep -v "^softverbs" | tail -n 8
-    fi
+    qpx_mpi_a2a "Open MPI alltoall over $1" "$prog" 20 65536 \
+        UCX_TLS="$1" UCX_NET_DEVICES="$QPX_DEV"
 }
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     prog=$TL_TMP/qpx_mpi_alltoall
