@@ -127,36 +127,54 @@ ucs_status_t qpx_qp_dct_create(struct ibv_pd *pd,
 }
 
 
-ucs_status_t qpx_qp_dci_connect(struct ibv_qp *qp, uint8_t port_num,
-                                const qpx_qp_connect_attr_t *conn)
+/*
+ * A DC QP to INIT, then RTR, with exactly the attributes mlx5dv_create_qp(3)
+ * names for each: INIT with its port and P_Key index, and for a DCT its
+ * access flags (a DCI only sends: none); RTR with the path MTU and the
+ * local port's address vector (a DCI's destination comes with each work
+ * request, mlx5dv_wr_set_dc_addr), and for a DCT its RNR timer. A DCT (and
+ * its number) exists on the HCA from RTR on.
+ */
+static ucs_status_t qpx_qp_dc_to_rtr(struct ibv_qp *qp, uint8_t port_num,
+                                     int is_dct, int access_flags,
+                                     const qpx_qp_connect_attr_t *conn)
 {
     struct ibv_qp_attr attr;
     ucs_status_t status;
 
-    /* INIT: port and P_Key only, no access flags (a DCI only sends) */
     memset(&attr, 0, sizeof(attr));
-    attr.qp_state   = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num   = port_num;
+    attr.qp_state        = IBV_QPS_INIT;
+    attr.pkey_index      = 0;
+    attr.port_num        = port_num;
+    attr.qp_access_flags = access_flags;
     status = qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                      IBV_QP_PORT);
+                                      IBV_QP_PORT |
+                                      (is_dct ? IBV_QP_ACCESS_FLAGS : 0));
     if (status != UCS_OK) {
         return status;
     }
 
-    /* RTR: the path MTU and the local port of the address vector; the
-     * destination comes with each work request (mlx5dv_wr_set_dc_addr) */
     memset(&attr, 0, sizeof(attr));
-    attr.qp_state          = IBV_QPS_RTR;
-    attr.path_mtu          = conn->path_mtu;
-    attr.ah_attr           = conn->ah_attr;
-    attr.ah_attr.port_num  = port_num;
-    status = qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_PATH_MTU |
-                                      IBV_QP_AV);
+    attr.qp_state         = IBV_QPS_RTR;
+    attr.min_rnr_timer    = conn->min_rnr_timer;
+    attr.path_mtu         = conn->path_mtu;
+    attr.ah_attr          = conn->ah_attr;
+    attr.ah_attr.port_num = port_num;
+    return qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_PATH_MTU |
+                                    IBV_QP_AV |
+                                    (is_dct ? IBV_QP_MIN_RNR_TIMER : 0));
+}
+
+
+ucs_status_t qpx_qp_dci_connect(struct ibv_qp *qp, uint8_t port_num,
+                                const qpx_qp_connect_attr_t *conn)
+{
+    ucs_status_t status;
+
+    status = qpx_qp_dc_to_rtr(qp, port_num, 0, 0, conn);
     if (status != UCS_OK) {
         return status;
     }
-
     return qpx_qp_to_rts(qp, conn);
 }
 
@@ -165,29 +183,5 @@ ucs_status_t qpx_qp_dct_listen(struct ibv_qp *qp, uint8_t port_num,
                                int access_flags,
                                const qpx_qp_connect_attr_t *conn)
 {
-    struct ibv_qp_attr attr;
-    ucs_status_t status;
-
-    /* INIT: exactly state, access flags, P_Key index and port */
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state        = IBV_QPS_INIT;
-    attr.pkey_index      = 0;
-    attr.port_num        = port_num;
-    attr.qp_access_flags = access_flags;
-    status = qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
-                                      IBV_QP_PKEY_INDEX | IBV_QP_PORT);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    /* RTR: exactly state, RNR timer, address vector and MTU; the DCT (and
-     * its number) exists on the HCA from here on */
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state         = IBV_QPS_RTR;
-    attr.min_rnr_timer    = conn->min_rnr_timer;
-    attr.path_mtu         = conn->path_mtu;
-    attr.ah_attr          = conn->ah_attr;
-    attr.ah_attr.port_num = port_num;
-    return qpx_qp_modify(qp, &attr, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                                    IBV_QP_AV | IBV_QP_PATH_MTU);
+    return qpx_qp_dc_to_rtr(qp, port_num, 1, access_flags, conn);
 }
