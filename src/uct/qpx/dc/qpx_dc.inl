@@ -123,27 +123,25 @@ qpx_dc_dci_post_path(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
                      uint32_t dct_num, const qpx_rdma_wr_t *rwr,
                      uint64_t wr_id, unsigned send_flags, int direct)
 {
+    /* the path the DCI is on: the caller's constant, or tested for ANY */
+    int on_direct = (direct == QPX_RDMA_PATH_ANY) ?
+                    (dci->txwq.qstart != NULL) : direct;
     struct ibv_data_buf buf[QPX_RDMA_INLINE_SGE_MAX];
     struct ibv_send_wr wr;
     int i;
 
-    if (direct != QPX_RDMA_PATH_VERBS) {
-        if (direct == QPX_RDMA_PATH_ANY) {
-            direct = (dci->txwq.qstart != NULL);
-        }
-        ucs_assert(!direct == (dci->txwq.qstart == NULL));
-    }
-    if (direct) {
+    ucs_assert(!on_direct == (dci->txwq.qstart == NULL));
+    if (on_direct) {
         qpx_rdma_wr_to_send_wr(rwr, &wr, 1);
         wr.wr_id      = wr_id;
         wr.send_flags = send_flags;
-        if (direct == QPX_RDMA_PATH_ANY) {
-            /* out of line: rare posts */
-            return qpx_mlx5_post_dc(&dci->txwq, &wr, av, dct_num,
-                                    iface->config.dc_key);
+        if (direct == QPX_RDMA_PATH_DIRECT) {
+            return qpx_mlx5_post_dc_inline(&dci->txwq, &wr, av, dct_num,
+                                           iface->config.dc_key);
         }
-        return qpx_mlx5_post_dc_inline(&dci->txwq, &wr, av, dct_num,
-                                       iface->config.dc_key);
+        /* out of line: a control post, whose caller does not know */
+        return qpx_mlx5_post_dc(&dci->txwq, &wr, av, dct_num,
+                                iface->config.dc_key);
     }
 
     ibv_wr_start(dci->qpx);
