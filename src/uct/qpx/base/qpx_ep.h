@@ -102,6 +102,22 @@ void qpx_op_atomic_fetch(qpx_op_t *op, ucs_status_t status);
 void qpx_op_orphan(qpx_op_t *op);
 
 
+/* op, of request sn of endpoint ep_id, to run with cb (and comp); the
+ * caller queues it */
+static UCS_F_ALWAYS_INLINE void qpx_op_init(qpx_op_t *op, uint64_t sn,
+                                            qpx_op_cb_t cb,
+                                            uct_completion_t *comp,
+                                            uint32_t ep_id)
+{
+    ucs_assert(cb != NULL);
+    op->cb       = cb;
+    op->comp     = comp;
+    op->sn       = sn;
+    op->ep_id    = ep_id;
+    op->canceled = 0;
+}
+
+
 /* Queue op on ops (posted with request sn), to run with cb */
 static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,
                                            qpx_op_t *op, uint64_t sn,
@@ -112,12 +128,7 @@ static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,
     /* Completions come in posting order: ops are queued by rising sn */
     ucs_assert(ucs_list_is_empty(ops) ||
                (ucs_list_tail(ops, qpx_op_t, list)->sn <= sn));
-    ucs_assert(cb != NULL);
-    op->cb       = cb;
-    op->comp     = comp;
-    op->sn       = sn;
-    op->ep_id    = ep_id;
-    op->canceled = 0;
+    qpx_op_init(op, sn, cb, comp, ep_id);
     ucs_list_add_tail(ops, &op->list);
 }
 

@@ -472,9 +472,11 @@ void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
     }
     /* the map goes with the interface's direct state (a DCI's queue may
      * be released after it) */
-    it = (map == NULL) ? 0 : kh_get(qpx_qp_map, map, wq->qpn);
-    if ((map != NULL) && (it != kh_end(map))) {
-        kh_del(qpx_qp_map, map, it);
+    if (map != NULL) {
+        it = kh_get(qpx_qp_map, map, wq->qpn);
+        if (it != kh_end(map)) {
+            kh_del(qpx_qp_map, map, it);
+        }
     }
     free(wq->wc_opcode);
     free(wq->wrid);

@@ -200,11 +200,8 @@ static ucs_status_t qpx_dc_ep_flush_failed(qpx_dc_iface_t *iface,
     if (desc == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
-    desc->op.cb       = qpx_op_comp_release;
-    desc->op.comp     = comp;
-    desc->op.sn       = last->sn;
-    desc->op.ep_id    = ep->id;
-    desc->op.canceled = 0;
+    /* right behind last, at its sn: the list stays ordered by sn */
+    qpx_op_init(&desc->op, last->sn, qpx_op_comp_release, comp, ep->id);
     ucs_list_insert_after(&last->list, &desc->op.list);
     return UCS_INPROGRESS;
 }

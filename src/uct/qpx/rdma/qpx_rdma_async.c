@@ -344,11 +344,9 @@ static ucs_status_t qpx_rdma_async_flush_end(qpx_rdma_iface_t *iface,
     if (desc == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
-    desc->op.cb       = qpx_op_comp_release;
-    desc->op.comp     = comp;
-    desc->op.ep_id    = QPX_EP_ID_NULL;
-    desc->op.canceled = 0;
-    desc->op.status   = UCS_OK;
+    /* async.ops holds several queues' operations, not ordered by sn */
+    qpx_op_init(&desc->op, 0, qpx_op_comp_release, comp, QPX_EP_ID_NULL);
+    desc->op.status = UCS_OK;
     ucs_list_add_tail(&iface->async.ops, &desc->op.list);
     return UCS_INPROGRESS;
 }
