@@ -1,17 +1,20 @@
 #!/bin/sh
-# The direct path of qpx_rc and qpx_dc (src/uct/qpx/base/qpx_mlx5.*): on an
-# mlx5 device (softverbs with SOFTVERBS_MLX5=1) they write WQEs into their
-# QPs' (DCIs') send queues, read CQEs and post SRQ WQEs themselves, with no
-# verbs call per operation; the rest of the suite runs them on the verbs
-# path (softverbs without the setting), so both are checked. Here: the path
-# each setting takes (UCX_QPX_<TL>_DIRECT auto, off; on refused where it
-# cannot be: qpx_ud, a device without mlx5); every UCT operation and size
-# with data checked, under the configurations of rc_integrity.sh and
-# dc-uct-integrity.sh (tiny queues, the smallest send queue and CQ, the
+# The direct path of qpx_rc, qpx_dc and qpx_ud (src/uct/qpx/base/qpx_mlx5.*):
+# on an mlx5 device (softverbs with SOFTVERBS_MLX5=1) they write WQEs into
+# their QPs' (DCIs') send queues, read CQEs and post receive WQEs
+# themselves, with no verbs call per operation; the rest of the suite runs
+# them on the verbs path (softverbs without the setting), so both are
+# checked. Here: the path each setting takes (UCX_QPX_<TL>_DIRECT auto,
+# off; on refused where it cannot be: a device without mlx5, the hybrid's
+# sub-interfaces); every UCT operation and size with data checked, under
+# the configurations of rc_integrity.sh, dc-uct-integrity.sh and
+# ud-uct-integrity.sh (tiny queues, the smallest send queue and CQ, the
 # largest inline sends the device grants, writes passing reads, DCI
-# policies, one DCI) and with requests lost on the wire; a DCI failed by a
-# wrong DC key and recovered; ucx_perftest pairs; Open MPI alltoall on 8
-# ranks over qpx_rc,qpx_ud and over qpx_dc, data checked.
+# policies, one DCI, UD packets dropped and reordered, qpx_ud's SRQ) and
+# with requests lost on the wire; peers killed mid-traffic, a DCI failed by
+# a wrong DC key and recovered, forged UD packets (the verbs path's scripts,
+# run whole); ucx_perftest pairs; Open MPI alltoall on 8 ranks over
+# qpx_rc,qpx_ud and over qpx_dc, data checked.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -40,7 +43,7 @@ check_path() { # TL WANT ENV...
         qpx_fail "$tl path with $*: $got, expected $want"
     fi
 }
-for tl in qpx_rc qpx_dc; do
+for tl in qpx_rc qpx_dc qpx_ud; do
     T=$(echo "$tl" | tr a-z A-Z)
     check_path $tl verbs SOFTVERBS_MLX5=0
     check_path $tl verbs SOFTVERBS_MLX5=0 UCX_${T}_DIRECT=auto
@@ -96,20 +99,43 @@ tl_integrity "direct qpx_dc: the largest inline sends" \
 tl_integrity "direct qpx_dc: path MTU 256" UCX_${P}_PATH_MTU=256
 tl_integrity "direct qpx_dc: on a RoCE port (GRH, LID 0)" \
     SOFTVERBS_LINK_LAYER=ethernet
-# Peers killed mid-traffic (their DCIs fail and come back through RESET,
-# the CQEs of their last life dropped) and a wrong DC key, on the direct
-# path: the scripts of the verbs path, run whole
-for script in dc-peers.sh dc-key.sh; do
-    out=$(QPX_TL=qpx_dc sh "$QPX_SRCDIR/test/integration/$script" 2>&1)
+# A script of the verbs path run whole on the direct path (TL SCRIPT)
+run_whole() {
+    out=$(QPX_TL=$1 sh "$QPX_SRCDIR/test/integration/$2" 2>&1)
     summary=$(echo "$out" | grep -E "^[0-9]+ passed, [0-9]+ failed" | tail -n 1)
     if echo "$summary" | grep -q " 0 failed" &&
        ! echo "$summary" | grep -q "^0 passed"; then
-        qpx_pass "direct qpx_dc: $script: $summary"
+        qpx_pass "direct $1: $2: $summary"
     else
         echo "$out" | grep -E "^FAIL" | head -n 10
-        qpx_fail "direct qpx_dc: $script: ${summary:-no summary}"
+        qpx_fail "direct $1: $2: ${summary:-no summary}"
     fi
-done
+}
+# Peers killed mid-traffic (their DCIs fail and come back through RESET,
+# the CQEs of their last life dropped) and a wrong DC key
+run_whole qpx_dc dc-peers.sh
+run_whole qpx_dc dc-key.sh
+
+# qpx_ud: each WQE carries the peer's address vector, QP number and Q_Key;
+# receives go to the QP's own receive queue, in order (or to its SRQ)
+QPX_TL=qpx_ud
+P=QPX_UD
+tl_integrity "direct qpx_ud: defaults"
+tl_integrity "direct qpx_ud: 5% drop + 5% reorder" SOFTVERBS_UD_DROP=0.05 \
+    SOFTVERBS_UD_REORDER=0.05
+tl_integrity "direct qpx_ud: small window and queues" UCX_${P}_WINDOW=8 \
+    UCX_${P}_TX_QUEUE_LEN=8 UCX_${P}_RX_QUEUE_LEN=64 SOFTVERBS_UD_DROP=0.02
+tl_integrity "direct qpx_ud: no inline sends" UCX_${P}_TX_MAX_INLINE=0
+tl_integrity "direct qpx_ud: the largest inline sends" \
+    SOFTVERBS_CAP_POLICY=clamp UCX_${P}_TX_MAX_INLINE=1000000
+tl_integrity "direct qpx_ud: send CQ of 2" UCX_${P}_TX_CQ_LEN=2
+tl_integrity "direct qpx_ud: an SRQ" UCX_${P}_SRQ=y
+tl_integrity "direct qpx_ud: no async progress" UCX_${P}_ASYNC_PROGRESS=n
+tl_integrity "direct qpx_ud: on a RoCE port (GRH, LID 0)" \
+    SOFTVERBS_LINK_LAYER=ethernet
+# Peers that die or restart, and forged, truncated and spoofed packets
+run_whole qpx_ud ud-peer-failure.sh
+run_whole qpx_ud ud-garbage.sh
 QPX_TL=qpx_rc
 P=QPX_RC
 
@@ -119,6 +145,11 @@ for tl in qpx_rc qpx_dc; do
         # shellcheck disable=SC2086
         tl_pair "direct $tl $t" -d "$QPX_DEV" -x $tl -t $t -n 2000
     done
+done
+for t in "am_lat" "am_bw -D short" "am_bw -D bcopy -s 2048" \
+         "am_bw -D zcopy -s 4000"; do
+    # shellcheck disable=SC2086
+    tl_pair "direct qpx_ud $t" -d "$QPX_DEV" -x qpx_ud -t $t -n 2000
 done
 
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then

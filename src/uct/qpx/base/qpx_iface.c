@@ -98,6 +98,15 @@ ucs_config_field_t qpx_iface_config_table[] = {
      "QPs kept in RESET for reuse by new endpoints.",
      ucs_offsetof(qpx_iface_config_t, qp_pool_size), QPX_CONFIG_TYPE_UINT},
 
+    {"DIRECT", "auto",
+     "The direct path: post WQEs and read CQEs in the device's own queues "
+     "(mlx5 devices, through mlx5dv), without a verbs call per operation. "
+     "auto: where the device has them (qpx_rc, qpx_dc and qpx_ud; not an "
+     "interface that shares another's receive queue, as the qpx "
+     "transport's sub-interfaces do), else verbs; on: fail to open without "
+     "it; off: verbs.",
+     ucs_offsetof(qpx_iface_config_t, direct), UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
     {NULL}
 };
 
@@ -321,6 +330,7 @@ static void qpx_iface_layout_init(qpx_iface_t *self,
     self->config.tx_queue_len       = config->tx.queue_len;
     self->config.tx_reserve         = init_attr->tx_reserve;
     self->config.tl_name            = init_attr->tl_name;
+    self->config.direct             = config->direct;
     self->config.tx_moderation      = ucs_max(1, ucs_min(config->tx.moderation,
                                                 config->tx.queue_len / 2));
     self->config.max_inline         = config->tx.max_inline;

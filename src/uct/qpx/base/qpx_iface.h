@@ -119,6 +119,7 @@ typedef struct qpx_iface_config {
         uct_iface_mpool_config_t mp;
     } rx;
     unsigned                 qp_pool_size;
+    int                      direct;        /* ucs_on_off_auto_value_t */
 } qpx_iface_config_t;
 
 extern ucs_config_field_t qpx_iface_config_table[];
@@ -485,6 +486,7 @@ struct qpx_iface {
         size_t                max_inline;   /* granted by the first QP */
         unsigned              max_send_sge; /* granted by the first QP */
         int                   access_flags;
+        int                   direct;       /* DIRECT: on, off, auto */
     } config;
 };
 

@@ -40,6 +40,13 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 }
 
 
+int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av)
+{
+    return qpx_mlx5_post_ud_inline(wq, wr, av);
+}
+
+
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
 {
     struct mlx5dv_ah dv = {};
@@ -101,6 +108,18 @@ static UCS_F_ALWAYS_INLINE int qpx_mlx5_wc_tx(qpx_iface_t *iface, uint32_t qpn,
 }
 
 
+/* The receive WQE a CQE consumed: the one it names on an SRQ, the next in
+ * order on a QP's own queue */
+static UCS_F_ALWAYS_INLINE uint16_t qpx_mlx5_rxq_index(qpx_mlx5_rxq_t *rxq,
+                                                       uint16_t wqe_counter)
+{
+    if (rxq->in_order) {
+        return rxq->ci++ & rxq->tail;
+    }
+    return wqe_counter & rxq->tail;
+}
+
+
 /*
  * Up to max completions of cq into wc: an entry is the software's when its
  * owner bit is the parity of the pass (then a load fence: its body after
@@ -142,14 +161,19 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
         case MLX5_CQE_RESP_SEND:
         case MLX5_CQE_RESP_SEND_IMM:
         case MLX5_CQE_RESP_WR_IMM:
-            idx              = be16toh(cqe->wqe_counter) & iface->direct.srq.tail;
-            wc[n].wr_id      = iface->direct.srq.wrid[idx];
+            idx              = qpx_mlx5_rxq_index(&iface->direct.rxq,
+                                                  be16toh(cqe->wqe_counter));
+            wc[n].wr_id      = iface->direct.rxq.wrid[idx];
             wc[n].opcode     = (opcode == MLX5_CQE_RESP_WR_IMM) ?
                                IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
             wc[n].byte_len   = be32toh(cqe->byte_cnt);
             wc[n].qp_num     = be32toh(cqe->sop_drop_qpn) & 0xffffff;
             wc[n].src_qp     = be32toh(cqe->flags_rqpn) & 0xffffff;
             wc[n].slid       = be16toh(cqe->slid);
+            /* the "g" bits: a GRH starts the buffer (a UD receive) */
+            if ((be32toh(cqe->flags_rqpn) >> 28) & 3) {
+                wc[n].wc_flags |= IBV_WC_GRH;
+            }
             if (opcode != MLX5_CQE_RESP_SEND) {
                 wc[n].imm_data  = cqe->imm_inval_pkey;
                 wc[n].wc_flags |= IBV_WC_WITH_IMM;
@@ -162,8 +186,9 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
             wc[n].vendor_err  = err->vendor_err_synd;
             wc[n].qp_num      = be32toh(err->s_wqe_opcode_qpn) & 0xffffff;
             if (opcode == MLX5_CQE_RESP_ERR) {
-                idx          = be16toh(err->wqe_counter) & iface->direct.srq.tail;
-                wc[n].wr_id  = iface->direct.srq.wrid[idx];
+                idx          = qpx_mlx5_rxq_index(&iface->direct.rxq,
+                                                  be16toh(err->wqe_counter));
+                wc[n].wr_id  = iface->direct.rxq.wrid[idx];
                 wc[n].opcode = IBV_WC_RECV;
             } else if (!qpx_mlx5_wc_tx(iface, wc[n].qp_num,
                                        be16toh(err->wqe_counter), &wc[n])) {
@@ -185,9 +210,11 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
 }
 
 
-/* The receive WRs from head as SRQ WQEs, in index order; the counter
- * after a store fence (the WQEs before it). Returns how many. */
-unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
+/* The receive WRs from head as receive WQEs, in index order (behind the
+ * terminating segment libmlx5 writes where a WQE has room for more than
+ * one); the counter after a store fence (the WQEs before it). Returns how
+ * many. */
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
 {
     struct mlx5_wqe_data_seg *dseg;
     struct ibv_recv_wr *wr;
@@ -195,19 +222,24 @@ unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
     unsigned n = 0;
 
     for (wr = head; wr != NULL; wr = wr->next) {
-        idx              = srq->counter & srq->tail;
-        dseg             = (void*)(srq->buf + (size_t)idx * srq->stride +
-                                   sizeof(struct mlx5_wqe_srq_next_seg));
+        idx              = rxq->counter & rxq->tail;
+        dseg             = (void*)(rxq->buf + (size_t)idx * rxq->stride +
+                                   rxq->dseg_off);
         dseg->byte_count = htobe32(wr->sg_list[0].length);
         dseg->lkey       = htobe32(wr->sg_list[0].lkey);
         dseg->addr       = htobe64(wr->sg_list[0].addr);
-        srq->wrid[idx]   = wr->wr_id;
-        ++srq->counter;
+        if (rxq->dseg_off + 2 * sizeof(*dseg) <= rxq->stride) {
+            dseg[1].byte_count = 0;
+            dseg[1].lkey       = htobe32(MLX5_INVALID_LKEY);
+            dseg[1].addr       = 0;
+        }
+        rxq->wrid[idx]   = wr->wr_id;
+        ++rxq->counter;
         ++n;
     }
     /* the WQEs before the counter that covers them */
     qpx_mlx5_wmb();
-    *srq->dbrec = htobe32(srq->counter);
+    *rxq->dbrec = htobe32(rxq->counter);
     return n;
 }
 
@@ -244,8 +276,28 @@ static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
 }
 
 
+static ucs_status_t qpx_mlx5_rxq_set(qpx_mlx5_rxq_t *rxq, void *buf,
+                                     uint32_t cnt, unsigned stride,
+                                     volatile uint32_t *dbrec, int in_order)
+{
+    rxq->wrid = calloc(cnt, sizeof(*rxq->wrid));
+    if (rxq->wrid == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rxq->buf      = buf;
+    rxq->tail     = (uint16_t)(cnt - 1);
+    rxq->stride   = stride;
+    rxq->dbrec    = dbrec;
+    rxq->counter  = 0;
+    rxq->ci       = 0;
+    rxq->in_order = in_order;
+    rxq->dseg_off = in_order ? 0 : sizeof(struct mlx5_wqe_srq_next_seg);
+    return UCS_OK;
+}
+
+
 static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
-                                      qpx_mlx5_srq_t *srq)
+                                      qpx_mlx5_rxq_t *rxq)
 {
     struct mlx5dv_srq dv = {};
     struct mlx5dv_obj obj = {};
@@ -258,30 +310,49 @@ static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
         ucs_debug("mlx5dv_init_obj(srq) failed: %s", strerror(ret));
         return UCS_ERR_UNSUPPORTED;
     }
-    if ((dv.head != 0) || !ucs_is_pow2(dv.tail + 1) ||
+    if ((dv.head != 0) || !ucs_is_pow2(dv.tail + 1) || (dv.tail > UINT16_MAX) ||
         (dv.stride < sizeof(struct mlx5_wqe_srq_next_seg) +
                      sizeof(struct mlx5_wqe_data_seg))) {
         ucs_debug("srq head %u tail %u stride %u: not for the direct path",
                   dv.head, dv.tail, dv.stride);
         return UCS_ERR_UNSUPPORTED;
     }
-    srq->wrid = calloc(dv.tail + 1, sizeof(*srq->wrid));
-    if (srq->wrid == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    srq->buf     = dv.buf;
-    srq->tail    = (uint16_t)dv.tail;
-    srq->stride  = dv.stride;
-    srq->dbrec   = dv.dbrec;
-    srq->counter = 0;
-    return UCS_OK;
+    return qpx_mlx5_rxq_set(rxq, dv.buf, dv.tail + 1, dv.stride, dv.dbrec, 0);
 }
 
 
-ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
-                                 ucs_on_off_auto_value_t mode)
+/* A QP's own receive queue (a UD QP without an SRQ), from its creation:
+ * empty, its record at 0 */
+static ucs_status_t qpx_mlx5_rq_init(struct ibv_qp *qp, qpx_mlx5_rxq_t *rxq)
 {
-    qpx_mlx5_iface_t *d = &iface->direct;
+    struct mlx5dv_qp dv = {};
+    struct mlx5dv_obj obj = {};
+    int ret;
+
+    obj.qp.in  = qp;
+    obj.qp.out = &dv;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
+    if (ret != 0) {
+        ucs_debug("mlx5dv_init_obj(qp 0x%x) failed: %s", qp->qp_num,
+                  strerror(ret));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((dv.rq.wqe_cnt == 0) || !ucs_is_pow2(dv.rq.wqe_cnt) ||
+        (dv.rq.wqe_cnt > UINT16_MAX + 1) ||
+        (dv.rq.stride < sizeof(struct mlx5_wqe_data_seg))) {
+        ucs_debug("qp 0x%x: receive queue of %u WQEs of %u bytes: not for the "
+                  "direct path", qp->qp_num, dv.rq.wqe_cnt, dv.rq.stride);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return qpx_mlx5_rxq_set(rxq, dv.rq.buf, dv.rq.wqe_cnt, dv.rq.stride,
+                            &dv.dbrec[MLX5_RCV_DBR], 1);
+}
+
+
+ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
+{
+    ucs_on_off_auto_value_t mode = iface->config.direct;
+    qpx_mlx5_iface_t *d          = &iface->direct;
     khash_t(qpx_qp_map) *map;
     ucs_status_t status;
 
@@ -292,7 +363,8 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
         return UCS_OK;
     }
     if (!mlx5dv_is_supported(iface->md->dev.ctx->device) ||
-        (iface->srq == NULL) || (iface->rx_owner != NULL)) {
+        ((iface->srq == NULL) && (rq_qp == NULL)) ||
+        (iface->rx_owner != NULL)) {
         status = UCS_ERR_UNSUPPORTED;
         goto out_unsupported;
     }
@@ -301,14 +373,15 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
         status = qpx_mlx5_cq_init(iface->recv_cq, &d->cq[QPX_MLX5_CQ_RX]);
     }
     if (status == UCS_OK) {
-        status = qpx_mlx5_srq_init(iface->srq, &d->srq);
+        status = (iface->srq != NULL) ? qpx_mlx5_srq_init(iface->srq, &d->rxq) :
+                                        qpx_mlx5_rq_init(rq_qp, &d->rxq);
     }
     if (status != UCS_OK) {
         goto out_unsupported;
     }
     map = malloc(sizeof(*map));
     if (map == NULL) {
-        free(d->srq.wrid);
+        free(d->rxq.wrid);
         return UCS_ERR_NO_MEMORY;
     }
     kh_init_inplace(qpx_qp_map, map);
@@ -339,7 +412,7 @@ void qpx_mlx5_iface_cleanup(qpx_iface_t *iface)
     }
     kh_destroy_inplace(qpx_qp_map, (khash_t(qpx_qp_map)*)d->qps);
     free(d->qps);
-    free(d->srq.wrid);
+    free(d->rxq.wrid);
     memset(d, 0, sizeof(*d));
 }
 
@@ -505,11 +578,10 @@ void qpx_mlx5_cq_arm(qpx_mlx5_cq_t *cq, int solicited_only)
 
 #else /* !HAVE_MLX5DV */
 
-ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface,
-                                 ucs_on_off_auto_value_t mode)
+ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
 {
     memset(&iface->direct, 0, sizeof(iface->direct));
-    if (mode == UCS_CONFIG_ON) {
+    if (iface->config.direct == UCS_CONFIG_ON) {
         ucs_error("%s: DIRECT=on, but qpx was built without mlx5dv.h",
                   iface->config.tl_name);
         return UCS_ERR_UNSUPPORTED;
@@ -551,6 +623,12 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
     return EOPNOTSUPP;
 }
 
+int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av)
+{
+    return EOPNOTSUPP;
+}
+
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
 {
     return UCS_ERR_UNSUPPORTED;
@@ -562,7 +640,7 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
     return 0;
 }
 
-unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head)
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
 {
     return 0;
 }

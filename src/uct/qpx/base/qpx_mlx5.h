@@ -5,15 +5,15 @@
  * segments, CQEs with owner bits, doorbell records, the doorbell register).
  * The rest of qpx keeps its verbs shapes: a send is an ibv_send_wr turned
  * into a WQE (qpx_mlx5_post), a completion an ibv_wc read from a CQE
- * (qpx_mlx5_poll), a receive buffer an ibv_recv_wr turned into an SRQ WQE
- * (qpx_mlx5_srq_post), so that one interface is all direct or all verbs,
+ * (qpx_mlx5_poll), a receive buffer an ibv_recv_wr turned into a receive
+ * WQE (qpx_mlx5_rxq_post), so that one interface is all direct or all verbs,
  * chosen when it opens (UCX_QPX_<TL>_DIRECT; the transport must offer it,
  * qpx_iface_ops_t direct).
  *
- * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ) and
- * qpx_dc (its DCIs, both CQs, the SRQ of its DCT). qpx_ud, and an
- * interface that shares another's SRQ (the hybrid's sub-interfaces), stay
- * on verbs.
+ * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ), qpx_dc
+ * (its DCIs, both CQs, the SRQ of its DCT) and qpx_ud (its QP, both CQs,
+ * the QP's own receive queue or its SRQ). An interface that shares
+ * another's SRQ (the hybrid's sub-interfaces) stays on verbs.
  */
 #ifndef QPX_MLX5_H_
 #define QPX_MLX5_H_
@@ -55,23 +55,29 @@ typedef struct qpx_mlx5_txwq {
 } qpx_mlx5_txwq_t;
 
 
-/* An SRQ of tail + 1 WQEs linked in a ring (mlx5_create_srq's links:
- * i -> i + 1), posted and consumed in index order */
-typedef struct qpx_mlx5_srq {
+/* A receive queue of tail + 1 WQEs posted in index order: an SRQ (its
+ * WQEs linked in a ring, mlx5_create_srq's links i -> i + 1, behind a
+ * next segment; a CQE names the WQE it consumed) or a QP's own (data
+ * segments only, consumed in order: a CQE does not name it, IBA 10.8.3,
+ * as libmlx5 reads it) */
+typedef struct qpx_mlx5_rxq {
     char              *buf;
     uint16_t           counter;   /* WQEs posted */
     uint16_t           tail;      /* index mask */
+    uint16_t           ci;        /* WQEs consumed (in_order) */
+    uint8_t            in_order;  /* a QP's own queue */
+    uint8_t            dseg_off;  /* the data segment's offset in a WQE */
     unsigned           stride;
     volatile uint32_t *dbrec;
     uint64_t          *wrid;
-} qpx_mlx5_srq_t;
+} qpx_mlx5_rxq_t;
 
 
 /* The direct state of an interface (qpx_iface_t direct) */
 typedef struct qpx_mlx5_iface {
     int                enabled;
     qpx_mlx5_cq_t      cq[2];     /* send, receive */
-    qpx_mlx5_srq_t     srq;
+    qpx_mlx5_rxq_t     rxq;       /* the SRQ, or the QP's receive queue */
     void              *qps;       /* QP number -> qpx_mlx5_txwq_t (khash) */
 } qpx_mlx5_iface_t;
 
@@ -83,12 +89,13 @@ enum {
 struct qpx_iface;
 struct mlx5_wqe_av;
 
-/* At interface open, before any receive is posted: when mode asks for it
- * (on, auto) and the device has mlx5 queues, make both CQs and the SRQ
- * direct; UCS_OK with direct.enabled 0 otherwise (auto, off), an error
- * when mode is on and it cannot be */
+/* At interface open, before any receive is posted: when its DIRECT
+ * setting asks for it (on, auto) and the device has mlx5 queues, make both
+ * CQs and the receive queue direct: the interface's SRQ, or without one
+ * rq_qp's own (NULL: an SRQ is needed); UCS_OK with direct.enabled 0
+ * otherwise (auto, off), an error when DIRECT is on and it cannot be */
 ucs_status_t qpx_mlx5_iface_init(struct qpx_iface *iface,
-                                 ucs_on_off_auto_value_t mode);
+                                 struct ibv_qp *rq_qp);
 void qpx_mlx5_iface_cleanup(struct qpx_iface *iface);
 
 /* A QP of a direct interface: its send queue, found by its QP number */
@@ -114,15 +121,20 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                      const struct mlx5_wqe_av *av, uint32_t dct_num,
                      uint64_t dc_key);
 
-/* The address vector of ah, for a DCI's WQEs (it lives as long as ah) */
+/* The same on a UD QP: to wr->wr.ud's QP and Q_Key behind av */
+int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                     const struct mlx5_wqe_av *av);
+
+/* The address vector of ah, for a DCI's or a UD QP's WQEs (it lives as
+ * long as ah) */
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p);
 
 /* Up to max completions of cq, one of iface's direct CQs, into wc */
 int qpx_mlx5_poll(struct qpx_iface *iface, qpx_mlx5_cq_t *cq, int max,
                   struct ibv_wc *wc);
 
-/* The receive WRs from head (one SGE each) as SRQ WQEs, in ring order;
- * returns how many (the caller counts the ring's room) */
-unsigned qpx_mlx5_srq_post(qpx_mlx5_srq_t *srq, struct ibv_recv_wr *head);
+/* The receive WRs from head (one SGE each) as receive WQEs, in ring
+ * order; returns how many (the caller counts the ring's room) */
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head);
 
 #endif

@@ -181,18 +181,20 @@ qpx_mlx5_set_dptrs(char *p, const char *end, const struct ibv_send_wr *wr)
 }
 
 
-/* A DCI's datagram segment: the AH's address vector with the target DCT
- * and its access key, in the extended form (the 48 bytes libmlx5's
- * mlx5_send_wr_set_dc_addr writes); returns the end */
+/* A datagram segment: the AH's address vector, in the extended form (the
+ * 48 bytes libmlx5 writes), with the destination and its key: a DCI's
+ * target DCT and DC access key (mlx5_send_wr_set_dc_addr), or a UD QP's
+ * remote QP and Q_Key (set_datagram_seg: the Q_Key in the key's first 4
+ * bytes, key << 32 here); returns the end */
 static UCS_F_ALWAYS_INLINE char *
-qpx_mlx5_set_dc_addr(char *p, const struct mlx5_wqe_av *av, uint32_t dct_num,
-                     uint64_t dc_key)
+qpx_mlx5_set_dgram(char *p, const struct mlx5_wqe_av *av, uint32_t dqp,
+                   uint64_t key)
 {
     struct mlx5_wqe_av *seg = (void*)p;
 
     memcpy(seg, av, sizeof(*seg));
-    seg->dqp_dct    = htobe32(dct_num | MLX5_EXTENDED_UD_AV);
-    seg->key.dc_key = htobe64(dc_key);
+    seg->dqp_dct    = htobe32(dqp | MLX5_EXTENDED_UD_AV);
+    seg->key.dc_key = htobe64(key);
     return p + sizeof(*seg);
 }
 
@@ -257,8 +259,8 @@ qpx_mlx5_ring(qpx_mlx5_txwq_t *wq, const struct mlx5_wqe_ctrl_seg *ctrl,
 
 /*
  * Post one WR as a WQE at the producer index and ring the doorbell: a DCI's
- * when av is not NULL (its datagram segment after the control segment), an
- * RC QP's else. The WQE is built in place, or in a staging buffer where it
+ * or a UD QP's when av is not NULL (its datagram segment after the control
+ * segment, to dct_num or the remote QP with its key), an RC QP's else. The WQE is built in place, or in a staging buffer where it
  * might wrap from the end of the queue to its start. Returns 0 or EINVAL
  * (an opcode or a size the queue does not take; nothing posted). Inlined in
  * the direct path's operations (constant opcodes, flags and av fold away);
@@ -283,7 +285,7 @@ qpx_mlx5_post_wqe_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
         return EINVAL;
     }
     if (av != NULL) {
-        p = qpx_mlx5_set_dc_addr(p, av, dct_num, dc_key);
+        p = qpx_mlx5_set_dgram(p, av, dct_num, dc_key);
     }
     /* tested on the WR's opcode, as its writer tests it before filling the
      * atomic part (the compiler then sees that part written) */
@@ -330,6 +332,17 @@ qpx_mlx5_post_dc_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 }
 
 
+/* A UD QP's WQE to wr->wr.ud's remote QP and Q_Key behind av
+ * (qpx_mlx5_post_wqe_inline) */
+static UCS_F_ALWAYS_INLINE int
+qpx_mlx5_post_ud_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                        const struct mlx5_wqe_av *av)
+{
+    return qpx_mlx5_post_wqe_inline(wq, wr, av, wr->wr.ud.remote_qpn,
+                                    (uint64_t)wr->wr.ud.remote_qkey << 32);
+}
+
+
 /* Whether cq's next entry is the software's: the test qpx_mlx5_poll
  * begins with, inline in the progress of a direct interface so that an
  * empty CQ costs no call */
@@ -364,6 +377,13 @@ static inline int qpx_mlx5_post_dc_inline(qpx_mlx5_txwq_t *wq,
                                           uint32_t dct_num, uint64_t dc_key)
 {
     return qpx_mlx5_post_dc(wq, wr, av, dct_num, dc_key);
+}
+
+static inline int qpx_mlx5_post_ud_inline(qpx_mlx5_txwq_t *wq,
+                                          const struct ibv_send_wr *wr,
+                                          const struct mlx5_wqe_av *av)
+{
+    return qpx_mlx5_post_ud(wq, wr, av);
 }
 
 #endif

@@ -73,15 +73,6 @@ ucs_config_field_t qpx_rdma_iface_config_table[] = {
      "in wakeup mode (ucp_worker_wait) only when it is offered.",
      ucs_offsetof(qpx_rdma_iface_config_t, events), UCS_CONFIG_TYPE_BOOL},
 
-    {"DIRECT", "auto",
-     "The direct path: post WQEs and read CQEs in the device's own queues "
-     "(mlx5 devices, through mlx5dv), without a verbs call per operation. "
-     "auto: where the device has them and the transport offers it (qpx_rc; "
-     "not qpx_dc yet, nor an interface that shares another's receive "
-     "queue), else verbs; on: fail to open without it; off: verbs.",
-     ucs_offsetof(qpx_rdma_iface_config_t, direct),
-     UCS_CONFIG_TYPE_ON_OFF_AUTO},
-
     {"KEEPALIVE_INTERVAL", "2s",
      "Every interval, an endpoint that sent before and nothing since the "
      "last check is probed with a zero-length RDMA write, so that a peer "
@@ -303,9 +294,8 @@ ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
 
     /* before the first receive is posted: direct ones go to the mlx5 SRQ */
     if (iface->direct_ok) {
-        status = qpx_mlx5_iface_init(&iface->super,
-                                     (ucs_on_off_auto_value_t)config->direct);
-    } else if (config->direct == UCS_CONFIG_ON) {
+        status = qpx_mlx5_iface_init(&iface->super, NULL);
+    } else if (iface->super.config.direct == UCS_CONFIG_ON) {
         ucs_error("%s: DIRECT=on: %s", iface->tl->name,
                   iface->tl->direct ? "not for a sub-interface of the hybrid" :
                   "the transport has no direct path yet");

@@ -240,7 +240,6 @@ typedef struct qpx_rdma_iface_config {
     int      atomics;            /* allow device atomics */
     int      events;             /* offer event notification */
     double   keepalive_interval; /* 0: no keepalive */
-    int      direct;             /* ucs_on_off_auto_value_t: mlx5 queues */
 } qpx_rdma_iface_config_t;
 
 extern ucs_config_field_t qpx_rdma_iface_config_table[];

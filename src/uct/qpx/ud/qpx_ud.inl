@@ -7,6 +7,8 @@
 
 #include "qpx_ud_iface.h"
 
+#include <uct/qpx/base/qpx_mlx5.inl>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,7 +264,14 @@ qpx_ud_iface_post_wr(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
     wr->wr.ud.ah         = peer->ah;
     wr->wr.ud.remote_qpn = peer->key.qpn;
 
-    ret = ibv_post_send(iface->qp, wr, &bad_wr);
+    if (iface->super.direct.enabled) {
+        /* the WQE written here, with peer's address vector (the remote
+         * QPN and Q_Key from wr) */
+        ret    = qpx_mlx5_post_ud_inline(&iface->txwq, wr, peer->av);
+        bad_wr = wr;
+    } else {
+        ret = ibv_post_send(iface->qp, wr, &bad_wr);
+    }
     if (ucs_unlikely(ret != 0)) {
         /* bad_wr is wr (the only one): named by the device, wr need not
          * live across the call */

@@ -83,6 +83,10 @@ ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                   key.dev_addr.lid);
         goto err_free;
     }
+    if (iface->super.direct.enabled &&
+        (qpx_mlx5_ah_av(peer->ah, &peer->av) != UCS_OK)) {
+        goto err_destroy_ah;
+    }
 
     iter = kh_put(qpx_ud_peers, &iface->peers, key, &ret);
     if (ret < 0) {
@@ -282,7 +286,8 @@ void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
      * reliable packet stays in its window and is resent, and its endpoint
      * fails by timeout if the device does not come back */
     ucs_log(iface->async.in_async ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
-            "qpx_ud: qp 0x%x ibv_post_send() failed: %s", iface->qp->qp_num,
+            "qpx_ud: qp 0x%x %s failed: %s", iface->qp->qp_num,
+            iface->super.direct.enabled ? "WQE post" : "ibv_post_send()",
             strerror(ret));
 
     /* What qpx_ud_iface_wr_inline or _signaled counted */

@@ -106,6 +106,7 @@ static inline void qpx_ud_peer_key_init(qpx_ud_peer_key_t *key,
 typedef struct qpx_ud_peer {
     qpx_ud_peer_key_t key;
     struct ibv_ah     *ah;
+    const struct mlx5_wqe_av *av;  /* ah's address vector (direct path) */
     uint32_t          next_conn_sn;
     unsigned          half_open;  /* its eps with QPX_UD_EP_FLAG_HALF_OPEN */
     ucs_list_link_t   eps;
@@ -279,6 +280,7 @@ typedef struct qpx_ud_iface {
     qpx_iface_t           super;       /* CQs, receive queue and buffers,
                                           send buffers, pending arbiter */
     struct ibv_qp         *qp;
+    qpx_mlx5_txwq_t       txwq;        /* qp's send queue (direct path) */
     qpx_ud_rel_config_t   rel_config;
     struct {
         unsigned          available;   /* free SQ slots */

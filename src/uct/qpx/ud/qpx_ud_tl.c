@@ -282,6 +282,30 @@ static ucs_status_t qpx_ud_iface_create_qp(qpx_ud_iface_t *self,
     return UCS_OK;
 }
 
+/* The direct path (qpx_mlx5.h) where the device has it and DIRECT lets it
+ * (UCX_QPX_UD_DIRECT): the QP's send queue, both CQs and its receive queue
+ * (or SRQ), before the first receive is posted */
+static ucs_status_t qpx_ud_iface_direct_init(qpx_ud_iface_t *self)
+{
+    ucs_status_t status;
+
+    status = qpx_mlx5_iface_init(&self->super, self->qp);
+    if ((status != UCS_OK) || !self->super.direct.enabled) {
+        return status;
+    }
+    status = qpx_mlx5_txwq_init(&self->super, self->qp, &self->txwq);
+    if (status != UCS_OK) {
+        qpx_mlx5_iface_cleanup(&self->super);
+    }
+    return status;
+}
+
+static void qpx_ud_iface_direct_cleanup(qpx_ud_iface_t *self)
+{
+    qpx_mlx5_txwq_cleanup(&self->super, &self->txwq);
+    qpx_mlx5_iface_cleanup(&self->super);
+}
+
 static ucs_status_t qpx_ud_iface_init_config(qpx_ud_iface_t *iface,
                                              const qpx_ud_iface_config_t *config)
 {
@@ -464,6 +488,11 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
         goto err_peers_cleanup;
     }
 
+    status = qpx_ud_iface_direct_init(self);
+    if (status != UCS_OK) {
+        goto err_destroy_qp;
+    }
+
     /* Header-only packets the QP cannot take inline get buffers of their
      * own: in tx_mp they could find none, all held by packets that wait
      * for the very acks that cannot be sent (a small TX_MAX_BUFS) */
@@ -474,7 +503,7 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
                                        IBV_ACCESS_LOCAL_WRITE,
                                        UCS_LOG_LEVEL_ERROR, "qpx_ud_ctl");
         if (status != UCS_OK) {
-            goto err_destroy_qp;
+            goto err_direct_cleanup;
         }
     }
 
@@ -489,17 +518,19 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
         goto err_ctl_mp_cleanup;
     }
 
-    ucs_debug("qpx_ud: iface %p on %s qpn 0x%x inline %zu seg %zu rx %u%s",
-              self, params->mode.device.dev_name, self->qp->qp_num,
+    ucs_debug("qpx_ud: iface %p on %s qpn 0x%x inline %zu seg %zu rx %u%s, "
+              "%s path", self, params->mode.device.dev_name, self->qp->qp_num,
               self->super.config.max_inline, seg_size,
               self->super.rx.queue_len, (self->super.srq != NULL) ?
-              " (srq)" : "");
+              " (srq)" : "", self->super.direct.enabled ? "direct" : "verbs");
     return UCS_OK;
 
 err_ctl_mp_cleanup:
     if (!qpx_ud_iface_hdr_inline(self)) {
         ucs_mpool_cleanup(&self->tx.ctl_mp, 1);
     }
+err_direct_cleanup:
+    qpx_ud_iface_direct_cleanup(self);
 err_destroy_qp:
     ibv_destroy_qp(self->qp);
 err_peers_cleanup:
@@ -550,6 +581,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
     qpx_ud_iface_discs_cleanup(self);
     qpx_ud_iface_async_cleanup(self);
     qpx_ud_iface_tx_drain(self);
+    qpx_ud_iface_direct_cleanup(self);
     ret = ibv_destroy_qp(self->qp);
     if (ret != 0) {
         ucs_warn("qpx_ud: ibv_destroy_qp(0x%x) failed: %s", self->qp->qp_num,
