@@ -52,20 +52,22 @@ for tl in qpx_rc qpx_dc qpx_ud; do
 done
 out=$(env SOFTVERBS_MLX5=0 UCX_${P}_DIRECT=on LD_PRELOAD="$QPX_MODULE" \
       timeout 60 ucx_info -d 2>&1)
-if echo "$out" | grep -q "DIRECT=on, but softverbs0 has no mlx5 queues" &&
+if echo "$out" | grep -q "DIRECT=on, but on softverbs0 the device has no mlx5 queues" &&
    echo "$out" | grep -A 6 "Transport: qpx_rc$" |
        grep -q "failed to open interface"; then
     qpx_pass "DIRECT=on on a verbs-only device: refused with a message"
 else
     qpx_fail "DIRECT=on on a verbs-only device: $(echo "$out" | grep -E 'DIRECT|qpx_rc' | head -n 2)"
 fi
-# The hybrid's sub-interfaces share an SRQ on verbs: DIRECT=on is refused
+# The hybrid's sub-interfaces stay on verbs (one receives from the other's
+# SRQ; qpx_iface_hints_t verbs_only): DIRECT=on for them is refused with
+# the reason
 out=$(SOFTVERBS_MLX5=1 UCX_QPX_RC_DIRECT=on \
       LD_PRELOAD="$QPX_MODULE" timeout 60 ucx_info -d 2>&1)
-if echo "$out" | grep -q "qpx_rc: DIRECT=on: not for a sub-interface of the hybrid"; then
-    qpx_pass "the hybrid's qpx_rc with DIRECT=on: refused with a message"
+if echo "$out" | grep -q "qpx_rc: DIRECT=on, but on softverbs0 a sub-interface of the qpx transport stays on the verbs path"; then
+    qpx_pass "the hybrid's qpx_rc with DIRECT=on: refused with the reason"
 else
-    qpx_fail "the hybrid's qpx_rc with DIRECT=on: no message"
+    qpx_fail "the hybrid's qpx_rc with DIRECT=on: no reason given"
 fi
 
 export SOFTVERBS_MLX5=1
@@ -136,6 +138,18 @@ tl_integrity "direct qpx_ud: on a RoCE port (GRH, LID 0)" \
 # Peers that die or restart, and forged, truncated and spoofed packets
 run_whole qpx_ud ud-peer-failure.sh
 run_whole qpx_ud ud-garbage.sh
+
+# The hybrid on an mlx5 device, its sub-interfaces on verbs over the mlx5
+# personality's queues: every operation, promotions and demotions under
+# floods and small pools (hybrid-uct.sh whole), and promotions that time
+# out (2 ms), which reset QPs whose receives may still be unread
+run_whole qpx hybrid-uct.sh
+QPX_TL=qpx
+for i in 1 2 3; do
+    tl_flood "qpx on an mlx5 device: flood, pool of 1, switches time out after 2 ms ($i)" \
+        UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=1 \
+        UCX_QPX_SWITCH_TIMEOUT=2ms
+done
 QPX_TL=qpx_rc
 P=QPX_RC
 

@@ -142,7 +142,14 @@ unsigned qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
 
 void qpx_iface_qp_put(qpx_iface_t *iface, struct ibv_qp *qp)
 {
+    uint32_t qp_num = qp->qp_num;
+
     qpx_qp_pool_put(&iface->qp_pool, qp);
+    if (iface->direct.enabled) {
+        /* reset or destroyed: what its CQs still hold of it is not the next
+         * user's (a verbs CQ is cleaned by the provider) */
+        qpx_mlx5_qp_clean(iface, qp_num);
+    }
 }
 
 

@@ -161,7 +161,7 @@ static unsigned qpx_iface_rx_post_chain(qpx_iface_t *iface,
     *tail = NULL;
     if (iface->direct.enabled) {
         /* the ring has room for them: rx.available counts it */
-        n = qpx_mlx5_rxq_post(&iface->direct.rxq, head);
+        n = qpx_mlx5_rxq_post(iface->direct.rx, head);
         iface->rx.available -= n;
         return n;
     }

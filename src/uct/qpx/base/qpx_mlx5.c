@@ -161,9 +161,9 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
         case MLX5_CQE_RESP_SEND:
         case MLX5_CQE_RESP_SEND_IMM:
         case MLX5_CQE_RESP_WR_IMM:
-            idx              = qpx_mlx5_rxq_index(&iface->direct.rxq,
+            idx              = qpx_mlx5_rxq_index(iface->direct.rx,
                                                   be16toh(cqe->wqe_counter));
-            wc[n].wr_id      = iface->direct.rxq.wrid[idx];
+            wc[n].wr_id      = iface->direct.rx->wrid[idx];
             wc[n].opcode     = (opcode == MLX5_CQE_RESP_WR_IMM) ?
                                IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
             wc[n].byte_len   = be32toh(cqe->byte_cnt);
@@ -186,9 +186,9 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
             wc[n].vendor_err  = err->vendor_err_synd;
             wc[n].qp_num      = be32toh(err->s_wqe_opcode_qpn) & 0xffffff;
             if (opcode == MLX5_CQE_RESP_ERR) {
-                idx          = qpx_mlx5_rxq_index(&iface->direct.rxq,
+                idx          = qpx_mlx5_rxq_index(iface->direct.rx,
                                                   be16toh(err->wqe_counter));
-                wc[n].wr_id  = iface->direct.rxq.wrid[idx];
+                wc[n].wr_id  = iface->direct.rx->wrid[idx];
                 wc[n].opcode = IBV_WC_RECV;
             } else if (!qpx_mlx5_wc_tx(iface, wc[n].qp_num,
                                        be16toh(err->wqe_counter), &wc[n])) {
@@ -353,6 +353,7 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
 {
     ucs_on_off_auto_value_t mode = iface->config.direct;
     qpx_mlx5_iface_t *d          = &iface->direct;
+    const char *why              = "the device has no mlx5 queues for it";
     khash_t(qpx_qp_map) *map;
     ucs_status_t status;
 
@@ -362,22 +363,38 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
                   iface->config.tl_name, iface);
         return UCS_OK;
     }
+    status = UCS_ERR_UNSUPPORTED;
     if (!mlx5dv_is_supported(iface->md->dev.ctx->device) ||
-        ((iface->srq == NULL) && (rq_qp == NULL)) ||
-        (iface->rx_owner != NULL)) {
-        status = UCS_ERR_UNSUPPORTED;
+        ((iface->srq == NULL) && (rq_qp == NULL))) {
+        goto out_unsupported;
+    }
+    if (iface->verbs_only) {
+        why = "a sub-interface of the qpx transport stays on the verbs path";
+        goto out_unsupported;
+    }
+    if ((iface->rx_owner != NULL) && !iface->rx_owner->direct.enabled) {
+        /* the owner posts into the SRQ through libmlx5's index */
+        why = "the interface whose SRQ it shares is on the verbs path";
         goto out_unsupported;
     }
     status = qpx_mlx5_cq_init(iface->send_cq, &d->cq[QPX_MLX5_CQ_TX]);
     if (status == UCS_OK) {
         status = qpx_mlx5_cq_init(iface->recv_cq, &d->cq[QPX_MLX5_CQ_RX]);
     }
-    if (status == UCS_OK) {
-        status = (iface->srq != NULL) ? qpx_mlx5_srq_init(iface->srq, &d->rxq) :
-                                        qpx_mlx5_rq_init(rq_qp, &d->rxq);
-    }
     if (status != UCS_OK) {
         goto out_unsupported;
+    }
+    if (iface->rx_owner != NULL) {
+        /* the owner's ring, index and WR ids: it outlives this interface
+         * (not reached today: the hybrid, which shares SRQs, is verbs_only) */
+        d->rx = iface->rx_owner->direct.rx;
+    } else {
+        status = (iface->srq != NULL) ? qpx_mlx5_srq_init(iface->srq, &d->rxq) :
+                                        qpx_mlx5_rq_init(rq_qp, &d->rxq);
+        if (status != UCS_OK) {
+            goto out_unsupported;
+        }
+        d->rx = &d->rxq;
     }
     map = malloc(sizeof(*map));
     if (map == NULL) {
@@ -387,18 +404,23 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
     kh_init_inplace(qpx_qp_map, map);
     d->qps     = map;
     d->enabled = 1;
-    ucs_debug("%s iface %p: direct path (mlx5 queues)",
-              iface->config.tl_name, iface);
+    ucs_debug("%s iface %p: direct path (mlx5 queues%s)",
+              iface->config.tl_name, iface,
+              (iface->rx_owner != NULL) ? ", a shared SRQ" : "");
     return UCS_OK;
 
 out_unsupported:
+    if (status == UCS_ERR_NO_MEMORY) {
+        why = "no memory";
+    }
     if (mode == UCS_CONFIG_ON) {
-        ucs_error("%s: DIRECT=on, but %s has no mlx5 queues for it",
-                  iface->config.tl_name, iface->md->dev.name);
+        ucs_error("%s: DIRECT=on, but on %s %s", iface->config.tl_name,
+                  iface->md->dev.name, why);
         return (status == UCS_ERR_NO_MEMORY) ? status : UCS_ERR_UNSUPPORTED;
     }
     memset(d, 0, sizeof(*d));
-    ucs_debug("%s iface %p: verbs path", iface->config.tl_name, iface);
+    ucs_debug("%s iface %p: verbs path (%s)", iface->config.tl_name, iface,
+              why);
     return (status == UCS_ERR_NO_MEMORY) ? status : UCS_OK;
 }
 
@@ -483,11 +505,15 @@ err_free:
 
 
 /*
- * The CQEs of QP qpn that cq holds unread are dropped: renamed to QP 0,
- * which no interface has, so that qpx_mlx5_poll skips them. libmlx5 cleans
- * a CQ so at a QP's RESET (mlx5_cq_clean), by its own consumer index,
- * which the direct path does not move: it is done here. A device writes
- * no CQE of a QP after its RESET, so none comes after this.
+ * The CQEs of QP qpn that cq holds unread are taken out of its life, as
+ * libmlx5 takes them out at the QP's RESET or destruction (mlx5_cq_clean),
+ * by its own consumer index, which the direct path does not move: it is
+ * done here. A send CQE is renamed to QP 0, which no interface has, so
+ * that qpx_mlx5_poll skips it; a receive CQE becomes a flushed one (its
+ * buffer goes back to the receive queue, its data is not delivered: a
+ * reused QP must not deliver its former peer's messages, libmlx5 gives
+ * the WQE back to the SRQ instead). A device writes no CQE of a QP after
+ * its RESET, so none comes after this.
  */
 static void qpx_mlx5_cq_clean(qpx_mlx5_cq_t *cq, uint32_t qpn)
 {
@@ -497,6 +523,12 @@ static void qpx_mlx5_cq_clean(qpx_mlx5_cq_t *cq, uint32_t qpn)
     uint8_t op_own, opcode;
     uint32_t i, dropped = 0;
 
+    /* a receive CQE is rewritten as an error CQE in place: the QP number
+     * and WQE counter are at the same offsets in both */
+    UCS_STATIC_ASSERT(ucs_offsetof(struct mlx5_err_cqe, s_wqe_opcode_qpn) ==
+                      ucs_offsetof(struct mlx5_cqe64, sop_drop_qpn));
+    UCS_STATIC_ASSERT(ucs_offsetof(struct mlx5_err_cqe, wqe_counter) ==
+                      ucs_offsetof(struct mlx5_cqe64, wqe_counter));
     for (i = cq->ci; i != cq->ci + cq->mask + 1; ++i) {
         cqe    = (void*)(cq->buf + (size_t)(i & cq->mask) * cq->stride +
                          cq->stride - sizeof(*cqe));
@@ -512,15 +544,32 @@ static void qpx_mlx5_cq_clean(qpx_mlx5_cq_t *cq, uint32_t qpn)
         word = ((opcode == MLX5_CQE_REQ_ERR) ||
                 (opcode == MLX5_CQE_RESP_ERR)) ? &err->s_wqe_opcode_qpn :
                                                  &cqe->sop_drop_qpn;
-        if ((be32toh(*word) & 0xffffff) == qpn) {
+        if ((be32toh(*word) & 0xffffff) != qpn) {
+            continue;
+        }
+        ++dropped;
+        if ((opcode == MLX5_CQE_RESP_SEND) ||
+            (opcode == MLX5_CQE_RESP_SEND_IMM) ||
+            (opcode == MLX5_CQE_RESP_WR_IMM)) {
+            err->syndrome        = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+            err->vendor_err_synd = 0;
+            cqe->op_own          = (uint8_t)((MLX5_CQE_RESP_ERR << 4) |
+                                             (op_own & 0x0f));
+        } else if (opcode != MLX5_CQE_RESP_ERR) {
             *word = htobe32(be32toh(*word) & 0xff000000u);
-            ++dropped;
         }
     }
     if (dropped > 0) {
         ucs_debug("cq 0x%x: %u completions of reset qp 0x%x dropped", cq->cqn,
                   dropped, qpn);
     }
+}
+
+
+void qpx_mlx5_qp_clean(qpx_iface_t *iface, uint32_t qpn)
+{
+    qpx_mlx5_cq_clean(&iface->direct.cq[QPX_MLX5_CQ_TX], qpn);
+    qpx_mlx5_cq_clean(&iface->direct.cq[QPX_MLX5_CQ_RX], qpn);
 }
 
 
@@ -531,7 +580,7 @@ void qpx_mlx5_txwq_reset(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
     }
     /* a QP from RESET starts at block 0: libmlx5 zeroed the record */
     wq->pi = 0;
-    qpx_mlx5_cq_clean(&iface->direct.cq[QPX_MLX5_CQ_TX], wq->qpn);
+    qpx_mlx5_qp_clean(iface, wq->qpn);
 }
 
 
@@ -604,6 +653,10 @@ void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
 }
 
 void qpx_mlx5_txwq_reset(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
+{
+}
+
+void qpx_mlx5_qp_clean(qpx_iface_t *iface, uint32_t qpn)
 {
 }
 

@@ -12,8 +12,10 @@
  *
  * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ), qpx_dc
  * (its DCIs, both CQs, the SRQ of its DCT) and qpx_ud (its QP, both CQs,
- * the QP's own receive queue or its SRQ). An interface that shares
- * another's SRQ (the hybrid's sub-interfaces) stays on verbs.
+ * the QP's own receive queue or its SRQ). An interface may receive from
+ * another's direct SRQ (direct.rx), but the one user of shared SRQs, the
+ * hybrid, keeps its sub-interfaces on verbs today (qpx_iface_hints_t's
+ * verbs_only says why).
  */
 #ifndef QPX_MLX5_H_
 #define QPX_MLX5_H_
@@ -78,6 +80,9 @@ typedef struct qpx_mlx5_iface {
     int                enabled;
     qpx_mlx5_cq_t      cq[2];     /* send, receive */
     qpx_mlx5_rxq_t     rxq;       /* the SRQ, or the QP's receive queue */
+    qpx_mlx5_rxq_t     *rx;       /* the one received into: rxq, or that
+                                     of the interface whose SRQ this one
+                                     shares (rx_owner, direct too) */
     void              *qps;       /* QP number -> qpx_mlx5_txwq_t (khash) */
 } qpx_mlx5_iface_t;
 
@@ -91,9 +96,10 @@ struct mlx5_wqe_av;
 
 /* At interface open, before any receive is posted: when its DIRECT
  * setting asks for it (on, auto) and the device has mlx5 queues, make both
- * CQs and the receive queue direct: the interface's SRQ, or without one
- * rq_qp's own (NULL: an SRQ is needed); UCS_OK with direct.enabled 0
- * otherwise (auto, off), an error when DIRECT is on and it cannot be */
+ * CQs and the receive queue direct: the interface's SRQ (that of its
+ * rx_owner, which must be direct itself), or without one rq_qp's own
+ * (NULL: an SRQ is needed); UCS_OK with direct.enabled 0 otherwise (auto,
+ * off), an error when DIRECT is on and it cannot be */
 ucs_status_t qpx_mlx5_iface_init(struct qpx_iface *iface,
                                  struct ibv_qp *rq_qp);
 void qpx_mlx5_iface_cleanup(struct qpx_iface *iface);
@@ -103,9 +109,14 @@ ucs_status_t qpx_mlx5_txwq_init(struct qpx_iface *iface, struct ibv_qp *qp,
                                 qpx_mlx5_txwq_t *wq);
 void qpx_mlx5_txwq_cleanup(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
 /* After the QP went through RESET: the queue starts at block 0 again, and
- * the CQEs of its last life still unread in the send CQ are dropped (none
- * on the verbs path, where wq is not set up) */
+ * the CQEs of its last life still unread are dropped (qpx_mlx5_qp_clean;
+ * nothing on the verbs path, where wq is not set up) */
 void qpx_mlx5_txwq_reset(struct qpx_iface *iface, qpx_mlx5_txwq_t *wq);
+/* After QP qpn of a direct interface went to RESET or was destroyed: the
+ * CQEs of its last life still unread in the interface's CQs are dropped
+ * (sends) or flushed (receives: their buffers come back, undelivered), as
+ * libmlx5 cleans its CQs then (mlx5_cq_clean) */
+void qpx_mlx5_qp_clean(struct qpx_iface *iface, uint32_t qpn);
 
 /* Arming a direct CQ for its next (solicited) completion (taking its
  * event moves cq->sn on) */

@@ -296,9 +296,8 @@ ucs_status_t qpx_rdma_iface_start(qpx_rdma_iface_t *iface,
     if (iface->direct_ok) {
         status = qpx_mlx5_iface_init(&iface->super, NULL);
     } else if (iface->super.config.direct == UCS_CONFIG_ON) {
-        ucs_error("%s: DIRECT=on: %s", iface->tl->name,
-                  iface->tl->direct ? "not for a sub-interface of the hybrid" :
-                  "the transport has no direct path yet");
+        ucs_error("%s: DIRECT=on: the transport has no direct path",
+                  iface->tl->name);
         status = UCS_ERR_UNSUPPORTED;
     } else {
         status = UCS_OK;
@@ -360,9 +359,9 @@ UCS_CLASS_INIT_FUNC(qpx_rdma_iface_t, const qpx_rdma_tl_t *tl, uct_md_h md,
                               worker, params, config, &attr);
 
     self->tl         = tl;
-    /* a hybrid's sub-interface shares an SRQ with another, on verbs: its
-     * receive WRs must keep the verbs shape */
-    self->direct_ok  = tl->direct && (hints == NULL);
+    /* a hybrid's sub-interface too: one that shares another's SRQ is
+     * direct where that one is (qpx_mlx5_iface_init) */
+    self->direct_ok  = tl->direct;
     self->path_ops   = tl->ops; /* the verbs path until started */
     ucs_list_head_init(&self->eps);
     self->tx_unacked = 0;
