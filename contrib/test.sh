@@ -192,11 +192,11 @@ QPX_GTEST_UCP_CORE='test_ucp_(tag_match|am_nbx|rma|atomic64|stream|wireup_2sided
 gtest_env=(QPX_GTEST_TLS="qpx_rc qpx_ud qpx_dc qpx cm:qpx ucp:qpx_rc ucp:qpx ucp:qpx_dc"
            QPX_GTEST_UCP_SUITES="${QPX_GTEST_UCP_SUITES:-$QPX_GTEST_UCP_CORE}")
 gtest_stage 1.13.1
-# The direct path of qpx_rc and qpx_dc (mlx5 WQEs and CQEs, on softverbs'
-# mlx5 personality: SOFTVERBS_MLX5=1) under the same generic UCT suites;
-# the runs above are the verbs path's. About 11 minutes.
+# The direct path of qpx_rc, qpx_dc and qpx_ud (mlx5 WQEs and CQEs, on
+# softverbs' mlx5 personality: SOFTVERBS_MLX5=1) under the same generic UCT
+# suites; the runs above are the verbs path's. About 16 minutes.
 saved_env=("${gtest_env[@]}")
-gtest_env=(SOFTVERBS_MLX5=1 QPX_GTEST_TLS="qpx_rc qpx_dc")
+gtest_env=(SOFTVERBS_MLX5=1 QPX_GTEST_TLS="qpx_rc qpx_dc qpx_ud")
 gtest_stage 1.13.1 direct
 gtest_env=("${saved_env[@]}")
 # The same matrix on UCX 1.22.0 (qpx built against it by ucx-versions.sh
