@@ -376,6 +376,16 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
 
 /* --- receive queues ----------------------------------------------------- */
 
+/*
+ * The SRQ's WQEs the program's counter covers, posted to the internal SRQ
+ * along their links. A WQE's link is read when the WQE is taken, as the
+ * HCA reads it when it fetches the WQE (PRM: the SRQ is a linked list the
+ * HCA walks): after that the program may complete the WQE, free it and
+ * link another behind it (libmlx5's mlx5_free_srq_wqe), and the link it had
+ * when posted is the one that counts. Read later (when the next WQE is
+ * taken), a WQE completed and freed meanwhile would lead to the WQE freed
+ * behind it, skipping those posted after it.
+ */
 static int sv_mlx5_srq_mirror(struct sv_mlx5_srq *f)
 {
     const struct mlx5_wqe_srq_next_seg *next;
@@ -388,15 +398,9 @@ static int sv_mlx5_srq_mirror(struct sv_mlx5_srq *f)
     /* acquire: the program fences its WQE stores before the counter */
     counter = (uint16_t)be32toh(__atomic_load_n(f->dbrec, __ATOMIC_ACQUIRE));
     while (f->mirrored != counter) {
-        if (f->started) {
-            next = (const void *)(f->buf + (size_t)f->last *
-                                  SV_MLX5_SRQ_STRIDE);
-            idx  = be16toh(next->next_wqe_index) & f->tail;
-        } else {
-            idx  = 0; /* head */
-        }
-        d          = (const void *)(f->buf + (size_t)idx * SV_MLX5_SRQ_STRIDE +
-                                    sizeof(*next));
+        idx        = f->next_idx;
+        next       = (const void *)(f->buf + (size_t)idx * SV_MLX5_SRQ_STRIDE);
+        d          = (const void *)(next + 1);
         sge.addr   = be64toh(d->addr);
         sge.length = be32toh(d->byte_count);
         sge.lkey   = be32toh(d->lkey);
@@ -407,8 +411,7 @@ static int sv_mlx5_srq_mirror(struct sv_mlx5_srq *f)
         if (ibv_post_srq_recv(&f->srq->srq, &wr, &bad) != 0) {
             break; /* the internal ring is full: next round */
         }
-        f->last    = idx;
-        f->started = 1;
+        f->next_idx = be16toh(next->next_wqe_index) & f->tail;
         f->mirrored++;
         n++;
     }

@@ -91,8 +91,9 @@ struct sv_mlx5_srq {
     uint32_t          tail;        /* index mask */
     __be32           *dbrec;       /* the program's 16-bit counter */
     uint16_t          mirrored;    /* WQEs posted to the internal SRQ */
-    uint16_t          last;        /* the last of them (its next link) */
-    int               started;     /* last is set (else: head, 0) */
+    uint16_t          next_idx;    /* the next WQE to take: the head (0),
+                                      then the link each WQE had when it
+                                      was taken */
     struct sv_mlx5_srq *next;
 };
 

@@ -6,15 +6,16 @@
 # them on the verbs path (softverbs without the setting), so both are
 # checked. Here: the path each setting takes (UCX_QPX_<TL>_DIRECT auto,
 # off; on refused where it cannot be: a device without mlx5, the hybrid's
-# sub-interfaces); every UCT operation and size with data checked, under
-# the configurations of rc_integrity.sh, dc-uct-integrity.sh and
-# ud-uct-integrity.sh (tiny queues, the smallest send queue and CQ, the
-# largest inline sends the device grants, writes passing reads, DCI
-# policies, one DCI, UD packets dropped and reordered, qpx_ud's SRQ) and
-# with requests lost on the wire; peers killed mid-traffic, a DCI failed by
-# a wrong DC key and recovered, forged UD packets (the verbs path's scripts,
-# run whole); ucx_perftest pairs; Open MPI alltoall on 8 ranks over
-# qpx_rc,qpx_ud and over qpx_dc, data checked.
+# RC sub-interface beside a verbs DC one); every UCT operation and size
+# with data checked, under the configurations of rc_integrity.sh,
+# dc-uct-integrity.sh and ud-uct-integrity.sh (tiny queues, the smallest
+# send queue and CQ, the largest inline sends the device grants, writes
+# passing reads, DCI policies, one DCI, UD packets dropped and reordered,
+# qpx_ud's SRQ) and with requests lost on the wire; peers killed
+# mid-traffic, a DCI failed by a wrong DC key and recovered, forged UD
+# packets, the hybrid's promotions under floods and timeouts (the verbs
+# path's scripts, run whole); ucx_perftest pairs; Open MPI alltoall on 8
+# ranks over qpx_rc,qpx_ud, qpx_dc and the hybrid qpx, data checked.
 . "$QPX_SRCDIR/test/integration/lib.sh"
 . "$QPX_SRCDIR/test/integration/tl_lib.sh"
 tl_setup qpx_rc
@@ -59,15 +60,22 @@ if echo "$out" | grep -q "DIRECT=on, but on softverbs0 the device has no mlx5 qu
 else
     qpx_fail "DIRECT=on on a verbs-only device: $(echo "$out" | grep -E 'DIRECT|qpx_rc' | head -n 2)"
 fi
-# The hybrid's sub-interfaces stay on verbs (one receives from the other's
-# SRQ; qpx_iface_hints_t verbs_only): DIRECT=on for them is refused with
-# the reason
-out=$(SOFTVERBS_MLX5=1 UCX_QPX_RC_DIRECT=on \
-      LD_PRELOAD="$QPX_MODULE" timeout 60 ucx_info -d 2>&1)
-if echo "$out" | grep -q "qpx_rc: DIRECT=on, but on softverbs0 a sub-interface of the qpx transport stays on the verbs path"; then
-    qpx_pass "the hybrid's qpx_rc with DIRECT=on: refused with the reason"
+# The hybrid's sub-interfaces: the RC one receives from the cold path's SRQ,
+# direct where that one is; DIRECT=on for it is refused with the reason
+# when the SRQ's owner is on verbs
+out=$(SOFTVERBS_MLX5=1 UCX_LOG_LEVEL=debug LD_PRELOAD="$QPX_MODULE" \
+      timeout 60 ucx_info -d 2>&1)
+if echo "$out" | grep -q "qpx_rc iface .*: direct path (mlx5 queues, a shared SRQ)"; then
+    qpx_pass "the hybrid's qpx_rc on the cold path's SRQ: direct"
 else
-    qpx_fail "the hybrid's qpx_rc with DIRECT=on: no reason given"
+    qpx_fail "the hybrid's qpx_rc on the cold path's SRQ: not direct"
+fi
+out=$(SOFTVERBS_MLX5=1 UCX_QPX_DC_DIRECT=off UCX_QPX_RC_DIRECT=on \
+      LD_PRELOAD="$QPX_MODULE" timeout 60 ucx_info -d 2>&1)
+if echo "$out" | grep -q "qpx_rc: DIRECT=on, but on softverbs0 the interface whose SRQ it shares is on the verbs path"; then
+    qpx_pass "the hybrid's qpx_rc with DIRECT=on beside a verbs qpx_dc: refused with the reason"
+else
+    qpx_fail "the hybrid's qpx_rc with DIRECT=on beside a verbs qpx_dc: no reason given"
 fi
 
 export SOFTVERBS_MLX5=1
@@ -139,14 +147,17 @@ tl_integrity "direct qpx_ud: on a RoCE port (GRH, LID 0)" \
 run_whole qpx_ud ud-peer-failure.sh
 run_whole qpx_ud ud-garbage.sh
 
-# The hybrid on an mlx5 device, its sub-interfaces on verbs over the mlx5
-# personality's queues: every operation, promotions and demotions under
-# floods and small pools (hybrid-uct.sh whole), and promotions that time
-# out (2 ms), which reset QPs whose receives may still be unread
+# The hybrid, its sub-interfaces direct (the RC one on the cold path's
+# SRQ): every operation, promotions and demotions under floods and small
+# pools (hybrid-uct.sh whole), and promotions that time out (2 ms), which
+# reset RC QPs that hold SRQ WQEs: those complete late or never, so the
+# SRQ is posted from its list of free WQEs, not as a ring (1 flood in 4
+# misdelivered messages when it was a ring), and a reset QP's unread
+# receives are flushed (qpx_mlx5_qp_clean)
 run_whole qpx hybrid-uct.sh
 QPX_TL=qpx
-for i in 1 2 3; do
-    tl_flood "qpx on an mlx5 device: flood, pool of 1, switches time out after 2 ms ($i)" \
+for i in 1 2 3 4 5 6; do
+    tl_flood "direct qpx: flood, pool of 1, switches time out after 2 ms ($i)" \
         UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=1 \
         UCX_QPX_SWITCH_TIMEOUT=2ms
 done
@@ -169,7 +180,7 @@ done
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     prog=$TL_TMP/qpx_mpi_alltoall
     if mpicc -O2 -o "$prog" "$QPX_SRCDIR/test/integration/qpx_mpi_alltoall.c"; then
-        for tls in qpx_rc,qpx_ud qpx_dc; do
+        for tls in qpx_rc,qpx_ud qpx_dc qpx; do
             qpx_mpi_a2a "direct: Open MPI alltoall over $tls" "$prog" 20 \
                 1048576 UCX_TLS=$tls UCX_NET_DEVICES="$QPX_DEV" \
                 LD_PRELOAD="$QPX_MODULE"

@@ -148,8 +148,7 @@ static const qpx_iface_hints_t qpx_iface_hints_default = {
     .rx_owner        = NULL,
     .exhausted_level = UCS_LOG_LEVEL_ERROR,
     .attr_only       = 0,
-    .exhausted_what  = NULL,
-    .verbs_only      = 0
+    .exhausted_what  = NULL
 };
 
 
@@ -343,7 +342,6 @@ static void qpx_iface_layout_init(qpx_iface_t *self,
     self->exhausted_level           = hints->exhausted_level;
     self->exhausted_what            = hints->exhausted_what;
     self->attr_only                 = hints->attr_only;
-    self->verbs_only                = hints->verbs_only;
     self->rx.qp                     = NULL;
     self->rx.low                    = 0;
     self->rx.limit_hit              = 0;

@@ -200,13 +200,6 @@ typedef struct qpx_iface_hints {
      * user's one warning; the user clears it before such a call and reads
      * it after. Must outlive the interface. Default NULL. */
     const char      **exhausted_what;
-    /* The verbs path whatever DIRECT says (auto; on is refused): the
-     * hybrid's sub-interfaces, one of which receives from the other's SRQ.
-     * Both direct ran every hybrid test but lost or misdelivered messages
-     * in 1 flood of about 5 whose promotions time out (SWITCH_TIMEOUT=2ms),
-     * which the verbs path never does: not understood yet, so not offered.
-     * Default 0. */
-    int             verbs_only;
 } qpx_iface_hints_t;
 
 /* A transport's interface constructor with hints (NULL: the defaults): its
@@ -413,8 +406,6 @@ struct qpx_iface {
     const char                **exhausted_what;
     /* Opened only to read its attributes (qpx_iface_hints_t) */
     int                       attr_only;
-    /* qpx_iface_hints_t's verbs_only */
-    int                       verbs_only;
     struct {
         struct ibv_qp         *qp;       /* without an SRQ: the QP whose
                                             receive queue is refilled */

@@ -160,19 +160,21 @@ static unsigned qpx_iface_rx_post_chain(qpx_iface_t *iface,
 
     *tail = NULL;
     if (iface->direct.enabled) {
-        /* the ring has room for them: rx.available counts it */
-        n = qpx_mlx5_rxq_post(iface->direct.rx, head);
-        iface->rx.available -= n;
-        return n;
-    }
-    if (iface->srq != NULL) {
+        /* the queue has room for them (rx.available counts it): one left
+         * out is a defect, logged, its buffer put back */
+        (void)qpx_mlx5_rxq_post(iface->direct.rx, head, &bad_wr);
+        ret = (bad_wr != NULL) ? ENOMEM : 0;
+    } else if (iface->srq != NULL) {
         ret = ibv_post_srq_recv(iface->srq, head, &bad_wr);
     } else {
         ret = ibv_post_recv(iface->rx.qp, head, &bad_wr);
     }
     if (ret != 0) {
         /* The queue had room for them: the device or the QP failed */
-        if (iface->srq != NULL) {
+        if (iface->direct.enabled) {
+            ucs_error("%s: the receive queue had no free WQE for some of "
+                      "%u receive buffers", iface->config.tl_name, n);
+        } else if (iface->srq != NULL) {
             ucs_error("ibv_post_srq_recv(srq %p, %u WRs) failed: %s",
                       iface->srq, n, strerror(ret));
         } else {

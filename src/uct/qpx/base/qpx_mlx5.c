@@ -108,15 +108,30 @@ static UCS_F_ALWAYS_INLINE int qpx_mlx5_wc_tx(qpx_iface_t *iface, uint32_t qpn,
 }
 
 
-/* The receive WQE a CQE consumed: the one it names on an SRQ, the next in
- * order on a QP's own queue */
-static UCS_F_ALWAYS_INLINE uint16_t qpx_mlx5_rxq_index(qpx_mlx5_rxq_t *rxq,
-                                                       uint16_t wqe_counter)
+/* An SRQ WQE's next segment */
+static UCS_F_ALWAYS_INLINE struct mlx5_wqe_srq_next_seg *
+qpx_mlx5_rxq_next(qpx_mlx5_rxq_t *rxq, uint16_t idx)
 {
+    return (void*)(rxq->buf + (size_t)idx * rxq->stride);
+}
+
+
+/* The receive WQE a CQE consumed: the next in order on a QP's own queue;
+ * on an SRQ the one it names, free again: linked behind the last free one
+ * (never posted, so the device has not passed it), where the next posts
+ * take it in turn (mlx5_free_srq_wqe) */
+static UCS_F_ALWAYS_INLINE uint16_t qpx_mlx5_rxq_done(qpx_mlx5_rxq_t *rxq,
+                                                      uint16_t wqe_counter)
+{
+    uint16_t idx;
+
     if (rxq->in_order) {
         return rxq->ci++ & rxq->tail;
     }
-    return wqe_counter & rxq->tail;
+    idx = wqe_counter & rxq->tail;
+    qpx_mlx5_rxq_next(rxq, rxq->free_tail)->next_wqe_index = htobe16(idx);
+    rxq->free_tail = idx;
+    return idx;
 }
 
 
@@ -161,7 +176,7 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
         case MLX5_CQE_RESP_SEND:
         case MLX5_CQE_RESP_SEND_IMM:
         case MLX5_CQE_RESP_WR_IMM:
-            idx              = qpx_mlx5_rxq_index(iface->direct.rx,
+            idx              = qpx_mlx5_rxq_done(iface->direct.rx,
                                                   be16toh(cqe->wqe_counter));
             wc[n].wr_id      = iface->direct.rx->wrid[idx];
             wc[n].opcode     = (opcode == MLX5_CQE_RESP_WR_IMM) ?
@@ -186,7 +201,7 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
             wc[n].vendor_err  = err->vendor_err_synd;
             wc[n].qp_num      = be32toh(err->s_wqe_opcode_qpn) & 0xffffff;
             if (opcode == MLX5_CQE_RESP_ERR) {
-                idx          = qpx_mlx5_rxq_index(iface->direct.rx,
+                idx          = qpx_mlx5_rxq_done(iface->direct.rx,
                                                   be16toh(err->wqe_counter));
                 wc[n].wr_id  = iface->direct.rx->wrid[idx];
                 wc[n].opcode = IBV_WC_RECV;
@@ -210,11 +225,13 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
 }
 
 
-/* The receive WRs from head as receive WQEs, in index order (behind the
- * terminating segment libmlx5 writes where a WQE has room for more than
- * one); the counter after a store fence (the WQEs before it). Returns how
- * many. */
-unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
+/* The receive WRs from head as receive WQEs, in index order on a QP's own
+ * queue, from the free list's head on an SRQ (its last free WQE kept), each
+ * behind the terminating segment libmlx5 writes where a WQE has room for
+ * more than one; the counter after a store fence (the WQEs, and the links
+ * of completed ones, before it). Returns how many. */
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head,
+                           struct ibv_recv_wr **bad_wr)
 {
     struct mlx5_wqe_data_seg *dseg;
     struct ibv_recv_wr *wr;
@@ -222,7 +239,15 @@ unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
     unsigned n = 0;
 
     for (wr = head; wr != NULL; wr = wr->next) {
-        idx              = rxq->counter & rxq->tail;
+        if (rxq->in_order) {
+            idx = rxq->counter & rxq->tail;
+        } else if (ucs_unlikely(rxq->free_head == rxq->free_tail)) {
+            break;
+        } else {
+            idx            = rxq->free_head;
+            rxq->free_head = be16toh(qpx_mlx5_rxq_next(rxq, idx)->next_wqe_index) &
+                             rxq->tail;
+        }
         dseg             = (void*)(rxq->buf + (size_t)idx * rxq->stride +
                                    rxq->dseg_off);
         dseg->byte_count = htobe32(wr->sg_list[0].length);
@@ -237,6 +262,7 @@ unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
         ++rxq->counter;
         ++n;
     }
+    *bad_wr = wr;
     /* the WQEs before the counter that covers them */
     qpx_mlx5_wmb();
     *rxq->dbrec = htobe32(rxq->counter);
@@ -290,6 +316,9 @@ static ucs_status_t qpx_mlx5_rxq_set(qpx_mlx5_rxq_t *rxq, void *buf,
     rxq->dbrec    = dbrec;
     rxq->counter  = 0;
     rxq->ci       = 0;
+    /* mlx5_create_srq links the WQEs from head 0 to tail cnt - 1 */
+    rxq->free_head = 0;
+    rxq->free_tail = (uint16_t)(cnt - 1);
     rxq->in_order = in_order;
     rxq->dseg_off = in_order ? 0 : sizeof(struct mlx5_wqe_srq_next_seg);
     return UCS_OK;
@@ -368,10 +397,6 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
         ((iface->srq == NULL) && (rq_qp == NULL))) {
         goto out_unsupported;
     }
-    if (iface->verbs_only) {
-        why = "a sub-interface of the qpx transport stays on the verbs path";
-        goto out_unsupported;
-    }
     if ((iface->rx_owner != NULL) && !iface->rx_owner->direct.enabled) {
         /* the owner posts into the SRQ through libmlx5's index */
         why = "the interface whose SRQ it shares is on the verbs path";
@@ -385,8 +410,8 @@ ucs_status_t qpx_mlx5_iface_init(qpx_iface_t *iface, struct ibv_qp *rq_qp)
         goto out_unsupported;
     }
     if (iface->rx_owner != NULL) {
-        /* the owner's ring, index and WR ids: it outlives this interface
-         * (not reached today: the hybrid, which shares SRQs, is verbs_only) */
+        /* the owner's ring, free list and WR ids: it outlives this
+         * interface */
         d->rx = iface->rx_owner->direct.rx;
     } else {
         status = (iface->srq != NULL) ? qpx_mlx5_srq_init(iface->srq, &d->rxq) :
@@ -693,8 +718,10 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
     return 0;
 }
 
-unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head)
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head,
+                           struct ibv_recv_wr **bad_wr)
 {
+    *bad_wr = head;
     return 0;
 }
 

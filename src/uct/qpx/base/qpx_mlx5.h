@@ -12,10 +12,9 @@
  *
  * What is direct today: qpx_rc (its QPs, both CQs, its own SRQ), qpx_dc
  * (its DCIs, both CQs, the SRQ of its DCT) and qpx_ud (its QP, both CQs,
- * the QP's own receive queue or its SRQ). An interface may receive from
- * another's direct SRQ (direct.rx), but the one user of shared SRQs, the
- * hybrid, keeps its sub-interfaces on verbs today (qpx_iface_hints_t's
- * verbs_only says why).
+ * the QP's own receive queue or its SRQ), and so the hybrid's
+ * sub-interfaces, one of which receives from the other's SRQ (direct.rx):
+ * both are direct, or neither.
  */
 #ifndef QPX_MLX5_H_
 #define QPX_MLX5_H_
@@ -57,16 +56,21 @@ typedef struct qpx_mlx5_txwq {
 } qpx_mlx5_txwq_t;
 
 
-/* A receive queue of tail + 1 WQEs posted in index order: an SRQ (its
- * WQEs linked in a ring, mlx5_create_srq's links i -> i + 1, behind a
- * next segment; a CQE names the WQE it consumed) or a QP's own (data
- * segments only, consumed in order: a CQE does not name it, IBA 10.8.3,
- * as libmlx5 reads it) */
+/* A receive queue of tail + 1 WQEs: a QP's own (data segments only,
+ * posted and consumed in index order: a CQE does not name the WQE, IBA
+ * 10.8.3, as libmlx5 reads it), or an SRQ, whose WQEs the device takes
+ * along their links (next segments) and completes in any order (a CQE
+ * names its WQE): posted from the head of the list of free WQEs, a
+ * completed one linked behind its tail, which is never posted
+ * (mlx5_post_srq_recv, mlx5_free_srq_wqe). A WQE a reset QP held is so
+ * never posted over before it completes, however late. */
 typedef struct qpx_mlx5_rxq {
     char              *buf;
     uint16_t           counter;   /* WQEs posted */
     uint16_t           tail;      /* index mask */
     uint16_t           ci;        /* WQEs consumed (in_order) */
+    uint16_t           free_head; /* SRQ: the next WQE to post */
+    uint16_t           free_tail; /* SRQ: the last free WQE (kept) */
     uint8_t            in_order;  /* a QP's own queue */
     uint8_t            dseg_off;  /* the data segment's offset in a WQE */
     unsigned           stride;
@@ -144,8 +148,10 @@ ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p);
 int qpx_mlx5_poll(struct qpx_iface *iface, qpx_mlx5_cq_t *cq, int max,
                   struct ibv_wc *wc);
 
-/* The receive WRs from head (one SGE each) as receive WQEs, in ring
- * order; returns how many (the caller counts the ring's room) */
-unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head);
+/* The receive WRs from head (one SGE each) as receive WQEs; returns how
+ * many, and in *bad_wr the first not posted (NULL: all), where an SRQ had
+ * no free WQE left (the caller counts the queue's room: not expected) */
+unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head,
+                           struct ibv_recv_wr **bad_wr);
 
 #endif

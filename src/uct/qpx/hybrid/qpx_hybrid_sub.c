@@ -266,7 +266,6 @@ static ucs_status_t qpx_hybrid_iface_rc_open_sub(qpx_hybrid_iface_t *iface,
     hints.exhausted_level = UCS_LOG_LEVEL_DEBUG;
     hints.attr_only       = probe;
     hints.exhausted_what  = &iface->sub_exhausted;
-    hints.verbs_only      = 1;
     status = qpx_hybrid_iface_open_sub(iface, iface->open_args.md,
                                        iface->open_args.worker,
                                        &iface->open_args.params, "qpx_rc",
@@ -376,8 +375,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
         hints.attr_only       = 0;
         hints.exhausted_what  = &self->sub_exhausted;
-        hints.verbs_only      = 1;
-        self->sub_exhausted   = NULL;
+            self->sub_exhausted   = NULL;
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
                                            &self->open_args.params,
