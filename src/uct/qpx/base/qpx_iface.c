@@ -101,10 +101,10 @@ ucs_config_field_t qpx_iface_config_table[] = {
     {"DIRECT", "auto",
      "The direct path: post WQEs and read CQEs in the device's own queues "
      "(mlx5 devices, through mlx5dv), without a verbs call per operation. "
-     "auto: where the device has them (qpx_rc, qpx_dc and qpx_ud; not an "
-     "interface that shares another's receive queue, as the qpx "
-     "transport's sub-interfaces do), else verbs; on: fail to open without "
-     "it; off: verbs.",
+     "auto: where the device has them (qpx_rc, qpx_dc and qpx_ud; an "
+     "interface that receives from another's SRQ, as a sub-interface of the "
+     "qpx transport does, only where that one is direct), else verbs; on: "
+     "fail to open without it; off: verbs.",
      ucs_offsetof(qpx_iface_config_t, direct), UCS_CONFIG_TYPE_ON_OFF_AUTO},
 
     {NULL}

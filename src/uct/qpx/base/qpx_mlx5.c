@@ -40,13 +40,6 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 }
 
 
-int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
-                     const struct mlx5_wqe_av *av)
-{
-    return qpx_mlx5_post_ud_inline(wq, wr, av);
-}
-
-
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
 {
     struct mlx5dv_ah dv = {};
@@ -697,12 +690,6 @@ int qpx_mlx5_post(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
 int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                      const struct mlx5_wqe_av *av, uint32_t dct_num,
                      uint64_t dc_key)
-{
-    return EOPNOTSUPP;
-}
-
-int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
-                     const struct mlx5_wqe_av *av)
 {
     return EOPNOTSUPP;
 }

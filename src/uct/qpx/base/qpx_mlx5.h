@@ -136,10 +136,6 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                      const struct mlx5_wqe_av *av, uint32_t dct_num,
                      uint64_t dc_key);
 
-/* The same on a UD QP: to wr->wr.ud's QP and Q_Key behind av */
-int qpx_mlx5_post_ud(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
-                     const struct mlx5_wqe_av *av);
-
 /* The address vector of ah, for a DCI's or a UD QP's WQEs (it lives as
  * long as ah) */
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p);

@@ -260,11 +260,13 @@ qpx_mlx5_ring(qpx_mlx5_txwq_t *wq, const struct mlx5_wqe_ctrl_seg *ctrl,
 /*
  * Post one WR as a WQE at the producer index and ring the doorbell: a DCI's
  * or a UD QP's when av is not NULL (its datagram segment after the control
- * segment, to dct_num or the remote QP with its key), an RC QP's else. The WQE is built in place, or in a staging buffer where it
- * might wrap from the end of the queue to its start. Returns 0 or EINVAL
- * (an opcode or a size the queue does not take; nothing posted). Inlined in
- * the direct path's operations (constant opcodes, flags and av fold away);
- * qpx_mlx5_post and qpx_mlx5_post_dc are the same out of line.
+ * segment, to dct_num or the remote QP with its key), an RC QP's else.
+ * The WQE is built in place, or in a staging buffer where it might wrap
+ * from the end of the queue to its start. Returns 0 or EINVAL (an opcode
+ * or a size the queue does not take; nothing posted). Inlined in the
+ * direct path's operations (constant opcodes, flags and av fold away);
+ * qpx_mlx5_post and qpx_mlx5_post_dc are the same out of line (qpx_ud
+ * posts only inline).
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_mlx5_post_wqe_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
@@ -383,7 +385,7 @@ static inline int qpx_mlx5_post_ud_inline(qpx_mlx5_txwq_t *wq,
                                           const struct ibv_send_wr *wr,
                                           const struct mlx5_wqe_av *av)
 {
-    return qpx_mlx5_post_ud(wq, wr, av);
+    return EOPNOTSUPP;
 }
 
 #endif

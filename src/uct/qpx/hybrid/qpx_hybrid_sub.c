@@ -375,7 +375,7 @@ ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                 UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
         hints.attr_only       = 0;
         hints.exhausted_what  = &self->sub_exhausted;
-            self->sub_exhausted   = NULL;
+        self->sub_exhausted   = NULL;
         status = qpx_hybrid_iface_open_sub(self, self->open_args.md,
                                            self->open_args.worker,
                                            &self->open_args.params,
