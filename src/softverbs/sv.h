@@ -739,6 +739,7 @@ void sv_cq_del_qp(struct sv_cq *cq, struct sv_qp *qp);
 int  sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
                 const struct sv_cqe_inl *inl, int solicited);
 int  sv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int  sv_cq_holds_cqe(struct sv_cq *cq);
 void sv_cq_event(struct sv_cq *cq);
 int  sv_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp);

@@ -200,16 +200,23 @@ static void sv_cqe_to_wc(const struct sv_cqe *c, struct ibv_wc *wc)
  */
 static int sv_cq_idle(struct sv_cq *cq)
 {
+    return !__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED) &&
+           !__atomic_load_n(&cq->shm->flush_req, __ATOMIC_RELAXED) &&
+           !sv_cq_holds_cqe(cq);
+}
+
+/* The slot at the owner's consumer index is written: a CQE waits to be
+ * polled */
+int sv_cq_holds_cqe(struct sv_cq *cq)
+{
     /* one load of the ring: a resize in another thread replaces it */
     struct sv_cq_hdr *ring = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
     struct sv_cq_slot *slots = (struct sv_cq_slot *)(ring + 1);
     uint64_t h = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
 
-    return !__atomic_load_n(&cq->sq_pending, __ATOMIC_RELAXED) &&
-           !__atomic_load_n(&cq->shm->flush_req, __ATOMIC_RELAXED) &&
-           /* acquire: pairs with the producer's release store of seq */
-           (__atomic_load_n(&slots[h & (ring->size - 1)].h.seq,
-                            __ATOMIC_ACQUIRE) != h + 1);
+    /* acquire: pairs with the producer's release store of seq */
+    return __atomic_load_n(&slots[h & (ring->size - 1)].h.seq,
+                           __ATOMIC_ACQUIRE) == h + 1;
 }
 
 /*

@@ -202,7 +202,18 @@ void sv_cq_event(struct sv_cq *cq)
 
 /* ---------------------------------------------------------------------
  * Arming (owner): the next completion, or the next solicited one, sends
- * an event to the CQ's channel (sv_cq_notify above)
+ * an event to the CQ's channel (sv_cq_notify above).
+ *
+ * Arming for the next completion a CQ that already holds unpolled CQEs
+ * sends the event at once, as ConnectX does: libmlx5's mlx5_arm_cq writes
+ * the consumer index into the arm doorbell, and the HCA raises the event
+ * when entries past it exist (the same rule as sv_mlx5_cq_arm). Programs
+ * rely on it: Open MPI's openib udcm polls its CQ empty, then arms it
+ * without polling again (udcm_cq_event_dispatch), so a CQE that landed in
+ * between left its connection message unread for good (the openib job
+ * hung in 1 run of 12 to 90, softverbs-openib.sh). A solicited-only arming
+ * still waits for the next solicited CQE: the ring does not record which
+ * queued CQEs were solicited.
  * ------------------------------------------------------------------- */
 int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
@@ -212,8 +223,14 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
     __atomic_store_n(&cq->shm->armed, solicited_only ? 2 : 1,
                      __ATOMIC_RELEASE);
     /* seq_cst fence: armed is visible before the caller polls the CQ again
-     * (pairs with the fence in sv_cq_notify; see there) */
+     * and before the ring is read below (pairs with the fence in
+     * sv_cq_notify; see there) */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* acq_rel: the arming is taken once, by this call or by a producer */
+    if (!solicited_only && sv_cq_holds_cqe(cq) &&
+        __atomic_exchange_n(&cq->shm->armed, 0, __ATOMIC_ACQ_REL)) {
+        sv_cq_event(cq);
+    }
     return 0;
 }
 

@@ -35,7 +35,9 @@ mpicc -O2 -o "$SVT_TMP/qpx_mpi_test" "$src" ||
 openib_run() {
     name=$1; shift
     out=$SVT_TMP/openib.out
-    # a hang (seen once in 28 runs, cause unknown) prints both ranks' stacks
+    # a hang prints both ranks' stacks (one was softverbs' arming: an armed
+    # CQ that held a CQE sent no event, and udcm arms without polling
+    # again; docs/softverbs.md, Events)
     qpx_run_watched $((120 * ${QPX_TIMEOUT_SCALE:-3})) qpx_mpi_test \
         mpirun --allow-run-as-root --oversubscribe -np 2 \
         -x LD_LIBRARY_PATH -x SOFTVERBS_SHM \

@@ -155,6 +155,49 @@ static void svt_case_cq_event_solicited(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * Arming a CQ that holds an unpolled CQE sends the event at once, as
+ * ConnectX does (the arm doorbell carries the consumer index; libmlx5's
+ * mlx5_arm_cq): Open MPI's openib udcm polls its CQ empty, then arms it
+ * without polling again, and waited for good on a CQE that came between
+ * the two. Arming the emptied CQ again stays quiet until the next CQE.
+ */
+static void svt_case_cq_event_arm_pending(svt_proc_t *p)
+{
+    struct ibv_comp_channel *chan;
+    svt_dev_t dev;
+    svt_ep_t ep;
+
+    svt_chan_pair(p, &dev, &ep, &chan);
+    if (p->rank == 1) {
+        svt_post_recv(&ep, 0, 64, 1);
+        svt_post_recv(&ep, 64, 64, 2);
+        svt_sync(p, 0);
+        svt_sync(p, 0); /* the first send completed at the peer: its CQE
+                           is in this CQ, not polled */
+        SVT_CHECK(!svt_wait_fd(chan->fd, 100), "channel readable before the "
+                  "CQ was armed");
+        SVT_OK(ibv_req_notify_cq(ep.cq, 0));
+        SVT_CHECK(svt_wait_fd(chan->fd, 3000), "arming a CQ that holds an "
+                  "unpolled CQE sent no event");
+        svt_chan_consume(chan, &ep, 1);
+        SVT_OK(ibv_req_notify_cq(ep.cq, 0));
+        SVT_CHECK(!svt_wait_fd(chan->fd, 100), "arming an empty CQ sent an "
+                  "event");
+        svt_sync(p, 0);
+        SVT_CHECK(svt_wait_fd(chan->fd, 3000), "the next completion did not "
+                  "wake the armed CQ");
+        svt_chan_consume(chan, &ep, 2);
+    } else {
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, 0, 1);
+        svt_sync(p, 1);
+        svt_sync(p, 1);
+        svt_chan_sender(p, &ep, 0, 0, 2);
+    }
+    svt_sync(p, !p->rank);
+}
+
 /* async_fd in epoll wakes for an event caused by the peer (SRQ limit) */
 static void svt_case_async_epoll(svt_proc_t *p)
 {
@@ -476,6 +519,7 @@ const svt_case_t svt_cases_event[] = {
     {"chan/get_cq_event_blocking", svt_case_cq_event_blocking, 2},
     {"chan/epoll", svt_case_cq_event_epoll, 2},
     {"chan/solicited_only", svt_case_cq_event_solicited, 2},
+    {"chan/arm_with_pending_cqe", svt_case_cq_event_arm_pending, 2},
     {"chan/async_fd_epoll", svt_case_async_epoll, 2},
     {"host/unique_qpn_keys", svt_case_unique_ids, 2},
     {"host/reclaim_dead_process", svt_case_reclaim, 2, 0, 15,
