@@ -52,6 +52,16 @@ for phase in "put_short" "am_short" "am receive (progress)" \
     echo
 done
 
+# Sends refused for want of room (UCS_ERR_NO_RESOURCE): each refused call
+# is in its phase's count (the progress that made room is not); many of
+# them make the phase read high, and the counts compare only where both
+# columns are near 0 (a smaller BENCH_BURST)
+printf '%-26s' "refused calls (am_short)"
+for tl in $TLS; do
+    printf '%12s' "$(sed -n 's/^am_short refused *\([0-9]*\) .*/\1/p' "$TMP/$tl/log")"
+done
+echo; echo
+
 # The same counts split by whose code ran them: the transport's own library
 # (libuct_qpx; libuct_ib for UCX's transports), the rest of UCX, softverbs,
 # and the rest (libc, the test program). The comparison that matters is the
