@@ -44,6 +44,17 @@ static void svt_chan_sender(svt_proc_t *p, svt_ep_t *ep, int delay_ms,
     svt_expect_wc(ep->cq, IBV_WC_SUCCESS, IBV_WC_SEND, wr_id, NULL);
 }
 
+/* Rank 0 of the two-send cases: a plain send after the first sync, the
+ * second (with `flags2`) after the third */
+static void svt_chan_two_sends(svt_proc_t *p, svt_ep_t *ep, int flags2)
+{
+    svt_sync(p, 1);
+    svt_chan_sender(p, ep, 0, 0, 1);
+    svt_sync(p, 1);
+    svt_sync(p, 1);
+    svt_chan_sender(p, ep, 0, flags2, 2);
+}
+
 /* Take the CQ event, check it names our CQ, ack it, poll the completion */
 static void svt_chan_consume(struct ibv_comp_channel *chan, svt_ep_t *ep,
                              uint64_t wr_id)
@@ -146,11 +157,7 @@ static void svt_case_cq_event_solicited(svt_proc_t *p)
                   "wake the channel");
         svt_chan_consume(chan, &ep, 2);
     } else {
-        svt_sync(p, 1);
-        svt_chan_sender(p, &ep, 0, 0, 1);
-        svt_sync(p, 1);
-        svt_sync(p, 1);
-        svt_chan_sender(p, &ep, 0, IBV_SEND_SOLICITED, 2);
+        svt_chan_two_sends(p, &ep, IBV_SEND_SOLICITED);
     }
     svt_sync(p, !p->rank);
 }
@@ -189,11 +196,7 @@ static void svt_case_cq_event_arm_pending(svt_proc_t *p)
                   "wake the armed CQ");
         svt_chan_consume(chan, &ep, 2);
     } else {
-        svt_sync(p, 1);
-        svt_chan_sender(p, &ep, 0, 0, 1);
-        svt_sync(p, 1);
-        svt_sync(p, 1);
-        svt_chan_sender(p, &ep, 0, 0, 2);
+        svt_chan_two_sends(p, &ep, 0);
     }
     svt_sync(p, !p->rank);
 }
