@@ -18,9 +18,27 @@
 /* ---------------------------------------------------------------------
  * CQE production (any process)
  * ------------------------------------------------------------------- */
-static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
+/* A completion event of the CQ (registry entry, index) to its channel, if
+ * it has one */
+static void sv_cq_send_event(struct sv_shm_cq *scq, uint32_t index)
 {
     struct sv_ev_msg msg;
+
+    if (scq->ch_id == 0) {
+        return;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.kind   = SV_EV_COMP;
+    msg.index  = index;
+    msg.cookie = scq->cookie;
+    sv_ev_send('c', scq->ch_id, &msg);
+}
+
+/* A CQE is in the CQ: the event, if the CQ is armed for it. Called by the
+ * producer of the CQE, and by the owner that arms a CQ already holding
+ * CQEs (sv_req_notify_cq); whichever takes the arming sends the event */
+static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
+{
     uint32_t armed;
 
     /* seq_cst fence: the CQE just published must be visible before armed is
@@ -41,12 +59,8 @@ static void sv_cq_notify(struct sv_shm_cq *scq, uint32_t index, int solicited)
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
         return;
     }
-    if (armed && scq->ch_id) {
-        memset(&msg, 0, sizeof(msg));
-        msg.kind   = SV_EV_COMP;
-        msg.index  = index;
-        msg.cookie = scq->cookie;
-        sv_ev_send('c', scq->ch_id, &msg);
+    if (armed) {
+        sv_cq_send_event(scq, index);
     }
 }
 
@@ -188,16 +202,7 @@ int sv_cq_push(uint32_t cq_index, const struct sv_cqe *cqe,
  * for is there) */
 void sv_cq_event(struct sv_cq *cq)
 {
-    struct sv_ev_msg msg;
-
-    if (cq->shm->ch_id == 0) {
-        return;
-    }
-    memset(&msg, 0, sizeof(msg));
-    msg.kind   = SV_EV_COMP;
-    msg.index  = cq->index;
-    msg.cookie = cq->shm->cookie;
-    sv_ev_send('c', cq->shm->ch_id, &msg);
+    sv_cq_send_event(cq->shm, cq->index);
 }
 
 /* ---------------------------------------------------------------------
@@ -226,10 +231,9 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
      * and before the ring is read below (pairs with the fence in
      * sv_cq_notify; see there) */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    /* acq_rel: the arming is taken once, by this call or by a producer */
-    if (!solicited_only && sv_cq_holds_cqe(cq) &&
-        __atomic_exchange_n(&cq->shm->armed, 0, __ATOMIC_ACQ_REL)) {
-        sv_cq_event(cq);
+    if (!solicited_only && sv_cq_holds_cqe(cq)) {
+        /* as a producer would: the arming is taken once, here or there */
+        sv_cq_notify(cq->shm, cq->index, 0);
     }
     return 0;
 }

@@ -18,11 +18,13 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-/* Target side of the channel cases: an RC endpoint whose CQ has a channel */
+/* Target side of the channel cases: an RC endpoint whose CQ has a channel,
+ * with `nrecv` receives of 64 bytes posted (wr_id 1..nrecv) */
 static void svt_chan_pair(svt_proc_t *p, svt_dev_t *dev, svt_ep_t *ep,
-                          struct ibv_comp_channel **chan)
+                          struct ibv_comp_channel **chan, int nrecv)
 {
     svt_ep_opts_t o;
+    int i;
 
     svt_dev_open(dev);
     svt_ep_opts_init(&o, IBV_QPT_RC);
@@ -32,6 +34,9 @@ static void svt_chan_pair(svt_proc_t *p, svt_dev_t *dev, svt_ep_t *ep,
         o.chan = *chan;
     }
     svt_ep_pair(p, !p->rank, dev, &o, ep);
+    for (i = 0; (p->rank == 1) && (i < nrecv); ++i) {
+        svt_post_recv(ep, i * 64, 64, i + 1);
+    }
 }
 
 /* Rank 0: send `n` messages of 8 bytes after `delay_ms` */
@@ -77,9 +82,8 @@ static void svt_case_cq_event_blocking(svt_proc_t *p)
     svt_ep_t ep;
     double t0;
 
-    svt_chan_pair(p, &dev, &ep, &chan);
+    svt_chan_pair(p, &dev, &ep, &chan, 1);
     if (p->rank == 1) {
-        svt_post_recv(&ep, 0, 64, 1);
         SVT_OK(ibv_req_notify_cq(ep.cq, 0));
         svt_sync(p, 0);
         t0 = svt_now_ms();
@@ -103,7 +107,7 @@ static void svt_case_cq_event_epoll(svt_proc_t *p)
     svt_ep_t ep;
     int efd, n;
 
-    svt_chan_pair(p, &dev, &ep, &chan);
+    svt_chan_pair(p, &dev, &ep, &chan, 2);
     if (p->rank == 1) {
         SVT_CHECK(fcntl(chan->fd, F_SETFL,
                         fcntl(chan->fd, F_GETFL) | O_NONBLOCK) == 0,
@@ -112,8 +116,6 @@ static void svt_case_cq_event_epoll(svt_proc_t *p)
         SVT_CHECK(epoll_ctl(efd, EPOLL_CTL_ADD, chan->fd, &ev) == 0,
                   "epoll_ctl(ADD) on the channel fd failed: %s",
                   strerror(errno));
-        svt_post_recv(&ep, 0, 64, 1);
-        svt_post_recv(&ep, 64, 64, 2);
         SVT_OK(ibv_req_notify_cq(ep.cq, 0));
         n = epoll_wait(efd, &out, 1, 100);
         SVT_CHECK(n == 0, "epoll_wait returned %d before any send", n);
@@ -142,10 +144,8 @@ static void svt_case_cq_event_solicited(svt_proc_t *p)
     svt_dev_t dev;
     svt_ep_t ep;
 
-    svt_chan_pair(p, &dev, &ep, &chan);
+    svt_chan_pair(p, &dev, &ep, &chan, 2);
     if (p->rank == 1) {
-        svt_post_recv(&ep, 0, 64, 1);
-        svt_post_recv(&ep, 64, 64, 2);
         SVT_OK(ibv_req_notify_cq(ep.cq, 1));
         svt_sync(p, 0);
         svt_sync(p, 0); /* unsolicited send done */
@@ -175,10 +175,8 @@ static void svt_case_cq_event_arm_pending(svt_proc_t *p)
     svt_dev_t dev;
     svt_ep_t ep;
 
-    svt_chan_pair(p, &dev, &ep, &chan);
+    svt_chan_pair(p, &dev, &ep, &chan, 2);
     if (p->rank == 1) {
-        svt_post_recv(&ep, 0, 64, 1);
-        svt_post_recv(&ep, 64, 64, 2);
         svt_sync(p, 0);
         svt_sync(p, 0); /* the first send completed at the peer: its CQE
                            is in this CQ, not polled */
