@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 19     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 20     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -257,6 +257,7 @@ struct sv_shm_mr {
 
 #include "sv_mw.h"    /* struct sv_shm_mw */
 #include "sv_xrc.h"   /* struct sv_shm_xrcd */
+#include "sv_event.h" /* struct sv_ev_spill */
 
 struct sv_shm_mcast {
     uint32_t in_use;
@@ -305,6 +306,7 @@ struct sv_shm_hdr {
     uint32_t port_down[SV_MAX_DEVS]; /* bit p-1: port p is down (sv_port.c) */
     uint32_t devs_present;        /* bit i: slot i is some host's (sv_dev.c) */
     struct sv_shm_port_addrs port_addrs[SV_MAX_DEVS][SV_MAX_PORTS];
+    struct sv_ev_spill ev_spill;  /* events a full socket refused */
     uint8_t  qp_gen[SV_QP_TBL];
     uint8_t  mr_gen[SV_MR_TBL];
     uint8_t  mw_gen[SV_MW_TBL];
@@ -359,6 +361,7 @@ void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports);
  * from a constructor (the devices, sv_dev.c) */
 void sv_shm_set_init_hook(void (*hook)(void));
 void sv_shm_lock(void);
+void sv_shm_mutex_lock(pthread_mutex_t *m);
 void sv_shm_unlock(void);
 void sv_atomic_lock(void);
 void sv_atomic_unlock(void);
@@ -792,7 +795,6 @@ struct sv_dc_addr *sv_wr_cur_dc(struct sv_qp *qp);
 
 /* event sockets (sv_event.c); ports: link layers, GID tables, state
  * (sv_gid.c, sv_port.c) */
-#include "sv_event.h"
 #include "sv_gid.h"
 
 #endif

@@ -267,6 +267,7 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
         return EBUSY;
     }
     close(channel->fd);
+    sv_ev_close('c', ch->ch_id);
     free(ch);
     return 0;
 }
@@ -307,6 +308,9 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
         if (n < 0) {
             return -1;
         }
+        /* a kick (SV_EV_KICK) is dropped below, after the refill that
+         * put its event in the socket */
+        sv_ev_refill('c', ((struct sv_comp_channel *)channel)->ch_id);
         if ((n != sizeof(msg)) || (msg.kind != SV_EV_COMP) ||
             (msg.index >= SV_CQ_TBL)) {
             continue;

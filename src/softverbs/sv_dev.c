@@ -527,6 +527,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
     struct sv_context *ctx = sv_ctx(context);
 
     close(context->async_fd);
+    sv_ev_close('a', ctx->ctx_id);
     close(context->cmd_fd);
     free(ctx);
     return 0;
@@ -561,9 +562,11 @@ static int sv_ev_object(const struct sv_ev_msg *m, void **obj)
         in_use = sv_g.shm->srqs[m->index].in_use;
         cookie = sv_g.shm->srqs[m->index].cookie;
         break;
-    default:
+    case SV_EV_PORT:
         *obj = NULL;
         return 1;
+    default:
+        return 0; /* a kick, or a kind this library does not send */
     }
     if (!in_use || (cookie != m->cookie)) {
         return 0;
@@ -584,6 +587,9 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
         if (n < 0) {
             return -1;
         }
+        /* a kick (SV_EV_KICK) is dropped below, after the refill that
+         * put its event in the socket */
+        sv_ev_refill('a', sv_ctx(context)->ctx_id);
         if ((n != sizeof(msg)) || !sv_ev_object(&msg, &obj)) {
             continue; /* not from softverbs, or its object is gone */
         }

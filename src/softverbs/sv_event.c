@@ -113,16 +113,139 @@ static int sv_ev_sender(void)
     return fd;
 }
 
-void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg)
+static int sv_ev_sendto(int fd, char tag, uint32_t id,
+                        const struct sv_ev_msg *msg)
 {
     struct sockaddr_un sun;
     socklen_t len = sv_ev_addr(&sun, tag, id);
+
+    return sendto(fd, msg, sizeof(*msg), MSG_DONTWAIT,
+                  (struct sockaddr *)&sun, len) < 0 ? -1 : 0;
+}
+
+/* Under the spill's lock: the first entry for (tag, id), or -1 */
+static int sv_ev_spill_find(const struct sv_ev_spill *sp, char tag,
+                            uint32_t id)
+{
+    uint32_t i;
+
+    for (i = 0; i < sp->count; i++) {
+        if ((sp->ent[i].tag == (uint32_t)tag) && (sp->ent[i].id == id)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Under the spill's lock */
+static void sv_ev_spill_remove(struct sv_ev_spill *sp, uint32_t i)
+{
+    memmove(&sp->ent[i], &sp->ent[i + 1],
+            (sp->count - i - 1) * sizeof(sp->ent[0]));
+    /* release: pairs with the lock-free look of sv_ev_refill */
+    __atomic_store_n(&sp->count, sp->count - 1, __ATOMIC_RELEASE);
+}
+
+static void sv_ev_spill_add(char tag, uint32_t id, const struct sv_ev_msg *msg)
+{
+    struct sv_ev_spill *sp = &sv_g.shm->ev_spill;
+    struct sv_ev_spill_ent *e;
+    uint32_t lost = 0;
+
+    sv_shm_mutex_lock(&sp->lock);
+    if (sp->count == SV_EV_SPILL_LEN) {
+        /* the oldest goes: it belongs to a reader that stopped reading */
+        lost = ++sp->lost;
+        sv_ev_spill_remove(sp, 0);
+    }
+    e      = &sp->ent[sp->count];
+    e->tag = (uint32_t)tag;
+    e->id  = id;
+    e->msg = *msg;
+    __atomic_store_n(&sp->count, sp->count + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sp->lock);
+    if (lost != 0) {
+        sv_warn("%u events lost: the event spill (%u) is full of events "
+                "nobody reads", lost, SV_EV_SPILL_LEN);
+    }
+}
+
+/*
+ * The event to the socket (tag, id). A socket that is not bound (its owner
+ * is gone) is nobody to tell. EAGAIN means either that the receiver holds
+ * max_dgram_qlen + 1 unread datagrams or that our sender socket's send
+ * buffer is full of datagrams that other receivers have not read (Linux
+ * charges them to the sender until they are read): a fresh socket tells
+ * which. A full receiver gets the event through the spill, then a kick,
+ * which lands if the receiver read meanwhile; if it does not land the
+ * receiver is still full, and refills from the spill at each read.
+ */
+void sv_ev_send(char tag, uint32_t id, const struct sv_ev_msg *msg)
+{
+    struct sv_ev_msg kick;
     int fd = sv_ev_sender();
 
-    if (fd >= 0) {
-        sendto(fd, msg, sizeof(*msg), MSG_DONTWAIT, (struct sockaddr *)&sun,
-               len);
+    if ((fd < 0) || (sv_ev_sendto(fd, tag, id, msg) == 0) ||
+        (errno != EAGAIN)) {
+        return;
     }
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        sv_error("socket() failed: %m");
+        return;
+    }
+    if ((sv_ev_sendto(fd, tag, id, msg) < 0) && (errno == EAGAIN)) {
+        sv_ev_spill_add(tag, id, msg);
+        memset(&kick, 0, sizeof(kick));
+        kick.kind = SV_EV_KICK;
+        sv_ev_sendto(fd, tag, id, &kick);
+    }
+    close(fd);
+}
+
+/*
+ * The reader of (tag, id) has read one datagram: the oldest event the
+ * socket refused, if any, goes back into it, so that the socket stays
+ * readable while events wait and they are read in order
+ */
+void sv_ev_refill(char tag, uint32_t id)
+{
+    struct sv_ev_spill *sp = &sv_g.shm->ev_spill;
+    struct sv_ev_msg msg;
+    int i;
+
+    /* acquire: a count seen pairs with the entry written before it; an
+     * entry added after this look comes with a kick or to a full socket,
+     * whose next read looks again */
+    if (__atomic_load_n(&sp->count, __ATOMIC_ACQUIRE) == 0) {
+        return;
+    }
+    sv_shm_mutex_lock(&sp->lock);
+    i = sv_ev_spill_find(sp, tag, id);
+    if (i < 0) {
+        pthread_mutex_unlock(&sp->lock);
+        return;
+    }
+    msg = sp->ent[i].msg;
+    sv_ev_spill_remove(sp, (uint32_t)i);
+    pthread_mutex_unlock(&sp->lock);
+    sv_ev_send(tag, id, &msg);
+}
+
+/* The socket (tag, id) is closed: its spilled events go */
+void sv_ev_close(char tag, uint32_t id)
+{
+    struct sv_ev_spill *sp = &sv_g.shm->ev_spill;
+    int i;
+
+    if (__atomic_load_n(&sp->count, __ATOMIC_ACQUIRE) == 0) {
+        return;
+    }
+    sv_shm_mutex_lock(&sp->lock);
+    while ((i = sv_ev_spill_find(sp, tag, id)) >= 0) {
+        sv_ev_spill_remove(sp, (uint32_t)i);
+    }
+    pthread_mutex_unlock(&sp->lock);
 }
 
 /* An async event for the object (kind, registry index, owner's pointer) to

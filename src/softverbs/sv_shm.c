@@ -76,6 +76,12 @@ static void sv_mutex_lock(pthread_mutex_t *m)
     }
 }
 
+/* A robust lock of the registry other than its main one */
+void sv_shm_mutex_lock(pthread_mutex_t *m)
+{
+    sv_mutex_lock(m);
+}
+
 void sv_shm_lock(void)
 {
     sv_mutex_lock(&sv_g.shm->lock);
@@ -141,6 +147,7 @@ static void sv_shm_format(struct sv_shm_hdr *h, uint64_t total, uint64_t arena)
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&h->lock, &ma);
+    pthread_mutex_init(&h->ev_spill.lock, &ma);
     pthread_mutexattr_destroy(&ma);
     h->total_len  = total;
     h->arena_off  = (sizeof(*h) + 4095) & ~4095ull;

@@ -515,6 +515,143 @@ static void svt_case_destroy_waits_ack(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
+/*
+ * No event is lost when more come than a unix socket queues unread
+ * (net.unix.max_dgram_qlen + 1, 11 by default; the kernel's uverbs queues
+ * them without bound): SVT_EV_MANY QPs of one SRQ go to ERR before the
+ * async fd is read, and each reports its LAST_WQE_REACHED once; then
+ * SVT_EV_MANY CQs of one channel each get a completion before it is read.
+ * The fds are non-blocking so that a lost event fails, not hangs.
+ */
+#define SVT_EV_MANY 64
+
+static void svt_ev_nonblock(int fd)
+{
+    SVT_CHECK(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0,
+              "fcntl(O_NONBLOCK): %s", strerror(errno));
+}
+
+static int svt_ev_index(void *const *objs, const void *obj)
+{
+    int i;
+
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        if (objs[i] == obj) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void svt_case_async_many(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct ibv_qp_init_attr init;
+    struct ibv_async_event aev;
+    struct ibv_qp *qps[SVT_EV_MANY];
+    int seen[SVT_EV_MANY] = {0};
+    struct ibv_srq *srq;
+    struct ibv_cq *cq;
+    svt_dev_t dev;
+    int i, k;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
+    SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+    memset(&init, 0, sizeof(init));
+    init.send_cq = init.recv_cq = cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
+    init.srq     = srq;
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_NN(qps[i], ibv_create_qp(dev.pd, &init));
+        SVT_OK(ibv_modify_qp(qps[i], &attr, IBV_QP_STATE));
+    }
+    svt_ev_nonblock(dev.ctx->async_fd);
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_CHECK(ibv_get_async_event(dev.ctx, &aev) == 0,
+                  "async event %d of %d: none (%s)", i + 1, SVT_EV_MANY,
+                  strerror(errno));
+        SVT_CHECK(aev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED,
+                  "event %s", ibv_event_type_str(aev.event_type));
+        k = svt_ev_index((void *const *)qps, aev.element.qp);
+        SVT_CHECK((k >= 0) && !seen[k]++, "event %d names qp %p (index %d)",
+                  i, (void *)aev.element.qp, k);
+        ibv_ack_async_event(&aev);
+    }
+    SVT_CHECK((ibv_get_async_event(dev.ctx, &aev) < 0) && (errno == EAGAIN),
+              "an event more than the %d sent", SVT_EV_MANY);
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_OK(ibv_destroy_qp(qps[i]));
+    }
+    SVT_OK(ibv_destroy_srq(srq));
+    SVT_OK(ibv_destroy_cq(cq));
+    svt_dev_close(&dev);
+}
+
+static void svt_case_chan_many(svt_proc_t *p)
+{
+    struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+    struct ibv_qp_attr ia = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+    struct ibv_cq *cqs[SVT_EV_MANY], *ev_cq;
+    struct ibv_qp *qps[SVT_EV_MANY];
+    int seen[SVT_EV_MANY] = {0};
+    struct ibv_comp_channel *chan;
+    struct ibv_qp_init_attr init;
+    struct ibv_recv_wr rwr = {0}, *bad;
+    struct ibv_sge sge;
+    struct ibv_mr *mr;
+    static char buf[64];
+    svt_dev_t dev;
+    void *ev_ctx;
+    int i, k;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(chan, ibv_create_comp_channel(dev.ctx));
+    SVT_NN(mr, ibv_reg_mr(dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
+    sge.addr = (uintptr_t)buf; sge.length = sizeof(buf); sge.lkey = mr->lkey;
+    rwr.sg_list = &sge; rwr.num_sge = 1;
+    memset(&init, 0, sizeof(init));
+    init.qp_type = IBV_QPT_RC;
+    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
+    /* each CQ gets one completion: a receive flushed by ERR */
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_NN(cqs[i], ibv_create_cq(dev.ctx, 4, NULL, chan, 0));
+        init.send_cq = init.recv_cq = cqs[i];
+        SVT_NN(qps[i], ibv_create_qp(dev.pd, &init));
+        SVT_OK(ibv_modify_qp(qps[i], &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+        SVT_OK(ibv_req_notify_cq(cqs[i], 0));
+        rwr.wr_id = i;
+        SVT_OK(ibv_post_recv(qps[i], &rwr, &bad));
+        SVT_OK(ibv_modify_qp(qps[i], &err, IBV_QP_STATE));
+    }
+    svt_ev_nonblock(chan->fd);
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0,
+                  "CQ event %d of %d: none (%s)", i + 1, SVT_EV_MANY,
+                  strerror(errno));
+        k = svt_ev_index((void *const *)cqs, ev_cq);
+        SVT_CHECK((k >= 0) && !seen[k]++, "event %d names cq %p (index %d)",
+                  i, (void *)ev_cq, k);
+        ibv_ack_cq_events(ev_cq, 1);
+        svt_expect_wc(ev_cq, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, k, NULL);
+    }
+    SVT_CHECK((ibv_get_cq_event(chan, &ev_cq, &ev_ctx) < 0) &&
+              (errno == EAGAIN), "a CQ event more than the %d sent",
+              SVT_EV_MANY);
+    for (i = 0; i < SVT_EV_MANY; ++i) {
+        SVT_OK(ibv_destroy_qp(qps[i]));
+        SVT_OK(ibv_destroy_cq(cqs[i]));
+    }
+    SVT_OK(ibv_dereg_mr(mr));
+    SVT_OK(ibv_destroy_comp_channel(chan));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_event[] = {
     {"destroy/waits_for_ack", svt_case_destroy_waits_ack, 1},
     {"chan/get_cq_event_blocking", svt_case_cq_event_blocking, 2},
@@ -522,6 +659,8 @@ const svt_case_t svt_cases_event[] = {
     {"chan/solicited_only", svt_case_cq_event_solicited, 2},
     {"chan/arm_with_pending_cqe", svt_case_cq_event_arm_pending, 2},
     {"chan/async_fd_epoll", svt_case_async_epoll, 2},
+    {"chan/async_no_event_lost", svt_case_async_many, 1},
+    {"chan/cq_no_event_lost", svt_case_chan_many, 1},
     {"host/unique_qpn_keys", svt_case_unique_ids, 2},
     {"host/reclaim_dead_process", svt_case_reclaim, 2, 0, 15,
      "SOFTVERBS_MAX_QP=4", SVT_CASE_F_PEER_DIES},
