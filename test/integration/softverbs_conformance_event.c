@@ -591,17 +591,53 @@ static void svt_case_async_many(svt_proc_t *p)
     svt_dev_close(&dev);
 }
 
-static void svt_case_chan_many(svt_proc_t *p)
+/* `n` CQs on `chan`, each armed and given one completion (a receive of
+ * wr_id i flushed by ERR) through its own QP */
+static void svt_ev_flushed_cqs(svt_dev_t *dev, struct ibv_comp_channel *chan,
+                               struct ibv_mr *mr, int n, struct ibv_cq **cqs,
+                               struct ibv_qp **qps)
 {
     struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
     struct ibv_qp_attr ia = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+    struct ibv_qp_init_attr init;
+    struct ibv_recv_wr rwr = {0}, *bad;
+    struct ibv_sge sge;
+    int i;
+
+    sge.addr = (uintptr_t)mr->addr; sge.length = 64; sge.lkey = mr->lkey;
+    rwr.sg_list = &sge; rwr.num_sge = 1;
+    memset(&init, 0, sizeof(init));
+    init.qp_type = IBV_QPT_RC;
+    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
+    for (i = 0; i < n; ++i) {
+        SVT_NN(cqs[i], ibv_create_cq(dev->ctx, 4, NULL, chan, 0));
+        init.send_cq = init.recv_cq = cqs[i];
+        SVT_NN(qps[i], ibv_create_qp(dev->pd, &init));
+        SVT_OK(ibv_modify_qp(qps[i], &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+        SVT_OK(ibv_req_notify_cq(cqs[i], 0));
+        rwr.wr_id = i;
+        SVT_OK(ibv_post_recv(qps[i], &rwr, &bad));
+        SVT_OK(ibv_modify_qp(qps[i], &err, IBV_QP_STATE));
+    }
+}
+
+static void svt_ev_destroy_cqs(int n, struct ibv_cq **cqs, struct ibv_qp **qps)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        SVT_OK(ibv_destroy_qp(qps[i]));
+        SVT_OK(ibv_destroy_cq(cqs[i]));
+    }
+}
+
+static void svt_case_chan_many(svt_proc_t *p)
+{
     struct ibv_cq *cqs[SVT_EV_MANY], *ev_cq;
     struct ibv_qp *qps[SVT_EV_MANY];
     int seen[SVT_EV_MANY] = {0};
     struct ibv_comp_channel *chan;
-    struct ibv_qp_init_attr init;
-    struct ibv_recv_wr rwr = {0}, *bad;
-    struct ibv_sge sge;
     struct ibv_mr *mr;
     static char buf[64];
     svt_dev_t dev;
@@ -612,23 +648,7 @@ static void svt_case_chan_many(svt_proc_t *p)
     svt_dev_open(&dev);
     SVT_NN(chan, ibv_create_comp_channel(dev.ctx));
     SVT_NN(mr, ibv_reg_mr(dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
-    sge.addr = (uintptr_t)buf; sge.length = sizeof(buf); sge.lkey = mr->lkey;
-    rwr.sg_list = &sge; rwr.num_sge = 1;
-    memset(&init, 0, sizeof(init));
-    init.qp_type = IBV_QPT_RC;
-    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
-    /* each CQ gets one completion: a receive flushed by ERR */
-    for (i = 0; i < SVT_EV_MANY; ++i) {
-        SVT_NN(cqs[i], ibv_create_cq(dev.ctx, 4, NULL, chan, 0));
-        init.send_cq = init.recv_cq = cqs[i];
-        SVT_NN(qps[i], ibv_create_qp(dev.pd, &init));
-        SVT_OK(ibv_modify_qp(qps[i], &ia, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-        SVT_OK(ibv_req_notify_cq(cqs[i], 0));
-        rwr.wr_id = i;
-        SVT_OK(ibv_post_recv(qps[i], &rwr, &bad));
-        SVT_OK(ibv_modify_qp(qps[i], &err, IBV_QP_STATE));
-    }
+    svt_ev_flushed_cqs(&dev, chan, mr, SVT_EV_MANY, cqs, qps);
     svt_ev_nonblock(chan->fd);
     for (i = 0; i < SVT_EV_MANY; ++i) {
         SVT_CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0,
@@ -643,12 +663,59 @@ static void svt_case_chan_many(svt_proc_t *p)
     SVT_CHECK((ibv_get_cq_event(chan, &ev_cq, &ev_ctx) < 0) &&
               (errno == EAGAIN), "a CQ event more than the %d sent",
               SVT_EV_MANY);
-    for (i = 0; i < SVT_EV_MANY; ++i) {
-        SVT_OK(ibv_destroy_qp(qps[i]));
-        SVT_OK(ibv_destroy_cq(cqs[i]));
-    }
+    svt_ev_destroy_cqs(SVT_EV_MANY, cqs, qps);
     SVT_OK(ibv_dereg_mr(mr));
     SVT_OK(ibv_destroy_comp_channel(chan));
+    svt_dev_close(&dev);
+}
+
+/*
+ * Linux charges a unix datagram to its sender's socket until it is read
+ * (SO_SNDBUF, 212992 bytes: about 278 events). Channels nobody reads, 11
+ * events each, fill the sending process's socket; an event to a channel
+ * that is read must still come.
+ */
+#define SVT_EV_DEAF_CHANS 32
+#define SVT_EV_DEAF_EACH  11
+
+static void svt_case_chan_sender_full(svt_proc_t *p)
+{
+    enum { N = SVT_EV_DEAF_CHANS * SVT_EV_DEAF_EACH };
+    struct ibv_comp_channel *deaf[SVT_EV_DEAF_CHANS], *chan;
+    struct ibv_cq *cqs[N + 1], *ev_cq;
+    struct ibv_qp *qps[N + 1];
+    struct ibv_mr *mr;
+    static char buf[64];
+    svt_dev_t dev;
+    void *ev_ctx;
+    int c;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(mr, ibv_reg_mr(dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
+    for (c = 0; c < SVT_EV_DEAF_CHANS; ++c) {
+        SVT_NN(deaf[c], ibv_create_comp_channel(dev.ctx));
+        svt_ev_flushed_cqs(&dev, deaf[c], mr, SVT_EV_DEAF_EACH,
+                           &cqs[c * SVT_EV_DEAF_EACH],
+                           &qps[c * SVT_EV_DEAF_EACH]);
+    }
+    SVT_NN(chan, ibv_create_comp_channel(dev.ctx));
+    svt_ev_flushed_cqs(&dev, chan, mr, 1, &cqs[N], &qps[N]);
+    svt_ev_nonblock(chan->fd);
+    SVT_CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0,
+              "no CQ event after %d unread ones on other channels (%s)", N,
+              strerror(errno));
+    SVT_CHECK(ev_cq == cqs[N], "event for cq %p, expected %p", (void *)ev_cq,
+              (void *)cqs[N]);
+    ibv_ack_cq_events(ev_cq, 1);
+    /* the unread events of the deaf channels are acknowledged as none
+     * were reported: their CQs are destroyed without waiting */
+    svt_ev_destroy_cqs(N + 1, cqs, qps);
+    for (c = 0; c < SVT_EV_DEAF_CHANS; ++c) {
+        SVT_OK(ibv_destroy_comp_channel(deaf[c]));
+    }
+    SVT_OK(ibv_destroy_comp_channel(chan));
+    SVT_OK(ibv_dereg_mr(mr));
     svt_dev_close(&dev);
 }
 
@@ -661,6 +728,7 @@ const svt_case_t svt_cases_event[] = {
     {"chan/async_fd_epoll", svt_case_async_epoll, 2},
     {"chan/async_no_event_lost", svt_case_async_many, 1},
     {"chan/cq_no_event_lost", svt_case_chan_many, 1},
+    {"chan/event_past_full_sender", svt_case_chan_sender_full, 1},
     {"host/unique_qpn_keys", svt_case_unique_ids, 2},
     {"host/reclaim_dead_process", svt_case_reclaim, 2, 0, 15,
      "SOFTVERBS_MAX_QP=4", SVT_CASE_F_PEER_DIES},
