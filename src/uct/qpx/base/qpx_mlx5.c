@@ -40,18 +40,46 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 }
 
 
+/*
+ * mlx5dv_init_obj(3) of the one object obj names (its in and out set), what
+ * and num (a QP number; 0: none) naming it in the log. probe: the caller is finding out whether
+ * the device has the direct path, and a failure is a debug message and
+ * UCS_ERR_UNSUPPORTED; otherwise it is an error (UCS_ERR_IO_ERROR).
+ */
+static ucs_status_t qpx_mlx5_obj_get(struct mlx5dv_obj *obj, uint64_t type,
+                                     const char *what, uint32_t num,
+                                     int probe)
+{
+    int ret = mlx5dv_init_obj(obj, type);
+    char id[16] = "";
+
+    if (ret == 0) {
+        return UCS_OK;
+    }
+    if (num != 0) {
+        ucs_snprintf_zero(id, sizeof(id), " 0x%x", num);
+    }
+    if (probe) {
+        ucs_debug("mlx5dv_init_obj(%s%s) failed: %s", what, id,
+                  strerror(ret));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_error("mlx5dv_init_obj(%s%s) failed: %s", what, id, strerror(ret));
+    return UCS_ERR_IO_ERROR;
+}
+
+
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
 {
     struct mlx5dv_ah dv = {};
     struct mlx5dv_obj obj = {};
-    int ret;
+    ucs_status_t status;
 
     obj.ah.in  = ah;
     obj.ah.out = &dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
-    if (ret != 0) {
-        ucs_error("mlx5dv_init_obj(ah) failed: %s", strerror(ret));
-        return UCS_ERR_IO_ERROR;
+    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_AH, "ah", 0, 0);
+    if (status != UCS_OK) {
+        return status;
     }
     *av_p = dv.av;
     return UCS_OK;
@@ -267,14 +295,13 @@ static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
 {
     struct mlx5dv_cq dv = {};
     struct mlx5dv_obj obj = {};
-    int ret;
+    ucs_status_t status;
 
     obj.cq.in  = ibcq;
     obj.cq.out = &dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ);
-    if (ret != 0) {
-        ucs_debug("mlx5dv_init_obj(cq) failed: %s", strerror(ret));
-        return UCS_ERR_UNSUPPORTED;
+    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_CQ, "cq", 0, 1);
+    if (status != UCS_OK) {
+        return status;
     }
     if ((dv.cqe_cnt == 0) || !ucs_is_pow2(dv.cqe_cnt) ||
         ((dv.cqe_size != 64) && (dv.cqe_size != 128))) {
@@ -323,14 +350,13 @@ static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
 {
     struct mlx5dv_srq dv = {};
     struct mlx5dv_obj obj = {};
-    int ret;
+    ucs_status_t status;
 
     obj.srq.in  = ibsrq;
     obj.srq.out = &dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
-    if (ret != 0) {
-        ucs_debug("mlx5dv_init_obj(srq) failed: %s", strerror(ret));
-        return UCS_ERR_UNSUPPORTED;
+    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_SRQ, "srq", 0, 1);
+    if (status != UCS_OK) {
+        return status;
     }
     if ((dv.head != 0) || !ucs_is_pow2(dv.tail + 1) || (dv.tail > UINT16_MAX) ||
         (dv.stride < sizeof(struct mlx5_wqe_srq_next_seg) +
@@ -349,15 +375,13 @@ static ucs_status_t qpx_mlx5_rq_init(struct ibv_qp *qp, qpx_mlx5_rxq_t *rxq)
 {
     struct mlx5dv_qp dv = {};
     struct mlx5dv_obj obj = {};
-    int ret;
+    ucs_status_t status;
 
     obj.qp.in  = qp;
     obj.qp.out = &dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
-    if (ret != 0) {
-        ucs_debug("mlx5dv_init_obj(qp 0x%x) failed: %s", qp->qp_num,
-                  strerror(ret));
-        return UCS_ERR_UNSUPPORTED;
+    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_QP, "qp", qp->qp_num, 1);
+    if (status != UCS_OK) {
+        return status;
     }
     if ((dv.rq.wqe_cnt == 0) || !ucs_is_pow2(dv.rq.wqe_cnt) ||
         (dv.rq.wqe_cnt > UINT16_MAX + 1) ||
@@ -465,17 +489,16 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     struct mlx5dv_qp dv = {};
     struct mlx5dv_obj obj = {};
     struct ibv_qp_attr attr;
+    ucs_status_t status;
     unsigned per_wr;
     khiter_t it;
     int ret;
 
     obj.qp.in  = qp;
     obj.qp.out = &dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
-    if (ret != 0) {
-        ucs_error("mlx5dv_init_obj(qp 0x%x) failed: %s", qp->qp_num,
-                  strerror(ret));
-        return UCS_ERR_IO_ERROR;
+    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_QP, "qp", qp->qp_num, 0);
+    if (status != UCS_OK) {
+        return status;
     }
     if (ibv_query_qp(qp, &attr, IBV_QP_CAP, &init_attr) != 0) {
         ucs_error("ibv_query_qp(qp 0x%x) failed: %m", qp->qp_num);
