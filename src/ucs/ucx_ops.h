@@ -131,6 +131,15 @@ qpx_ucx_ep_connect_to_ep_v2(uct_ep_h ep, const uct_device_addr_t *dev_addr,
     }
 
 
+/* The argument of the ep_invalidate internal op: flags before 1.22, a
+ * params struct since */
+#if QPX_UCX_AT_LEAST(1, 22)
+typedef const uct_ep_invalidate_params_t *qpx_ep_invalidate_arg_t;
+#else
+typedef unsigned qpx_ep_invalidate_arg_t;
+#endif
+
+
 /* A network transport (1.19+): UCP takes an interface without the flag for
  * shared memory (its intra-node thresholds, left out of network-only
  * worker addresses) */

@@ -491,13 +491,19 @@ struct qpx_iface {
 };
 
 
-/* Internal ops of a transport whose own ones are at most ep_is_connected
- * and the performance estimate: no VFS entries, no ep query, no
- * invalidation */
-#define QPX_IFACE_INTERNAL_OPS_PERF(_estimate_perf, _ep_is_connected) \
+/* Internal ops of a transport whose own ones are at most ep_invalidate,
+ * ep_is_connected and the performance estimate: no VFS entries, no ep
+ * query */
+#define QPX_IFACE_INTERNAL_OPS_INV(_estimate_perf, _ep_invalidate, \
+                                   _ep_is_connected) \
     QPX_UCX_IFACE_INTERNAL_OPS(_estimate_perf, \
                                (void*)ucs_empty_function, \
                                (void*)ucs_empty_function_return_unsupported, \
+                               _ep_invalidate, _ep_is_connected)
+
+/* ... and no invalidation */
+#define QPX_IFACE_INTERNAL_OPS_PERF(_estimate_perf, _ep_is_connected) \
+    QPX_IFACE_INTERNAL_OPS_INV(_estimate_perf, \
                                (void*)ucs_empty_function_return_unsupported, \
                                _ep_is_connected)
 

@@ -9,6 +9,8 @@
 
 #include "qpx_dc.inl"
 
+#include <uct/qpx/base/qpx_async.h>
+
 
 static uint32_t qpx_dc_unpack24(const uint8_t *src)
 {
@@ -104,6 +106,9 @@ UCS_CLASS_CLEANUP_FUNC(qpx_dc_ep_t)
     if (ucs_unlikely(!ucs_list_is_empty(&iface->super.async.ops))) {
         qpx_rdma_iface_async_ops_run_ep(&iface->super, self->id);
     }
+    if (self->flags & QPX_DC_EP_FLAG_INVALID) {
+        --iface->num_invalid;
+    }
     qpx_dc_iface_dci_detach(iface, self);
     qpx_dc_ep_dci_unwait(iface, self);
     if (self->flags & QPX_DC_EP_FLAG_WAITING) {
@@ -132,6 +137,67 @@ void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
     (void)qpx_ep_report_failure(&ep->super, status,
                                 "qpx_dc: ep to dct 0x%x failed: %s",
                                 ep->dct_num, reason);
+}
+
+
+/*
+ * uct_ep_invalidate: a transport error, emulated (UCX's tests of error
+ * handling and UCP's failover call it). dc_mlx5 moves the endpoint's DCI to
+ * ERR, which fails every endpoint with work on it; here only this one
+ * fails, at the next progress (not from inside the call: the handler may
+ * destroy it), with UCS_ERR_CONNECTION_RESET as a flushed request would.
+ * What it posts until then goes out; its operations after return the
+ * error.
+ */
+ucs_status_t qpx_dc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg)
+{
+    qpx_dc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+
+    (void)arg;
+    /* the async timer's completions touch the same flags */
+    if (iface->super.async.ctx != NULL) {
+        qpx_async_block(iface->super.async.ctx);
+    }
+    if (!(ep->flags & (QPX_DC_EP_FLAG_ERROR | QPX_DC_EP_FLAG_INVALID))) {
+        ucs_debug("qpx_dc: ep to dct 0x%x invalidated", ep->dct_num);
+        ep->flags         |= QPX_DC_EP_FLAG_INVALID;
+        ++iface->num_invalid;
+        iface->tx_wake_due = 1;
+    }
+    if (iface->super.async.ctx != NULL) {
+        qpx_async_unblock(iface->super.async.ctx);
+    }
+    return UCS_OK;
+}
+
+
+/* From progress: the invalidated endpoints fail */
+void qpx_dc_iface_fail_invalid(qpx_dc_iface_t *iface)
+{
+    qpx_dc_ep_t *ep;
+    uint32_t id;
+
+    while (iface->num_invalid != 0) {
+        id = UINT32_MAX;
+        ucs_list_for_each(ep, &iface->super.eps, list) {
+            if (ep->flags & QPX_DC_EP_FLAG_INVALID) {
+                id = ep->id;
+                break;
+            }
+        }
+        ucs_assert(id != UINT32_MAX);
+        if (id == UINT32_MAX) {
+            iface->num_invalid = 0;
+            return;
+        }
+        ep->flags &= ~QPX_DC_EP_FLAG_INVALID;
+        --iface->num_invalid;
+        if (!(ep->flags & QPX_DC_EP_FLAG_ERROR)) { /* failed meanwhile */
+            /* one at a time: the handler may destroy any endpoint */
+            qpx_dc_ep_set_failed(ep, UCS_ERR_CONNECTION_RESET, "invalidated");
+        }
+    }
 }
 
 

@@ -109,6 +109,9 @@ qpx_dc_iface_progress_path(uct_iface_h tl_iface, int direct)
     if (ucs_unlikely(iface->tx_wake_due)) {
         iface->tx_wake_due = 0;
         qpx_dc_iface_tx_wake(iface);
+        if (iface->num_invalid != 0) {
+            qpx_dc_iface_fail_invalid(iface);
+        }
     }
 
     /* Receives without per-run hooks: DC has no credits to return */
@@ -171,7 +174,7 @@ static size_t qpx_dc_iface_max_inflight_eps(const qpx_rdma_iface_t *iface)
 }
 
 static uct_iface_internal_ops_t qpx_dc_iface_internal_ops =
-    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_dc_ep_is_connected);
+    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_dc_ep_invalidate, qpx_dc_ep_is_connected);
 
 static const qpx_iface_ops_t qpx_dc_iface_base_ops = {
     /* send CQ entries and send buffers */
@@ -393,6 +396,7 @@ static QPX_IFACE_INIT_FUNC(qpx_dc_iface_t)
 
     ucs_list_head_init(&self->tx_wait);
     self->tx_wake_due = 0;
+    self->num_invalid = 0;
     self->num_dci_waiters = 0;
     qpx_ep_table_init(&self->ep_table);
     qpx_ah_cache_init(&self->ah_cache, self->super.super.md->pd,

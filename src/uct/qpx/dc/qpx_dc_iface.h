@@ -146,6 +146,9 @@ typedef struct qpx_dc_iface {
     /* An endpoint went to tx_wait behind the waiters while a DCI was free:
      * no completion may come to wake them, so the next progress does */
     int              tx_wake_due;
+    /* Endpoints invalidated (QPX_DC_EP_FLAG_INVALID) that the next progress
+     * fails, through the same unlikely branch (it sets tx_wake_due) */
+    unsigned         num_invalid;
     uint64_t         tick;          /* posts so far: sticky's clock */
     uint64_t         rand_state;
     uint64_t         target_switches; /* posts to another endpoint than the
@@ -161,8 +164,10 @@ typedef struct qpx_dc_iface {
 enum {
     QPX_DC_EP_FLAG_ERROR    = UCS_BIT(0), /* failed: operations return status */
     QPX_DC_EP_FLAG_WAITING  = UCS_BIT(1), /* in iface->tx_wait */
-    QPX_DC_EP_FLAG_DCI_WAIT = UCS_BIT(2)  /* refused a DCI: counted in
+    QPX_DC_EP_FLAG_DCI_WAIT = UCS_BIT(2), /* refused a DCI: counted in
                                              iface->num_dci_waiters */
+    QPX_DC_EP_FLAG_INVALID  = UCS_BIT(3)  /* uct_ep_invalidate: fails at the
+                                             next progress (num_invalid) */
 };
 
 
@@ -217,6 +222,10 @@ unsigned qpx_dc_iface_tx_process(qpx_iface_t *base_iface, struct ibv_wc *wc,
 void qpx_dc_iface_keepalive(qpx_iface_t *iface);
 /* Schedule every waiting endpoint's pending requests */
 void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
+
+/* uct_ep_invalidate (UCX's internal op), and its failures at progress */
+ucs_status_t qpx_dc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg);
+void qpx_dc_iface_fail_invalid(qpx_dc_iface_t *iface);
 /* Make ep wait for a DCI or send slots */
 void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 void qpx_dc_ep_dci_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);

@@ -284,6 +284,27 @@ void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 }
 
 
+/*
+ * uct_ep_invalidate: a transport error, emulated (UCX's tests of error
+ * handling and UCP's failover call it): the QP goes to ERR, as rc_mlx5's
+ * does. What it holds, and what is posted on it after, is flushed with
+ * errors, and the first error completion reports the failure from
+ * progress (a flush or a keepalive check posts one if nothing else does).
+ * The peer sees nothing until its own requests fail.
+ */
+ucs_status_t qpx_rc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg)
+{
+    qpx_rc_ep_t *ep = ucs_derived_of(tl_ep, qpx_rc_ep_t);
+
+    (void)arg;
+    if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
+        return UCS_OK; /* failed already: reported, or about to be */
+    }
+    ucs_debug("qp 0x%x: invalidated", ep->qp->qp_num);
+    return qpx_qp_to_err(ep->qp);
+}
+
+
 ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp)
 {

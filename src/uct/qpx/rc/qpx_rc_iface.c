@@ -230,7 +230,7 @@ static size_t qpx_rc_iface_max_inflight_eps(const qpx_rdma_iface_t *iface)
 }
 
 static uct_iface_internal_ops_t qpx_rc_iface_internal_ops =
-    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_rc_ep_is_connected);
+    QPX_RDMA_IFACE_INTERNAL_OPS(qpx_rc_ep_invalidate, qpx_rc_ep_is_connected);
 
 static const qpx_iface_ops_t qpx_rc_iface_base_ops = {
     /* send CQ entries and send buffers */

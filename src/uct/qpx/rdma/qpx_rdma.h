@@ -385,8 +385,9 @@ ucs_status_t qpx_rdma_iface_estimate_perf(uct_iface_h tl_iface,
                                           uct_perf_attr_t *perf_attr);
 
 /* The internal ops of a family transport */
-#define QPX_RDMA_IFACE_INTERNAL_OPS(_ep_is_connected) \
-    QPX_IFACE_INTERNAL_OPS_PERF(qpx_rdma_iface_estimate_perf, _ep_is_connected)
+#define QPX_RDMA_IFACE_INTERNAL_OPS(_ep_invalidate, _ep_is_connected) \
+    QPX_IFACE_INTERNAL_OPS_INV(qpx_rdma_iface_estimate_perf, _ep_invalidate, \
+                               _ep_is_connected)
 
 ucs_status_t qpx_rdma_iface_query(uct_iface_h tl_iface,
                                   uct_iface_attr_t *iface_attr);

@@ -386,6 +386,29 @@ static void qpx_ud_ep_set_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     iface->super.attention = 1;
 }
 
+/*
+ * uct_ep_invalidate: a transport error, emulated (UCX's tests of error
+ * handling and UCP's failover call it): the endpoint fails as if its peer
+ * had stopped acknowledging, as ud_verbs' does. Its packets complete with
+ * UCS_ERR_ENDPOINT_TIMEOUT and the next progress reports the failure.
+ */
+ucs_status_t qpx_ud_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg)
+{
+    qpx_ud_ep_t *ep       = ucs_derived_of(tl_ep, qpx_ud_ep_t);
+    qpx_ud_iface_t *iface = qpx_ud_ep_iface(ep);
+
+    (void)arg;
+    qpx_ud_iface_async_enter(iface);
+    if (!(ep->flags & QPX_UD_EP_FLAG_FAILED)) {
+        ucs_debug("qpx_ud: endpoint %p (id %u) invalidated", ep, ep->id);
+        ep->flags |= QPX_UD_EP_FLAG_INVALID;
+        qpx_ud_ep_activate(iface, ep); /* set_failed moves it from there */
+        qpx_ud_ep_set_failed(iface, ep);
+    }
+    qpx_ud_iface_async_leave(iface);
+    return UCS_OK;
+}
+
 void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     ep->flags &= ~QPX_UD_EP_FLAG_ON_ACTIVE;
@@ -398,6 +421,13 @@ void qpx_ud_ep_notify_failed(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
         return;
     }
 
+    if (ep->flags & QPX_UD_EP_FLAG_INVALID) {
+        (void)qpx_ep_report_failure(&ep->super, UCS_ERR_ENDPOINT_TIMEOUT,
+                                    "qpx_ud: endpoint %p (id %u) to qpn 0x%x: "
+                                    "invalidated", ep, ep->id,
+                                    ep->peer->key.qpn);
+        return;
+    }
     (void)qpx_ep_report_failure(&ep->super, UCS_ERR_ENDPOINT_TIMEOUT,
                                 "qpx_ud: endpoint %p (id %u, peer's %u, "
                                 "flags 0x%x) to qpn 0x%x: no acknowledgement "

@@ -169,8 +169,10 @@ enum {
                                                 (qpx_ud_ep_rx_slow_update) */
     QPX_UD_EP_FLAG_RX_STARTED = UCS_BIT(15), /* rx.initialized: our packets
                                                 carry an ack */
-    QPX_UD_EP_FLAG_ACK_AGING  = UCS_BIT(16)  /* a tick found packets
+    QPX_UD_EP_FLAG_ACK_AGING  = UCS_BIT(16), /* a tick found packets
                                                 unacked up to ack_mark */
+    QPX_UD_EP_FLAG_INVALID    = UCS_BIT(17)  /* failed by uct_ep_invalidate,
+                                                not by its peer */
 };
 
 
@@ -396,6 +398,7 @@ ucs_status_t qpx_ud_ep_connect_to_ep(uct_ep_h tl_ep,
                                      const uct_ep_addr_t *ep_addr);
 ucs_status_t qpx_ud_ep_flush(uct_ep_h tl_ep, unsigned flags,
                              uct_completion_t *comp);
+ucs_status_t qpx_ud_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg);
 int qpx_ud_ep_is_connected(const uct_ep_h tl_ep,
                            const uct_ep_is_connected_params_t *params);
 ucs_status_t qpx_ud_ep_check(uct_ep_h tl_ep, unsigned flags,

@@ -230,8 +230,7 @@ static uct_iface_ops_t qpx_ud_iface_ops = {
 static uct_iface_internal_ops_t qpx_ud_iface_internal_ops =
     QPX_UCX_IFACE_INTERNAL_OPS(uct_base_iface_estimate_perf,
                                qpx_ud_iface_vfs_refresh, qpx_ud_ep_query,
-                               (void*)ucs_empty_function_return_unsupported,
-                               qpx_ud_ep_is_connected);
+                               qpx_ud_ep_invalidate, qpx_ud_ep_is_connected);
 
 /* The UD QP, through base's lifecycle: RESET -> INIT (Q_Key) -> RTR -> RTS.
  * Caps above the device's are retried within its limits (a device that
