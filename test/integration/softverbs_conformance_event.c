@@ -445,6 +445,18 @@ static void svt_destroy_waits(int (*fn)(void *), void *obj,
 static void svt_ack_async(void *arg) { ibv_ack_async_event(arg); }
 static void svt_ack_cq(void *arg) { ibv_ack_cq_events(arg, 1); }
 
+/* The attributes of an RC QP of 4 WRs on cq, receiving from srq (none:
+ * NULL) */
+static void svt_ev_srq_qp_attr(struct ibv_qp_init_attr *init,
+                               struct ibv_cq *cq, struct ibv_srq *srq)
+{
+    memset(init, 0, sizeof(*init));
+    init->send_cq = init->recv_cq = cq;
+    init->qp_type = IBV_QPT_RC;
+    init->cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
+    init->srq     = srq;
+}
+
 /*
  * ibv_destroy_qp waits until every async event reported about the QP was
  * acknowledged, ibv_destroy_cq the same for its completion events (man
@@ -472,11 +484,7 @@ static void svt_case_destroy_waits_ack(svt_proc_t *p)
     SVT_NN(chan, ibv_create_comp_channel(dev.ctx));
     SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, chan, 0));
     SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
-    memset(&init, 0, sizeof(init));
-    init.send_cq = init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
-    init.srq     = srq;
+    svt_ev_srq_qp_attr(&init, cq, srq);
     SVT_NN(qp, ibv_create_qp(dev.pd, &init));
 
     /* a QP on an SRQ that goes to ERR reports the last WQE reached */
@@ -560,11 +568,7 @@ static void svt_case_async_many(svt_proc_t *p)
     svt_dev_open(&dev);
     SVT_NN(cq, ibv_create_cq(dev.ctx, 16, NULL, NULL, 0));
     SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
-    memset(&init, 0, sizeof(init));
-    init.send_cq = init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap     = (struct ibv_qp_cap){4, 4, 1, 1, 0};
-    init.srq     = srq;
+    svt_ev_srq_qp_attr(&init, cq, srq);
     for (i = 0; i < SVT_EV_MANY; ++i) {
         SVT_NN(qps[i], ibv_create_qp(dev.pd, &init));
         SVT_OK(ibv_modify_qp(qps[i], &attr, IBV_QP_STATE));
