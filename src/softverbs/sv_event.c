@@ -6,7 +6,9 @@
  * contrib/cluster-one-host.sh), SOFTVERBS_SOCKET_DIR names a directory
  * they share, and the sockets are files there (left behind when their
  * owner goes, until the directory is removed; a name still bound, or a
- * stale file, is skipped as in the abstract case).
+ * stale file, is skipped as in the abstract case). Here too: the spill of
+ * events a full socket refused, and the reading of a context's async events
+ * (ibv_get_async_event, ibv_ack_async_event).
  */
 #include "sv.h"
 
@@ -261,4 +263,148 @@ void sv_ev_async(uint32_t ctx_id, enum sv_ev_kind kind,
     msg.index  = index;
     msg.cookie = cookie;
     sv_ev_send('a', ctx_id, &msg);
+}
+
+
+/* ---------------------------------------------------------------------
+ * Async events of a context (its async_fd)
+ * ------------------------------------------------------------------- */
+/* The object an async event names, if it still exists: 1 and *obj (NULL
+ * for a port), or 0 for a stale or foreign message */
+static int sv_ev_object(const struct sv_ev_msg *m, void **obj)
+{
+    uint64_t cookie;
+    uint32_t in_use;
+
+    switch (m->kind) {
+    case SV_EV_CQ:
+        if (m->index >= SV_CQ_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->cqs[m->index].in_use;
+        cookie = sv_g.shm->cqs[m->index].cookie;
+        break;
+    case SV_EV_QP:
+        if (m->index >= SV_QP_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->qps[m->index].in_use;
+        cookie = sv_g.shm->qps[m->index].cookie;
+        break;
+    case SV_EV_SRQ:
+        if (m->index >= SV_SRQ_TBL) {
+            return 0;
+        }
+        in_use = sv_g.shm->srqs[m->index].in_use;
+        cookie = sv_g.shm->srqs[m->index].cookie;
+        break;
+    case SV_EV_PORT:
+        *obj = NULL;
+        return 1;
+    default:
+        return 0; /* a kick, or a kind this library does not send */
+    }
+    if (!in_use || (cookie != m->cookie)) {
+        return 0;
+    }
+    *obj = (void *)(uintptr_t)m->cookie;
+    return 1;
+}
+
+SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
+                                  struct ibv_async_event *event)
+{
+    struct sv_ev_msg msg;
+    void *obj;
+    ssize_t n;
+
+    for (;;) {
+        n = recv(context->async_fd, &msg, sizeof(msg), 0);
+        if (n < 0) {
+            return -1;
+        }
+        /* a kick (SV_EV_KICK) is dropped below, after the refill that
+         * put its event in the socket */
+        sv_ev_refill('a', sv_ctx(context)->ctx_id);
+        if ((n != sizeof(msg)) || !sv_ev_object(&msg, &obj)) {
+            continue; /* not from softverbs, or its object is gone */
+        }
+        memset(event, 0, sizeof(*event));
+        event->event_type = msg.type;
+        /* counted per object: its destroy waits for the acknowledgement */
+        switch (msg.kind) {
+        case SV_EV_CQ:
+            event->element.cq = obj;
+            pthread_mutex_lock(&event->element.cq->mutex);
+            sv_cq(event->element.cq)->async_events_reported++;
+            pthread_mutex_unlock(&event->element.cq->mutex);
+            break;
+        case SV_EV_QP:
+            event->element.qp = obj;
+            pthread_mutex_lock(&event->element.qp->mutex);
+            sv_qp(event->element.qp)->events_reported++;
+            pthread_mutex_unlock(&event->element.qp->mutex);
+            break;
+        case SV_EV_SRQ:
+            event->element.srq = obj;
+            pthread_mutex_lock(&event->element.srq->mutex);
+            sv_srq(event->element.srq)->events_reported++;
+            pthread_mutex_unlock(&event->element.srq->mutex);
+            break;
+        case SV_EV_PORT:
+            /* a port of this context's device only (sv_port.c sends to
+             * every context of the host) */
+            if (msg.cookie != (uint64_t)sv_ctx(context)->dev->index) {
+                continue;
+            }
+            event->element.port_num = (int)msg.index;
+            break;
+        default:
+            event->element.port_num = 1;
+            break;
+        }
+        return 0;
+    }
+}
+
+/* man ibv_get_async_event: every event must be acknowledged; destroying
+ * its object waits until it is (the counts libibverbs keeps in the public
+ * part of the object, events_completed) */
+SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+    pthread_mutex_t *mutex;
+    pthread_cond_t *cond;
+    uint32_t *completed;
+
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+        mutex     = &event->element.cq->mutex;
+        cond      = &event->element.cq->cond;
+        completed = &event->element.cq->async_events_completed;
+        break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        mutex     = &event->element.qp->mutex;
+        cond      = &event->element.qp->cond;
+        completed = &event->element.qp->events_completed;
+        break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        mutex     = &event->element.srq->mutex;
+        cond      = &event->element.srq->cond;
+        completed = &event->element.srq->events_completed;
+        break;
+    default:
+        return; /* port and device events have no object */
+    }
+    pthread_mutex_lock(mutex);
+    ++*completed;
+    pthread_cond_broadcast(cond);
+    pthread_mutex_unlock(mutex);
 }
