@@ -203,6 +203,16 @@ gtest_env=("${saved_env[@]}")
 # above, loaded through UCX_PLUGIN_PATH); 1.19.1 is the documented
 # command's (bash contrib/ucx-gtest.sh run 1.19.1; README)
 gtest_stage 1.22.0
+# UCP's failover (UCP_ERR_HANDLING_MODE_FAILOVER, new in 1.22): its
+# test_ucp_fault_tolerance over qpx_rc on two softverbs devices (it needs
+# two lanes of each kind), each case failing a lane by uct_ep_invalidate
+# mid-traffic and checking that PUT, GET, AM and flush go on over the
+# others, data checked. About 90 seconds.
+saved_env=("${gtest_env[@]}")
+gtest_env=(SOFTVERBS_NUM_DEVICES=2 QPX_DEV=softverbs0:1,softverbs1:1
+           QPX_GTEST_TLS=ucp:qpx_rc QPX_GTEST_UCP_SUITES=test_ucp_fault_tolerance)
+gtest_stage 1.22.0 failover
+gtest_env=("${saved_env[@]}")
 
 # qpx and softverbs for aarch64: cross-built (Debian's cross compiler and
 # arm64 packages, installed when missing) with --enable-werror, the unit
