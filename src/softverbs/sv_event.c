@@ -359,9 +359,6 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context,
             }
             event->element.port_num = (int)msg.index;
             break;
-        default:
-            event->element.port_num = 1;
-            break;
         }
         return 0;
     }
