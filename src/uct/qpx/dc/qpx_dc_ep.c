@@ -156,7 +156,7 @@ ucs_status_t qpx_dc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg)
 
     (void)arg;
     /* the async timer's completions touch the same flags */
-    if (iface->super.async.ctx != NULL) {
+    if (qpx_rdma_iface_async_is_on(&iface->super)) {
         qpx_async_block(iface->super.async.ctx);
     }
     if (!(ep->flags & (QPX_DC_EP_FLAG_ERROR | QPX_DC_EP_FLAG_INVALID))) {
@@ -165,39 +165,46 @@ ucs_status_t qpx_dc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg)
         ++iface->num_invalid;
         iface->tx_wake_due = 1;
     }
-    if (iface->super.async.ctx != NULL) {
+    if (qpx_rdma_iface_async_is_on(&iface->super)) {
         qpx_async_unblock(iface->super.async.ctx);
     }
     return UCS_OK;
 }
 
 
-/* From progress: the invalidated endpoints fail */
+/* The first endpoint of iface waiting to fail for its invalidation, or
+ * NULL */
+static qpx_dc_ep_t *qpx_dc_iface_first_invalid(qpx_dc_iface_t *iface)
+{
+    qpx_dc_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->super.eps, list) {
+        if (ep->flags & QPX_DC_EP_FLAG_INVALID) {
+            return ep;
+        }
+    }
+    return NULL;
+}
+
+
+/* From progress: the invalidated endpoints fail, one at a time (a handler
+ * may destroy any endpoint, so the list is walked again each time) */
 void qpx_dc_iface_fail_invalid(qpx_dc_iface_t *iface)
 {
     qpx_dc_ep_t *ep;
-    uint32_t id;
 
-    while (iface->num_invalid != 0) {
-        id = UINT32_MAX;
-        ucs_list_for_each(ep, &iface->super.eps, list) {
-            if (ep->flags & QPX_DC_EP_FLAG_INVALID) {
-                id = ep->id;
-                break;
-            }
-        }
-        ucs_assert(id != UINT32_MAX);
-        if (id == UINT32_MAX) {
-            iface->num_invalid = 0;
-            return;
-        }
+    while ((iface->num_invalid != 0) &&
+           ((ep = qpx_dc_iface_first_invalid(iface)) != NULL)) {
         ep->flags &= ~QPX_DC_EP_FLAG_INVALID;
         --iface->num_invalid;
         if (!(ep->flags & QPX_DC_EP_FLAG_ERROR)) { /* failed meanwhile */
-            /* one at a time: the handler may destroy any endpoint */
             qpx_dc_ep_set_failed(ep, UCS_ERR_CONNECTION_RESET, "invalidated");
         }
     }
+    /* the count follows the flags (set and cleared together); were it
+     * ahead, no endpoint is left to fail */
+    ucs_assertv(iface->num_invalid == 0, "num_invalid %u", iface->num_invalid);
+    iface->num_invalid = 0;
 }
 
 
