@@ -139,6 +139,21 @@ typedef const uct_ep_invalidate_params_t *qpx_ep_invalidate_arg_t;
 typedef unsigned qpx_ep_invalidate_arg_t;
 #endif
 
+/* An md whose deregistration can invalidate (UCT_MD_MEM_DEREG_FLAG_
+ * INVALIDATE): one flag before 1.19, since then also one per kind of
+ * access, which UCP 1.19's wireup asks of an RMA lane */
+#if QPX_UCX_AT_LEAST(1, 19)
+#  define QPX_UCX_MD_FLAGS_INVALIDATE \
+    (UCT_MD_FLAG_INVALIDATE | UCT_MD_FLAG_INVALIDATE_RMA | \
+     UCT_MD_FLAG_INVALIDATE_AMO)
+#else
+#  define QPX_UCX_MD_FLAGS_INVALIDATE UCT_MD_FLAG_INVALIDATE
+#endif
+
+/* libuct's uct_ep_invalidate (internal, exported by every release): calls
+ * the endpoint's interface's internal op */
+ucs_status_t uct_ep_invalidate(uct_ep_h ep, qpx_ep_invalidate_arg_t arg);
+
 
 /* A network transport (1.19+): UCP takes an interface without the flag for
  * shared memory (its intra-node thresholds, left out of network-only

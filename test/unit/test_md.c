@@ -498,6 +498,61 @@ static void test_mem_reg_rkey_roundtrip(void **state)
     md->ops->close(md);
 }
 
+static int inv_comp_calls;
+static int inv_comp_mr_live;
+
+static void inv_comp_func(uct_completion_t *comp)
+{
+    ++inv_comp_calls;
+    inv_comp_mr_live = mr_live; /* what was still registered at completion */
+}
+
+/* UCT_MD_MEM_DEREG_FLAG_INVALIDATE: advertised (UCP asks it of an RMA lane
+ * that is not point to point, under peer failure handling), refused
+ * without a completion, and its completion comes once the MR is gone, and
+ * only then */
+static void test_mem_dereg_invalidate(void **state)
+{
+    uct_md_h md                  = open_md();
+    uct_completion_t comp        = {.func = inv_comp_func, .count = 1,
+                                    .status = UCS_OK};
+    uct_md_mem_dereg_params_t dparam;
+    uct_md_attr_t attr;
+    uct_mem_h memh;
+    char buf[64];
+
+    assert_int_equal(md->ops->query(md, &attr), UCS_OK);
+    assert_true(attr.cap.flags & UCT_MD_FLAG_INVALIDATE);
+
+    inv_comp_calls = 0;
+    assert_int_equal(md->ops->mem_reg(md, buf, sizeof(buf), 0, &memh), UCS_OK);
+    assert_int_equal(mr_live, 1);
+
+    dparam.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH |
+                        UCT_MD_MEM_DEREG_FIELD_FLAGS;
+    dparam.memh       = memh;
+    dparam.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
+    assert_int_equal(md->ops->mem_dereg(md, &dparam), UCS_ERR_INVALID_PARAM);
+    assert_int_equal(mr_live, 1);
+
+    /* a failing deregistration invalidates nothing: no completion */
+    dparam.field_mask |= UCT_MD_MEM_DEREG_FIELD_COMPLETION;
+    dparam.comp        = &comp;
+    fail_dereg         = 1;
+    assert_int_equal(md->ops->mem_dereg(md, &dparam), UCS_ERR_IO_ERROR);
+    assert_int_equal(inv_comp_calls, 0);
+    fail_dereg         = 0;
+
+    inv_comp_mr_live = -1;
+    assert_int_equal(md->ops->mem_dereg(md, &dparam), UCS_OK);
+    assert_int_equal(inv_comp_calls, 1);
+    assert_int_equal(inv_comp_mr_live, 0);
+    assert_int_equal(comp.count, 0);
+    assert_int_equal(comp.status, UCS_OK);
+    assert_int_equal(mr_live, 0);
+    md->ops->close(md);
+}
+
 static void test_access_flags(void **state)
 {
     int access = qpx_md_access_flags(UCT_MD_MEM_ACCESS_REMOTE_GET);
@@ -650,6 +705,7 @@ int main(void)
         cmocka_unit_test_setup(test_md_query, test_setup),
         cmocka_unit_test_setup(test_mem_reg_enomem, test_setup),
         cmocka_unit_test_setup(test_mem_reg_rkey_roundtrip, test_setup),
+        cmocka_unit_test_setup(test_mem_dereg_invalidate, test_setup),
         cmocka_unit_test_setup(test_access_flags, test_setup),
         cmocka_unit_test_setup(test_device_parse_port, test_setup),
         cmocka_unit_test_setup(test_gid_select, test_setup),

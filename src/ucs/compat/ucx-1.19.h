@@ -78,6 +78,13 @@ enum {
     UCT_MD_MEM_DEREG_FLAG_INVALIDATE = UCS_BIT(0)
 };
 
+/* The v2 md flags (uct_md_attr_v2_t.flags) past the v1 ones: a
+ * deregistration's invalidation covers RMA, atomics (UCX's uct_v2.h) */
+enum {
+    UCT_MD_FLAG_INVALIDATE_RMA = UCS_BIT(11),
+    UCT_MD_FLAG_INVALIDATE_AMO = UCS_BIT(12)
+};
+
 enum {
     UCT_MD_MKEY_PACK_FIELD_FLAGS = UCS_BIT(0)
 };

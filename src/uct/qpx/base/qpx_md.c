@@ -84,8 +84,11 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md,
     uct_md_attr_t attr, *md_attr = &attr;
 
     memset(md_attr, 0, sizeof(*md_attr));
+    /* Invalidation (qpx_md_mem_dereg): UCP asks it of an RMA lane that is
+     * not point to point (DC, UD) when endpoints handle peer failure */
     md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                    UCT_MD_FLAG_NEED_RKEY;
+                                    UCT_MD_FLAG_NEED_RKEY |
+                                    QPX_UCX_MD_FLAGS_INVALIDATE;
     /* No UCT_MD_FLAG_ALLOC: nothing is allocated here, so nothing limits
      * a size by it; SIZE_MAX, as UCX's IB memory domain reports (0 made
      * UCX's test harness trim every transfer size to nothing) */
@@ -165,10 +168,21 @@ static ucs_status_t qpx_md_mem_reg(uct_md_h uct_md, void *address,
 }
 
 
+/*
+ * Deregistration, and with UCT_MD_MEM_DEREG_FLAG_INVALIDATE an
+ * invalidation: params->comp completes once no remote access and no
+ * zero-copy operation can reach the memory through this registration.
+ * ibv_dereg_mr gives that when it returns (the keys are invalid: IBTA vol 1
+ * 10.6.7.2, and an access with them fails as one with a wrong key), so
+ * every rkey qpx packs can be invalidated, with no indirect key (mlx5's
+ * UMR) to change. A cached registration others hold is only taken out of
+ * the cache: it completes when the last holder gives it back.
+ */
 static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
                                      const uct_md_mem_dereg_params_t *params)
 {
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
+    uct_completion_t *comp = NULL;
     qpx_mem_t *mem;
     int ret;
 
@@ -179,13 +193,22 @@ static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
 
     if ((params->field_mask & UCT_MD_MEM_DEREG_FIELD_FLAGS) &&
         (params->flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE)) {
-        /* the md does not advertise UCT_MD_FLAG_INVALIDATE */
-        return UCS_ERR_UNSUPPORTED;
+        if (!(params->field_mask & UCT_MD_MEM_DEREG_FIELD_COMPLETION) ||
+            (params->comp == NULL)) {
+            ucs_error("%s: invalidation without a completion",
+                      md->dev.name);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        comp = params->comp;
     }
 
     mem = params->memh;
+    if (comp != NULL) {
+        ucs_debug("%s: invalidating rkey 0x%x%s", md->dev.name, mem->mr->rkey,
+                  (mem->region != NULL) ? " (cached)" : "");
+    }
     if (mem->region != NULL) {
-        qpx_md_rcache_put(md, mem);
+        qpx_md_rcache_put(md, mem, comp);
         return UCS_OK;
     }
 
@@ -197,6 +220,9 @@ static ucs_status_t qpx_md_mem_dereg(uct_md_h uct_md,
     }
 
     free(mem);
+    if (comp != NULL) {
+        qpx_invoke_completion(comp, UCS_OK);
+    }
     return UCS_OK;
 }
 

@@ -91,12 +91,14 @@ int qpx_md_access_flags(unsigned uct_flags);
 /* The registration cache (qpx_md_rcache.c): whether md has one (created
  * on the first call that wants it), destroy it, take a cached registration
  * that covers the range (the memory must be readable and writable), give
- * it back */
+ * it back (and with inv_comp, invalidate it: inv_comp completes once it is
+ * deregistered) */
 int qpx_md_rcache_ready(qpx_md_t *md);
 void qpx_md_rcache_destroy(qpx_md_t *md);
 ucs_status_t qpx_md_rcache_get(qpx_md_t *md, void *address, size_t length,
                                unsigned flags, qpx_mem_t **mem_p);
-void qpx_md_rcache_put(qpx_md_t *md, qpx_mem_t *mem);
+void qpx_md_rcache_put(qpx_md_t *md, qpx_mem_t *mem,
+                       uct_completion_t *inv_comp);
 
 
 /* What every element of a registered pool starts with: the keys of the

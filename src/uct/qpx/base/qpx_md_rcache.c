@@ -182,7 +182,20 @@ ucs_status_t qpx_md_rcache_get(qpx_md_t *md, void *address, size_t length,
 }
 
 
-void qpx_md_rcache_put(qpx_md_t *md, qpx_mem_t *mem)
+static void qpx_md_rcache_invalidated(void *arg)
 {
+    qpx_invoke_completion(arg, UCS_OK);
+}
+
+
+void qpx_md_rcache_put(qpx_md_t *md, qpx_mem_t *mem,
+                       uct_completion_t *inv_comp)
+{
+    if (inv_comp != NULL) {
+        /* out of the cache now (a new registration of the range gets new
+         * keys); deregistered when the last holder puts it */
+        ucs_rcache_region_invalidate(md->rcache, mem->region,
+                                     qpx_md_rcache_invalidated, inv_comp);
+    }
     ucs_rcache_region_put(md->rcache, mem->region);
 }
