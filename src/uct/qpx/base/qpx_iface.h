@@ -236,7 +236,8 @@ typedef ucs_status_t (*qpx_iface_open_func_t)(uct_md_h md,
 
 /* The endpoint class _tl##_ep_t of a transport _tl (created from
  * uct_ep_params_t) and its control functions, as uct_iface_ops_t and
- * uct_iface_internal_ops_t take them */
+ * uct_iface_internal_ops_t take them (ep_invalidate: UCX's emulated
+ * transport error) */
 #define QPX_EP_DECLARE(_tl) \
     UCS_CLASS_DECLARE(_tl##_ep_t, const uct_ep_params_t*); \
     UCS_CLASS_DECLARE_NEW_FUNC(_tl##_ep_t, uct_ep_t, const uct_ep_params_t*); \
@@ -247,7 +248,9 @@ typedef ucs_status_t (*qpx_iface_open_func_t)(uct_md_h md,
     int _tl##_ep_is_connected(const uct_ep_h tl_ep, \
                               const uct_ep_is_connected_params_t *params); \
     ucs_status_t _tl##_ep_check(uct_ep_h tl_ep, unsigned flags, \
-                                uct_completion_t *comp)
+                                uct_completion_t *comp); \
+    ucs_status_t _tl##_ep_invalidate(uct_ep_h tl_ep, \
+                                     qpx_ep_invalidate_arg_t arg)
 
 /* The UCS_CLASS_INIT_FUNC of a transport's interface _type, with the
  * arguments of QPX_IFACE_CLASS_DEFINE's new function */
@@ -491,7 +494,7 @@ struct qpx_iface {
 };
 
 
-/* Internal ops of a transport whose own ones are at most ep_invalidate,
+/* Internal ops of a transport whose own ones are ep_invalidate,
  * ep_is_connected and the performance estimate: no VFS entries, no ep
  * query */
 #define QPX_IFACE_INTERNAL_OPS_INV(_estimate_perf, _ep_invalidate, \
@@ -500,16 +503,6 @@ struct qpx_iface {
                                (void*)ucs_empty_function, \
                                (void*)ucs_empty_function_return_unsupported, \
                                _ep_invalidate, _ep_is_connected)
-
-/* ... and no invalidation */
-#define QPX_IFACE_INTERNAL_OPS_PERF(_estimate_perf, _ep_is_connected) \
-    QPX_IFACE_INTERNAL_OPS_INV(_estimate_perf, \
-                               (void*)ucs_empty_function_return_unsupported, \
-                               _ep_is_connected)
-
-/* ... with UCX's performance estimate from the iface's query */
-#define QPX_IFACE_INTERNAL_OPS(_ep_is_connected) \
-    QPX_IFACE_INTERNAL_OPS_PERF(uct_base_iface_estimate_perf, _ep_is_connected)
 
 UCS_CLASS_DECLARE(qpx_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*,
                   uct_md_h, uct_worker_h, const uct_iface_params_t*,

@@ -223,8 +223,7 @@ void qpx_dc_iface_keepalive(qpx_iface_t *iface);
 /* Schedule every waiting endpoint's pending requests */
 void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface);
 
-/* uct_ep_invalidate (UCX's internal op), and its failures at progress */
-ucs_status_t qpx_dc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg);
+/* uct_ep_invalidate's failures, at progress */
 void qpx_dc_iface_fail_invalid(qpx_dc_iface_t *iface);
 /* Make ep wait for a DCI or send slots */
 void qpx_dc_ep_tx_wait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);

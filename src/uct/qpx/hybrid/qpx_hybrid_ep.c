@@ -458,6 +458,30 @@ ucs_status_t qpx_hybrid_ep_check(uct_ep_h tl_ep, unsigned flags,
 }
 
 
+/*
+ * uct_ep_invalidate: a transport error, emulated (UCX's tests of error
+ * handling and UCP's failover call it). The error is the current path's:
+ * its sub-endpoint is invalidated, and its failure reaches this endpoint
+ * as a real one would (qpx_hybrid_sub_ep_failed), with its operations and
+ * pending requests ending with the sub-endpoint's error. During a switch
+ * that is the old path, which the switch does not leave once the endpoint
+ * has failed.
+ */
+ucs_status_t qpx_hybrid_ep_invalidate(uct_ep_h tl_ep,
+                                      qpx_ep_invalidate_arg_t arg)
+{
+    qpx_hybrid_ep_t *ep = ucs_derived_of(tl_ep, qpx_hybrid_ep_t);
+
+    if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
+        return UCS_OK; /* failed already: reported */
+    }
+    ucs_assert(ep->path_ep != NULL);
+    ucs_debug("qpx ep %p (id %u): invalidated, %s path %p", ep, ep->id,
+              (ep->path_ep == ep->cold_ep) ? "cold" : "RC", ep->path_ep);
+    return uct_ep_invalidate(ep->path_ep, arg);
+}
+
+
 /* uct_ep_is_connected: the peer of the cold path (the hybrid's address is
  * its cold interface's, behind a tag; a hot endpoint keeps its cold one) */
 int qpx_hybrid_ep_is_connected(const uct_ep_h tl_ep,

@@ -142,8 +142,6 @@ QPX_EP_DECLARE(qpx_rc);
 /* QP went to ERR (error completion): fail everything, tell the user */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status);
 
-/* uct_ep_invalidate (UCX's internal op) */
-ucs_status_t qpx_rc_ep_invalidate(uct_ep_h tl_ep, qpx_ep_invalidate_arg_t arg);
 /* The flow-control window (credits) for an endpoint: wnd_size (FC_WND_SIZE)
  * within what the receive queue of rx_queue_len buffers, reposted rx_batch
  * at a time, holds; 0 turns flow control off. *thresh_p: the consumed count
