@@ -21,8 +21,7 @@
 #define sv_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
-/* Table sizes of the registry; the SOFTVERBS_MAX_* limits are below them */
-#define SV_MAX_DEVS       8
+#define SV_MAX_DEVS       8       /* registry tables; SOFTVERBS_MAX_* below */
 #define SV_QP_TBL         65536
 #define SV_CQ_TBL         16384
 #define SV_MR_TBL         65536
@@ -32,6 +31,7 @@
 #define SV_MCAST_TBL      256
 #define SV_MCAST_QPS      64
 #define SV_MAX_SGE        30
+#define SV_MR_HOLDS       32      /* per process (sv_resp_check.c) */
 #define SV_MAX_SQ_DESC    768     /* largest send WQE: inline room (sv_qp.c) */
 #define SV_MAX_PORTS      4
 /* GID table entries of a RoCE port (sv_gid.c): the default pair and
@@ -45,7 +45,7 @@
 #define SV_MAX_MSG        0x80000000u
 #define SV_MCAST_LID_BASE 0xc000
 #define SV_QKEY_PRIV      0x80000000u
-#define SV_LAYOUT_VERSION 20     /* bump when a shared structure changes */
+#define SV_LAYOUT_VERSION 21     /* bump when a shared structure changes */
 #define SV_QUARANTINE_MAX 4096
 /* The sizes of the shared structures are part of the magic too, so that a
  * registry written by another layout is replaced even if nobody bumped the
@@ -84,6 +84,7 @@ struct sv_shm_proc {
     int32_t  pid;
     uint32_t in_use;
     uint64_t start_time;
+    uint32_t mr_hold[SV_MR_HOLDS]; /* keys its transfers are moving */
 };
 
 /* A receive queue ring (QP RQ or SRQ): single producer (the owner),
@@ -249,9 +250,8 @@ struct sv_shm_mr {
     uint64_t addr;                /* iova seen by remote peers */
     uint64_t len;
     uint64_t va;                  /* owner's virtual address */
-    uint32_t num_mw;              /* memory windows bound to it (under the
-                                     registry lock): deregistration fails
-                                     while there are any (sv_mw.c) */
+    uint32_t num_mw;              /* windows bound to it (registry lock):
+                                     no deregistration while any (sv_mw.c) */
     uint32_t pad;
 };
 

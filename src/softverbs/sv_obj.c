@@ -3,6 +3,7 @@
  * in sv_pd.c, memory windows in sv_mw.c).
  */
 #include "sv.h"
+#include "sv_xfer.h"   /* sv_mr_wait_unheld */
 
 #include <stdlib.h>
 #include <string.h>
@@ -155,11 +156,16 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
         return EINVAL;
     }
     if (m->in_use && (m->key == ibmr->lkey)) {
-        /* release: lookups after this see the key as invalid */
-        __atomic_store_n(&m->in_use, 0, __ATOMIC_RELEASE);
+        /* lookups after this see the key as invalid; sequentially
+         * consistent, before the holds are read (sv_mr_wait_unheld) */
+        __atomic_store_n(&m->in_use, 0, __ATOMIC_SEQ_CST);
         sv_g.shm->num_mr--;
     }
     sv_shm_unlock();
+    /* a transfer of another process that passed the key check before
+     * finishes first: no access reaches the memory once this returns, as
+     * on an HCA (UCX frees or reuses it after an invalidation) */
+    sv_mr_wait_unheld(ibmr->lkey);
     sv_pd_ref(ibmr->pd, -1);
     if (mr->dm_refs != NULL) {
         __atomic_fetch_sub(mr->dm_refs, 1, __ATOMIC_ACQ_REL);

@@ -46,6 +46,8 @@ struct sv_resp {
                                           target its SRQ's (tview) */
     struct sv_shm_qp    tview;
     struct iovec        riov;          /* RDMA / atomic target */
+    struct sv_mr_holds  holds;         /* MRs it moves data through, held
+                                          until it is done */
     struct sv_rwqe     *rw;            /* consumed receive WQE */
     struct sv_cqe       cqe;           /* responder completion */
     struct sv_cqe_inl   inl;
@@ -209,7 +211,7 @@ static enum sv_resp_state sv_resp_st_check_rkey(struct sv_resp *rs)
         break;
     }
     rs->result = sv_resp_check_rkey(rs->tq, w->rkey, w->remote_addr, len,
-                                    access, &rs->riov);
+                                    access, &rs->riov, &rs->holds);
     if (rs->result != SV_RESP_ACK) {
         return sv_resp_access_error(rs);
     }
@@ -313,7 +315,7 @@ static enum sv_resp_state sv_resp_exec_send(struct sv_resp *rs)
 
     rs->result = SV_RESP_ACK;
     len = sv_iov_len(r->liov, r->liovcnt) + (ud ? SV_GRH_LEN : 0);
-    cap = sv_resp_recv_iov(dq, rs->rw, riov, &rcnt);
+    cap = sv_resp_recv_iov(dq, rs->rw, riov, &rcnt, &rs->holds);
     if (cap < 0) {
         rs->cqe.status = IBV_WC_LOC_PROT_ERR;
         return sv_resp_recv_error(rs, SV_RESP_NAK_OP);
@@ -522,6 +524,7 @@ int sv_resp_execute(struct sv_resp_req *r)
     rs.wqe_status = IBV_WC_SUCCESS;
     rs.to_err     = SV_RESP_ERR_NONE;
     rs.event      = -1;
+    rs.holds.n    = 0;
 
     while (state != SV_RESPST_DONE) {
         switch (state) {
@@ -545,6 +548,8 @@ int sv_resp_execute(struct sv_resp_req *r)
             break;
         }
     }
+    /* the data is placed: a deregistration waiting for it may return */
+    sv_mr_release(&rs.holds, 0);
     if (rs.to_err == SV_RESP_ERR_PENDING) {
         sv_resp_qp_set_err(&rs);
     }

@@ -3,7 +3,8 @@
  * (sv_resp.c): whether the destination QP takes a request (alive, type,
  * state, DC key, RoCE route), the rkey of an RDMA or atomic request (IBA
  * 9.7.4.1.4, as rxe's check_rkey), the receive queue a message consumes
- * and its WQE's buffers, and the GRH a UD receive gets.
+ * and its WQE's buffers, the holds that make a deregistration wait for
+ * the transfers through its MR, and the GRH a UD receive gets.
  */
 #include "sv.h"
 #include "sv_xfer.h"
@@ -13,7 +14,9 @@
 #include <endian.h>
 #include <unistd.h>
 #include <errno.h>
+#include <sched.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /*
  * A dead peer is noticed by process_vm_*v failing with ESRCH, but a
@@ -148,13 +151,131 @@ int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
     return SV_RESP_ACK;
 }
 
+/*
+ * Holds on MRs. An HCA has finished or stopped every access through an MR
+ * when ibv_dereg_mr returns (the memory may then be freed or reused, as
+ * UCX does once its invalidation completes); here the requester of
+ * another process moves the data itself after checking the key. So a
+ * transfer publishes each key it moves data through in a slot of its
+ * process's entry and then checks the key (again); ibv_dereg_mr clears the
+ * MR's in_use and then waits while a live process holds the key. Each
+ * side stores, then loads what the other stores, all sequentially
+ * consistent (the Dekker pattern): at least one of them sees the other, so
+ * either the transfer finds the key gone or the deregistration waits for
+ * it. A dead process's slots are ignored, and cleared when its slot is
+ * reused (sv_proc_register).
+ */
+int sv_mr_hold(struct sv_mr_holds *h, uint32_t key)
+{
+    uint32_t *slots = sv_g.shm->procs[sv_g.proc].mr_hold;
+    uint32_t i, zero;
+    int k;
+
+    for (k = 0; k < h->n; k++) {
+        if (slots[h->slot[k]] == key) {
+            return 0; /* held already (another SGE of the same MR) */
+        }
+    }
+    for (i = 0; i < SV_MR_HOLDS; i++) {
+        zero = 0;
+        if ((__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == 0) &&
+            __atomic_compare_exchange_n(&slots[i], &zero, key, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            h->slot[h->n++] = i;
+            return 0;
+        }
+    }
+    return -1; /* every slot is another thread's: release, retry */
+}
+
+void sv_mr_release(struct sv_mr_holds *h, int keep)
+{
+    uint32_t *slots = sv_g.shm->procs[sv_g.proc].mr_hold;
+
+    while (h->n > keep) {
+        /* release: the data moved before the deregistration sees it free */
+        __atomic_store_n(&slots[h->slot[--h->n]], 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* A key still held after this long is a process stopped mid-transfer
+ * (SIGSTOP, a debugger): the deregistration goes on, with a warning,
+ * rather than hang */
+#define SV_MR_HOLD_WAIT_NS 5000000000ull
+
+void sv_mr_wait_unheld(uint32_t key)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    struct timespec t0, now;
+    uint64_t waited;
+    uint32_t i, j;
+    int timed = 0;
+
+    for (i = 0; i < SV_PROC_TBL; i++) {
+        if (!__atomic_load_n(&h->procs[i].in_use, __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        for (j = 0; j < SV_MR_HOLDS; j++) {
+            while (__atomic_load_n(&h->procs[i].mr_hold[j],
+                                   __ATOMIC_SEQ_CST) == key) {
+                if (!sv_proc_alive(i, h->procs[i].pid)) {
+                    break;
+                }
+                if (!timed) {
+                    clock_gettime(CLOCK_MONOTONIC, &t0);
+                    timed = 1;
+                }
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                waited = (now.tv_sec - t0.tv_sec) * 1000000000ull +
+                         now.tv_nsec - t0.tv_nsec;
+                if (waited > SV_MR_HOLD_WAIT_NS) {
+                    sv_warn("mr key 0x%x: deregistered while process %d "
+                            "still moves data through it (5 s)", key,
+                            h->procs[i].pid);
+                    return;
+                }
+                sched_yield();
+            }
+        }
+    }
+}
+
 /* rkey check (IBA spec 9.7.4.1.4 / 10.6.3): valid key of the responder,
  * same PD as the QP, access right granted, range inside the region. The
  * key of a memory window is checked against the window (sv_mw.c, as rxe's
  * check_rkey takes rkey_is_mw keys to rxe_lookup_mw) */
+/* m still holds key, now that a hold on it is published */
+static int sv_mr_still(struct sv_shm_mr *m, uint32_t key)
+{
+    return __atomic_load_n(&m->in_use, __ATOMIC_SEQ_CST) && (m->key == key);
+}
+
+/* Hold key (a check of m passed): 0; -1 when m no longer holds the key;
+ * -2 when no slot is free and h holds others (the caller releases them and
+ * starts again: two threads holding some and waiting for more could wait
+ * for each other). Holding nothing else, it waits for a slot other threads
+ * of this process free. */
+static int sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
+                              uint32_t key)
+{
+    int keep = h->n;
+
+    while (sv_mr_hold(h, key) != 0) {
+        if (h->n > 0) {
+            return -2;
+        }
+        sched_yield();
+    }
+    if (!sv_mr_still(m, key)) {
+        sv_mr_release(h, keep);
+        return -1;
+    }
+    return 0;
+}
+
 int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
                        uint64_t addr, uint64_t len, unsigned access,
-                       struct iovec *riov)
+                       struct iovec *riov, struct sv_mr_holds *holds)
 {
     struct sv_shm_mr *m;
 
@@ -168,6 +289,10 @@ int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
         (m->pd_id != dq->pd_id) || !(m->access & access) ||
         (addr < m->addr) || (addr + len < addr) ||
         (addr + len > m->addr + m->len)) {
+        return SV_RESP_NAK_ACCESS;
+    }
+    /* the request's only hold: it waits for a slot (never -2) */
+    if (sv_mr_hold_checked(holds, m, rkey) != 0) {
         return SV_RESP_NAK_ACCESS;
     }
     riov->iov_base = (void *)(uintptr_t)(m->va + (addr - m->addr));
@@ -211,13 +336,18 @@ void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
 
 /* Receive WQE SGEs -> responder iovecs; returns the capacity or -1 */
 ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
-                         struct iovec *riov, int *cnt)
+                         struct iovec *riov, int *cnt,
+                         struct sv_mr_holds *holds)
 {
+    int keep = holds->n;
     struct sv_shm_mr *m;
-    size_t total = 0;
+    size_t total;
     uint32_t i;
-    int n = 0;
+    int n, ret;
 
+again:
+    total = 0;
+    n     = 0;
     for (i = 0; i < w->num_sge; i++) {
         struct ibv_sge *s = &w->sge[i];
         if (s->length == 0) {
@@ -227,6 +357,15 @@ ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
         if ((m == NULL) || (m->pid != dq->pid) || (m->pd_id != dq->pd_id) ||
             !(m->access & IBV_ACCESS_LOCAL_WRITE) || (s->addr < m->addr) ||
             (s->addr + s->length > m->addr + m->len)) {
+            return -1;
+        }
+        ret = sv_mr_hold_checked(holds, m, s->lkey);
+        if (ret == -2) {
+            sv_mr_release(holds, keep); /* out of slots: all or none */
+            sched_yield();
+            goto again;
+        }
+        if (ret != 0) {
             return -1;
         }
         riov[n].iov_base = (void *)(uintptr_t)(m->va + (s->addr - m->addr));

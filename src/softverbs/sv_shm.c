@@ -268,6 +268,8 @@ static int sv_proc_register(void)
     h->procs[i].in_use     = 1;
     h->procs[i].pid        = sv_g.pid;
     h->procs[i].start_time = sv_proc_start_time(sv_g.pid);
+    /* a dead process's holds do not pass to the slot's next one */
+    memset(h->procs[i].mr_hold, 0, sizeof(h->procs[i].mr_hold));
     sv_g.proc = i;
     sv_shm_unlock();
     return 0;

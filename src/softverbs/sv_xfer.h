@@ -45,6 +45,17 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
 void sv_comp_flush_sq(struct sv_qp *qp);
 
 /* the responder's checks and lookups (sv_resp_check.c) */
+/* Holds on MRs (keys) a transfer moves data through, which a
+ * deregistration waits for: add one (0, or -1 when this process has no
+ * free slot: release and retry), release all but the first keep; wait
+ * until no live process holds key */
+struct sv_mr_holds {
+    int     n;
+    uint8_t slot[SV_MAX_SGE];
+};
+int  sv_mr_hold(struct sv_mr_holds *h, uint32_t key);
+void sv_mr_release(struct sv_mr_holds *h, int keep);
+void sv_mr_wait_unheld(uint32_t key);
 /* The destination QP's process is alive (probed at most once a ms per
  * requester QP): 1, or 0 when it is gone */
 int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq);
@@ -54,7 +65,7 @@ int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq);
  * and the target in riov, else SV_RESP_NAK_ACCESS */
 int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
                        uint64_t addr, uint64_t len, unsigned access,
-                       struct iovec *riov);
+                       struct iovec *riov, struct sv_mr_holds *holds);
 /* The receive queue dq consumes from (its SRQ's: *srq), or NULL */
 struct sv_rq_hdr *sv_resp_rq(struct sv_shm_qp *dq, struct sv_shm_srq **srq);
 /* The SRQ limit event, once, when s dropped below its limit */
@@ -63,7 +74,8 @@ void sv_resp_srq_limit(struct sv_shm_srq *s, struct sv_rq_hdr *rq,
 /* A receive WQE's SGEs as iovecs of dq's process: their capacity, or -1
  * for an SGE its MRs do not cover */
 ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
-                         struct iovec *riov, int *cnt);
+                         struct iovec *riov, int *cnt,
+                         struct sv_mr_holds *holds);
 /* The GRH a UD receive of r gets (paylen bytes after it) */
 void sv_resp_build_grh(struct sv_resp_req *r, struct ibv_grh *grh,
                        uint32_t paylen);

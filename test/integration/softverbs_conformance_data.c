@@ -1,7 +1,8 @@
 /*
  * softverbs conformance: data movement. Every operation and size, patterns
  * verified byte by byte with guard bytes around the target, completion
- * fields, inline data, scatter/gather lists, signaling, ordering.
+ * fields, inline data, scatter/gather lists, signaling, ordering, and a
+ * deregistration during a transfer into the MR.
  * Rank 0 is the initiator, rank 1 the target.
  */
 #ifdef HAVE_CONFIG_H
@@ -10,6 +11,7 @@
 #include "softverbs_conformance.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -460,6 +462,76 @@ static void svt_case_write_then(svt_proc_t *p)
     SVT_DATA_CASE(_pfx "/1MiB", _op, IBV_QPT_RC, 1 << 20), \
     SVT_DATA_CASE(_pfx "/4MiB", _op, IBV_QPT_RC, 4 << 20)
 
+/*
+ * ibv_dereg_mr while a peer's RDMA write into the MR is under way: once it
+ * returns, nothing reaches the memory (an HCA finishes or stops the access
+ * first; UCX frees or reuses memory once its invalidation, a
+ * deregistration, completes). The target deregisters as soon as the first
+ * byte lands, then writes the last page itself: that page must keep its
+ * bytes, and the write, which passed the key check before, must have
+ * placed the rest. A deregistration that returned mid-transfer lets the
+ * transfer overwrite the last page afterwards.
+ */
+#define SVT_DEREG_LEN (256ul << 20)
+
+static void svt_case_dereg_during_write(svt_proc_t *p)
+{
+    const size_t page = 4096;
+    volatile uint8_t *first;
+    svt_ep_opts_t o;
+    struct ibv_mr *mr;
+    svt_addr_t va;
+    svt_dev_t dev;
+    uint8_t *big;
+    svt_ep_t ep;
+    double t0;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    if (p->rank == 0) {
+        o.buf_size = SVT_DEREG_LEN;
+    }
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        big = aligned_alloc(page, SVT_DEREG_LEN);
+        SVT_CHECK(big != NULL, "no memory for %lu bytes", SVT_DEREG_LEN);
+        memset(big, 0, SVT_DEREG_LEN);
+        SVT_NN(mr, ibv_reg_mr(dev.pd, big, SVT_DEREG_LEN,
+                              IBV_ACCESS_LOCAL_WRITE |
+                              IBV_ACCESS_REMOTE_WRITE));
+        memset(&va, 0, sizeof(va));
+        va.addr = (uintptr_t)big;
+        va.rkey = mr->rkey;
+        svt_msg_send(p, 0, &va, sizeof(va));
+        first = big;
+        t0    = svt_now_ms();
+        while (*first == 0) {
+            SVT_CHECK(svt_now_ms() - t0 < 20000,
+                      "the peer's write did not start in 20 s");
+        }
+        t0 = svt_now_ms();
+        SVT_OK(ibv_dereg_mr(mr));
+        svt_note("ibv_dereg_mr returned %.1f ms after the write began",
+                 svt_now_ms() - t0);
+        memset(big + SVT_DEREG_LEN - page, SVT_GUARD_VAL, page);
+        svt_sync(p, 0); /* the peer saw its completion */
+        svt_memset_check(big + SVT_DEREG_LEN - page, page, SVT_GUARD_VAL,
+                         "last page, written after ibv_dereg_mr returned");
+        svt_memset_check(big, SVT_DEREG_LEN - page, 0x55,
+                         "the write placed before ibv_dereg_mr returned");
+        free(big);
+    } else {
+        svt_msg_recv(p, 1, &va, sizeof(va));
+        memset(ep.buf, 0x55, SVT_DEREG_LEN);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, SVT_DEREG_LEN,
+                             va.addr, va.rkey, 0, IBV_SEND_SIGNALED, 1));
+        /* its key was checked before the deregistration: it completes */
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_data[] = {
     SVT_SIZE_CASES("rc/send", IBV_WR_SEND),
     SVT_SIZE_CASES("rc/send_imm", IBV_WR_SEND_WITH_IMM),
@@ -478,5 +550,6 @@ const svt_case_t svt_cases_data[] = {
     {"order/rc_send", svt_case_send_order, 2},
     {"order/write_then_send", svt_case_write_then, 2, 0},
     {"order/write_then_read", svt_case_write_then, 2, 1},
+    {"data/dereg_during_write", svt_case_dereg_during_write, 2},
     {NULL}
 };
