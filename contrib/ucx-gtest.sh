@@ -120,8 +120,10 @@ TLS=${QPX_GTEST_TLS:-"qpx_rc qpx_ud qpx_dc qpx cm:qpx rc_verbs ud_verbs cm:tcp c
 # the UCP classes of the issue: tag, AM, RMA, atomic, stream, wireup and
 # peer failure (an extended-regex of suite names)
 UCP_SUITES=${QPX_GTEST_UCP_SUITES:-'test_ucp_(tag|am|rma|atomic|stream|wireup|peer_failure)[a-z0-9_]*'}
-# and of those, the suites (an extended regex) left out, e.g.
-# 'test_ucp_tag_xfer|test_ucp_am_nbx_dts' (900 cases a set, 5 minutes a set on two quiet cores, far longer under load)
+# and of those, the suites or single cases (an extended regex of SUITE or
+# SUITE.CASE) left out, e.g. 'test_ucp_tag_xfer|test_ucp_am_nbx_dts' (900
+# cases a set, 5 minutes a set on two quiet cores, far longer under load);
+# the run names what it left out
 UCP_EXCLUDE=${QPX_GTEST_UCP_EXCLUDE:-}
 TEST_TIMEOUT=${QPX_GTEST_TIMEOUT:-300}
 
@@ -398,6 +400,9 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 echo "ucx-gtest: UCX $version gtest $gtest, device $QPX_DEV"
+if [ -n "$UCP_EXCLUDE" ]; then
+    echo "ucx-gtest: not run, of UCP's suites (QPX_GTEST_UCP_EXCLUDE): $UCP_EXCLUDE"
+fi
 echo "ucx-gtest: qpx loaded $qpx_how"
 echo "ucx-gtest: per-test timeout ${TEST_TIMEOUT} s, logs in $logdir"
 
@@ -434,7 +439,7 @@ list_cases() {
             --gtest_filter="${1#ucp:}/test_ucp_*" 2>"$logdir/list-$1.err" |
         awk '/^[^ ]/ { suite = $1; next } /^  / { print suite $1 }' |
         grep -E "^${1#ucp:}/($UCP_SUITES)\\." |
-        { if [ -n "$UCP_EXCLUDE" ]; then grep -v -E "^${1#ucp:}/($UCP_EXCLUDE)\\."; else cat; fi; }
+        { if [ -n "$UCP_EXCLUDE" ]; then grep -v -E "^${1#ucp:}/($UCP_EXCLUDE)(\\.|\$)"; else cat; fi; }
         return ;;
     *)    flt="$1/*"; rsc="$1/$QPX_DEV" ;;
     esac
