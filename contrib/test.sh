@@ -223,6 +223,24 @@ gtest_env=(SOFTVERBS_NUM_DEVICES=2 QPX_DEV=softverbs0:1,softverbs1:1
            QPX_GTEST_UCP_EXCLUDE='test_ucp_fault_tolerance\.target_failure/6')
 gtest_stage 1.22.0 failover-dc
 gtest_env=("${saved_env[@]}")
+# A port that really goes down under UCP's failover, not the emulated
+# error above: test/integration/qpx_ucp_failover.c (built against UCX
+# 1.22.0) over qpx_rc and the hybrid on two devices, put/get/AM with every
+# byte checked before and after softverbs0:1 goes down, and the PEER mode
+# as the control (the endpoint must fail). Seconds.
+qpx_say "tests: UCP failover over a port taken down (bash contrib/ucx-gtest.sh failover 1.22.0)"
+t0=$SECONDS
+fo_out=$QPX_BUILDDIR/ucx-failover-1.22.0.out
+if bash "$QPX_TOP/contrib/ucx-gtest.sh" cached 1.22.0 >/dev/null 2>&1; then
+    (cd "$QPX_TOP" && QPX_GTEST_LOGDIR="$QPX_BUILDDIR/ucx-failover-logs" \
+        timeout 900 bash contrib/ucx-gtest.sh failover 1.22.0) >"$fo_out" 2>&1
+    fo_rc=$?
+else
+    echo "SKIP: UCX 1.22.0's build is not there (the gtest stage builds it):" \
+         "run bash contrib/ucx-gtest.sh failover 1.22.0" >"$fo_out"
+    fo_rc=77
+fi
+count_stage "contrib/ucx-gtest.sh failover 1.22.0" "$fo_out" $fo_rc $t0 '^ *FAIL'
 
 # qpx and softverbs for aarch64: cross-built (Debian's cross compiler and
 # arm64 packages, installed when missing) with --enable-werror, the unit

@@ -76,9 +76,9 @@ action=${1:-run}
 version=${2:-1.13.1}
 filter=${3:-}
 case $action in
-build|run|cached) ;;
+build|run|cached|failover) ;;
 -h|--help) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
-*) echo "usage: $0 [build|run|cached] [VERSION] [FILTER]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|run|cached|failover] [VERSION] [FILTER]" >&2; exit 2 ;;
 esac
 
 QPX_BUILDDIR=${QPX_BUILDDIR:-$top/build}
@@ -291,7 +291,7 @@ configure_ucx() {
 }
 
 # ---- what `run` needs, checked before a build (which takes long) -----------
-if [ "$action" = run ]; then
+if [ "$action" = run ] || [ "$action" = failover ]; then
     if [ ! -f "$QPX_MODULE" ]; then
         if [ "$version" = "$installed_version" ]; then
             echo "SKIP: qpx module $QPX_MODULE not built"
@@ -420,6 +420,48 @@ fi
 libucs=$(sed -n 's/^# Library path: //p' <<<"$info" | head -n 1)
 if [ -n "$libucs" ] && [ "${libucs#"$b"/}" = "$libucs" ]; then
     echo "ucx-gtest: the source-built ucx_info loaded $libucs, not the gtest build's libucs in $b"
+    exit 1
+fi
+
+# failover: UCP's failover over a port that really goes down
+# (test/integration/qpx_ucp_failover.c, built here against this UCX) on
+# softverbs0:1 and softverbs1:1, the first (AM and RMA lanes) taken down
+# midway, for each UCX_TLS of QPX_FAILOVER_TLS (default "qpx_rc,qpx_ud
+# qpx"): under UCP_ERR_HANDLING_MODE_FAILOVER every operation after it goes
+# on, data checked, and under the PEER mode (the control) the endpoint
+# fails. RC requests on the dead port fail after 4 tries of 20 ms, so that
+# a run takes seconds
+if [ "$action" = failover ]; then
+    fo=$logdir/qpx_ucp_failover
+    if ! cc -O1 -g -Wall -Werror -o "$fo" "$top/test/integration/qpx_ucp_failover.c" \
+            -I"$ucxsrc/src" -I"$b/src" -L"$b/src/ucp/.libs" -L"$b/src/ucs/.libs" \
+            -lucp -lucs -ldl >"$logdir/failover-build.log" 2>&1; then
+        echo "FAIL: qpx_ucp_failover does not build against UCX $version ($logdir/failover-build.log:)"
+        head -5 "$logdir/failover-build.log" | sed 's/^/    | /'
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    fo_pass=0; fo_fail=0
+    for tls in ${QPX_FAILOVER_TLS:-qpx_rc,qpx_ud qpx}; do
+        for mode in failover peer; do
+            out=$logdir/failover-$tls-$mode.log
+            echo "== UCX_TLS=$tls, $mode mode, softverbs0:1 taken down midway"
+            "${ucx_env[@]}" SOFTVERBS_NUM_DEVICES=2 UCX_NET_DEVICES=softverbs0:1,softverbs1:1 \
+                UCX_TLS="$tls" UCX_QPX_RC_TIMEOUT=20ms UCX_QPX_RC_RETRY_COUNT=3 \
+                timeout -k 10 120 "$fo" 20 200 "$mode" >"$out" 2>&1
+            rc=$?
+            grep -E '^(PASS|FAIL):' "$out" | sed 's/^/  /'
+            p=$(grep -c '^PASS:' "$out"); f=$(grep -c '^FAIL:' "$out")
+            if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+                echo "  FAIL: exit status $rc ($out:)"
+                grep -v '^#' "$out" | tail -5 | sed 's/^/    | /'
+                f=1
+            fi
+            fo_pass=$((fo_pass + p)); fo_fail=$((fo_fail + f))
+        done
+    done
+    echo "$fo_pass passed, $fo_fail failed"
+    [ "$fo_fail" -eq 0 ] && exit 0
     exit 1
 fi
 
