@@ -225,7 +225,7 @@ gtest_stage 1.22.0 failover-dc
 gtest_env=("${saved_env[@]}")
 # A port that really goes down under UCP's failover, not the emulated
 # error above: test/integration/qpx_ucp_failover.c (built against UCX
-# 1.22.0) over qpx_rc and the hybrid on two devices, put/get/AM with every
+# 1.22.0) over qpx_rc, qpx_dc and the hybrid on two devices, put/get/AM with every
 # byte checked before and after softverbs0:1 goes down, and the PEER mode
 # as the control (the endpoint must fail). Seconds.
 qpx_say "tests: UCP failover over a port taken down (bash contrib/ucx-gtest.sh failover 1.22.0)"

@@ -427,7 +427,7 @@ fi
 # (test/integration/qpx_ucp_failover.c, built here against this UCX) on
 # softverbs0:1 and softverbs1:1, the first (AM and RMA lanes) taken down
 # midway, for each UCX_TLS of QPX_FAILOVER_TLS (default "qpx_rc,qpx_ud
-# qpx"): under UCP_ERR_HANDLING_MODE_FAILOVER every operation after it goes
+# qpx_dc,qpx_ud:aux qpx"): under UCP_ERR_HANDLING_MODE_FAILOVER every operation after it goes
 # on, data checked, and under the PEER mode (the control) the endpoint
 # fails. RC requests on the dead port fail after 4 tries of 20 ms, so that
 # a run takes seconds
@@ -442,7 +442,7 @@ if [ "$action" = failover ]; then
         exit 1
     fi
     fo_pass=0; fo_fail=0
-    for tls in ${QPX_FAILOVER_TLS:-qpx_rc,qpx_ud qpx}; do
+    for tls in ${QPX_FAILOVER_TLS:-qpx_rc,qpx_ud qpx_dc,qpx_ud:aux qpx}; do
         for mode in failover peer; do
             out=$logdir/failover-$tls-$mode.log
             echo "== UCX_TLS=$tls, $mode mode, softverbs0:1 taken down midway"

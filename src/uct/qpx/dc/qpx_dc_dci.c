@@ -471,6 +471,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
 {
     ucs_status_t status = qpx_wc_failure_status(wc_status);
     uint32_t failed[64];
+    ucs_list_link_t old_ops;
     unsigned num_failed = 0, i;
     qpx_dc_ep_t *ep;
     char reason[128];
@@ -491,7 +492,16 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     }
 
     iface->super.tx_unacked -= dci->sn - dci->acked_sn;
-    qpx_rdma_ops_complete(&iface->super, &dci->ops, UINT64_MAX, status);
+    /* Its operations finish with the error only after the endpoints'
+     * failures are reported (below): a user that retries a failed request
+     * at its completion (UCP's failover restarts it) must find the
+     * endpoint reported and replaced, not send on it again, as it would
+     * before the report and get the error back at once (UCP 1.22
+     * recursed until its stack overflowed). Taken off the DCI now: what
+     * is posted on it from here on is of its next life. */
+    ucs_list_head_init(&old_ops);
+    ucs_list_splice_tail(&old_ops, &dci->ops);
+    ucs_list_head_init(&dci->ops);
 
     /* Back to RTS. The flushed requests' completions of this life carry the
      * old generation and are dropped */
@@ -519,6 +529,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
             qpx_dc_ep_set_failed(ep, status, reason);
         }
     }
+    qpx_rdma_ops_complete(&iface->super, &old_ops, UINT64_MAX, status);
     qpx_dc_iface_tx_wake(iface);
 }
 
