@@ -16,7 +16,7 @@
  * more PASS/FAIL says whether it was. Prints "PASS:"/"FAIL:" per size and "N passed, N failed"; exit 0
  * when all passed.
  */
-#include <ucp/api/ucp.h>
+#include "qpx_ucp_util.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -208,24 +208,6 @@ static int set_handler(ucp_worker_h worker, unsigned id,
     return ucp_worker_set_am_recv_handler(worker, &p) == UCS_OK;
 }
 
-static ucs_status_t wait_req(ucp_worker_h worker, void *req)
-{
-    ucs_status_t status;
-
-    if (req == NULL) {
-        return UCS_OK;
-    }
-    if (UCS_PTR_IS_ERR(req)) {
-        return UCS_PTR_STATUS(req);
-    }
-    do {
-        ucp_worker_progress(worker);
-        status = ucp_request_check_status(req);
-    } while (status == UCS_INPROGRESS);
-    ucp_request_free(req);
-    return status;
-}
-
 static double now_sec(void)
 {
     struct timespec ts;
@@ -262,7 +244,7 @@ static int quiet_flush(ucp_worker_h worker, ucp_ep_h ep, int fd)
         return 0;
     }
     if (status == UCS_INPROGRESS) {
-        status = wait_req(worker, req);
+        status = qpx_ucp_wait(worker, req);
         req    = NULL;
     }
     if ((req != NULL) && !UCS_PTR_IS_ERR(req)) {
@@ -388,7 +370,7 @@ static int run(int fd, int sender, unsigned iters, int quiet)
                 fill(buf, sizes[k], hdr.seed);
                 req    = ucp_am_send_nbx(ep, AM_DATA, &hdr, sizeof(hdr), buf,
                                          sizes[k], &rp);
-                status = wait_req(worker, req);
+                status = qpx_ucp_wait(worker, req);
                 if (status != UCS_OK) {
                     fprintf(stderr, "ucp_am_send_nbx(%zu bytes): %s\n",
                             sizes[k], ucs_status_string(status));
@@ -418,7 +400,7 @@ static int run(int fd, int sender, unsigned iters, int quiet)
         }
         req    = ucp_am_send_nbx(ep, AM_DONE, NULL, 0, &counts,
                                  sizeof(counts), &rp);
-        status = wait_req(worker, req);
+        status = qpx_ucp_wait(worker, req);
         if (status != UCS_OK) {
             fprintf(stderr, "answer: %s\n", ucs_status_string(status));
             return 1;
@@ -432,7 +414,7 @@ static int run(int fd, int sender, unsigned iters, int quiet)
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     rp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    wait_req(worker, ucp_ep_close_nbx(ep, &rp));
+    qpx_ucp_wait(worker, ucp_ep_close_nbx(ep, &rp));
     free(peer);
     ucp_worker_destroy(worker);
     ucp_cleanup(context);

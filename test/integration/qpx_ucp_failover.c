@@ -18,7 +18,7 @@
  * error handler called, a round failing), which shows that the port taken
  * down carried the endpoint's traffic.
  */
-#include <ucp/api/ucp.h>
+#include "qpx_ucp_util.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -257,24 +257,6 @@ static void fo_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     fo_error_status = status;
 }
 
-static ucs_status_t fo_wait(ucp_worker_h worker, void *req)
-{
-    ucs_status_t status;
-
-    if (req == NULL) {
-        return UCS_OK;
-    }
-    if (UCS_PTR_IS_ERR(req)) {
-        return UCS_PTR_STATUS(req);
-    }
-    do {
-        ucp_worker_progress(worker);
-        status = ucp_request_check_status(req);
-    } while (status == UCS_INPROGRESS);
-    ucp_request_free(req);
-    return status;
-}
-
 /* One round: put a pattern, flush, get it back into a cleared buffer,
  * check it; send an AM of another pattern. Returns what failed, or NULL */
 static const char *fo_round(ucp_worker_h worker, ucp_ep_h ep, ucp_rkey_h rkey,
@@ -285,15 +267,15 @@ static const char *fo_round(ucp_worker_h worker, ucp_ep_h ep, ucp_rkey_h rkey,
     uint64_t off = (uint64_t)(seed % 3) * FO_PUT_LEN;
 
     fo_fill(src, FO_PUT_LEN, seed);
-    if (fo_wait(worker, ucp_put_nbx(ep, src, FO_PUT_LEN, remote + off, rkey,
+    if (qpx_ucp_wait(worker, ucp_put_nbx(ep, src, FO_PUT_LEN, remote + off, rkey,
                                     &rp)) != UCS_OK) {
         return "put";
     }
-    if (fo_wait(worker, ucp_ep_flush_nbx(ep, &rp)) != UCS_OK) {
+    if (qpx_ucp_wait(worker, ucp_ep_flush_nbx(ep, &rp)) != UCS_OK) {
         return "flush";
     }
     memset(dst, 0, FO_PUT_LEN);
-    if (fo_wait(worker, ucp_get_nbx(ep, dst, FO_PUT_LEN, remote + off, rkey,
+    if (qpx_ucp_wait(worker, ucp_get_nbx(ep, dst, FO_PUT_LEN, remote + off, rkey,
                                     &rp)) != UCS_OK) {
         return "get";
     }
@@ -303,7 +285,7 @@ static const char *fo_round(ucp_worker_h worker, ucp_ep_h ep, ucp_rkey_h rkey,
     fo_fill(src, FO_AM_LEN, seed + 1000);
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     rp.flags        = UCP_AM_SEND_FLAG_EAGER;
-    if (fo_wait(worker, ucp_am_send_nbx(ep, FO_AM_ID, &(unsigned){seed + 1000},
+    if (qpx_ucp_wait(worker, ucp_am_send_nbx(ep, FO_AM_ID, &(unsigned){seed + 1000},
                                         sizeof(unsigned), src, FO_AM_LEN,
                                         &rp)) != UCS_OK) {
         return "am";
@@ -395,7 +377,7 @@ static int fo_client(int rfd, int wfd, unsigned before, unsigned after,
         ucp_rkey_destroy(rkey);
         rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         rp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-        (void)fo_wait(worker, ucp_ep_close_nbx(ep, &rp));
+        (void)qpx_ucp_wait(worker, ucp_ep_close_nbx(ep, &rp));
         fo_write(wfd, "d", 1);
         free(fo_read(rfd, NULL));
         ucp_worker_destroy(worker);
@@ -422,7 +404,7 @@ static int fo_client(int rfd, int wfd, unsigned before, unsigned after,
     ucp_rkey_destroy(rkey);
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     rp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    (void)fo_wait(worker, ucp_ep_close_nbx(ep, &rp));
+    (void)qpx_ucp_wait(worker, ucp_ep_close_nbx(ep, &rp));
     ucp_worker_destroy(worker);
     ucp_cleanup(ctx);
     free(src);
