@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/uio.h>
-#include <time.h>
 
 /*
  * A dead peer is noticed by process_vm_*v failing with ESRCH, but a
@@ -206,10 +205,8 @@ void sv_mr_release(struct sv_mr_holds *h, int keep)
 void sv_mr_wait_unheld(uint32_t key)
 {
     struct sv_shm_hdr *h = sv_g.shm;
-    struct timespec t0, now;
-    uint64_t waited;
+    uint64_t t0 = 0;
     uint32_t i, j;
-    int timed = 0;
 
     for (i = 0; i < SV_PROC_TBL; i++) {
         if (!__atomic_load_n(&h->procs[i].in_use, __ATOMIC_ACQUIRE)) {
@@ -221,14 +218,9 @@ void sv_mr_wait_unheld(uint32_t key)
                 if (!sv_proc_alive(i, h->procs[i].pid)) {
                     break;
                 }
-                if (!timed) {
-                    clock_gettime(CLOCK_MONOTONIC, &t0);
-                    timed = 1;
-                }
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                waited = (now.tv_sec - t0.tv_sec) * 1000000000ull +
-                         now.tv_nsec - t0.tv_nsec;
-                if (waited > SV_MR_HOLD_WAIT_NS) {
+                if (t0 == 0) {
+                    t0 = sv_now_ns();
+                } else if (sv_now_ns() - t0 > SV_MR_HOLD_WAIT_NS) {
                     sv_warn("mr key 0x%x: deregistered while process %d "
                             "still moves data through it (5 s)", key,
                             h->procs[i].pid);
@@ -240,10 +232,6 @@ void sv_mr_wait_unheld(uint32_t key)
     }
 }
 
-/* rkey check (IBA spec 9.7.4.1.4 / 10.6.3): valid key of the responder,
- * same PD as the QP, access right granted, range inside the region. The
- * key of a memory window is checked against the window (sv_mw.c, as rxe's
- * check_rkey takes rkey_is_mw keys to rxe_lookup_mw) */
 /* m still holds key, now that a hold on it is published */
 static int sv_mr_still(struct sv_shm_mr *m, uint32_t key)
 {
@@ -273,6 +261,10 @@ static int sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
     return 0;
 }
 
+/* rkey check (IBA spec 9.7.4.1.4 / 10.6.3): valid key of the responder,
+ * same PD as the QP, access right granted, range inside the region. The
+ * key of a memory window is checked against the window (sv_mw.c, as rxe's
+ * check_rkey takes rkey_is_mw keys to rxe_lookup_mw) */
 int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
                        uint64_t addr, uint64_t len, unsigned access,
                        struct iovec *riov, struct sv_mr_holds *holds)
