@@ -3,7 +3,7 @@
 # ucx-gtest.sh: UCX's own gtest suite, built from the unmodified UCX release
 # source, run against qpx over softverbs.
 #
-#   bash contrib/ucx-gtest.sh [build|run|cached] [VERSION] [FILTER]
+#   bash contrib/ucx-gtest.sh [build|run|cached|failover] [VERSION] [FILTER]
 #
 # VERSION is one of the releases with a patch in contrib/ucx-gtest/:
 #   1.13.1 (the default) Debian 12's installed UCX, the one qpx's main build
@@ -53,6 +53,11 @@
 #        its suite continues in a new process.
 #        FILTER (a shell pattern) keeps the test cases whose full name, e.g.
 #        qpx_rc/test_uct_pending.pending_op/0, matches it.
+# failover (a release with UCP_ERR_HANDLING_MODE_FAILOVER, 1.22.0) builds
+#        test/integration/qpx_ucp_failover.c against that UCX and runs it on
+#        two softverbs devices, taking a port down midway, for each UCX_TLS
+#        of QPX_FAILOVER_TLS (default "qpx_rc,qpx_ud qpx_dc,qpx_ud:aux qpx"),
+#        in UCP's FAILOVER mode and in its PEER mode as the control.
 #
 # Prints a line per test case (PASS/FAIL/SKIP), a table per transport and,
 # last, "N passed, N failed" for the qpx transports' cases. Exit 0 when
