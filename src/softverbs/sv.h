@@ -623,7 +623,7 @@ struct sv_qp {
     /* send queue (from the parent domain's allocator when sq_custom) */
     char    *sq;
     int      sq_custom;
-    uint32_t sq_size, sq_stride;
+    uint32_t sq_size, sq_stride, sq_sge; /* sq_sge: SGEs a slot holds */
     uint32_t sq_head, sq_tail;    /* head: oldest unfinished */
     uint32_t sq_retired;          /* WQEs before it had their CQE polled */
     int      sq_pending;          /* counted in scq->sq_pending */
@@ -686,7 +686,7 @@ static inline struct sv_swqe *sv_sq_wqe(struct sv_qp *qp, uint32_t i)
 }
 static inline void *sv_swqe_inline(struct sv_qp *qp, struct sv_swqe *w)
 {
-    return &w->sge[qp->cap.max_send_sge];
+    return &w->sge[qp->sq_sge];
 }
 static inline struct sv_rwqe *sv_rq_wqe(struct sv_rq_hdr *rq, uint64_t i)
 {
@@ -760,9 +760,8 @@ int  sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                       struct ibv_recv_wr **bad);
 int  sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
-#include "sv_qp_state.h"   /* the QP state (needs struct sv_shm_qp) */
+#include "sv_qp_state.h"   /* the QP state (needs struct sv_shm_qp); QP: */
 
-/* QP */
 int  sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                   struct ibv_send_wr **bad);
 int  sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
@@ -771,8 +770,9 @@ void sv_qp_flush_rq(struct sv_qp *qp);
 void sv_qp_init_wr_ops(struct sv_qp *qp);
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
-/* the comp_mask attributes of ibv_create_qp_ex: 0 or the errno (sv_qp.c) */
+/* the comp_mask attributes, the SRQ of a new QP: 0 or the errno (sv_qp.c) */
 int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr);
+int sv_qp_srq_check(const struct ibv_qp_init_attr_ex *attr);
 uint32_t sv_qp_mlx5_sq_blocks(const struct ibv_qp_cap *cap, uint8_t type);
 /* A QP of registry type sv_type (attributes checked by the caller) */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
@@ -783,8 +783,8 @@ struct sv_dc_addr {
     uint32_t dctn;
     uint64_t key;
 };
-int  sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-                     const struct sv_dc_addr *dc);
+int  sv_post_send_wqe(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                      const struct sv_dc_addr *dc);
 /* mlx5dv_qp_ex of a DCI (sv_dc.c) */
 void sv_dc_init_dv_ops(struct sv_qp *qp);
 /* ibv_modify_qp of a DCI or DCT: 0 or EINVAL */

@@ -435,8 +435,8 @@ softverbs_dv_create_qp(struct ibv_context *context,
         flags = dv->create_flags;
         err   = sv_dc_create_flags_check(flags, type);
     }
-    if ((err == 0) && (attr->srq != NULL) && (attr->srq->pd != attr->pd)) {
-        err = EINVAL; /* an SRQ serves its own PD, see sv_create_qp_ex */
+    if (err == 0) {
+        err = sv_qp_srq_check(attr);
     }
     /* the mlx5 personality: the engine posts a WQE's data segments as SGEs
      * (see the plain case above) */

@@ -319,7 +319,6 @@ static void sv_mlx5_wqe_fail(struct sv_mlx5_qp *f, uint16_t idx)
 static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
 {
     uint8_t wqe[64 + 63 * 16] __attribute__((aligned(16)));
-    struct ibv_send_wr *bad;
     struct sv_dc_addr dc;
     struct sv_mlx5_wr w;
     enum ibv_qp_state st;
@@ -348,9 +347,9 @@ static int sv_mlx5_sq_consume(struct sv_mlx5_qp *f)
         } else if (ret != 0) {
             sv_mlx5_wqe_fail(f, (uint16_t)w.wr.wr_id);
         } else {
-            ret = (f->qp->sv_type == SV_QPT_DCI) ?
-                  sv_post_send_dc(&f->qp->qpx.qp_base, &w.wr, &dc) :
-                  ibv_post_send(&f->qp->qpx.qp_base, &w.wr, &bad);
+            ret = sv_post_send_wqe(&f->qp->qpx.qp_base, &w.wr,
+                                   (f->qp->sv_type == SV_QPT_DCI) ? &dc :
+                                                                   NULL);
             if (ret == ENOMEM) {
                 break; /* the internal queue is full: next round */
             }

@@ -122,9 +122,10 @@ static void sv_post_dest(uint8_t type, struct sv_swqe *w,
     }
 }
 
-/* dc: the WR's DC address (a DCI's WR from the ibv_wr_* API), else NULL */
+/* dc: the WR's DC address (a DCI's WR from the ibv_wr_* API), else NULL;
+ * max_sge: the SGEs it may have */
 static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
-                       const struct sv_dc_addr *dc)
+                       const struct sv_dc_addr *dc, uint32_t max_sge)
 {
     uint8_t type = qp->sv_type;
     struct sv_swqe *w;
@@ -169,7 +170,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
         }
         w->num_sge = 0;
     } else {
-        if ((uint32_t)wr->num_sge > qp->cap.max_send_sge) {
+        if ((uint32_t)wr->num_sge > max_sge) {
             return EINVAL;
         }
         for (i = 0; i < wr->num_sge; i++) {
@@ -226,7 +227,7 @@ static int sv_post_list(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     for (; wr != NULL; wr = wr->next) {
         ret = sv_post_one(qp, wr, from_wr_api ?
                           &sv_container_of(wr, struct sv_wr_ent, wr)->dc :
-                          NULL);
+                          NULL, qp->cap.max_send_sge);
         if (ret != 0) {
             *bad = wr;
             break;
@@ -243,10 +244,11 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     return sv_post_list(ibqp, wr, bad, 0);
 }
 
-/* One WR of a DCI to the target dc names (the mlx5 engine: the address
- * vector of a WQE); as ibv_post_send otherwise */
-int sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-                    const struct sv_dc_addr *dc)
+/* One WR of a WQE the mlx5 engine parsed (dc: the target its address
+ * vector names, for a DCI), with as many SGEs as the queue's slots hold
+ * (sq_sge, sv_qp_create); as ibv_post_send otherwise */
+int sv_post_send_wqe(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                     const struct sv_dc_addr *dc)
 {
     struct sv_qp *qp = sv_qp(ibqp);
     int ret;
@@ -256,7 +258,7 @@ int sv_post_send_dc(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         pthread_mutex_unlock(&qp->lock);
         return EINVAL;
     }
-    ret = sv_post_one(qp, wr, dc);
+    ret = sv_post_one(qp, wr, dc, qp->sq_sge);
     pthread_mutex_unlock(&qp->lock);
     sv_req_progress(qp);
     return ret;

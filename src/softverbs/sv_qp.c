@@ -8,6 +8,7 @@
  * mlx5dv_create_qp) can be added as new qp_type values there.
  */
 #include "sv.h"
+#include "sv_mlx5_front.h" /* SV_MLX5_MAX_SGE */
 
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,27 @@ int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr)
     return 0;
 }
 
+/* The SRQ of a QP being created (ibv_create_qp_ex or mlx5dv_create_qp):
+ * 0 or EINVAL.
+ * - an XRC SRQ serves XRC_RECV QPs only, named by the requests: the kernel's
+ *   create_qp refuses it as another QP's SRQ;
+ * - an SRQ serves QPs of its own protection domain: its receive buffers are
+ *   registered there, and a QP of another PD receiving into them would cross
+ *   the PD boundary (IBA protection domains). A parent domain is the domain
+ *   of the PD it contains (sv_pd.c): UCX's mlx5 transports create their QPs
+ *   in a parent domain and their SRQ in its PD */
+int sv_qp_srq_check(const struct ibv_qp_init_attr_ex *attr)
+{
+    if (attr->srq == NULL) {
+        return 0;
+    }
+    if ((sv_srq(attr->srq)->xrcd != NULL) ||
+        (sv_pd(attr->srq->pd)->pd_id != sv_pd(attr->pd)->pd_id)) {
+        return EINVAL;
+    }
+    return 0;
+}
+
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr)
 {
@@ -138,19 +160,9 @@ struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
         errno = EINVAL;
         return NULL;
     }
-    /* an XRC SRQ serves XRC_RECV QPs only, named by the requests: the
-     * kernel's create_qp refuses it as another QP's SRQ (EINVAL) */
-    if (attr->srq && (sv_srq(attr->srq)->xrcd != NULL)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    /* An SRQ serves QPs of its own protection domain: its receive buffers
-     * are registered there, and a QP of another PD receiving into them
-     * would cross the PD boundary (IBA protection domains). Refused with
-     * EINVAL, as an invalid attribute of the request. A parent domain is
-     * the domain of the PD it contains (sv_pd.c) */
-    if (attr->srq && (sv_pd(attr->srq->pd)->pd_id != sv_pd(attr->pd)->pd_id)) {
-        errno = EINVAL;
+    err = sv_qp_srq_check(attr);
+    if (err != 0) {
+        errno = err;
         return NULL;
     }
     return sv_qp_create(ctx, attr, attr->qp_type);
@@ -455,8 +467,22 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
     cap.max_send_wr = sv_pow2_roundup(cap.max_send_wr); /* granted */
     sq_size         = sv_qp_sq_ring_size(&cap, sv_type);
     qp->sq_size     = sq_size;
+    /* The mlx5 personality: its engine posts the data segments of a WQE
+     * the program wrote (up to 14 in 4 blocks, and an inline one) as SGEs
+     * of this QP, and an HCA checks a WQE against its queue only, not
+     * against the max_send_sge asked: UCX 1.22's ud_mlx5 asks for 2 SGEs
+     * "to minimize WQE length" and writes 4 (the inline header and 3 IOVs
+     * of an am_zcopy). So the slots of a queue it may front hold that
+     * many, while the caps written back stay libmlx5's (UCX sizes its CQs
+     * from them) and bound ibv_post_send */
+    qp->sq_sge = cap.max_send_sge;
+    if (sv_g.mlx5 && ((sv_type == IBV_QPT_RC) || (sv_type == IBV_QPT_UD) ||
+                      (sv_type == SV_QPT_DCI)) &&
+        (qp->sq_sge < SV_MLX5_MAX_SGE)) {
+        qp->sq_sge = SV_MLX5_MAX_SGE;
+    }
     qp->sq_stride = (sizeof(struct sv_swqe) +
-                     cap.max_send_sge * sizeof(struct ibv_sge) +
+                     qp->sq_sge * sizeof(struct ibv_sge) +
                      cap.max_inline_data + 7) & ~7u;
     if (sv_type == IBV_QPT_XRC_RECV) {
         /* no send queue: nothing to post, nothing in flight */
