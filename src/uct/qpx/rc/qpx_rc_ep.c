@@ -250,8 +250,9 @@ ucs_status_t qpx_rc_ep_connect_to_ep(uct_ep_h tl_ep,
 }
 
 
-/* Move the QP to ERR and finish every outstanding operation with status */
-static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
+/* Move the QP to ERR and take every outstanding operation off the endpoint
+ * into ops (the caller finishes them) */
+static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_list_link_t *ops)
 {
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
 
@@ -263,24 +264,36 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_status_t status)
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
     iface->super.tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
-    qpx_ops_complete(&ep->tx.ops, UINT64_MAX, status);
+    ucs_list_head_init(ops);
+    ucs_list_splice_tail(ops, &ep->tx.ops);
+    ucs_list_head_init(&ep->tx.ops);
     qpx_ep_pending_schedule(&iface->super.super, &ep->super);
 }
 
 
+/*
+ * The operations of a failed endpoint finish with the error after its
+ * failure is reported, as qpx_dc's of a failed DCI: a user that retries a
+ * request at its error completion (UCP's failover restarts it) must find
+ * the endpoint reported and replaced, not post on it again and get the
+ * error back at once. They are off the endpoint before the report, whose
+ * handler may destroy it.
+ */
 void qpx_rc_ep_handle_failure(qpx_rc_ep_t *ep, enum ibv_wc_status wc_status)
 {
     ucs_status_t status = qpx_wc_failure_status(wc_status);
+    ucs_list_link_t ops;
 
     if (ep->flags & QPX_RC_EP_FLAG_ERROR) {
         return;
     }
 
-    qpx_rc_ep_set_error(ep, status);
+    qpx_rc_ep_set_error(ep, &ops);
     /* The handler may destroy ep: nothing touches it afterwards */
     (void)qpx_ep_report_failure(&ep->super, status,
                                 "qpx_rc: qp 0x%x failed: %s", ep->qp->qp_num,
                                 ibv_wc_status_str(wc_status));
+    qpx_ops_complete(&ops, UINT64_MAX, status);
 }
 
 
@@ -310,9 +323,11 @@ ucs_status_t qpx_rc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     qpx_rc_ep_t *ep       = ucs_derived_of(tl_ep, qpx_rc_ep_t);
     qpx_rc_iface_t *iface = qpx_rc_ep_iface(ep);
+    ucs_list_link_t ops;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        qpx_rc_ep_set_error(ep, UCS_ERR_CANCELED);
+        qpx_rc_ep_set_error(ep, &ops);
+        qpx_ops_complete(&ops, UINT64_MAX, UCS_ERR_CANCELED);
         return UCS_OK;
     }
 
