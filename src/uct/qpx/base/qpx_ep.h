@@ -133,6 +133,18 @@ static UCS_F_ALWAYS_INLINE void qpx_op_add(ucs_list_link_t *ops,
 }
 
 
+/* Move every operation of ops to dst, a list of its own, and leave ops
+ * empty: what a failed or destroyed sender finishes apart from what is
+ * posted on it next */
+static UCS_F_ALWAYS_INLINE void qpx_ops_take(ucs_list_link_t *dst,
+                                             ucs_list_link_t *ops)
+{
+    ucs_list_head_init(dst);
+    ucs_list_splice_tail(dst, ops);
+    ucs_list_head_init(ops);
+}
+
+
 /* Finish the operations of ops up to sn with status */
 static UCS_F_ALWAYS_INLINE void qpx_ops_complete(ucs_list_link_t *ops,
                                                  uint64_t sn,

@@ -499,9 +499,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
      * before the report and get the error back at once (UCP 1.22
      * recursed until its stack overflowed). Taken off the DCI now: what
      * is posted on it from here on is of its next life. */
-    ucs_list_head_init(&old_ops);
-    ucs_list_splice_tail(&old_ops, &dci->ops);
-    ucs_list_head_init(&dci->ops);
+    qpx_ops_take(&old_ops, &dci->ops);
 
     /* Back to RTS. The flushed requests' completions of this life carry the
      * old generation and are dropped */

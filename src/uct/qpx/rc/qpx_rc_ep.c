@@ -133,9 +133,7 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
 
     /* What is outstanding completes as canceled, once the QP is reset
      * below (the device reads none of its buffers after that) */
-    ucs_list_head_init(&ops);
-    ucs_list_splice_tail(&ops, &self->tx.ops);
-    ucs_list_head_init(&self->tx.ops);
+    qpx_ops_take(&ops, &self->tx.ops);
 
     /* Requests that will never be polled are no longer outstanding */
     iface->super.tx_unacked -= self->tx.sn - self->tx.acked_sn;
@@ -264,9 +262,7 @@ static void qpx_rc_ep_set_error(qpx_rc_ep_t *ep, ucs_list_link_t *ops)
     ep->tx.sq_available  = QPX_RC_SQ_FAILED;
     iface->super.tx_unacked   -= ep->tx.sn - ep->tx.acked_sn;
     ep->tx.acked_sn      = ep->tx.sn;
-    ucs_list_head_init(ops);
-    ucs_list_splice_tail(ops, &ep->tx.ops);
-    ucs_list_head_init(&ep->tx.ops);
+    qpx_ops_take(ops, &ep->tx.ops);
     qpx_ep_pending_schedule(&iface->super.super, &ep->super);
 }
 
