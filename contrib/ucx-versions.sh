@@ -335,7 +335,8 @@ check_mpi() {
 # id's low byte), so rc_mlx5 and dc_mlx5 send each atomic 8 x id bytes past
 # its address, and the checks see the wrong word change (docs/softverbs.md)
 check_mlx5() {
-    local v=$1 tl out summary ret it=$top/test/integration
+    local v=$1 tl out summary ret opt it=$top/test/integration
+    local -a ia
     out=$(SOFTVERBS_MLX5=1 qpxrun_v "$prefix/bin/ucx_info" -d 2>&1)
     if grep -q "Transport: rc_mlx5" <<<"$out" && grep -q "Transport: ud_mlx5" <<<"$out" &&
        grep -q "Transport: dc_mlx5" <<<"$out" && ! grep -q "UCX  ERROR" <<<"$out"; then
@@ -350,11 +351,12 @@ check_mlx5() {
         { qpx_fail "UCX $v: qpx_uct_integrity does not build: $(head -n 1 "$tmp/gcc.out")"; return; }
     for tl in rc_mlx5 ud_mlx5 dc_mlx5 qpx_rc qpx_ud qpx_dc; do
         case $tl in
-        *_mlx5) set -- -P; export UCX_IB_INDIRECT_ATOMIC=n ;;
-        *)      set --;    unset UCX_IB_INDIRECT_ATOMIC ;;
+        *_mlx5) opt=-P; ia=(UCX_IB_INDIRECT_ATOMIC=n) ;;
+        *)      opt=;   ia=() ;;
         esac
-        SOFTVERBS_MLX5=1 qpxrun_v timeout 300 "$tmp/integ-$v" "$@" -x "$tl" -d "$QPX_DEV" \
-            >"$tmp/integ.out" 2>&1
+        # shellcheck disable=SC2086
+        SOFTVERBS_MLX5=1 qpxrun_v env "${ia[@]}" timeout 300 "$tmp/integ-$v" $opt \
+            -x "$tl" -d "$QPX_DEV" >"$tmp/integ.out" 2>&1
         ret=$?
         summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/integ.out" | tail -n 1)
         if [ $ret -eq 0 ] && [[ $summary =~ ^[1-9][0-9]*\ passed,\ 0\ failed ]]; then
@@ -364,7 +366,6 @@ check_mlx5() {
             grep -E '^FAIL|rror|ssert' "$tmp/integ.out" | head -n 6
         fi
     done
-    unset UCX_IB_INDIRECT_ATOMIC
 }
 
 for v in $versions; do
