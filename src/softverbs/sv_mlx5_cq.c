@@ -37,6 +37,24 @@ static uint8_t sv_mlx5_syndrome(enum ibv_wc_status st)
     }
 }
 
+/* The opcode of the send WQE a requester completion ends, as a CQE carries
+ * it in sop_drop_qpn's top byte (the PRM's CQE "opcode" of the WQE;
+ * libmlx5's handle_good_req decodes it into the ibv_wc's opcode). The
+ * completion names the operation's class only: a send with immediate
+ * reads as a send, as libmlx5 reports both */
+static uint8_t sv_mlx5_wqe_opcode(enum ibv_wc_opcode op)
+{
+    switch (op) {
+    case IBV_WC_RDMA_WRITE: return MLX5_OPCODE_RDMA_WRITE;
+    case IBV_WC_RDMA_READ:  return MLX5_OPCODE_RDMA_READ;
+    case IBV_WC_COMP_SWAP:  return MLX5_OPCODE_ATOMIC_CS;
+    case IBV_WC_FETCH_ADD:  return MLX5_OPCODE_ATOMIC_FA;
+    case IBV_WC_BIND_MW:    return MLX5_OPCODE_UMR;
+    case IBV_WC_LOCAL_INV:  return MLX5_OPCODE_UMR;
+    default:                return MLX5_OPCODE_SEND;
+    }
+}
+
 /* Publish body as the next entry: everything but op_own first, then op_own
  * with the owner bit of this pass over the buffer (the program reads op_own,
  * then the rest after a load fence: the release store pairs with it) */
@@ -88,7 +106,9 @@ static void sv_mlx5_cqe_from_wc(struct sv_mlx5_cq *f, const struct ibv_wc *wc)
     cqe.sop_drop_qpn = htobe32(wc->qp_num & 0xffffff);
     cqe.wqe_counter  = htobe16((uint16_t)wc->wr_id);
     if (!recv) {
-        opcode = MLX5_CQE_REQ;
+        opcode            = MLX5_CQE_REQ;
+        cqe.sop_drop_qpn |= htobe32((uint32_t)sv_mlx5_wqe_opcode(wc->opcode)
+                                    << 24);
     } else {
         if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
             opcode = MLX5_CQE_RESP_WR_IMM;
