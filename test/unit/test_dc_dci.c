@@ -49,6 +49,7 @@ static void test_setup_policy(qpx_dc_policy_t policy)
     iface->num_dci       = NUM_DCI;
     for (i = 0; i < NUM_DCI; ++i) {
         iface->dcis[i].index        = i;
+        qpx_dc_dci_gen_set(&iface->dcis[i], 0);
         iface->dcis[i].sq_available = SQ_LEN;
         iface->dcis[i].owner_id     = QPX_EP_ID_NULL;
         ucs_list_head_init(&iface->dcis[i].ops);

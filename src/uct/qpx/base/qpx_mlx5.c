@@ -107,6 +107,21 @@ static UCS_F_ALWAYS_INLINE enum ibv_wc_status qpx_mlx5_status(uint8_t synd)
 }
 
 
+/* A send completion's opcode from the opcode of its WQE, which the CQE
+ * carries (libmlx5's handle_good_req) */
+static enum ibv_wc_opcode qpx_mlx5_wc_opcode(uint8_t wqe_opcode)
+{
+    switch (wqe_opcode) {
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM: return IBV_WC_RDMA_WRITE;
+    case MLX5_OPCODE_RDMA_READ:      return IBV_WC_RDMA_READ;
+    case MLX5_OPCODE_ATOMIC_CS:      return IBV_WC_COMP_SWAP;
+    case MLX5_OPCODE_ATOMIC_FA:      return IBV_WC_FETCH_ADD;
+    default:                         return IBV_WC_SEND;
+    }
+}
+
+
 /* The send WQE a CQE names (its QP's queue, its first block) into wc;
  * 0 when the QP is not (or no longer) the interface's */
 static UCS_F_ALWAYS_INLINE int qpx_mlx5_wc_tx(qpx_iface_t *iface, uint32_t qpn,
@@ -124,7 +139,6 @@ static UCS_F_ALWAYS_INLINE int qpx_mlx5_wc_tx(qpx_iface_t *iface, uint32_t qpn,
     }
     wq            = kh_value(map, it);
     wc->wr_id     = wq->wrid[wqe_counter & wq->mask];
-    wc->opcode    = (enum ibv_wc_opcode)wq->wc_opcode[wqe_counter & wq->mask];
     return 1;
 }
 
@@ -188,6 +202,8 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
         switch (opcode) {
         case MLX5_CQE_REQ:
             wc[n].qp_num   = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+            wc[n].opcode   = qpx_mlx5_wc_opcode(be32toh(cqe->sop_drop_qpn) >>
+                                                24);
             wc[n].byte_len = be32toh(cqe->byte_cnt);
             if (!qpx_mlx5_wc_tx(iface, wc[n].qp_num, be16toh(cqe->wqe_counter),
                                 &wc[n])) {
@@ -491,6 +507,7 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     struct ibv_qp_attr attr;
     ucs_status_t status;
     unsigned per_wr;
+    size_t overhead;
     khiter_t it;
     int ret;
 
@@ -514,9 +531,24 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
                   dv.sq.stride, attr.cap.max_send_wr);
         return UCS_ERR_IO_ERROR;
     }
-    wq->wrid      = calloc(dv.sq.wqe_cnt, sizeof(*wq->wrid));
-    wq->wc_opcode = calloc(dv.sq.wqe_cnt, sizeof(*wq->wc_opcode));
-    if ((wq->wrid == NULL) || (wq->wc_opcode == NULL)) {
+    /* the direct operations write inline data up to the QP's
+     * max_inline_data unchecked (their callers hold them to it): it must
+     * fit one WQE after the segments it goes with (a remote address but on
+     * UD, a datagram segment but on RC) */
+    overhead = sizeof(struct mlx5_wqe_ctrl_seg) +
+               ((qp->qp_type == IBV_QPT_RC) ? 0 : sizeof(struct mlx5_wqe_av)) +
+               ((qp->qp_type == IBV_QPT_UD) ? 0 :
+                sizeof(struct mlx5_wqe_raddr_seg));
+    if ((overhead + ucs_align_up(sizeof(uint32_t) + attr.cap.max_inline_data,
+                                 16)) >
+        ucs_min((size_t)per_wr * MLX5_SEND_WQE_BB, (size_t)QPX_MLX5_MAX_WQE)) {
+        ucs_error("qp 0x%x: %u inline bytes do not fit a WQE of %u blocks: "
+                  "not for the direct path", qp->qp_num,
+                  attr.cap.max_inline_data, per_wr);
+        return UCS_ERR_IO_ERROR;
+    }
+    wq->wrid = calloc(dv.sq.wqe_cnt, sizeof(*wq->wrid));
+    if (wq->wrid == NULL) {
         goto err_free;
     }
     wq->qstart  = dv.sq.buf;
@@ -527,6 +559,7 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     wq->reg     = dv.bf.reg;
     wq->max_wqe = ucs_min((size_t)per_wr * MLX5_SEND_WQE_BB,
                           (size_t)QPX_MLX5_MAX_WQE);
+    wq->inplace_max = (size_t)(wq->qend - wq->qstart) - wq->max_wqe;
     /* a QP from RESET starts at block 0: libmlx5 zeroed the record */
     wq->pi      = 0;
 
@@ -538,7 +571,6 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     return UCS_OK;
 
 err_free:
-    free(wq->wc_opcode);
     free(wq->wrid);
     memset(wq, 0, sizeof(*wq));
     return UCS_ERR_NO_MEMORY;
@@ -641,7 +673,6 @@ void qpx_mlx5_txwq_cleanup(qpx_iface_t *iface, qpx_mlx5_txwq_t *wq)
             kh_del(qpx_qp_map, map, it);
         }
     }
-    free(wq->wc_opcode);
     free(wq->wrid);
     memset(wq, 0, sizeof(*wq));
 }

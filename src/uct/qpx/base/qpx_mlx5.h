@@ -40,8 +40,9 @@ typedef struct qpx_mlx5_cq {
 } qpx_mlx5_cq_t;
 
 
-/* A send queue of 64-byte blocks; the WR id and completion opcode of the
- * WQE that starts at each block, for its CQE (which names the block) */
+/* A send queue of 64-byte blocks; the WR id of the WQE that starts at each
+ * block, for its CQE (which names the block; the CQE carries the WQE's
+ * opcode itself) */
 typedef struct qpx_mlx5_txwq {
     char              *qstart;
     char              *qend;
@@ -51,8 +52,9 @@ typedef struct qpx_mlx5_txwq {
     volatile uint32_t *dbrec;     /* [MLX5_SND_DBR]: the producer counter */
     volatile uint64_t *reg;       /* the doorbell register (8-byte store) */
     size_t             max_wqe;   /* bytes one WQE may take */
+    size_t             inplace_max; /* the last offset a WQE of max_wqe bytes
+                                       starts at without passing qend */
     uint64_t          *wrid;
-    uint8_t           *wc_opcode;
 } qpx_mlx5_txwq_t;
 
 

@@ -12,6 +12,7 @@
 #if HAVE_MLX5DV
 
 #include <infiniband/mlx5dv.h>
+#include <ucs/ucx_compat.h>
 #include <ucs/sys/compiler_def.h>
 #include <endian.h>
 #include <string.h>
@@ -66,33 +67,17 @@ static UCS_F_ALWAYS_INLINE void qpx_mlx5_mmio_flush(void)
 }
 
 
-static UCS_F_ALWAYS_INLINE uint8_t qpx_mlx5_opcode(enum ibv_wr_opcode op,
-                                                   uint8_t *wc_opcode)
+static UCS_F_ALWAYS_INLINE uint8_t qpx_mlx5_opcode(enum ibv_wr_opcode op)
 {
     switch (op) {
-    case IBV_WR_SEND:
-        *wc_opcode = IBV_WC_SEND;
-        return MLX5_OPCODE_SEND;
-    case IBV_WR_SEND_WITH_IMM:
-        *wc_opcode = IBV_WC_SEND;
-        return MLX5_OPCODE_SEND_IMM;
-    case IBV_WR_RDMA_WRITE:
-        *wc_opcode = IBV_WC_RDMA_WRITE;
-        return MLX5_OPCODE_RDMA_WRITE;
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        *wc_opcode = IBV_WC_RDMA_WRITE;
-        return MLX5_OPCODE_RDMA_WRITE_IMM;
-    case IBV_WR_RDMA_READ:
-        *wc_opcode = IBV_WC_RDMA_READ;
-        return MLX5_OPCODE_RDMA_READ;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-        *wc_opcode = IBV_WC_COMP_SWAP;
-        return MLX5_OPCODE_ATOMIC_CS;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        *wc_opcode = IBV_WC_FETCH_ADD;
-        return MLX5_OPCODE_ATOMIC_FA;
-    default:
-        return 0xff;
+    case IBV_WR_SEND:                return MLX5_OPCODE_SEND;
+    case IBV_WR_SEND_WITH_IMM:       return MLX5_OPCODE_SEND_IMM;
+    case IBV_WR_RDMA_WRITE:          return MLX5_OPCODE_RDMA_WRITE;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return MLX5_OPCODE_RDMA_WRITE_IMM;
+    case IBV_WR_RDMA_READ:           return MLX5_OPCODE_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:  return MLX5_OPCODE_ATOMIC_CS;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return MLX5_OPCODE_ATOMIC_FA;
+    default:                         return 0xff;
     }
 }
 
@@ -133,21 +118,26 @@ qpx_mlx5_set_atomic(char *p, const struct ibv_send_wr *wr)
 
 
 /* The WR's SGEs copied as one inline segment (none for no bytes), padded
- * to 16 bytes; returns the end, or NULL when they pass end */
+ * to 16 bytes; returns the end, or NULL when they pass end. bounded (a
+ * constant): the caller holds the bytes to the QP's max_inline_data, which
+ * fits a WQE (qpx_mlx5_txwq_init checks it), so they are not tested */
 static UCS_F_ALWAYS_INLINE char *
-qpx_mlx5_set_inline(char *p, const char *end, const struct ibv_send_wr *wr)
+qpx_mlx5_set_inline(char *p, const char *end, const struct ibv_send_wr *wr,
+                    int bounded)
 {
     uint32_t inl = 0;
     int i;
 
     for (i = 0; i < wr->num_sge; ++i) {
-        if (ucs_unlikely(p + 4 + inl + wr->sg_list[i].length > end)) {
+        if (!bounded &&
+            ucs_unlikely(p + 4 + inl + wr->sg_list[i].length > end)) {
             return NULL;
         }
         memcpy(p + 4 + inl, (void*)(uintptr_t)wr->sg_list[i].addr,
                wr->sg_list[i].length);
         inl += wr->sg_list[i].length;
     }
+    ucs_assertv(p + 4 + inl <= end, "%u inline bytes pass the WQE", inl);
     if (inl == 0) {
         return p;
     }
@@ -199,53 +189,133 @@ qpx_mlx5_set_dgram(char *p, const struct mlx5_wqe_av *av, uint32_t dqp,
 }
 
 
-/* The control segment of a WQE of size bytes at the producer index */
-static UCS_F_ALWAYS_INLINE void
-qpx_mlx5_set_ctrl(struct mlx5_wqe_ctrl_seg *ctrl, const qpx_mlx5_txwq_t *wq,
-                  uint8_t opcode, size_t size, const struct ibv_send_wr *wr)
+/* A WQE being written: built in place at offset off of the queue, or in a
+ * staging buffer of the caller's (where it might wrap from the end of the
+ * queue to its start; the buffer apart, so that the compiler keeps these
+ * fields in registers) */
+typedef struct qpx_mlx5_wqe {
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    size_t                   off;
+    size_t                   size;
+    int                      in_place;
+    uint8_t                  opcode;
+} qpx_mlx5_wqe_t;
+
+/* A staging buffer for one WQE */
+typedef uint64_t qpx_mlx5_wqe_stage_t[QPX_MLX5_MAX_WQE / sizeof(uint64_t)];
+
+
+/* The control segment's flags from a WR's: IBV_SEND_FENCE (1),
+ * IBV_SEND_SIGNALED (2), IBV_SEND_SOLICITED (4) as an index (a load
+ * instead of a test per flag) */
+static const uint8_t qpx_mlx5_fm_ce_se[8] = {
+    0,
+    MLX5_WQE_CTRL_FENCE,
+    MLX5_WQE_CTRL_CQ_UPDATE,
+    MLX5_WQE_CTRL_CQ_UPDATE | MLX5_WQE_CTRL_FENCE,
+    MLX5_WQE_CTRL_SOLICITED,
+    MLX5_WQE_CTRL_SOLICITED | MLX5_WQE_CTRL_FENCE,
+    MLX5_WQE_CTRL_SOLICITED | MLX5_WQE_CTRL_CQ_UPDATE,
+    MLX5_WQE_CTRL_SOLICITED | MLX5_WQE_CTRL_CQ_UPDATE | MLX5_WQE_CTRL_FENCE
+};
+
+
+/*
+ * Every segment of wr's WQE but the control segment, at the producer index:
+ * a DCI's or a UD QP's when av is not NULL (its datagram segment first, to
+ * dct_num or the remote QP with its key), an RC QP's else, in place or in
+ * stage. bounded: qpx_mlx5_set_inline's. Returns 0 or EINVAL (an opcode or a size the
+ * queue does not take; nothing to post). The caller may decide the WQE's
+ * flags and WR id after it (qpx_mlx5_wqe_post): its copy of the data is
+ * then done before the state they come from is read.
+ */
+static UCS_F_ALWAYS_INLINE int
+qpx_mlx5_wqe_build(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
+                   const struct mlx5_wqe_av *av, uint32_t dct_num,
+                   uint64_t dc_key, int bounded, qpx_mlx5_wqe_stage_t stage,
+                   qpx_mlx5_wqe_t *wqe)
 {
-    ctrl->opmod_idx_opcode      = htobe32(((uint32_t)wq->pi << 8) | opcode);
-    ctrl->qpn_ds                = htobe32((wq->qpn << 8) |
-                                          (uint32_t)(size / 16));
-    ctrl->signature             = 0;
-    ctrl->dci_stream_channel_id = 0;
-    ctrl->fm_ce_se              = ((wr->send_flags & IBV_SEND_SIGNALED) ?
-                                   MLX5_WQE_CTRL_CQ_UPDATE : 0) |
-                                  ((wr->send_flags & IBV_SEND_SOLICITED) ?
-                                   MLX5_WQE_CTRL_SOLICITED : 0) |
-                                  ((wr->send_flags & IBV_SEND_FENCE) ?
-                                   MLX5_WQE_CTRL_FENCE : 0);
-    ctrl->imm                   = 0;
-    if ((wr->opcode == IBV_WR_SEND_WITH_IMM) ||
-        (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-        ctrl->imm = wr->imm_data; /* set only for these, as verbs reads it */
+    char *p, *end;
+
+    wqe->off      = (size_t)(wq->pi & wq->mask) * MLX5_SEND_WQE_BB;
+    wqe->in_place = (wqe->off <= wq->inplace_max);
+    wqe->ctrl     = wqe->in_place ? (void*)(wq->qstart + wqe->off) :
+                                    (void*)stage;
+    wqe->opcode   = qpx_mlx5_opcode(wr->opcode);
+    if (ucs_unlikely(wqe->opcode == 0xff)) {
+        return EINVAL;
     }
+    p   = (char*)(wqe->ctrl + 1);
+    end = (char*)wqe->ctrl + wq->max_wqe;
+    if (av != NULL) {
+        p = qpx_mlx5_set_dgram(p, av, dct_num, dc_key);
+    }
+    /* tested on the WR's opcode, as its writer tests it before filling the
+     * atomic part (the compiler then sees that part written) */
+    if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
+        (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+        p = qpx_mlx5_set_atomic(p, wr);
+    } else if ((wqe->opcode != MLX5_OPCODE_SEND) &&
+               (wqe->opcode != MLX5_OPCODE_SEND_IMM)) {
+        p = qpx_mlx5_set_raddr(p, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+    }
+    if ((wr->send_flags & IBV_SEND_INLINE) &&
+        (wqe->opcode != MLX5_OPCODE_RDMA_READ) &&
+        (wqe->opcode != MLX5_OPCODE_ATOMIC_CS) &&
+        (wqe->opcode != MLX5_OPCODE_ATOMIC_FA)) {
+        p = qpx_mlx5_set_inline(p, end, wr, bounded);
+    } else {
+        p = qpx_mlx5_set_dptrs(p, end, wr);
+    }
+    if (ucs_unlikely(p == NULL)) {
+        return EINVAL;
+    }
+    wqe->size = p - (char*)wqe->ctrl;
+    return 0;
 }
 
 
 /*
- * The WQE of size bytes built at ctrl (in place at offset off, or staged
- * where it wraps: copied in now) posted: its WR id and completion opcode
- * kept at its first block, the doorbell record moved past it after a
- * store fence (the device reads the WQE once it sees the record), and the
- * first 8 bytes of the control segment written to the doorbell register
- * after another (the record before the register).
+ * The WQE qpx_mlx5_wqe_build wrote posted as request wr_id with send_flags
+ * (IBV_SEND_*) and imm (big endian; 0 but for an opcode with immediate):
+ * its control segment (the second half in one store), the staged copy
+ * moved in, its WR id kept at its first block, the doorbell record moved
+ * past it after a store fence (the device reads the WQE once it sees the
+ * record), and the control segment's first 8 bytes written to the doorbell
+ * register after another (the record before the register).
  */
 static UCS_F_ALWAYS_INLINE void
-qpx_mlx5_ring(qpx_mlx5_txwq_t *wq, const struct mlx5_wqe_ctrl_seg *ctrl,
-              int in_place, size_t off, size_t size, uint64_t wr_id,
-              uint8_t wc_opcode)
+qpx_mlx5_wqe_post(qpx_mlx5_txwq_t *wq, qpx_mlx5_wqe_t *wqe,
+                  unsigned send_flags, uint32_t imm, uint64_t wr_id)
 {
+    struct mlx5_wqe_ctrl_seg *ctrl = wqe->ctrl;
+    uint64_t fm_ce_se              = qpx_mlx5_fm_ce_se[send_flags &
+                                                       (IBV_SEND_FENCE |
+                                                        IBV_SEND_SIGNALED |
+                                                        IBV_SEND_SOLICITED)];
+    uint64_t second; /* signature and stream id 0, the flags, imm */
     size_t first;
 
-    if (!in_place) {
-        first = ucs_min(size, (size_t)(wq->qend - wq->qstart) - off);
-        memcpy(wq->qstart + off, ctrl, first);
-        memcpy(wq->qstart, (const char*)ctrl + first, size - first);
+    /* the segment's bytes 8 to 15 as one 8-byte value in host order: the
+     * flags are byte 11, imm (already big endian) bytes 12 to 15 */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    second = (fm_ce_se << 24) | ((uint64_t)imm << 32);
+#else
+    second = (fm_ce_se << 32) | imm;
+#endif
+    ctrl->opmod_idx_opcode = htobe32(((uint32_t)wq->pi << 8) | wqe->opcode);
+    ctrl->qpn_ds           = htobe32((wq->qpn << 8) |
+                                     (uint32_t)(wqe->size / 16));
+    memcpy(&ctrl->signature, &second, sizeof(second));
+
+    if (!wqe->in_place) {
+        first = ucs_min(wqe->size, (size_t)(wq->qend - wq->qstart) - wqe->off);
+        memcpy(wq->qstart + wqe->off, ctrl, first);
+        memcpy(wq->qstart, (const char*)ctrl + first, wqe->size - first);
     }
-    wq->wrid[wq->pi & wq->mask]      = wr_id;
-    wq->wc_opcode[wq->pi & wq->mask] = wc_opcode;
-    wq->pi += (uint16_t)((size + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB);
+    wq->wrid[wq->pi & wq->mask] = wr_id;
+    wq->pi += (uint16_t)((wqe->size + MLX5_SEND_WQE_BB - 1) /
+                         MLX5_SEND_WQE_BB);
 
     /* the WQE before the record that covers it */
     qpx_mlx5_wmb();
@@ -257,61 +327,39 @@ qpx_mlx5_ring(qpx_mlx5_txwq_t *wq, const struct mlx5_wqe_ctrl_seg *ctrl,
 }
 
 
+/* The immediate data a WR's WQE carries: the WR's for an opcode with
+ * immediate (verbs reads it only then), else 0 */
+static UCS_F_ALWAYS_INLINE uint32_t
+qpx_mlx5_wr_imm(const struct ibv_send_wr *wr)
+{
+    return ((wr->opcode == IBV_WR_SEND_WITH_IMM) ||
+            (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) ? wr->imm_data : 0;
+}
+
+
 /*
- * Post one WR as a WQE at the producer index and ring the doorbell: a DCI's
- * or a UD QP's when av is not NULL (its datagram segment after the control
- * segment, to dct_num or the remote QP with its key), an RC QP's else.
- * The WQE is built in place, or in a staging buffer where it might wrap
- * from the end of the queue to its start. Returns 0 or EINVAL (an opcode
- * or a size the queue does not take; nothing posted). Inlined in the
- * direct path's operations (constant opcodes, flags and av fold away);
- * qpx_mlx5_post and qpx_mlx5_post_dc are the same out of line (qpx_ud
- * posts only inline).
+ * Post one WR as a WQE at the producer index and ring the doorbell
+ * (qpx_mlx5_wqe_build, then qpx_mlx5_wqe_post with the WR's flags and id).
+ * Returns 0 or EINVAL (nothing posted). Inlined in the direct path's
+ * operations (constant opcodes, flags and av fold away); qpx_mlx5_post and
+ * qpx_mlx5_post_dc are the same out of line, with the inline bytes tested.
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_mlx5_post_wqe_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                          const struct mlx5_wqe_av *av, uint32_t dct_num,
-                         uint64_t dc_key)
+                         uint64_t dc_key, int bounded)
 {
-    uint64_t buf[QPX_MLX5_MAX_WQE / sizeof(uint64_t)];
-    size_t off   = (size_t)(wq->pi & wq->mask) * MLX5_SEND_WQE_BB;
-    int in_place = (off + wq->max_wqe <= (size_t)(wq->qend - wq->qstart));
-    struct mlx5_wqe_ctrl_seg *ctrl = in_place ? (void*)(wq->qstart + off) :
-                                                (void*)buf;
-    char *p                        = (char*)(ctrl + 1);
-    char *end                      = (char*)ctrl + wq->max_wqe;
-    uint8_t opcode, wc_opcode = 0;
+    qpx_mlx5_wqe_stage_t stage;
+    qpx_mlx5_wqe_t wqe;
+    int ret;
 
-    opcode = qpx_mlx5_opcode(wr->opcode, &wc_opcode);
-    if (ucs_unlikely(opcode == 0xff)) {
-        return EINVAL;
+    ret = qpx_mlx5_wqe_build(wq, wr, av, dct_num, dc_key, bounded, stage,
+                             &wqe);
+    if (ucs_unlikely(ret != 0)) {
+        return ret;
     }
-    if (av != NULL) {
-        p = qpx_mlx5_set_dgram(p, av, dct_num, dc_key);
-    }
-    /* tested on the WR's opcode, as its writer tests it before filling the
-     * atomic part (the compiler then sees that part written) */
-    if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ||
-        (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
-        p = qpx_mlx5_set_atomic(p, wr);
-    } else if ((opcode != MLX5_OPCODE_SEND) &&
-               (opcode != MLX5_OPCODE_SEND_IMM)) {
-        p = qpx_mlx5_set_raddr(p, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
-    }
-    if ((wr->send_flags & IBV_SEND_INLINE) &&
-        (opcode != MLX5_OPCODE_RDMA_READ) && (opcode != MLX5_OPCODE_ATOMIC_CS) &&
-        (opcode != MLX5_OPCODE_ATOMIC_FA)) {
-        p = qpx_mlx5_set_inline(p, end, wr);
-    } else {
-        p = qpx_mlx5_set_dptrs(p, end, wr);
-    }
-    if (ucs_unlikely(p == NULL)) {
-        return EINVAL;
-    }
-
-    qpx_mlx5_set_ctrl(ctrl, wq, opcode, p - (char*)ctrl, wr);
-    qpx_mlx5_ring(wq, ctrl, in_place, off, p - (char*)ctrl, wr->wr_id,
-                  wc_opcode);
+    qpx_mlx5_wqe_post(wq, &wqe, wr->send_flags, qpx_mlx5_wr_imm(wr),
+                      wr->wr_id);
     return 0;
 }
 
@@ -320,7 +368,7 @@ qpx_mlx5_post_wqe_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 static UCS_F_ALWAYS_INLINE int
 qpx_mlx5_post_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr)
 {
-    return qpx_mlx5_post_wqe_inline(wq, wr, NULL, 0, 0);
+    return qpx_mlx5_post_wqe_inline(wq, wr, NULL, 0, 0, 0);
 }
 
 
@@ -330,7 +378,7 @@ qpx_mlx5_post_dc_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                         const struct mlx5_wqe_av *av, uint32_t dct_num,
                         uint64_t dc_key)
 {
-    return qpx_mlx5_post_wqe_inline(wq, wr, av, dct_num, dc_key);
+    return qpx_mlx5_post_wqe_inline(wq, wr, av, dct_num, dc_key, 0);
 }
 
 
@@ -341,7 +389,7 @@ qpx_mlx5_post_ud_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
                         const struct mlx5_wqe_av *av)
 {
     return qpx_mlx5_post_wqe_inline(wq, wr, av, wr->wr.ud.remote_qpn,
-                                    (uint64_t)wr->wr.ud.remote_qkey << 32);
+                                    (uint64_t)wr->wr.ud.remote_qkey << 32, 0);
 }
 
 
@@ -361,6 +409,34 @@ static UCS_F_ALWAYS_INLINE int qpx_mlx5_cq_ready(const qpx_mlx5_cq_t *cq)
 }
 
 #else
+
+/* Without mlx5dv.h no interface is direct: these are never reached */
+typedef struct qpx_mlx5_wqe {
+    int unused;
+} qpx_mlx5_wqe_t;
+
+typedef uint64_t qpx_mlx5_wqe_stage_t[1];
+
+static inline int qpx_mlx5_wqe_build(qpx_mlx5_txwq_t *wq,
+                                     const struct ibv_send_wr *wr,
+                                     const struct mlx5_wqe_av *av,
+                                     uint32_t dct_num, uint64_t dc_key,
+                                     int bounded, qpx_mlx5_wqe_stage_t stage,
+                                     qpx_mlx5_wqe_t *wqe)
+{
+    return EOPNOTSUPP;
+}
+
+static inline void qpx_mlx5_wqe_post(qpx_mlx5_txwq_t *wq, qpx_mlx5_wqe_t *wqe,
+                                     unsigned send_flags, uint32_t imm,
+                                     uint64_t wr_id)
+{
+}
+
+static inline uint32_t qpx_mlx5_wr_imm(const struct ibv_send_wr *wr)
+{
+    return 0;
+}
 
 static inline int qpx_mlx5_cq_ready(const qpx_mlx5_cq_t *cq)
 {

@@ -21,11 +21,23 @@ static UCS_F_ALWAYS_INLINE qpx_dc_iface_t *qpx_dc_ep_iface(qpx_dc_ep_t *ep)
 }
 
 
+/* dci's life is gen: its requests' WR ids carry it (and its index) */
+static UCS_F_ALWAYS_INLINE void qpx_dc_dci_gen_set(qpx_dc_dci_t *dci,
+                                                   uint16_t gen)
+{
+    dci->gen        = gen;
+    dci->wr_id_base = ((uint64_t)dci->index << QPX_DC_DCI_SHIFT) |
+                      ((uint64_t)gen << QPX_DC_GEN_SHIFT);
+}
+
+
 static UCS_F_ALWAYS_INLINE uint64_t qpx_dc_dci_wr_id(qpx_dc_dci_t *dci,
                                                     uint64_t sn)
 {
-    return ((uint64_t)dci->index << QPX_DC_DCI_SHIFT) |
-           ((uint64_t)dci->gen << QPX_DC_GEN_SHIFT) | (sn & QPX_DC_SN_MASK);
+    ucs_assert(dci->wr_id_base ==
+               (((uint64_t)dci->index << QPX_DC_DCI_SHIFT) |
+                ((uint64_t)dci->gen << QPX_DC_GEN_SHIFT)));
+    return dci->wr_id_base | (sn & QPX_DC_SN_MASK);
 }
 
 
@@ -217,26 +229,49 @@ qpx_dc_dci_wr_posted(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep,
 
 /*
  * One request of ep on dci, rwr, on the path direct names: its flags
- * (qpx_dc_dci_wr_flags), the post, its count.
+ * (qpx_dc_dci_wr_flags), the post, its count. On the direct path the WQE's
+ * body is written first, its flags and id after (qpx_rc_ep_post_path).
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_dc_dci_post_wr(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
                    const qpx_rdma_wr_t *rwr, int direct)
 {
-    unsigned flags = qpx_dc_dci_wr_flags(iface, ep, dci, rwr->send_flags,
-                                         rwr->signal);
+    qpx_mlx5_wqe_stage_t stage;
+    struct ibv_send_wr wr;
+    qpx_mlx5_wqe_t wqe;
+    unsigned flags;
     int ret;
 
-    ret = qpx_dc_dci_post_path(iface, dci, ep->ah, ep->av, ep->dct_num, rwr,
-                               qpx_dc_dci_wr_id(dci, dci->sn + 1), flags,
-                               direct);
-    if (ucs_unlikely(ret != 0)) {
-        ucs_error("post on dci 0x%x (opcode %d) failed: %s", dci->qp->qp_num,
-                  rwr->opcode, strerror(ret));
-        return UCS_ERR_IO_ERROR;
+    if (direct == QPX_RDMA_PATH_DIRECT) {
+        /* the inline bytes are the operations' own, held to max_inline */
+        qpx_rdma_wr_to_send_wr(rwr, &wr, 1);
+        wr.send_flags = rwr->send_flags;
+        ret = qpx_mlx5_wqe_build(&dci->txwq, &wr, ep->av, ep->dct_num,
+                                 iface->config.dc_key, 1, stage, &wqe);
+        if (ucs_unlikely(ret != 0)) {
+            goto err;
+        }
+    }
+
+    flags = qpx_dc_dci_wr_flags(iface, ep, dci, rwr->send_flags, rwr->signal);
+    if (direct == QPX_RDMA_PATH_DIRECT) {
+        qpx_mlx5_wqe_post(&dci->txwq, &wqe, flags, 0,
+                          qpx_dc_dci_wr_id(dci, dci->sn + 1));
+    } else {
+        ret = qpx_dc_dci_post_path(iface, dci, ep->ah, ep->av, ep->dct_num,
+                                   rwr, qpx_dc_dci_wr_id(dci, dci->sn + 1),
+                                   flags, direct);
+        if (ucs_unlikely(ret != 0)) {
+            goto err;
+        }
     }
     qpx_dc_dci_wr_posted(iface, ep, dci, flags & IBV_SEND_SIGNALED);
     return UCS_OK;
+
+err:
+    ucs_error("post on dci 0x%x (opcode %d) failed: %s", dci->qp->qp_num,
+              rwr->opcode, strerror(ret));
+    return UCS_ERR_IO_ERROR;
 }
 
 

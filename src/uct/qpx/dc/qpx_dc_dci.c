@@ -58,7 +58,7 @@ static ucs_status_t qpx_dc_dci_init(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
     }
 
     dci->index     = index;
-    dci->gen       = 0;
+    qpx_dc_dci_gen_set(dci, 0);
     dci->sn        = 0;
     dci->owner_id  = QPX_EP_ID_NULL;
     dci->target_id = QPX_EP_ID_NULL;
@@ -503,7 +503,7 @@ static void qpx_dc_dci_failed(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
 
     /* Back to RTS. The flushed requests' completions of this life carry the
      * old generation and are dropped */
-    ++dci->gen;
+    qpx_dc_dci_gen_set(dci, dci->gen + 1);
     if ((qpx_qp_to_reset(dci->qp) != UCS_OK) ||
         (qpx_dc_dci_connect(iface, dci) != UCS_OK)) {
         ucs_error("dci 0x%x could not be recovered: out of service",

@@ -98,6 +98,7 @@ typedef struct qpx_dc_dci {
     int                 sq_available;
     unsigned            unsignaled;
     unsigned            quota_used;  /* posts since its endpoint took it */
+    uint64_t            wr_id_base;  /* index and gen as a WR id has them */
     uint16_t            gen;
     uint8_t             index;
     uint8_t             flags;

@@ -92,15 +92,28 @@ static UCS_F_ALWAYS_INLINE uint64_t qpx_rc_ep_wr_id(qpx_rc_ep_t *ep,
  * request is signalled anyway when tx_moderation unsignalled ones precede it,
  * so the send queue always holds a signalled request to free its slots.
  * direct: QPX_RDMA_PATH_*, a constant of the caller
- * (qpx_rc_ep_post_wr_path).
+ * (qpx_rc_ep_post_wr_path). On the direct path the WQE's body is written
+ * first and its flags and id after: the endpoint's state they come from is
+ * then read after the data's copy, not kept across it.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
                     struct ibv_send_wr *wr, int send_flags, int signal,
                     int direct)
 {
-    uint64_t sn = ep->tx.sn + 1;
+    qpx_mlx5_wqe_stage_t stage;
+    qpx_mlx5_wqe_t wqe;
+    uint64_t sn;
     int ret;
+
+    if (direct == QPX_RDMA_PATH_DIRECT) {
+        /* the inline bytes are the operations' own, held to max_inline */
+        wr->send_flags = send_flags;
+        ret = qpx_mlx5_wqe_build(&ep->txwq, wr, NULL, 0, 0, 1, stage, &wqe);
+        if (ucs_unlikely(ret != 0)) {
+            goto err;
+        }
+    }
 
     /* The caller checked the room (qpx_rc_ep_has_tx_resources), or posts
      * from the reserve (a grant, a flush): a slot is left, and a CQ entry
@@ -108,6 +121,7 @@ qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
     ucs_assertv(ep->tx.sq_available > 0, "qp 0x%x sq_available %d",
                 ep->qp->qp_num, (int)ep->tx.sq_available);
     ucs_assert(ep->tx.unsignaled < iface->super.super.config.tx_moderation);
+    sn      = ep->tx.sn + 1;
     signal |= (ep->tx.unsignaled + 1 >=
                iface->super.super.config.tx_moderation);
     ucs_assert(!signal || (iface->super.super.tx.cq_available > 0));
@@ -119,11 +133,14 @@ qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
                       IBV_SEND_FENCE : 0) |
                      (signal ? IBV_SEND_SIGNALED : 0);
 
-    ret = qpx_rc_ep_post_wr_path(ep, wr, direct);
-    if (ucs_unlikely(ret != 0)) {
-        ucs_error("ibv_post_send(qp 0x%x, opcode %d) failed: %s",
-                  ep->qp->qp_num, wr->opcode, strerror(ret));
-        return UCS_ERR_IO_ERROR;
+    if (direct == QPX_RDMA_PATH_DIRECT) {
+        qpx_mlx5_wqe_post(&ep->txwq, &wqe, wr->send_flags, qpx_mlx5_wr_imm(wr),
+                          wr->wr_id);
+    } else {
+        ret = qpx_rc_ep_post_wr_path(ep, wr, direct);
+        if (ucs_unlikely(ret != 0)) {
+            goto err;
+        }
     }
 
     ep->tx.sn         = sn;
@@ -139,6 +156,11 @@ qpx_rc_ep_post_path(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
         ++ep->tx.unsignaled;
     }
     return UCS_OK;
+
+err:
+    ucs_error("post on qp 0x%x (opcode %d) failed: %s", ep->qp->qp_num,
+              wr->opcode, strerror(ret));
+    return UCS_ERR_IO_ERROR;
 }
 
 /* qpx_rc_ep_post_path for a caller that does not know ep's path (the
