@@ -342,13 +342,13 @@ qpx_iface_progress_cqs(qpx_iface_t *iface, int direct, int tx_idle,
                      0)) {
         count += qpx_iface_backlog_progress(iface, rx, tx);
     }
-    n = qpx_iface_poll_cq_path(iface, iface->recv_cq, QPX_IFACE_BACKLOG, wc,
+    n = qpx_iface_poll_cq_path(iface, QPX_IFACE_CQ_RX, QPX_IFACE_BACKLOG, wc,
                                direct);
     if (n > 0) {
         count += rx(iface, wc, n);
     }
     if (!tx_idle) {
-        n = qpx_iface_poll_cq_path(iface, iface->send_cq, QPX_IFACE_BACKLOG,
+        n = qpx_iface_poll_cq_path(iface, QPX_IFACE_CQ_TX, QPX_IFACE_BACKLOG,
                                    wc, direct);
         if (n > 0) {
             count += tx(iface, wc, n);
@@ -363,6 +363,25 @@ qpx_iface_progress_cqs(qpx_iface_t *iface, int direct, int tx_idle,
     }
     qpx_iface_pending_progress(iface);
     return count;
+}
+
+/*
+ * Whether a direct interface's progress round (qpx_iface_progress_cqs)
+ * would find nothing to do but its pending queue: no backlog, no CQE in
+ * the receive CQ or (unless tx_idle) the send CQ, no keepalive round due,
+ * no receive queue to tend. Such a round need not make room for
+ * completions (that function's frame): the direct progress functions test
+ * this first (qpx_rdma_iface_progress_direct).
+ */
+static UCS_F_ALWAYS_INLINE int qpx_iface_progress_is_empty(qpx_iface_t *iface,
+                                                           int tx_idle)
+{
+    ucs_assert(iface->direct.enabled);
+    return ((iface->backlog.rx_count | iface->backlog.tx_count) == 0) &&
+           !qpx_mlx5_cq_ready(&iface->direct.cq[QPX_IFACE_CQ_RX]) &&
+           (tx_idle ||
+            !qpx_mlx5_cq_ready(&iface->direct.cq[QPX_IFACE_CQ_TX])) &&
+           !iface->keepalive.due && !iface->rx.low;
 }
 
 /* Whether progress has pending work that no completion event announces

@@ -125,6 +125,13 @@ typedef struct qpx_iface_config {
 extern ucs_config_field_t qpx_iface_config_table[];
 
 
+/* An interface's two CQs, by index (also of direct.cq) */
+enum {
+    QPX_IFACE_CQ_TX = QPX_MLX5_CQ_TX,
+    QPX_IFACE_CQ_RX = QPX_MLX5_CQ_RX
+};
+
+
 typedef struct qpx_iface qpx_iface_t;
 typedef struct qpx_ep    qpx_ep_t;
 

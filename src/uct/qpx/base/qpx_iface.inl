@@ -212,23 +212,24 @@ static inline int qpx_iface_tx_exhausted_signaled(qpx_iface_t *iface)
     return 0;
 }
 
-/* Poll up to max completions of cq (iface's send or receive CQ) into wc;
- * 0 on error (logged). direct, a constant of the caller's progress function
- * (chosen at the interface's start), says iface's path: its mlx5 CQEs, or
- * ibv_poll_cq. */
+/* Poll up to max completions of iface's send (QPX_IFACE_CQ_TX) or receive
+ * (QPX_IFACE_CQ_RX) CQ into wc; 0 on error (logged). which and direct are
+ * constants of the caller: direct, chosen at the interface's start, says
+ * iface's path: its mlx5 CQEs (an empty CQ costs a test of one entry, no
+ * call), or ibv_poll_cq. */
 static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq_path(qpx_iface_t *iface,
-                                                      struct ibv_cq *cq,
-                                                      int max,
+                                                      int which, int max,
                                                       struct ibv_wc *wc,
                                                       int direct)
 {
+    struct ibv_cq *cq = (which == QPX_IFACE_CQ_TX) ? iface->send_cq :
+                                                     iface->recv_cq;
     qpx_mlx5_cq_t *dcq;
     int n;
 
     ucs_assert(!direct == !iface->direct.enabled);
     if (direct) {
-        dcq = &iface->direct.cq[(cq == iface->send_cq) ? QPX_MLX5_CQ_TX :
-                                                        QPX_MLX5_CQ_RX];
+        dcq = &iface->direct.cq[which];
         return qpx_mlx5_cq_ready(dcq) ? qpx_mlx5_poll(iface, dcq, max, wc) : 0;
     }
     n = ibv_poll_cq(cq, max, wc);
@@ -241,13 +242,13 @@ static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq_path(qpx_iface_t *iface,
 
 /* qpx_iface_poll_cq_path for a caller that does not know iface's path */
 static UCS_F_ALWAYS_INLINE int qpx_iface_poll_cq(qpx_iface_t *iface,
-                                                 struct ibv_cq *cq, int max,
+                                                 int which, int max,
                                                  struct ibv_wc *wc)
 {
     if (ucs_unlikely(iface->direct.enabled)) {
-        return qpx_iface_poll_cq_path(iface, cq, max, wc, 1);
+        return qpx_iface_poll_cq_path(iface, which, max, wc, 1);
     }
-    return qpx_iface_poll_cq_path(iface, cq, max, wc, 0);
+    return qpx_iface_poll_cq_path(iface, which, max, wc, 0);
 }
 
 #endif

@@ -199,12 +199,12 @@ ucs_status_t qpx_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     }
 
     if (iface->backlog.tx_count == 0) {
-        iface->backlog.tx_count = qpx_iface_poll_cq(iface, iface->send_cq,
+        iface->backlog.tx_count = qpx_iface_poll_cq(iface, QPX_IFACE_CQ_TX,
                                                     QPX_IFACE_BACKLOG,
                                                     iface->backlog.tx);
     }
     if (iface->backlog.rx_count == 0) {
-        iface->backlog.rx_count = qpx_iface_poll_cq(iface, iface->recv_cq,
+        iface->backlog.rx_count = qpx_iface_poll_cq(iface, QPX_IFACE_CQ_RX,
                                                     QPX_IFACE_BACKLOG,
                                                     iface->backlog.rx);
     }

@@ -255,6 +255,7 @@ int qpx_mlx5_poll(qpx_iface_t *iface, qpx_mlx5_cq_t *cq, int max,
         ++n;
     }
     if (cq->ci != start) {
+        qpx_mlx5_cq_next_set(cq);
         /* the entries read are the device's again */
         cq->dbrec[0] = htobe32(cq->ci & 0xffffff);
     }
@@ -330,6 +331,7 @@ static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
     cq->stride  = dv.cqe_size;
     cq->log_cnt = ucs_ilog2(dv.cqe_cnt);
     cq->ci      = 0;
+    qpx_mlx5_cq_next_set(cq);
     cq->dbrec   = dv.dbrec;
     cq->uar     = dv.cq_uar;
     cq->cqn     = dv.cqn;

@@ -37,6 +37,9 @@ typedef struct qpx_mlx5_cq {
     void              *uar;       /* the CQ doorbell register's page */
     uint32_t           cqn;
     unsigned           sn;        /* events taken: the arm sequence */
+    const volatile uint8_t *next_op_own; /* of entry ci (qpx_mlx5_cq_ready) */
+    uint8_t            next_owner; /* the owner bit entry ci has when it is
+                                      the software's: the pass's parity */
 } qpx_mlx5_cq_t;
 
 

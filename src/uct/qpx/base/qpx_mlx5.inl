@@ -393,18 +393,30 @@ qpx_mlx5_post_ud_inline(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 }
 
 
+/* Entry ci's op_own (the last byte of its 64-byte CQE, the second half
+ * of a 128-byte one), and the owner bit it has when it is the software's
+ * (the parity of the pass), for qpx_mlx5_cq_ready: set whenever ci
+ * moves */
+static UCS_F_ALWAYS_INLINE void qpx_mlx5_cq_next_set(qpx_mlx5_cq_t *cq)
+{
+    cq->next_op_own = (const volatile uint8_t*)
+                      (cq->buf + (size_t)(cq->ci & cq->mask) * cq->stride +
+                       cq->stride - 1);
+    cq->next_owner  = (cq->ci >> cq->log_cnt) & 1;
+}
+
 /* Whether cq's next entry is the software's: the test qpx_mlx5_poll
  * begins with, inline in the progress of a direct interface so that an
- * empty CQ costs no call */
+ * empty CQ costs no call (and two loads, its op_own kept apart) */
 static UCS_F_ALWAYS_INLINE int qpx_mlx5_cq_ready(const qpx_mlx5_cq_t *cq)
 {
-    const struct mlx5_cqe64 *cqe;
-    uint8_t op_own;
+    uint8_t op_own = *cq->next_op_own;
 
-    cqe    = (const void*)(cq->buf + (size_t)(cq->ci & cq->mask) * cq->stride +
-                           cq->stride - sizeof(*cqe));
-    op_own = *(const volatile uint8_t*)&cqe->op_own;
-    return ((op_own & MLX5_CQE_OWNER_MASK) == ((cq->ci >> cq->log_cnt) & 1)) &&
+    ucs_assert(cq->next_op_own ==
+               (const volatile uint8_t*)
+               (cq->buf + (size_t)(cq->ci & cq->mask) * cq->stride +
+                cq->stride - 1));
+    return (((op_own ^ cq->next_owner) & MLX5_CQE_OWNER_MASK) == 0) &&
            ((op_own >> 4) != MLX5_CQE_INVALID);
 }
 

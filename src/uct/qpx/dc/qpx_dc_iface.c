@@ -127,9 +127,23 @@ static unsigned qpx_dc_iface_progress(uct_iface_h tl_iface)
 }
 
 
+static UCS_F_NOINLINE unsigned
+qpx_dc_iface_progress_direct_round(qpx_rdma_iface_t *iface)
+{
+    return qpx_dc_iface_progress_path(&iface->super.super.super,
+                                      QPX_RDMA_PATH_DIRECT);
+}
+
+
 static unsigned qpx_dc_iface_progress_direct(uct_iface_h tl_iface)
 {
-    return qpx_dc_iface_progress_path(tl_iface, QPX_RDMA_PATH_DIRECT);
+    qpx_dc_iface_t *iface = ucs_derived_of(tl_iface, qpx_dc_iface_t);
+
+    if (ucs_unlikely(iface->tx_wake_due)) {
+        return qpx_dc_iface_progress_direct_round(&iface->super);
+    }
+    return qpx_rdma_iface_progress_direct(&iface->super,
+                                          qpx_dc_iface_progress_direct_round);
 }
 
 

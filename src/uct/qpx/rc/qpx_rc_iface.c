@@ -172,11 +172,19 @@ static unsigned qpx_rc_iface_progress(uct_iface_h tl_iface)
 }
 
 
+static UCS_F_NOINLINE unsigned
+qpx_rc_iface_progress_direct_round(qpx_rdma_iface_t *iface)
+{
+    return qpx_rdma_iface_progress(iface, 1, qpx_rc_iface_rx_wc,
+                                   qpx_rc_iface_tx_wc, qpx_rc_iface_keepalive);
+}
+
+
 static unsigned qpx_rc_iface_progress_direct(uct_iface_h tl_iface)
 {
-    return qpx_rdma_iface_progress(ucs_derived_of(tl_iface, qpx_rdma_iface_t),
-                                   1, qpx_rc_iface_rx_wc, qpx_rc_iface_tx_wc,
-                                   qpx_rc_iface_keepalive);
+    return qpx_rdma_iface_progress_direct(
+            ucs_derived_of(tl_iface, qpx_rdma_iface_t),
+            qpx_rc_iface_progress_direct_round);
 }
 
 

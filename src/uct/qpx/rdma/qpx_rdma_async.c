@@ -142,7 +142,7 @@ static void qpx_rdma_async_rx(qpx_rdma_iface_t *iface)
     int i, n;
 
     /* No more than the backlog can keep: the rest stays in the CQ */
-    n = qpx_iface_poll_cq(base, base->recv_cq,
+    n = qpx_iface_poll_cq(base, QPX_IFACE_CQ_RX,
                           QPX_IFACE_BACKLOG - base->backlog.rx_count, wc);
     for (i = 0; i < n; ++i) {
         if (qpx_rdma_async_wc_is_async_am(iface, &wc[i])) {
@@ -167,7 +167,7 @@ static void qpx_rdma_async_tx(qpx_rdma_iface_t *iface)
         return;
     }
 
-    n = qpx_iface_poll_cq(base, base->send_cq, QPX_IFACE_BACKLOG, wc);
+    n = qpx_iface_poll_cq(base, QPX_IFACE_CQ_TX, QPX_IFACE_BACKLOG, wc);
     for (ok = 0; (ok < n) && (wc[ok].status == IBV_WC_SUCCESS); ++ok) {
     }
     if (ok > 0) {

@@ -100,4 +100,21 @@ qpx_rdma_iface_progress(qpx_rdma_iface_t *iface, int direct,
                                   keepalive);
 }
 
+
+/* A progress round of a direct interface: an empty one (qpx_iface_
+ * progress_is_empty) runs the pending queue only, in the caller's small
+ * frame; any other is round(iface), the transport's progress out of line
+ * (qpx_rdma_iface_progress on the direct path) */
+static UCS_F_ALWAYS_INLINE unsigned
+qpx_rdma_iface_progress_direct(qpx_rdma_iface_t *iface,
+                               unsigned (*round)(qpx_rdma_iface_t *iface))
+{
+    if (ucs_likely(qpx_iface_progress_is_empty(
+                   &iface->super, qpx_rdma_iface_tx_is_idle(iface)))) {
+        qpx_iface_pending_progress(&iface->super);
+        return 0;
+    }
+    return round(iface);
+}
+
 #endif

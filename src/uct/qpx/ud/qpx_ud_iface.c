@@ -269,7 +269,7 @@ qpx_ud_iface_poll_rx(qpx_ud_iface_t *iface, int may_be_async)
     struct ibv_wc wc[QPX_UD_RX_BATCH];
     int n;
 
-    n = qpx_iface_poll_cq(&iface->super, iface->super.recv_cq, QPX_UD_RX_BATCH, wc);
+    n = qpx_iface_poll_cq(&iface->super, QPX_IFACE_CQ_RX, QPX_UD_RX_BATCH, wc);
     if (n <= 0) {
         return 0;
     }
@@ -345,7 +345,7 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
 
     /* A few batches: completions free send slots and descriptors */
     for (batch = 0; batch < 4; ++batch) {
-        n = qpx_iface_poll_cq(&iface->super, iface->super.send_cq, QPX_UD_RX_BATCH, wc);
+        n = qpx_iface_poll_cq(&iface->super, QPX_IFACE_CQ_TX, QPX_UD_RX_BATCH, wc);
         if (n <= 0) {
             break;
         }
