@@ -163,18 +163,6 @@ static UCS_F_ALWAYS_INLINE void qpx_ops_complete(ucs_list_link_t *ops,
 }
 
 
-/* Bytes a UCT iov describes (each entry length x count, as the SGEs) */
-static UCS_F_ALWAYS_INLINE size_t qpx_iov_bytes(const uct_iov_t *iov,
-                                                size_t iovcnt)
-{
-    size_t i, bytes = 0;
-
-    for (i = 0; i < iovcnt; ++i) {
-        bytes += iov[i].length * iov[i].count;
-    }
-    return bytes;
-}
-
 
 /* SGEs from a UCT iov; returns the number of non-empty entries */
 static UCS_F_ALWAYS_INLINE size_t qpx_iov_to_sge(struct ibv_sge *sge,

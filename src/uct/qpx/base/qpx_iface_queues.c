@@ -40,6 +40,30 @@ static int qpx_iface_cq_len(unsigned n, int round_down,
 }
 
 
+/* A CQ of the interface on its completion channel, for n completions
+ * (qpx_iface_cq_len; one entry for an interface that only reports its
+ * attributes); a failure is logged at the level the exhausted resource
+ * calls for (qpx_iface_create_failed) */
+static ucs_status_t qpx_iface_cq_create(qpx_iface_t *self, unsigned n,
+                                        int round_down, struct ibv_cq **cq_p)
+{
+    const qpx_device_t *dev = &self->md->dev;
+    int cq_len = self->attr_only ? 1 : qpx_iface_cq_len(n, round_down, dev);
+    ucs_log_level_t level;
+    ucs_status_t status;
+    struct ibv_cq *cq;
+
+    cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel, 0);
+    if (cq == NULL) {
+        status = qpx_iface_create_failed(self, "CQ", &level);
+        ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+        return status;
+    }
+    *cq_p = cq;
+    return UCS_OK;
+}
+
+
 /* The completion channel of both CQs (event notification:
  * uct_iface_event_fd_get/arm), non-blocking so that pre-arm can drain it,
  * and the interface's event state */
@@ -77,22 +101,16 @@ static ucs_status_t qpx_iface_send_cq_create(qpx_iface_t *self,
                                              const qpx_iface_config_t *config)
 {
     const qpx_device_t *dev = &self->md->dev;
-    ucs_log_level_t level;
     ucs_status_t status;
-    int cq_len;
 
-    cq_len        = self->attr_only ? 1 :
-                    qpx_iface_cq_len(config->tx.cq_len, 1, dev);
-    self->send_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
-                                  0);
-    if (self->send_cq == NULL) {
-        status = qpx_iface_create_failed(self, "CQ", &level);
-        ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+    status = qpx_iface_cq_create(self, config->tx.cq_len, 1, &self->send_cq);
+    if (status != UCS_OK) {
         return status;
     }
     if (!self->attr_only && (self->send_cq->cqe < 2)) {
-        ucs_error("ibv_create_cq(%s, %d) granted %d entries: a send CQ needs "
-                  "2 or more", dev->name, cq_len, self->send_cq->cqe);
+        ucs_error("ibv_create_cq(%s, %u) granted %d entries: a send CQ needs "
+                  "2 or more", dev->name, config->tx.cq_len,
+                  self->send_cq->cqe);
         ibv_destroy_cq(self->send_cq);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -120,7 +138,6 @@ static ucs_status_t qpx_iface_rx_queues_create(qpx_iface_t *self,
     ucs_log_level_t level;
     ucs_status_t status;
     uint32_t srq_max_wr;
-    int cq_len;
 
     /* The SRQ of the interface offered to this one, where their receive
      * buffers agree */
@@ -147,13 +164,9 @@ static ucs_status_t qpx_iface_rx_queues_create(qpx_iface_t *self,
         posted_max = use_srq ? queue_max : config->rx.queue_len;
     }
     /* A sharer's CQ holds all the owner may post: exactly posted_max */
-    cq_len        = self->attr_only ? 1 :
-                    qpx_iface_cq_len(posted_max, owner == NULL, dev);
-    self->recv_cq = ibv_create_cq(dev->ctx, cq_len, NULL, self->comp_channel,
-                                  0);
-    if (self->recv_cq == NULL) {
-        status = qpx_iface_create_failed(self, "CQ", &level);
-        ucs_log(level, "ibv_create_cq(%s, %d) failed: %m", dev->name, cq_len);
+    status = qpx_iface_cq_create(self, posted_max, owner == NULL,
+                                 &self->recv_cq);
+    if (status != UCS_OK) {
         return status;
     }
     self->rx.queue_len = ucs_min(config->rx.queue_len,

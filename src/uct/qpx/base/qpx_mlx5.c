@@ -19,6 +19,7 @@
 #include "qpx_iface.h"
 #include "qpx_mlx5.inl"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 #if HAVE_MLX5DV
@@ -41,18 +42,46 @@ int qpx_mlx5_post_dc(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
 
 
 /*
- * mlx5dv_init_obj(3) of the one object obj names (its in and out set), what
- * and num (a QP number; 0: none) naming it in the log. probe: the caller is finding out whether
- * the device has the direct path, and a failure is a debug message and
- * UCS_ERR_UNSUPPORTED; otherwise it is an error (UCS_ERR_IO_ERROR).
+ * mlx5dv_init_obj(3) of one object: in, the verbs object of type
+ * (MLX5DV_OBJ_QP, _CQ, _SRQ or _AH), described into out (its struct
+ * mlx5dv_<type>); num (a QP number; 0: none) names it in the log. probe:
+ * the caller is finding out whether the device has the direct path, and a
+ * failure is a debug message and UCS_ERR_UNSUPPORTED; otherwise it is an
+ * error (UCS_ERR_IO_ERROR).
  */
-static ucs_status_t qpx_mlx5_obj_get(struct mlx5dv_obj *obj, uint64_t type,
-                                     const char *what, uint32_t num,
-                                     int probe)
+static ucs_status_t qpx_mlx5_obj_get(uint64_t type, void *in, void *out,
+                                     uint32_t num, int probe)
 {
-    int ret = mlx5dv_init_obj(obj, type);
-    char id[16] = "";
+    struct mlx5dv_obj obj = {};
+    char id[16]           = "";
+    const char *what;
+    int ret;
 
+    switch (type) {
+    case MLX5DV_OBJ_QP:
+        obj.qp.in   = in;
+        obj.qp.out  = out;
+        what        = "qp";
+        break;
+    case MLX5DV_OBJ_CQ:
+        obj.cq.in   = in;
+        obj.cq.out  = out;
+        what        = "cq";
+        break;
+    case MLX5DV_OBJ_SRQ:
+        obj.srq.in  = in;
+        obj.srq.out = out;
+        what        = "srq";
+        break;
+    default:
+        ucs_assertv(type == MLX5DV_OBJ_AH, "type 0x%" PRIx64, type);
+        obj.ah.in   = in;
+        obj.ah.out  = out;
+        what        = "ah";
+        break;
+    }
+
+    ret = mlx5dv_init_obj(&obj, type);
     if (ret == 0) {
         return UCS_OK;
     }
@@ -72,12 +101,9 @@ static ucs_status_t qpx_mlx5_obj_get(struct mlx5dv_obj *obj, uint64_t type,
 ucs_status_t qpx_mlx5_ah_av(struct ibv_ah *ah, const struct mlx5_wqe_av **av_p)
 {
     struct mlx5dv_ah dv = {};
-    struct mlx5dv_obj obj = {};
     ucs_status_t status;
 
-    obj.ah.in  = ah;
-    obj.ah.out = &dv;
-    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_AH, "ah", 0, 0);
+    status = qpx_mlx5_obj_get(MLX5DV_OBJ_AH, ah, &dv, 0, 0);
     if (status != UCS_OK) {
         return status;
     }
@@ -311,12 +337,9 @@ unsigned qpx_mlx5_rxq_post(qpx_mlx5_rxq_t *rxq, struct ibv_recv_wr *head,
 static ucs_status_t qpx_mlx5_cq_init(struct ibv_cq *ibcq, qpx_mlx5_cq_t *cq)
 {
     struct mlx5dv_cq dv = {};
-    struct mlx5dv_obj obj = {};
     ucs_status_t status;
 
-    obj.cq.in  = ibcq;
-    obj.cq.out = &dv;
-    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_CQ, "cq", 0, 1);
+    status = qpx_mlx5_obj_get(MLX5DV_OBJ_CQ, ibcq, &dv, 0, 1);
     if (status != UCS_OK) {
         return status;
     }
@@ -367,12 +390,9 @@ static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
                                       qpx_mlx5_rxq_t *rxq)
 {
     struct mlx5dv_srq dv = {};
-    struct mlx5dv_obj obj = {};
     ucs_status_t status;
 
-    obj.srq.in  = ibsrq;
-    obj.srq.out = &dv;
-    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_SRQ, "srq", 0, 1);
+    status = qpx_mlx5_obj_get(MLX5DV_OBJ_SRQ, ibsrq, &dv, 0, 1);
     if (status != UCS_OK) {
         return status;
     }
@@ -392,12 +412,9 @@ static ucs_status_t qpx_mlx5_srq_init(struct ibv_srq *ibsrq,
 static ucs_status_t qpx_mlx5_rq_init(struct ibv_qp *qp, qpx_mlx5_rxq_t *rxq)
 {
     struct mlx5dv_qp dv = {};
-    struct mlx5dv_obj obj = {};
     ucs_status_t status;
 
-    obj.qp.in  = qp;
-    obj.qp.out = &dv;
-    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_QP, "qp", qp->qp_num, 1);
+    status = qpx_mlx5_obj_get(MLX5DV_OBJ_QP, qp, &dv, qp->qp_num, 1);
     if (status != UCS_OK) {
         return status;
     }
@@ -505,7 +522,6 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     khash_t(qpx_qp_map) *map = iface->direct.qps;
     struct ibv_qp_init_attr init_attr;
     struct mlx5dv_qp dv = {};
-    struct mlx5dv_obj obj = {};
     struct ibv_qp_attr attr;
     ucs_status_t status;
     unsigned per_wr;
@@ -513,9 +529,7 @@ ucs_status_t qpx_mlx5_txwq_init(qpx_iface_t *iface, struct ibv_qp *qp,
     khiter_t it;
     int ret;
 
-    obj.qp.in  = qp;
-    obj.qp.out = &dv;
-    status = qpx_mlx5_obj_get(&obj, MLX5DV_OBJ_QP, "qp", qp->qp_num, 0);
+    status = qpx_mlx5_obj_get(MLX5DV_OBJ_QP, qp, &dv, qp->qp_num, 0);
     if (status != UCS_OK) {
         return status;
     }

@@ -140,7 +140,7 @@ qpx_hybrid_ep_rma_zcopy(uct_ep_h tl_ep, int is_get, const uct_iov_t *iov,
     status = is_get ?
              uct_ep_get_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp) :
              uct_ep_put_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp);
-    return qpx_hybrid_ep_done(tl_ep, status, qpx_iov_bytes(iov, iovcnt));
+    return qpx_hybrid_ep_done(tl_ep, status, qpx_iov_total_length(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_put_zcopy(uct_ep_h tl_ep,
@@ -235,7 +235,7 @@ static ucs_status_t qpx_hybrid_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     }
     return qpx_hybrid_ep_done(tl_ep, uct_ep_am_short_iov(ep, id, iov,
                                                          iovcnt),
-                              qpx_iov_bytes(iov, iovcnt));
+                              qpx_iov_total_length(iov, iovcnt));
 }
 
 static ssize_t qpx_hybrid_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -290,7 +290,7 @@ static ucs_status_t qpx_hybrid_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                                      header_length, iov,
                                                      iovcnt, flags, comp),
                               header_length +
-                              qpx_iov_bytes(iov, iovcnt));
+                              qpx_iov_total_length(iov, iovcnt));
 }
 
 static ucs_status_t qpx_hybrid_ep_atomic_cswap64(uct_ep_h tl_ep,

@@ -625,11 +625,24 @@ static void qpx_hybrid_ep_switch_timeout(qpx_hybrid_ep_t *ep)
 }
 
 
+/* The last step of a switch, due (SWITCH_DUE): from's operations complete
+ * before the other path's start (fence, flush), then on(ep) moves the
+ * endpoint over. 1 when it moved, 0 while the flush is in progress. */
+static int qpx_hybrid_ep_switch_flushed(qpx_hybrid_ep_t *ep, uct_ep_h from,
+                                        void (*on)(qpx_hybrid_ep_t *ep))
+{
+    if (uct_ep_flush(from, 0, NULL) != UCS_OK) {
+        return 0;
+    }
+    on(ep);
+    return 1;
+}
+
+
 /* Advance ep's switch; 1 when it has nothing left to do */
 static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
 {
     qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
-    ucs_status_t status;
 
     if ((ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
         ((ep->flags & QPX_HYBRID_EP_FLAG_JOINED) &&
@@ -660,13 +673,8 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
-            /* DC's operations complete before RC's start (fence, flush) */
-            status = uct_ep_flush(ep->cold_ep, 0, NULL);
-            if (status != UCS_OK) {
-                return 0;
-            }
-            qpx_hybrid_ep_on_rc(ep);
-            return 1;
+            return qpx_hybrid_ep_switch_flushed(ep, ep->cold_ep,
+                                                qpx_hybrid_ep_on_rc);
         }
         break;
     case QPX_HYBRID_EP_DEMOTING:
@@ -678,12 +686,8 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
             return 0;
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
-            status = uct_ep_flush(ep->rc_ep, 0, NULL);
-            if (status != UCS_OK) {
-                return 0;
-            }
-            qpx_hybrid_ep_on_dc(ep);
-            return 1;
+            return qpx_hybrid_ep_switch_flushed(ep, ep->rc_ep,
+                                                qpx_hybrid_ep_on_dc);
         }
         break;
     default:
