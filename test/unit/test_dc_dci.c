@@ -7,7 +7,8 @@
  * to qpx_dc_iface_tx_process, as the send CQ would); endpoints are fakes
  * in its endpoint table, and a DCI's last target is left unset, so that
  * qpx_dc_iface_dci_solicit posts nothing. Each test breaks when the rule
- * it names is broken.
+ * it names is broken. A failed DCI (test_dci_failure_order) has fake QPs,
+ * whose moves back to RTS go to the wrapped ibv_modify_qp (-Wl,--wrap).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -307,6 +308,132 @@ static void test_spread(void **state)
                      iface->dcis[1].num_targets, 4);
 }
 
+/* ibv_modify_qp of a failed DCI's recovery (RESET, INIT, RTR, RTS) */
+static int modify_calls;
+
+int __wrap_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+                         int mask);
+
+int __wrap_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+                         int mask)
+{
+    (void)mask;
+    ++modify_calls;
+    qp->state = attr->qp_state; /* as libibverbs keeps it */
+    return 0;
+}
+
+#define NUM_FAIL_OPS 3
+
+static struct {
+    int          reported;        /* error handler calls */
+    int          done_at_report;  /* operations finished by the first */
+    int          done;
+    int          order[NUM_FAIL_OPS];
+    ucs_status_t status[NUM_FAIL_OPS];
+    uint32_t     ep_failed;       /* the endpoint reported */
+} fail_rec;
+
+typedef struct {
+    qpx_op_t op;
+    int      index;
+} test_fail_op_t;
+
+static void test_fail_op_cb(qpx_op_t *op, ucs_status_t status)
+{
+    test_fail_op_t *fop = ucs_container_of(op, test_fail_op_t, op);
+
+    assert_true(fail_rec.done < NUM_FAIL_OPS);
+    fail_rec.order[fail_rec.done]  = fop->index;
+    fail_rec.status[fail_rec.done] = status;
+    ++fail_rec.done;
+}
+
+static ucs_status_t test_fail_handler(void *arg, uct_ep_h tl_ep,
+                                      ucs_status_t status)
+{
+    qpx_dc_ep_t *ep = ucs_derived_of(tl_ep, qpx_dc_ep_t);
+
+    (void)arg;
+    assert_int_equal(status, UCS_ERR_ENDPOINT_TIMEOUT);
+    assert_true(ep->flags & QPX_DC_EP_FLAG_ERROR);
+    if (fail_rec.reported++ == 0) {
+        fail_rec.done_at_report = fail_rec.done;
+    }
+    fail_rec.ep_failed = ep->id;
+    return UCS_OK;
+}
+
+/* A DCI's error completion: the endpoint with work on it is reported
+ * failed before the DCI's operations finish (with the failure's status, in
+ * posting order), and the DCI, moved back to RTS in a new generation, serves
+ * the other endpoints */
+static void test_dci_failure_order(void **state)
+{
+    static struct ibv_qp qps[NUM_DCI];
+    test_fail_op_t ops[NUM_FAIL_OPS];
+    qpx_device_port_t port;
+    qpx_dc_iface_t *iface;
+    qpx_dc_dci_t *dci;
+    struct ibv_wc wc;
+    uint16_t gen;
+    int i;
+
+    (void)state;
+    test_setup_policy(QPX_DC_POLICY_DCS);
+    iface = ctx.iface;
+    memset(&port, 0, sizeof(port));
+    memset(&fail_rec, 0, sizeof(fail_rec));
+    modify_calls = 0;
+    iface->super.super.port                            = &port;
+    iface->super.super.super.err_handler               = test_fail_handler;
+    iface->super.super.super.config.failure_level      = UCS_LOG_LEVEL_DEBUG;
+    iface->super.super.config.tx_queue_len             = SQ_LEN;
+    for (i = 0; i < NUM_DCI; ++i) {
+        qps[i].qp_num        = 0x200 + i;
+        iface->dcis[i].qp    = &qps[i];
+    }
+
+    /* ep 1 posts NUM_FAIL_OPS requests on DCI 0, each with an operation */
+    for (i = 0; i < NUM_FAIL_OPS; ++i) {
+        assert_int_equal(test_post(1), UCS_OK);
+        dci          = &iface->dcis[ctx.ep[1].dci];
+        ops[i].index = i;
+        qpx_dc_dci_add_op(dci, &ctx.ep[1], &ops[i].op, test_fail_op_cb, NULL);
+    }
+    iface->super.tx_unacked = NUM_FAIL_OPS; /* what the posts count */
+    gen = dci->gen;
+
+    /* its first request fails (the rest are flushed after it) */
+    memset(&wc, 0, sizeof(wc));
+    wc.status = IBV_WC_RETRY_EXC_ERR;
+    wc.wr_id  = qpx_dc_dci_wr_id(dci, dci->acked_sn + 1);
+    qpx_dc_iface_tx_process(&iface->super.super, &wc, 1);
+
+    assert_int_equal(fail_rec.reported, 1);
+    assert_int_equal(fail_rec.ep_failed, ctx.ep[1].id);
+    assert_int_equal(fail_rec.done_at_report, 0);
+    assert_int_equal(fail_rec.done, NUM_FAIL_OPS);
+    for (i = 0; i < NUM_FAIL_OPS; ++i) {
+        assert_int_equal(fail_rec.order[i], i);
+        assert_int_equal(fail_rec.status[i], UCS_ERR_ENDPOINT_TIMEOUT);
+    }
+    /* recovered: RESET, INIT, RTR, RTS; a new life; nothing of the old
+     * one left */
+    assert_int_equal(modify_calls, 4);
+    assert_int_equal(dci->gen, (uint16_t)(gen + 1));
+    assert_false(dci->flags & QPX_DC_DCI_FLAG_ERROR);
+    assert_true(ucs_list_is_empty(&dci->ops));
+    assert_int_equal(iface->super.tx_unacked, 0);
+    /* the flushed completions of the old life are dropped */
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    qpx_dc_iface_tx_process(&iface->super.super, &wc, 1);
+    assert_int_equal(fail_rec.reported, 1);
+    /* another endpoint is served */
+    assert_int_equal(test_post(2), UCS_OK);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +444,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rand, test_teardown),
         cmocka_unit_test_teardown(test_sticky, test_teardown),
         cmocka_unit_test_teardown(test_spread, test_teardown),
+        cmocka_unit_test_teardown(test_dci_failure_order, test_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
