@@ -20,6 +20,8 @@
 
 #include <uct/qpx/dc/qpx_dc.inl>
 
+#include "test_op_rec.h"
+
 
 #define NUM_DCI 2
 #define NUM_EPS 6
@@ -328,26 +330,8 @@ int __wrap_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 static struct {
     int          reported;        /* error handler calls */
     int          done_at_report;  /* operations finished by the first */
-    int          done;
-    int          order[NUM_FAIL_OPS];
-    ucs_status_t status[NUM_FAIL_OPS];
     uint32_t     ep_failed;       /* the endpoint reported */
 } fail_rec;
-
-typedef struct {
-    qpx_op_t op;
-    int      index;
-} test_fail_op_t;
-
-static void test_fail_op_cb(qpx_op_t *op, ucs_status_t status)
-{
-    test_fail_op_t *fop = ucs_container_of(op, test_fail_op_t, op);
-
-    assert_true(fail_rec.done < NUM_FAIL_OPS);
-    fail_rec.order[fail_rec.done]  = fop->index;
-    fail_rec.status[fail_rec.done] = status;
-    ++fail_rec.done;
-}
 
 static ucs_status_t test_fail_handler(void *arg, uct_ep_h tl_ep,
                                       ucs_status_t status)
@@ -358,7 +342,7 @@ static ucs_status_t test_fail_handler(void *arg, uct_ep_h tl_ep,
     assert_int_equal(status, UCS_ERR_ENDPOINT_TIMEOUT);
     assert_true(ep->flags & QPX_DC_EP_FLAG_ERROR);
     if (fail_rec.reported++ == 0) {
-        fail_rec.done_at_report = fail_rec.done;
+        fail_rec.done_at_report = test_op_rec.done;
     }
     fail_rec.ep_failed = ep->id;
     return UCS_OK;
@@ -371,7 +355,7 @@ static ucs_status_t test_fail_handler(void *arg, uct_ep_h tl_ep,
 static void test_dci_failure_order(void **state)
 {
     static struct ibv_qp qps[NUM_DCI];
-    test_fail_op_t ops[NUM_FAIL_OPS];
+    test_rec_op_t ops[NUM_FAIL_OPS];
     qpx_device_port_t port;
     qpx_dc_iface_t *iface;
     qpx_dc_dci_t *dci;
@@ -384,6 +368,7 @@ static void test_dci_failure_order(void **state)
     iface = ctx.iface;
     memset(&port, 0, sizeof(port));
     memset(&fail_rec, 0, sizeof(fail_rec));
+    memset(&test_op_rec, 0, sizeof(test_op_rec));
     modify_calls = 0;
     iface->super.super.port                            = &port;
     iface->super.super.super.err_handler               = test_fail_handler;
@@ -399,7 +384,7 @@ static void test_dci_failure_order(void **state)
         assert_int_equal(test_post(1), UCS_OK);
         dci          = &iface->dcis[ctx.ep[1].dci];
         ops[i].index = i;
-        qpx_dc_dci_add_op(dci, &ctx.ep[1], &ops[i].op, test_fail_op_cb, NULL);
+        qpx_dc_dci_add_op(dci, &ctx.ep[1], &ops[i].op, test_rec_op_cb, NULL);
     }
     iface->super.tx_unacked = NUM_FAIL_OPS; /* what the posts count */
     gen = dci->gen;
@@ -413,11 +398,7 @@ static void test_dci_failure_order(void **state)
     assert_int_equal(fail_rec.reported, 1);
     assert_int_equal(fail_rec.ep_failed, ctx.ep[1].id);
     assert_int_equal(fail_rec.done_at_report, 0);
-    assert_int_equal(fail_rec.done, NUM_FAIL_OPS);
-    for (i = 0; i < NUM_FAIL_OPS; ++i) {
-        assert_int_equal(fail_rec.order[i], i);
-        assert_int_equal(fail_rec.status[i], UCS_ERR_ENDPOINT_TIMEOUT);
-    }
+    test_rec_op_check(NUM_FAIL_OPS, UCS_ERR_ENDPOINT_TIMEOUT);
     /* recovered: RESET, INIT, RTR, RTS; a new life; nothing of the old
      * one left */
     assert_int_equal(modify_calls, 4);

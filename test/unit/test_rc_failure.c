@@ -20,6 +20,8 @@
 
 #include <uct/qpx/rc/qpx_rc_ep.inl>
 
+#include "test_op_rec.h"
+
 
 #define TEST_NUM_OPS 3
 
@@ -30,9 +32,6 @@ static struct {
     int                 reported;       /* error handler calls */
     ucs_status_t        report_status;
     int                 done_at_report; /* operations completed by then */
-    int                 done;           /* operations completed */
-    int                 order[TEST_NUM_OPS];
-    ucs_status_t        status[TEST_NUM_OPS];
     int                 destroy;        /* the handler frees the endpoint */
 } rec;
 
@@ -52,30 +51,14 @@ int __wrap_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 
 
 typedef struct {
-    qpx_op_t op;
-    int      index;
-} test_op_t;
-
-typedef struct {
     qpx_rc_iface_t     iface;
     qpx_device_port_t  port;
     struct ibv_qp      qp;
-    test_op_t          ops[TEST_NUM_OPS];
+    test_rec_op_t      ops[TEST_NUM_OPS];
 } test_ctx_t;
 
 static test_ctx_t *ctx;
 static qpx_rc_ep_t *test_ep;
-
-
-static void test_op_cb(qpx_op_t *op, ucs_status_t status)
-{
-    test_op_t *top = ucs_container_of(op, test_op_t, op);
-
-    assert_true(rec.done < TEST_NUM_OPS);
-    rec.order[rec.done]  = top->index;
-    rec.status[rec.done] = status;
-    ++rec.done;
-}
 
 
 static ucs_status_t test_err_handler(void *arg, uct_ep_h tl_ep,
@@ -91,7 +74,7 @@ static ucs_status_t test_err_handler(void *arg, uct_ep_h tl_ep,
     assert_true(ucs_list_is_empty(&ep->tx.ops));
     ++rec.reported;
     rec.report_status  = status;
-    rec.done_at_report = rec.done;
+    rec.done_at_report = test_op_rec.done;
     if (rec.destroy) {
         free(ep);
         test_ep = NULL;
@@ -107,6 +90,7 @@ static int test_setup(void **state)
 
     (void)state;
     memset(&rec, 0, sizeof(rec));
+    memset(&test_op_rec, 0, sizeof(test_op_rec));
     ctx = calloc(1, sizeof(*ctx));
     ep  = calloc(1, sizeof(*ep));
     assert_non_null(ctx);
@@ -129,7 +113,7 @@ static int test_setup(void **state)
     /* TEST_NUM_OPS requests posted, none completed */
     for (i = 0; i < TEST_NUM_OPS; ++i) {
         ctx->ops[i].index = i;
-        qpx_op_add(&ep->tx.ops, &ctx->ops[i].op, i + 1, test_op_cb, NULL,
+        qpx_op_add(&ep->tx.ops, &ctx->ops[i].op, i + 1, test_rec_op_cb, NULL,
                    ep->id);
     }
     ep->tx.sn                       = TEST_NUM_OPS;
@@ -155,17 +139,11 @@ static int test_teardown(void **state)
 
 static void test_check_completed(ucs_status_t status)
 {
-    int i;
-
     assert_int_equal(rec.reported, 1);
     assert_int_equal(rec.report_status, status);
     /* none completed before the report, all after it, in posting order */
     assert_int_equal(rec.done_at_report, 0);
-    assert_int_equal(rec.done, TEST_NUM_OPS);
-    for (i = 0; i < TEST_NUM_OPS; ++i) {
-        assert_int_equal(rec.order[i], i);
-        assert_int_equal(rec.status[i], status);
-    }
+    test_rec_op_check(TEST_NUM_OPS, status);
 }
 
 
@@ -187,7 +165,7 @@ static void test_report_before_ops(void **state)
     /* a second error completion of the same endpoint reports nothing */
     qpx_rc_ep_handle_failure(ep, IBV_WC_WR_FLUSH_ERR);
     assert_int_equal(rec.reported, 1);
-    assert_int_equal(rec.done, TEST_NUM_OPS);
+    assert_int_equal(test_op_rec.done, TEST_NUM_OPS);
     assert_int_equal(rec.modify_calls, 1);
 }
 
