@@ -18,7 +18,6 @@
  * (sv_resp.c) tell apart from RC.
  */
 #include "sv.h"
-#include "sv_mlx5_front.h"
 #include "sv_provider.h"
 
 #include <stdlib.h>
@@ -396,13 +395,9 @@ softverbs_dv_create_qp(struct ibv_context *context,
             errno = err;
             return NULL;
         }
-        /* the mlx5 personality: a WQE of up to 4 blocks carries up to 14
-         * data segments (and an inline one), which its engine posts as
-         * SGEs of this QP (sv_mlx5_engine.c) */
-        if (sv_g.mlx5 && (attr->qp_type == IBV_QPT_RC) &&
-            (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
-            attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
-        }
+        /* the caps as asked, as libmlx5 grants them: the mlx5
+         * personality's engine posts a WQE's data segments into send slots
+         * that hold more (sq_sge, sv_qp_create) */
         return sv_create_qp_ex(context, attr);
     }
     /* SOFTVERBS_DC=0: a device without DC, as an mlx5 HCA whose firmware
@@ -437,12 +432,6 @@ softverbs_dv_create_qp(struct ibv_context *context,
     }
     if (err == 0) {
         err = sv_qp_srq_check(attr);
-    }
-    /* the mlx5 personality: the engine posts a WQE's data segments as SGEs
-     * (see the plain case above) */
-    if ((err == 0) && (type == SV_QPT_DCI) && sv_g.mlx5 &&
-        (attr->cap.max_send_sge < SV_MLX5_MAX_SGE)) {
-        attr->cap.max_send_sge = SV_MLX5_MAX_SGE;
     }
     if (err != 0) {
         errno = err;
