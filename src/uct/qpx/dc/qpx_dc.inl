@@ -125,9 +125,11 @@ qpx_dc_dci_wr_flags(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
 /*
  * Post rwr on dci as request wr_id with send_flags (qpx_dc_dci_wr_flags),
  * to DCT dct_num behind ah (av: ah's address vector, on the direct path),
- * on the path direct names (QPX_RDMA_PATH_*, a constant of the caller): a
- * WQE in the DCI's mlx5 send queue, or a request through the ibv_wr_* API.
- * 0 or an errno.
+ * on the path direct names (QPX_RDMA_PATH_VERBS, or _ANY for a caller that
+ * does not know it; a constant of the caller): a WQE in the DCI's mlx5 send
+ * queue through qpx_mlx5_post_dc (a control post: out of line), or a
+ * request through the ibv_wr_* API. The direct data operations write their
+ * WQEs in qpx_dc_dci_post_wr. 0 or an errno.
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_dc_dci_post_path(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
@@ -135,27 +137,21 @@ qpx_dc_dci_post_path(qpx_dc_iface_t *iface, qpx_dc_dci_t *dci,
                      uint32_t dct_num, const qpx_rdma_wr_t *rwr,
                      uint64_t wr_id, unsigned send_flags, int direct)
 {
-    /* the path the DCI is on: the caller's constant, or tested for ANY */
-    int on_direct = (direct == QPX_RDMA_PATH_ANY) ?
-                    (dci->txwq.qstart != NULL) : direct;
     struct ibv_data_buf buf[QPX_RDMA_INLINE_SGE_MAX];
     struct ibv_send_wr wr;
     int i;
 
-    ucs_assert(!on_direct == (dci->txwq.qstart == NULL));
-    if (on_direct) {
+    ucs_assert(direct != QPX_RDMA_PATH_DIRECT);
+    if ((direct == QPX_RDMA_PATH_ANY) &&
+        ucs_unlikely(dci->txwq.qstart != NULL)) {
         qpx_rdma_wr_to_send_wr(rwr, &wr, 1);
         wr.wr_id      = wr_id;
         wr.send_flags = send_flags;
-        if (direct == QPX_RDMA_PATH_DIRECT) {
-            return qpx_mlx5_post_dc_inline(&dci->txwq, &wr, av, dct_num,
-                                           iface->config.dc_key);
-        }
-        /* out of line: a control post, whose caller does not know */
         return qpx_mlx5_post_dc(&dci->txwq, &wr, av, dct_num,
                                 iface->config.dc_key);
     }
 
+    ucs_assert(dci->txwq.qstart == NULL);
     ibv_wr_start(dci->qpx);
     dci->qpx->wr_id    = wr_id;
     dci->qpx->wr_flags = send_flags;

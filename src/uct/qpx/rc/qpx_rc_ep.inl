@@ -50,25 +50,23 @@ static UCS_F_ALWAYS_INLINE int qpx_rc_ep_has_fc_credits(qpx_rc_iface_t *iface,
 }
 
 
-/* One WR on ep's QP, on the path direct names (QPX_RDMA_PATH_*, a
- * constant of the caller): a WQE in its mlx5 send queue, or
- * ibv_post_send; 0 or an errno */
+/* One WR on ep's QP, on the path direct names (QPX_RDMA_PATH_VERBS, or
+ * _ANY for a caller that does not know it; a constant of the caller): a WQE
+ * in its mlx5 send queue through qpx_mlx5_post (a control post: out of
+ * line), or ibv_post_send. The direct data operations write their WQEs in
+ * qpx_rc_ep_post_path. 0 or an errno */
 static UCS_F_ALWAYS_INLINE int qpx_rc_ep_post_wr_path(qpx_rc_ep_t *ep,
                                                      struct ibv_send_wr *wr,
                                                      int direct)
 {
     struct ibv_send_wr *bad_wr;
 
-    if (direct == QPX_RDMA_PATH_ANY) {
-        direct = (ep->txwq.qstart != NULL);
-        if (ucs_unlikely(direct)) {
-            return qpx_mlx5_post(&ep->txwq, wr); /* out of line: rare posts */
-        }
+    ucs_assert(direct != QPX_RDMA_PATH_DIRECT);
+    if ((direct == QPX_RDMA_PATH_ANY) &&
+        ucs_unlikely(ep->txwq.qstart != NULL)) {
+        return qpx_mlx5_post(&ep->txwq, wr);
     }
-    ucs_assert(!direct == (ep->txwq.qstart == NULL));
-    if (direct) {
-        return qpx_mlx5_post_inline(&ep->txwq, wr);
-    }
+    ucs_assert(ep->txwq.qstart == NULL);
     return ibv_post_send(ep->qp, wr, &bad_wr);
 }
 
