@@ -72,7 +72,8 @@ mkdir -p "$dbg"
      --enable-werror; } && make -j2 && rm -f test/unit/*.trs test/integration/*.trs &&
  { make -k -C test/unit check; u=$?;
    make -k -C test/integration check TESTS="rc_integrity.sh ud-uct-integrity.sh \
-       dc-uct-integrity.sh hybrid-uct.sh qpx-direct.sh qpx-ucp-am.sh qpx-uct-pending-order.sh \
+       dc-uct-integrity.sh hybrid-uct.sh qpx-direct.sh qpx-ucp-am.sh \
+       qpx-uct-pending-order.sh \
        qpx-uct-destroy-comp.sh hybrid-ucp.sh qpx-mpi-alltoall.sh" && [ $u -eq 0 ]; }) \
     >"$dbg/check.out" 2>&1
 dbg_rc=$?

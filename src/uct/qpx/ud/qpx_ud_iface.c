@@ -345,7 +345,8 @@ static unsigned qpx_ud_iface_poll_tx(qpx_ud_iface_t *iface)
 
     /* A few batches: completions free send slots and descriptors */
     for (batch = 0; batch < 4; ++batch) {
-        n = qpx_iface_poll_cq(&iface->super, QPX_IFACE_CQ_TX, QPX_UD_RX_BATCH, wc);
+        n = qpx_iface_poll_cq(&iface->super, QPX_IFACE_CQ_TX,
+                              QPX_UD_RX_BATCH, wc);
         if (n <= 0) {
             break;
         }
