@@ -251,7 +251,9 @@ qpx_dc_dci_post_wr(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep, qpx_dc_dci_t *dci,
 
     flags = qpx_dc_dci_wr_flags(iface, ep, dci, rwr->send_flags, rwr->signal);
     if (direct == QPX_RDMA_PATH_DIRECT) {
-        qpx_mlx5_wqe_post(&dci->txwq, &wqe, flags, 0,
+        /* as qpx_rc's: the WR's immediate data, 0 for every opcode the
+         * family posts today (a constant once inlined) */
+        qpx_mlx5_wqe_post(&dci->txwq, &wqe, flags, qpx_mlx5_wr_imm(&wr),
                           qpx_dc_dci_wr_id(dci, dci->sn + 1));
     } else {
         ret = qpx_dc_dci_post_path(iface, dci, ep->ah, ep->av, ep->dct_num,
