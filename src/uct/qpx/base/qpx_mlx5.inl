@@ -225,9 +225,9 @@ static const uint8_t qpx_mlx5_fm_ce_se[8] = {
  * a DCI's or a UD QP's when av is not NULL (its datagram segment first, to
  * dct_num or the remote QP with its key), an RC QP's else, in place or in
  * stage. bounded: qpx_mlx5_set_inline's. Returns 0 or EINVAL (an opcode or
- * a size the queue does not take; nothing to post). The caller may decide the WQE's
- * flags and WR id after it (qpx_mlx5_wqe_post): its copy of the data is
- * then done before the state they come from is read.
+ * a size the queue does not take; nothing to post). The caller may decide
+ * the WQE's flags and WR id after it (qpx_mlx5_wqe_post): its copy of the
+ * data is then done before the state they come from is read.
  */
 static UCS_F_ALWAYS_INLINE int
 qpx_mlx5_wqe_build(qpx_mlx5_txwq_t *wq, const struct ibv_send_wr *wr,
