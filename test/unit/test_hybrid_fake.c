@@ -18,6 +18,22 @@ unsigned __wrap_qpx_iface_qp_prefill(qpx_iface_t *iface, unsigned count)
 }
 
 
+/* The RC interface opened after it was closed (h.rc NULL): the fake again,
+ * or the node's rc_open_status */
+ucs_status_t __wrap_qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface)
+{
+    test_node_t *node = ucs_container_of(iface, test_node_t, h);
+
+    ++node->rc_opens;
+    if (node->rc_open_status != UCS_OK) {
+        return node->rc_open_status;
+    }
+    iface->rc      = &node->rc.super;
+    iface->rc_core = &node->rc_core;
+    return UCS_OK;
+}
+
+
 test_fake_ep_t *test_fake(uct_ep_h ep)
 {
     return ucs_derived_of(ep, test_fake_ep_t);

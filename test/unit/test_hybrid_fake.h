@@ -58,6 +58,8 @@ typedef struct test_node {
     test_fake_iface_t  cold;
     test_fake_iface_t  rc;
     qpx_iface_t        rc_core;
+    unsigned           rc_opens;  /* of the RC interface, after setup */
+    ucs_status_t       rc_open_status; /* what such an open answers */
     unsigned           errors;    /* reported to the error handler */
     uct_ep_h           err_ep;
     ucs_status_t       err_status;

@@ -175,6 +175,94 @@ static void test_promote_no_qp(void **state)
     assert_int_equal(A->h.rc_backoff, 0);
 }
 
+/* B's RC interface is closed when A's PROMOTE_REQ comes (it opens at the
+ * first promotion, and takes milliseconds): B answers PROMOTE_NACK with
+ * NACK_OPENING at once and opens it after the answer went; A goes back to
+ * COLD at once instead of holding its sends for B's open, not refused (the
+ * same threshold), asks again no sooner than QPX_HYBRID_REASK_NS later
+ * (SWITCH_TIMEOUT is a minute here), and is accepted then */
+static void test_promote_peer_opening(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+    unsigned i;
+
+    (void)state;
+    B->h.rc      = NULL;
+    B->h.rc_core = NULL;
+    test_heat(0);
+    test_progress(A);
+    test_progress(A); /* REQ sent */
+    assert_int_equal(test_deliver(), 1);
+    test_progress(B); /* NACK(opening) sent, then the interface opened */
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 1);
+    assert_int_equal(B->rc_opens, 1);
+    assert_ptr_equal(B->h.rc, &B->rc.super);
+    assert_int_equal(B->rc.creates, 0);
+    assert_int_equal(B->h.rc_in_use, 0);
+    assert_null(test_only_conn(B));
+
+    assert_int_equal(test_deliver(), 1);
+    test_progress(A);
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_ptr_equal(ep->tx_ep, ep->cold_ep);
+    assert_int_equal(ep->refusals, 0);
+    assert_int_equal(ep->promote_at, THRESH);
+    assert_int_equal(A->h.stats.deferred, 1);
+    assert_int_equal(A->h.stats.refused, 0);
+    assert_int_equal(A->h.rc_in_use, 0);
+
+    /* Within QPX_HYBRID_REASK_NS of the answer the threshold does not
+     * promote */
+    for (i = 0; i < 3 * THRESH; ++i) {
+        assert_int_equal(test_send(0, i), UCS_OK);
+    }
+    assert_false(ep->flags & QPX_HYBRID_EP_FLAG_WANT_HOT);
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 1);
+
+    /* Once it has passed, THRESH operations promote, and B accepts */
+    ep->window_start -= QPX_HYBRID_REASK_NS;
+    test_heat(0);
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 2);
+    assert_int_equal(B->h.stats.accepted, 1);
+    assert_int_equal(B->rc_opens, 1);
+    assert_int_equal(A->h.stats.deferred, 1);
+}
+
+/* B's RC interface cannot be opened: A is told to ask again, as above,
+ * but B says it once, waits its back-off, and refuses the next request
+ * (no RC QP) without trying to open it again before the back-off passed */
+static void test_promote_peer_open_fails(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+
+    (void)state;
+    B->h.rc             = NULL;
+    B->h.rc_core        = NULL;
+    B->h.rc_warned      = 1; /* said once per interface: not here */
+    B->rc_open_status   = UCS_ERR_NO_RESOURCE;
+    test_heat(0);
+    test_run();
+    assert_int_equal(A->h.stats.deferred, 1);
+    assert_int_equal(B->rc_opens, 1);
+    assert_null(B->h.rc);
+    assert_int_equal(B->h.stats.rc_failures, 1);
+    assert_true(B->h.rc_retry_at > qpx_hybrid_time_ns());
+
+    ep->window_start -= QPX_HYBRID_REASK_NS;
+    test_heat(0);
+    test_run();
+    assert_int_equal(ep->state, QPX_HYBRID_EP_COLD);
+    assert_int_equal(A->h.stats.refused, 1);
+    assert_int_equal(ep->refusals, 1);
+    assert_int_equal(A->h.stats.deferred, 1);
+    assert_int_equal(B->rc_opens, 1);
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_NACK], 2);
+}
+
 /* The peer does not answer within SWITCH_TIMEOUT: back to COLD; its late
  * PROMOTE_REP is turned down with RELEASE, and the peer gives its QP
  * back */
@@ -728,6 +816,10 @@ int main(void)
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_promote_no_qp, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_promote_peer_opening, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_promote_peer_open_fails,
+                                        test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_promote_timeout_late_answer, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_stale_answers, test_setup,

@@ -22,7 +22,11 @@
  *        holds its sends (they go pending)
  *     B: receives it after every DC message A sent before; creates an RC
  *        ep, connects it, answers PROMOTE_REP(B's RC address) over DC, or
- *        PROMOTE_NACK when its pool is full or an RC QP cannot be had
+ *        PROMOTE_NACK when its pool is full or an RC QP cannot be had. If
+ *        B's RC interface is not open yet, B answers PROMOTE_NACK
+ *        (NACK_OPENING) at once and opens it then: A sends on DC again
+ *        and asks again a moment later, instead of holding its sends for
+ *        the milliseconds the open takes
  *     A: connects its RC ep and sends on it from then on. B's RC QP was not
  *        ready before B had delivered A's DC messages, so nothing of A's on
  *        RC can overtake them.
@@ -102,6 +106,15 @@ typedef enum {
                                        B's connection) */
     QPX_HYBRID_CTL_LAST
 } qpx_hybrid_ctl_type_t;
+
+/* The aux of a PROMOTE_NACK: 0, refused (the next promotion needs twice
+ * the operations), or this: the peer is opening its RC interface for it,
+ * ask again after QPX_HYBRID_REASK_NS or SWITCH_TIMEOUT, the shorter (an
+ * older peer reads it as refused). An open took 4 to 15 ms on softverbs
+ * (docs/performance.md); a request that comes before it is done waits in
+ * the peer's queue, and is answered when it is */
+#define QPX_HYBRID_NACK_OPENING 1
+#define QPX_HYBRID_REASK_NS     10000000ull /* 10 ms */
 
 
 typedef struct qpx_hybrid_ctl_hdr {
@@ -303,6 +316,8 @@ typedef struct qpx_hybrid_stats {
     uint64_t transfers;      /* pairs handed to the peer's endpoint */
     uint64_t max_rc_in_use;
     uint64_t timeouts;       /* switches given up: the peer did not answer */
+    uint64_t deferred;       /* promotions the peer had us ask again (it
+                                opened its RC interface for them) */
     uint64_t qps_created;    /* RC QPs created (ahead too), at close */
     uint64_t qps_reused;     /* RC QPs reused through RESET, at close */
     unsigned long malformed; /* control messages dropped as malformed
@@ -364,13 +379,16 @@ struct qpx_hybrid_iface {
     unsigned            cold_idle;     /* progress calls DC had nothing */
     unsigned            rc_idle;     /* and RC */
     int                 rc_warned;
+    int                 rc_open_due; /* a peer's promotion was deferred
+                                        for it (qpx_hybrid_rc_opening) */
     /* What the device last had no room or memory for, as the
      * sub-interfaces say it (qpx_iface_hints_t's exhausted_what): cleared
      * before opening one or an endpoint on one, read after a failure */
     const char          *sub_exhausted;
-    /* The RC interface opens at the first promotion, ours or a peer's,
-     * unless the cold path receives from its SRQ (then it opens first and
-     * stays): a process with no hot peer holds no CQ or buffer of it. What
+    /* The RC interface opens at the first promotion, ours or a peer's
+     * (after the answer to the peer: qpx_hybrid_rc_opening), unless the
+     * cold path receives from its SRQ (then it opens first and stays): a
+     * process with no hot peer holds no CQ or buffer of it. What
      * opening a sub-interface needs is kept; RC's attributes were read at
      * the hybrid's open, from an RC interface opened and closed there
      * (rc_avail: it could be; if not, every endpoint stays on the cold
@@ -448,6 +466,19 @@ static inline uint8_t qpx_hybrid_iface_cold_tag(const qpx_hybrid_iface_t *iface)
 ucs_status_t qpx_hybrid_iface_open_cold(qpx_hybrid_iface_t *self,
                                         unsigned tries);
 ucs_status_t qpx_hybrid_iface_rc_open(qpx_hybrid_iface_t *iface);
+/* An unconnected RC endpoint (its QP from qpx_rc's pool, or new), on the
+ * RC interface, which the first one opens. What cannot be had (ENOMEM, a
+ * QP or CQ limit) is said once per interface: endpoints stay on the cold
+ * path meanwhile, and later promotions try again, after a wait */
+ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
+                                     uct_ep_h *ep_p);
+/* A peer's promotion finds the RC interface closed: opening it takes
+ * milliseconds (CQs, send buffers), longer than the peer may hold its sends
+ * for our answer. 1: the peer is to be told to ask again (NACK_OPENING),
+ * and qpx_hybrid_rc_open_due opens it once the answers went; 0: open, or
+ * failed a moment ago (ask for a QP: refused until the wait has passed) */
+int qpx_hybrid_rc_opening(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_rc_open_due(qpx_hybrid_iface_t *iface);
 ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr);
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);

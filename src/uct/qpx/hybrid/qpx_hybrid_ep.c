@@ -1,8 +1,8 @@
 /*
  * qpx hybrid: endpoints. Life (create, destroy), the pending queue that
  * holds requests while the endpoint switches paths or its path has no
- * resources, flush, fence and check, the sub-endpoint -> owner map that
- * errors are reported through, and the retirement of sub-endpoints.
+ * resources, and flush, fence and check (the sub-endpoints' owners and
+ * retirement are qpx_hybrid_rc.c's).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -39,34 +39,6 @@ static void qpx_hybrid_ep_pending_unlink(qpx_hybrid_ep_t *ep)
     if (ep->flags & QPX_HYBRID_EP_FLAG_PENDING) {
         ep->flags &= ~QPX_HYBRID_EP_FLAG_PENDING;
         ucs_list_del(&ep->pending_link);
-    }
-}
-
-
-void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
-                          void *owner, int kind)
-{
-    khiter_t it;
-    int ret;
-
-    it = kh_put(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep, &ret);
-    if (ret < 0) {
-        /* Without the entry an error of sub_ep is not reported to its
-         * endpoint: logged, the endpoint still works */
-        ucs_error("qpx iface %p: no memory to track sub-endpoint %p", iface,
-                  sub_ep);
-        return;
-    }
-    kh_value(&iface->owners, it) = (uintptr_t)owner | kind;
-}
-
-
-void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep)
-{
-    khiter_t it = kh_get(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep);
-
-    if (it != kh_end(&iface->owners)) {
-        kh_del(qpx_hybrid_owner, &iface->owners, it);
     }
 }
 
@@ -141,6 +113,12 @@ void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep)
     }
 
     now = qpx_hybrid_time_ns();
+    if ((int64_t)(now - ep->window_start) < 0) {
+        /* A window that starts later: the peer opens its RC interface
+         * (QPX_HYBRID_NACK_OPENING); operations before count for nothing */
+        ep->tx_count = 0;
+        return;
+    }
     if ((now - ep->window_start) > iface->config.promote_window) {
         /* Not within the window: a new one starts */
         ep->tx_count     = 0;
@@ -509,63 +487,4 @@ int qpx_hybrid_ep_is_connected(const uct_ep_h tl_ep,
     cold_params.iface_addr  = (const uct_iface_addr_t*)(p + 1);
     cold_params.ep_addr     = NULL;
     return qpx_ucx_ep_is_connected(ep->cold_ep, &cold_params);
-}
-
-
-void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
-                       int drain_rx)
-{
-    qpx_hybrid_retired_t *r = malloc(sizeof(*r));
-
-    qpx_hybrid_owner_del(iface, ep);
-    if (r == NULL) {
-        /* Destroyed at once: what it had in flight is canceled */
-        ucs_warn("qpx iface %p: no memory to retire ep %p: destroyed now",
-                 iface, ep);
-        uct_ep_destroy(ep);
-        iface->rc_in_use -= !!is_rc;
-        return;
-    }
-    iface->rc_retiring += !!is_rc;
-    r->ep       = ep;
-    r->is_rc    = is_rc;
-    r->drain_rx = drain_rx;
-    r->deadline = qpx_hybrid_time_ns() + QPX_HYBRID_RETIRE_TIMEOUT_NS;
-    ucs_list_add_tail(&iface->retired, &r->list);
-}
-
-
-/* Destroy retired sub-endpoints that have nothing in flight. An RC QP a
- * peer sent to is reset only after the RC interface's receive CQ was
- * drained: messages it received before are delivered, not dropped */
-unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface)
-{
-    qpx_hybrid_retired_t *r, *tmp;
-    unsigned count = 0, rounds;
-    ucs_status_t status;
-
-    ucs_list_for_each_safe(r, tmp, &iface->retired, list) {
-        if (r->drain_rx && (iface->rc != NULL)) {
-            for (rounds = 0; (rounds < 64) &&
-                             (uct_iface_progress(iface->rc) > 0); ++rounds) {
-            }
-            r->drain_rx = 0;
-        }
-        status = uct_ep_flush(r->ep, 0, NULL);
-        if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
-            if (qpx_hybrid_time_ns() < r->deadline) {
-                continue;
-            }
-            ucs_debug("qpx iface %p: retired %s ep %p not flushed in %llu s: "
-                      "destroyed", iface, r->is_rc ? "RC" : "cold", r->ep,
-                      QPX_HYBRID_RETIRE_TIMEOUT_NS / 1000000000ull);
-        }
-        ucs_list_del(&r->list);
-        uct_ep_destroy(r->ep);
-        iface->rc_in_use   -= !!r->is_rc;
-        iface->rc_retiring -= !!r->is_rc;
-        free(r);
-        ++count;
-    }
-    return count;
 }

@@ -14,67 +14,6 @@
 #include <string.h>
 
 
-/* An unconnected RC endpoint (its QP from qpx_rc's pool, or new), on the
- * RC interface, which the first one opens. What cannot be had (ENOMEM, a
- * QP or CQ limit) is said once per interface: endpoints stay on the cold
- * path meanwhile, and later promotions try again, after a wait */
-static ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
-                                            uct_ep_h *ep_p)
-{
-    uint64_t now = qpx_hybrid_time_ns();
-    uct_ep_params_t params;
-    qpx_iface_t *rc_iface;
-    ucs_status_t status;
-    const char *what;
-    unsigned room;
-
-    if (now < iface->rc_retry_at) {
-        return UCS_ERR_NO_RESOURCE; /* the last one failed a moment ago */
-    }
-
-    iface->sub_exhausted = NULL;
-    status = (iface->rc != NULL) ? UCS_OK : qpx_hybrid_iface_rc_open(iface);
-    if (status == UCS_OK) {
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
-        params.iface      = iface->rc;
-        status            = uct_ep_create(&params, ep_p);
-    }
-    if (status != UCS_OK) {
-        what = iface->sub_exhausted;
-        if (!iface->rc_warned) {
-            ucs_warn("qpx: %s: no RC %s for a promotion (%s%s%s): endpoints "
-                     "stay on %s until one can be had",
-                     iface->open_args.dev_name,
-                     (iface->rc == NULL) ? "interface" : "QP",
-                     (what != NULL) ? "no " : "",
-                     (what != NULL) ? what : ucs_status_string(status),
-                     (what != NULL) ? " left on the device" : "",
-                     iface->cold_tl);
-            iface->rc_warned = 1;
-        }
-        iface->stats.rc_failures++;
-        iface->rc_backoff  = ucs_min(ucs_max(iface->rc_backoff * 2,
-                                             QPX_HYBRID_RC_BACKOFF_MIN_NS),
-                                     QPX_HYBRID_RC_BACKOFF_MAX_NS);
-        iface->rc_retry_at = now + iface->rc_backoff;
-        return status;
-    }
-    iface->rc_backoff = 0;
-    rc_iface          = iface->rc_core;
-
-    /* Its QP was created, none waited in RESET: the next ones of the batch
-     * are created now, within the pool, unless QPs ran out before */
-    room = (iface->config.pool_size > iface->rc_in_use + 1) ?
-           iface->config.pool_size - iface->rc_in_use - 1 : 0;
-    if ((rc_iface->qp_pool.count == 0) && !iface->rc_warned) {
-        (void)qpx_iface_qp_prefill(rc_iface,
-                                   ucs_min(iface->config.pool_batch - 1,
-                                           room));
-    }
-    return UCS_OK;
-}
-
-
 void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
                           qpx_hybrid_conn_t *conn)
 {
@@ -172,6 +111,12 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
                 msg->hdr.ep_addr_len, iface->addr.rc_ep_len,
                 iface->stats.malformed);
         why = "malformed request";
+        goto decline;
+    }
+    if (qpx_hybrid_rc_opening(iface)) {
+        /* The peer would hold its sends while we open it */
+        why       = "RC interface opening: asks again";
+        conn->aux = QPX_HYBRID_NACK_OPENING;
         goto decline;
     }
 
@@ -384,10 +329,20 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
         break;
     case QPX_HYBRID_CTL_PROMOTE_NACK:
         ep = qpx_hybrid_ctl_ep(iface, msg, QPX_HYBRID_EP_PROMOTING);
-        if (ep != NULL) {
+        if (ep == NULL) {
+            break;
+        }
+        if (msg->hdr.aux != QPX_HYBRID_NACK_OPENING) {
             iface->stats.refused++;
             qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
+            break;
         }
+        /* Not refused: the same threshold, counted from a moment on by
+         * when the peer's interface is open (qpx_hybrid_ep_heat) */
+        iface->stats.deferred++;
+        qpx_hybrid_ep_promote_abort(ep, ep->refusals, 0);
+        ep->window_start += ucs_min(iface->config.switch_timeout,
+                                    QPX_HYBRID_REASK_NS);
         break;
     case QPX_HYBRID_CTL_DEMOTE_REQ:
         conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
@@ -748,6 +703,10 @@ unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface)
             qpx_hybrid_conn_destroy(iface, conn);
         }
         ++count;
+    }
+
+    if (ucs_unlikely(iface->rc_open_due)) {
+        qpx_hybrid_rc_open_due(iface); /* after this round's answers */
     }
     return count;
 }
