@@ -68,9 +68,8 @@ static void qpx_device_port_estimate(qpx_device_port_t *port)
     }
 
     port->bandwidth = wire_bw;
-    /* Fabric and HCA latency of a small message, a typical figure for one
-     * switch hop; transports add their own software overhead */
-    port->latency   = port->is_eth ? 900e-9 : 600e-9;
+    port->latency   = port->is_eth ? QPX_DEVICE_LATENCY_ETH :
+                                     QPX_DEVICE_LATENCY_IB;
 }
 
 

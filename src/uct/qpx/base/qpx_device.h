@@ -14,6 +14,11 @@
 
 #define QPX_DEVICE_MAX_PORTS 4
 #define QPX_DEVICE_MAX_GIDS  256 /* of a port's table, looked at */
+/* Fabric and HCA latency of a small message, seconds: a typical figure for
+ * one switch hop, InfiniBand and Ethernet (RoCE); transports add their own
+ * software overhead (qpx_port_t latency) */
+#define QPX_DEVICE_LATENCY_IB  600e-9
+#define QPX_DEVICE_LATENCY_ETH 900e-9
 
 
 /* One port of the device */

@@ -213,7 +213,7 @@ void qpx_iface_query(qpx_iface_t *iface, uct_iface_attr_t *iface_attr)
     iface_attr->bandwidth.shared    = iface->port->bandwidth;
     iface_attr->latency         = ucs_linear_func_make(iface->port->latency,
                                                        0);
-    iface_attr->overhead        = 75e-9;
+    iface_attr->overhead        = QPX_IFACE_OVERHEAD;
     iface_attr->priority        = 0;
 }
 

@@ -357,6 +357,12 @@ KHASH_MAP_INIT_INT(qpx_qp_map, void*);
 /* Completions event_arm may take out of each CQ (qpx_iface_event_arm) */
 #define QPX_IFACE_BACKLOG 32
 
+/* The software cost of one operation, seconds, that UCP weighs transports
+ * by (uct_iface_attr_t.overhead): base's estimate for a verbs post and
+ * poll, which each transport replaces with its own (qpx_rdma_tl_t's
+ * overhead, qpx_ud's QPX_UD_OVERHEAD) */
+#define QPX_IFACE_OVERHEAD 75e-9
+
 
 struct qpx_iface {
     uct_base_iface_t          super;

@@ -384,6 +384,8 @@ void qpx_qp_pool_put(qpx_qp_pool_t *pool, struct ibv_qp *qp)
 
 uint8_t qpx_qp_timeout_code(double timeout)
 {
+    /* The IBA's Local ACK Timeout is 4.096 us * 2^code (ibv_modify_qp(3):
+     * code 0 is infinite, never asked for here) */
     double t     = 4.096e-6 * 2;
     uint8_t code = 1;
 

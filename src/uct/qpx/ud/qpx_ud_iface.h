@@ -25,6 +25,11 @@
 #define QPX_UD_RX_BATCH      16                 /* completions polled at once */
 #define QPX_UD_TX_MODERATION_MAX 64
 #define QPX_UD_MIN_SEG_SIZE  256                /* GRH + header + payload */
+/* Software reliability on every packet (sequence, ACK, resend window): what
+ * it adds to the port's latency, and its cost per operation, seconds, as
+ * UCP weighs them (uct_iface_attr_t latency.c and overhead) */
+#define QPX_UD_LATENCY_ADD   200e-9
+#define QPX_UD_OVERHEAD      100e-9
 
 
 /* Packet types */

@@ -166,9 +166,8 @@ static ucs_status_t qpx_ud_iface_query(uct_iface_h tl_iface,
     attr->iface_addr_len    = sizeof(qpx_ud_iface_addr_t);
     attr->ep_addr_len       = sizeof(qpx_ud_ep_addr_t);
     attr->max_conn_priv     = 0;
-    /* Software reliability on every packet */
-    attr->latency.c        += 200e-9;
-    attr->overhead          = 100e-9;
+    attr->latency.c        += QPX_UD_LATENCY_ADD;
+    attr->overhead          = QPX_UD_OVERHEAD;
     return UCS_OK;
 }
 
