@@ -55,13 +55,51 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
 static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface);
 
 
+/* Why a peer's PROMOTE_REQ is refused before a QP is asked for, NULL:
+ * it is not; *aux_p: the refusal's PROMOTE_NACK aux */
+static const char *qpx_hybrid_conn_refusal(qpx_hybrid_iface_t *iface,
+                                           const qpx_hybrid_ctl_msg_t *msg,
+                                           uint32_t *aux_p)
+{
+    ucs_log_level_t level;
+
+    if (!iface->rc_avail) {
+        return "no RC interface";
+    }
+    if (qpx_hybrid_join_crossing(iface, msg,
+                                 qpx_hybrid_ctl_peer_wins(iface, msg))) {
+        return "our promotion to the peer goes on: it joins ours";
+    }
+    if ((iface->rc_in_use >= iface->config.pool_size) &&
+        (!qpx_hybrid_ctl_peer_wins(iface, msg) ||
+         !qpx_hybrid_iface_yield_slot(iface))) {
+        return "RC pool full";
+    }
+    if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
+        level = qpx_log_sampled_level(&iface->stats.malformed,
+                                      UCS_LOG_LEVEL_WARN);
+        ucs_log(level,
+                "qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
+                "(expected %zu), %lu malformed so far", iface,
+                msg->hdr.ep_addr_len, iface->addr.rc_ep_len,
+                iface->stats.malformed);
+        return "malformed request";
+    }
+    if (qpx_hybrid_rc_opening(iface)) {
+        /* The peer would hold its sends while we open it */
+        *aux_p = QPX_HYBRID_NACK_OPENING;
+        return "RC interface opening: asks again";
+    }
+    return NULL;
+}
+
+
 /* A peer's endpoint asks for an RC QP (PROMOTE_REQ) */
 static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
                                    const qpx_hybrid_ctl_msg_t *msg)
 {
     qpx_hybrid_conn_t *conn;
-    const char *why = NULL;
-    ucs_log_level_t level;
+    const char *why;
     ucs_status_t status;
 
     conn = calloc(1, sizeof(*conn));
@@ -87,36 +125,8 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     }
     qpx_hybrid_owner_set(iface, conn->ctl_ep, conn, QPX_HYBRID_OWNER_CONN);
 
-    if (!iface->rc_avail) {
-        why = "no RC interface";
-        goto decline;
-    }
-    if (qpx_hybrid_join_crossing(iface, msg,
-                                 qpx_hybrid_ctl_peer_wins(iface, msg))) {
-        why = "our promotion to the peer goes on: it joins ours";
-        goto decline;
-    }
-    if ((iface->rc_in_use >= iface->config.pool_size) &&
-        (!qpx_hybrid_ctl_peer_wins(iface, msg) ||
-         !qpx_hybrid_iface_yield_slot(iface))) {
-        why = "RC pool full";
-        goto decline;
-    }
-    if (msg->hdr.ep_addr_len != iface->addr.rc_ep_len) {
-        level = qpx_log_sampled_level(&iface->stats.malformed,
-                                      UCS_LOG_LEVEL_WARN);
-        ucs_log(level,
-                "qpx iface %p: PROMOTE_REQ with an RC address of %u bytes "
-                "(expected %zu), %lu malformed so far", iface,
-                msg->hdr.ep_addr_len, iface->addr.rc_ep_len,
-                iface->stats.malformed);
-        why = "malformed request";
-        goto decline;
-    }
-    if (qpx_hybrid_rc_opening(iface)) {
-        /* The peer would hold its sends while we open it */
-        why       = "RC interface opening: asks again";
-        conn->aux = QPX_HYBRID_NACK_OPENING;
+    why = qpx_hybrid_conn_refusal(iface, msg, &conn->aux);
+    if (why != NULL) {
         goto decline;
     }
 
