@@ -447,13 +447,56 @@ static struct sv_shm_qp *sv_qp_shm_alloc(struct ibv_context *ctx,
 }
 
 
+/* The send queue of qp, of cap's (granted) sizes: the number of WQEs
+ * rounded up to a power of two (written back to cap), the slot layout, and
+ * its memory. -1: no memory for it */
+static int sv_qp_sq_alloc(struct sv_qp *qp, struct ibv_qp_init_attr_ex *attr,
+                          struct ibv_qp_cap *cap, uint8_t sv_type)
+{
+    uint32_t sq_size;
+
+    cap->max_send_wr = sv_pow2_roundup(cap->max_send_wr); /* granted */
+    sq_size          = sv_qp_sq_ring_size(cap, sv_type);
+    qp->sq_size      = sq_size;
+    /* The mlx5 personality: its engine posts the data segments of a WQE
+     * the program wrote (up to 14 in 4 blocks, and an inline one) as SGEs
+     * of this QP, and an HCA checks a WQE against its queue only, not
+     * against the max_send_sge asked: UCX 1.22's ud_mlx5 asks for 2 SGEs
+     * "to minimize WQE length" and writes 4 (the inline header and 3 IOVs
+     * of an am_zcopy). So the slots of a queue it may front hold that
+     * many, while the caps written back stay libmlx5's (UCX sizes its CQs
+     * from them) and bound ibv_post_send */
+    qp->sq_sge = cap->max_send_sge;
+    if (sv_g.mlx5 && ((sv_type == IBV_QPT_RC) || (sv_type == IBV_QPT_UD) ||
+                      (sv_type == SV_QPT_DCI)) &&
+        (qp->sq_sge < SV_MLX5_MAX_SGE)) {
+        qp->sq_sge = SV_MLX5_MAX_SGE;
+    }
+    qp->sq_stride = (sizeof(struct sv_swqe) +
+                     qp->sq_sge * sizeof(struct ibv_sge) +
+                     cap->max_inline_data + 7) & ~7u;
+    if (sv_type == IBV_QPT_XRC_RECV) {
+        /* no send queue: nothing to post, nothing in flight */
+        qp->sq_size = 0;
+    } else {
+        /* from the parent domain's allocator, if it has one (sv_pd.c) */
+        qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
+                                 MLX5DV_RES_TYPE_QP, &qp->sq_custom);
+        if (qp->sq == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type)
 {
     struct ibv_qp_cap cap;
     struct sv_shm_qp *s;
-    uint32_t i, sq_size;
     struct sv_qp *qp;
+    uint32_t i;
 
     if (sv_qp_caps_grant(attr, sv_type, &cap) != 0) {
         return NULL;
@@ -464,36 +507,8 @@ struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
         errno = ENOMEM;
         return NULL;
     }
-    cap.max_send_wr = sv_pow2_roundup(cap.max_send_wr); /* granted */
-    sq_size         = sv_qp_sq_ring_size(&cap, sv_type);
-    qp->sq_size     = sq_size;
-    /* The mlx5 personality: its engine posts the data segments of a WQE
-     * the program wrote (up to 14 in 4 blocks, and an inline one) as SGEs
-     * of this QP, and an HCA checks a WQE against its queue only, not
-     * against the max_send_sge asked: UCX 1.22's ud_mlx5 asks for 2 SGEs
-     * "to minimize WQE length" and writes 4 (the inline header and 3 IOVs
-     * of an am_zcopy). So the slots of a queue it may front hold that
-     * many, while the caps written back stay libmlx5's (UCX sizes its CQs
-     * from them) and bound ibv_post_send */
-    qp->sq_sge = cap.max_send_sge;
-    if (sv_g.mlx5 && ((sv_type == IBV_QPT_RC) || (sv_type == IBV_QPT_UD) ||
-                      (sv_type == SV_QPT_DCI)) &&
-        (qp->sq_sge < SV_MLX5_MAX_SGE)) {
-        qp->sq_sge = SV_MLX5_MAX_SGE;
-    }
-    qp->sq_stride = (sizeof(struct sv_swqe) +
-                     qp->sq_sge * sizeof(struct ibv_sge) +
-                     cap.max_inline_data + 7) & ~7u;
-    if (sv_type == IBV_QPT_XRC_RECV) {
-        /* no send queue: nothing to post, nothing in flight */
-        qp->sq_size = 0;
-    } else {
-        /* from the parent domain's allocator, if it has one (sv_pd.c) */
-        qp->sq = sv_pd_buf_alloc(attr->pd, (size_t)sq_size * qp->sq_stride,
-                                 MLX5DV_RES_TYPE_QP, &qp->sq_custom);
-        if (qp->sq == NULL) {
-            goto err_free_qp;
-        }
+    if (sv_qp_sq_alloc(qp, attr, &cap, sv_type) != 0) {
+        goto err_free_qp;
     }
 
     s = sv_qp_shm_alloc(ctx, attr, sv_type, qp, &cap, &i);

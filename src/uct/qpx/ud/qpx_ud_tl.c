@@ -432,6 +432,28 @@ static void qpx_ud_iface_state_init(qpx_ud_iface_t *self,
     ucs_list_head_init(&self->discs);
 }
 
+/* Header-only packets the QP cannot take inline get buffers of their own:
+ * in tx_mp they could find none, all held by packets that wait for the
+ * very acks that cannot be sent (a small TX_MAX_BUFS) */
+static ucs_status_t qpx_ud_iface_ctl_mp_init(qpx_ud_iface_t *self)
+{
+    if (qpx_ud_iface_hdr_inline(self)) {
+        return UCS_OK;
+    }
+    return qpx_md_reg_mpool_init(self->super.md, &self->tx.ctl_mp,
+                                 sizeof(qpx_ud_send_desc_t) +
+                                 sizeof(qpx_ud_hdr_t), 64,
+                                 IBV_ACCESS_LOCAL_WRITE, UCS_LOG_LEVEL_ERROR,
+                                 "qpx_ud_ctl");
+}
+
+static void qpx_ud_iface_ctl_mp_cleanup(qpx_ud_iface_t *self, int leak_check)
+{
+    if (!qpx_ud_iface_hdr_inline(self)) {
+        ucs_mpool_cleanup(&self->tx.ctl_mp, leak_check);
+    }
+}
+
 QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
 {
     const qpx_ud_iface_config_t *config = ucs_derived_of(tl_config,
@@ -491,18 +513,9 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
         goto err_destroy_qp;
     }
 
-    /* Header-only packets the QP cannot take inline get buffers of their
-     * own: in tx_mp they could find none, all held by packets that wait
-     * for the very acks that cannot be sent (a small TX_MAX_BUFS) */
-    if (!qpx_ud_iface_hdr_inline(self)) {
-        status = qpx_md_reg_mpool_init(self->super.md, &self->tx.ctl_mp,
-                                       sizeof(qpx_ud_send_desc_t) +
-                                       sizeof(qpx_ud_hdr_t), 64,
-                                       IBV_ACCESS_LOCAL_WRITE,
-                                       UCS_LOG_LEVEL_ERROR, "qpx_ud_ctl");
-        if (status != UCS_OK) {
-            goto err_direct_cleanup;
-        }
+    status = qpx_ud_iface_ctl_mp_init(self);
+    if (status != UCS_OK) {
+        goto err_direct_cleanup;
     }
 
     /* Posts nothing when the SRQ is another interface's (it filled it) */
@@ -524,9 +537,7 @@ QPX_IFACE_INIT_FUNC(qpx_ud_iface_t)
     return UCS_OK;
 
 err_ctl_mp_cleanup:
-    if (!qpx_ud_iface_hdr_inline(self)) {
-        ucs_mpool_cleanup(&self->tx.ctl_mp, 1);
-    }
+    qpx_ud_iface_ctl_mp_cleanup(self, 1);
 err_direct_cleanup:
     qpx_ud_iface_direct_cleanup(self);
 err_destroy_qp:
@@ -585,10 +596,8 @@ UCS_CLASS_CLEANUP_FUNC(qpx_ud_iface_t)
         ucs_warn("qpx_ud: ibv_destroy_qp(0x%x) failed: %s", self->qp->qp_num,
                  strerror(ret));
     }
-    if (!qpx_ud_iface_hdr_inline(self)) {
-        /* Those the device held when the QP went away are no leaks */
-        ucs_mpool_cleanup(&self->tx.ctl_mp, 0);
-    }
+    /* Those the device held when the QP went away are no leaks */
+    qpx_ud_iface_ctl_mp_cleanup(self, 0);
     qpx_ud_iface_peers_cleanup(self);
     qpx_ep_table_cleanup(&self->eps);
     /* The interface core destroys the CQs and the SRQ, and frees the
