@@ -252,7 +252,10 @@ struct sv_shm_mr {
     uint64_t va;                  /* owner's virtual address */
     uint32_t num_mw;              /* windows bound to it (registry lock):
                                      no deregistration while any (sv_mw.c) */
-    uint32_t pad;
+    uint32_t gen;                 /* sequence lock of ibv_rereg_mr: odd
+                                     while it changes the fields above;
+                                     a transfer checks them within one
+                                     even value (sv_resp_check.c) */
 };
 
 #include "sv_mw.h"    /* struct sv_shm_mw */
@@ -480,10 +483,12 @@ struct sv_swqe;
 int  sv_mw_local_op(struct sv_qp *qp, struct sv_swqe *w);
 /* responder: a Send with Invalidate's rkey, on behalf of QP dq: 0 or -1 */
 int  sv_mw_remote_invalidate(const struct sv_shm_qp *dq, uint32_t rkey);
-/* responder: the rkey of a window (an sv_resp_status, riov set) */
+/* responder: the rkey of a window (an sv_resp_status, riov set), held in
+ * holds as an MR's key is (sv_xfer.h) until the transfer is done */
+struct sv_mr_holds;
 int  sv_mw_check_rkey(const struct sv_shm_qp *dq, uint32_t rkey,
                       uint64_t addr, uint64_t len, unsigned access,
-                      struct iovec *riov);
+                      struct iovec *riov, struct sv_mr_holds *holds);
 
 /* Access flags an MR takes (ibv_reg_mr(3)) */
 #define SV_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \

@@ -99,6 +99,28 @@ static void sv_mw_release_mr(struct sv_shm_mw *m)
     m->mr_key = 0;
 }
 
+/*
+ * A key the window no longer has (invalidated, rebound, deallocated; the
+ * change made and the registry lock released): a transfer of any process
+ * that passed its check before moves its data first, as an HCA finishes or
+ * stops every access through a window before the operation that ends it
+ * completes. Transfers hold a window's key as they hold an MR's
+ * (sv_mw_check_rkey, sv_mr_wait_unheld: the Dekker pattern of
+ * sv_resp_check.c, the fence here on the writer's side)
+ */
+static void sv_mw_wait_unheld(uint32_t old_rkey)
+{
+    /* the window's change is visible before the holds are read */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    sv_mr_wait_unheld(old_rkey);
+}
+
+/* A transfer can pass the window's check (sv_mw_check_rkey) */
+static int sv_mw_live(const struct sv_shm_mw *m)
+{
+    return m->in_use && (m->state == SV_MW_VALID) && (m->len != 0);
+}
+
 /* ---------------------------------------------------------------------
  * Allocation (rxe_alloc_mw, rxe_dealloc_mw)
  * ------------------------------------------------------------------- */
@@ -175,9 +197,11 @@ static int sv_dealloc_mw(struct ibv_mw *ibmw)
 {
     struct sv_mw *mw = sv_container_of(ibmw, struct sv_mw, mw);
     struct sv_shm_mw *m = &sv_g.shm->mws[mw->index];
+    uint32_t old_rkey = 0;
 
     sv_shm_lock();
     if (m->in_use && (m->pid == sv_g.pid)) {
+        old_rkey = sv_mw_live(m) ? m->rkey : 0;
         sv_mw_write_begin(m);
         sv_mw_release_mr(m);
         m->state  = SV_MW_INVALID;
@@ -188,6 +212,9 @@ static int sv_dealloc_mw(struct ibv_mw *ibmw)
         sv_g.shm->num_mw--;
     }
     sv_shm_unlock();
+    if (old_rkey != 0) {
+        sv_mw_wait_unheld(old_rkey);
+    }
     sv_pd_ref(ibmw->pd, -1);
     free(mw);
     return 0;
@@ -324,6 +351,7 @@ static int sv_mw_bind(struct sv_qp *qp, struct sv_swqe *w)
     struct sv_shm_mw *m = &sv_g.shm->mws[i];
     struct sv_shm_mr *mr = NULL;
     const char *why = NULL;
+    uint32_t old_rkey = 0;
 
     sv_shm_lock();
     if ((i == 0) || !m->in_use || (m->rkey != w->mw_rkey) ||
@@ -339,6 +367,8 @@ static int sv_mw_bind(struct sv_qp *qp, struct sv_swqe *w)
         why = sv_mw_check_bind(qp, w, m, mr);
     }
     if (why == NULL) {
+        /* a rebind (type 1) ends the accesses of the key before */
+        old_rkey = sv_mw_live(m) ? m->rkey : 0;
         sv_mw_do_bind(qp, w, m, mr);
     }
     sv_shm_unlock();
@@ -346,6 +376,9 @@ static int sv_mw_bind(struct sv_qp *qp, struct sv_swqe *w)
         sv_error("qp 0x%x: bind of mw 0x%x failed: %s", qp->shm->qpn,
                  w->mw_rkey, why);
         return SV_RESP_MW_BIND;
+    }
+    if (old_rkey != 0) {
+        sv_mw_wait_unheld(old_rkey);
     }
     return SV_RESP_ACK;
 }
@@ -418,6 +451,7 @@ int sv_mw_local_op(struct sv_qp *qp, struct sv_swqe *w)
                  qp->shm->qpn, w->imm_data, why);
         return SV_RESP_LOC_QP_OP;
     }
+    sv_mw_wait_unheld(w->imm_data);
     return SV_RESP_ACK;
 }
 
@@ -437,6 +471,7 @@ int sv_mw_remote_invalidate(const struct sv_shm_qp *dq, uint32_t rkey)
                  dq->qpn, rkey, why);
         return -1;
     }
+    sv_mw_wait_unheld(rkey);
     return 0;
 }
 
@@ -457,12 +492,13 @@ int sv_mw_remote_invalidate(const struct sv_shm_qp *dq, uint32_t rkey)
  */
 int sv_mw_check_rkey(const struct sv_shm_qp *dq, uint32_t rkey,
                      uint64_t addr, uint64_t len, unsigned access,
-                     struct iovec *riov)
+                     struct iovec *riov, struct sv_mr_holds *holds)
 {
     uint32_t i = sv_mw_index(rkey);
+    struct sv_shm_mw c, again;
     struct sv_shm_mr *mr;
-    struct sv_shm_mw c;
     uint64_t iova;
+    int keep;
 
     if ((i == 0) || (sv_mw_read(i, &c) < 0) || !c.in_use ||
         (c.rkey != rkey) || (c.state != SV_MW_VALID) || (c.len == 0) ||
@@ -485,6 +521,21 @@ int sv_mw_check_rkey(const struct sv_shm_qp *dq, uint32_t rkey,
     mr = sv_shm_mr_lookup(c.mr_key);
     if ((mr == NULL) || (mr->pid != dq->pid) || (iova < mr->addr) ||
         (iova + len > mr->addr + mr->len)) {
+        return SV_RESP_NAK_ACCESS;
+    }
+    /* Held until the transfer is done (the request's only hold: never
+     * -2), then checked again: a window changed before the hold was seen
+     * refuses the access, one changed after waits for it
+     * (sv_mw_wait_unheld) */
+    keep = holds->n;
+    if (sv_mr_hold_wait(holds, rkey) != 0) {
+        return SV_RESP_NAK_ACCESS;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the hold, then the read */
+    if ((sv_mw_read(i, &again) < 0) || !sv_mw_live(&again) ||
+        (again.rkey != rkey) || (again.addr != c.addr) ||
+        (again.len != c.len) || (again.mr_key != c.mr_key)) {
+        sv_mr_release(holds, keep);
         return SV_RESP_NAK_ACCESS;
     }
     riov->iov_base = (void *)(uintptr_t)(mr->va + (iova - mr->addr));

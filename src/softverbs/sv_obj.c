@@ -104,6 +104,7 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t length,
     m->len    = length;
     m->va     = (uintptr_t)addr;
     m->num_mw = 0;
+    m->gen    = 0; /* even: no rereg under way (a dead owner's may not be) */
     /* release: fields are visible before lookups see in_use */
     __atomic_store_n(&m->in_use, 1, __ATOMIC_RELEASE);
     h->num_mr++;
@@ -187,8 +188,10 @@ void sv_mr_set_dm(struct ibv_mr *ibmr, uint32_t *dm_refs)
  * errno EINVAL. The kernel then checks what a registration checks
  * (ib_uverbs_rereg_mr): a failure there is IBV_REREG_MR_ERR_CMD. The keys
  * stay the same (the kernel may change them; programs read them again).
- * The change is made under the registry lock, so a requester sees the old
- * or the new region, never a mix.
+ * The change is made under the registry lock and inside a write of the
+ * MR's sequence lock (gen), so a requester sees the old or the new region,
+ * never a mix, and it returns once the transfers that saw the old one are
+ * done.
  */
 SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
                            void *addr, size_t length, int access)
@@ -220,6 +223,9 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
         return IBV_REREG_MR_ERR_CMD;
     }
     sv_shm_lock();
+    /* odd: transfers checking the MR wait (sv_mr_gen); sequentially
+     * consistent, as the hold they publish (sv_mr_hold_checked) */
+    __atomic_store_n(&m->gen, m->gen + 1, __ATOMIC_SEQ_CST);
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
         m->addr = m->va = (uintptr_t)addr;
         m->len  = length;
@@ -233,7 +239,15 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
         ibmr->pd  = pd;
     }
     m->access = new_access;
+    /* release: the fields are written before the even generation */
+    __atomic_store_n(&m->gen, m->gen + 1, __ATOMIC_RELEASE);
     sv_shm_unlock();
+    /* a transfer that passed the check before moves its data first: the
+     * old region may be freed or reused once this returns, as after an
+     * HCA's rereg; the new generation is visible before the holds are
+     * read */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    sv_mr_wait_unheld(ibmr->lkey);
     return 0;
 }
 

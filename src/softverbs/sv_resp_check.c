@@ -238,25 +238,55 @@ static int sv_mr_still(struct sv_shm_mr *m, uint32_t key)
     return __atomic_load_n(&m->in_use, __ATOMIC_SEQ_CST) && (m->key == key);
 }
 
-/* Hold key (a check of m passed): 0; -1 when m no longer holds the key;
- * -2 when no slot is free and h holds others (the caller releases them and
- * starts again: two threads holding some and waiting for more could wait
- * for each other). Holding nothing else, it waits for a slot other threads
- * of this process free. */
-static int sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
-                              uint32_t key)
+/* The generation m's fields are read in (ibv_rereg_mr's sequence lock):
+ * an even value once no rereg is under way. Odd for good only if the owner
+ * died mid-rereg: its memory is gone, and the transfer fails on the dead
+ * peer (sv_resp_peer_alive) */
+static uint32_t sv_mr_gen(struct sv_shm_mr *m)
 {
-    int keep = h->n;
+    uint32_t gen, n;
 
+    for (n = 0; n < 100000; n++) {
+        /* acquire: the fields read after are at least this new */
+        gen = __atomic_load_n(&m->gen, __ATOMIC_ACQUIRE);
+        if (!(gen & 1)) {
+            break;
+        }
+        sched_yield();
+    }
+    return gen;
+}
+
+int sv_mr_hold_wait(struct sv_mr_holds *h, uint32_t key)
+{
     while (sv_mr_hold(h, key) != 0) {
         if (h->n > 0) {
             return -2;
         }
         sched_yield();
     }
+    return 0;
+}
+
+/* Hold key (a check of m's fields of generation gen passed): 0; -1 when m
+ * no longer holds the key; -2 as sv_mr_hold_wait; -3 when an
+ * ibv_rereg_mr changed m since (check it again). A rereg after the hold
+ * waits for the transfer (sv_mr_wait_unheld) */
+static int sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
+                              uint32_t key, uint32_t gen)
+{
+    int keep = h->n;
+
+    if (sv_mr_hold_wait(h, key) != 0) {
+        return -2;
+    }
     if (!sv_mr_still(m, key)) {
         sv_mr_release(h, keep);
         return -1;
+    }
+    if (__atomic_load_n(&m->gen, __ATOMIC_SEQ_CST) != gen) {
+        sv_mr_release(h, keep);
+        return -3;
     }
     return 0;
 }
@@ -270,13 +300,17 @@ int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
                        struct iovec *riov, struct sv_mr_holds *holds)
 {
     struct sv_shm_mr *m;
+    uint32_t gen;
+    int ret;
 
     if (sv_key_is_mw(rkey)) {
         return (dq->access & access) ?
-               sv_mw_check_rkey(dq, rkey, addr, len, access, riov) :
+               sv_mw_check_rkey(dq, rkey, addr, len, access, riov, holds) :
                SV_RESP_NAK_ACCESS;
     }
-    m = sv_shm_mr_lookup(rkey);
+again:
+    m   = sv_shm_mr_lookup(rkey);
+    gen = (m != NULL) ? sv_mr_gen(m) : 0;
     if (!(dq->access & access) || (m == NULL) || (m->pid != dq->pid) ||
         (m->pd_id != dq->pd_id) || !(m->access & access) ||
         (addr < m->addr) || (addr + len < addr) ||
@@ -284,7 +318,11 @@ int sv_resp_check_rkey(struct sv_shm_qp *dq, uint32_t rkey,
         return SV_RESP_NAK_ACCESS;
     }
     /* the request's only hold: it waits for a slot (never -2) */
-    if (sv_mr_hold_checked(holds, m, rkey) != 0) {
+    ret = sv_mr_hold_checked(holds, m, rkey, gen);
+    if (ret == -3) {
+        goto again; /* reregistered meanwhile */
+    }
+    if (ret != 0) {
         return SV_RESP_NAK_ACCESS;
     }
     riov->iov_base = (void *)(uintptr_t)(m->va + (addr - m->addr));
@@ -333,8 +371,8 @@ ssize_t sv_resp_recv_iov(struct sv_shm_qp *dq, struct sv_rwqe *w,
 {
     int keep = holds->n;
     struct sv_shm_mr *m;
+    uint32_t i, gen;
     size_t total;
-    uint32_t i;
     int n, ret;
 
 again:
@@ -345,15 +383,17 @@ again:
         if (s->length == 0) {
             continue;
         }
-        m = sv_shm_mr_lookup(s->lkey);
+        m   = sv_shm_mr_lookup(s->lkey);
+        gen = (m != NULL) ? sv_mr_gen(m) : 0;
         if ((m == NULL) || (m->pid != dq->pid) || (m->pd_id != dq->pd_id) ||
             !(m->access & IBV_ACCESS_LOCAL_WRITE) || (s->addr < m->addr) ||
             (s->addr + s->length > m->addr + m->len)) {
             return -1;
         }
-        ret = sv_mr_hold_checked(holds, m, s->lkey);
-        if (ret == -2) {
-            sv_mr_release(holds, keep); /* out of slots: all or none */
+        ret = sv_mr_hold_checked(holds, m, s->lkey, gen);
+        if ((ret == -2) || (ret == -3)) {
+            /* out of slots (all or none), or reregistered meanwhile */
+            sv_mr_release(holds, keep);
             sched_yield();
             goto again;
         }

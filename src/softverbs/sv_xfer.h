@@ -54,6 +54,11 @@ struct sv_mr_holds {
     uint8_t slot[SV_MAX_SGE];
 };
 int  sv_mr_hold(struct sv_mr_holds *h, uint32_t key);
+/* sv_mr_hold, waiting for a slot other threads of this process free when
+ * h holds nothing else: 0, or -2 when h holds others (release them, start
+ * again: two threads holding some and waiting for more could wait for
+ * each other) */
+int  sv_mr_hold_wait(struct sv_mr_holds *h, uint32_t key);
 void sv_mr_release(struct sv_mr_holds *h, int keep);
 void sv_mr_wait_unheld(uint32_t key);
 /* The destination QP's process is alive (probed at most once a ms per

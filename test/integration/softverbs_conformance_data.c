@@ -532,6 +532,79 @@ static void svt_case_dereg_during_write(svt_proc_t *p)
     svt_sync(p, !p->rank);
 }
 
+/*
+ * ibv_rereg_mr (a new translation) while a peer's RDMA write into the old
+ * one is under way: once it returns, nothing reaches the old memory (the
+ * program may free or reuse it), as for ibv_dereg_mr above. The target
+ * moves the MR to a page of its own as soon as the first byte lands, then
+ * writes the last page of the old region itself: that page must keep its
+ * bytes, and the write, which passed the key check before, must have
+ * placed the rest.
+ */
+static void svt_case_rereg_during_write(svt_proc_t *p)
+{
+    const size_t page = 4096;
+    volatile uint8_t *first;
+    uint8_t *big, *other;
+    svt_ep_opts_t o;
+    struct ibv_mr *mr;
+    svt_addr_t va;
+    svt_dev_t dev;
+    svt_ep_t ep;
+    double t0;
+
+    svt_dev_open(&dev);
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    if (p->rank == 0) {
+        o.buf_size = SVT_DEREG_LEN;
+    }
+    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
+    if (p->rank == 1) {
+        big   = aligned_alloc(page, SVT_DEREG_LEN);
+        other = aligned_alloc(page, page);
+        SVT_CHECK((big != NULL) && (other != NULL), "no memory for %lu "
+                  "bytes", SVT_DEREG_LEN);
+        memset(big, 0, SVT_DEREG_LEN);
+        SVT_NN(mr, ibv_reg_mr(dev.pd, big, SVT_DEREG_LEN,
+                              IBV_ACCESS_LOCAL_WRITE |
+                              IBV_ACCESS_REMOTE_WRITE));
+        memset(&va, 0, sizeof(va));
+        va.addr = (uintptr_t)big;
+        va.rkey = mr->rkey;
+        svt_msg_send(p, 0, &va, sizeof(va));
+        first = big;
+        t0    = svt_now_ms();
+        while (*first == 0) {
+            SVT_CHECK(svt_now_ms() - t0 < 20000,
+                      "the peer's write did not start in 20 s");
+        }
+        t0 = svt_now_ms();
+        SVT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other,
+                            page, 0));
+        svt_note("ibv_rereg_mr returned %.1f ms after the write began",
+                 svt_now_ms() - t0);
+        memset(big + SVT_DEREG_LEN - page, SVT_GUARD_VAL, page);
+        svt_sync(p, 0); /* the peer saw its completion */
+        svt_memset_check(big + SVT_DEREG_LEN - page, page, SVT_GUARD_VAL,
+                         "old region's last page, written after "
+                         "ibv_rereg_mr returned");
+        svt_memset_check(big, SVT_DEREG_LEN - page, 0x55,
+                         "the write placed before ibv_rereg_mr returned");
+        SVT_OK(ibv_dereg_mr(mr));
+        free(other);
+        free(big);
+    } else {
+        svt_msg_recv(p, 1, &va, sizeof(va));
+        memset(ep.buf, 0x55, SVT_DEREG_LEN);
+        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, SVT_DEREG_LEN,
+                             va.addr, va.rkey, 0, IBV_SEND_SIGNALED, 1));
+        /* its key was checked before the rereg: it completes */
+        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+        svt_sync(p, 1);
+    }
+    svt_sync(p, !p->rank);
+}
+
 const svt_case_t svt_cases_data[] = {
     SVT_SIZE_CASES("rc/send", IBV_WR_SEND),
     SVT_SIZE_CASES("rc/send_imm", IBV_WR_SEND_WITH_IMM),
@@ -551,5 +624,6 @@ const svt_case_t svt_cases_data[] = {
     {"order/write_then_send", svt_case_write_then, 2, 0},
     {"order/write_then_read", svt_case_write_then, 2, 1},
     {"data/dereg_during_write", svt_case_dereg_during_write, 2},
+    {"data/rereg_during_write", svt_case_rereg_during_write, 2},
     {NULL}
 };
