@@ -197,6 +197,15 @@ static void qpx_cm_process_event(qpx_cm_t *cm, struct rdma_cm_event *event)
         /* the QP left timewait; the CM reuses nothing */
         break;
     default:
+        if (event->id->context == NULL) {
+            /* The id of a connection request no endpoint has taken yet
+             * (qpx_cm_listener_handle_request): the client went away
+             * before the user answered, say. The endpoint made from it
+             * later sees the failure; nobody is to be told now */
+            ucs_debug("qpx cm %p: %s on the id %p of a request not answered "
+                      "yet", cm, rdma_event_str(event->event), event->id);
+            break;
+        }
         qpx_cm_ep_handle_event(event->id->context, event);
         break;
     }

@@ -59,6 +59,11 @@ void qpx_cm_listener_handle_request(qpx_cm_t *cm, struct rdma_cm_event *event)
     size_t dev_addr_len, addr_len;
     ucs_status_t status;
 
+    /* The new id has the listener's context (librdmacm): none until an
+     * endpoint takes the request (qpx_cm_ep_server_init), so that an event
+     * of the id before then is not read as an endpoint's
+     * (qpx_cm_process_event) */
+    event->id->context = NULL;
     client = rdma_get_peer_addr(event->id);
     /* A REQ not made by a qpx CM (or cut short) is not handed to UCP */
     if (!qpx_cm_priv_is_valid(hdr, priv_len)) {
