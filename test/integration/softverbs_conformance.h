@@ -149,6 +149,18 @@ void    svt_fill(void *buf, size_t len, uint32_t seed);
 ssize_t svt_verify(const void *buf, size_t len, uint32_t seed);
 void    svt_memset_check(const void *buf, size_t len, uint8_t val,
                          const char *what);
+/* The *_during_write cases (a memory change while a peer's RDMA write into
+ * it is under way). The writer: len bytes of 0x55 from ep to the address
+ * and key rank target sends, which complete (the key was checked before
+ * the change). The target: waits for the first byte at buf, calls
+ * change(arg) (what: its name), writes the last page of buf itself, and
+ * once the writer saw its completion checks that the page kept its bytes
+ * and that the write placed the rest */
+void    svt_during_write_writer(svt_proc_t *p, int target, svt_ep_t *ep,
+                                size_t len);
+void    svt_during_write_target(svt_proc_t *p, int writer, uint8_t *buf,
+                                size_t len, const char *what,
+                                void (*change)(void *arg), void *arg);
 void    svt_pattern_check(const void *buf, size_t len, uint32_t seed,
                           const char *what);
 

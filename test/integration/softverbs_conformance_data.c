@@ -474,17 +474,36 @@ static void svt_case_write_then(svt_proc_t *p)
  */
 #define SVT_DEREG_LEN (256ul << 20)
 
-static void svt_case_dereg_during_write(svt_proc_t *p)
+static void svt_dereg(void *arg)
+{
+    SVT_OK(ibv_dereg_mr(arg));
+}
+
+typedef struct {
+    struct ibv_mr *mr;
+    void          *other;   /* the new translation: a page */
+} svt_rereg_arg_t;
+
+static void svt_rereg(void *arg)
+{
+    svt_rereg_arg_t *a = arg;
+
+    SVT_OK(ibv_rereg_mr(a->mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+                        a->other, 4096, 0));
+}
+
+/* Rank 1 registers 256 MiB for rank 0 to write, and changes the MR
+ * (deregisters it, or moves it to a page of its own) once the write is
+ * under way (svt_during_write_target) */
+static void svt_mr_during_write(svt_proc_t *p, int rereg)
 {
     const size_t page = 4096;
-    volatile uint8_t *first;
+    svt_rereg_arg_t a;
     svt_ep_opts_t o;
-    struct ibv_mr *mr;
     svt_addr_t va;
     svt_dev_t dev;
     uint8_t *big;
     svt_ep_t ep;
-    double t0;
 
     svt_dev_open(&dev);
     svt_ep_opts_init(&o, IBV_QPT_RC);
@@ -492,44 +511,38 @@ static void svt_case_dereg_during_write(svt_proc_t *p)
         o.buf_size = SVT_DEREG_LEN;
     }
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
-    if (p->rank == 1) {
-        big = aligned_alloc(page, SVT_DEREG_LEN);
-        SVT_CHECK(big != NULL, "no memory for %lu bytes", SVT_DEREG_LEN);
-        memset(big, 0, SVT_DEREG_LEN);
-        SVT_NN(mr, ibv_reg_mr(dev.pd, big, SVT_DEREG_LEN,
-                              IBV_ACCESS_LOCAL_WRITE |
-                              IBV_ACCESS_REMOTE_WRITE));
-        memset(&va, 0, sizeof(va));
-        va.addr = (uintptr_t)big;
-        va.rkey = mr->rkey;
-        svt_msg_send(p, 0, &va, sizeof(va));
-        first = big;
-        t0    = svt_now_ms();
-        while (*first == 0) {
-            SVT_CHECK(svt_now_ms() - t0 < 20000,
-                      "the peer's write did not start in 20 s");
-        }
-        t0 = svt_now_ms();
-        SVT_OK(ibv_dereg_mr(mr));
-        svt_note("ibv_dereg_mr returned %.1f ms after the write began",
-                 svt_now_ms() - t0);
-        memset(big + SVT_DEREG_LEN - page, SVT_GUARD_VAL, page);
-        svt_sync(p, 0); /* the peer saw its completion */
-        svt_memset_check(big + SVT_DEREG_LEN - page, page, SVT_GUARD_VAL,
-                         "last page, written after ibv_dereg_mr returned");
-        svt_memset_check(big, SVT_DEREG_LEN - page, 0x55,
-                         "the write placed before ibv_dereg_mr returned");
-        free(big);
-    } else {
-        svt_msg_recv(p, 1, &va, sizeof(va));
-        memset(ep.buf, 0x55, SVT_DEREG_LEN);
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, SVT_DEREG_LEN,
-                             va.addr, va.rkey, 0, IBV_SEND_SIGNALED, 1));
-        /* its key was checked before the deregistration: it completes */
-        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+    if (p->rank == 0) {
+        svt_during_write_writer(p, 1, &ep, SVT_DEREG_LEN);
         svt_sync(p, 1);
+        return;
     }
-    svt_sync(p, !p->rank);
+    big     = aligned_alloc(page, SVT_DEREG_LEN);
+    a.other = aligned_alloc(page, page);
+    SVT_CHECK((big != NULL) && (a.other != NULL), "no memory for %lu bytes",
+              SVT_DEREG_LEN);
+    memset(big, 0, SVT_DEREG_LEN);
+    SVT_NN(a.mr, ibv_reg_mr(dev.pd, big, SVT_DEREG_LEN,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    memset(&va, 0, sizeof(va));
+    va.addr = (uintptr_t)big;
+    va.rkey = a.mr->rkey;
+    svt_msg_send(p, 0, &va, sizeof(va));
+    if (rereg) {
+        svt_during_write_target(p, 0, big, SVT_DEREG_LEN, "ibv_rereg_mr",
+                                svt_rereg, &a);
+        SVT_OK(ibv_dereg_mr(a.mr));
+    } else {
+        svt_during_write_target(p, 0, big, SVT_DEREG_LEN, "ibv_dereg_mr",
+                                svt_dereg, a.mr);
+    }
+    free(a.other);
+    free(big);
+    svt_sync(p, 0);
+}
+
+static void svt_case_dereg_during_write(svt_proc_t *p)
+{
+    svt_mr_during_write(p, 0);
 }
 
 /*
@@ -543,66 +556,7 @@ static void svt_case_dereg_during_write(svt_proc_t *p)
  */
 static void svt_case_rereg_during_write(svt_proc_t *p)
 {
-    const size_t page = 4096;
-    volatile uint8_t *first;
-    uint8_t *big, *other;
-    svt_ep_opts_t o;
-    struct ibv_mr *mr;
-    svt_addr_t va;
-    svt_dev_t dev;
-    svt_ep_t ep;
-    double t0;
-
-    svt_dev_open(&dev);
-    svt_ep_opts_init(&o, IBV_QPT_RC);
-    if (p->rank == 0) {
-        o.buf_size = SVT_DEREG_LEN;
-    }
-    svt_ep_pair(p, !p->rank, &dev, &o, &ep);
-    if (p->rank == 1) {
-        big   = aligned_alloc(page, SVT_DEREG_LEN);
-        other = aligned_alloc(page, page);
-        SVT_CHECK((big != NULL) && (other != NULL), "no memory for %lu "
-                  "bytes", SVT_DEREG_LEN);
-        memset(big, 0, SVT_DEREG_LEN);
-        SVT_NN(mr, ibv_reg_mr(dev.pd, big, SVT_DEREG_LEN,
-                              IBV_ACCESS_LOCAL_WRITE |
-                              IBV_ACCESS_REMOTE_WRITE));
-        memset(&va, 0, sizeof(va));
-        va.addr = (uintptr_t)big;
-        va.rkey = mr->rkey;
-        svt_msg_send(p, 0, &va, sizeof(va));
-        first = big;
-        t0    = svt_now_ms();
-        while (*first == 0) {
-            SVT_CHECK(svt_now_ms() - t0 < 20000,
-                      "the peer's write did not start in 20 s");
-        }
-        t0 = svt_now_ms();
-        SVT_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other,
-                            page, 0));
-        svt_note("ibv_rereg_mr returned %.1f ms after the write began",
-                 svt_now_ms() - t0);
-        memset(big + SVT_DEREG_LEN - page, SVT_GUARD_VAL, page);
-        svt_sync(p, 0); /* the peer saw its completion */
-        svt_memset_check(big + SVT_DEREG_LEN - page, page, SVT_GUARD_VAL,
-                         "old region's last page, written after "
-                         "ibv_rereg_mr returned");
-        svt_memset_check(big, SVT_DEREG_LEN - page, 0x55,
-                         "the write placed before ibv_rereg_mr returned");
-        SVT_OK(ibv_dereg_mr(mr));
-        free(other);
-        free(big);
-    } else {
-        svt_msg_recv(p, 1, &va, sizeof(va));
-        memset(ep.buf, 0x55, SVT_DEREG_LEN);
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, SVT_DEREG_LEN,
-                             va.addr, va.rkey, 0, IBV_SEND_SIGNALED, 1));
-        /* its key was checked before the rereg: it completes */
-        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
-        svt_sync(p, 1);
-    }
-    svt_sync(p, !p->rank);
+    svt_mr_during_write(p, 1);
 }
 
 const svt_case_t svt_cases_data[] = {

@@ -645,3 +645,44 @@ int svt_stderr_end(int saved, const char *needle, char *text,
     }
     return count;
 }
+
+
+void svt_during_write_writer(svt_proc_t *p, int target, svt_ep_t *ep,
+                             size_t len)
+{
+    svt_addr_t va;
+
+    svt_msg_recv(p, target, &va, sizeof(va));
+    memset(ep->buf, 0x55, len);
+    SVT_OK(svt_post_send(ep, IBV_WR_RDMA_WRITE, 0, len, va.addr, va.rkey, 0,
+                         IBV_SEND_SIGNALED, 1));
+    svt_expect_wc(ep->cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
+    svt_sync(p, target);
+}
+
+void svt_during_write_target(svt_proc_t *p, int writer, uint8_t *buf,
+                             size_t len, const char *what,
+                             void (*change)(void *arg), void *arg)
+{
+    const uint8_t guard  = 0xaa;
+    const size_t page    = 4096;
+    volatile uint8_t *first = buf;
+    char msg[128];
+    double t0;
+
+    t0 = svt_now_ms();
+    while (*first == 0) {
+        SVT_CHECK(svt_now_ms() - t0 < 20000,
+                  "the peer's write did not start in 20 s");
+    }
+    t0 = svt_now_ms();
+    change(arg);
+    svt_note("%s returned %.1f ms after the write began", what,
+             svt_now_ms() - t0);
+    memset(buf + len - page, guard, page);
+    svt_sync(p, writer); /* the writer saw its completion */
+    snprintf(msg, sizeof(msg), "last page, written after %s returned", what);
+    svt_memset_check(buf + len - page, page, guard, msg);
+    snprintf(msg, sizeof(msg), "the write placed before %s returned", what);
+    svt_memset_check(buf, len - page, 0x55, msg);
+}

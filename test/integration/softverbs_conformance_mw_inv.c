@@ -190,19 +190,28 @@ static void svt_case_mw_type2_local_inv(svt_proc_t *p)
  * have placed the rest. An invalidation that completed mid-transfer lets
  * the transfer overwrite the last page afterwards.
  */
-#define SVT_INV_LEN   (256ul << 20)
-#define SVT_INV_GUARD 0xaa
+#define SVT_INV_LEN (256ul << 20)
+
+typedef struct {
+    svt_ep_t      *ep;
+    struct ibv_mw *mw;
+} svt_mw2_inv_arg_t;
+
+static void svt_mw2_inv(void *arg)
+{
+    svt_mw2_inv_arg_t *a = arg;
+
+    SVT_CHECK(svt_mw_local_inv(a->ep, a->mw->rkey) == IBV_WC_SUCCESS,
+              "local invalidation failed");
+}
 
 static void svt_case_mw_inv_during_write(svt_proc_t *p)
 {
-    const size_t page = 4096;
-    volatile uint8_t *first;
-    struct ibv_mw *mw;
+    svt_mw2_inv_arg_t a;
     svt_ep_opts_t o;
     svt_addr_t va;
     svt_dev_t dev;
     svt_ep_t ep;
-    double t0;
 
     svt_dev_open(&dev);
     svt_mw_opts(&o, IBV_QPT_RC);
@@ -210,41 +219,20 @@ static void svt_case_mw_inv_during_write(svt_proc_t *p)
     svt_ep_pair(p, !p->rank, &dev, &o, &ep);
     if (p->rank == 0) {
         memset(ep.buf, 0, SVT_INV_LEN);
-        SVT_NN(mw, ibv_alloc_mw(dev.pd, IBV_MW_TYPE_2));
-        SVT_CHECK(svt_mw_bind2(&ep, mw, ep.mr, (uintptr_t)ep.buf, SVT_INV_LEN,
-                               IBV_ACCESS_REMOTE_WRITE) == IBV_WC_SUCCESS,
-                  "type 2 bind failed");
+        SVT_NN(a.mw, ibv_alloc_mw(dev.pd, IBV_MW_TYPE_2));
+        SVT_CHECK(svt_mw_bind2(&ep, a.mw, ep.mr, (uintptr_t)ep.buf,
+                               SVT_INV_LEN, IBV_ACCESS_REMOTE_WRITE) ==
+                  IBV_WC_SUCCESS, "type 2 bind failed");
         memset(&va, 0, sizeof(va));
         va.addr = (uintptr_t)ep.buf;
-        va.rkey = mw->rkey;
+        va.rkey = a.mw->rkey;
         svt_msg_send(p, 1, &va, sizeof(va));
-        first = ep.buf;
-        t0    = svt_now_ms();
-        while (*first == 0) {
-            SVT_CHECK(svt_now_ms() - t0 < 20000,
-                      "the peer's write did not start in 20 s");
-        }
-        t0 = svt_now_ms();
-        SVT_CHECK(svt_mw_local_inv(&ep, mw->rkey) == IBV_WC_SUCCESS,
-                  "local invalidation failed");
-        svt_note("the invalidation completed %.1f ms after the write began",
-                 svt_now_ms() - t0);
-        memset(ep.buf + SVT_INV_LEN - page, SVT_INV_GUARD, page);
-        svt_sync(p, 1); /* the peer saw its completion */
-        svt_memset_check(ep.buf + SVT_INV_LEN - page, page, SVT_INV_GUARD,
-                         "last page, written after the invalidation "
-                         "completed");
-        svt_memset_check(ep.buf, SVT_INV_LEN - page, 0x55, "the write "
-                         "placed before the invalidation completed");
-        SVT_OK(ibv_dealloc_mw(mw));
+        a.ep = &ep;
+        svt_during_write_target(p, 1, ep.buf, SVT_INV_LEN,
+                                "the local invalidation", svt_mw2_inv, &a);
+        SVT_OK(ibv_dealloc_mw(a.mw));
     } else {
-        svt_msg_recv(p, 0, &va, sizeof(va));
-        memset(ep.buf, 0x55, SVT_INV_LEN);
-        SVT_OK(svt_post_send(&ep, IBV_WR_RDMA_WRITE, 0, SVT_INV_LEN,
-                             va.addr, va.rkey, 0, IBV_SEND_SIGNALED, 1));
-        /* its key was checked before the invalidation: it completes */
-        svt_expect_wc(ep.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 1, NULL);
-        svt_sync(p, 0);
+        svt_during_write_writer(p, 0, &ep, SVT_INV_LEN);
     }
     svt_sync(p, !p->rank);
     svt_ep_destroy(&ep);
