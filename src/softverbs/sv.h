@@ -31,8 +31,9 @@
 #define SV_MCAST_TBL      256
 #define SV_MCAST_QPS      64
 #define SV_MAX_SGE        30
-#define SV_MR_HOLDS       32      /* per process (sv_resp_check.c) */
-#define SV_MAX_SQ_DESC    768     /* largest send WQE: inline room (sv_qp.c) */
+#define SV_MR_HOLDS       32      /* per process (sv_obj.c) */
+/* largest send WQE: inline room (sv_qp_create.c) */
+#define SV_MAX_SQ_DESC    768
 #define SV_MAX_PORTS      4
 /* GID table entries of a RoCE port (sv_gid.c): the default pair and
  * one pair per address of its netdev */
@@ -255,7 +256,7 @@ struct sv_shm_mr {
     uint32_t gen;                 /* sequence lock of ibv_rereg_mr: odd
                                      while it changes the fields above;
                                      a transfer checks them within one
-                                     even value (sv_resp_check.c) */
+                                     even value (sv_obj.c) */
 };
 
 #include "sv_mw.h"    /* struct sv_shm_mw */
@@ -307,7 +308,8 @@ struct sv_shm_hdr {
     uint32_t num_qp, num_cq, num_mr, num_srq;
     uint32_t num_mw, mw_cursor;
     uint32_t port_down[SV_MAX_DEVS]; /* bit p-1: port p is down (sv_port.c) */
-    uint32_t devs_present;        /* bit i: slot i is some host's (sv_dev.c) */
+    uint32_t devs_present;        /* bit i: slot i is some host's
+                                     (sv_devices.c) */
     struct sv_shm_port_addrs port_addrs[SV_MAX_DEVS][SV_MAX_PORTS];
     struct sv_ev_spill ev_spill;  /* events a full socket refused */
     uint8_t  qp_gen[SV_QP_TBL];
@@ -356,13 +358,12 @@ struct sv_global {
 
 extern struct sv_global sv_g;
 
-/* the registry file, its locks and this process's slot (sv_shm.c) */
+/* the registry file and this process's slot (sv_shm.c) */
 int  sv_shm_init(void);
-/* the directory of softverbs' sysfs tree for this device set (sv_misc.c) */
-void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports);
 /* hook run once by the first sv_shm_init() that attaches the registry; set
- * from a constructor (the devices, sv_dev.c) */
+ * from a constructor (the devices, sv_devices.c) */
 void sv_shm_set_init_hook(void (*hook)(void));
+/* the registry's locks (sv_core.c) */
 void sv_shm_lock(void);
 void sv_shm_mutex_lock(pthread_mutex_t *m);
 void sv_shm_unlock(void);
@@ -374,6 +375,7 @@ void sv_shm_free(uint64_t off, uint64_t len);
 /* liveness of process slots, reclaim of dead processes (sv_reap.c) */
 void sv_shm_reap(void);
 void sv_shm_recount(void);                   /* under lock */
+void sv_shm_xrcd_free(uint32_t index);       /* under lock */
 int  sv_proc_alive(uint32_t proc, int32_t pid);
 /* start time of a process (/proc/<pid>/stat), 0 when unknown */
 uint64_t sv_proc_start_time(int32_t pid);
@@ -716,19 +718,57 @@ uint64_t sv_now_coarse_ns(void);
 #define SV_CLOCK_KHZ 1000000ull
 #define SV_TS_MASK   0x7fffffffffffffffull
 
-/* device / context */
+/* The device table (sv_devices.c): the device of a LID, whether a device
+ * is one of this host's list; the directory of the sysfs tree */
 struct sv_device *sv_device_by_lid(uint16_t lid);
+int sv_device_is_listed(const struct sv_device *dev);
+const char *sv_sysfs_env(char *buf, size_t len);
+void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports);
+
 /* LID of a port: port p (1-based) of device i has i * num_ports + p */
-uint16_t sv_port_lid(int index, uint8_t port);
+static inline uint16_t sv_port_lid(int index, uint8_t port)
+{
+    return (uint16_t)(index * sv_g.num_ports + port);
+}
+
 /* Port a (unicast) LID belongs to */
-uint8_t sv_lid_port(uint16_t lid);
-int sv_port_valid(uint8_t port);
+static inline uint8_t sv_lid_port(uint16_t lid)
+{
+    return (uint8_t)((lid - 1) % sv_g.num_ports + 1);
+}
+
+static inline int sv_port_valid(uint8_t port)
+{
+    return (port >= 1) && (port <= sv_g.num_ports);
+}
+
+/* A slot's node GUID, from its number: known for every host's slot, so
+ * that other hosts' GIDs are too */
+static inline uint64_t sv_device_guid(int index)
+{
+    return 0x0002c90300a00000ull + index + 1;
+}
+
+/* Apply SOFTVERBS_CAP_POLICY to a requested capability: fail (the
+ * default, EINVAL as mlx5) or clamp (lowered to the limit, written back) */
+static inline int sv_cap_check(uint32_t *val, uint32_t max)
+{
+    if (*val <= max) {
+        return 0;
+    }
+    if (sv_g.cap_fail) {
+        return EINVAL;
+    }
+    *val = max;
+    return 0;
+}
+
+/* a port's GID (sv_gid.c), an AH's attributes (sv_obj.c), a device's
+ * attributes (sv_dev.c) */
 void sv_device_gid(int index, uint8_t port, union ibv_gid *gid);
-uint64_t sv_device_guid(int index);
 int sv_ah_attr_valid(const struct ibv_ah_attr *attr, uint8_t port,
                      int no_dlid_ok);
 void sv_device_attr(struct ibv_device_attr *attr, struct sv_device *dev);
-int  sv_cap_check(uint32_t *val, uint32_t max);
 
 /* CQ rings (sv_cq_ring.c): max_cqe, allocation under the registry lock.
  * A ring being resized has this bit in its tail: producers wait for the
@@ -737,9 +777,11 @@ int  sv_cap_check(uint32_t *val, uint32_t max);
 uint32_t sv_cq_max_cqe(void);
 uint64_t sv_cq_ring_alloc(uint32_t cqe, uint64_t *len);
 
-/* CQ (sv_cq.c), CQE production and arming (sv_cq_push.c), polling by the
- * owner (sv_cq_poll.c): sv_cq_progress_all runs every local CQ's requesters
- * (ibv_get_cq_event), sv_cq_init_poll_ex sets the ibv_cq_ex functions */
+/* CQ (sv_cq.c), whether a CQE waits at the consumer index (sv_cq_ring.c),
+ * CQE production and arming (sv_cq_push.c), polling and completion
+ * channels of the owner (sv_cq_poll.c): sv_cq_progress_all runs every
+ * local CQ's requesters (ibv_get_cq_event), sv_cq_init_poll_ex sets the
+ * ibv_cq_ex functions */
 struct ibv_cq_ex *sv_create_cq_ex(struct ibv_context *ctx,
                                   struct ibv_cq_init_attr_ex *attr);
 void sv_cq_add_qp(struct sv_cq *cq, struct sv_qp *qp);
@@ -767,19 +809,23 @@ int  sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 #include "sv_qp_state.h"   /* the QP state (needs struct sv_shm_qp); QP: */
 
+/* posting and the ibv_wr_* functions (sv_post.c) */
 int  sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                   struct ibv_send_wr **bad);
 int  sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                   struct ibv_recv_wr **bad);
-void sv_qp_flush_rq(struct sv_qp *qp);
 void sv_qp_init_wr_ops(struct sv_qp *qp);
+/* flush the QP's own receive queue (sv_qp_state.c) */
+void sv_qp_flush_rq(struct sv_qp *qp);
+/* ibv_create_qp_ex of every type but DC (sv_qp.c) */
 struct ibv_qp *sv_create_qp_ex(struct ibv_context *ctx,
                                struct ibv_qp_init_attr_ex *attr);
-/* the comp_mask attributes, the SRQ of a new QP: 0 or the errno (sv_qp.c) */
+/* the comp_mask attributes, the SRQ of a new QP: 0 or the errno; the send
+ * queue's WQE blocks; a QP of registry type sv_type, attributes checked by
+ * the caller (sv_qp_create.c) */
 int sv_qp_init_attr_check(const struct ibv_qp_init_attr_ex *attr);
 int sv_qp_srq_check(const struct ibv_qp_init_attr_ex *attr);
 uint32_t sv_qp_mlx5_sq_blocks(const struct ibv_qp_cap *cap, uint8_t type);
-/* A QP of registry type sv_type (attributes checked by the caller) */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
                             struct ibv_qp_init_attr_ex *attr, uint8_t sv_type);
 /* DC address of a WR built by the ibv_wr_* API (mlx5dv_wr_set_dc_addr) */
@@ -790,9 +836,9 @@ struct sv_dc_addr {
 };
 int  sv_post_send_wqe(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
                       const struct sv_dc_addr *dc);
-/* mlx5dv_qp_ex of a DCI (sv_dc.c) */
-void sv_dc_init_dv_ops(struct sv_qp *qp);
-/* ibv_modify_qp of a DCI or DCT: 0 or EINVAL */
+/* a QP's mlx5dv_qp_ex functions (sv_post.c) */
+void sv_qp_init_dv_ops(struct sv_qp *qp);
+/* ibv_modify_qp of a DCI or DCT: 0 or EINVAL (sv_dc.c) */
 int  sv_dc_modify_check(struct sv_qp *qp, enum ibv_qp_state cur,
                         enum ibv_qp_state next, int mask);
 /* the DC address of the WR being built (sv_post.c) */

@@ -5,13 +5,21 @@
  * and the flushes a responder asked for, then pops the CQEs:
  * ibv_poll_cq and the ibv_cq_ex interface (ibv_start_poll and the
  * ibv_wc_read_* functions). A QP that goes to RESET has its CQEs cleaned
- * out here too.
+ * out here too. And the owner's wait for a CQ's events: completion
+ * channels (ibv_create_comp_channel(3)), whose ibv_get_cq_event runs the
+ * process's requesters while it waits; the producers and the arming that
+ * send the events are sv_cq_push.c's, below.
  */
 #include "sv.h"
 #include "sv_xfer.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
 
 /* ---------------------------------------------------------------------
  * Polling (owner)
@@ -205,20 +213,6 @@ static int sv_cq_idle(struct sv_cq *cq)
            !sv_cq_holds_cqe(cq);
 }
 
-/* The slot at the owner's consumer index is written: a CQE waits to be
- * polled */
-int sv_cq_holds_cqe(struct sv_cq *cq)
-{
-    /* one load of the ring: a resize in another thread replaces it */
-    struct sv_cq_hdr *ring = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
-    struct sv_cq_slot *slots = (struct sv_cq_slot *)(ring + 1);
-    uint64_t h = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
-
-    /* acquire: pairs with the producer's release store of seq */
-    return __atomic_load_n(&slots[h & (ring->size - 1)].h.seq,
-                           __ATOMIC_ACQUIRE) == h + 1;
-}
-
 /*
  * The RNR and retry timers of this process's requesters on other CQs. An
  * HCA retransmits by itself, as rxe's retransmit and RNR NAK timers fire
@@ -280,7 +274,7 @@ int sv_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 
 /* Run the requesters of every local CQ: a process blocked waiting for a
  * completion event still has its RNR/retry timers evaluated
- * (ibv_get_cq_event, sv_cq_push.c) */
+ * (ibv_get_cq_event, below) */
 void sv_cq_progress_all(void)
 {
     struct sv_cq *cq;
@@ -392,4 +386,104 @@ void sv_cq_init_poll_ex(struct sv_cq *cq, uint64_t wc_flags)
         cq->cq.read_completion_wallclock_ns =
             sv_cq_read_completion_wallclock_ns;
     }
+}
+
+/* ---------------------------------------------------------------------
+ * Completion channels
+ * ------------------------------------------------------------------- */
+SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+    struct sv_comp_channel *ch;
+
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ch->ch.context = ctx;
+    ch->ch.fd      = sv_ev_open('c', &ch->ch_id);
+    if (ch->ch.fd < 0) {
+        free(ch);
+        return NULL;
+    }
+    return &ch->ch;
+}
+
+SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    struct sv_comp_channel *ch = (struct sv_comp_channel *)channel;
+
+    if (channel->refcnt) {
+        return EBUSY;
+    }
+    close(channel->fd);
+    sv_ev_close('c', ch->ch_id);
+    free(ch);
+    return 0;
+}
+
+static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    for (;;) {
+        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        sv_cq_progress_all();
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        ret = poll(&pfd, 1, 1);
+        if (ret > 0) {
+            return recv(fd, msg, sizeof(*msg), 0);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+                               struct ibv_cq **cq_out, void **cq_context)
+{
+    struct sv_ev_msg msg;
+    struct sv_shm_cq *scq;
+    struct ibv_cq *cq;
+    ssize_t n;
+
+    for (;;) {
+        n = sv_cq_event_recv(channel->fd, &msg);
+        if (n < 0) {
+            return -1;
+        }
+        /* a kick (SV_EV_KICK) is dropped below, after the refill that
+         * put its event in the socket */
+        sv_ev_refill('c', ((struct sv_comp_channel *)channel)->ch_id);
+        if ((n != sizeof(msg)) || (msg.kind != SV_EV_COMP) ||
+            (msg.index >= SV_CQ_TBL)) {
+            continue;
+        }
+        scq = &sv_g.shm->cqs[msg.index];
+        if (!scq->in_use || (scq->cookie != msg.cookie) ||
+            (scq->pid != sv_g.pid)) {
+            continue; /* CQ destroyed meanwhile */
+        }
+        cq          = (struct ibv_cq *)(uintptr_t)msg.cookie;
+        pthread_mutex_lock(&cq->mutex);
+        sv_cq(cq)->comp_events_reported++;
+        pthread_mutex_unlock(&cq->mutex);
+        *cq_out     = cq;
+        *cq_context = cq->cq_context;
+        return 0;
+    }
+}
+
+SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_broadcast(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
 }

@@ -2,8 +2,9 @@
  * softverbs completion queues: the producer side. Any process pushes a CQE
  * into a CQ's ring (claiming a slot by CAS on the tail) and, when the CQ is
  * armed (ibv_req_notify_cq), sends its completion event to the CQ's
- * completion channel, whose owner reads it with ibv_get_cq_event. The
- * arming and the producer's check of it pair their fences here.
+ * completion channel, whose owner reads it with ibv_get_cq_event
+ * (sv_cq_poll.c). The arming and the producer's check of it pair their
+ * fences here.
  */
 #include "sv.h"
 
@@ -236,104 +237,4 @@ int sv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
         sv_cq_notify(cq->shm, cq->index, 0);
     }
     return 0;
-}
-
-/* ---------------------------------------------------------------------
- * Completion channels
- * ------------------------------------------------------------------- */
-SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
-{
-    struct sv_comp_channel *ch;
-
-    ch = calloc(1, sizeof(*ch));
-    if (ch == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    ch->ch.context = ctx;
-    ch->ch.fd      = sv_ev_open('c', &ch->ch_id);
-    if (ch->ch.fd < 0) {
-        free(ch);
-        return NULL;
-    }
-    return &ch->ch;
-}
-
-SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-    struct sv_comp_channel *ch = (struct sv_comp_channel *)channel;
-
-    if (channel->refcnt) {
-        return EBUSY;
-    }
-    close(channel->fd);
-    sv_ev_close('c', ch->ch_id);
-    free(ch);
-    return 0;
-}
-
-static ssize_t sv_cq_event_recv(int fd, struct sv_ev_msg *msg)
-{
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
-    int ret;
-
-    for (;;) {
-        if (!__atomic_load_n(&sv_g.sq_pending_qps, __ATOMIC_RELAXED)) {
-            return recv(fd, msg, sizeof(*msg), 0);
-        }
-        sv_cq_progress_all();
-        if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
-            return recv(fd, msg, sizeof(*msg), 0);
-        }
-        ret = poll(&pfd, 1, 1);
-        if (ret > 0) {
-            return recv(fd, msg, sizeof(*msg), 0);
-        }
-        if ((ret < 0) && (errno != EINTR)) {
-            return -1;
-        }
-    }
-}
-
-SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
-                               struct ibv_cq **cq_out, void **cq_context)
-{
-    struct sv_ev_msg msg;
-    struct sv_shm_cq *scq;
-    struct ibv_cq *cq;
-    ssize_t n;
-
-    for (;;) {
-        n = sv_cq_event_recv(channel->fd, &msg);
-        if (n < 0) {
-            return -1;
-        }
-        /* a kick (SV_EV_KICK) is dropped below, after the refill that
-         * put its event in the socket */
-        sv_ev_refill('c', ((struct sv_comp_channel *)channel)->ch_id);
-        if ((n != sizeof(msg)) || (msg.kind != SV_EV_COMP) ||
-            (msg.index >= SV_CQ_TBL)) {
-            continue;
-        }
-        scq = &sv_g.shm->cqs[msg.index];
-        if (!scq->in_use || (scq->cookie != msg.cookie) ||
-            (scq->pid != sv_g.pid)) {
-            continue; /* CQ destroyed meanwhile */
-        }
-        cq          = (struct ibv_cq *)(uintptr_t)msg.cookie;
-        pthread_mutex_lock(&cq->mutex);
-        sv_cq(cq)->comp_events_reported++;
-        pthread_mutex_unlock(&cq->mutex);
-        *cq_out     = cq;
-        *cq_context = cq->cq_context;
-        return 0;
-    }
-}
-
-SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-    pthread_mutex_lock(&cq->mutex);
-    cq->comp_events_completed += nevents;
-    pthread_cond_broadcast(&cq->cond);
-    pthread_mutex_unlock(&cq->mutex);
 }

@@ -1,7 +1,8 @@
 /*
- * softverbs CQ rings: their size, allocation, the device's max_cqe, and
+ * softverbs CQ rings: their size, allocation, the device's max_cqe,
  * ibv_resize_cq, which moves the queued completions to a new ring while
- * producers of any process keep pushing.
+ * producers of any process keep pushing, and whether a CQE waits at the
+ * owner's consumer index (for the poll and for the arming).
  *
  * Resizing protocol. Producers (sv_cq_push) claim a slot by a CAS on the
  * ring's tail. The resizer (the owner, under the CQ lock) closes the old
@@ -175,4 +176,18 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
     ibcq->cqe = ring->cqe;
     pthread_mutex_unlock(&cq->lock);
     return 0;
+}
+
+/* The slot at the owner's consumer index is written: a CQE waits to be
+ * polled */
+int sv_cq_holds_cqe(struct sv_cq *cq)
+{
+    /* one load of the ring: a resize in another thread replaces it */
+    struct sv_cq_hdr *ring = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+    struct sv_cq_slot *slots = (struct sv_cq_slot *)(ring + 1);
+    uint64_t h = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+
+    /* acquire: pairs with the producer's release store of seq */
+    return __atomic_load_n(&slots[h & (ring->size - 1)].h.seq,
+                           __ATOMIC_ACQUIRE) == h + 1;
 }

@@ -1,5 +1,7 @@
 /*
- * softverbs devices: discovery, contexts, device/port/GID/P_Key queries.
+ * softverbs contexts (ibv_open_device, the ops table of every object),
+ * device, port and P_Key queries. The device table is sv_devices.c's,
+ * libibverbs' names of its enums and rates sv_names.c's.
  */
 #include "sv.h"
 
@@ -9,215 +11,6 @@
 #include <unistd.h>
 #include <endian.h>
 #include <sys/socket.h>
-
-static struct sv_device sv_devs[SV_MAX_DEVS];
-static struct ibv_device *sv_dev_list[SV_MAX_DEVS + 1];
-
-/*
- * The device list, from SOFTVERBS_NUM_DEVICES, SOFTVERBS_NUM_PORTS and
- * SOFTVERBS_FIRST_DEVICE: built once, when the registry is first attached
- * (sv_shm_init). The registry has SV_MAX_DEVS device slots; a process owns
- * slots first .. first + n - 1, named softverbs0.. as a host names its own
- * HCAs. Processes that share a registry but own other slots are other
- * hosts (contrib/cluster-one-host.sh): their devices are reached by LID
- * (slot x ports + port), as a fabric's, and never listed here. Every
- * slot's GUID is known (from its number), so that GIDs of other hosts'
- * ports are too.
- */
-/* SOFTVERBS_FIRST_DEVICE: a slot number, or HOST=SLOT,... picked by this
- * host's name (gethostname: the hosts of one machine differ by their UTS
- * namespaces), so that one environment serves every host of a job */
-static int sv_devices_first(void)
-{
-    const char *s = getenv(SOFTVERBS_ENV_FIRST_DEVICE);
-    char host[256], *end;
-    const char *p, *eq;
-    size_t len;
-    long slot;
-
-    if ((s == NULL) || (strchr(s, '=') == NULL)) {
-        return (int)sv_env_uint(SOFTVERBS_ENV_FIRST_DEVICE, 0,
-                                SV_MAX_DEVS - 1, 0, 0);
-    }
-    if (gethostname(host, sizeof(host)) != 0) {
-        host[0] = '\0';
-    }
-    host[sizeof(host) - 1] = '\0';
-    for (p = s; *p != '\0'; p = (*end == ',') ? end + 1 : end) {
-        eq = strchr(p, '=');
-        if (eq == NULL) {
-            break;
-        }
-        len  = (size_t)(eq - p);
-        slot = strtol(eq + 1, &end, 10);
-        if ((end == eq + 1) || ((*end != ',') && (*end != '\0')) ||
-            (slot < 0) || (slot >= SV_MAX_DEVS)) {
-            break;
-        }
-        if ((len == strlen(host)) && !strncmp(p, host, len)) {
-            return (int)slot;
-        }
-        if (*end == '\0') {
-            sv_env_bad(SOFTVERBS_ENV_FIRST_DEVICE, s,
-                       "a slot for this host's name", "0");
-            return 0;
-        }
-    }
-    sv_env_bad(SOFTVERBS_ENV_FIRST_DEVICE, s,
-               "a slot 0..7 or HOST=SLOT,... entries", "0");
-    return 0;
-}
-
-static void sv_devices_init(void)
-{
-    int first = sv_devices_first();
-    int n     = (int)sv_env_uint(SOFTVERBS_ENV_NUM_DEVICES, 0,
-                                 SV_MAX_DEVS - first, 1, 0);
-    char sysfs[256];
-    int i;
-
-    sv_g.num_ports = (int)sv_env_uint(SOFTVERBS_ENV_NUM_PORTS, 1, SV_MAX_PORTS,
-                                      1, 0);
-    sv_gid_init(sv_g.num_ports);
-    /* the devices' sysfs directories, as libibverbs names them under
-     * ibv_get_sysfs_path(): softverbs' tree (sv_misc.c) */
-    sv_g.first_dev = first;
-    sv_sysfs_root(sysfs, sizeof(sysfs), n, sv_g.num_ports);
-    for (i = 0; i < SV_MAX_DEVS; i++) {
-        struct sv_device *d = &sv_devs[i];
-        int local           = i - first;
-
-        memset(d, 0, sizeof(*d));
-        d->index                = i;
-        d->guid                 = 0x0002c90300a00000ull + i + 1;
-        d->ibdev.node_type      = IBV_NODE_CA;
-        d->ibdev.transport_type = IBV_TRANSPORT_IB;
-        if ((local < 0) || (local >= n)) {
-            continue; /* another host's slot, or none */
-        }
-        snprintf(d->ibdev.name, sizeof(d->ibdev.name), "softverbs%d", local);
-        snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d",
-                 local);
-        snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-                 "%.200s/class/infiniband_verbs/uverbs%d", sysfs, local);
-        snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-                 "%.200s/class/infiniband/softverbs%d", sysfs, local);
-        sv_dev_list[local] = &d->ibdev;
-    }
-    sv_dev_list[n] = NULL;
-    sv_g.num_devs  = n;
-    sv_gid_publish();
-}
-
-/* Runs when libibverbs.so.1 is loaded, before any verbs or stats call can
- * attach the registry: the registry calls back through this hook, and so
- * depends on no device code */
-static void __attribute__((constructor)) sv_devices_register(void)
-{
-    sv_shm_set_init_hook(sv_devices_init);
-}
-
-struct sv_device *sv_device_by_lid(uint16_t lid)
-{
-    int slot;
-
-    if ((lid == 0) || (lid > SV_MAX_DEVS * sv_g.num_ports)) {
-        return NULL;
-    }
-    slot = (lid - 1) / sv_g.num_ports;
-    /* a slot some process of the registry owns (this host's or another's,
-     * ibv_get_device_list); relaxed: set once, before any QP of it */
-    if (!(__atomic_load_n(&sv_g.shm->devs_present, __ATOMIC_RELAXED) &
-          (1u << slot))) {
-        return NULL;
-    }
-    return &sv_devs[slot];
-}
-
-uint16_t sv_port_lid(int index, uint8_t port)
-{
-    return (uint16_t)(index * sv_g.num_ports + port);
-}
-
-uint8_t sv_lid_port(uint16_t lid)
-{
-    return (uint8_t)((lid - 1) % sv_g.num_ports + 1);
-}
-
-int sv_port_valid(uint8_t port)
-{
-    return (port >= 1) && (port <= sv_g.num_ports);
-}
-
-uint64_t sv_device_guid(int index)
-{
-    return sv_devs[index].guid;
-}
-
-/* Apply SOFTVERBS_CAP_POLICY to a requested capability: fail (the
- * default, EINVAL as mlx5) or clamp (lowered to the limit, written back) */
-int sv_cap_check(uint32_t *val, uint32_t max)
-{
-    if (*val <= max) {
-        return 0;
-    }
-    if (sv_g.cap_fail) {
-        return EINVAL;
-    }
-    *val = max;
-    return 0;
-}
-
-SV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
-{
-    struct ibv_device **list;
-    int ret;
-
-    ret = sv_shm_init();
-    if (ret != 0) {
-        errno = ret;
-        return NULL;
-    }
-    /* this host's slots exist from now on (sv_device_by_lid of any host);
-     * relaxed: a flag, read before any packet to them */
-    __atomic_fetch_or(&sv_g.shm->devs_present,
-                      ((1u << sv_g.num_devs) - 1) << sv_g.first_dev,
-                      __ATOMIC_RELAXED);
-    list = calloc(sv_g.num_devs + 1, sizeof(*list));
-    if (list == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    memcpy(list, sv_dev_list, sv_g.num_devs * sizeof(*list));
-    if (num_devices != NULL) {
-        *num_devices = sv_g.num_devs;
-    }
-    return list;
-}
-
-SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
-{
-    free(list);
-}
-
-SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
-{
-    return device->name;
-}
-
-SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
-{
-    return htobe64(((struct sv_device *)device)->guid);
-}
-
-/* -1, as ibv_get_device_index(3) answers where the kernel has no device
- * indexes: no kernel RDMA netlink family knows softverbs devices, and an
- * index made UCX 1.19+ query one per device (uct_ib_device_is_smi),
- * logging an error (EPROTONOSUPPORT) in every process */
-SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
-{
-    return -1;
-}
 
 void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
 {
@@ -462,8 +255,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = ENODEV;
         return NULL;
     }
-    if ((dev < sv_devs + sv_g.first_dev) ||
-        (dev >= sv_devs + sv_g.first_dev + sv_g.num_devs)) {
+    if (!sv_device_is_listed(dev)) {
         errno = ENODEV;
         return NULL;
     }
@@ -508,9 +300,11 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     v->get_srq_num     = sv_get_srq_num;
     v->query_rt_values = sv_query_rt_values;
     sv_obj_init_ops(v);
+    sv_dm_init_ops(v);
     sv_pd_init_ops(v);
     sv_mw_init_ops(v);
     sv_xrc_init_ops(v);
+    sv_xrc_qp_init_ops(v);
     return &v->context;
 
 err_close_async:
@@ -536,129 +330,3 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 /* ---------------------------------------------------------------------
  * Strings and rates
  * ------------------------------------------------------------------- */
-SV_EXPORT const char *ibv_node_type_str(enum ibv_node_type t)
-{
-    static const char *const s[] = {
-        [IBV_NODE_CA] = "InfiniBand channel adapter",
-        [IBV_NODE_SWITCH] = "InfiniBand switch",
-        [IBV_NODE_ROUTER] = "InfiniBand router",
-        [IBV_NODE_RNIC] = "iWARP NIC",
-        [IBV_NODE_USNIC] = "usNIC",
-        [IBV_NODE_USNIC_UDP] = "usNIC UDP",
-        [IBV_NODE_UNSPECIFIED] = "unspecified",
-    };
-
-    if (((unsigned)t >= sizeof(s) / sizeof(s[0])) || (s[t] == NULL)) {
-        return "unknown";
-    }
-    return s[t];
-}
-
-SV_EXPORT const char *ibv_port_state_str(enum ibv_port_state st)
-{
-    static const char *const s[] = {
-        "PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
-        "PORT_ACTIVE", "PORT_ACTIVE_DEFER",
-    };
-
-    return ((unsigned)st < 6) ? s[st] : "unknown";
-}
-
-SV_EXPORT const char *ibv_event_type_str(enum ibv_event_type ev)
-{
-    static const char *const s[] = {
-        "CQ error", "local work queue catastrophic error",
-        "invalid request local work queue error",
-        "local access violation work queue error",
-        "communication established", "send queue drained",
-        "path migrated", "path migration request error",
-        "local catastrophic error", "port active", "port error",
-        "LID change", "P_Key change", "SM change", "SRQ catastrophic error",
-        "SRQ limit reached", "last WQE reached", "client reregistration",
-        "GID table change", "WQ fatal",
-    };
-
-    return ((unsigned)ev < sizeof(s) / sizeof(s[0])) ? s[ev] : "unknown";
-}
-
-SV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status st)
-{
-    static const char *const s[] = {
-        "success", "local length error", "local QP operation error",
-        "local EE context operation error", "local protection error",
-        "Work Request Flushed Error", "memory management operation error",
-        "bad response error", "local access error",
-        "remote invalid request error", "remote access error",
-        "remote operation error", "transport retry counter exceeded",
-        "RNR retry counter exceeded", "local RDD violation error",
-        "remote invalid RD request", "aborted error",
-        "invalid EE context number", "invalid EE context state",
-        "fatal error", "response timeout error", "general error",
-        "TM error", "TM rendezvous error",
-    };
-
-    return ((unsigned)st < sizeof(s) / sizeof(s[0])) ? s[st] : "unknown";
-}
-
-static const int sv_rate_mult[] = {
-    [IBV_RATE_2_5_GBPS] = 1, [IBV_RATE_5_GBPS] = 2, [IBV_RATE_10_GBPS] = 4,
-    [IBV_RATE_20_GBPS] = 8, [IBV_RATE_30_GBPS] = 12, [IBV_RATE_40_GBPS] = 16,
-    [IBV_RATE_60_GBPS] = 24, [IBV_RATE_80_GBPS] = 32,
-    [IBV_RATE_120_GBPS] = 48,
-};
-
-SV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
-{
-    return ((unsigned)rate < sizeof(sv_rate_mult) / sizeof(int)) ?
-           sv_rate_mult[rate] : 0;
-}
-
-SV_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
-{
-    unsigned i;
-
-    for (i = 1; i < sizeof(sv_rate_mult) / sizeof(int); i++) {
-        if (sv_rate_mult[i] == mult) {
-            return i;
-        }
-    }
-    return IBV_RATE_MAX;
-}
-
-static const struct { enum ibv_rate rate; int mbps; } sv_rate_mbps[] = {
-    {IBV_RATE_2_5_GBPS, 2500}, {IBV_RATE_5_GBPS, 5000},
-    {IBV_RATE_10_GBPS, 10000}, {IBV_RATE_20_GBPS, 20000},
-    {IBV_RATE_30_GBPS, 30000}, {IBV_RATE_40_GBPS, 40000},
-    {IBV_RATE_60_GBPS, 60000}, {IBV_RATE_80_GBPS, 80000},
-    {IBV_RATE_120_GBPS, 120000}, {IBV_RATE_14_GBPS, 14062},
-    {IBV_RATE_56_GBPS, 56250}, {IBV_RATE_112_GBPS, 112500},
-    {IBV_RATE_168_GBPS, 168750}, {IBV_RATE_25_GBPS, 25781},
-    {IBV_RATE_100_GBPS, 103125}, {IBV_RATE_200_GBPS, 206250},
-    {IBV_RATE_300_GBPS, 309375}, {IBV_RATE_28_GBPS, 28125},
-    {IBV_RATE_50_GBPS, 53125}, {IBV_RATE_400_GBPS, 425000},
-    {IBV_RATE_600_GBPS, 637500},
-};
-
-SV_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
-{
-    unsigned i;
-
-    for (i = 0; i < sizeof(sv_rate_mbps) / sizeof(sv_rate_mbps[0]); i++) {
-        if (sv_rate_mbps[i].rate == rate) {
-            return sv_rate_mbps[i].mbps;
-        }
-    }
-    return 0;
-}
-
-SV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
-{
-    unsigned i;
-
-    for (i = 0; i < sizeof(sv_rate_mbps) / sizeof(sv_rate_mbps[0]); i++) {
-        if (sv_rate_mbps[i].mbps == mbps) {
-            return sv_rate_mbps[i].rate;
-        }
-    }
-    return IBV_RATE_MAX;
-}

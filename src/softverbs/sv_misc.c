@@ -44,7 +44,7 @@
  *                                         a symbolic link to it
  *
  * and ibv_get_sysfs_path() gives that directory; the devices' ibdev_path
- * and dev_path point into it (sv_dev.c, sv_sysfs_root). The tree depends
+ * and dev_path point into it (sv_devices.c, sv_sysfs_root). The tree depends
  * only on the device and port counts, so processes share it: the first
  * ibv_get_sysfs_path() of a host builds it under a temporary name and
  * renames it into place (another process's rename wins; its tree is the
@@ -64,55 +64,10 @@ enum sv_sysfs_state {
     SV_SYSFS_FAILED,
 };
 
-#define SV_SYSFS_FORMAT "v3"
-
 static pthread_once_t sv_sysfs_once = PTHREAD_ONCE_INIT;
 static enum sv_sysfs_state sv_sysfs_state = SV_SYSFS_UNBUILT;
 static char sv_sysfs_path[256];   /* what ibv_get_sysfs_path gives */
 static char sv_sysfs_base[256];   /* the system's sysfs */
-
-/* The caller's SYSFS_PATH, as libibverbs takes it, or NULL */
-static const char *sv_sysfs_env(char *buf, size_t len)
-{
-    const char *env = (getuid() == geteuid()) ? getenv("SYSFS_PATH") : NULL;
-    size_t n;
-
-    if (env == NULL) {
-        return NULL;
-    }
-    snprintf(buf, len, "%s", env);
-    for (n = strlen(buf); (n > 0) && (buf[n - 1] == '/'); n--) {
-        buf[n - 1] = '\0';
-    }
-    return buf;
-}
-
-/* The tree's directory for this device set (sv_dev.c names the devices'
- * paths with it); SYSFS_PATH when set */
-void sv_sysfs_root(char *buf, size_t len, int ndevs, int nports)
-{
-    char dir[256], *slash;
-
-    if (sv_sysfs_env(buf, len) != NULL) {
-        return;
-    }
-    snprintf(dir, sizeof(dir), "%s", sv_g.shm_path);
-    slash = strrchr(dir, '/');
-    if (slash == NULL) {
-        snprintf(dir, sizeof(dir), ".");
-    } else if (slash == dir) {
-        dir[1] = '\0';
-    } else {
-        *slash = '\0';
-    }
-    /* the ports' link layers and GIDs are in the name too (sv_gid_tag):
-     * processes with other settings or in another network namespace
-     * must not share a tree */
-    snprintf(buf, len, "%s%ssoftverbs-sysfs-%u-%dx%d-%08x-" SV_SYSFS_FORMAT
-             "%s", dir, (dir[strlen(dir) - 1] == '/') ? "" : "/",
-             (unsigned)getuid(), ndevs, nports, (unsigned)sv_gid_tag(nports),
-             sv_g.mlx5 ? "-mlx5" : "");
-}
 
 /* dir/name holding the formatted line, as a sysfs attribute reads */
 static int __attribute__((format(printf, 3, 4)))

@@ -167,7 +167,8 @@ static void sv_mlx5_cq_arm(struct sv_mlx5_cq *f)
 
 /* The front of the UD QP whose own receive queue a completion is of, or
  * NULL (an SRQ's, or a send's: their order is the program's to sort out) */
-static struct sv_mlx5_qp *sv_mlx5_rq_owner(const struct ibv_wc *wc)
+static struct sv_mlx5_qp *sv_mlx5_rq_owner(struct sv_mlx5_qp *qps,
+                                           const struct ibv_wc *wc)
 {
     struct sv_mlx5_qp *q;
 
@@ -175,7 +176,7 @@ static struct sv_mlx5_qp *sv_mlx5_rq_owner(const struct ibv_wc *wc)
     if (!(wc->opcode & IBV_WC_RECV)) {
         return NULL;
     }
-    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+    for (q = qps; q != NULL; q = q->next) {
         if ((q->rq_cnt != 0) && (q->qp->qpx.qp_base.qp_num == wc->qp_num)) {
             return q;
         }
@@ -215,14 +216,14 @@ static void sv_mlx5_rq_complete(struct sv_mlx5_cq *f, struct sv_mlx5_qp *q,
     }
 }
 
-int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
+int sv_mlx5_cq_drain(struct sv_mlx5_cq *f, struct sv_mlx5_qp *qps)
 {
     struct ibv_wc wc[16];
     struct sv_mlx5_qp *q, *rq_owner;
     struct sv_qp *qp;
     int i, n, total = 0, idle;
 
-    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+    for (q = qps; q != NULL; q = q->next) {
         /* before the drain: a NOP whose WQEs had all finished then has
          * their CQEs written before its own */
         q->nop_ready = q->nop_wait && (q->qp->scq == f->cq) &&
@@ -232,7 +233,7 @@ int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
     do {
         n = ibv_poll_cq(ibv_cq_ex_to_cq(&f->cq->cq), 16, wc);
         for (i = 0; i < n; i++) {
-            rq_owner = sv_mlx5_rq_owner(&wc[i]);
+            rq_owner = sv_mlx5_rq_owner(qps, &wc[i]);
             if (rq_owner != NULL) {
                 sv_mlx5_rq_complete(f, rq_owner, &wc[i]);
             } else {
@@ -241,7 +242,7 @@ int sv_mlx5_cq_drain(struct sv_mlx5_cq *f)
         }
         total += (n > 0) ? n : 0;
     } while (n == 16);
-    for (q = sv_mlx5.qps; q != NULL; q = q->next) {
+    for (q = qps; q != NULL; q = q->next) {
         if (!q->nop_ready) {
             continue;
         }

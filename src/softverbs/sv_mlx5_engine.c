@@ -53,6 +53,13 @@
 #define SV_MLX5_SLEEP_MAX   1000000 /* ns: the longest nap */
 #define SV_MLX5_SLEEP_SHIFT 2       /* idle nap: a quarter of idle time */
 
+/* The fronts the engine serves: created and destroyed by the object layer
+ * above (sv_mlx5_obj.c), followed here, and handed down to the CQ writer
+ * (sv_mlx5_cq.c) */
+struct sv_mlx5_fronts sv_mlx5 = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
 /* --- send queues -------------------------------------------------------- */
 
 /* A WQE's bytes from block ci on, across the end of the queue */
@@ -471,7 +478,7 @@ int sv_mlx5_engine_round(void)
         n += sv_mlx5_sq_consume(q);
     }
     for (c = sv_mlx5.cqs; c != NULL; c = c->next) {
-        n += sv_mlx5_cq_drain(c);
+        n += sv_mlx5_cq_drain(c, sv_mlx5.qps);
     }
     return n;
 }

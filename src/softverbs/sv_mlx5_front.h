@@ -114,12 +114,13 @@ struct sv_mlx5_fronts {
     pthread_t           engine;
 };
 
-extern struct sv_mlx5_fronts sv_mlx5;
+extern struct sv_mlx5_fronts sv_mlx5;        /* sv_mlx5_engine.c */
 
 void sv_mlx5_engine_start(void);            /* under sv_mlx5.lock */
 /* sv_mlx5_cq.c, under sv_mlx5.lock: a CQ's internal completions as
- * CQEs (the count written), and one error CQE */
-int  sv_mlx5_cq_drain(struct sv_mlx5_cq *f);
+ * CQEs (the count written; qps: the QP fronts, whose NOPs and receive
+ * order it completes), and one error CQE */
+int  sv_mlx5_cq_drain(struct sv_mlx5_cq *f, struct sv_mlx5_qp *qps);
 void sv_mlx5_cqe_err(struct sv_mlx5_cq *f, uint8_t opcode, uint8_t syndrome,
                      uint8_t vendor, uint32_t qpn, uint16_t wqe_counter);
 int  sv_mlx5_engine_round(void);            /* under sv_mlx5.lock */

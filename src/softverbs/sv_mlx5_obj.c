@@ -26,10 +26,6 @@
 
 const char *ibv_get_sysfs_path(void); /* libibverbs' driver.h */
 
-struct sv_mlx5_fronts sv_mlx5 = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
 static const struct sv_obj_hooks sv_mlx5_hooks = {
     .qp_detach  = sv_mlx5_qp_detach,
     .qp_reset   = sv_mlx5_qp_reset,

@@ -1,5 +1,9 @@
 /*
- * softverbs posting: ibv_post_send/ibv_post_recv and the ibv_wr_* API.
+ * softverbs posting: ibv_post_send/ibv_post_recv, the ibv_wr_* API and
+ * its mlx5 half, the mlx5dv_qp_ex functions every QP of the mlx5
+ * personality has (a DCI's destination per WR, mlx5dv_wr_set_dc_addr;
+ * the mkey, signature, crypto, raw WQE and memcpy operations softverbs
+ * lacks fail the WR list with EOPNOTSUPP at ibv_wr_complete).
  *
  * A posted send WR is validated and copied into the process-local send
  * queue, then the requester runs at once (sv_req_progress).
@@ -640,4 +644,129 @@ void sv_qp_init_wr_ops(struct sv_qp *qp)
     q->wr_complete             = sv_wr_complete;
     q->wr_abort                = sv_wr_abort;
     q->wr_atomic_write         = sv_wr_atomic_write;
+}
+
+/* ---------------------------------------------------------------------
+ * mlx5dv_qp_ex (mlx5dv_qp_ex_from_ibv_qp_ex(3))
+ * ------------------------------------------------------------------- */
+static inline struct sv_qp *sv_dc_qp(struct mlx5dv_qp_ex *mqp)
+{
+    return sv_container_of(mqp, struct sv_qp, dv);
+}
+
+static void sv_dc_wr_set_addr(struct mlx5dv_qp_ex *mqp, struct ibv_ah *ah,
+                              uint32_t dctn, uint64_t key)
+{
+    struct sv_qp *qp = sv_dc_qp(mqp);
+    struct sv_dc_addr *dc = sv_wr_cur_dc(qp);
+
+    if (dc == NULL) {
+        return; /* no WR started: sv_wr_cur_dc() set the error */
+    }
+    if ((ah == NULL) || (dctn > 0xffffff)) {
+        qp->wr_err = EINVAL;
+        return;
+    }
+    dc->ah   = ah;
+    dc->dctn = dctn;
+    dc->key  = key;
+}
+
+/* DCI streams (rdma-core 44, mlx5dv_wr_set_dc_addr_stream(3)): softverbs
+ * runs a DCI's WQEs in order whatever their stream, which is what a DCI
+ * with one stream does; the stream id only selects an error domain on the
+ * HCA, so it is accepted and not used. A DCI created without streams takes
+ * any id, as perftest (built with HAVE_DCS) passes a counter on every post */
+static void sv_dc_wr_set_addr_stream(struct mlx5dv_qp_ex *mqp,
+                                     struct ibv_ah *ah, uint32_t dctn,
+                                     uint64_t key, uint16_t stream_id)
+{
+    sv_dc_wr_set_addr(mqp, ah, dctn, key);
+}
+
+static void sv_dc_wr_unsupported(struct mlx5dv_qp_ex *mqp)
+{
+    sv_dc_qp(mqp)->wr_err = EOPNOTSUPP;
+}
+
+static void sv_dc_wr_mr_interleaved(struct mlx5dv_qp_ex *mqp,
+                                    struct mlx5dv_mkey *mkey, uint32_t access,
+                                    uint32_t repeat, uint16_t num,
+                                    struct mlx5dv_mr_interleaved *data)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_mr_list(struct mlx5dv_qp_ex *mqp, struct mlx5dv_mkey *mkey,
+                             uint32_t access, uint16_t num, struct ibv_sge *sge)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_mkey_configure(struct mlx5dv_qp_ex *mqp,
+                                    struct mlx5dv_mkey *mkey, uint8_t num,
+                                    struct mlx5dv_mkey_conf_attr *attr)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_set_mkey_access(struct mlx5dv_qp_ex *mqp, uint32_t access)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_set_mkey_layout_list(struct mlx5dv_qp_ex *mqp,
+                                          uint16_t num,
+                                          const struct ibv_sge *sge)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_set_mkey_layout_il(struct mlx5dv_qp_ex *mqp,
+                                        uint32_t repeat, uint16_t num,
+                                        const struct mlx5dv_mr_interleaved *d)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_set_mkey_sig_block(struct mlx5dv_qp_ex *mqp,
+                                        const struct mlx5dv_sig_block_attr *a)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_raw_wqe(struct mlx5dv_qp_ex *mqp, const void *wqe)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_memcpy(struct mlx5dv_qp_ex *mqp, uint32_t dest_lkey,
+                            uint64_t dest_addr, uint32_t src_lkey,
+                            uint64_t src_addr, size_t length)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+static void sv_dc_wr_set_mkey_crypto(struct mlx5dv_qp_ex *mqp,
+                                     const struct mlx5dv_crypto_attr *attr)
+{
+    sv_dc_wr_unsupported(mqp);
+}
+
+void sv_qp_init_dv_ops(struct sv_qp *qp)
+{
+    struct mlx5dv_qp_ex *d = &qp->dv;
+
+    d->wr_set_dc_addr                 = sv_dc_wr_set_addr;
+    d->wr_set_dc_addr_stream          = sv_dc_wr_set_addr_stream;
+    d->wr_mr_interleaved              = sv_dc_wr_mr_interleaved;
+    d->wr_mr_list                     = sv_dc_wr_mr_list;
+    d->wr_mkey_configure              = sv_dc_wr_mkey_configure;
+    d->wr_set_mkey_access_flags       = sv_dc_wr_set_mkey_access;
+    d->wr_set_mkey_layout_list        = sv_dc_wr_set_mkey_layout_list;
+    d->wr_set_mkey_layout_interleaved = sv_dc_wr_set_mkey_layout_il;
+    d->wr_set_mkey_sig_block          = sv_dc_wr_set_mkey_sig_block;
+    d->wr_raw_wqe                     = sv_dc_wr_raw_wqe;
+    d->wr_memcpy                      = sv_dc_wr_memcpy;
+    d->wr_set_mkey_crypto             = sv_dc_wr_set_mkey_crypto;
 }

@@ -1,7 +1,7 @@
 /*
  * softverbs QP state (IBA spec 10.3.1, QP state transitions): where it
  * lives, how it is read, its one writer and the moves to ERR and SQE
- * (sv_qp_modify.c). Included by sv.h, after the registry's struct
+ * (sv_qp_state.c). Included by sv.h, after the registry's struct
  * sv_shm_qp it needs; not to be included on its own.
  *
  * The state lives in one place, the registry entry's state (struct
@@ -37,7 +37,7 @@ static inline enum ibv_qp_state sv_qp_state(const struct sv_shm_qp *s)
     return (enum ibv_qp_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 }
 /* Move s to next if its state is one of from (SV_QPS_BIT()s): 1 if this
- * call moved it, 0 if it was in another state (sv_qp_modify.c) */
+ * call moved it, 0 if it was in another state (sv_qp_state.c) */
 int  sv_qp_set_state(struct sv_shm_qp *s, enum ibv_qp_state next,
                      uint32_t from);
 /* The owner's move to ERR or SQE (to), with qp->lock held: the state, then

@@ -107,6 +107,49 @@ void sv_shm_recount(void)
     h->num_mw = n;
 }
 
+/* Free an XRC domain's slot and the XRC_RECV QPs it holds; under the
+ * registry lock (ibv_close_xrcd of its last handle, or the reap below) */
+void sv_shm_xrcd_free(uint32_t index)
+{
+    struct sv_shm_hdr *h = sv_g.shm;
+    uint32_t i;
+
+    for (i = 0; i < SV_QP_TBL; i++) {
+        struct sv_shm_qp *q = &h->qps[i];
+        if (q->in_use && (q->type == IBV_QPT_XRC_RECV) &&
+            (q->xrcd == index + 1)) {
+            __atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
+            h->num_qp--;
+        }
+    }
+    memset(&h->xrcds[index], 0, sizeof(h->xrcds[index]));
+}
+
+/* The handles of dead processes: dropped, and the domains nobody holds
+ * any more freed (the kernel closes a process's handles when it exits);
+ * under the registry lock, from sv_shm_reap; the domains themselves are sv_xrc.c's */
+static void sv_reap_xrcds(const uint8_t *dead)
+{
+    struct sv_shm_xrcd *x;
+    uint32_t i, p;
+
+    for (i = 0; i < SV_XRCD_TBL; i++) {
+        x = &sv_g.shm->xrcds[i];
+        if (!x->in_use) {
+            continue;
+        }
+        for (p = 0; p < SV_PROC_TBL; p++) {
+            if (dead[p] && x->opens[p]) {
+                x->total -= x->opens[p];
+                x->opens[p] = 0;
+            }
+        }
+        if (x->total == 0) {
+            sv_shm_xrcd_free(i);
+        }
+    }
+}
+
 /* Release every object of dead processes. Called with the lock held. */
 void sv_shm_reap(void)
 {
@@ -125,7 +168,7 @@ void sv_shm_reap(void)
     }
     /* the dead processes' XRC domain handles, and the domains (with their
      * XRC_RECV QPs) that no process holds any more (sv_xrc.c) */
-    sv_xrc_reap(dead);
+    sv_reap_xrcds(dead);
     /* release stores of in_use below: lookups stop before the rings go
      * back to the allocator. An XRC_RECV QP belongs to its domain, not to
      * the process that created it: another may hold it (ibv_open_qp) */

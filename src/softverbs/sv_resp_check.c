@@ -3,8 +3,8 @@
  * (sv_resp.c): whether the destination QP takes a request (alive, type,
  * state, DC key, RoCE route), the rkey of an RDMA or atomic request (IBA
  * 9.7.4.1.4, as rxe's check_rkey), the receive queue a message consumes
- * and its WQE's buffers, the holds that make a deregistration wait for
- * the transfers through its MR, and the GRH a UD receive gets.
+ * and its WQE's buffers, and the GRH a UD receive gets. The holds on MRs
+ * it takes are sv_obj.c's.
  */
 #include "sv.h"
 #include "sv_xfer.h"
@@ -148,147 +148,6 @@ int sv_resp_check_qp(struct sv_resp_req *r, struct sv_shm_qp *dq)
         return SV_RESP_NORESP;
     }
     return SV_RESP_ACK;
-}
-
-/*
- * Holds on MRs. An HCA has finished or stopped every access through an MR
- * when ibv_dereg_mr returns (the memory may then be freed or reused, as
- * UCX does once its invalidation completes); here the requester of
- * another process moves the data itself after checking the key. So a
- * transfer publishes each key it moves data through in a slot of its
- * process's entry and then checks the key (again); ibv_dereg_mr clears the
- * MR's in_use and then waits while a live process holds the key. Each
- * side stores, then loads what the other stores, all sequentially
- * consistent (the Dekker pattern): at least one of them sees the other, so
- * either the transfer finds the key gone or the deregistration waits for
- * it. A dead process's slots are ignored, and cleared when its slot is
- * reused (sv_proc_register).
- */
-int sv_mr_hold(struct sv_mr_holds *h, uint32_t key)
-{
-    uint32_t *slots = sv_g.shm->procs[sv_g.proc].mr_hold;
-    uint32_t i, zero;
-    int k;
-
-    for (k = 0; k < h->n; k++) {
-        if (slots[h->slot[k]] == key) {
-            return 0; /* held already (another SGE of the same MR) */
-        }
-    }
-    for (i = 0; i < SV_MR_HOLDS; i++) {
-        zero = 0;
-        if ((__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == 0) &&
-            __atomic_compare_exchange_n(&slots[i], &zero, key, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-            h->slot[h->n++] = i;
-            return 0;
-        }
-    }
-    return -1; /* every slot is another thread's: release, retry */
-}
-
-void sv_mr_release(struct sv_mr_holds *h, int keep)
-{
-    uint32_t *slots = sv_g.shm->procs[sv_g.proc].mr_hold;
-
-    while (h->n > keep) {
-        /* release: the data moved before the deregistration sees it free */
-        __atomic_store_n(&slots[h->slot[--h->n]], 0, __ATOMIC_RELEASE);
-    }
-}
-
-/* A key still held after this long is a process stopped mid-transfer
- * (SIGSTOP, a debugger): the deregistration goes on, with a warning,
- * rather than hang */
-#define SV_MR_HOLD_WAIT_NS 5000000000ull
-
-void sv_mr_wait_unheld(uint32_t key)
-{
-    struct sv_shm_hdr *h = sv_g.shm;
-    uint64_t t0 = 0;
-    uint32_t i, j;
-
-    for (i = 0; i < SV_PROC_TBL; i++) {
-        if (!__atomic_load_n(&h->procs[i].in_use, __ATOMIC_ACQUIRE)) {
-            continue;
-        }
-        for (j = 0; j < SV_MR_HOLDS; j++) {
-            while (__atomic_load_n(&h->procs[i].mr_hold[j],
-                                   __ATOMIC_SEQ_CST) == key) {
-                if (!sv_proc_alive(i, h->procs[i].pid)) {
-                    break;
-                }
-                if (t0 == 0) {
-                    t0 = sv_now_ns();
-                } else if (sv_now_ns() - t0 > SV_MR_HOLD_WAIT_NS) {
-                    sv_warn("mr key 0x%x: deregistered while process %d "
-                            "still moves data through it (5 s)", key,
-                            h->procs[i].pid);
-                    return;
-                }
-                sched_yield();
-            }
-        }
-    }
-}
-
-/* m still holds key, now that a hold on it is published */
-static int sv_mr_still(struct sv_shm_mr *m, uint32_t key)
-{
-    return __atomic_load_n(&m->in_use, __ATOMIC_SEQ_CST) && (m->key == key);
-}
-
-/* The generation m's fields are read in (ibv_rereg_mr's sequence lock):
- * an even value once no rereg is under way. Odd for good only if the owner
- * died mid-rereg: its memory is gone, and the transfer fails on the dead
- * peer (sv_resp_peer_alive) */
-static uint32_t sv_mr_gen(struct sv_shm_mr *m)
-{
-    uint32_t gen, n;
-
-    for (n = 0; n < 100000; n++) {
-        /* acquire: the fields read after are at least this new */
-        gen = __atomic_load_n(&m->gen, __ATOMIC_ACQUIRE);
-        if (!(gen & 1)) {
-            break;
-        }
-        sched_yield();
-    }
-    return gen;
-}
-
-int sv_mr_hold_wait(struct sv_mr_holds *h, uint32_t key)
-{
-    while (sv_mr_hold(h, key) != 0) {
-        if (h->n > 0) {
-            return -2;
-        }
-        sched_yield();
-    }
-    return 0;
-}
-
-/* Hold key (a check of m's fields of generation gen passed): 0; -1 when m
- * no longer holds the key; -2 as sv_mr_hold_wait; -3 when an
- * ibv_rereg_mr changed m since (check it again). A rereg after the hold
- * waits for the transfer (sv_mr_wait_unheld) */
-static int sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
-                              uint32_t key, uint32_t gen)
-{
-    int keep = h->n;
-
-    if (sv_mr_hold_wait(h, key) != 0) {
-        return -2;
-    }
-    if (!sv_mr_still(m, key)) {
-        sv_mr_release(h, keep);
-        return -1;
-    }
-    if (__atomic_load_n(&m->gen, __ATOMIC_SEQ_CST) != gen) {
-        sv_mr_release(h, keep);
-        return -3;
-    }
-    return 0;
 }
 
 /* rkey check (IBA spec 9.7.4.1.4 / 10.6.3): valid key of the responder,

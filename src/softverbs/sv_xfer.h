@@ -44,8 +44,7 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *wqe,
                  enum ibv_wc_status status);
 void sv_comp_flush_sq(struct sv_qp *qp);
 
-/* the responder's checks and lookups (sv_resp_check.c) */
-/* Holds on MRs (keys) a transfer moves data through, which a
+/* Holds on MRs (sv_obj.c): keys a transfer moves data through, which a
  * deregistration waits for: add one (0, or -1 when this process has no
  * free slot: release and retry), release all but the first keep; wait
  * until no live process holds key */
@@ -61,6 +60,14 @@ int  sv_mr_hold(struct sv_mr_holds *h, uint32_t key);
 int  sv_mr_hold_wait(struct sv_mr_holds *h, uint32_t key);
 void sv_mr_release(struct sv_mr_holds *h, int keep);
 void sv_mr_wait_unheld(uint32_t key);
+/* The generation m's fields are read in (even: no ibv_rereg_mr under way);
+ * hold key once a check of m's fields of generation gen passed: 0, -1 when
+ * m no longer holds the key, -2 as sv_mr_hold_wait, -3 when m was
+ * reregistered since (check again) */
+uint32_t sv_mr_gen(struct sv_shm_mr *m);
+int  sv_mr_hold_checked(struct sv_mr_holds *h, struct sv_shm_mr *m,
+                        uint32_t key, uint32_t gen);
+/* the responder's checks and lookups (sv_resp_check.c) */
 /* The destination QP's process is alive (probed at most once a ms per
  * requester QP): 1, or 0 when it is gone */
 int sv_resp_peer_alive(struct sv_qp *qp, struct sv_shm_qp *dq);

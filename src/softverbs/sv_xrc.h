@@ -1,8 +1,8 @@
 /*
  * softverbs XRC (eXtended Reliable Connected, IBA vol 1 Annex A14): the
  * registry's XRC domains and the process-local handles of them. The
- * verbs, the XRC QPs and SRQs and the responder's SRQ lookup are in
- * sv_xrc.c. Included by sv.h for the registry's table of domains.
+ * domain verbs, XRC SRQs and the responder's SRQ lookup are in sv_xrc.c,
+ * the XRC QPs in sv_xrc_qp.c. Included by sv.h for the registry's table of domains.
  *
  * Objects and where they live:
  *   XRC domain    registry (struct sv_shm_xrcd): shared by every process
@@ -49,15 +49,22 @@ struct sv_xrcd {
     uint32_t refs;                /* under the registry lock */
 };
 
-/* sv_xrc.c: the verbs_context ops, creation of XRC QPs and SRQs, the
- * handles' references, the modify attributes XRC QPs ignore, the
- * responder's view of the target, the reclaim of dead processes' domains */
+static inline struct sv_xrcd *sv_xrcd(struct ibv_xrcd *x)
+{
+    return sv_container_of(x, struct sv_xrcd, xrcd);
+}
+
+/* sv_xrc.c: the domains' verbs_context ops, XRC SRQs, the responder's
+ * view of the target (dead processes' domains are reclaimed by
+ * sv_reap.c); sv_xrc_qp.c: XRC QPs, ibv_open_qp, the handles' release,
+ * the modify attributes XRC QPs ignore */
 struct sv_srq;
 struct sv_qp;
 struct sv_shm_srq;
 struct sv_shm_qp;
 struct sv_resp_req;
 void sv_xrc_init_ops(struct verbs_context *v);
+void sv_xrc_qp_init_ops(struct verbs_context *v);
 struct ibv_qp *sv_xrc_create_qp(struct ibv_context *ctx,
                                 struct ibv_qp_init_attr_ex *attr);
 int  sv_xrc_srq_check(struct ibv_context *ctx,
@@ -69,6 +76,5 @@ int  sv_xrc_qp_release(struct sv_qp *qp);
 int  sv_xrc_modify_ignored(uint8_t sv_type);
 int  sv_xrc_resp_target(struct sv_resp_req *r, const struct sv_shm_qp *dq,
                         struct sv_shm_qp *view);
-void sv_xrc_reap(const uint8_t *dead);
 
 #endif
