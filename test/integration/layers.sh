@@ -1,0 +1,35 @@
+#!/bin/sh
+#
+# The layering of the code, read from the objects the build made (which
+# file calls which: test/integration/layers.py):
+#  - qpx: calls go down, base/ <- rdma/ (the RC family) <- rc/ dc/ ud/ cm/
+#    <- hybrid/, and no transport calls another of its rank (rc/ and dc/
+#    share through rdma/, never each other);
+#  - softverbs' libibverbs: no two files call each other, directly or
+#    around a circle, and each file calls only those listed before it in
+#    docs/softverbs.md's table of files (its layers, from the ground up).
+# Each case prints the calls that break it.
+#
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+build=${QPX_BUILDDIR:-$here/../..}
+command -v nm >/dev/null 2>&1 || qpx_skip_all "nm not installed (binutils)"
+command -v python3 >/dev/null 2>&1 || qpx_skip_all "python3 not installed"
+
+qpx_objs=$(find "$build/src/uct/qpx" -path '*/.libs/*.o' | sort)
+sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort)
+[ -n "$qpx_objs" ] || qpx_skip_all "no qpx objects under $build/src/uct/qpx"
+[ -n "$sv_objs" ] || qpx_skip_all "no softverbs objects under $build/src/softverbs"
+
+# shellcheck disable=SC2086 # the object lists are split on purpose
+qpx_check "qpx: calls go down (base, rdma, rc dc ud cm, hybrid)" \
+    python3 "$here/layers.py" down base=0 rdma=1 rc=2 dc=2 ud=2 cm=2 \
+    hybrid=3 $qpx_objs
+# shellcheck disable=SC2086
+qpx_check "softverbs libibverbs: no circle of calls between its files" \
+    python3 "$here/layers.py" cycles $sv_objs
+# shellcheck disable=SC2086
+qpx_check "softverbs libibverbs: files call only those before them in docs/softverbs.md" \
+    python3 "$here/layers.py" order "${QPX_SRCDIR:-$here/../..}/docs/softverbs.md" $sv_objs
+qpx_finish
