@@ -4,7 +4,7 @@
 # file calls which: test/integration/layers.py):
 #  - qpx: calls go down, base/ <- rdma/ (the RC family) <- rc/ dc/ ud/ cm/
 #    <- hybrid/, and no transport calls another of its rank (rc/ and dc/
-#    share through rdma/, never each other);
+#    share through rdma/, never each other); inside base/, no circle;
 #  - softverbs' libibverbs: no two files call each other, directly or
 #    around a circle, and each file calls only those listed before it in
 #    docs/softverbs.md's table of files (its layers, from the ground up).
@@ -26,6 +26,9 @@ sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort)
 qpx_check "qpx: calls go down (base, rdma, rc dc ud cm, hybrid)" \
     python3 "$here/layers.py" down base=0 rdma=1 rc=2 dc=2 ud=2 cm=2 \
     hybrid=3 $qpx_objs
+# shellcheck disable=SC2086
+qpx_check "qpx base: no circle of calls between its files" \
+    python3 "$here/layers.py" cycles $(echo "$qpx_objs" | grep /base/)
 # shellcheck disable=SC2086
 qpx_check "softverbs libibverbs: no circle of calls between its files" \
     python3 "$here/layers.py" cycles $sv_objs

@@ -249,7 +249,8 @@ err_close:
 void qpx_device_close(qpx_device_t *dev)
 {
     if (dev->ctx != NULL) {
-        qpx_device_events_stop(dev);
+        /* the md stopped the events: their handler reads ctx */
+        ucs_assert(dev->events_fd < 0);
         ibv_close_device(dev->ctx);
         dev->ctx = NULL;
     }

@@ -108,6 +108,8 @@ ucs_status_t qpx_device_open(qpx_device_t *dev, struct ibv_device *ibdev,
  */
 int qpx_device_gid_select(const struct ibv_gid_entry *entries, int count);
 
+/* Close the device; its events are stopped before (by the md, which
+ * stands above both files: qpx_device_events_stop) */
 void qpx_device_close(qpx_device_t *dev);
 
 /* Watch the device's asynchronous events (CQ overrun, QP and port errors)
@@ -115,7 +117,8 @@ void qpx_device_close(qpx_device_t *dev);
  * (qpx_device_event.c). Started by the first interface, not at md open:
  * that starts UCX's async thread, which a process that forks after opening
  * the md but before making interfaces would not have in the child (its
- * timers would never fire). Idempotent; stopped at device close. */
+ * timers would never fire). Idempotent; stopped by the md before it closes
+ * the device (a stop of events never started does nothing). */
 ucs_status_t qpx_device_events_start(qpx_device_t *dev);
 
 void qpx_device_events_stop(qpx_device_t *dev);
@@ -168,6 +171,16 @@ int qpx_device_addr_is_ah_peer(const qpx_device_addr_t *addr,
 void qpx_device_ah_attr(const qpx_device_addr_t *addr, uint8_t port_num,
                         uint8_t sgid_index,
                         struct ibv_ah_attr *ah_attr);
+
+/* What the srq_context of an SRQ that qpx creates points to: its owner's
+ * answer to the SRQ limit event, which the device's event handler calls
+ * on UCX's async thread, before it acknowledges the event (so the owner
+ * is still there: ibv_destroy_srq waits for that ack). The owner embeds it
+ * and finds itself with ucs_container_of: the device calls no code above
+ * it. */
+typedef struct qpx_device_srq_handler {
+    void (*limit_reached)(struct qpx_device_srq_handler *handler);
+} qpx_device_srq_handler_t;
 
 /* Path MTU in bytes */
 size_t qpx_device_mtu_bytes(enum ibv_mtu mtu);

@@ -5,8 +5,8 @@
  * (its completions are lost and its QPs go to the error state), a QP that
  * failed outside a work request, a port that went down. qpx reads the
  * context's async fd on UCX's async thread, logs each event where it is
- * decided to matter (an SRQ that runs low also tells its interface, which
- * grows it), and acknowledges it at once: ibv_destroy_qp/cq/srq
+ * decided to matter (an SRQ that runs low also tells its owner, which
+ * grows it: qpx_device_srq_handler_t), and acknowledges it at once: ibv_destroy_qp/cq/srq
  * wait until every event reported about their object is acknowledged, so
  * an event left unacknowledged would hang the destruction of its object.
  */
@@ -15,7 +15,6 @@
 #endif
 
 #include "qpx_device.h"
-#include "qpx_iface.h"
 
 #include <ucs/async/async_fwd.h>
 
@@ -130,7 +129,8 @@ static void qpx_device_event_handler(int fd, ucs_event_set_types_t events,
             (event.element.srq->srq_context != NULL)) {
             /* Before the ack: ibv_destroy_srq waits for it, so the
              * interface that owns the SRQ is still there */
-            qpx_iface_rx_limit_reached(event.element.srq->srq_context);
+            qpx_device_srq_handler_t *h = event.element.srq->srq_context;
+            h->limit_reached(h);
         }
         ibv_ack_async_event(&event);
     }

@@ -379,6 +379,9 @@ struct qpx_iface {
         int                   signal_fd; /* eventfd: "progress me" */
     } event;
     struct ibv_srq            *srq;      /* NULL: receives go to rx.qp */
+    /* srq's context: the device's SRQ limit event calls it
+     * (qpx_iface_rx_limit_reached) */
+    qpx_device_srq_handler_t  srq_handler;
     /* Not NULL: srq is this interface's, shared (qpx_iface_hints_t),
      * and fresh receive buffers come from its rx_mp */
     qpx_iface_t               *rx_owner;
@@ -532,9 +535,10 @@ unsigned qpx_iface_rx_post(qpx_iface_t *iface, unsigned count);
  * it consumes. */
 ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface);
 
-/* The device said the SRQ of iface fell below its limit (the device event
- * handler, on UCX's async thread): the next progress grows the queue */
-void qpx_iface_rx_limit_reached(qpx_iface_t *iface);
+/* The device said the SRQ of an interface fell below its limit (the
+ * device event handler, on UCX's async thread, through the interface's
+ * srq_handler): the next progress grows the queue */
+void qpx_iface_rx_limit_reached(qpx_device_srq_handler_t *handler);
 
 /* The progress (on the worker's thread) saw rx.low: after the SRQ limit
  * event, post more buffers (up to queue_max) and arm the limit again;
@@ -569,7 +573,13 @@ void qpx_iface_mp_wrap(qpx_iface_t *iface, ucs_mpool_t *mp);
  * "memory registration") to iface's user, where it asked
  * (qpx_iface_hints_t's exhausted_what): for a transport's own objects;
  * base says it for QPs, CQs, SRQs and its buffer pools */
-void qpx_iface_exhausted_set(const qpx_iface_t *iface, const char *what);
+static inline void qpx_iface_exhausted_set(const qpx_iface_t *iface,
+                                           const char *what)
+{
+    if (iface->exhausted_what != NULL) {
+        *iface->exhausted_what = what;
+    }
+}
 
 /* iface uses its receive buffer pool from UCX's async thread as well as
  * from the user's (qpx_ud's timer): where that pool is shared with another

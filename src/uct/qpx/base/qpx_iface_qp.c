@@ -14,14 +14,6 @@
 #include <string.h>
 
 
-void qpx_iface_exhausted_set(const qpx_iface_t *iface, const char *what)
-{
-    if (iface->exhausted_what != NULL) {
-        *iface->exhausted_what = what;
-    }
-}
-
-
 /* A failed creation of what (errno set by it, read here before anything
  * logs): its status, and in *level_p the level to log it at: self's
  * exhausted_level where the device had no room or memory for it (ENOMEM,

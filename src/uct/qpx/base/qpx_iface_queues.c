@@ -198,8 +198,10 @@ static ucs_status_t qpx_iface_rx_queues_create(qpx_iface_t *self,
                                     (unsigned)dev->attr.max_srq_wr);
     srq_attr.attr.max_wr  = srq_max_wr;
     srq_attr.attr.max_sge = 1;
-    /* The device's SRQ events name the interface (qpx_device_event.c) */
-    srq_attr.srq_context  = self;
+    /* The device's SRQ events name the interface's handler
+     * (qpx_device_event.c) */
+    self->srq_handler.limit_reached = qpx_iface_rx_limit_reached;
+    srq_attr.srq_context  = &self->srq_handler;
     self->srq = ibv_create_srq(self->md->pd, &srq_attr);
     if (self->srq == NULL) {
         status = qpx_iface_create_failed(self, "SRQ", &level);

@@ -284,8 +284,10 @@ ucs_status_t qpx_iface_rx_fill(qpx_iface_t *iface)
 }
 
 
-void qpx_iface_rx_limit_reached(qpx_iface_t *iface)
+void qpx_iface_rx_limit_reached(qpx_device_srq_handler_t *handler)
 {
+    qpx_iface_t *iface = ucs_container_of(handler, qpx_iface_t, srq_handler);
+
     /* Seen by the next progress; a worker asleep on the event fd wakes.
      * limit_hit first: progress clears low before it reads limit_hit, so
      * an event it does not see leaves low set. That needs a full fence on

@@ -54,29 +54,6 @@ ucs_config_field_t qpx_md_config_table[] = {
 };
 
 
-int qpx_md_access_flags(unsigned uct_flags)
-{
-    int access = IBV_ACCESS_LOCAL_WRITE;
-
-    /* Without an explicit access request, UCT memory is accessible to every
-     * remote operation the transports offer */
-    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
-        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_PUT)) {
-        access |= IBV_ACCESS_REMOTE_WRITE;
-    }
-    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
-        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_GET)) {
-        access |= IBV_ACCESS_REMOTE_READ;
-    }
-    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
-        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)) {
-        access |= IBV_ACCESS_REMOTE_ATOMIC;
-    }
-
-    return access;
-}
-
-
 static ucs_status_t qpx_md_query(uct_md_h uct_md,
                                  qpx_ucx_md_attr_t *ucx_attr)
 {
@@ -108,15 +85,11 @@ static ucs_status_t qpx_md_query(uct_md_h uct_md,
 }
 
 
-__thread ucs_log_level_t qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
-
-
 static ucs_status_t qpx_md_mem_reg_flags(uct_md_h uct_md, void *address,
                                          size_t length, unsigned flags,
                                          uct_mem_h *memh_p)
 {
     qpx_md_t *md = ucs_derived_of(uct_md, qpx_md_t);
-    ucs_log_level_t level;
     ucs_status_t status;
     struct ibv_mr *mr;
     qpx_mem_t *mem;
@@ -140,13 +113,11 @@ static ucs_status_t qpx_md_mem_reg_flags(uct_md_h uct_md, void *address,
         return UCS_ERR_NO_MEMORY;
     }
 
-    mr = ibv_reg_mr(md->pd, address, length, qpx_md_access_flags(flags));
-    if (mr == NULL) {
-        level = qpx_md_reg_fail_level(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS);
-        ucs_log(level, "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
-                md->dev.name, address, length);
+    status = qpx_md_mr_reg(md, address, length, qpx_md_access_flags(flags),
+                           flags & UCT_MD_MEM_FLAG_HIDE_ERRORS, &mr);
+    if (status != UCS_OK) {
         free(mem);
-        return qpx_device_err_status(errno);
+        return status;
     }
 
     ucs_trace("%s: registered %p..%p lkey 0x%x rkey 0x%x", md->dev.name,
@@ -281,6 +252,7 @@ static void qpx_md_close(uct_md_h uct_md)
                  md->dev.name, strerror(ret));
     }
 
+    qpx_device_events_stop(&md->dev);
     qpx_device_close(&md->dev);
     free(md);
 }
@@ -386,7 +358,7 @@ ucs_status_t qpx_md_open(uct_component_t *component, const char *md_name,
     }
 
     md->super.ops       = &qpx_md_ops;
-    md->super.component = &qpx_component;
+    md->super.component = component;
     md->reg_cost.c      = config->reg_overhead;
     md->reg_cost.m      = config->reg_growth;
     md->rcache          = NULL;

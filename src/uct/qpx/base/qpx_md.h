@@ -86,7 +86,33 @@ ucs_status_t qpx_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                  void *handle);
 
 /* ibv access flags for a registration with the given UCT flags */
-int qpx_md_access_flags(unsigned uct_flags);
+static inline int qpx_md_access_flags(unsigned uct_flags)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE;
+
+    /* Without an explicit access request, UCT memory is accessible to every
+     * remote operation the transports offer */
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_PUT)) {
+        access |= IBV_ACCESS_REMOTE_WRITE;
+    }
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_GET)) {
+        access |= IBV_ACCESS_REMOTE_READ;
+    }
+    if (!(uct_flags & UCT_MD_MEM_ACCESS_ALL) ||
+        (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_ATOMIC)) {
+        access |= IBV_ACCESS_REMOTE_ATOMIC;
+    }
+
+    return access;
+}
+
+/* Register [address, address + length) with access (qpx_md_rcache.c, for
+ * the md and its cache): the MR, or a failure logged at
+ * qpx_md_reg_fail_level(quiet) and its status */
+ucs_status_t qpx_md_mr_reg(qpx_md_t *md, void *address, size_t length,
+                           int access, int quiet, struct ibv_mr **mr_p);
 
 /* The registration cache (qpx_md_rcache.c): whether md has one (created
  * on the first call that wants it), destroy it, take a cached registration

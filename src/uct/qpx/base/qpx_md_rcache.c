@@ -11,6 +11,9 @@
  * A cached region is registered page-aligned, with every access right the
  * transports use (qpx_md_access_flags(0)), so that one region serves
  * every request that falls inside it.
+ *
+ * Below the md (qpx_md.c calls here, never the other way), it also holds
+ * what both register with: one MR and its failure's log level.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -27,6 +30,27 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+
+__thread ucs_log_level_t qpx_md_reg_exhausted_level = UCS_LOG_LEVEL_ERROR;
+
+
+ucs_status_t qpx_md_mr_reg(qpx_md_t *md, void *address, size_t length,
+                           int access, int quiet, struct ibv_mr **mr_p)
+{
+    struct ibv_mr *mr;
+
+    mr = ibv_reg_mr(md->pd, address, length, access);
+    if (mr == NULL) {
+        ucs_log(qpx_md_reg_fail_level(quiet),
+                "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
+                md->dev.name, address, length);
+        return qpx_device_err_status(errno);
+    }
+
+    *mr_p = mr;
+    return UCS_OK;
+}
 
 
 typedef struct qpx_rcache_region {
@@ -46,20 +70,17 @@ static ucs_status_t qpx_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache,
     const unsigned *md_flags    = arg; /* qpx_md_rcache_get's */
     void *address               = (void*)rregion->super.start;
     size_t length               = rregion->super.end - rregion->super.start;
+    ucs_status_t status;
     int quiet;
 
-    region->mem.mr = ibv_reg_mr(md->pd, address, length,
-                                qpx_md_access_flags(0));
-    if (region->mem.mr == NULL) {
-        /* the cache asks quietly when it tries a larger range first, and
-         * the md's user when it has another way (UCP's rendezvous) */
-        quiet = (flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ||
-                ((md_flags != NULL) &&
-                 (*md_flags & UCT_MD_MEM_FLAG_HIDE_ERRORS));
-        ucs_log(qpx_md_reg_fail_level(quiet),
-                "%s: ibv_reg_mr(address=%p length=%zu) failed: %m",
-                md->dev.name, address, length);
-        return qpx_device_err_status(errno);
+    /* the cache asks quietly when it tries a larger range first, and the
+     * md's user when it has another way (UCP's rendezvous) */
+    quiet  = (flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ||
+             ((md_flags != NULL) && (*md_flags & UCT_MD_MEM_FLAG_HIDE_ERRORS));
+    status = qpx_md_mr_reg(md, address, length, qpx_md_access_flags(0), quiet,
+                           &region->mem.mr);
+    if (status != UCS_OK) {
+        return status;
     }
 
     region->mem.region = rregion;
