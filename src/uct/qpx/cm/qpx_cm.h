@@ -143,6 +143,8 @@ extern ucs_config_field_t qpx_cm_config_table[];
 ucs_status_t qpx_cm_open(uct_component_h component, uct_worker_h worker,
                          const uct_cm_config_t *config, uct_cm_h *cm_p);
 
+/* What the endpoints and the listener share (qpx_cm_common.c) */
+
 /* Largest private data a user can send */
 size_t qpx_cm_max_conn_priv(void);
 
@@ -169,6 +171,9 @@ void qpx_cm_remote_data_set(uct_cm_remote_data_t *remote_data,
 /* The CQ the connection QPs on verbs use */
 ucs_status_t qpx_cm_dev_get(qpx_cm_t *cm, struct ibv_context *verbs,
                             qpx_cm_dev_t **dev_p);
+
+/* Destroy the devices' CQs (the manager's close) */
+void qpx_cm_devs_release(qpx_cm_t *cm);
 
 /* Events of the endpoints (qpx_cm_ep.c), called on UCX's async thread */
 void qpx_cm_ep_handle_event(qpx_cm_ep_t *cep, struct rdma_cm_event *event);
