@@ -1,6 +1,7 @@
 /*
  * qpx_dc DCI pool: creation, the policies that give endpoints a DCI, send
- * completions, and a DCI's failure and recovery (see qpx_dc_iface.h).
+ * completions, a DCI's failure and recovery, and the failure of the
+ * endpoints it served (see qpx_dc_iface.h).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -456,6 +457,24 @@ void qpx_dc_iface_tx_wake(qpx_dc_iface_t *iface)
         ep->flags &= ~QPX_DC_EP_FLAG_WAITING;
         qpx_ep_pending_schedule(&iface->super.super, &ep->super);
     }
+}
+
+
+/* ep failed (a DCI's failure, below, or its invalidation, qpx_dc_ep.c):
+ * its requests run and see the error, and its user is told */
+void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
+                          const char *reason)
+{
+    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
+
+    ep->flags  |= QPX_DC_EP_FLAG_ERROR;
+    ep->status  = status;
+    /* Its requests run now and see the error */
+    qpx_ep_pending_schedule(&iface->super.super, &ep->super);
+    /* The handler may destroy ep: nothing touches it afterwards */
+    (void)qpx_ep_report_failure(&ep->super, status,
+                                "qpx_dc: ep to dct 0x%x failed: %s",
+                                ep->dct_num, reason);
 }
 
 

@@ -124,22 +124,6 @@ UCS_CLASS_DEFINE_NEW_FUNC(qpx_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(qpx_dc_ep_t, uct_ep_t);
 
 
-void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
-                          const char *reason)
-{
-    qpx_dc_iface_t *iface = qpx_dc_ep_iface(ep);
-
-    ep->flags  |= QPX_DC_EP_FLAG_ERROR;
-    ep->status  = status;
-    /* Its requests run now and see the error */
-    qpx_ep_pending_schedule(&iface->super.super, &ep->super);
-    /* The handler may destroy ep: nothing touches it afterwards */
-    (void)qpx_ep_report_failure(&ep->super, status,
-                                "qpx_dc: ep to dct 0x%x failed: %s",
-                                ep->dct_num, reason);
-}
-
-
 /*
  * uct_ep_invalidate: a transport error, emulated (UCX's tests of error
  * handling and UCP's failover call it). dc_mlx5 moves the endpoint's DCI to

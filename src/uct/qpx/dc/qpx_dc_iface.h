@@ -233,8 +233,9 @@ void qpx_dc_ep_dci_unwait(qpx_dc_iface_t *iface, qpx_dc_ep_t *ep);
 
 /* Endpoint control (qpx_dc_ep.c) */
 QPX_EP_DECLARE(qpx_dc);
-/* ep failed with status (its DCI failed): finish its operations, tell the
- * user; the handler may destroy ep */
+/* ep failed with status (its DCI failed, or it was invalidated;
+ * qpx_dc_dci.c): finish its operations, tell the user; the handler may
+ * destroy ep */
 void qpx_dc_ep_set_failed(qpx_dc_ep_t *ep, ucs_status_t status,
                           const char *reason);
 qpx_ep_tx_state_t qpx_dc_ep_tx_state(qpx_iface_t *base_iface,
