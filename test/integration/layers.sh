@@ -19,8 +19,17 @@ build=${QPX_BUILDDIR:-$here/../..}
 command -v nm >/dev/null 2>&1 || qpx_skip_all "nm not installed (binutils)"
 command -v python3 >/dev/null 2>&1 || qpx_skip_all "python3 not installed"
 
-qpx_objs=$(find "$build/src/uct/qpx" -path '*/.libs/*.o' | sort)
-sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort)
+src=${QPX_SRCDIR:-$here/../..}
+# the objects of today's sources only: an incremental build keeps those of
+# removed files (OBJ.o of DIR/.libs is DIR/OBJ.c's)
+live_objs() {
+    while read -r o; do
+        d=${o%/.libs/*}; d=$src/${d#"$build"/}
+        [ -f "$d/$(basename "${o%.o}").c" ] && echo "$o"
+    done
+}
+qpx_objs=$(find "$build/src/uct/qpx" -path '*/.libs/*.o' | sort | live_objs)
+sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort | live_objs)
 [ -n "$qpx_objs" ] || qpx_skip_all "no qpx objects under $build/src/uct/qpx"
 [ -n "$sv_objs" ] || qpx_skip_all "no softverbs objects under $build/src/softverbs"
 
@@ -43,5 +52,5 @@ qpx_check "softverbs libibverbs: no circle of calls between its files" \
     python3 "$here/layers.py" cycles $sv_objs
 # shellcheck disable=SC2086
 qpx_check "softverbs libibverbs: files call only those before them in docs/softverbs.md" \
-    python3 "$here/layers.py" order "${QPX_SRCDIR:-$here/../..}/docs/softverbs.md" $sv_objs
+    python3 "$here/layers.py" order "$src/docs/softverbs.md" $sv_objs
 qpx_finish
