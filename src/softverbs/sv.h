@@ -404,8 +404,7 @@ static inline struct sv_shm_mr *sv_shm_mr_lookup(uint32_t key)
  * ------------------------------------------------------------------- */
 struct sv_device {
     struct ibv_device ibdev;      /* first: handed to the application */
-    int      index;
-    uint64_t guid;                /* host order */
+    int      index;               /* its GUID: sv_device_guid(index) */
 };
 
 struct sv_context {

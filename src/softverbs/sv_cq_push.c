@@ -8,12 +8,7 @@
  */
 #include "sv.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 
 /* ---------------------------------------------------------------------

@@ -10,14 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <endian.h>
-#include <sys/socket.h>
 
 void sv_device_attr(struct ibv_device_attr *a, struct sv_device *dev)
 {
     memset(a, 0, sizeof(*a));
     snprintf(a->fw_ver, sizeof(a->fw_ver), "16.35.1012");
-    a->node_guid           = htobe64(dev->guid);
-    a->sys_image_guid      = htobe64(dev->guid);
+    a->node_guid           = htobe64(sv_device_guid(dev->index));
+    a->sys_image_guid      = htobe64(sv_device_guid(dev->index));
     a->max_mr_size         = ~0ull;
     a->page_size_cap       = 0xfffffffffffff000ull;
     a->vendor_id           = 0x02c9;

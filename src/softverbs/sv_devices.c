@@ -1,9 +1,9 @@
 /*
  * softverbs devices: the device table and discovery. From SOFTVERBS_*
  * settings, once the registry is attached (its init hook), the devices of
- * this host are named and listed (ibv_get_device_list) and every slot's
- * GUID is set; a LID finds its device (sv_device_by_lid), for the
- * requester and the responder. Contexts and queries are in sv_dev.c,
+ * this host are named and listed (ibv_get_device_list); a LID finds its
+ * device (sv_device_by_lid), for the requester and the responder. A
+ * slot's GUID is a function of its number (sv_device_guid, sv.h). Contexts and queries are in sv_dev.c,
  * above this file; the sysfs tree the devices' paths name is built by
  * sv_misc.c, above both.
  */
@@ -96,7 +96,6 @@ static void sv_devices_init(void)
 
         memset(d, 0, sizeof(*d));
         d->index                = i;
-        d->guid                 = sv_device_guid(i);
         d->ibdev.node_type      = IBV_NODE_CA;
         d->ibdev.transport_type = IBV_TRANSPORT_IB;
         if ((local < 0) || (local >= n)) {
@@ -188,7 +187,7 @@ SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 
 SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-    return htobe64(((struct sv_device *)device)->guid);
+    return htobe64(sv_device_guid(((struct sv_device *)device)->index));
 }
 
 /* -1, as ibv_get_device_index(3) answers where the kernel has no device
