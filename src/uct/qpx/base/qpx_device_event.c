@@ -6,9 +6,10 @@
  * failed outside a work request, a port that went down. qpx reads the
  * context's async fd on UCX's async thread, logs each event where it is
  * decided to matter (an SRQ that runs low also tells its owner, which
- * grows it: qpx_device_srq_handler_t), and acknowledges it at once: ibv_destroy_qp/cq/srq
- * wait until every event reported about their object is acknowledged, so
- * an event left unacknowledged would hang the destruction of its object.
+ * grows it: qpx_device_srq_handler_t), and acknowledges it at once:
+ * ibv_destroy_qp/cq/srq wait until every event reported about their object
+ * is acknowledged, so an event left unacknowledged would hang the
+ * destruction of its object.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"

@@ -13,16 +13,12 @@
 #include <ucs/qpx_config.h>
 
 #include <uct/qpx/base/qpx_async.h>
-#include <uct/qpx/base/qpx_device.h>
-#include <uct/qpx/base/qpx_log.h>
 
 #include <ucs/async/async_fwd.h>
 #include <ucs/type/class.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 
 ucs_config_field_t qpx_cm_config_table[] = {
