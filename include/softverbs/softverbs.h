@@ -56,6 +56,12 @@ extern "C" {
  * lost on the wire: reliable ones are sent again after the ACK timeout
  * (retry_cnt), a UC message is gone. */
 #define SOFTVERBS_ENV_RC_DROP      "SOFTVERBS_RC_DROP"
+/* The wire between ports (another port, HCA or host): a one-way delay,
+ * e.g. "50us", and a probability that a request crossing it is lost;
+ * each may add A-B=value items for the device slots A and B
+ * ("50us,0-1=2ms"). Traffic within one port is never delayed or lost. */
+#define SOFTVERBS_ENV_WIRE_DELAY   "SOFTVERBS_WIRE_DELAY"
+#define SOFTVERBS_ENV_WIRE_LOSS    "SOFTVERBS_WIRE_LOSS"
 /* Print errors decided by the library to stderr when set to 1. */
 #define SOFTVERBS_ENV_DEBUG        "SOFTVERBS_DEBUG"
 

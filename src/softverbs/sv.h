@@ -325,6 +325,25 @@ struct sv_shm_hdr {
     struct sv_shm_xrcd  xrcds[SV_XRCD_TBL];
 };
 
+/*
+ * The wire between ports (sv_wire.c): what a request that leaves its port
+ * for another one meets on the way. A rule names a pair of device slots
+ * (either direction); the default covers every other pair of ports.
+ */
+#define SV_WIRE_RULES 16
+struct sv_wire_rule {
+    uint8_t  a, b;                /* device slots, a != b */
+    double   value;               /* ns of delay, or a probability */
+};
+
+struct sv_wire {
+    int      on;                  /* any delay or loss set */
+    double   delay_ns, loss;      /* the defaults */
+    int      ndelay, nloss;
+    struct sv_wire_rule delay[SV_WIRE_RULES];
+    struct sv_wire_rule loss_rule[SV_WIRE_RULES];
+};
+
 /* Process-global state */
 struct sv_global {
     struct sv_shm_hdr *shm;
@@ -340,6 +359,7 @@ struct sv_global {
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */
     double     rc_drop;         /* a connected QP's request is lost */
+    struct sv_wire wire;          /* SOFTVERBS_WIRE_DELAY, _LOSS */
     int        mlx5;              /* SOFTVERBS_MLX5: the mlx5 personality */
     /* what the mlx5 personality adds to the life of the objects it made a
      * front for (sv_mlx5_obj.c sets it before its first front): the core
@@ -599,6 +619,8 @@ struct sv_swqe {
     uint32_t held;                /* read held once for a later WQE to
                                      overtake (SOFTVERBS_RC_READ_REORDER) */
     uint64_t deadline_ns;
+    uint64_t due_ns;              /* not executed before (wire delay); 0:
+                                     at once */
     union ibv_gid ud_dgid;
     /* BIND_MW: the window's key when posted, the MR's lkey (0: unbind),
      * the range (remote_addr, bind_len) and access; rkey is the new key.
@@ -608,7 +630,8 @@ struct sv_swqe {
     uint64_t bind_len;
     uint32_t bind_access;
     uint8_t  ud_sgid_index;       /* UD, DCI: the AV's source GID */
-    uint8_t  pad_mw[3];
+    uint8_t  wire;                /* leaves its port (sv_wire_stamp) */
+    uint8_t  pad_mw[2];
     uint32_t xrc_srqn;            /* XRC_SEND: the remote SRQ (XRCETH) */
     struct ibv_sge sge[];         /* then inline data */
 };
@@ -709,6 +732,10 @@ void sv_env_bad(const char *name, const char *value, const char *want,
                 const char *used);
 /* the SOFTVERBS_* settings into sv_g; returns the arena size in bytes */
 uint64_t sv_env_init(void);
+/* sv_wire.c: SOFTVERBS_WIRE_DELAY / _LOSS for a posted WQE */
+void sv_wire_stamp(const struct sv_qp *qp, struct sv_swqe *w);
+uint64_t sv_wire_delay_ns(const struct sv_qp *qp, const struct sv_swqe *w);
+double sv_wire_loss(const struct sv_qp *qp, const struct sv_swqe *w);
 
 /* time: CLOCK_MONOTONIC in ns, also the device clock of completion
  * timestamps (1 GHz, hca_core_clock in kHz; 63-bit mask as mlx5's) */

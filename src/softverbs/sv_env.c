@@ -59,6 +59,108 @@ uint64_t sv_env_uint(const char *name, uint64_t min, uint64_t max,
     return def;
 }
 
+/* A duration of SOFTVERBS_WIRE_DELAY: a number and its unit (ns, us, ms,
+ * s), or 0; at most 10 s. In ns, -1: malformed */
+static double sv_env_wire_time(const char *s, const char *end)
+{
+    static const struct {
+        const char *unit;
+        double      ns;
+    } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+    char *num_end;
+    size_t len;
+    double v;
+    unsigned i;
+
+    v = strtod(s, &num_end);
+    if ((num_end == s) || (num_end > end) || !(v >= 0.0)) {
+        return -1;
+    }
+    len = (size_t)(end - num_end);
+    if ((len == 0) && (v == 0.0)) {
+        return 0;
+    }
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if ((strlen(units[i].unit) == len) &&
+            !strncmp(num_end, units[i].unit, len)) {
+            v *= units[i].ns;
+            return (v <= 10e9) ? v : -1;
+        }
+    }
+    return -1;
+}
+
+/* A probability of SOFTVERBS_WIRE_LOSS, -1: malformed */
+static double sv_env_wire_prob(const char *s, const char *end)
+{
+    char *num_end;
+    double v;
+
+    v = strtod(s, &num_end);
+    if ((num_end != end) || !(v >= 0.0) || (v > 1.0)) {
+        return -1;
+    }
+    return v;
+}
+
+/*
+ * SOFTVERBS_WIRE_DELAY / _LOSS: comma-separated items, each a value (the
+ * default, for every pair of ports not named) or A-B=value (traffic
+ * between device slots A and B, either way). All or nothing: a malformed
+ * item leaves the setting off, and says so.
+ */
+static void sv_env_wire(const char *name, const char *want,
+                        double (*parse)(const char *, const char *),
+                        double *dflt, struct sv_wire_rule *rules, int *n)
+{
+    const char *s = getenv(name), *item, *end, *eq;
+    unsigned long a, b;
+    char *p;
+    double v;
+
+    *dflt = 0.0;
+    *n    = 0;
+    if ((s == NULL) || (s[0] == '\0')) {
+        return;
+    }
+    for (item = s; ; item = end + 1) {
+        end = strchr(item, ',');
+        if (end == NULL) {
+            end = item + strlen(item);
+        }
+        eq = memchr(item, '=', (size_t)(end - item));
+        if (eq == NULL) {
+            v = parse(item, end);
+            if (v < 0) {
+                goto err;
+            }
+            *dflt = v;
+        } else {
+            a = strtoul(item, &p, 10);
+            if ((p == item) || (*p != '-') || (a >= SV_MAX_DEVS)) {
+                goto err;
+            }
+            b = strtoul(p + 1, &p, 10);
+            v = parse(eq + 1, end);
+            if ((p != eq) || (b >= SV_MAX_DEVS) || (a == b) || (v < 0) ||
+                (*n == SV_WIRE_RULES)) {
+                goto err;
+            }
+            rules[*n].a     = (uint8_t)a;
+            rules[*n].b     = (uint8_t)b;
+            rules[*n].value = v;
+            (*n)++;
+        }
+        if (*end == '\0') {
+            return;
+        }
+    }
+err:
+    sv_env_bad(name, s, want, "none");
+    *dflt = 0.0;
+    *n    = 0;
+}
+
 /* SOFTVERBS_SOCKET_DIR: an existing directory, short enough for a socket
  * name (sun_path) in it */
 static void sv_env_sock_dir(void)
@@ -126,5 +228,16 @@ uint64_t sv_env_init(void)
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
     sv_g.rc_drop    = sv_env_prob(SOFTVERBS_ENV_RC_DROP);
+    sv_env_wire(SOFTVERBS_ENV_WIRE_DELAY,
+                "a delay (0, or a number with ns, us, ms or s, at most 10 s)"
+                " and/or A-B=delay items (device slots, A != B), comma-"
+                "separated", sv_env_wire_time, &sv_g.wire.delay_ns,
+                sv_g.wire.delay, &sv_g.wire.ndelay);
+    sv_env_wire(SOFTVERBS_ENV_WIRE_LOSS,
+                "a probability from 0 to 1 and/or A-B=probability items "
+                "(device slots, A != B), comma-separated", sv_env_wire_prob,
+                &sv_g.wire.loss, sv_g.wire.loss_rule, &sv_g.wire.nloss);
+    sv_g.wire.on    = (sv_g.wire.delay_ns > 0.0) || (sv_g.wire.ndelay > 0) ||
+                      (sv_g.wire.loss > 0.0) || (sv_g.wire.nloss > 0);
     return arena;
 }

@@ -201,6 +201,7 @@ static int sv_post_one(struct sv_qp *qp, struct ibv_send_wr *wr,
     w->rnr_left   = qp->attr.rnr_retry;
     w->retry_left = qp->attr.retry_cnt;
     sv_post_dest(type, w, wr, dc);
+    sv_wire_stamp(qp, w);
     qp->sq_tail++;
     return 0;
 }

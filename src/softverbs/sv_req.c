@@ -245,6 +245,11 @@ static int sv_req_execute_iov(struct sv_qp *qp, struct sv_swqe *w,
     r.liov    = liov;
     r.liovcnt = cnt;
 
+    if (w->wire && sv_chance(sv_wire_loss(qp, w))) {
+        /* SOFTVERBS_WIRE_LOSS: lost on the wire between ports; a reliable
+         * requester hears nothing (below), UD and UC lose it */
+        return (qp->sv_type == IBV_QPT_UD) ? SV_RESP_ACK : SV_RESP_NORESP;
+    }
     if ((qp->sv_type != IBV_QPT_UD) && sv_chance(sv_g.rc_drop)) {
         /* SOFTVERBS_RC_DROP: the request is lost on the wire before the
          * responder saw it, so it runs there once: no response, and the
@@ -308,9 +313,11 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
         if (w->rnr_left != 7) { /* 7 means retry forever */
             w->rnr_left--;
         }
+        /* sent again: it crosses the wire again (sv_wire.c) */
         w->state       = SV_SWQE_WAIT;
         w->deadline_ns = sv_now_ns() + 1000ull *
-                         sv_rnr_timer_us[w->rnr_timer & 31];
+                         sv_rnr_timer_us[w->rnr_timer & 31] +
+                         sv_wire_delay_ns(qp, w);
         return 0;
     case SV_RESP_NORESP:
         if (!reliable) {
@@ -331,7 +338,7 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
             tmo = 1000000; /* infinite timeout: keep retrying every 1 ms */
         }
         w->state       = SV_SWQE_WAIT;
-        w->deadline_ns = sv_now_ns() + tmo;
+        w->deadline_ns = sv_now_ns() + tmo + sv_wire_delay_ns(qp, w);
         return 0;
     case SV_RESP_NAK_ACCESS:
         *status = IBV_WC_REM_ACCESS_ERR;
@@ -356,6 +363,20 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
         *status = IBV_WC_LOC_PROT_ERR;
         return 1;
     }
+}
+
+/* Whether a posted WQE has reached the far end of its wire (sv_wire.c):
+ * 1 when it may be executed now */
+static int sv_req_due(struct sv_swqe *w)
+{
+    if (SV_LIKELY(w->due_ns == 0)) {
+        return 1;
+    }
+    if (sv_now_ns() < w->due_ns) {
+        return 0;
+    }
+    w->due_ns = 0;
+    return 1;
 }
 
 static int sv_req_is_read_or_atomic(const struct sv_swqe *w)
@@ -397,7 +418,7 @@ static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
     }
     w2 = sv_sq_wqe(qp, qp->sq_head + 1);
     if ((w2->state != SV_SWQE_POSTED) || sv_req_is_read_or_atomic(w2) ||
-        (w2->send_flags & IBV_SEND_FENCE)) {
+        (w2->send_flags & IBV_SEND_FENCE) || !sv_req_due(w2)) {
         return 0;
     }
     /* Kept only if it went through; else it runs again in its turn (an RNR
@@ -452,11 +473,14 @@ int sv_req_progress(struct sv_qp *qp)
             sv_comp_wqe(qp, w, IBV_WC_SUCCESS);
             continue;
         }
+        if (!sv_req_due(w)) {
+            break; /* still on the wire; the WQEs behind it wait */
+        }
         /* UD reordering: the next datagram overtakes this one */
         if ((qp->sv_type == IBV_QPT_UD) &&
             (qp->sq_tail - qp->sq_head > 1) && sv_chance(sv_g.ud_reorder)) {
             w2 = sv_sq_wqe(qp, qp->sq_head + 1);
-            if (w2->state == SV_SWQE_POSTED) {
+            if ((w2->state == SV_SWQE_POSTED) && sv_req_due(w2)) {
                 sv_req_execute(qp, w2);
                 w2->state = SV_SWQE_DONE;
             }

@@ -1,0 +1,128 @@
+/*
+ * softverbs' wire: the delay and loss a request meets when it leaves its
+ * port for another one (SOFTVERBS_WIRE_DELAY, SOFTVERBS_WIRE_LOSS, parsed
+ * by sv_env.c into sv_g.wire).
+ *
+ * Where the wire is. An HCA loops a packet between two QPs of one port
+ * back inside itself; anything else crosses a link: to the other port of
+ * the same HCA, to another HCA of the host, to another host (in
+ * contrib/cluster-one-host.sh, host i owns device slot i-1, so a pair of
+ * slots is a pair of hosts). The destination is the QP the request is for
+ * (an RC/UC/XRC QP's dest_qp_num, a UD datagram's remote QPN, a DCI's
+ * DCT), whose port the registry knows; a request to a QP that does not
+ * exist, or to a multicast group, crosses no wire here.
+ *
+ * How the delay is modelled. A WQE is stamped when posted with the time it
+ * reaches the far end (due_ns); the requester executes the head of the
+ * send queue no earlier, so requests keep their order and a burst
+ * pipelines: the second WQE of a burst is due one delay after its own
+ * post, not after the first one's arrival. It is one-way: the responder's
+ * answer (ACK, read response, atomic result) takes no time, so a write or
+ * a read completes one delay after its post, where hardware would take a
+ * round trip; ping-pong latencies (one way each) are the hardware's. A
+ * request sent again after an ACK or RNR timeout crosses again.
+ * Delays are lower bounds: nothing is executed early, but a process that
+ * does not run (descheduled, asleep in ibv_get_cq_event, which wakes every
+ * millisecond while WQEs wait; the mlx5 engine between its naps) executes
+ * late. The head of a UD QP's queue also holds the datagrams behind it,
+ * including ones for its own port.
+ *
+ * Loss is decided when the request is executed: a reliable QP's request
+ * gets no response and goes again after the ACK timeout (as
+ * SOFTVERBS_RC_DROP), a UD datagram or a UC message is gone.
+ */
+#include "sv.h"
+
+/* The QP a request of qp is addressed to, NULL: none known */
+static const struct sv_shm_qp *sv_wire_dest(const struct sv_qp *qp,
+                                            const struct sv_swqe *w)
+{
+    uint32_t qpn;
+
+    if ((qp->sv_type == IBV_QPT_UD) || (qp->sv_type == SV_QPT_DCI)) {
+        qpn = w->ud_qpn;
+    } else {
+        qpn = qp->attr.dest_qp_num;
+    }
+    return sv_shm_qp_lookup(qpn & 0xffffff);
+}
+
+/* The rule of the pair of slots (a, b), in either direction, else the
+ * default */
+static double sv_wire_rule(const struct sv_wire_rule *rules, int n,
+                           double dflt, uint8_t a, uint8_t b)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (((rules[i].a == a) && (rules[i].b == b)) ||
+            ((rules[i].a == b) && (rules[i].b == a))) {
+            return rules[i].value;
+        }
+    }
+    return dflt;
+}
+
+/* Slot of the far end of a request that leaves its port; -1: it does not */
+static int sv_wire_far_slot(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+    const struct sv_shm_qp *dq = sv_wire_dest(qp, w);
+
+    if ((dq == NULL) ||
+        ((dq->dev == qp->shm->dev) && (dq->port == qp->shm->port))) {
+        return -1;
+    }
+    return dq->dev;
+}
+
+/* The delay of the request w of qp on its way, in ns (0: none) */
+uint64_t sv_wire_delay_ns(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+    int far;
+
+    if (!w->wire || (sv_g.wire.delay_ns == 0.0 && sv_g.wire.ndelay == 0)) {
+        return 0;
+    }
+    far = sv_wire_far_slot(qp, w);
+    if (far < 0) {
+        return 0;
+    }
+    return (uint64_t)sv_wire_rule(sv_g.wire.delay, sv_g.wire.ndelay,
+                                  sv_g.wire.delay_ns, qp->shm->dev,
+                                  (uint8_t)far);
+}
+
+/* At post (under the QP's lock): whether w leaves its port, and when it
+ * is due at the far end */
+void sv_wire_stamp(const struct sv_qp *qp, struct sv_swqe *w)
+{
+    uint64_t delay;
+
+    w->due_ns = 0;
+    w->wire   = 0;
+    if (!sv_g.wire.on || (w->opcode == IBV_WR_BIND_MW) ||
+        (w->opcode == IBV_WR_LOCAL_INV)) {
+        return; /* a local operation sends nothing */
+    }
+    w->wire = (sv_wire_far_slot(qp, w) >= 0);
+    delay   = sv_wire_delay_ns(qp, w);
+    if (delay != 0) {
+        w->due_ns = sv_now_ns() + delay;
+    }
+}
+
+/* The probability that w is lost on its way (0 within a port) */
+double sv_wire_loss(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+    int far;
+
+    if (!w->wire || (sv_g.wire.loss == 0.0 && sv_g.wire.nloss == 0)) {
+        return 0.0;
+    }
+    far = sv_wire_far_slot(qp, w);
+    if (far < 0) {
+        return 0.0;
+    }
+    return sv_wire_rule(sv_g.wire.loss_rule, sv_g.wire.nloss, sv_g.wire.loss,
+                        qp->shm->dev, (uint8_t)far);
+}
