@@ -25,7 +25,10 @@
 # made. The ports are InfiniBand; a job run with SOFTVERBS_LINK_LAYER=ethernet
 # (exported to its ranks, e.g. mpirun -x) sees RoCE ports whose GID tables
 # carry each host's own address. librdmacm resolves and connects across the
-# hosts by their addresses (SOFTVERBS_SOCKET_DIR, which env sets).
+# hosts by their addresses (SOFTVERBS_SOCKET_DIR, which env sets). A job
+# run with SOFTVERBS_WIRE_DELAY / SOFTVERBS_WIRE_LOSS (exported to its
+# ranks) sees the hosts that far apart and that lossy; A-B= items name a
+# pair of hosts by their slots (h1 is 0).
 #
 set -eu
 

@@ -7,6 +7,8 @@
 #    every byte checked, qpx's job log saying "8 processes on 4 hosts";
 #  - the same job launched by Slurm (srun -N 4 -n 8 --mpi=pmix, one slurmd
 #    per host) over qpx;
+#  - the alltoall again over a slow, lossy wire between the hosts
+#    (SOFTVERBS_WIRE_DELAY, SOFTVERBS_WIRE_LOSS), resends counted;
 #  - MPI_Finalize holds every rank until the last one entered it, under
 #    mpirun and srun (the launcher's fence, which pml ucx relies on before
 #    it destroys its endpoints);
@@ -113,6 +115,38 @@ a2a "mpirun MPI_Alltoall" qpx $MPIRUN
 a2a "mpirun MPI_Alltoall" qpx_rc,qpx_ud $MPIRUN
 # shellcheck disable=SC2086
 fin_order "mpirun" $MPIRUN
+
+# wire TLS: the alltoall with the wire between the hosts slowed and lossy
+# (SOFTVERBS_WIRE_DELAY, _LOSS: 100 us each way, 0.5% of the requests
+# lost; two ranks of one host talk within their port, untouched), RC and
+# DC resending after 5 ms: every byte checked, and the resends counted
+# (softverbs' "no response" lines for RC and DC, qpx_ud's tx_resent)
+wire() {
+    tls=$1
+    # shellcheck disable=SC2086
+    out=$(UCX_TLS=$tls LD_PRELOAD=$QPX_MODULE UCX_LOG_LEVEL=warn \
+          SOFTVERBS_WIRE_DELAY=100us SOFTVERBS_WIRE_LOSS=0.005 SOFTVERBS_DEBUG=1 \
+          UCX_QPX_RC_TIMEOUT=5ms UCX_QPX_DC_TIMEOUT=5ms UCX_QPX_UD_PRINT_STATS=y \
+          OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=self \
+          OMPI_MCA_pml_ucx_tls=any OMPI_MCA_pml_ucx_devices=any \
+          timeout 240 $MPIRUN -x SOFTVERBS_WIRE_DELAY -x SOFTVERBS_WIRE_LOSS \
+          -x SOFTVERBS_DEBUG -x UCX_QPX_RC_TIMEOUT -x UCX_QPX_DC_TIMEOUT \
+          -x UCX_QPX_UD_PRINT_STATS "$prog" 20 262144 2>&1)
+    rc=$?
+    rc_n=$(echo "$out" | grep -c 'no response to wr_id')
+    ud_n=$(echo "$out" | sed -n 's/.* tx_resent=\([0-9]*\).*/\1/p' |
+           awk '{ s += $1 } END { print s + 0 }')
+    if [ $rc -eq 0 ] && echo "$out" | grep -q '^ALLTOALL OK 20 x 262144 on 8 ranks' &&
+       [ $((rc_n + ud_n)) -gt 0 ]; then
+        qpx_pass "MPI_Alltoall over UCX_TLS=$tls, hosts 100 us apart, 0.5% lost: 8 ranks on 4 hosts, data checked ($rc_n RC/DC and $ud_n UD resends)"
+    else
+        qpx_fail "MPI_Alltoall over UCX_TLS=$tls, hosts 100 us apart, 0.5% lost: exit $rc, $rc_n RC/DC and $ud_n UD resends"
+        echo "$out" | grep -v 'no response to wr_id' | grep -m 8 -E 'ERROR|DIAG|WARN|rror'
+        echo "$out" | grep -v 'no response to wr_id' | tail -n 6
+    fi
+}
+wire qpx
+wire qpx_rc,qpx_ud
 
 # OpenSHMEM across the hosts (spml ucx): puts, gets and atomics of each PE
 # to the next, every value checked by the PEs (qpx_shmem_test.c)

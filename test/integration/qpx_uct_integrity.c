@@ -32,7 +32,7 @@
 
 static int passed, failed, skipped;
 static uint64_t am_good, am_bad;
-static const char *tl_name, *dev_name;
+static const char *tl_name, *dev_name, *target_dev;
 /* -P: a transport of UCX's own (softverbs' mlx5 personality runs them): no
  * parameter-contract checks, since Debian's assertion-enabled build aborts
  * on a bad parameter instead of refusing it (rc_mlx5: "iovcnt(4) should be
@@ -339,15 +339,16 @@ int main(int argc, char **argv)
 
     tl_name  = "qpx_rc";
     dev_name = "softverbs0:1";
-    while ((opt = getopt(argc, argv, "x:d:m:k:P")) != -1) {
+    while ((opt = getopt(argc, argv, "x:d:D:m:k:P")) != -1) {
         switch (opt) {
         case 'P': ucx_own = 1; break;
         case 'x': tl_name = optarg; break;
         case 'd': dev_name = optarg; break;
+        case 'D': target_dev = optarg; break;
         case 'k': kill_limit = atof(optarg); break;
         case 'm': max_size = ucs_min(strtoul(optarg, NULL, 0), BUF_SIZE); break;
         default:
-            fprintf(stderr, "usage: %s -x tl -d dev [-m max_size] [-k secs] [-P]\n", argv[0]);
+            fprintf(stderr, "usage: %s -x tl -d dev [-D target_dev] [-m max_size] [-k secs] [-P]\n", argv[0]);
             return 1;
         }
     }
@@ -389,6 +390,9 @@ int main(int argc, char **argv)
     if (pid == 0) {
         c.sock = sv[1];
         close(sv[0]);
+        if (target_dev != NULL) {
+            dev_name = target_dev; /* -D: the target on another device */
+        }
         ret = ctx_open(&c);
         if (ret != 0) {
             return ret;

@@ -55,13 +55,15 @@ tl_has_cap() {
 # tl_integrity NAME [ENV...]: the two-process UCT data-integrity program
 # (qpx_uct_integrity: every operation the transport advertises, each size
 # class, payload checked) over QPX_TL with the environment ENV; a
-# descriptor that UCX's pool cleanup finds not returned fails it too
+# descriptor that UCX's pool cleanup finds not returned fails it too;
+# TL_INTEGRITY_ARGS: more options of the program (-D: the target's device)
 tl_integrity() {
     name=$1; shift
     prog="$QPX_TESTDIR/qpx_uct_integrity"
     [ -x "$prog" ] || qpx_skip_all "$prog not built"
+    # shellcheck disable=SC2086 # TL_INTEGRITY_ARGS: more options, words
     env "$@" LD_PRELOAD="$QPX_MODULE" timeout 300 "$prog" -x "$QPX_TL" \
-        -d "$QPX_DEV" >"$TL_TMP/out" 2>&1
+        -d "$QPX_DEV" ${TL_INTEGRITY_ARGS:-} >"$TL_TMP/out" 2>&1
     ret=$?
     if [ $ret -eq 77 ]; then
         cat "$TL_TMP/out"; qpx_skip_all "$QPX_TL not available"
