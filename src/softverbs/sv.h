@@ -360,6 +360,8 @@ struct sv_global {
     double     rc_read_reorder; /* a write/send passes an earlier read */
     double     rc_drop;         /* a connected QP's request is lost */
     struct sv_wire wire;          /* SOFTVERBS_WIRE_DELAY, _LOSS */
+    uint64_t   wire_due;          /* earliest due_ns a send queue's head
+                                     waits for, 0: none (sv_wire_wait) */
     int        mlx5;              /* SOFTVERBS_MLX5: the mlx5 personality */
     /* what the mlx5 personality adds to the life of the objects it made a
      * front for (sv_mlx5_obj.c sets it before its first front): the core
@@ -736,6 +738,8 @@ uint64_t sv_env_init(void);
 void sv_wire_stamp(const struct sv_qp *qp, struct sv_swqe *w);
 uint64_t sv_wire_delay_ns(const struct sv_qp *qp, const struct sv_swqe *w);
 double sv_wire_loss(const struct sv_qp *qp, const struct sv_swqe *w);
+void sv_wire_wait(uint64_t due_ns);
+int sv_wire_take_due(uint64_t now);
 
 /* time: CLOCK_MONOTONIC in ns, also the device clock of completion
  * timestamps (1 GHz, hca_core_clock in kHz; 63-bit mask as mlx5's) */

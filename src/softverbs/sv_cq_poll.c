@@ -239,6 +239,12 @@ static void sv_cq_sweep_others(const struct sv_cq *cq)
         return; /* none, or only the polled CQ's */
     }
     now = sv_now_ns();
+    if (sv_wire_take_due(now)) {
+        /* a head waiting on the wire is due (sv_wire.c): at its time, not
+         * at the next period */
+        sv_cq_progress_all();
+        return;
+    }
     due = __atomic_load_n(&sv_cq_sweep_due, __ATOMIC_RELAXED);
     /* one thread sweeps per period */
     if ((now < due) ||

@@ -474,7 +474,9 @@ int sv_req_progress(struct sv_qp *qp)
             continue;
         }
         if (!sv_req_due(w)) {
-            break; /* still on the wire; the WQEs behind it wait */
+            /* still on the wire; the WQEs behind it wait */
+            sv_wire_wait(w->due_ns);
+            break;
         }
         /* UD reordering: the next datagram overtakes this one */
         if ((qp->sv_type == IBV_QPT_UD) &&

@@ -21,10 +21,13 @@
  * a read completes one delay after its post, where hardware would take a
  * round trip; ping-pong latencies (one way each) are the hardware's. A
  * request sent again after an ACK or RNR timeout crosses again.
- * Delays are lower bounds: nothing is executed early, but a process that
- * does not run (descheduled, asleep in ibv_get_cq_event, which wakes every
- * millisecond while WQEs wait; the mlx5 engine between its naps) executes
- * late. The head of a UD QP's queue also holds the datagrams behind it,
+ * A head that waits marks the process's earliest due time (sv_wire_wait),
+ * so that a poll of any of its CQs runs the requesters once it has come
+ * (a program may poll its receive CQ only, as qpx_ud does between its
+ * signalled sends). Delays are lower bounds: nothing is executed early,
+ * but a process that does not run (descheduled, asleep in
+ * ibv_get_cq_event, which wakes every millisecond while WQEs wait; the
+ * mlx5 engine between its naps) executes late. The head of a UD QP's queue also holds the datagrams behind it,
  * including ones for its own port.
  *
  * Loss is decided when the request is executed: a reliable QP's request
@@ -125,4 +128,29 @@ double sv_wire_loss(const struct sv_qp *qp, const struct sv_swqe *w)
     }
     return sv_wire_rule(sv_g.wire.loss_rule, sv_g.wire.nloss, sv_g.wire.loss,
                         qp->shm->dev, (uint8_t)far);
+}
+
+/* A send queue's head waits on the wire until due_ns: the process's
+ * earliest such time, for the polls of other CQs (sv_cq_sweep_others) */
+void sv_wire_wait(uint64_t due_ns)
+{
+    uint64_t cur = __atomic_load_n(&sv_g.wire_due, __ATOMIC_RELAXED);
+
+    /* relaxed: a hint of when to run the requesters, which decide from
+     * each WQE's own due_ns under its QP's lock */
+    while (((cur == 0) || (due_ns < cur)) &&
+           !__atomic_compare_exchange_n(&sv_g.wire_due, &cur, due_ns, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+/* 1 when a head's due time has come (the mark is cleared: the requesters
+ * that still wait mark it again), for one caller to run the requesters */
+int sv_wire_take_due(uint64_t now)
+{
+    uint64_t cur = __atomic_load_n(&sv_g.wire_due, __ATOMIC_RELAXED);
+
+    return (cur != 0) && (now >= cur) &&
+           __atomic_compare_exchange_n(&sv_g.wire_due, &cur, 0, 0,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }

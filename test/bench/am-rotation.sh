@@ -17,6 +17,11 @@
 # A UCP test (tag_bw, tag_lat, ucp_*, stream_*) runs over UCX_TLS=TL,self
 # on the same device, as users run it:
 #   AM_ROT_TEST=tag_bw am-rotation.sh build 16 500000 qpx_ud ud_verbs
+# AM_ROT_WIRE (a SOFTVERBS_WIRE_DELAY value, e.g. 50us): the server is
+# another host (SOFTVERBS_FIRST_DEVICE=1: its softverbs0 is slot 1) and
+# every request between the two crosses a wire that far (docs/softverbs.md,
+# The wire between ports):
+#   AM_ROT_WIRE=50us AM_ROT_TEST=am_lat am-rotation.sh build 10 2000 qpx_ud ud_verbs
 # AM_ROT_SVLIB: the default softverbs library directory (BUILDDIR's). Each
 # library directory gets a registry of its own (SOFTVERBS_SHM), as two
 # builds may differ in its layout.
@@ -41,9 +46,15 @@ one() { # TL LIBDIR ENV... -> value
     *)
         args="-d softverbs0:1 -x $tl -t $T -D short -s $S -n $N -p $port" ;;
     esac
+    if [ -n "${AM_ROT_WIRE:-}" ]; then
+        set -- SOFTVERBS_WIRE_DELAY="$AM_ROT_WIRE" "$@"
+        srv_slot=SOFTVERBS_FIRST_DEVICE=1
+    else
+        srv_slot=QPX_AM_ROT=1 # nothing: the server on this host's slot
+    fi
     # shellcheck disable=SC2086 # one word per argument
     env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$MOD" SOFTVERBS_SHM="$shm" "$@" \
-        timeout 120 ucx_perftest $args >/dev/null 2>&1 &
+        "$srv_slot" timeout 120 ucx_perftest $args >/dev/null 2>&1 &
     spid=$!
     sleep 0.6
     # shellcheck disable=SC2086
@@ -73,7 +84,7 @@ while [ "$i" -lt "$R" ]; do
 done
 
 for last in "$@"; do :; done
-echo "$T -s $S -n $N, $R rounds; ratios to the last configuration ($last)"
+echo "$T -s $S -n $N, $R rounds${AM_ROT_WIRE:+, the server another host ${AM_ROT_WIRE} away}; ratios to the last configuration ($last)"
 awk -v names="$*" '
     { for (c = 1; c <= NF; c++) v[NR, c] = $c; nc = NF; nr = NR }
     function med(a, n,   i, j, t) {
