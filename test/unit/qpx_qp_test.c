@@ -320,9 +320,24 @@ static void test_pool_reuse(void **state)
     assert_int_equal(destroy_calls, 3);
 }
 
+/* The ACK timeout's code is the nearest on the log scale, as UCX's
+ * uct_ib_to_qp_fabric_time gives it: one TIMEOUT, one QP timeout */
+static void test_timeout_code(void **state)
+{
+    assert_int_equal(qpx_qp_timeout_code(0), 1);
+    assert_int_equal(qpx_qp_timeout_code(1e-6), 1);
+    assert_int_equal(qpx_qp_timeout_code(2e-3), 9);     /* 2.10 ms */
+    assert_int_equal(qpx_qp_timeout_code(5e-3), 10);    /* 4.19 ms */
+    assert_int_equal(qpx_qp_timeout_code(6e-3), 11);    /* 8.39 ms */
+    assert_int_equal(qpx_qp_timeout_code(100e-3), 15);  /* 134 ms */
+    assert_int_equal(qpx_qp_timeout_code(1.0), 18);     /* 1.07 s */
+    assert_int_equal(qpx_qp_timeout_code(1e6), 31);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timeout_code),
         cmocka_unit_test_setup(test_create_ok, setup),
         cmocka_unit_test_setup(test_create_enomem, setup),
         cmocka_unit_test_setup(test_create_refused_then_retried, setup),

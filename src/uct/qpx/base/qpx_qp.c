@@ -385,11 +385,16 @@ void qpx_qp_pool_put(qpx_qp_pool_t *pool, struct ibv_qp *qp)
 uint8_t qpx_qp_timeout_code(double timeout)
 {
     /* The IBA's Local ACK Timeout is 4.096 us * 2^code (ibv_modify_qp(3):
-     * code 0 is infinite, never asked for here) */
+     * code 0 is infinite, never asked for here). The nearest code on the
+     * log scale, as UCX's ib transports take it (uct_ib_to_qp_fabric_time):
+     * the same TIMEOUT gives the same QP timeout as UCX_RC_TIMEOUT does
+     * (5ms: 4.19 ms; rounding up gave 8.39 ms, twice UCX's stall after a
+     * lost packet) */
     double t     = 4.096e-6 * 2;
     uint8_t code = 1;
 
-    while ((t < timeout) && (code < 31)) {
+    /* code c is nearest from t_c / sqrt(2) up to t_c * sqrt(2) */
+    while ((timeout >= t * 1.4142135623730951) && (code < 31)) {
         t *= 2;
         ++code;
     }

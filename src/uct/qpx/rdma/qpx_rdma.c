@@ -30,8 +30,9 @@ ucs_config_field_t qpx_rdma_iface_config_table[] = {
      "Transport retry timeout, per try (as UCX's rc and dc transports): a "
      "request unacknowledged for TIMEOUT is sent again, RETRY_COUNT times, "
      "before its QP fails; a dead peer fails the endpoints with requests on "
-     "it after about TIMEOUT x (RETRY_COUNT + 1). Rounded up to the IBTA "
-     "encoding 4.096 us x 2^n.",
+     "it after about TIMEOUT x (RETRY_COUNT + 1). Taken to the nearest "
+     "IBTA code 4.096 us x 2^n on the log scale, as UCX does (5ms: 4.19 "
+     "ms).",
      ucs_offsetof(qpx_rdma_iface_config_t, timeout), QPX_CONFIG_TYPE_TIME},
 
     {"RETRY_COUNT", "7",
