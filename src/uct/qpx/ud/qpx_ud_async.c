@@ -36,20 +36,6 @@
 #include <stdlib.h>
 
 
-void qpx_ud_iface_async_enter(qpx_ud_iface_t *iface)
-{
-    if (iface->async.on) {
-        qpx_async_block(iface->async.ctx);
-    }
-}
-
-void qpx_ud_iface_async_leave(qpx_ud_iface_t *iface)
-{
-    if (iface->async.on) {
-        qpx_async_unblock(iface->async.ctx);
-    }
-}
-
 #define QPX_UD_ASYNC_IFACE(_tl_iface) \
     ucs_derived_of(_tl_iface, qpx_ud_iface_t)
 
@@ -261,101 +247,6 @@ static void qpx_ud_iface_async_timer(int id, ucs_event_set_types_t events,
     }
     qpx_async_fence_unclaim(&iface->async.fence);
     qpx_async_unblock(iface->async.ctx);
-}
-
-void qpx_ud_iface_comp(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
-                       uct_completion_t *comp, ucs_status_t status)
-{
-    unsigned capacity;
-    void *comps;
-
-    if (!iface->async.in_async) {
-        qpx_invoke_completion(comp, status);
-        return;
-    }
-
-    if (iface->async.comp_count == iface->async.comp_capacity) {
-        capacity = ucs_max(16, iface->async.comp_capacity * 2);
-        comps    = realloc(iface->async.comps,
-                           capacity * sizeof(*iface->async.comps));
-        if (comps == NULL) {
-            /* Better late from this thread than never */
-            ucs_error("qpx_ud: failed to defer a completion");
-            qpx_invoke_completion(comp, status);
-            return;
-        }
-        iface->async.comps         = comps;
-        iface->async.comp_capacity = capacity;
-    }
-    iface->async.comps[iface->async.comp_count].comp   = comp;
-    iface->async.comps[iface->async.comp_count].status = status;
-    iface->async.comps[iface->async.comp_count].ep     = ep;
-    ++iface->async.comp_count;
-    iface->super.attention = 1; /* the context is ours: a plain store */
-}
-
-int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
-                                qpx_ud_recv_desc_t *rdesc, size_t length)
-{
-    ++iface->async.rx_count;
-    rdesc->super.super.flags = length;
-    rdesc->next              = NULL;
-    *iface->async.rx_tail    = rdesc;
-    iface->async.rx_tail     = &rdesc->next;
-    iface->super.attention = 1; /* the context is ours: a plain store */
-    return 1;
-}
-
-void qpx_ud_iface_async_comps_run_ep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
-{
-    uct_completion_t *comp;
-    unsigned i;
-
-    /* Called with the timer excluded (the destroy's wrapper blocks it).
-     * Each is cleared before its call; the list is read again after each:
-     * a callback may progress (a nested dispatch empties it) */
-    ucs_assert(!iface->async.in_async);
-    for (i = iface->async.comp_head; i < iface->async.comp_count; ++i) {
-        comp = iface->async.comps[i].comp;
-        if ((comp != NULL) && (iface->async.comps[i].ep == ep)) {
-            iface->async.comps[i].comp = NULL;
-            qpx_invoke_completion(comp, iface->async.comps[i].status);
-        }
-    }
-}
-
-/* Run what the timer deferred, oldest first */
-void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface)
-{
-    qpx_ud_recv_desc_t *rdesc;
-    uct_completion_t *comp;
-    unsigned i;
-
-    while ((rdesc = iface->async.rx_head) != NULL) {
-        iface->async.rx_head = rdesc->next;
-        if (!qpx_ud_iface_rx_deliver(iface, rdesc,
-                                     qpx_ud_iface_rx_hdr(iface, rdesc),
-                                     rdesc->super.super.flags)) {
-            qpx_iface_rx_desc_put(&iface->super, rdesc);
-        }
-    }
-    iface->async.rx_tail  = &iface->async.rx_head;
-    iface->async.rx_count = 0;
-
-    /* One at a time from the head, each cleared before its call: a
-     * callback may progress again (a nested dispatch goes on from the same
-     * head) or destroy an endpoint (whose entries its destroy runs and
-     * clears); nothing is added meanwhile, the timer is blocked */
-    while (iface->async.comp_head < iface->async.comp_count) {
-        i    = iface->async.comp_head++;
-        comp = iface->async.comps[i].comp;
-        if (comp != NULL) {
-            iface->async.comps[i].comp = NULL;
-            qpx_invoke_completion(comp, iface->async.comps[i].status);
-        }
-    }
-    iface->async.comp_head  = 0;
-    iface->async.comp_count = 0;
 }
 
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,

@@ -105,6 +105,21 @@ void qpx_ud_ep_half_open_clear(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
     }
 }
 
+/* The packets an endpoint kept after a gap go back to the pool */
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
+{
+    void *rdesc;
+
+    if (ep->rx.ooo == NULL) {
+        return;
+    }
+    while ((rdesc = qpx_ud_rel_rx_ooo_purge_one(&ep->rx)) != NULL) {
+        qpx_iface_rx_desc_put(&qpx_ud_ep_iface(ep)->super, rdesc);
+    }
+    free(ep->rx.ooo);
+    ep->rx.ooo = NULL;
+}
+
 void qpx_ud_ep_free(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {
     qpx_ud_ep_half_open_clear(iface, ep);

@@ -135,20 +135,6 @@ static int qpx_ud_ep_rx_keep(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
     return 1;
 }
 
-void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep)
-{
-    void *rdesc;
-
-    if (ep->rx.ooo == NULL) {
-        return;
-    }
-    while ((rdesc = qpx_ud_rel_rx_ooo_purge_one(&ep->rx)) != NULL) {
-        qpx_iface_rx_desc_put(&qpx_ud_ep_iface(ep)->super, rdesc);
-    }
-    free(ep->rx.ooo);
-    ep->rx.ooo = NULL;
-}
-
 /* Deliver the packets kept after the one just delivered, in order */
 void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep)
 {

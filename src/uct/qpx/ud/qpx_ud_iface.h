@@ -446,18 +446,18 @@ void qpx_ud_ep_resend(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 void qpx_ud_ep_free_all(qpx_ud_iface_t *iface);
 void qpx_ud_ep_linger_expire(qpx_ud_iface_t *iface);
 void qpx_ud_ep_cancel(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
+void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 
 /* qpx_ud_ep_rx.c: returns 1 when the buffer is kept */
 int qpx_ud_ep_rx(qpx_ud_iface_t *iface, qpx_ud_recv_desc_t *rdesc,
                  qpx_ud_hdr_t *hdr, size_t length, const struct ibv_wc *wc);
-void qpx_ud_ep_rx_ooo_cleanup(qpx_ud_ep_t *ep);
 /* Deliver the packets kept after the one just delivered, in order */
 void qpx_ud_ep_rx_pull(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep);
 /* The ack, NAK or probe reply a received header carries, processed */
 int qpx_ud_ep_rx_ack(qpx_ud_iface_t *iface, qpx_ud_ep_t *ep,
                      const qpx_ud_hdr_t *hdr);
 
-/* qpx_ud_async.c */
+/* qpx_ud_async.c (init, cleanup), qpx_ud_iface_svc.c (the rest) */
 ucs_status_t qpx_ud_iface_async_init(qpx_ud_iface_t *iface,
                                      const qpx_ud_iface_config_t *config);
 void qpx_ud_iface_async_cleanup(qpx_ud_iface_t *iface);
@@ -473,7 +473,7 @@ int qpx_ud_iface_async_defer_rx(qpx_ud_iface_t *iface,
                                 qpx_ud_recv_desc_t *rdesc, size_t length);
 void qpx_ud_iface_async_dispatch(qpx_ud_iface_t *iface);
 
-/* qpx_ud_iface.c */
+/* qpx_ud_iface.c, qpx_ud_iface_svc.c */
 unsigned qpx_ud_iface_progress_common(qpx_ud_iface_t *iface);
 /* ibv_post_send() of wr (iface->tx.wr or wr_inl) returned ret: log it, undo
  * its completion accounting (and its descriptor's post count) */
@@ -482,6 +482,8 @@ void qpx_ud_iface_post_failed(qpx_ud_iface_t *iface, struct ibv_send_wr *wr,
 void qpx_ud_iface_disc_send(qpx_ud_iface_t *iface, qpx_ud_peer_t *peer,
                             uint32_t dest_id, uint32_t src_id);
 void qpx_ud_iface_discs_cleanup(qpx_ud_iface_t *iface);
+/* A tick: the DISCs not yet repeated enough go again */
+void qpx_ud_iface_discs_timer(qpx_ud_iface_t *iface);
 ucs_status_t qpx_ud_iface_peer_get(qpx_ud_iface_t *iface,
                                    const qpx_device_addr_t *dev_addr,
                                    const qpx_ud_iface_addr_t *iface_addr,
