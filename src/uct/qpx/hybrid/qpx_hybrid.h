@@ -586,8 +586,14 @@ ucs_status_t qpx_hybrid_ctl_send(qpx_hybrid_iface_t *iface, uct_ep_h via,
                                  uint32_t dst_id, uint32_t serial,
                                  uint32_t aux, uct_ep_h rc_ep);
 
-/* qpx_hybrid_ops.c */
-extern uct_iface_ops_t qpx_hybrid_iface_ops;
-extern uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops;
+/* qpx_hybrid_iface.c: the interface, with the operations qpx_hybrid_ops.c
+ * (the tl, above it) hands down */
+extern ucs_config_field_t qpx_hybrid_iface_config_table[];
+ucs_status_t qpx_hybrid_iface_new(uct_iface_ops_t *ops,
+                                  uct_iface_internal_ops_t *internal_ops,
+                                  uct_md_h md, uct_worker_h worker,
+                                  const uct_iface_params_t *params,
+                                  const uct_iface_config_t *config,
+                                  uct_iface_h *iface_p);
 
 #endif

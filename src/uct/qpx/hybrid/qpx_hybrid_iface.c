@@ -29,7 +29,7 @@ static const char *qpx_hybrid_cold_tl_names[] = {
 };
 
 
-static ucs_config_field_t qpx_hybrid_iface_config_table[] = {
+ucs_config_field_t qpx_hybrid_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(qpx_hybrid_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -319,7 +319,9 @@ static ucs_status_t qpx_hybrid_iface_addr_init(qpx_hybrid_iface_t *self,
 }
 
 
-static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
+static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_iface_ops_t *ops,
+                           uct_iface_internal_ops_t *internal_ops,
+                           uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
 {
@@ -341,9 +343,8 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &qpx_hybrid_iface_ops,
-                              &qpx_hybrid_iface_internal_ops, md, worker,
-                              params, tl_config);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md,
+                              worker, params, tl_config);
 
     qpx_hybrid_iface_state_init(self, config);
 
@@ -475,10 +476,27 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
 
 
 UCS_CLASS_DEFINE(qpx_hybrid_iface_t, uct_base_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(qpx_hybrid_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
 static UCS_CLASS_DEFINE_DELETE_FUNC(qpx_hybrid_iface_t, uct_iface_t);
+
+
+ucs_status_t qpx_hybrid_iface_new(uct_iface_ops_t *ops,
+                                  uct_iface_internal_ops_t *internal_ops,
+                                  uct_md_h md, uct_worker_h worker,
+                                  const uct_iface_params_t *params,
+                                  const uct_iface_config_t *config,
+                                  uct_iface_h *iface_p)
+{
+    qpx_hybrid_iface_t *iface;
+    ucs_status_t status;
+
+    status = UCS_CLASS_NEW(qpx_hybrid_iface_t, &iface, ops, internal_ops, md,
+                           worker, params, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    *iface_p = &iface->super.super;
+    return UCS_OK;
+}
 
 
 void qpx_hybrid_iface_close(uct_iface_h tl_iface)
@@ -709,26 +727,3 @@ ucs_status_t qpx_hybrid_iface_fence(uct_iface_h tl_iface, unsigned flags)
     }
     return status;
 }
-
-
-/* Every active port: the cold path is qpx_dc where the device has DC,
- * else qpx_ud */
-static ucs_status_t qpx_hybrid_query_devices(uct_md_h md,
-                                             uct_tl_device_resource_t **devs_p,
-                                             unsigned *num_devs_p)
-{
-    return qpx_iface_query_devices(md, devs_p, num_devs_p);
-}
-
-
-uct_tl_t qpx_hybrid_tl = {
-    .name          = QPX_HYBRID_TL_NAME,
-    .query_devices = qpx_hybrid_query_devices,
-    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(qpx_hybrid_iface_t),
-    .config        = {
-        .name   = "qpx hybrid transport",
-        .prefix = "QPX_",
-        .table  = qpx_hybrid_iface_config_table,
-        .size   = sizeof(qpx_hybrid_iface_config_t),
-    }
-};

@@ -363,12 +363,12 @@ ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
                                         unsigned events);
 
 
-uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
+static uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
     QPX_IFACE_INTERNAL_OPS_INV(uct_base_iface_estimate_perf,
                                qpx_hybrid_ep_invalidate,
                                qpx_hybrid_ep_is_connected);
 
-uct_iface_ops_t qpx_hybrid_iface_ops = {
+static uct_iface_ops_t qpx_hybrid_iface_ops = {
     .ep_put_short             = qpx_hybrid_ep_put_short,
     .ep_put_bcopy             = qpx_hybrid_ep_put_bcopy,
     .ep_put_zcopy             = qpx_hybrid_ep_put_zcopy,
@@ -404,4 +404,38 @@ uct_iface_ops_t qpx_hybrid_iface_ops = {
     .iface_get_device_address = qpx_hybrid_iface_get_device_address,
     .iface_get_address        = qpx_hybrid_iface_get_address,
     .iface_is_reachable       = qpx_hybrid_iface_is_reachable
+};
+
+
+/* Every active port: the cold path is qpx_dc where the device has DC,
+ * else qpx_ud */
+static ucs_status_t qpx_hybrid_query_devices(uct_md_h md,
+                                             uct_tl_device_resource_t **devs_p,
+                                             unsigned *num_devs_p)
+{
+    return qpx_iface_query_devices(md, devs_p, num_devs_p);
+}
+
+
+/* The interface with its operations: the tables above, handed down */
+static ucs_status_t qpx_hybrid_iface_open(uct_md_h md, uct_worker_h worker,
+                                          const uct_iface_params_t *params,
+                                          const uct_iface_config_t *config,
+                                          uct_iface_h *iface_p)
+{
+    return qpx_hybrid_iface_new(&qpx_hybrid_iface_ops,
+                                &qpx_hybrid_iface_internal_ops, md, worker,
+                                params, config, iface_p);
+}
+
+uct_tl_t qpx_hybrid_tl = {
+    .name          = QPX_HYBRID_TL_NAME,
+    .query_devices = qpx_hybrid_query_devices,
+    .iface_open    = qpx_hybrid_iface_open,
+    .config        = {
+        .name   = "qpx hybrid transport",
+        .prefix = "QPX_",
+        .table  = qpx_hybrid_iface_config_table,
+        .size   = sizeof(qpx_hybrid_iface_config_t),
+    }
 };
