@@ -78,21 +78,29 @@ static int sv_wire_far_slot(const struct sv_qp *qp, const struct sv_swqe *w)
     return dq->dev;
 }
 
-/* The delay of the request w of qp on its way, in ns (0: none) */
-uint64_t sv_wire_delay_ns(const struct sv_qp *qp, const struct sv_swqe *w)
+/* The value the rules give the request w of qp on its way (0: within
+ * its port) */
+static double sv_wire_value(const struct sv_qp *qp, const struct sv_swqe *w,
+                            const struct sv_wire_rule *rules, int n,
+                            double dflt)
 {
     int far;
 
-    if (!w->wire || (sv_g.wire.delay_ns == 0.0 && sv_g.wire.ndelay == 0)) {
-        return 0;
+    if (!w->wire || ((dflt == 0.0) && (n == 0))) {
+        return 0.0;
     }
     far = sv_wire_far_slot(qp, w);
     if (far < 0) {
-        return 0;
+        return 0.0;
     }
-    return (uint64_t)sv_wire_rule(sv_g.wire.delay, sv_g.wire.ndelay,
-                                  sv_g.wire.delay_ns, qp->shm->dev,
-                                  (uint8_t)far);
+    return sv_wire_rule(rules, n, dflt, qp->shm->dev, (uint8_t)far);
+}
+
+/* The delay of the request w of qp on its way, in ns (0: none) */
+uint64_t sv_wire_delay_ns(const struct sv_qp *qp, const struct sv_swqe *w)
+{
+    return (uint64_t)sv_wire_value(qp, w, sv_g.wire.delay, sv_g.wire.ndelay,
+                                   sv_g.wire.delay_ns);
 }
 
 /* At post (under the QP's lock): whether w leaves its port, and when it
@@ -117,17 +125,8 @@ void sv_wire_stamp(const struct sv_qp *qp, struct sv_swqe *w)
 /* The probability that w is lost on its way (0 within a port) */
 double sv_wire_loss(const struct sv_qp *qp, const struct sv_swqe *w)
 {
-    int far;
-
-    if (!w->wire || (sv_g.wire.loss == 0.0 && sv_g.wire.nloss == 0)) {
-        return 0.0;
-    }
-    far = sv_wire_far_slot(qp, w);
-    if (far < 0) {
-        return 0.0;
-    }
-    return sv_wire_rule(sv_g.wire.loss_rule, sv_g.wire.nloss, sv_g.wire.loss,
-                        qp->shm->dev, (uint8_t)far);
+    return sv_wire_value(qp, w, sv_g.wire.loss_rule, sv_g.wire.nloss,
+                         sv_g.wire.loss);
 }
 
 /* A send queue's head waits on the wire until due_ns: the process's
