@@ -253,8 +253,16 @@ t0=$SECONDS
 (cd "$QPX_TOP" && timeout 1200 bash contrib/cross-check.sh arm64) >"$QPX_BUILDDIR/cross-arm64.out" 2>&1
 count_stage "contrib/cross-check.sh arm64" "$QPX_BUILDDIR/cross-arm64.out" $? $t0 '^(  FAIL|==>)'
 
-if [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
-    # make check failed before any test could report (e.g. a build error)
+if [ "$check_rc" -ne 0 ] &&
+   grep -qE ': (fatal )?error: |undefined reference to|ld returned [0-9]+ exit status' check.out; then
+    # a test program did not build: its cases never ran and left no result
+    # to count, whatever else failed (a unit test's build error went
+    # unreported once another test had failed)
+    echo "---- $QPX_BUILDDIR/check.out: a test program did not build"
+    grep -m 10 -E ': (fatal )?error: |undefined reference to|ld returned' check.out
+    fail=$((fail + 1))
+elif [ "$check_rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+    # make check failed before any test could report
     tail -30 check.out
     fail=1
 fi

@@ -363,12 +363,12 @@ ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
                                         unsigned events);
 
 
-static uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
+uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
     QPX_IFACE_INTERNAL_OPS_INV(uct_base_iface_estimate_perf,
                                qpx_hybrid_ep_invalidate,
                                qpx_hybrid_ep_is_connected);
 
-static uct_iface_ops_t qpx_hybrid_iface_ops = {
+uct_iface_ops_t qpx_hybrid_iface_ops = {
     .ep_put_short             = qpx_hybrid_ep_put_short,
     .ep_put_bcopy             = qpx_hybrid_ep_put_bcopy,
     .ep_put_zcopy             = qpx_hybrid_ep_put_zcopy,
