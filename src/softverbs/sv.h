@@ -632,7 +632,9 @@ struct sv_swqe {
     uint64_t bind_len;
     uint32_t bind_access;
     uint8_t  ud_sgid_index;       /* UD, DCI: the AV's source GID */
-    uint8_t  wire;                /* leaves its port (sv_wire_stamp) */
+    uint8_t  wire;                /* leaves its port: the far end's
+                                     device slot + 1, 0: it does not
+                                     (sv_wire_stamp) */
     uint8_t  pad_mw[2];
     uint32_t xrc_srqn;            /* XRC_SEND: the remote SRQ (XRCETH) */
     struct ibv_sge sge[];         /* then inline data */

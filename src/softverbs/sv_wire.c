@@ -27,8 +27,9 @@
  * signalled sends). Delays are lower bounds: nothing is executed early,
  * but a process that does not run (descheduled, asleep in
  * ibv_get_cq_event, which wakes every millisecond while WQEs wait; the
- * mlx5 engine between its naps) executes late. The head of a UD QP's queue also holds the datagrams behind it,
- * including ones for its own port.
+ * mlx5 engine between its naps) executes late. The head of a UD QP's
+ * queue also holds the datagrams behind it, including ones for its own
+ * port. The far end's slot is looked up once, at post (w->wire).
  *
  * Loss is decided when the request is executed: a reliable QP's request
  * gets no response and goes again after the ACK timeout (as
@@ -84,16 +85,11 @@ static double sv_wire_value(const struct sv_qp *qp, const struct sv_swqe *w,
                             const struct sv_wire_rule *rules, int n,
                             double dflt)
 {
-    int far;
-
     if (!w->wire || ((dflt == 0.0) && (n == 0))) {
         return 0.0;
     }
-    far = sv_wire_far_slot(qp, w);
-    if (far < 0) {
-        return 0.0;
-    }
-    return sv_wire_rule(rules, n, dflt, qp->shm->dev, (uint8_t)far);
+    return sv_wire_rule(rules, n, dflt, qp->shm->dev,
+                        (uint8_t)(w->wire - 1));
 }
 
 /* The delay of the request w of qp on its way, in ns (0: none) */
@@ -115,7 +111,7 @@ void sv_wire_stamp(const struct sv_qp *qp, struct sv_swqe *w)
         (w->opcode == IBV_WR_LOCAL_INV)) {
         return; /* a local operation sends nothing */
     }
-    w->wire = (sv_wire_far_slot(qp, w) >= 0);
+    w->wire = (uint8_t)(sv_wire_far_slot(qp, w) + 1);
     delay   = sv_wire_delay_ns(qp, w);
     if (delay != 0) {
         w->due_ns = sv_now_ns() + delay;
