@@ -597,8 +597,7 @@ ucs_status_t qpx_hybrid_iface_new(uct_iface_ops_t *ops,
                                   uct_iface_h *iface_p);
 
 /* qpx_hybrid_ops.c: the tl and the operation tables it hands down (the
- * unit tests install them on interfaces they build by hand) */
+ * unit tests install the operations on interfaces they build by hand) */
 extern uct_iface_ops_t qpx_hybrid_iface_ops;
-extern uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops;
 
 #endif

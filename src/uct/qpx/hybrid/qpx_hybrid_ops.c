@@ -363,7 +363,7 @@ ucs_status_t qpx_hybrid_iface_event_arm(uct_iface_h tl_iface,
                                         unsigned events);
 
 
-uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
+static uct_iface_internal_ops_t qpx_hybrid_iface_internal_ops =
     QPX_IFACE_INTERNAL_OPS_INV(uct_base_iface_estimate_perf,
                                qpx_hybrid_ep_invalidate,
                                qpx_hybrid_ep_is_connected);

@@ -9,13 +9,7 @@
 
 #include "qpx_ud.inl"
 
-#include <ucs/qpx_hash.h>
-
 #include <uct/qpx/base/qpx_async.h>
-
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
