@@ -109,6 +109,23 @@ print("%08x" % t)' "${SOFTVERBS_SHM:-/dev/shm/softverbs}"
 # 8), as on a fabric. The registry part matters: a test running beside
 # this one, with a registry of its own, may listen on the same port. Up to
 # 60 s: beside an MPI test on 2 cores a server can take seconds to start.
+# svt_rc_pingpong_once VAR=VALUE DEV_SRV DEV_CLI: one ibv_rc_pingpong
+# pair of 5 iterations with VAR=VALUE in both (30 s each at most); the
+# client's exit status in SVT_PP_RC, its output in $SVT_TMP/pp.cli. For
+# settings that lose every request: the client must fail, not hang.
+svt_rc_pingpong_once() {
+    pp_port=$(qpx_free_port)
+    timeout 30 env "$1" ibv_rc_pingpong -d "$2" -g 0 -n 5 -p "$pp_port" \
+        >"$SVT_TMP/pp.srv" 2>&1 &
+    pp_spid=$!
+    qpx_wait_port "$pp_port"
+    timeout 30 env "$1" ibv_rc_pingpong -d "$3" -g 0 -n 5 -p "$pp_port" \
+        127.0.0.1 >"$SVT_TMP/pp.cli" 2>&1
+    SVT_PP_RC=$?
+    kill "$pp_spid" 2>/dev/null; wait "$pp_spid" 2>/dev/null
+    return 0
+}
+
 svt_wait_cm_listen() {
     tag=$(svt_cm_tag)
     i=0

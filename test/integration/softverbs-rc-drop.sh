@@ -35,18 +35,10 @@ SVT_REJECT='[Ff]ail|[Ee]rror|[Mm]ismatch' SVT_LISTEN_PORT=$port svt_run_pair \
 n=$(losses "$SVT_OUT_SRV" "$SVT_OUT_CLI")
 qpx_check "ibv_rc_pingpong: requests were lost and sent again ($n)" [ "$n" -gt 0 ]
 
-port=$(qpx_free_port)
-timeout 30 env SOFTVERBS_RC_DROP=1 ibv_rc_pingpong -d "$D" -g 0 -n 5 -p "$port" \
-    >"$TL_TMP/srv" 2>&1 &
-spid=$!
-qpx_wait_port "$port"
-timeout 30 env SOFTVERBS_RC_DROP=1 ibv_rc_pingpong -d "$D" -g 0 -n 5 -p "$port" \
-    127.0.0.1 >"$TL_TMP/cli" 2>&1
-crc=$?
-kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-qpx_check "every request lost: ibv_rc_pingpong fails with retry exceeded (exit $crc)" \
-    sh -c "[ $crc -ne 0 ] && [ $crc -ne 124 ] &&
-           grep -q 'retry counter exceeded' '$TL_TMP/cli'"
+svt_rc_pingpong_once SOFTVERBS_RC_DROP=1 "$D" "$D"
+qpx_check "every request lost: ibv_rc_pingpong fails with retry exceeded (exit $SVT_PP_RC)" \
+    sh -c "[ $SVT_PP_RC -ne 0 ] && [ $SVT_PP_RC -ne 124 ] &&
+           grep -q 'retry counter exceeded' '$SVT_TMP/pp.cli'"
 
 # --- qpx, UCT: every operation's data ------------------------------------------
 for tl in qpx_rc qpx_dc; do

@@ -85,26 +85,13 @@ else
 fi
 
 # --- every request on the wire lost ---------------------------------------------
-# lost DEV_SRV DEV_CLI: ibv_rc_pingpong with SOFTVERBS_WIRE_LOSS=1; prints
-# the client's exit and its last line
-lost() {
-    port=$(qpx_free_port)
-    timeout 30 env SOFTVERBS_WIRE_LOSS=1 ibv_rc_pingpong -d "$1" -g 0 -n 5 \
-        -p "$port" >"$TL_TMP/srv" 2>&1 &
-    spid=$!
-    qpx_wait_port "$port"
-    timeout 30 env SOFTVERBS_WIRE_LOSS=1 ibv_rc_pingpong -d "$2" -g 0 -n 5 \
-        -p "$port" 127.0.0.1 >"$TL_TMP/cli" 2>&1
-    crc=$?
-    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-}
-lost softverbs0 softverbs1
-qpx_check "all lost across HCAs: ibv_rc_pingpong fails with retry exceeded (exit $crc)" \
-    sh -c "[ $crc -ne 0 ] && [ $crc -ne 124 ] &&
-           grep -q 'retry counter exceeded' '$TL_TMP/cli'"
-lost softverbs1 softverbs1
-qpx_check "all lost across HCAs: within one HCA ibv_rc_pingpong runs (exit $crc)" \
-    sh -c "[ $crc -eq 0 ] && grep -q 'iters in' '$TL_TMP/cli'"
+svt_rc_pingpong_once SOFTVERBS_WIRE_LOSS=1 softverbs0 softverbs1
+qpx_check "all lost across HCAs: ibv_rc_pingpong fails with retry exceeded (exit $SVT_PP_RC)" \
+    sh -c "[ $SVT_PP_RC -ne 0 ] && [ $SVT_PP_RC -ne 124 ] &&
+           grep -q 'retry counter exceeded' '$SVT_TMP/pp.cli'"
+svt_rc_pingpong_once SOFTVERBS_WIRE_LOSS=1 softverbs1 softverbs1
+qpx_check "all lost across HCAs: within one HCA ibv_rc_pingpong runs (exit $SVT_PP_RC)" \
+    sh -c "[ $SVT_PP_RC -eq 0 ] && grep -q 'iters in' '$SVT_TMP/pp.cli'"
 
 # --- qpx: every operation's data, across HCAs -----------------------------------
 QPX_DEV=softverbs0:1
