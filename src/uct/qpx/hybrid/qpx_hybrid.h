@@ -399,6 +399,12 @@ struct qpx_hybrid_iface {
         uct_iface_params_t params;
         char               dev_name[UCT_DEVICE_NAME_MAX];
         qpx_iface_t        *owner;   /* whose SRQ RC receives from */
+        /* What a sub-interface calls, set by the interface above the
+         * layers that open them (qpx_hybrid_sub.c does not name them): a
+         * sub-endpoint's error (qpx_hybrid_sub_ep_failed) and a control
+         * message (qpx_hybrid_ctl_handler) */
+        uct_error_handler_t ep_failed;
+        uct_am_callback_t   ctl_handler;
     } open_args;
     uct_iface_attr_t    rc_attr;
     int                 rc_avail;
@@ -453,6 +459,92 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, qpx_hybrid_iface_t);
 }
 
+/* The state of endpoints and connections, kept by the layers of the
+ * switch (qpx_hybrid_join.c, qpx_hybrid_switch.c) and the endpoint
+ * (qpx_hybrid_ep.c) alike */
+
+/*
+ * Sends go to the path unless a switch holds them or requests wait.
+ * One-sided operations also go on while a promotion is under way and not
+ * yet answered (PROMOTING, its request due or sent): unlike active
+ * messages, they need no order with what the peer's software has handled,
+ * only completion before the RC path is used, which the switch's flush of
+ * the cold path gives. Held there, they stalled until the request went
+ * (at the sender's next progress: a program posting puts and flushing an
+ * interface with nothing in flight never gave one) and then until the
+ * peer answered, which one that does not progress (a SHMEM PE computing)
+ * never does within SWITCH_TIMEOUT. Requests waiting hold them too (they
+ * go first).
+ */
+static inline void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep)
+{
+    int idle = ucs_list_is_empty(&ep->pending);
+    int open = (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
+               (((ep->state == QPX_HYBRID_EP_COLD) ||
+                 (ep->state == QPX_HYBRID_EP_HOT)) && idle);
+    int awaiting = (ep->state == QPX_HYBRID_EP_PROMOTING) && idle &&
+                   !(ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+
+    ucs_assert(!awaiting || (ep->path_ep == ep->cold_ep));
+    ep->tx_ep  = open ? ep->path_ep : NULL;
+    ep->rma_ep = (open || awaiting) ? ep->path_ep : NULL;
+}
+
+
+static inline void qpx_hybrid_ep_work(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    if (!(ep->flags & QPX_HYBRID_EP_FLAG_IN_WORK)) {
+        ep->flags |= QPX_HYBRID_EP_FLAG_IN_WORK;
+        ucs_list_add_tail(&iface->work_eps, &ep->work_link);
+    }
+}
+
+
+/* Count again from now; the next promotion needs the threshold, doubled
+ * for every promotion refused in a row (at most 1024 times) */
+static inline void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    ep->tx_count     = 0;
+    ep->window_start = qpx_hybrid_time_ns();
+    if (!iface->rc_avail || (iface->config.pool_size == 0)) {
+        ep->promote_at = UINT64_MAX;
+    } else {
+        ep->promote_at = (uint64_t)iface->config.promote_thresh <<
+                         ucs_min(backoff, 10);
+    }
+}
+
+
+static inline void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
+                                        qpx_hybrid_conn_t *conn)
+{
+    if (!conn->in_work) {
+        conn->in_work = 1;
+        ucs_list_add_tail(&iface->work_conns, &conn->work_link);
+    }
+}
+
+
+/* The endpoint an answer is for, in the state it must be in */
+static inline qpx_hybrid_ep_t *
+qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface, const qpx_hybrid_ctl_msg_t *msg,
+                  qpx_hybrid_ep_state_t state)
+{
+    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
+
+    if ((ep == NULL) || (ep->state != state) ||
+        (ep->serial != msg->hdr.serial) ||
+        (ep->flags & QPX_HYBRID_EP_FLAG_FAILED)) {
+        return NULL;
+    }
+    return ep;
+}
+
+
 /* qpx_hybrid_sub.c: the sub-interfaces */
 const char *qpx_hybrid_cold_tl_choose(uct_md_h md, int cold_tl);
 
@@ -489,11 +581,7 @@ void qpx_hybrid_iface_event_init(qpx_hybrid_iface_t *self,
                                  const uct_iface_attr_t *cold_attr);
 
 /* qpx_hybrid_ep.c */
-
-void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep);
 void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep);
-void qpx_hybrid_ep_work(qpx_hybrid_ep_t *ep);
-void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff);
 ucs_status_t qpx_hybrid_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                        unsigned flags);
 void qpx_hybrid_ep_pending_purge(uct_ep_h tl_ep,
@@ -509,24 +597,10 @@ unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface);
 
 /* qpx_hybrid_switch.c */
 unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
+/* A sub-interface's error handler (open_args.ep_failed) */
+ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
+                                      ucs_status_t status);
 unsigned qpx_hybrid_iface_work_progress(qpx_hybrid_iface_t *iface);
-void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
-                             qpx_hybrid_conn_t *conn);
-void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
-                          qpx_hybrid_conn_t *conn);
-/* The endpoint an answer is for, in the state it must be in, or NULL */
-qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
-                                   const qpx_hybrid_ctl_msg_t *msg,
-                                   qpx_hybrid_ep_state_t state);
-/* Back to the cold path without a switch */
-void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
-                                 int connected);
-/* An endpoint of ours whose promotion waits for its answer (not switching,
- * failed or joined) to peer, or to any peer when peer is NULL: the one a
- * crossing or a full pool makes give up (qpx_hybrid_join_crossing,
- * qpx_hybrid_iface_yield_slot). NULL: none. */
-qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
-                                               const qpx_hybrid_peer_t *peer);
 
 /* qpx_hybrid_join.c: the pair of a promotion carrying both directions */
 void qpx_hybrid_peer_id(const void *dev, size_t dev_len,
@@ -563,8 +637,17 @@ qpx_hybrid_ep_t *qpx_hybrid_join_take_failed(qpx_hybrid_iface_t *iface,
                                              qpx_hybrid_conn_t *conn,
                                              uct_ep_h sub_ep);
 int qpx_hybrid_ep_transfer(qpx_hybrid_ep_t *ep);
-ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
-                                      ucs_status_t status);
+void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn);
+/* Back to the cold path without a switch */
+void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
+                                 int connected);
+/* An endpoint of ours whose promotion waits for its answer (not switching,
+ * failed or joined) to peer, or to any peer when peer is NULL: the one a
+ * crossing or a full pool makes give up (qpx_hybrid_join_crossing,
+ * qpx_hybrid_iface_yield_slot). NULL: none. */
+qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
+                                               const qpx_hybrid_peer_t *peer);
 
 /* qpx_hybrid_ctl.c: control messages */
 extern const char *qpx_hybrid_ctl_names[];

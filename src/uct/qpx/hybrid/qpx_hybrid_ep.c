@@ -43,62 +43,6 @@ static void qpx_hybrid_ep_pending_unlink(qpx_hybrid_ep_t *ep)
 }
 
 
-/*
- * Sends go to the path unless a switch holds them or requests wait.
- * One-sided operations also go on while a promotion is under way and not
- * yet answered (PROMOTING, its request due or sent): unlike active
- * messages, they need no order with what the peer's software has handled,
- * only completion before the RC path is used, which the switch's flush of
- * the cold path gives. Held there, they stalled until the request went
- * (at the sender's next progress: a program posting puts and flushing an
- * interface with nothing in flight never gave one) and then until the
- * peer answered, which one that does not progress (a SHMEM PE computing)
- * never does within SWITCH_TIMEOUT. Requests waiting hold them too (they
- * go first).
- */
-void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep)
-{
-    int idle = ucs_list_is_empty(&ep->pending);
-    int open = (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) ||
-               (((ep->state == QPX_HYBRID_EP_COLD) ||
-                 (ep->state == QPX_HYBRID_EP_HOT)) && idle);
-    int awaiting = (ep->state == QPX_HYBRID_EP_PROMOTING) && idle &&
-                   !(ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE);
-
-    ucs_assert(!awaiting || (ep->path_ep == ep->cold_ep));
-    ep->tx_ep  = open ? ep->path_ep : NULL;
-    ep->rma_ep = (open || awaiting) ? ep->path_ep : NULL;
-}
-
-
-void qpx_hybrid_ep_work(qpx_hybrid_ep_t *ep)
-{
-    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
-
-    if (!(ep->flags & QPX_HYBRID_EP_FLAG_IN_WORK)) {
-        ep->flags |= QPX_HYBRID_EP_FLAG_IN_WORK;
-        ucs_list_add_tail(&iface->work_eps, &ep->work_link);
-    }
-}
-
-
-/* Count again from now; the next promotion needs the threshold, doubled
- * for every promotion refused in a row (at most 1024 times) */
-void qpx_hybrid_ep_cool(qpx_hybrid_ep_t *ep, unsigned backoff)
-{
-    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
-
-    ep->tx_count     = 0;
-    ep->window_start = qpx_hybrid_time_ns();
-    if (!iface->rc_avail || (iface->config.pool_size == 0)) {
-        ep->promote_at = UINT64_MAX;
-    } else {
-        ep->promote_at = (uint64_t)iface->config.promote_thresh <<
-                         ucs_min(backoff, 10);
-    }
-}
-
-
 /* tx_count reached promote_at (the slow side of qpx_hybrid_ep_count) */
 void qpx_hybrid_ep_heat(qpx_hybrid_ep_t *ep)
 {

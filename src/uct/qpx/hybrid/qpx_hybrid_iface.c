@@ -221,10 +221,12 @@ qpx_hybrid_iface_open_paths(qpx_hybrid_iface_t *self,
     rc_first            = config->shared_srq &&
                           !strcmp(self->cold_tl, "qpx_ud");
 
-    self->open_args.md     = md;
-    self->open_args.worker = worker;
-    self->open_args.params = *params;
-    self->open_args.owner  = NULL;
+    self->open_args.md          = md;
+    self->open_args.worker      = worker;
+    self->open_args.params      = *params;
+    self->open_args.owner       = NULL;
+    self->open_args.ep_failed   = qpx_hybrid_sub_ep_failed;
+    self->open_args.ctl_handler = qpx_hybrid_ctl_handler;
     ucs_strncpy_zero(self->open_args.dev_name, params->mode.device.dev_name,
                      sizeof(self->open_args.dev_name));
     self->open_args.params.mode.device.dev_name = self->open_args.dev_name;

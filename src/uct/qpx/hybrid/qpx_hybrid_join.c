@@ -30,6 +30,10 @@
  *
  * A joined endpoint holds no slot of B's pool (the connection holds it)
  * and is never an LRU victim of B's.
+ *
+ * Who holds an RC QP ends here too, for the switch above to call: a
+ * connection's end (its joined endpoint goes back to the cold path) and a
+ * promotion given up before its switch.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -226,6 +230,85 @@ void qpx_hybrid_ep_leave(qpx_hybrid_ep_t *ep)
     qpx_hybrid_ep_cool(ep, 0);
     qpx_hybrid_ep_update_tx(ep);
 }
+
+
+void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn)
+{
+    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, conn->joined_ep);
+
+    if (ep != NULL) {
+        /* Its RC path goes with the QP: back to the cold one (the callers
+         * made sure the peer read everything it sent on the QP) */
+        qpx_hybrid_ep_leave(ep);
+    }
+    if (conn->in_work) {
+        ucs_list_del(&conn->work_link);
+    }
+    if (conn->id != QPX_EP_ID_NULL) {
+        qpx_ep_table_remove(&iface->conns, conn->id);
+    }
+    if (conn->rc_ep != NULL) {
+        qpx_hybrid_retire(iface, conn->rc_ep, 1, 1);
+    }
+    if (conn->ctl_ep != NULL) {
+        qpx_hybrid_retire(iface, conn->ctl_ep, 0, 0);
+    }
+    ucs_debug("qpx iface %p: connection 0x%x of peer ep 0x%x closed", iface,
+              conn->id, conn->peer_ep);
+    free(conn);
+}
+
+
+/* Back to DC without a switch (refused, not answered, yielded, or the RC
+ * connect failed). An RC endpoint never connected has had nothing posted
+ * (the endpoint held its sends): its QP goes back to the pool now, and its
+ * slot is free at once; one that was connected is flushed first */
+void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
+                                 int connected)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+
+    ucs_assertv(ep->state == QPX_HYBRID_EP_PROMOTING, "ep %p state %d", ep,
+                ep->state);
+    if (ep->flags & QPX_HYBRID_EP_FLAG_JOINED) {
+        qpx_hybrid_ep_unjoin(ep); /* the QP is the connection's */
+    } else if (connected) {
+        qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
+    } else {
+        qpx_hybrid_owner_del(iface, ep->rc_ep);
+        uct_ep_destroy(ep->rc_ep);
+        iface->rc_in_use--;
+    }
+    free(ep->peer_addr);
+    ep->peer_addr = NULL;
+    ep->rc_ep     = NULL;
+    ep->peer_conn = QPX_EP_ID_NULL;
+    ep->state     = QPX_HYBRID_EP_COLD;
+    ep->flags    &= ~(QPX_HYBRID_EP_FLAG_CTL_DUE |
+                      QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+    qpx_hybrid_ep_cool(ep, backoff);
+    qpx_hybrid_ep_update_tx(ep);
+}
+
+
+qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
+                                               const qpx_hybrid_peer_t *peer)
+{
+    qpx_hybrid_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if ((ep->state == QPX_HYBRID_EP_PROMOTING) &&
+            !(ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
+                           QPX_HYBRID_EP_FLAG_FAILED |
+                           QPX_HYBRID_EP_FLAG_JOINED)) &&
+            ((peer == NULL) || qpx_hybrid_peer_is(peer, &ep->dst))) {
+            return ep;
+        }
+    }
+    return NULL;
+}
+
 
 
 /* The peer demotes its endpoint of conn's pair (DEMOTE_REQ): ours leaves

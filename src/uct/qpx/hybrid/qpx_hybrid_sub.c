@@ -49,7 +49,7 @@ static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
         base->am[id].arg   = &iface->super.am[id];
         base->am[id].flags = 0; /* sync */
     }
-    base->am[QPX_HYBRID_AM_ID_CTL].cb    = qpx_hybrid_ctl_handler;
+    base->am[QPX_HYBRID_AM_ID_CTL].cb    = iface->open_args.ctl_handler;
     base->am[QPX_HYBRID_AM_ID_CTL].arg   = iface;
     base->am[QPX_HYBRID_AM_ID_CTL].flags = 0; /* sync */
 }
@@ -178,7 +178,7 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
     sub_params.rx_headroom           =
             (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
             params->rx_headroom : 0;
-    sub_params.err_handler           = qpx_hybrid_sub_ep_failed;
+    sub_params.err_handler           = self->open_args.ep_failed;
     sub_params.err_handler_arg       = self;
     sub_params.err_handler_flags     = 0;
     if (params->field_mask & UCT_IFACE_PARAM_FIELD_CPU_MASK) {

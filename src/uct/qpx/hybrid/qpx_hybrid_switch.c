@@ -1,7 +1,8 @@
 /*
  * qpx hybrid: promotion to RC and demotion to DC (the handshake is
  * described in qpx_hybrid.h; its messages go through qpx_hybrid_ctl.c),
- * the responder side's connections, and the errors of sub-endpoints.
+ * the responder side's connections (their end is qpx_hybrid_join.c's), and
+ * the errors of sub-endpoints.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -12,44 +13,6 @@
 #include <uct/qpx/base/qpx_iface.h>
 
 #include <string.h>
-
-
-void qpx_hybrid_conn_work(qpx_hybrid_iface_t *iface,
-                          qpx_hybrid_conn_t *conn)
-{
-    if (!conn->in_work) {
-        conn->in_work = 1;
-        ucs_list_add_tail(&iface->work_conns, &conn->work_link);
-    }
-}
-
-
-void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
-                             qpx_hybrid_conn_t *conn)
-{
-    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, conn->joined_ep);
-
-    if (ep != NULL) {
-        /* Its RC path goes with the QP: back to the cold one (the callers
-         * made sure the peer read everything it sent on the QP) */
-        qpx_hybrid_ep_leave(ep);
-    }
-    if (conn->in_work) {
-        ucs_list_del(&conn->work_link);
-    }
-    if (conn->id != QPX_EP_ID_NULL) {
-        qpx_ep_table_remove(&iface->conns, conn->id);
-    }
-    if (conn->rc_ep != NULL) {
-        qpx_hybrid_retire(iface, conn->rc_ep, 1, 1);
-    }
-    if (conn->ctl_ep != NULL) {
-        qpx_hybrid_retire(iface, conn->ctl_ep, 0, 0);
-    }
-    ucs_debug("qpx iface %p: connection 0x%x of peer ep 0x%x closed", iface,
-              conn->id, conn->peer_ep);
-    free(conn);
-}
 
 
 static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface);
@@ -174,38 +137,6 @@ decline:
 }
 
 
-/* Back to DC without a switch (refused, not answered, yielded, or the RC
- * connect failed). An RC endpoint never connected has had nothing posted
- * (the endpoint held its sends): its QP goes back to the pool now, and its
- * slot is free at once; one that was connected is flushed first */
-void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
-                                 int connected)
-{
-    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
-
-    ucs_assertv(ep->state == QPX_HYBRID_EP_PROMOTING, "ep %p state %d", ep,
-                ep->state);
-    if (ep->flags & QPX_HYBRID_EP_FLAG_JOINED) {
-        qpx_hybrid_ep_unjoin(ep); /* the QP is the connection's */
-    } else if (connected) {
-        qpx_hybrid_retire(iface, ep->rc_ep, 1, 0);
-    } else {
-        qpx_hybrid_owner_del(iface, ep->rc_ep);
-        uct_ep_destroy(ep->rc_ep);
-        iface->rc_in_use--;
-    }
-    free(ep->peer_addr);
-    ep->peer_addr = NULL;
-    ep->rc_ep     = NULL;
-    ep->peer_conn = QPX_EP_ID_NULL;
-    ep->state     = QPX_HYBRID_EP_COLD;
-    ep->flags    &= ~(QPX_HYBRID_EP_FLAG_CTL_DUE |
-                      QPX_HYBRID_EP_FLAG_SWITCH_DUE);
-    qpx_hybrid_ep_cool(ep, backoff);
-    qpx_hybrid_ep_update_tx(ep);
-}
-
-
 /*
  * A full pool in which one of our promotions waits for its answer, and a
  * peer that wins (qpx_hybrid_ctl_peer_wins) asks for a slot: our promotion
@@ -228,40 +159,6 @@ static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
     iface->stats.yielded++;
     qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 0);
     return 1;
-}
-
-
-qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
-                                               const qpx_hybrid_peer_t *peer)
-{
-    qpx_hybrid_ep_t *ep;
-
-    ucs_list_for_each(ep, &iface->ep_list, list) {
-        if ((ep->state == QPX_HYBRID_EP_PROMOTING) &&
-            !(ep->flags & (QPX_HYBRID_EP_FLAG_SWITCH_DUE |
-                           QPX_HYBRID_EP_FLAG_FAILED |
-                           QPX_HYBRID_EP_FLAG_JOINED)) &&
-            ((peer == NULL) || qpx_hybrid_peer_is(peer, &ep->dst))) {
-            return ep;
-        }
-    }
-    return NULL;
-}
-
-
-/* The endpoint an answer is for, in the state it must be in */
-qpx_hybrid_ep_t *qpx_hybrid_ctl_ep(qpx_hybrid_iface_t *iface,
-                                   const qpx_hybrid_ctl_msg_t *msg,
-                                   qpx_hybrid_ep_state_t state)
-{
-    qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, msg->hdr.dst_id);
-
-    if ((ep == NULL) || (ep->state != state) ||
-        (ep->serial != msg->hdr.serial) ||
-        (ep->flags & QPX_HYBRID_EP_FLAG_FAILED)) {
-        return NULL;
-    }
-    return ep;
 }
 
 
