@@ -21,9 +21,13 @@
 #include "sv_log.h"
 
 #include <rdma/rdma_cma.h>
+#include <infiniband/ib.h>
 #include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -208,12 +212,56 @@ void sv_cm_timewait_exit(struct sv_cm_id *id);
 /* our DREQ unanswered past dreq_deadline (sv_cm_conn_teardown.c) */
 void sv_cm_dreq_timeout(struct sv_cm_id *id);
 
-/* addresses and devices (sv_cm_addr.c) */
-int  sv_cm_addr_local(const struct sockaddr *sa);
+/* A socket address's length, port and IP (IPv4, IPv6; AF_IB for the
+ * length) */
+static inline socklen_t sv_cm_addr_len(const struct sockaddr *sa)
+{
+    return (sa->sa_family == AF_INET6) ? sizeof(struct sockaddr_in6) :
+           (sa->sa_family == AF_INET) ? sizeof(struct sockaddr_in) :
+           (sa->sa_family == AF_IB) ? sizeof(struct sockaddr_ib) : 0;
+}
+
+static inline uint16_t sv_cm_addr_port(const struct sockaddr *sa)
+{
+    return ntohs((sa->sa_family == AF_INET6) ?
+                 ((const struct sockaddr_in6 *)sa)->sin6_port :
+                 ((const struct sockaddr_in *)sa)->sin_port);
+}
+
+static inline void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port)
+{
+    if (sa->sa_family == AF_INET6) {
+        ((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+    } else {
+        ((struct sockaddr_in *)sa)->sin_port = htons(port);
+    }
+}
+
 /* Whether sa is the wildcard address of its family */
-int  sv_cm_addr_is_any(const struct sockaddr *sa);
+static inline int sv_cm_addr_is_any(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET6) {
+        return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+                       &in6addr_any, sizeof(struct in6_addr));
+    }
+    return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+           htonl(INADDR_ANY);
+}
+
 /* Put the IP address of ip (same family) into src, keeping its port */
-void sv_cm_addr_set_src_ip(struct sockaddr *src, const struct sockaddr *ip);
+static inline void sv_cm_addr_set_src_ip(struct sockaddr *src,
+                                         const struct sockaddr *ip)
+{
+    if (src->sa_family == AF_INET6) {
+        ((struct sockaddr_in6 *)src)->sin6_addr =
+                ((const struct sockaddr_in6 *)ip)->sin6_addr;
+    } else {
+        ((struct sockaddr_in *)src)->sin_addr =
+                ((const struct sockaddr_in *)ip)->sin_addr;
+    }
+}
+
+/* addresses and devices (sv_cm_addr.c) */
 uint8_t sv_cm_gid_index(struct sv_cm_id *id, union ibv_gid *gid);
 void sv_cm_ah_global(struct sv_cm_id *id, struct ibv_ah_attr *ah,
                      const union ibv_gid *dgid);
@@ -222,9 +270,6 @@ int  sv_cm_addr_device(const struct sockaddr *sa, struct ibv_context **ctx,
                        uint8_t *port);
 struct ibv_pd *sv_cm_default_pd(struct ibv_context *ctx);
 struct ibv_xrcd *sv_cm_default_xrcd(struct ibv_context *ctx);
-socklen_t sv_cm_addr_len(const struct sockaddr *sa);
-uint16_t sv_cm_addr_port(const struct sockaddr *sa);
-void sv_cm_addr_set_port(struct sockaddr *sa, uint16_t port);
 int  sv_cm_addr_route(const struct sockaddr *sa, struct ibv_context **ctx,
                       uint8_t *port);
 
@@ -239,6 +284,8 @@ const char *sv_cm_sock_dir(void);
  * file names carry it */
 uint32_t sv_cm_hosts_tag(void);
 uint64_t sv_cm_host_key(void);
+/* Whether sa is an address of this host (the wildcard counts) */
+int  sv_cm_addr_local(const struct sockaddr *sa);
 void sv_cm_hosts_publish(struct ibv_context *ctx, uint8_t port);
 int  sv_cm_hosts_find(const struct sockaddr *sa, uint64_t *key,
                       uint16_t *lid, union ibv_gid *gid);

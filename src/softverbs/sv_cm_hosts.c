@@ -42,6 +42,45 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+
+/* Whether sa is an address of this host (the wildcard counts) */
+int sv_cm_addr_local(const struct sockaddr *sa)
+{
+    struct ifaddrs *ifs, *ifa;
+    int found = 0;
+
+    if ((sa->sa_family != AF_INET) && (sa->sa_family != AF_INET6)) {
+        return 0;
+    }
+    if (sv_cm_addr_is_any(sa)) {
+        return 1;
+    }
+    if ((sa->sa_family == AF_INET) &&
+        ((ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) ==
+         127)) {
+        return 1; /* 127.0.0.0/8: loopback */
+    }
+    if (getifaddrs(&ifs) != 0) {
+        return 0;
+    }
+    for (ifa = ifs; (ifa != NULL) && !found; ifa = ifa->ifa_next) {
+        if ((ifa->ifa_addr == NULL) ||
+            (ifa->ifa_addr->sa_family != sa->sa_family)) {
+            continue;
+        }
+        if (sa->sa_family == AF_INET) {
+            found = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr ==
+                    ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+        } else {
+            found = !memcmp(&((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr,
+                            &((const struct sockaddr_in6 *)sa)->sin6_addr,
+                            sizeof(struct in6_addr));
+        }
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
 /* The longest directory a socket name fits under (sv_env.c checks
  * SOFTVERBS_SOCKET_DIR against the same room for libibverbs) */
 #define SV_CM_HOSTS_DIR_MAX 80
