@@ -39,9 +39,9 @@ static ucs_status_t qpx_hybrid_am_trampoline(void *arg, void *data,
 
 
 static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
-                                        uct_iface_h sub)
+                                        qpx_iface_t *sub)
 {
-    uct_base_iface_t *base = ucs_derived_of(sub, uct_base_iface_t);
+    uct_base_iface_t *base = &sub->super;
     unsigned id;
 
     for (id = 0; id < QPX_HYBRID_AM_ID_CTL; ++id) {
@@ -200,7 +200,7 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
         return status;
     }
 
-    qpx_hybrid_iface_set_sub_am(self, *iface_p);
+    qpx_hybrid_iface_set_sub_am(self, *core_p);
     *config_p = config;
     return UCS_OK;
 }
