@@ -131,6 +131,34 @@ else
     qpx_fail "sub-interface options (exit $ret): $refused refused, $probe probes, $chunk chunks of 64"
 fi
 
+# RC_OPEN_EAGER: the RC interface opens with the hybrid. Without a
+# promotion (PROMOTE_THRESH=100000), the debug log shows an RC interface
+# opened for use (not only to read its attributes) with the option and
+# none without it; every operation's data is checked with it, promoted at
+# the first operation; and under the QP limit above the eager open that
+# finds no room leaves the job running on DC.
+# eager_opened VALUE: RC interfaces opened for use, in a run without
+# promotions
+eager_opened() {
+    env UCX_LOG_LEVEL=debug UCX_QPX_RC_OPEN_EAGER=$1 \
+        UCX_QPX_PROMOTE_THRESH=100000 LD_PRELOAD="$QPX_MODULE" \
+        timeout 100 "$QPX_TESTDIR/qpx_uct_flood" -x qpx -d "$QPX_DEV" -e 2 \
+        -n 100 >"$TL_TMP/eager.out" 2>&1 || echo "exit $?"
+    grep -c "RC interface .* opened (\(its QPs\|an SRQ\)" "$TL_TMP/eager.out"
+}
+lazy=$(eager_opened n | tail -1)
+eager=$(eager_opened y | tail -1)
+if [ "$lazy" = 0 ] && [ "$eager" -ge 2 ] 2>/dev/null; then
+    qpx_pass "RC_OPEN_EAGER: RC interfaces opened without a promotion: $eager with it (both processes), $lazy without"
+else
+    qpx_fail "RC_OPEN_EAGER: RC interfaces opened without a promotion: '$eager' with it (want >= 2), '$lazy' without (want 0)"
+fi
+tl_integrity "RC interface opened with the hybrid (RC_OPEN_EAGER=y), promoted at the first operation" \
+    UCX_QPX_RC_OPEN_EAGER=y UCX_QPX_PROMOTE_THRESH=1
+rm -f "$TL_TMP/shm"
+tl_flood "QP limit 12 (host), RC_OPEN_EAGER=y" $limits \
+    UCX_QPX_RC_OPEN_EAGER=y UCX_QPX_PROMOTE_THRESH=1
+
 # For comparison (not counted): qpx_rc under the same limit, one QP per
 # endpoint on each side
 rm -f "$TL_TMP/shm"

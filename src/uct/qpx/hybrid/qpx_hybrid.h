@@ -342,6 +342,7 @@ typedef struct qpx_hybrid_iface_config {
     double             promote_window;
     double             switch_timeout;
     int                shared_srq;
+    int                rc_eager;      /* RC_OPEN_EAGER */
     unsigned           pool_batch;
     int                cold_tl;       /* qpx_hybrid_cold_tl_t */
     int                print_stats;

@@ -89,6 +89,14 @@ ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      "and pool each.",
      ucs_offsetof(qpx_hybrid_iface_config_t, shared_srq), UCS_CONFIG_TYPE_BOOL},
 
+    {"RC_OPEN_EAGER", "n",
+     "Open the RC interface with the qpx interface, not at the first "
+     "promotion: the first promotion to or from this process then waits "
+     "for no interface to open (on softverbs about 10 ms on each side), "
+     "and the process holds the RC interface's CQs and send buffers from "
+     "the start, whether or not a peer gets hot.",
+     ucs_offsetof(qpx_hybrid_iface_config_t, rc_eager), UCS_CONFIG_TYPE_BOOL},
+
     {"PRINT_STATS", "n",
      "Print the qpx transport's promotion statistics to stderr when an "
      "interface closes.",
@@ -281,6 +289,13 @@ qpx_hybrid_iface_open_paths(qpx_hybrid_iface_t *self,
                               self->cold_core : NULL;
     }
     qpx_hybrid_iface_rc_probe(self, rc_first);
+    if (config->rc_eager && self->rc_avail && (self->rc == NULL) &&
+        (self->config.pool_size > 0) &&
+        (qpx_hybrid_iface_rc_open(self) != UCS_OK)) {
+        /* as at a first promotion that finds no room: later ones try */
+        ucs_debug("qpx: %s: the RC interface opens at the first promotion",
+                  params->mode.device.dev_name);
+    }
     return UCS_OK;
 }
 
