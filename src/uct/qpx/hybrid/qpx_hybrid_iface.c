@@ -387,6 +387,8 @@ static UCS_CLASS_INIT_FUNC(qpx_hybrid_iface_t, uct_iface_ops_t *ops,
         ucs_debug("qpx iface %p: %s", self,
                   (self->cold_core->rx_owner != NULL) ?
                   "the cold path receives from the RC QPs' SRQ" :
+                  (self->rc_core->rx_owner != NULL) ?
+                  "the RC QPs receive from the cold path's SRQ" :
                   "RC QPs and the cold path have an SRQ each");
     }
     ucs_debug("qpx iface %p on %s: cold %s %p rc %p, pool %u, promote after "
