@@ -263,6 +263,13 @@ limit_job() {
 # attributes are read at open from one opened and closed at once; a rank
 # whose cold path finds no CQ then tries again).
 limit_job "CQ limit 16 for 8 ranks" 8 8 SOFTVERBS_MAX_CQ=16
+# The same with UCX_QPX_RC_OPEN_EAGER=y: the RC interfaces open at each
+# rank's first endpoint, after every rank's cold path opened with its
+# worker (opened with the interface, they took the CQs two ranks' cold
+# paths needed, and the job failed); those that find no CQ leave it to
+# the first promotion, and the job goes on
+limit_job "CQ limit 16 for 8 ranks, RC_OPEN_EAGER=y" 8 8 SOFTVERBS_MAX_CQ=16 \
+    UCX_QPX_RC_OPEN_EAGER=y
 
 # 24 memory registrations for 8 ranks: RC endpoints find none for their
 # control words, send buffer pools stop growing (a warning each)

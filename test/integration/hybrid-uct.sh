@@ -131,8 +131,9 @@ else
     qpx_fail "sub-interface options (exit $ret): $refused refused, $probe probes, $chunk chunks of 64"
 fi
 
-# RC_OPEN_EAGER: the RC interface opens with the hybrid. Without a
-# promotion (PROMOTE_THRESH=100000), the debug log shows an RC interface
+# RC_OPEN_EAGER: the RC interface opens at the interface's first
+# endpoint. Without a promotion (PROMOTE_THRESH=100000), the debug log
+# shows an RC interface
 # opened for use (not only to read its attributes) with the option and
 # none without it; every operation's data is checked with it, promoted at
 # the first operation; and under the QP limit above the eager open that
@@ -153,7 +154,7 @@ if [ "$lazy" = 0 ] && [ "$eager" -ge 2 ] 2>/dev/null; then
 else
     qpx_fail "RC_OPEN_EAGER: RC interfaces opened without a promotion: '$eager' with it (want >= 2), '$lazy' without (want 0)"
 fi
-tl_integrity "RC interface opened with the hybrid (RC_OPEN_EAGER=y), promoted at the first operation" \
+tl_integrity "RC interface opened at the first endpoint (RC_OPEN_EAGER=y), promoted at the first operation" \
     UCX_QPX_RC_OPEN_EAGER=y UCX_QPX_PROMOTE_THRESH=1
 rm -f "$TL_TMP/shm"
 tl_flood "QP limit 12 (host), RC_OPEN_EAGER=y" $limits \

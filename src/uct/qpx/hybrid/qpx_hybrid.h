@@ -436,6 +436,7 @@ struct qpx_hybrid_iface {
         uint64_t        promote_window;
         uint64_t        switch_timeout;
         unsigned        pool_batch;
+        int             rc_eager;       /* RC_OPEN_EAGER, until tried */
         int             print_stats;
     } config;
     qpx_hybrid_stats_t  stats;
@@ -572,6 +573,8 @@ ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
  * failed a moment ago (ask for a QP: refused until the wait has passed) */
 int qpx_hybrid_rc_opening(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_rc_open_due(qpx_hybrid_iface_t *iface);
+/* UCX_QPX_RC_OPEN_EAGER: the RC interface opens at the first endpoint */
+void qpx_hybrid_rc_open_eager(qpx_hybrid_iface_t *iface);
 ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr);
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);

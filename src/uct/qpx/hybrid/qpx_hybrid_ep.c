@@ -140,6 +140,7 @@ UCS_CLASS_INIT_FUNC(qpx_hybrid_ep_t, const uct_ep_params_t *params)
     qpx_hybrid_ep_cool(self, 0);
     qpx_hybrid_owner_set(iface, self->cold_ep, self, QPX_HYBRID_OWNER_EP);
     ucs_debug("qpx ep %p id 0x%x: cold ep %p", self, self->id, self->cold_ep);
+    qpx_hybrid_rc_open_eager(iface);
     return UCS_OK;
 
 err_destroy_dc:

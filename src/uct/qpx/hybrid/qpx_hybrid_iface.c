@@ -90,11 +90,12 @@ ucs_config_field_t qpx_hybrid_iface_config_table[] = {
      ucs_offsetof(qpx_hybrid_iface_config_t, shared_srq), UCS_CONFIG_TYPE_BOOL},
 
     {"RC_OPEN_EAGER", "n",
-     "Open the RC interface with the qpx interface, not at the first "
-     "promotion: the first promotion to or from this process then waits "
-     "for no interface to open (on softverbs about 10 ms on each side), "
-     "and the process holds the RC interface's CQs and send buffers from "
-     "the start, whether or not a peer gets hot.",
+     "Open the RC interface at the interface's first endpoint, not at the "
+     "first promotion: the first promotion to or from this process then "
+     "waits for no interface to open (on softverbs about 10 ms on each "
+     "side), and the process holds the RC interface's CQs and send buffers "
+     "from its first endpoint on, whether or not a peer gets hot. An open "
+     "that finds no room leaves it to the first promotion.",
      ucs_offsetof(qpx_hybrid_iface_config_t, rc_eager), UCS_CONFIG_TYPE_BOOL},
 
     {"PRINT_STATS", "n",
@@ -198,6 +199,7 @@ qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
     self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
     self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
     self->config.pool_batch     = ucs_max(1, config->pool_batch);
+    self->config.rc_eager       = config->rc_eager;
     self->config.print_stats    = config->print_stats;
 }
 
@@ -289,13 +291,6 @@ qpx_hybrid_iface_open_paths(qpx_hybrid_iface_t *self,
                               self->cold_core : NULL;
     }
     qpx_hybrid_iface_rc_probe(self, rc_first);
-    if (config->rc_eager && self->rc_avail && (self->rc == NULL) &&
-        (self->config.pool_size > 0) &&
-        (qpx_hybrid_iface_rc_open(self) != UCS_OK)) {
-        /* as at a first promotion that finds no room: later ones try */
-        ucs_debug("qpx: %s: the RC interface opens at the first promotion",
-                  params->mode.device.dev_name);
-    }
     return UCS_OK;
 }
 

@@ -41,6 +41,40 @@ static void qpx_hybrid_rc_failed(qpx_hybrid_iface_t *iface,
 }
 
 
+/*
+ * UCX_QPX_RC_OPEN_EAGER: the RC interface opens at the interface's first
+ * endpoint, tried once. Not at the interface's open: there it took the CQs
+ * that ranks starting later needed for their cold paths (8 ranks under a
+ * device limit of 16 CQs: two ranks' workers could not be created). A
+ * process's cold path opens with its worker, and an MPI job's ranks all
+ * have their workers before any of them creates an endpoint (their
+ * addresses are exchanged first). One that finds no room leaves the RC
+ * interface to the first promotion, as without the option.
+ */
+void qpx_hybrid_rc_open_eager(qpx_hybrid_iface_t *iface)
+{
+    ucs_status_t status;
+
+    if (ucs_likely(!iface->config.rc_eager)) {
+        return;
+    }
+    iface->config.rc_eager = 0;
+    if (!iface->rc_avail || (iface->rc != NULL) ||
+        (iface->config.pool_size == 0)) {
+        return;
+    }
+
+    iface->sub_exhausted = NULL;
+    status = qpx_hybrid_iface_rc_open(iface);
+    if (status != UCS_OK) {
+        ucs_debug("qpx: %s: no RC interface at the first endpoint (%s): it "
+                  "opens at the first promotion", iface->open_args.dev_name,
+                  (iface->sub_exhausted != NULL) ? iface->sub_exhausted :
+                  ucs_status_string(status));
+    }
+}
+
+
 ucs_status_t qpx_hybrid_rc_ep_create(qpx_hybrid_iface_t *iface,
                                      uct_ep_h *ep_p)
 {
