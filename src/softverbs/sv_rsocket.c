@@ -1,7 +1,8 @@
 /*
- * softverbs rsockets: socket table, connection management and options
- * (man rsocket(7)). Each rsocket has its own CM event channel and id; the
- * state machine (sv_rs_state_t) moves through one function per transition:
+ * softverbs rsockets: the socket calls, connection management and options
+ * (man rsocket(7)), the top of the rsocket files (the socket table and the
+ * data calls are sv_rsocket_poll.c's). Each rsocket has its own CM event
+ * channel and id; the state machine (sv_rs_state_t) moves through one function per transition:
  * rsocket -> INIT, rbind -> BOUND, rlisten -> LISTENING, rconnect ->
  * RESOLVING -> CONNECTING -> CONNECTED, raccept gives CONNECTED sockets,
  * failures -> ERROR with the errno kept for SO_ERROR. As in rdma-core,
@@ -22,47 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static pthread_mutex_t sv_rs_lock = PTHREAD_MUTEX_INITIALIZER;
-static sv_rs_t **sv_rs_table;
-static int sv_rs_table_len;
-
-sv_rs_t *sv_rs_get(int fd)
-{
-    sv_rs_t *rs = NULL;
-
-    pthread_mutex_lock(&sv_rs_lock);
-    if ((fd >= 0) && (fd < sv_rs_table_len)) {
-        rs = sv_rs_table[fd];
-    }
-    pthread_mutex_unlock(&sv_rs_lock);
-    if (rs == NULL) {
-        errno = EBADF;
-    }
-    return rs;
-}
-
-static int sv_rs_table_set(int fd, sv_rs_t *rs)
-{
-    sv_rs_t **t;
-    int len;
-
-    pthread_mutex_lock(&sv_rs_lock);
-    if (fd >= sv_rs_table_len) {
-        len = (fd + 64) * 2;
-        t   = realloc(sv_rs_table, len * sizeof(*t));
-        if (t == NULL) {
-            pthread_mutex_unlock(&sv_rs_lock);
-            errno = ENOMEM;
-            return -1;
-        }
-        memset(t + sv_rs_table_len, 0, (len - sv_rs_table_len) * sizeof(*t));
-        sv_rs_table     = t;
-        sv_rs_table_len = len;
-    }
-    sv_rs_table[fd] = rs;
-    pthread_mutex_unlock(&sv_rs_lock);
-    return 0;
-}
+static const sv_rs_ops_t sv_rs_stream_ops;
 
 /* a socket with its own event channel, named by the channel's fd */
 static sv_rs_t *sv_rs_alloc(int domain, struct rdma_cm_id *id)
@@ -73,6 +34,7 @@ static sv_rs_t *sv_rs_alloc(int domain, struct rdma_cm_id *id)
         errno = ENOMEM;
         return NULL;
     }
+    rs->ops    = &sv_rs_stream_ops;
     rs->domain = domain;
     rs->state  = RS_INIT;
     rs->ch     = rdma_create_event_channel();
@@ -170,7 +132,7 @@ static int sv_rs_on_established(sv_rs_t *rs)
 }
 
 /* one CM event for this socket, if one is waiting (never blocks) */
-int sv_rs_cm_progress(sv_rs_t *rs)
+static int sv_rs_cm_progress(sv_rs_t *rs)
 {
     struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
     struct rdma_cm_event *ev;
@@ -207,6 +169,49 @@ int sv_rs_cm_progress(sv_rs_t *rs)
         return 0;
     }
 }
+
+/* The stream kind's readiness for rpoll, after progress (never blocks) */
+static int sv_rs_stream_revents(sv_rs_t *rs, short events)
+{
+    struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
+    int rev = 0;
+
+    switch (rs->state) {
+    case RS_LISTENING:
+        return (poll(&pfd, 1, 0) > 0) ? (events & POLLIN) : 0;
+    case RS_RESOLVING:
+    case RS_CONNECTING:
+        sv_rs_cm_progress(rs);
+        if (rs->state == RS_CONNECTED) {
+            return events & POLLOUT;
+        }
+        return (rs->state == RS_ERROR) ? (POLLOUT | POLLERR) & events : 0;
+    case RS_CONNECTED:
+        sv_rs_cm_progress(rs);
+        sv_rs_cq_progress(rs);
+        if (rs->rx_count || rs->fin_rcvd || rs->disc || rs->rd_shut) {
+            rev |= POLLIN;
+        }
+        if (sv_rs_can_send(rs) || rs->disc || rs->fin_sent) {
+            rev |= POLLOUT;
+        }
+        if (rs->disc && !rs->rx_count) {
+            rev |= POLLHUP;
+        }
+        return rev & (events | POLLHUP | POLLERR);
+    case RS_ERROR:
+        return POLLERR | POLLHUP;
+    default:
+        return 0;
+    }
+}
+
+/* A stream socket: its data moves in sv_rsocket_io.c, its connection here */
+static const sv_rs_ops_t sv_rs_stream_ops = {
+    .revents = sv_rs_stream_revents,
+    .recvv   = sv_rs_stream_recvv,
+    .sendv   = sv_rs_stream_sendv,
+};
 
 SV_CM_EXPORT int rsocket(int domain, int type, int protocol)
 {
@@ -288,20 +293,6 @@ SV_CM_EXPORT int rlisten(int socket, int backlog)
     }
     rs->state = RS_LISTENING;
     return 0;
-}
-
-static void sv_rs_copy_addr(struct sockaddr *dst, socklen_t *len,
-                            const struct sockaddr *src)
-{
-    socklen_t n = (src->sa_family == AF_INET6) ?
-                  sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-
-    if (len != NULL) {
-        if (dst != NULL) {
-            memcpy(dst, src, (*len < n) ? *len : n);
-        }
-        *len = n; /* a NULL address with length 0 asks for the size */
-    }
 }
 
 /* LISTENING: a connect request becomes a new CONNECTED socket; waits for

@@ -19,9 +19,12 @@
 #include <rdma/rsocket.h>
 #include <infiniband/verbs.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/uio.h>
 #include <poll.h>
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 
 #define RS_SLOT_SIZE   32768u  /* bytes of one message */
 #define RS_DATA_SLOTS  32      /* credits: data messages in flight */
@@ -67,7 +70,26 @@ typedef enum {
     RS_ERROR,       /* connect failed or connection broken (rs->err) */
 } sv_rs_state_t;
 
+struct sv_rs;
+
+/* What differs between the socket kinds (stream over RC: sv_rsocket.c and
+ * sv_rsocket_io.c; datagram over UD: sv_rsocket_dgram.c), set when a
+ * socket is made, so that the calls every kind shares (sv_rsocket_poll.c)
+ * name no kind. Each makes progress first and never blocks except where
+ * the socket is blocking (recvv, sendv wait in sv_rs_wait). */
+typedef struct sv_rs_ops {
+    /* readiness for rpoll: POLLIN, POLLOUT, POLLERR, POLLHUP of events */
+    int     (*revents)(struct sv_rs *rs, short events);
+    /* from/fromlen (may be NULL): the sender; to (may be NULL): the
+     * destination, else the connected peer. -1 with errno on failure */
+    ssize_t (*recvv)(struct sv_rs *rs, const struct iovec *iov, int iovcnt,
+                     int flags, struct sockaddr *from, socklen_t *fromlen);
+    ssize_t (*sendv)(struct sv_rs *rs, const struct iovec *iov, int iovcnt,
+                     int flags, const struct sockaddr *to, socklen_t tolen);
+} sv_rs_ops_t;
+
 typedef struct sv_rs {
+    const sv_rs_ops_t          *ops;     /* of its kind */
     int                        fd;       /* channel fd: the rsocket number */
     int                        domain;
     sv_rs_state_t              state;
@@ -106,24 +128,53 @@ typedef struct sv_rs {
     struct sv_rs_dg            *dg;
 } sv_rs_t;
 
-/* sv_rsocket.c */
+/* Monotonic milliseconds */
+static inline long sv_rs_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Copy a socket address out as getpeername(2) does: at most *len bytes,
+ * *len set to its size (a NULL address with length 0 asks for the size) */
+static inline void sv_rs_copy_addr(struct sockaddr *dst, socklen_t *len,
+                                   const struct sockaddr *src)
+{
+    socklen_t n = (src->sa_family == AF_INET6) ?
+                  sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+    if (len != NULL) {
+        if (dst != NULL) {
+            memcpy(dst, src, (*len < n) ? *len : n);
+        }
+        *len = n;
+    }
+}
+
+/* The files call one way, from the ground up (test/integration/layers.sh):
+ * sv_rsocket_poll.c < sv_rsocket_dgram.c, sv_rsocket_io.c < sv_rsocket.c */
+
+/* sv_rsocket_poll.c: the socket table, rpoll, and the calls every kind
+ * shares */
 sv_rs_t *sv_rs_get(int fd);
-int sv_rs_cm_progress(sv_rs_t *rs);
+int sv_rs_table_set(int fd, sv_rs_t *rs);
+int sv_rs_wait(sv_rs_t *rs, short events);
 
-/* sv_rsocket_poll.c: monotonic milliseconds */
-long sv_rs_now_ms(void);
-
-/* sv_rsocket_io.c */
+/* sv_rsocket_io.c: a stream socket's queues and data */
 int sv_rs_res_create(sv_rs_t *rs, struct rdma_cm_id *id);
 void sv_rs_res_destroy(sv_rs_t *rs);
 int sv_rs_cq_progress(sv_rs_t *rs);
 int sv_rs_send_ctrl(sv_rs_t *rs, uint32_t imm);
-int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr, uint32_t len,
-                    uint32_t imm);
 int sv_rs_can_send(sv_rs_t *rs);
-int sv_rs_revents(sv_rs_t *rs, short events);
-int sv_rs_wait(sv_rs_t *rs, short events);
 void sv_rs_drain_sends(sv_rs_t *rs, int timeout_ms);
+ssize_t sv_rs_stream_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                           int flags, struct sockaddr *from,
+                           socklen_t *fromlen);
+ssize_t sv_rs_stream_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                           int flags, const struct sockaddr *to,
+                           socklen_t tolen);
 
 /* sv_rsocket_dgram.c: datagram sockets over UD */
 sv_rs_t *sv_rs_dg_alloc(int domain, int type);
@@ -132,11 +183,5 @@ int sv_rs_dg_bind(sv_rs_t *rs, const struct sockaddr *addr, socklen_t len);
 int sv_rs_dg_connect(sv_rs_t *rs, const struct sockaddr *addr,
                      socklen_t len);
 const struct sockaddr_storage *sv_rs_dg_peer(sv_rs_t *rs);
-void sv_rs_dg_progress(sv_rs_t *rs);
-int sv_rs_dg_revents(sv_rs_t *rs, short events);
-ssize_t sv_rs_dg_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
-                       int flags, const struct sockaddr *to, socklen_t tolen);
-ssize_t sv_rs_dg_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
-                       int flags, struct sockaddr *from, socklen_t *fromlen);
 
 #endif

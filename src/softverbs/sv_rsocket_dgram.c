@@ -298,6 +298,8 @@ void sv_rs_dg_free(sv_rs_t *rs)
     free(dg);
 }
 
+static const sv_rs_ops_t sv_rs_dg_ops;
+
 /* rsocket(SOCK_DGRAM): the UDP socket, whose fd names it */
 sv_rs_t *sv_rs_dg_alloc(int domain, int type)
 {
@@ -313,6 +315,7 @@ sv_rs_t *sv_rs_dg_alloc(int domain, int type)
         errno = ENOMEM;
         return NULL;
     }
+    rs->ops      = &sv_rs_dg_ops;
     rs->domain   = domain;
     rs->nonblock = !!(type & SOCK_NONBLOCK);
     rs->fd       = socket(domain, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
@@ -470,7 +473,7 @@ static void sv_rs_dg_on_recv(sv_rs_t *rs, const struct ibv_wc *wc)
 }
 
 /* The UDP socket and the CQ, without blocking */
-void sv_rs_dg_progress(sv_rs_t *rs)
+static void sv_rs_dg_progress(sv_rs_t *rs)
 {
     struct sv_rs_dg *dg = rs->dg;
     struct ibv_wc wc[16];
@@ -491,7 +494,7 @@ void sv_rs_dg_progress(sv_rs_t *rs)
     }
 }
 
-int sv_rs_dg_revents(sv_rs_t *rs, short events)
+static int sv_rs_dg_revents(sv_rs_t *rs, short events)
 {
     int rev = 0;
 
@@ -557,8 +560,9 @@ static int sv_rs_dg_resolve(sv_rs_t *rs, sv_rs_dest_t *d, int nonblock)
     }
 }
 
-ssize_t sv_rs_dg_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
-                       int flags, const struct sockaddr *to, socklen_t tolen)
+static ssize_t sv_rs_dg_sendv(sv_rs_t *rs, const struct iovec *iov,
+                              int iovcnt, int flags,
+                              const struct sockaddr *to, socklen_t tolen)
 {
     int nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
     struct sv_rs_dg *dg = rs->dg;
@@ -654,8 +658,9 @@ ssize_t sv_rs_dg_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
     return len;
 }
 
-ssize_t sv_rs_dg_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
-                       int flags, struct sockaddr *from, socklen_t *fromlen)
+static ssize_t sv_rs_dg_recvv(sv_rs_t *rs, const struct iovec *iov,
+                              int iovcnt, int flags, struct sockaddr *from,
+                              socklen_t *fromlen)
 {
     struct sv_rs_dg *dg = rs->dg;
     size_t done = 0, n;
@@ -702,3 +707,9 @@ ssize_t sv_rs_dg_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
     }
     return done;
 }
+
+static const sv_rs_ops_t sv_rs_dg_ops = {
+    .revents = sv_rs_dg_revents,
+    .recvv   = sv_rs_dg_recvv,
+    .sendv   = sv_rs_dg_sendv,
+};

@@ -111,6 +111,29 @@ void sv_rs_res_destroy(sv_rs_t *rs)
     errno = err;
 }
 
+static int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr,
+                           uint32_t len, uint32_t imm)
+{
+    struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+                           .lkey = rs->tx_mr->lkey };
+    struct ibv_send_wr wr, *bad;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id      = wr_id;
+    wr.sg_list    = &sge;
+    wr.num_sge    = (len > 0) ? 1 : 0;
+    wr.opcode     = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data   = htonl(imm | rs->credits_owed);
+    if (ibv_post_send(rs->id->qp, &wr, &bad)) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    rs->credits_owed = 0;
+    rs->tx_inflight++;
+    return 0;
+}
+
 static int sv_rs_repost(sv_rs_t *rs, uint32_t slot)
 {
     struct ibv_sge sge = {
@@ -225,29 +248,6 @@ int sv_rs_cq_progress(sv_rs_t *rs)
     return 0;
 }
 
-int sv_rs_post_send(sv_rs_t *rs, uint64_t wr_id, void *addr, uint32_t len,
-                    uint32_t imm)
-{
-    struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
-                           .lkey = rs->tx_mr->lkey };
-    struct ibv_send_wr wr, *bad;
-
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id      = wr_id;
-    wr.sg_list    = &sge;
-    wr.num_sge    = (len > 0) ? 1 : 0;
-    wr.opcode     = IBV_WR_SEND_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data   = htonl(imm | rs->credits_owed);
-    if (ibv_post_send(rs->id->qp, &wr, &bad)) {
-        errno = ECONNRESET;
-        return -1;
-    }
-    rs->credits_owed = 0;
-    rs->tx_inflight++;
-    return 0;
-}
-
 /* a zero-length message: credits, FIN */
 int sv_rs_send_ctrl(sv_rs_t *rs, uint32_t imm)
 {
@@ -281,52 +281,6 @@ void sv_rs_drain_sends(sv_rs_t *rs, int timeout_ms)
             usleep(1000);
         }
     }
-}
-
-/* readiness of one rsocket for rpoll, after progress (never blocks) */
-int sv_rs_revents(sv_rs_t *rs, short events)
-{
-    struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
-    int rev = 0;
-
-    if (rs->dg != NULL) {
-        return sv_rs_dg_revents(rs, events);
-    }
-    switch (rs->state) {
-    case RS_LISTENING:
-        return (poll(&pfd, 1, 0) > 0) ? (events & POLLIN) : 0;
-    case RS_RESOLVING:
-    case RS_CONNECTING:
-        sv_rs_cm_progress(rs);
-        if (rs->state == RS_CONNECTED) {
-            return events & POLLOUT;
-        }
-        return (rs->state == RS_ERROR) ? (POLLOUT | POLLERR) & events : 0;
-    case RS_CONNECTED:
-        sv_rs_cm_progress(rs);
-        sv_rs_cq_progress(rs);
-        if (rs->rx_count || rs->fin_rcvd || rs->disc || rs->rd_shut) {
-            rev |= POLLIN;
-        }
-        if (sv_rs_can_send(rs) || rs->disc || rs->fin_sent) {
-            rev |= POLLOUT;
-        }
-        if (rs->disc && !rs->rx_count) {
-            rev |= POLLHUP;
-        }
-        return rev & (events | POLLHUP | POLLERR);
-    case RS_ERROR:
-        return POLLERR | POLLHUP;
-    default:
-        return 0;
-    }
-}
-
-int sv_rs_wait(sv_rs_t *rs, short events)
-{
-    struct pollfd pfd = { .fd = rs->fd, .events = events };
-
-    return rpoll(&pfd, 1, -1);
 }
 
 /* copy out of the received buffers; returns bytes or -1 with EAGAIN */
@@ -372,30 +326,16 @@ static ssize_t sv_rs_recv_iov(sv_rs_t *rs, const struct iovec *iov,
     return done;
 }
 
-static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
-                           int flags)
+/* One read: what is there, else (blocking) what comes next */
+static ssize_t sv_rs_stream_recv_once(sv_rs_t *rs, const struct iovec *iov,
+                                      int iovcnt, int flags)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
     size_t want = 0;
     ssize_t n;
     int i;
 
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
-        errno = EINVAL;
-        return -1;
-    }
     for (i = 0; i < iovcnt; i++) {
         want += iov[i].iov_len;
-    }
-    if (rs->dg != NULL) {
-        return sv_rs_dg_recvv(rs, iov, iovcnt, flags, NULL, NULL);
-    }
-    if (rs->state != RS_CONNECTED) {
-        errno = (rs->state == RS_ERROR && rs->err) ? rs->err : ENOTCONN;
-        return -1;
     }
     for (;;) {
         if (rs->rd_shut) {
@@ -423,25 +363,49 @@ static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
     }
 }
 
-/* copy into send buffers, one message per RS_SLOT_SIZE; partial writes
- * as on TCP when non-blocking */
-static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
-                           int flags)
+/* The stream kind's recvv (sv_rs_ops_t). MSG_WAITALL into one buffer
+ * (rrecv's): until it is full, the end of the stream or an error. The
+ * sender, when asked, is the connected peer, as rdma-core's rrecvfrom
+ * gives it (rgetpeername after a read of some bytes) */
+ssize_t sv_rs_stream_recvv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                           int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
+    struct iovec rest;
+    size_t total = 0;
+    ssize_t n;
+
+    if (rs->state != RS_CONNECTED) {
+        errno = (rs->state == RS_ERROR && rs->err) ? rs->err : ENOTCONN;
+        return -1;
+    }
+    if (!(flags & MSG_WAITALL) || (flags & MSG_PEEK) || (iovcnt != 1)) {
+        n = sv_rs_stream_recv_once(rs, iov, iovcnt, flags);
+    } else {
+        do {
+            rest.iov_base = (char *)iov[0].iov_base + total;
+            rest.iov_len  = iov[0].iov_len - total;
+            n = sv_rs_stream_recv_once(rs, &rest, 1, flags & ~MSG_WAITALL);
+            total += (n > 0) ? n : 0;
+        } while ((n > 0) && (total < iov[0].iov_len));
+        n = (total > 0) ? (ssize_t)total : n;
+    }
+    if ((n > 0) && (from != NULL) && (fromlen != NULL)) {
+        sv_rs_copy_addr(from, fromlen, rdma_get_peer_addr(rs->id));
+    }
+    return n;
+}
+
+/* The stream kind's sendv (sv_rs_ops_t): to is ignored, as a connected
+ * TCP socket ignores it. Copies into send buffers, one message per
+ * RS_SLOT_SIZE; partial writes as on TCP when non-blocking */
+ssize_t sv_rs_stream_sendv(sv_rs_t *rs, const struct iovec *iov, int iovcnt,
+                           int flags, const struct sockaddr *to,
+                           socklen_t tolen)
+{
     size_t total = 0, ioff = 0;
     int i = 0;
 
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        return sv_rs_dg_sendv(rs, iov, iovcnt, flags, NULL, 0);
-    }
     if (rs->state != RS_CONNECTED) {
         errno = (rs->state == RS_ERROR && rs->err) ? rs->err : ENOTCONN;
         return -1;
@@ -500,125 +464,188 @@ static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
     return total;
 }
 
-/* MSG_WAITALL: until len bytes, end of stream or an error */
-SV_CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+/* riomap (rsocket(7)): buf becomes a target for the peer's riowrite at
+ * the returned offset (-1: chosen here; an offset in use is replaced, as
+ * riostream maps offset 0 for every test). The buffer is registered for
+ * remote writes and announced to the peer in an IOMAP message, which
+ * reaches it before anything sent afterwards. Connected sockets only. */
+SV_CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
+                          int flags, off_t offset)
 {
-    struct iovec iov = { .iov_base = buf, .iov_len = len };
-    size_t total = 0;
-    ssize_t n;
+    sv_rs_t *rs = sv_rs_get(socket);
+    sv_rs_iomap_msg_t m;
+    char *slot;
+    int i, free_i = -1;
 
-    if ((buf == NULL) && (len > 0)) {
-        errno = EFAULT;
+    if (rs == NULL) {
         return -1;
     }
-    if (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)) {
-        return sv_rs_recvv(socket, &iov, 1, flags);
+    if ((buf == NULL) || (len == 0) || !(prot & PROT_WRITE)) {
+        errno = EINVAL;
+        return -1;
     }
-    while (total < len) {
-        iov.iov_base = (char *)buf + total;
-        iov.iov_len  = len - total;
-        n = sv_rs_recvv(socket, &iov, 1, flags & ~MSG_WAITALL);
-        if (n <= 0) {
-            return total ? (ssize_t)total : n;
+    if (rs->dg != NULL) {
+        errno = EOPNOTSUPP; /* a stream's (rsocket(7)) */
+        return -1;
+    }
+    if (rs->state != RS_CONNECTED) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (offset == -1) {
+        offset = 0;
+        for (i = 0; i < RS_MAX_IOMAPS; i++) {
+            if (rs->iomap[i].mr && (rs->iomap[i].offset + rs->iomap[i].len >
+                                    (uint64_t)offset)) {
+                offset = rs->iomap[i].offset + rs->iomap[i].len;
+            }
         }
-        total += n;
     }
-    return total;
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->iomap[i].mr && (rs->iomap[i].offset == (uint64_t)offset)) {
+            ibv_dereg_mr(rs->iomap[i].mr);
+            rs->iomap[i].mr = NULL;
+        }
+        if ((rs->iomap[i].mr == NULL) && (free_i < 0)) {
+            free_i = i;
+        }
+    }
+    if (free_i < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    while (!sv_rs_can_send(rs)) {
+        if (rs->disc || rs->fin_sent) {
+            errno = EPIPE;
+            return -1;
+        }
+        sv_rs_wait(rs, POLLOUT);
+    }
+    rs->iomap[free_i].mr = ibv_reg_mr(rs->pd, buf, len,
+                                      IBV_ACCESS_LOCAL_WRITE |
+                                      IBV_ACCESS_REMOTE_WRITE);
+    if (rs->iomap[free_i].mr == NULL) {
+        return -1;
+    }
+    rs->iomap[free_i].offset = offset;
+    rs->iomap[free_i].addr   = (uintptr_t)buf;
+    rs->iomap[free_i].len    = len;
+    memset(&m, 0, sizeof(m));
+    m.offset = offset;
+    m.addr   = (uintptr_t)buf;
+    m.len    = len;
+    m.rkey   = rs->iomap[free_i].mr->rkey;
+    slot     = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
+    memcpy(slot, &m, sizeof(m));
+    if (sv_rs_post_send(rs, rs->tx_next, slot, sizeof(m), RS_IMM_IOMAP)) {
+        return -1;
+    }
+    rs->tx_credits--;
+    rs->tx_data_inflight++;
+    rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
+    return offset;
 }
 
-SV_CM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
-                               struct sockaddr *src_addr, socklen_t *addrlen)
-{
-    struct iovec iov = { .iov_base = buf, .iov_len = len };
-    sv_rs_t *rs      = sv_rs_get(socket);
-    ssize_t ret;
-
-    if ((rs != NULL) && (rs->dg != NULL)) {
-        /* a datagram and its sender */
-        return sv_rs_dg_recvv(rs, &iov, 1, flags, src_addr, addrlen);
-    }
-    ret = rrecv(socket, buf, len, flags);
-    if ((ret >= 0) && (src_addr != NULL) && (addrlen != NULL)) {
-        rgetpeername(socket, src_addr, addrlen);
-    }
-    return ret;
-}
-
-SV_CM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+/* riounmap: the buffer is no target any more (the peer is not told; a
+ * riowrite of it then fails as a remote access error) */
+SV_CM_EXPORT int riounmap(int socket, void *buf, size_t len)
 {
     sv_rs_t *rs = sv_rs_get(socket);
+    int i;
 
-    if (msg == NULL) {
-        errno = EFAULT;
+    if (rs == NULL) {
         return -1;
     }
-    msg->msg_controllen = 0;
-    msg->msg_flags      = 0;
-    if ((rs != NULL) && (rs->dg != NULL)) {
-        return sv_rs_dg_recvv(rs, msg->msg_iov, msg->msg_iovlen, flags,
-                              msg->msg_name, &msg->msg_namelen);
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->iomap[i].mr && (rs->iomap[i].addr == (uintptr_t)buf)) {
+            ibv_dereg_mr(rs->iomap[i].mr);
+            rs->iomap[i].mr = NULL;
+            return 0;
+        }
     }
-    return sv_rs_recvv(socket, msg->msg_iov, msg->msg_iovlen, flags);
+    errno = EINVAL;
+    return -1;
 }
 
-SV_CM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
-{
-    return rrecv(socket, buf, count, 0);
-}
-
-SV_CM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
-{
-    return sv_rs_recvv(socket, iov, iovcnt, 0);
-}
-
-SV_CM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
-{
-    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-    if ((buf == NULL) && (len > 0)) {
-        errno = EFAULT;
-        return -1;
-    }
-    return sv_rs_sendv(socket, &iov, 1, flags);
-}
-
-SV_CM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len,
-                             int flags, const struct sockaddr *dest_addr,
-                             socklen_t addrlen)
-{
-    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-    sv_rs_t *rs      = sv_rs_get(socket);
-
-    if ((rs != NULL) && (rs->dg != NULL) && (dest_addr != NULL)) {
-        return sv_rs_dg_sendv(rs, &iov, 1, flags, dest_addr, addrlen);
-    }
-    /* a connected stream socket ignores the address (as TCP does) */
-    return rsend(socket, buf, len, flags);
-}
-
-SV_CM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg,
-                              int flags)
+/* riowrite: RDMA WRITEs (copied through our send buffers) into the peer's
+ * riomap'ed buffer at offset; ordered with the stream, so what is sent
+ * afterwards finds the data placed. Blocks like rsend (or EAGAIN). */
+SV_CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
+                             off_t offset, int flags)
 {
     sv_rs_t *rs = sv_rs_get(socket);
+    sv_rs_iomap_t *map = NULL;
+    size_t done = 0;
+    int i;
 
-    if (msg == NULL) {
-        errno = EFAULT;
-        return -1;
+    if (rs == NULL) {
+        return (size_t)-1;
     }
-    if ((rs != NULL) && (rs->dg != NULL) && (msg->msg_name != NULL)) {
-        return sv_rs_dg_sendv(rs, msg->msg_iov, msg->msg_iovlen, flags,
-                              msg->msg_name, msg->msg_namelen);
+    if (rs->dg != NULL) {
+        errno = EOPNOTSUPP;
+        return (size_t)-1;
     }
-    return sv_rs_sendv(socket, msg->msg_iov, msg->msg_iovlen, flags);
-}
+    if (rs->state != RS_CONNECTED) {
+        errno = ENOTCONN;
+        return (size_t)-1;
+    }
+    sv_rs_cq_progress(rs);
+    for (i = 0; i < RS_MAX_IOMAPS; i++) {
+        if (rs->riomap[i].valid && ((uint64_t)offset >= rs->riomap[i].offset) &&
+            ((uint64_t)offset + count <= rs->riomap[i].offset +
+                                         rs->riomap[i].len)) {
+            map = &rs->riomap[i];
+            break;
+        }
+    }
+    if (map == NULL) {
+        errno = EINVAL;
+        return (size_t)-1;
+    }
+    while (done < count) {
+        size_t n = (count - done < RS_SLOT_SIZE) ? count - done : RS_SLOT_SIZE;
+        struct ibv_send_wr wr, *bad;
+        struct ibv_sge sge;
+        char *slot;
 
-SV_CM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
-{
-    return rsend(socket, buf, count, 0);
-}
-
-SV_CM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov,
-                             int iovcnt)
-{
-    return sv_rs_sendv(socket, iov, iovcnt, 0);
+        sv_rs_cq_progress(rs);
+        if (rs->disc || rs->fin_sent) {
+            errno = EPIPE;
+            return done ? done : (size_t)-1;
+        }
+        if ((rs->tx_data_inflight >= RS_DATA_SLOTS) ||
+            (rs->tx_inflight >= RS_SQ_DEPTH - RS_CTRL_SLOTS)) {
+            if (rs->nonblock || (flags & MSG_DONTWAIT)) {
+                if (done) {
+                    return done;
+                }
+                errno = EAGAIN;
+                return (size_t)-1;
+            }
+            sv_rs_wait(rs, POLLOUT);
+            continue;
+        }
+        slot = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
+        memcpy(slot, (const char *)buf + done, n);
+        sge.addr   = (uintptr_t)slot;
+        sge.length = n;
+        sge.lkey   = rs->tx_mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id               = rs->tx_next;
+        wr.sg_list             = &sge;
+        wr.num_sge             = 1;
+        wr.opcode              = IBV_WR_RDMA_WRITE;
+        wr.send_flags          = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = map->addr + (offset + done - map->offset);
+        wr.wr.rdma.rkey        = map->rkey;
+        if (ibv_post_send(rs->id->qp, &wr, &bad)) {
+            errno = ECONNRESET;
+            return done ? done : (size_t)-1;
+        }
+        rs->tx_inflight++;
+        rs->tx_data_inflight++;
+        rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
+        done += n;
+    }
+    return done;
 }

@@ -1,10 +1,14 @@
 /*
- * softverbs rsockets: rpoll/rselect over rsockets and ordinary fds, and
- * the iomap calls (man rsocket(7)). rpoll first makes progress on every
- * rsocket and returns at once when one is ready (as rdma-core's rpoll,
- * which polls before it blocks); otherwise it arms the CQs and waits in
- * poll(2) on the ordinary fds, each rsocket's CM channel fd and its
- * completion channel fd, then checks again.
+ * softverbs rsockets: what every socket kind shares (man rsocket(7)): the
+ * table that maps a socket number to its socket, rpoll and rselect over
+ * rsockets and ordinary fds, the blocking wait of one socket, and the
+ * data calls (rrecv, rsend and their relatives), which hand the work to
+ * the socket's kind through its sv_rs_ops_t. rpoll first makes progress
+ * on every rsocket and returns at once when one is ready (as rdma-core's
+ * rpoll, which polls before it blocks); otherwise it arms the CQs and
+ * waits in poll(2) on the ordinary fds, each rsocket's CM channel fd and
+ * its completion channel fd, then checks again. The lowest of the
+ * rsocket files: it calls none of the others.
  */
 #include "sv_cm.h"
 #include "sv_rsocket.h"
@@ -12,17 +16,51 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <pthread.h>
 #include <sys/select.h>
 #include <sys/time.h>
 #include <time.h>
 
-long sv_rs_now_ms(void)
-{
-    struct timespec ts;
+static pthread_mutex_t sv_rs_lock = PTHREAD_MUTEX_INITIALIZER;
+static sv_rs_t **sv_rs_table;
+static int sv_rs_table_len;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+sv_rs_t *sv_rs_get(int fd)
+{
+    sv_rs_t *rs = NULL;
+
+    pthread_mutex_lock(&sv_rs_lock);
+    if ((fd >= 0) && (fd < sv_rs_table_len)) {
+        rs = sv_rs_table[fd];
+    }
+    pthread_mutex_unlock(&sv_rs_lock);
+    if (rs == NULL) {
+        errno = EBADF;
+    }
+    return rs;
+}
+
+int sv_rs_table_set(int fd, sv_rs_t *rs)
+{
+    sv_rs_t **t;
+    int len;
+
+    pthread_mutex_lock(&sv_rs_lock);
+    if (fd >= sv_rs_table_len) {
+        len = (fd + 64) * 2;
+        t   = realloc(sv_rs_table, len * sizeof(*t));
+        if (t == NULL) {
+            pthread_mutex_unlock(&sv_rs_lock);
+            errno = ENOMEM;
+            return -1;
+        }
+        memset(t + sv_rs_table_len, 0, (len - sv_rs_table_len) * sizeof(*t));
+        sv_rs_table     = t;
+        sv_rs_table_len = len;
+    }
+    sv_rs_table[fd] = rs;
+    pthread_mutex_unlock(&sv_rs_lock);
+    return 0;
 }
 
 /* readiness of every entry; ordinary fds through poll(2) with timeout 0 */
@@ -35,7 +73,7 @@ static int sv_rs_poll_check(struct pollfd *fds, nfds_t nfds)
         sv_rs_t *rs = (fds[i].fd >= 0) ? sv_rs_get(fds[i].fd) : NULL;
 
         if (rs != NULL) {
-            fds[i].revents = sv_rs_revents(rs, fds[i].events);
+            fds[i].revents = rs->ops->revents(rs, fds[i].events);
         } else if (fds[i].fd < 0) {
             fds[i].revents = 0;
         } else {
@@ -193,188 +231,126 @@ SV_CM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
     return ret;
 }
 
-/* riomap (rsocket(7)): buf becomes a target for the peer's riowrite at
- * the returned offset (-1: chosen here; an offset in use is replaced, as
- * riostream maps offset 0 for every test). The buffer is registered for
- * remote writes and announced to the peer in an IOMAP message, which
- * reaches it before anything sent afterwards. Connected sockets only. */
-SV_CM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
-                          int flags, off_t offset)
+/* A blocking call's wait for one socket: rpoll, which makes the progress
+ * of the socket's kind */
+int sv_rs_wait(sv_rs_t *rs, short events)
+{
+    struct pollfd pfd = { .fd = rs->fd, .events = events };
+
+    return rpoll(&pfd, 1, -1);
+}
+
+/* The data calls (rsocket(7)): the socket's kind does the work
+ * (sv_rs_ops_t) */
+static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
+                           int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
 {
     sv_rs_t *rs = sv_rs_get(socket);
-    sv_rs_iomap_msg_t m;
-    char *slot;
-    int i, free_i = -1;
 
     if (rs == NULL) {
         return -1;
     }
-    if ((buf == NULL) || (len == 0) || !(prot & PROT_WRITE)) {
+    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
         errno = EINVAL;
         return -1;
     }
-    if (rs->dg != NULL) {
-        errno = EOPNOTSUPP; /* a stream's (rsocket(7)) */
-        return -1;
-    }
-    if (rs->state != RS_CONNECTED) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    if (offset == -1) {
-        offset = 0;
-        for (i = 0; i < RS_MAX_IOMAPS; i++) {
-            if (rs->iomap[i].mr && (rs->iomap[i].offset + rs->iomap[i].len >
-                                    (uint64_t)offset)) {
-                offset = rs->iomap[i].offset + rs->iomap[i].len;
-            }
-        }
-    }
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        if (rs->iomap[i].mr && (rs->iomap[i].offset == (uint64_t)offset)) {
-            ibv_dereg_mr(rs->iomap[i].mr);
-            rs->iomap[i].mr = NULL;
-        }
-        if ((rs->iomap[i].mr == NULL) && (free_i < 0)) {
-            free_i = i;
-        }
-    }
-    if (free_i < 0) {
-        errno = ENOMEM;
-        return -1;
-    }
-    while (!sv_rs_can_send(rs)) {
-        if (rs->disc || rs->fin_sent) {
-            errno = EPIPE;
-            return -1;
-        }
-        sv_rs_wait(rs, POLLOUT);
-    }
-    rs->iomap[free_i].mr = ibv_reg_mr(rs->pd, buf, len,
-                                      IBV_ACCESS_LOCAL_WRITE |
-                                      IBV_ACCESS_REMOTE_WRITE);
-    if (rs->iomap[free_i].mr == NULL) {
-        return -1;
-    }
-    rs->iomap[free_i].offset = offset;
-    rs->iomap[free_i].addr   = (uintptr_t)buf;
-    rs->iomap[free_i].len    = len;
-    memset(&m, 0, sizeof(m));
-    m.offset = offset;
-    m.addr   = (uintptr_t)buf;
-    m.len    = len;
-    m.rkey   = rs->iomap[free_i].mr->rkey;
-    slot     = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
-    memcpy(slot, &m, sizeof(m));
-    if (sv_rs_post_send(rs, rs->tx_next, slot, sizeof(m), RS_IMM_IOMAP)) {
-        return -1;
-    }
-    rs->tx_credits--;
-    rs->tx_data_inflight++;
-    rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
-    return offset;
+    return rs->ops->recvv(rs, iov, iovcnt, flags, from, fromlen);
 }
 
-/* riounmap: the buffer is no target any more (the peer is not told; a
- * riowrite of it then fails as a remote access error) */
-SV_CM_EXPORT int riounmap(int socket, void *buf, size_t len)
+static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
+                           int flags, const struct sockaddr *to,
+                           socklen_t tolen)
 {
     sv_rs_t *rs = sv_rs_get(socket);
-    int i;
 
     if (rs == NULL) {
         return -1;
     }
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        if (rs->iomap[i].mr && (rs->iomap[i].addr == (uintptr_t)buf)) {
-            ibv_dereg_mr(rs->iomap[i].mr);
-            rs->iomap[i].mr = NULL;
-            return 0;
-        }
-    }
-    errno = EINVAL;
-    return -1;
-}
-
-/* riowrite: RDMA WRITEs (copied through our send buffers) into the peer's
- * riomap'ed buffer at offset; ordered with the stream, so what is sent
- * afterwards finds the data placed. Blocks like rsend (or EAGAIN). */
-SV_CM_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
-                             off_t offset, int flags)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-    sv_rs_iomap_t *map = NULL;
-    size_t done = 0;
-    int i;
-
-    if (rs == NULL) {
-        return (size_t)-1;
-    }
-    if (rs->dg != NULL) {
-        errno = EOPNOTSUPP;
-        return (size_t)-1;
-    }
-    if (rs->state != RS_CONNECTED) {
-        errno = ENOTCONN;
-        return (size_t)-1;
-    }
-    sv_rs_cq_progress(rs);
-    for (i = 0; i < RS_MAX_IOMAPS; i++) {
-        if (rs->riomap[i].valid && ((uint64_t)offset >= rs->riomap[i].offset) &&
-            ((uint64_t)offset + count <= rs->riomap[i].offset +
-                                         rs->riomap[i].len)) {
-            map = &rs->riomap[i];
-            break;
-        }
-    }
-    if (map == NULL) {
+    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
         errno = EINVAL;
-        return (size_t)-1;
+        return -1;
     }
-    while (done < count) {
-        size_t n = (count - done < RS_SLOT_SIZE) ? count - done : RS_SLOT_SIZE;
-        struct ibv_send_wr wr, *bad;
-        struct ibv_sge sge;
-        char *slot;
+    return rs->ops->sendv(rs, iov, iovcnt, flags, to, tolen);
+}
 
-        sv_rs_cq_progress(rs);
-        if (rs->disc || rs->fin_sent) {
-            errno = EPIPE;
-            return done ? done : (size_t)-1;
-        }
-        if ((rs->tx_data_inflight >= RS_DATA_SLOTS) ||
-            (rs->tx_inflight >= RS_SQ_DEPTH - RS_CTRL_SLOTS)) {
-            if (rs->nonblock || (flags & MSG_DONTWAIT)) {
-                if (done) {
-                    return done;
-                }
-                errno = EAGAIN;
-                return (size_t)-1;
-            }
-            sv_rs_wait(rs, POLLOUT);
-            continue;
-        }
-        slot = rs->tx_buf + (size_t)rs->tx_next * RS_SLOT_SIZE;
-        memcpy(slot, (const char *)buf + done, n);
-        sge.addr   = (uintptr_t)slot;
-        sge.length = n;
-        sge.lkey   = rs->tx_mr->lkey;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id               = rs->tx_next;
-        wr.sg_list             = &sge;
-        wr.num_sge             = 1;
-        wr.opcode              = IBV_WR_RDMA_WRITE;
-        wr.send_flags          = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = map->addr + (offset + done - map->offset);
-        wr.wr.rdma.rkey        = map->rkey;
-        if (ibv_post_send(rs->id->qp, &wr, &bad)) {
-            errno = ECONNRESET;
-            return done ? done : (size_t)-1;
-        }
-        rs->tx_inflight++;
-        rs->tx_data_inflight++;
-        rs->tx_next = (rs->tx_next + 1) % RS_DATA_SLOTS;
-        done += n;
+SV_CM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+                               struct sockaddr *src_addr, socklen_t *addrlen)
+{
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+    if ((buf == NULL) && (len > 0)) {
+        errno = EFAULT;
+        return -1;
     }
-    return done;
+    return sv_rs_recvv(socket, &iov, 1, flags, src_addr, addrlen);
+}
+
+SV_CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+{
+    return rrecvfrom(socket, buf, len, flags, NULL, NULL);
+}
+
+SV_CM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+{
+    if (msg == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    msg->msg_controllen = 0;
+    msg->msg_flags      = 0;
+    return sv_rs_recvv(socket, msg->msg_iov, msg->msg_iovlen, flags,
+                       msg->msg_name, &msg->msg_namelen);
+}
+
+SV_CM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
+{
+    return rrecv(socket, buf, count, 0);
+}
+
+SV_CM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
+{
+    return sv_rs_recvv(socket, iov, iovcnt, 0, NULL, NULL);
+}
+
+/* A datagram socket sends to dest_addr, else to its connected peer; a
+ * connected stream socket ignores the address (as TCP does) */
+SV_CM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len,
+                             int flags, const struct sockaddr *dest_addr,
+                             socklen_t addrlen)
+{
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+    if ((buf == NULL) && (len > 0)) {
+        errno = EFAULT;
+        return -1;
+    }
+    return sv_rs_sendv(socket, &iov, 1, flags, dest_addr, addrlen);
+}
+
+SV_CM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+    return rsendto(socket, buf, len, flags, NULL, 0);
+}
+
+SV_CM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg,
+                              int flags)
+{
+    if (msg == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    return sv_rs_sendv(socket, msg->msg_iov, msg->msg_iovlen, flags,
+                       msg->msg_name, msg->msg_namelen);
+}
+
+SV_CM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
+{
+    return rsend(socket, buf, count, 0);
+}
+
+SV_CM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov,
+                             int iovcnt)
+{
+    return sv_rs_sendv(socket, iov, iovcnt, 0, NULL, 0);
 }

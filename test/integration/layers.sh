@@ -8,7 +8,8 @@
 #    rdma/, rc/, dc/, ud/, cm/ and hybrid/), no circle;
 #  - softverbs' libibverbs: no two files call each other, directly or
 #    around a circle, and each file calls only those listed before it in
-#    docs/softverbs.md's table of files (its layers, from the ground up).
+#    docs/softverbs.md's table of files (its layers, from the ground up);
+#  - softverbs' rsockets (librdmacm's sv_rsocket*.c): no circle.
 # Each case prints the calls that break it.
 #
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +30,10 @@ live_objs() {
 }
 qpx_objs=$(find "$build/src/uct/qpx" -path '*/.libs/*.o' | sort | live_objs)
 sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort | live_objs)
+# librdmacm's objects carry libtool's prefix (librdmacm_la-sv_rsocket.o)
+rs_objs=$(find "$build/src/softverbs/.libs" -name 'librdmacm_la-sv_rsocket*.o' |
+          sort | sed 's|/librdmacm_la-|/|' | live_objs |
+          sed 's|/\(sv_rsocket[^/]*\)$|/librdmacm_la-\1|')
 [ -n "$qpx_objs" ] || qpx_skip_all "no qpx objects under $build/src/uct/qpx"
 [ -n "$sv_objs" ] || qpx_skip_all "no softverbs objects under $build/src/softverbs"
 
@@ -52,4 +57,11 @@ qpx_check "softverbs libibverbs: no circle of calls between its files" \
 # shellcheck disable=SC2086
 qpx_check "softverbs libibverbs: files call only those before them in docs/softverbs.md" \
     python3 "$here/layers.py" order "$src/docs/softverbs.md" $sv_objs
+if [ -n "$rs_objs" ]; then
+    # shellcheck disable=SC2086
+    qpx_check "softverbs rsockets: no circle of calls between their files" \
+        python3 "$here/layers.py" cycles $rs_objs
+else
+    echo "SKIP: softverbs rsockets: no objects (librdmacm not built)"
+fi
 qpx_finish

@@ -2,7 +2,8 @@
  * softverbs rsockets (man rsocket(7)) between two processes, every byte
  * checked: blocking transfers of several sizes, non-blocking ones driven
  * by rpoll (EAGAIN when nothing is there), partial reads, rshutdown giving
- * 0 from the peer's rrecv, ECONNREFUSED with nobody listening and EBADF
+ * 0 from the peer's rrecv, MSG_WAITALL across messages, rsendmsg,
+ * rwritev and rreadv, rrecvfrom naming the peer, ECONNREFUSED with nobody listening and EBADF
  * for an fd that is no rsocket. Usage: softverbs_rsocket PORT
  * Prints "rsocket ok" and exits 0 when every check passed.
  */
@@ -99,6 +100,85 @@ static void fill(unsigned char *buf, size_t len, size_t round)
     }
 }
 
+/* MSG_WAITALL over many messages, vectored calls, the sender's address:
+ * the client sends WAITALL_LEN bytes in three iovecs (rsendmsg), the
+ * last 0.1 s after the others; the
+ * server takes them in one rrecvfrom(MSG_WAITALL), which must return all
+ * of them and name the client (127.0.0.1), and answers with rwritev; the
+ * client reads the answer with rreadv into two buffers */
+#define WAITALL_LEN 300001
+
+static void waitall_server(int fd)
+{
+    unsigned char *buf = malloc(WAITALL_LEN);
+    struct sockaddr_in from;
+    socklen_t flen = sizeof(from);
+    struct iovec iov[2];
+    size_t i;
+
+    CHECK(buf != NULL, "malloc");
+    memset(&from, 0, sizeof(from));
+    CHECK(rrecvfrom(fd, buf, WAITALL_LEN, MSG_WAITALL,
+                    (struct sockaddr *)&from, &flen) == WAITALL_LEN,
+          "rrecvfrom MSG_WAITALL: all of it in one call");
+    CHECK((flen == sizeof(from)) && (from.sin_family == AF_INET) &&
+          (from.sin_addr.s_addr == htonl(INADDR_LOOPBACK)),
+          "rrecvfrom names the peer");
+    for (i = 0; i < WAITALL_LEN; i++) {
+        CHECK(buf[i] == pattern(i, 77), "MSG_WAITALL data");
+        buf[i] = pattern(i, 78);
+    }
+    iov[0].iov_base = buf;
+    iov[0].iov_len  = 5;
+    iov[1].iov_base = buf + 5;
+    iov[1].iov_len  = WAITALL_LEN - 5;
+    CHECK(rwritev(fd, iov, 2) == WAITALL_LEN, "rwritev");
+    free(buf);
+}
+
+static void waitall_client(int fd)
+{
+    unsigned char *buf = malloc(WAITALL_LEN);
+    struct iovec iov[3];
+    struct msghdr msg;
+    size_t done = 0, i;
+    ssize_t n;
+
+    CHECK(buf != NULL, "malloc");
+    fill(buf, WAITALL_LEN, 77);
+    iov[0].iov_base = buf;
+    iov[0].iov_len  = 1;
+    iov[1].iov_base = buf + 1;
+    iov[1].iov_len  = 40000;
+    iov[2].iov_base = buf + 40001;
+    iov[2].iov_len  = WAITALL_LEN - 40001;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov    = iov;
+    msg.msg_iovlen = 2;
+    CHECK(rsendmsg(fd, &msg, 0) == 40001, "rsendmsg");
+    /* the rest later: the server's call has to wait for it */
+    usleep(100000);
+    msg.msg_iov    = iov + 2;
+    msg.msg_iovlen = 1;
+    CHECK(rsendmsg(fd, &msg, 0) == WAITALL_LEN - 40001, "rsendmsg");
+    memset(buf, 0, WAITALL_LEN);
+    while (done < WAITALL_LEN) {
+        size_t half = (WAITALL_LEN - done) / 2;
+
+        iov[0].iov_base = buf + done;
+        iov[0].iov_len  = half;
+        iov[1].iov_base = buf + done + half;
+        iov[1].iov_len  = WAITALL_LEN - done - half;
+        n = rreadv(fd, iov, 2);
+        CHECK(n > 0, "rreadv");
+        done += n;
+    }
+    for (i = 0; i < WAITALL_LEN; i++) {
+        CHECK(buf[i] == pattern(i, 78), "rreadv data");
+    }
+    free(buf);
+}
+
 /* the server echoes every message back, then checks shutdown gives 0 */
 static int server(int lfd)
 {
@@ -119,6 +199,7 @@ static int server(int lfd)
         }
     }
     CHECK(rfcntl(fd, F_SETFL, 0) == 0, "rfcntl blocking");
+    waitall_server(fd);
     CHECK(rrecv(fd, buf, 100, 0) == 0, "rrecv 0 after the peer's rshutdown");
     send_all(fd, (const unsigned char *)"bye", 3, 0);
     rclose(fd);
@@ -154,6 +235,7 @@ static int client(int port)
         }
     }
     CHECK(rfcntl(fd, F_SETFL, 0) == 0, "rfcntl blocking");
+    waitall_client(fd);
     CHECK(rshutdown(fd, SHUT_WR) == 0, "rshutdown");
     CHECK((rsend(fd, "x", 1, 0) < 0) && (errno == EPIPE), "rsend EPIPE after shutdown");
     CHECK(rrecv(fd, bye, 3, MSG_WAITALL) == 3 && !memcmp(bye, "bye", 3),
