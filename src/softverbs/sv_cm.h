@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -76,12 +77,21 @@ struct sv_cm_event {
     uint8_t              priv[SV_CM_PRIV_MAX];
 };
 
+struct sv_cm_id;
+
+/* What the CM's thread calls when an id's socket is readable (given with
+ * sv_cm_channel_watch), and what its timer runs (given with
+ * sv_cm_timer_arm: the next deadline, 0 for none) */
+typedef void (*sv_cm_input_t)(struct sv_cm_id *id);
+typedef uint64_t (*sv_cm_timer_cb_t)(uint64_t now_ns);
+
 struct sv_cm_id {
     struct rdma_cm_id    id;          /* first: handed to the application */
     struct sv_cm_channel *chan;
     int                  sync;        /* created without a channel */
     enum sv_cm_state     state;
     int                  sock;        /* listening or connection socket */
+    sv_cm_input_t        input;       /* reads what arrived on sock */
     struct sv_cm_id      *listen;     /* passive: the listener it came from */
     struct sv_cm_id      *next;       /* in chan->ids */
     int                  backlog;
@@ -147,28 +157,30 @@ static inline struct sv_cm_id *sv_cm_id(struct rdma_cm_id *id)
     return (struct sv_cm_id *)id;
 }
 
+/* The CM's files call one way, from the ground up (layers.sh):
+ * sv_cm_port.c < sv_cm_chan.c < sv_cm_thread.c < sv_cm_mcast.c <
+ * sv_cm_conn.c < sv_cm_qp.c < sv_cm_conn_teardown.c < sv_cm_id.c <
+ * sv_cm_conn_setup.c; sv_cm_addr.c and sv_cm_hosts.c below them all */
+
 /* The CM's lock (sv_cm_chan.c): recursive; sv_cm_unlock_all releases it
  * for a wait and returns the depth to give to sv_cm_relock */
 void sv_cm_lock(void);
 void sv_cm_unlock(void);
 int  sv_cm_unlock_all(void);
 void sv_cm_relock(int depth);
-/* Free a destroyed id once its last event is acknowledged (sv_cm_id.c) */
-void sv_cm_id_release(struct sv_cm_id *id);
-/* The live id of a serial, NULL when it was destroyed (sv_cm_id.c) */
-struct sv_cm_id *sv_cm_id_find(uint64_t serial);
+
+/* Free a destroyed id once its last event is acknowledged: destroy and
+ * the last ack may both get here, one frees */
+static inline void sv_cm_id_release(struct sv_cm_id *id)
+{
+    if (__atomic_exchange_n(&id->freed, 1, __ATOMIC_SEQ_CST) == 0) {
+        free(id);
+    }
+}
+
 /* The CM's random numbers (ports, PSNs), not the application's (under the
- * CM lock) */
+ * CM lock; sv_cm_port.c) */
 uint32_t sv_cm_rand(void);
-/* fork (sv_cm_chan.c): the devices' lock held across it (sv_cm_addr.c);
- * in the child, that lock made anew, and the parent's ids forgotten, the
- * child's copies of their sockets and port locks closed (sv_cm_id.c) */
-void sv_cm_devs_lock(void);
-void sv_cm_devs_unlock(void);
-void sv_cm_devs_fork_child(void);
-void sv_cm_id_fork_child(void);
-/* Whether an id of the process holds a socket or a port (CM lock) */
-int  sv_cm_id_held(void);
 
 /* events (sv_cm_chan.c) */
 struct sv_cm_channel *sv_cm_channel_new(void);
@@ -176,13 +188,10 @@ void sv_cm_channel_free(struct sv_cm_channel *c);
 struct sv_cm_event *sv_cm_event_new(struct sv_cm_id *id,
                                     enum rdma_cm_event_type type, int status);
 void sv_cm_event_queue(struct sv_cm_event *ev);
+/* id's events not yet got (rdma_migrate_id); with its connection
+ * requests' too (rdma_destroy_id) */
+struct sv_cm_event *sv_cm_channel_take_events(struct sv_cm_id *id);
 struct sv_cm_event *sv_cm_channel_take_all(struct sv_cm_id *id);
-void sv_cm_channel_watch(struct sv_cm_id *id, int fd);
-void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
-/* Wake the CM thread at at_ns (CLOCK_MONOTONIC) if it would sleep longer:
- * it then runs sv_cm_timewait_run (with the CM lock) */
-void sv_cm_timer_arm(uint64_t at_ns);
-uint64_t sv_cm_now_ns(void);
 /* A synchronous id: wait on its private channel until an event for it
  * arrives (with the CM's lock held, released while waiting); the event is
  * returned (to be acked) */
@@ -192,25 +201,38 @@ int  sv_cm_sync_wait(struct sv_cm_id *id, struct rdma_cm_event **ev);
 int  sv_cm_sync_result(struct sv_cm_id *id, enum rdma_cm_event_type expect);
 /* Drop id's queued events (it is being destroyed) */
 void sv_cm_channel_drop(struct sv_cm_channel *c, struct sv_cm_id *id);
-/* ids (sv_cm_id.c) */
+/* fork (sv_cm_thread.c's handlers): the destroyed channels' lock; in the
+ * child the CM lock and it made anew, the depth to take again returned */
+void sv_cm_chan_fork_lock(void);
+void sv_cm_chan_fork_unlock(void);
+int  sv_cm_chan_fork_child(void);
+
+/* the process's ids and the CM's thread (sv_cm_thread.c) */
 struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
                                 enum rdma_port_space ps,
                                 enum ibv_qp_type qp_type);
-/* the connection protocol reads what arrived on id's socket (sv_cm_conn.c,
- * a listener's in sv_cm_conn_setup.c) */
-void sv_cm_conn_input(struct sv_cm_id *id);
-void sv_cm_listen_input(struct sv_cm_id *id);
-/* A destroyed id's connection: the peer is told, the socket closed
- * (sv_cm_conn_teardown.c) */
+/* Off the process's list and its channel's (rdma_destroy_id) */
+void sv_cm_id_unlink(struct sv_cm_id *id);
+/* The live id of a serial, NULL when it was destroyed */
+struct sv_cm_id *sv_cm_id_find(uint64_t serial);
+/* The first live id (with the CM lock); the next is all_next */
+struct sv_cm_id *sv_cm_ids_first(void);
+/* The thread reads fd (id's socket) with input */
+void sv_cm_channel_watch(struct sv_cm_id *id, int fd, sv_cm_input_t input);
+void sv_cm_channel_unwatch(struct sv_cm_id *id, int fd);
+/* Wake the CM thread at at_ns (CLOCK_MONOTONIC) if it would sleep longer:
+ * it then runs cb (with the CM lock) */
+void sv_cm_timer_arm(uint64_t at_ns, sv_cm_timer_cb_t cb);
+uint64_t sv_cm_now_ns(void);
+/* fork: the devices' lock held across it (sv_cm_addr.c); in the child,
+ * that lock made anew */
+void sv_cm_devs_lock(void);
+void sv_cm_devs_unlock(void);
+void sv_cm_devs_fork_child(void);
+
+/* A destroyed id's connection: the peer is told, the socket closed; the
+ * id itself (sv_cm_conn_teardown.c, rdma_destroy_id) */
 void sv_cm_conn_close(struct sv_cm_id *id);
-/* Timewait: the ids whose timewait ended by now get TIMEWAIT_EXIT, those
- * whose DREQ went unanswered past dreq_deadline DISCONNECTED; the
- * next deadline (0: none) (sv_cm_id.c, with sv_cm_timewait_exit of
- * sv_cm_conn_teardown.c) */
-uint64_t sv_cm_timewait_run(uint64_t now_ns);
-void sv_cm_timewait_exit(struct sv_cm_id *id);
-/* our DREQ unanswered past dreq_deadline (sv_cm_conn_teardown.c) */
-void sv_cm_dreq_timeout(struct sv_cm_id *id);
 
 /* A socket address's length, port and IP (IPv4, IPv6; AF_IB for the
  * length) */

@@ -5,7 +5,10 @@
  * passive side's rdma_accept answers REP (SIDR REP) or rdma_reject REJ;
  * the active side, its QP moved to RTR/RTS, answers RTU, or without a QP
  * gets CONNECT_RESPONSE and rdma_establish sends it. The RDMA read/atomic
- * resources of the connection are agreed here too.
+ * resources of the connection are agreed here too. A listener owns the
+ * abstract socket named after its address, which connecting ids dial;
+ * what a connection's socket reads is handed from here to the handler of
+ * its phase (sv_cm_conn_input). The top of the CM's files.
  */
 #include "sv_cm_conn.h"
 
@@ -142,8 +145,57 @@ static void sv_cm_take_peer(struct sv_cm_id *id, const struct sv_cm_msg *m)
     id->peer_rnr_retry  = m->rnr_retry;
 }
 
+/* What arrived on a connection's socket: one whole message, handed to the
+ * handler of its phase (here, sv_cm_conn_teardown.c), or
+ * the peer's departure when the socket closed */
+static void sv_cm_conn_input(struct sv_cm_id *id)
+{
+    struct sv_cm_msg m;
+    ssize_t n;
+
+    n = recv(id->sock, &m, sizeof(m), MSG_WAITALL);
+    if (n != (ssize_t)sizeof(m)) {
+        sv_cm_handle_gone(id);
+        return;
+    }
+    switch (m.type) {
+    case SV_CM_MSG_REQ:
+        if (id->state == SV_CM_IDLE) {
+            sv_cm_handle_req(id, &m);
+        }
+        break;
+    case SV_CM_MSG_SIDR_REQ:
+        if (id->state == SV_CM_IDLE) {
+            sv_cm_handle_sidr_req(id, &m);
+        }
+        break;
+    case SV_CM_MSG_SIDR_REP:
+        sv_cm_handle_sidr_rep(id, &m);
+        break;
+    case SV_CM_MSG_REP:
+        if (id->state == SV_CM_CONNECT) {
+            sv_cm_handle_rep(id, &m);
+        }
+        break;
+    case SV_CM_MSG_RTU:
+        sv_cm_handle_rtu(id);
+        break;
+    case SV_CM_MSG_REJ:
+        sv_cm_handle_rej(id, &m);
+        break;
+    case SV_CM_MSG_DREQ:
+        sv_cm_handle_dreq(id);
+        break;
+    case SV_CM_MSG_DREP:
+        sv_cm_handle_drep(id);
+        break;
+    default:
+        break;
+    }
+}
+
 /* The listener: a new connection (its REQ comes next, on its socket) */
-void sv_cm_listen_input(struct sv_cm_id *listener)
+static void sv_cm_listen_input(struct sv_cm_id *listener)
 {
     struct sv_cm_id *child;
     int fd;
@@ -161,7 +213,7 @@ void sv_cm_listen_input(struct sv_cm_id *listener)
         child->id.port_num = listener->id.port_num;
         child->id.pd       = listener->id.pd;
         child->id.route.path_rec = &child->path;
-        sv_cm_channel_watch(child, fd);
+        sv_cm_channel_watch(child, fd, sv_cm_conn_input);
     }
 }
 
@@ -297,6 +349,65 @@ static int sv_cm_dial(struct sv_cm_id *id)
     return -1;
 }
 
+/* man rdma_listen: the id must be bound; backlog 0 or less: the default.
+ * A reusable id must overlap nobody (the kernel's rdma_listen checks it
+ * again without the flag and clears it); the listener owns the socket
+ * that connecting ids dial (sv_cm_dial) */
+static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sockaddr_un un;
+    socklen_t len;
+    int fd, err;
+
+    if ((id == NULL) || (id->state != SV_CM_ADDR_BOUND)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (sv_cm_port_listen(id) != 0) {
+        return -1;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    len = sv_cm_sock_name(&un, cm_id->ps, &cm_id->route.addr.src_addr, 0);
+    if ((bind(fd, (struct sockaddr *)&un, len) != 0) &&
+        ((errno != EADDRINUSE) || (sv_cm_sock_reclaim(&un, len) != 0) ||
+         (bind(fd, (struct sockaddr *)&un, len) != 0))) {
+        /* EADDRINUSE: a wildcard listener of the other family, both
+         * af-only, on the port (their sockets share the name) */
+        err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    if (listen(fd, (backlog > 0) ? backlog : 1024) != 0) {
+        /* EADDRINUSE: a wildcard listener of the other family, both
+         * af-only, on the port (their sockets share the name) */
+        err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    id->sock       = fd;
+    id->backlog    = backlog;
+    id->listen_pid = getpid();
+    id->state      = SV_CM_LISTEN;
+    sv_cm_channel_watch(id, id->sock, sv_cm_listen_input);
+    return 0;
+}
+
+SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_listen(cm_id, backlog);
+    sv_cm_unlock();
+    return ret;
+}
+
 static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
                              struct rdma_conn_param *param)
 {
@@ -352,7 +463,7 @@ static int sv_cm_api_connect(struct rdma_cm_id *cm_id,
     m.rnr_retry  = id->conn.rnr_retry_count & 7;
     id->conn.private_data = NULL; /* the user's buffer is not kept */
     id->state = SV_CM_CONNECT;
-    sv_cm_channel_watch(id, id->sock);
+    sv_cm_channel_watch(id, id->sock, sv_cm_conn_input);
     if (sv_cm_send(id, &m) != 0) {
         sv_cm_handle_gone(id);
     }

@@ -15,7 +15,11 @@
 #include "sv_cm_conn.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static uint64_t sv_cm_timewait_run(uint64_t now_ns);
 
 /* cm_enter_timewait: the IB CM's timewait of the connection begins; it
  * lasts cm_convert_to_ms(av.timeout): the active side's av.timeout is the
@@ -37,12 +41,12 @@ static void sv_cm_timewait_enter(struct sv_cm_id *id)
     }
     id->tw          = SV_CM_TW_WAIT;
     id->tw_deadline = sv_cm_now_ns() + sv_cm_timewait_ns(id);
-    sv_cm_timer_arm(id->tw_deadline);
+    sv_cm_timer_arm(id->tw_deadline, sv_cm_timewait_run);
 }
 
 /* cm_timewait_handler, cma_ib_handler: the id still exists (a destroyed
  * one is not in the CM thread's list) and is disconnected */
-void sv_cm_timewait_exit(struct sv_cm_id *id)
+static void sv_cm_timewait_exit(struct sv_cm_id *id)
 {
     id->tw = SV_CM_TW_DONE;
     if (id->state == SV_CM_DISCONNECTED) {
@@ -154,7 +158,7 @@ void sv_cm_handle_dreq(struct sv_cm_id *id)
 /* Our DREQ's answer did not come in time (the peer's user neither
  * disconnected nor destroyed its id): DISCONNECTED all the same. Called
  * for an id with disc_pending (sv_cm_timewait_run) */
-void sv_cm_dreq_timeout(struct sv_cm_id *id)
+static void sv_cm_dreq_timeout(struct sv_cm_id *id)
 {
     id->disc_pending = 0;
     sv_cm_close_sock(id);
@@ -171,6 +175,35 @@ void sv_cm_handle_drep(struct sv_cm_id *id)
         sv_cm_event_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
         sv_cm_timewait_enter(id);
     }
+}
+
+/* The CM timer's work (sv_cm_timer_arm): the ids whose timewait ended by
+ * now get TIMEWAIT_EXIT, those whose DREQ went unanswered past
+ * dreq_deadline DISCONNECTED; the next deadline (0: none) */
+static uint64_t sv_cm_timewait_run(uint64_t now_ns)
+{
+    struct sv_cm_id *id, *next;
+    uint64_t first = 0;
+
+    for (id = sv_cm_ids_first(); id != NULL; id = next) {
+        next = id->all_next;
+        if (id->disc_pending) {
+            if (id->dreq_deadline <= now_ns) {
+                sv_cm_dreq_timeout(id);
+            } else if ((first == 0) || (id->dreq_deadline < first)) {
+                first = id->dreq_deadline;
+            }
+        }
+        if (id->tw != SV_CM_TW_WAIT) {
+            continue;
+        }
+        if (id->tw_deadline <= now_ns) {
+            sv_cm_timewait_exit(id);
+        } else if ((first == 0) || (id->tw_deadline < first)) {
+            first = id->tw_deadline;
+        }
+    }
+    return first;
 }
 
 /* man rdma_disconnect: the QP goes to ERR, both sides get DISCONNECTED */
@@ -207,7 +240,7 @@ static int sv_cm_api_disconnect(struct rdma_cm_id *cm_id)
     /* cm_send_dreq: the DREQ is resent max_cm_retries (15) times, each
      * after the connection's timeout, before IB_CM_DREQ_ERROR */
     id->dreq_deadline = sv_cm_now_ns() + 15ull * sv_cm_timewait_ns(id);
-    sv_cm_timer_arm(id->dreq_deadline);
+    sv_cm_timer_arm(id->dreq_deadline, sv_cm_timewait_run);
     if (sv_cm_send(id, &m) != 0) {
         id->disc_pending = 0;
         /* the peer is gone already */
@@ -267,3 +300,62 @@ void sv_cm_conn_close(struct sv_cm_id *id)
     sv_cm_close_sock(id);
     sv_cm_channel_drop(id->chan, id);
 }
+
+/* man rdma_destroy_id: the QP must be destroyed first by the user
+ * (rdma_destroy_qp); a connection still up is disconnected, the peer told */
+static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
+{
+    struct sv_cm_id *id = sv_cm_id(cm_id);
+    struct sv_cm_event *ev, *next;
+    struct sv_cm_channel *chan;
+
+    if (id == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    chan = id->chan;
+    if ((id->state == SV_CM_LISTEN) && (id->listen_pid == getpid())) {
+        sv_cm_sock_unlink(id); /* a file in SOFTVERBS_SOCKET_DIR */
+    }
+    sv_cm_conn_close(id);
+    sv_cm_port_release(id);
+    free(id->ep_qp_attr);
+    sv_cm_mcast_detach_all(id);
+    sv_cm_id_unlink(id);
+    /* Its events not yet got go with it (else rdma_get_cm_event handed out
+     * an event whose id is freed), and a listener's requests not yet got
+     * with their new ids, which reject their clients */
+    for (ev = sv_cm_channel_take_all(id); ev != NULL; ev = next) {
+        next = ev->next;
+        if (ev->event.id != cm_id) {
+            sv_cm_api_destroy_id(ev->event.id);
+        }
+        free(ev);
+    }
+    if (cm_id->event != NULL) {
+        /* a synchronous id's last event (sv_cm_sync_result) */
+        rdma_ack_cm_event(cm_id->event);
+        cm_id->event = NULL;
+    }
+    if (id->sync) {
+        sv_cm_channel_free(chan);
+    }
+    /* The id's events are to be acknowledged first (librdmacm waits for
+     * them in rdma_destroy_id); one acknowledged later still finds the id */
+    __atomic_store_n(&id->dead, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&id->events_out, __ATOMIC_SEQ_CST) <= 0) {
+        sv_cm_id_release(id);
+    }
+    return 0;
+}
+
+SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_destroy_id(cm_id);
+    sv_cm_unlock();
+    return ret;
+}
+

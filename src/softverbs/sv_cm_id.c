@@ -1,13 +1,15 @@
 /*
- * softverbs librdmacm: identifiers, addresses and listening (see sv_cm.h).
- * A bound id holds its port host-wide as the kernel's CM does, wildcard
- * and specific addresses of one port overlapping (sv_cm_port.c); port 0
- * takes a free port. A listener owns the abstract socket named after its
- * address, which connecting ids dial. resolve_addr and resolve_route
- * answer at once (one host: every address is one hop away), with the
- * events on the channel.
+ * softverbs librdmacm: identifiers and addresses (see sv_cm.h): create,
+ * bind, resolve, options, and rdma_create_ep over them (listening is
+ * sv_cm_conn_setup.c's, destroying sv_cm_conn_teardown.c's). A bound id
+ * holds its port host-wide as the kernel's CM does, wildcard and specific
+ * addresses of one port overlapping (sv_cm_port.c); port 0 takes a free
+ * port. resolve_addr and resolve_route answer at once (one host: every
+ * address is one hop away), with the events on the channel.
  */
 #include "sv_cm.h"
+
+#include <rdma/rdma_verbs.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,166 +18,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-
-/* Every live id of the process, for the CM thread (with the CM's lock) */
-static struct sv_cm_id *sv_cm_all;
-static uint64_t sv_cm_serial;
-
-/*
- * Ephemeral ports and starting PSNs. The kernel's CM picks them at random
- * per id; a library must not draw them from the application's random()
- * sequence (it would change what the application draws, and every process
- * that never seeds it would pick the same first port). A generator of the
- * process (xorshift64*), seeded from the pid and the clock, again after a
- * fork. Called under the CM lock.
- */
-uint32_t sv_cm_rand(void)
-{
-    static uint64_t state;
-    static pid_t    owner;
-    struct timespec ts;
-
-    if ((state == 0) || (owner != getpid())) {
-        owner = getpid();
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        state = ((uint64_t)owner << 32) ^ (uint64_t)ts.tv_nsec ^
-                ((uint64_t)ts.tv_sec << 20) ^ 0x9e3779b97f4a7c15ull;
-    }
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    return (uint32_t)((state * 0x2545f4914f6cdd1dull) >> 32);
-}
-
-struct sv_cm_id *sv_cm_id_find(uint64_t serial)
-{
-    struct sv_cm_id *id;
-
-    for (id = sv_cm_all; id != NULL; id = id->all_next) {
-        if (id->serial == serial) {
-            return id;
-        }
-    }
-    return NULL;
-}
-
-uint64_t sv_cm_timewait_run(uint64_t now_ns)
-{
-    struct sv_cm_id *id, *next;
-    uint64_t first = 0;
-
-    for (id = sv_cm_all; id != NULL; id = next) {
-        next = id->all_next;
-        if (id->disc_pending) {
-            if (id->dreq_deadline <= now_ns) {
-                sv_cm_dreq_timeout(id);
-            } else if ((first == 0) || (id->dreq_deadline < first)) {
-                first = id->dreq_deadline;
-            }
-        }
-        if (id->tw != SV_CM_TW_WAIT) {
-            continue;
-        }
-        if (id->tw_deadline <= now_ns) {
-            sv_cm_timewait_exit(id);
-        } else if ((first == 0) || (id->tw_deadline < first)) {
-            first = id->tw_deadline;
-        }
-    }
-    return first;
-}
-
-int sv_cm_id_held(void)
-{
-    struct sv_cm_id *id;
-
-    for (id = sv_cm_all; id != NULL; id = id->all_next) {
-        if ((id->sock >= 0) || (id->port_fd >= 0)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* In a forked child (sv_cm_chan.c, sv_cm_fork_child; the only thread, no
- * lock needed): the ids inherited are the parent's. The child's copies of
- * their sockets and port locks are closed (the parent's stay open, its
- * connections and ports untouched), and the ids are no longer the
- * process's: the child's thread and timer never find them, nor make
- * events on their channels (whose eventfds the parent shares). Their
- * memory stays, so that a child that destroys one does not fault; their
- * channels' locks are made anew, as a thread of the parent may have held
- * one at the fork. */
-void sv_cm_id_fork_child(void)
-{
-    struct sv_cm_id *id;
-
-    for (id = sv_cm_all; id != NULL; id = id->all_next) {
-        if (id->sock >= 0) {
-            close(id->sock);
-            id->sock = -1;
-        }
-        sv_cm_port_release(id); /* the child's description of the file */
-        pthread_mutex_init(&id->chan->lock, NULL);
-    }
-    sv_cm_all = NULL;
-}
-
-static void sv_cm_id_link(struct sv_cm_id *id)
-{
-    id->serial   = ++sv_cm_serial & 0xffffffffu; /* 32 bits: see watch */
-    id->all_next = sv_cm_all;
-    sv_cm_all    = id;
-    pthread_mutex_lock(&id->chan->lock);
-    id->next       = id->chan->ids;
-    id->chan->ids  = id;
-    pthread_mutex_unlock(&id->chan->lock);
-}
-
-static void sv_cm_id_unlink(struct sv_cm_id *id)
-{
-    struct sv_cm_id **pp;
-
-    for (pp = &sv_cm_all; *pp != NULL; pp = &(*pp)->all_next) {
-        if (*pp == id) {
-            *pp = id->all_next;
-            break;
-        }
-    }
-
-    pthread_mutex_lock(&id->chan->lock);
-    for (pp = &id->chan->ids; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == id) {
-            *pp = id->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&id->chan->lock);
-}
-
-struct sv_cm_id *sv_cm_id_alloc(struct sv_cm_channel *chan, void *context,
-                                enum rdma_port_space ps,
-                                enum ibv_qp_type qp_type)
-{
-    struct sv_cm_id *id = calloc(1, sizeof(*id));
-
-    if (id == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    id->chan            = chan;
-    id->sock            = -1;
-    id->port_fd         = -1;
-    id->state           = SV_CM_IDLE;
-    id->id.channel      = &chan->ch;
-    id->id.context      = context;
-    id->id.ps           = ps;
-    id->id.qp_type      = qp_type;
-    id->id.route.path_rec  = &id->path;
-    id->psn             = sv_cm_rand() & 0xffffff;
-    sv_cm_id_link(id);
-    return id;
-}
 
 /* man rdma_create_id: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD), RDMA_PS_IPOIB
  * (UD) and RDMA_PS_IB (the QP type decides); a NULL channel makes a
@@ -236,74 +78,6 @@ SV_CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 
     sv_cm_lock();
     ret = sv_cm_api_create_id(channel, id_p, context, ps);
-    sv_cm_unlock();
-    return ret;
-}
-
-void sv_cm_qp_destroy_all(struct sv_cm_id *id);
-
-/* man rdma_destroy_id: the QP must be destroyed first by the user
- * (rdma_destroy_qp); a connection still up is disconnected, the peer told */
-static int sv_cm_api_destroy_id(struct rdma_cm_id *cm_id)
-{
-    struct sv_cm_id *id = sv_cm_id(cm_id);
-    struct sv_cm_event *ev, *next;
-    struct sv_cm_channel *chan;
-
-    if (id == NULL) {
-        errno = EINVAL;
-        return -1;
-    }
-    chan = id->chan;
-    if ((id->state == SV_CM_LISTEN) && (id->listen_pid == getpid())) {
-        sv_cm_sock_unlink(id); /* a file in SOFTVERBS_SOCKET_DIR */
-    }
-    sv_cm_conn_close(id);
-    sv_cm_port_release(id);
-    free(id->ep_qp_attr);
-    sv_cm_mcast_detach_all(id);
-    sv_cm_id_unlink(id);
-    /* Its events not yet got go with it (else rdma_get_cm_event handed out
-     * an event whose id is freed), and a listener's requests not yet got
-     * with their new ids, which reject their clients */
-    for (ev = sv_cm_channel_take_all(id); ev != NULL; ev = next) {
-        next = ev->next;
-        if (ev->event.id != cm_id) {
-            sv_cm_api_destroy_id(ev->event.id);
-        }
-        free(ev);
-    }
-    if (cm_id->event != NULL) {
-        /* a synchronous id's last event (sv_cm_sync_result) */
-        rdma_ack_cm_event(cm_id->event);
-        cm_id->event = NULL;
-    }
-    if (id->sync) {
-        sv_cm_channel_free(chan);
-    }
-    /* The id's events are to be acknowledged first (librdmacm waits for
-     * them in rdma_destroy_id); one acknowledged later still finds the id */
-    __atomic_store_n(&id->dead, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&id->events_out, __ATOMIC_SEQ_CST) <= 0) {
-        sv_cm_id_release(id);
-    }
-    return 0;
-}
-
-void sv_cm_id_release(struct sv_cm_id *id)
-{
-    /* destroy and the last ack may both get here: one frees */
-    if (__atomic_exchange_n(&id->freed, 1, __ATOMIC_SEQ_CST) == 0) {
-        free(id);
-    }
-}
-
-SV_CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
-{
-    int ret;
-
-    sv_cm_lock();
-    ret = sv_cm_api_destroy_id(cm_id);
     sv_cm_unlock();
     return ret;
 }
@@ -504,65 +278,6 @@ SV_CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
     return ret;
 }
 
-/* man rdma_listen: the id must be bound; backlog 0 or less: the default.
- * A reusable id must overlap nobody (the kernel's rdma_listen checks it
- * again without the flag and clears it); the listener owns the socket
- * that connecting ids dial (sv_cm_dial) */
-static int sv_cm_api_listen(struct rdma_cm_id *cm_id, int backlog)
-{
-    struct sv_cm_id *id = sv_cm_id(cm_id);
-    struct sockaddr_un un;
-    socklen_t len;
-    int fd, err;
-
-    if ((id == NULL) || (id->state != SV_CM_ADDR_BOUND)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (sv_cm_port_listen(id) != 0) {
-        return -1;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    len = sv_cm_sock_name(&un, cm_id->ps, &cm_id->route.addr.src_addr, 0);
-    if ((bind(fd, (struct sockaddr *)&un, len) != 0) &&
-        ((errno != EADDRINUSE) || (sv_cm_sock_reclaim(&un, len) != 0) ||
-         (bind(fd, (struct sockaddr *)&un, len) != 0))) {
-        /* EADDRINUSE: a wildcard listener of the other family, both
-         * af-only, on the port (their sockets share the name) */
-        err = errno;
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    if (listen(fd, (backlog > 0) ? backlog : 1024) != 0) {
-        /* EADDRINUSE: a wildcard listener of the other family, both
-         * af-only, on the port (their sockets share the name) */
-        err = errno;
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    id->sock       = fd;
-    id->backlog    = backlog;
-    id->listen_pid = getpid();
-    id->state      = SV_CM_LISTEN;
-    sv_cm_channel_watch(id, id->sock);
-    return 0;
-}
-
-SV_CM_EXPORT int rdma_listen(struct rdma_cm_id *cm_id, int backlog)
-{
-    int ret;
-
-    sv_cm_lock();
-    ret = sv_cm_api_listen(cm_id, backlog);
-    sv_cm_unlock();
-    return ret;
-}
-
 SV_CM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *cm_id)
 {
     return htons(sv_cm_addr_port(&cm_id->route.addr.src_addr));
@@ -667,4 +382,89 @@ SV_CM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *cm_id,
 {
     errno = EOPNOTSUPP;
     return -1;
+}
+
+/* man rdma_create_ep: a synchronous id for res, bound (RAI_PASSIVE) or
+ * resolved to its destination, with a QP when qp_init_attr is given */
+static int sv_cm_api_create_ep(struct rdma_cm_id **id_p,
+                               struct rdma_addrinfo *res, struct ibv_pd *pd,
+                               struct ibv_qp_init_attr *qp_init_attr)
+{
+    struct rdma_cm_id *cm_id;
+    int ret;
+
+    if ((id_p == NULL) || (res == NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space) != 0) {
+        return -1;
+    }
+    if ((res->ai_port_space == RDMA_PS_IB) && (res->ai_qp_type != 0)) {
+        /* an RDMA_PS_IB id takes the address's QP type (rdma-core's
+         * rdma_create_id2), XRC included */
+        cm_id->qp_type = res->ai_qp_type;
+    }
+    if (res->ai_flags & RAI_PASSIVE) {
+        ret = rdma_bind_addr(cm_id, res->ai_src_addr);
+    } else {
+        ret = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr,
+                                2000);
+        if (ret == 0) {
+            ret = rdma_resolve_route(cm_id, 2000);
+        }
+    }
+    if ((ret == 0) && (qp_init_attr != NULL)) {
+        /* the QP type is the address's (rdma-core's rdma_create_ep) */
+        qp_init_attr->qp_type = res->ai_qp_type;
+        if (res->ai_flags & RAI_PASSIVE) {
+            /* a listener: each request it gets has its QP made with these
+             * attributes (rdma_get_request) */
+            sv_cm_id(cm_id)->ep_qp_attr = malloc(sizeof(*qp_init_attr));
+            if (sv_cm_id(cm_id)->ep_qp_attr == NULL) {
+                errno = ENOMEM;
+                ret   = -1;
+            } else {
+                *sv_cm_id(cm_id)->ep_qp_attr = *qp_init_attr;
+                sv_cm_id(cm_id)->ep_pd       = pd;
+            }
+        } else {
+            ret = rdma_create_qp(cm_id, pd, qp_init_attr);
+        }
+    }
+    if (ret != 0) {
+        rdma_destroy_id(cm_id);
+        return -1;
+    }
+    *id_p = cm_id;
+    return 0;
+}
+
+SV_CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id_p,
+                                struct rdma_addrinfo *res, struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *qp_init_attr)
+{
+    int ret;
+
+    sv_cm_lock();
+    ret = sv_cm_api_create_ep(id_p, res, pd, qp_init_attr);
+    sv_cm_unlock();
+    return ret;
+}
+
+static void sv_cm_api_destroy_ep(struct rdma_cm_id *cm_id)
+{
+    if (cm_id == NULL) {
+        return;
+    }
+    rdma_destroy_qp(cm_id);
+    rdma_destroy_srq(cm_id);
+    rdma_destroy_id(cm_id);
+}
+
+SV_CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *cm_id)
+{
+    sv_cm_lock();
+    sv_cm_api_destroy_ep(cm_id);
+    sv_cm_unlock();
 }

@@ -46,6 +46,32 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+/*
+ * Ephemeral ports and starting PSNs. The kernel's CM picks them at random
+ * per id; a library must not draw them from the application's random()
+ * sequence (it would change what the application draws, and every process
+ * that never seeds it would pick the same first port). A generator of the
+ * process (xorshift64*), seeded from the pid and the clock, again after a
+ * fork. Called under the CM lock.
+ */
+uint32_t sv_cm_rand(void)
+{
+    static uint64_t state;
+    static pid_t    owner;
+    struct timespec ts;
+
+    if ((state == 0) || (owner != getpid())) {
+        owner = getpid();
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        state = ((uint64_t)owner << 32) ^ (uint64_t)ts.tv_nsec ^
+                ((uint64_t)ts.tv_sec << 20) ^ 0x9e3779b97f4a7c15ull;
+    }
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return (uint32_t)((state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
 /* Byte offsets: each (port space, port) has a region of 2^36 bytes, at
  * 2^62 and up: its lock byte at 0, the 16 classes at 16..31, the specific
  * addresses (family, reusable, 32-bit key) from 2^34 */

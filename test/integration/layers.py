@@ -13,6 +13,12 @@ layers.py down DIR=RANK...   OBJ...: each object's folder has a rank (its
                              path contains DIR); a call from a lower rank to
                              a higher one, or between two folders of one
                              rank, is printed; exit 1 when there is one
+layers.py files SPEC OBJ...  SPEC: the files from the ground up, comma-
+                             separated, files of one rank joined by '+'
+                             (a,b+c,d; named without libtool's prefix); a
+                             call to a file not below the caller, or to or
+                             from one not listed, is printed; exit 1 when
+                             there is one
 """
 import collections
 import os
@@ -133,9 +139,38 @@ def order(doc, objs):
     return 1 if bad else 0
 
 
+def files(spec, objs):
+    """spec: the files from the ground up, comma-separated, those of one
+    rank joined by '+' (sv_a,sv_b+sv_c,sv_d); a file is named without its
+    libtool prefix (librdmacm_la-sv_a.o is sv_a)"""
+    pos = {}
+    for r, group in enumerate(spec.split(',')):
+        for n in group.split('+'):
+            pos[n] = r
+
+    def stem(o):
+        return name(o).split('-', 1)[-1]
+    calls = symbols(objs)
+    bad = 0
+    for a in sorted(calls):
+        for b in sorted(calls[a]):
+            na, nb = stem(a), stem(b)
+            if na in pos and nb in pos and pos[nb] < pos[na]:
+                continue
+            bad += 1
+            where = 'is not below it' if nb in pos and na in pos else \
+                    'is not listed' if nb not in pos else \
+                    'calls from a file not listed'
+            print('%s -> %s (%s): %s' % (na, nb, ' '.join(sorted(calls[a][b])),
+                                        where))
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) > 3 and argv[1] == 'order':
         return order(argv[2], argv[3:])
+    if len(argv) > 3 and argv[1] == 'files':
+        return files(argv[2], argv[3:])
     if len(argv) > 2 and argv[1] == 'cycles':
         return cycles(argv[2:])
     if len(argv) > 2 and argv[1] == 'down':

@@ -9,7 +9,8 @@
 #  - softverbs' libibverbs: no two files call each other, directly or
 #    around a circle, and each file calls only those listed before it in
 #    docs/softverbs.md's table of files (its layers, from the ground up);
-#  - softverbs' rsockets (librdmacm's sv_rsocket*.c): no circle.
+#  - softverbs' librdmacm (the CM and rsockets): no circle, and each file
+#    calls only those below it in the order of sv_cm.h and sv_rsocket.h.
 # Each case prints the calls that break it.
 #
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,10 +31,16 @@ live_objs() {
 }
 qpx_objs=$(find "$build/src/uct/qpx" -path '*/.libs/*.o' | sort | live_objs)
 sv_objs=$(find "$build/src/softverbs/.libs" -name 'sv_*.o' | sort | live_objs)
-# librdmacm's objects carry libtool's prefix (librdmacm_la-sv_rsocket.o)
-rs_objs=$(find "$build/src/softverbs/.libs" -name 'librdmacm_la-sv_rsocket*.o' |
+# librdmacm's objects carry libtool's prefix (librdmacm_la-sv_cm_id.o)
+cm_objs=$(find "$build/src/softverbs/.libs" -name 'librdmacm_la-sv_*.o' |
           sort | sed 's|/librdmacm_la-|/|' | live_objs |
-          sed 's|/\(sv_rsocket[^/]*\)$|/librdmacm_la-\1|')
+          sed 's|/\(sv_[^/]*\)$|/librdmacm_la-\1|')
+# librdmacm's files from the ground up (sv_cm.h, sv_rsocket.h), those of
+# one rank joined by +
+cm_order=sv_cm_stub+sv_cm_hosts,sv_cm_addr,sv_cm_port,sv_cm_chan,sv_cm_thread
+cm_order=$cm_order,sv_cm_mcast,sv_cm_conn,sv_cm_qp,sv_cm_conn_teardown
+cm_order=$cm_order,sv_cm_id,sv_cm_conn_setup
+cm_order=$cm_order,sv_rsocket_poll,sv_rsocket_dgram+sv_rsocket_io,sv_rsocket
 [ -n "$qpx_objs" ] || qpx_skip_all "no qpx objects under $build/src/uct/qpx"
 [ -n "$sv_objs" ] || qpx_skip_all "no softverbs objects under $build/src/softverbs"
 
@@ -57,11 +64,14 @@ qpx_check "softverbs libibverbs: no circle of calls between its files" \
 # shellcheck disable=SC2086
 qpx_check "softverbs libibverbs: files call only those before them in docs/softverbs.md" \
     python3 "$here/layers.py" order "$src/docs/softverbs.md" $sv_objs
-if [ -n "$rs_objs" ]; then
+if [ -n "$cm_objs" ]; then
     # shellcheck disable=SC2086
-    qpx_check "softverbs rsockets: no circle of calls between their files" \
-        python3 "$here/layers.py" cycles $rs_objs
+    qpx_check "softverbs librdmacm: no circle of calls between its files" \
+        python3 "$here/layers.py" cycles $cm_objs
+    # shellcheck disable=SC2086
+    qpx_check "softverbs librdmacm: files call only those below them (sv_cm.h, sv_rsocket.h)" \
+        python3 "$here/layers.py" files "$cm_order" $cm_objs
 else
-    echo "SKIP: softverbs rsockets: no objects (librdmacm not built)"
+    echo "SKIP: softverbs librdmacm: no objects (not built)"
 fi
 qpx_finish
