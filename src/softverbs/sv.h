@@ -1,6 +1,6 @@
 /*
  * softverbs internal definitions: the process-local verbs objects, over
- * the host-wide shared registry (sv_shm.h).
+ * the host-wide shared registry (sv_registry.h).
  */
 #ifndef SV_H
 #define SV_H
@@ -21,7 +21,7 @@
 #define sv_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
-#include "sv_shm.h"
+#include "sv_registry.h"
 
 /* ---------------------------------------------------------------------
  * Process-local objects

@@ -1,618 +1,356 @@
 /*
- * softverbs rsockets: the socket calls, connection management and options
- * (man rsocket(7)), the top of the rsocket files (the socket table and the
- * data calls are sv_rsocket_poll.c's). Each rsocket has its own CM event
- * channel and id; the state machine (sv_rs_state_t) moves through one function per transition:
- * rsocket -> INIT, rbind -> BOUND, rlisten -> LISTENING, rconnect ->
- * RESOLVING -> CONNECTING -> CONNECTED, raccept gives CONNECTED sockets,
- * failures -> ERROR with the errno kept for SO_ERROR. As in rdma-core,
- * calls return -1 with errno set; an fd that is no rsocket gives EBADF.
- * Using an rsocket in a child after fork() is not supported (rdma-core
- * has that only as rspreload's optional fork support).
+ * softverbs rsockets: what every socket kind shares (man rsocket(7)): the
+ * table that maps a socket number to its socket, rpoll and rselect over
+ * rsockets and ordinary fds, the blocking wait of one socket, and the
+ * data calls (rrecv, rsend and their relatives), which hand the work to
+ * the socket's kind through its sv_rs_ops_t. rpoll first makes progress
+ * on every rsocket and returns at once when one is ready (as rdma-core's
+ * rpoll, which polls before it blocks); otherwise it arms the CQs and
+ * waits in poll(2) on the ordinary fds, each rsocket's CM channel fd and
+ * its completion channel fd, then checks again. The lowest of the
+ * rsocket files: it calls none of the others.
  */
 #include "sv_cm.h"
 #include "sv_rsocket.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <pthread.h>
+#include <sys/select.h>
+#include <sys/time.h>
+#include <time.h>
 
-static const sv_rs_ops_t sv_rs_stream_ops;
+static pthread_mutex_t sv_rs_lock = PTHREAD_MUTEX_INITIALIZER;
+static sv_rs_t **sv_rs_table;
+static int sv_rs_table_len;
 
-/* a socket with its own event channel, named by the channel's fd */
-static sv_rs_t *sv_rs_alloc(int domain, struct rdma_cm_id *id)
+sv_rs_t *sv_rs_get(int fd)
 {
-    sv_rs_t *rs = calloc(1, sizeof(*rs));
+    sv_rs_t *rs = NULL;
 
+    pthread_mutex_lock(&sv_rs_lock);
+    if ((fd >= 0) && (fd < sv_rs_table_len)) {
+        rs = sv_rs_table[fd];
+    }
+    pthread_mutex_unlock(&sv_rs_lock);
     if (rs == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    rs->ops    = &sv_rs_stream_ops;
-    rs->domain = domain;
-    rs->state  = RS_INIT;
-    rs->ch     = rdma_create_event_channel();
-    if (rs->ch == NULL) {
-        goto err_free;
-    }
-    if (id == NULL) {
-        if (rdma_create_id(rs->ch, &rs->id, rs, RDMA_PS_TCP)) {
-            goto err_ch;
-        }
-    } else {
-        if (rdma_migrate_id(id, rs->ch)) {
-            goto err_ch;
-        }
-        rs->id      = id;
-        id->context = rs;
-    }
-    rs->fd = rs->ch->fd;
-    if (sv_rs_table_set(rs->fd, rs)) {
-        goto err_id;
+        errno = EBADF;
     }
     return rs;
-
-err_id:
-    if (id == NULL) {
-        rdma_destroy_id(rs->id);
-    }
-err_ch:
-    rdma_destroy_event_channel(rs->ch);
-err_free:
-    free(rs);
-    return NULL;
 }
 
-static void sv_rs_free(sv_rs_t *rs)
+int sv_rs_table_set(int fd, sv_rs_t *rs)
 {
-    sv_rs_table_set(rs->fd, NULL);
-    if (rs->dg != NULL) {
-        sv_rs_dg_free(rs);
-        free(rs);
-        return;
-    }
-    sv_rs_res_destroy(rs);
-    if (rs->id != NULL) {
-        rdma_destroy_id(rs->id);
-    }
-    rdma_destroy_event_channel(rs->ch);
-    free(rs);
-}
+    sv_rs_t **t;
+    int len;
 
-/* -> ERROR: keep the errno for SO_ERROR and the caller */
-static int sv_rs_to_error(sv_rs_t *rs, int err)
-{
-    rs->state = RS_ERROR;
-    rs->err   = err;
-    errno     = err;
-    return -1;
-}
-
-/* RESOLVING: ADDR_RESOLVED -> resolve the route */
-static int sv_rs_on_addr_resolved(sv_rs_t *rs)
-{
-    if (rdma_resolve_route(rs->id, 2000)) {
-        return sv_rs_to_error(rs, errno);
-    }
-    return 0;
-}
-
-/* RESOLVING -> CONNECTING: ROUTE_RESOLVED, QP created, request sent */
-static int sv_rs_on_route_resolved(sv_rs_t *rs)
-{
-    struct rdma_conn_param param;
-
-    if (sv_rs_res_create(rs, rs->id)) {
-        return sv_rs_to_error(rs, errno);
-    }
-    memset(&param, 0, sizeof(param));
-    param.responder_resources = 1;
-    param.initiator_depth     = 1;
-    param.retry_count         = 7;
-    param.rnr_retry_count     = 7;
-    if (rdma_connect(rs->id, &param)) {
-        return sv_rs_to_error(rs, errno);
-    }
-    rs->state = RS_CONNECTING;
-    return 0;
-}
-
-/* CONNECTING -> CONNECTED */
-static int sv_rs_on_established(sv_rs_t *rs)
-{
-    rs->state      = RS_CONNECTED;
-    rs->tx_credits = RS_DATA_SLOTS;
-    return 0;
-}
-
-/* one CM event for this socket, if one is waiting (never blocks) */
-static int sv_rs_cm_progress(sv_rs_t *rs)
-{
-    struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
-    struct rdma_cm_event *ev;
-    enum rdma_cm_event_type type;
-    int status;
-
-    if ((rs->state == RS_LISTENING) || (poll(&pfd, 1, 0) <= 0) ||
-        rdma_get_cm_event(rs->ch, &ev)) {
-        return 0;
-    }
-    type   = ev->event;
-    status = ev->status;
-    rdma_ack_cm_event(ev);
-    switch (type) {
-    case RDMA_CM_EVENT_ADDR_RESOLVED:
-        return sv_rs_on_addr_resolved(rs);
-    case RDMA_CM_EVENT_ROUTE_RESOLVED:
-        return sv_rs_on_route_resolved(rs);
-    case RDMA_CM_EVENT_ESTABLISHED:
-        return sv_rs_on_established(rs);
-    case RDMA_CM_EVENT_REJECTED:
-    case RDMA_CM_EVENT_UNREACHABLE:
-    case RDMA_CM_EVENT_CONNECT_ERROR:
-        /* rsocket(7): nobody listening is a refused connection */
-        return sv_rs_to_error(rs, ECONNREFUSED);
-    case RDMA_CM_EVENT_ADDR_ERROR:
-    case RDMA_CM_EVENT_ROUTE_ERROR:
-        return sv_rs_to_error(rs, (status < 0) ? -status : EHOSTUNREACH);
-    case RDMA_CM_EVENT_DISCONNECTED:
-    case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        rs->disc = 1;
-        return 0;
-    default:
-        return 0;
-    }
-}
-
-/* The stream kind's readiness for rpoll, after progress (never blocks) */
-static int sv_rs_stream_revents(sv_rs_t *rs, short events)
-{
-    struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
-    int rev = 0;
-
-    switch (rs->state) {
-    case RS_LISTENING:
-        return (poll(&pfd, 1, 0) > 0) ? (events & POLLIN) : 0;
-    case RS_RESOLVING:
-    case RS_CONNECTING:
-        sv_rs_cm_progress(rs);
-        if (rs->state == RS_CONNECTED) {
-            return events & POLLOUT;
-        }
-        return (rs->state == RS_ERROR) ? (POLLOUT | POLLERR) & events : 0;
-    case RS_CONNECTED:
-        sv_rs_cm_progress(rs);
-        sv_rs_cq_progress(rs);
-        if (rs->rx_count || rs->fin_rcvd || rs->disc || rs->rd_shut) {
-            rev |= POLLIN;
-        }
-        if (sv_rs_can_send(rs) || rs->disc || rs->fin_sent) {
-            rev |= POLLOUT;
-        }
-        if (rs->disc && !rs->rx_count) {
-            rev |= POLLHUP;
-        }
-        return rev & (events | POLLHUP | POLLERR);
-    case RS_ERROR:
-        return POLLERR | POLLHUP;
-    default:
-        return 0;
-    }
-}
-
-/* A stream socket: its data moves in sv_rsocket_io.c, its connection here */
-static const sv_rs_ops_t sv_rs_stream_ops = {
-    .revents = sv_rs_stream_revents,
-    .recvv   = sv_rs_stream_recvv,
-    .sendv   = sv_rs_stream_sendv,
-};
-
-SV_CM_EXPORT int rsocket(int domain, int type, int protocol)
-{
-    sv_rs_t *rs;
-
-    if ((domain != AF_INET) && (domain != AF_INET6) && (domain != AF_IB)) {
-        errno = EAFNOSUPPORT;
-        return -1;
-    }
-    if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_DGRAM) {
-        if (domain == AF_IB) {
-            errno = EAFNOSUPPORT;
+    pthread_mutex_lock(&sv_rs_lock);
+    if (fd >= sv_rs_table_len) {
+        len = (fd + 64) * 2;
+        t   = realloc(sv_rs_table, len * sizeof(*t));
+        if (t == NULL) {
+            pthread_mutex_unlock(&sv_rs_lock);
+            errno = ENOMEM;
             return -1;
         }
-        /* datagram rsockets over UD (sv_rsocket_dgram.c) */
-        rs = sv_rs_dg_alloc(domain, type);
-        if ((rs != NULL) && (sv_rs_table_set(rs->fd, rs) != 0)) {
-            sv_rs_dg_free(rs);
-            free(rs);
-            rs = NULL;
-        }
-        return (rs != NULL) ? rs->fd : -1;
+        memset(t + sv_rs_table_len, 0, (len - sv_rs_table_len) * sizeof(*t));
+        sv_rs_table     = t;
+        sv_rs_table_len = len;
     }
-    if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM) {
-        errno = EPROTONOSUPPORT;
-        return -1;
-    }
-    rs = sv_rs_alloc(domain, NULL);
-    if (rs == NULL) {
-        return -1;
-    }
-    rs->nonblock = !!(type & SOCK_NONBLOCK);
-    return rs->fd;
-}
-
-SV_CM_EXPORT int rbind(int socket, const struct sockaddr *addr,
-                       socklen_t addrlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((addr == NULL) || (addrlen < sizeof(struct sockaddr_in)) ||
-        (rs->state != RS_INIT)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        return sv_rs_dg_bind(rs, addr, addrlen);
-    }
-    if (rdma_bind_addr(rs->id, (struct sockaddr *)addr)) {
-        return -1;
-    }
-    rs->state = RS_BOUND;
+    sv_rs_table[fd] = rs;
+    pthread_mutex_unlock(&sv_rs_lock);
     return 0;
 }
 
-SV_CM_EXPORT int rlisten(int socket, int backlog)
+/* readiness of every entry; ordinary fds through poll(2) with timeout 0 */
+static int sv_rs_poll_check(struct pollfd *fds, nfds_t nfds)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
+    int ready = 0;
+    nfds_t i;
 
-    if (rs == NULL) {
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        errno = EOPNOTSUPP; /* listen(2) on a datagram socket */
-        return -1;
-    }
-    if (rs->state == RS_LISTENING) {
-        return 0;
-    }
-    if (rs->state != RS_BOUND) {
-        errno = EINVAL; /* rdma-core: listen on an unbound rsocket fails */
-        return -1;
-    }
-    if (rdma_listen(rs->id, backlog > 0 ? backlog : 16)) {
-        return -1;
-    }
-    rs->state = RS_LISTENING;
-    return 0;
-}
+    for (i = 0; i < nfds; i++) {
+        sv_rs_t *rs = (fds[i].fd >= 0) ? sv_rs_get(fds[i].fd) : NULL;
 
-/* LISTENING: a connect request becomes a new CONNECTED socket; waits for
- * its ESTABLISHED (the peer is connecting now) */
-static int sv_rs_accept_request(sv_rs_t *lrs, struct rdma_cm_id *id)
-{
-    struct rdma_conn_param param;
-    sv_rs_t *rs;
+        if (rs != NULL) {
+            fds[i].revents = rs->ops->revents(rs, fds[i].events);
+        } else if (fds[i].fd < 0) {
+            fds[i].revents = 0;
+        } else {
+            struct pollfd p = { .fd = fds[i].fd, .events = fds[i].events };
 
-    rs = sv_rs_alloc(lrs->domain, id);
-    if (rs == NULL) {
-        rdma_reject(id, NULL, 0);
-        rdma_destroy_id(id);
-        return -1;
-    }
-    if (sv_rs_res_create(rs, id)) {
-        goto err;
-    }
-    memset(&param, 0, sizeof(param));
-    param.responder_resources = 1;
-    param.initiator_depth     = 1;
-    param.rnr_retry_count     = 7;
-    if (rdma_accept(id, &param)) {
-        goto err;
-    }
-    rs->state = RS_CONNECTING;
-    while (rs->state == RS_CONNECTING) {
-        struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
-
-        if (poll(&pfd, 1, 5000) <= 0) {
-            errno = ECONNABORTED;
-            goto err;
+            fds[i].revents = (poll(&p, 1, 0) > 0) ? p.revents : 0;
         }
-        sv_rs_cm_progress(rs);
+        ready += (fds[i].revents != 0);
     }
-    if (rs->state != RS_CONNECTED) {
-        errno = ECONNABORTED;
-        goto err;
-    }
-    return rs->fd;
-
-err:
-    sv_rs_free(rs);
-    return -1;
+    return ready;
 }
 
-SV_CM_EXPORT int raccept(int socket, struct sockaddr *addr,
-                         socklen_t *addrlen)
+/* ask for a completion event; a completion that came meanwhile counts */
+static void sv_rs_arm(sv_rs_t *rs)
 {
-    sv_rs_t *lrs = sv_rs_get(socket);
-    struct rdma_cm_event *ev;
-    struct rdma_cm_id *id;
-    int fd;
+    if ((rs->cq != NULL) && !rs->armed) {
+        ibv_req_notify_cq(rs->cq, 0);
+        rs->armed = 1;
+    }
+}
 
-    if (lrs == NULL) {
+static void sv_rs_disarm(sv_rs_t *rs)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+
+    if ((rs->cc != NULL) && (ibv_get_cq_event(rs->cc, &cq, &ctx) == 0)) {
+        ibv_ack_cq_events(cq, 1);
+        rs->armed = 0;
+    }
+}
+
+SV_CM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    long deadline = (timeout > 0) ? sv_rs_now_ms() + timeout : 0;
+    struct pollfd *pfd;
+    nfds_t i, n;
+    int ret, wait;
+
+    if ((fds == NULL) && (nfds > 0)) {
+        errno = EFAULT;
         return -1;
     }
-    if (lrs->state != RS_LISTENING) {
-        errno = EINVAL;
+    pfd = calloc(2 * nfds + 1, sizeof(*pfd));
+    if (pfd == NULL) {
+        errno = ENOMEM;
         return -1;
     }
     for (;;) {
-        struct pollfd pfd = { .fd = lrs->fd, .events = POLLIN };
+        ret = sv_rs_poll_check(fds, nfds);
+        if ((ret != 0) || (timeout == 0)) {
+            break;
+        }
+        for (i = 0, n = 0; i < nfds; i++) {
+            sv_rs_t *rs = (fds[i].fd >= 0) ? sv_rs_get(fds[i].fd) : NULL;
 
-        if (poll(&pfd, 1, lrs->nonblock ? 0 : -1) <= 0) {
-            if (lrs->nonblock) {
-                errno = EAGAIN;
+            if (rs == NULL) {
+                pfd[n++] = fds[i];
+                continue;
             }
-            return -1;
+            pfd[n].fd       = rs->fd;
+            pfd[n++].events = POLLIN;
+            if (rs->cc != NULL) {
+                sv_rs_arm(rs);
+                pfd[n].fd       = rs->cc->fd;
+                pfd[n++].events = POLLIN;
+            }
         }
-        if (rdma_get_cm_event(lrs->ch, &ev)) {
-            return -1;
+        /* a completion between the check and the arming */
+        ret = sv_rs_poll_check(fds, nfds);
+        if (ret != 0) {
+            break;
         }
-        if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-            rdma_ack_cm_event(ev);
-            continue;
+        wait = (timeout < 0) ? -1 : (int)(deadline - sv_rs_now_ms());
+        if ((timeout > 0) && (wait <= 0)) {
+            break;
         }
-        id = ev->id;
-        rdma_ack_cm_event(ev);
-        fd = sv_rs_accept_request(lrs, id);
-        if (fd < 0) {
-            return -1;
+        /* bounded: the CM's events are polled too, at least every 100ms */
+        if ((wait < 0) || (wait > 100)) {
+            wait = 100;
         }
-        sv_rs_copy_addr(addr, addrlen, rdma_get_peer_addr(id));
-        return fd;
-    }
-}
+        if ((poll(pfd, n, wait) < 0) && (errno == EINTR)) {
+            ret = -1;
+            break;
+        }
+        for (i = 0; i < nfds; i++) {
+            sv_rs_t *rs = (fds[i].fd >= 0) ? sv_rs_get(fds[i].fd) : NULL;
 
-/* INIT/BOUND -> RESOLVING; blocking sockets wait for CONNECTED or ERROR,
- * non-blocking ones return EINPROGRESS (then rpoll POLLOUT, SO_ERROR) */
-SV_CM_EXPORT int rconnect(int socket, const struct sockaddr *addr,
-                          socklen_t addrlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        /* the default destination, as connect(2) on UDP */
-        return sv_rs_dg_connect(rs, addr, addrlen);
-    }
-    switch (rs->state) {
-    case RS_INIT:
-    case RS_BOUND:
-        if ((addr == NULL) || (addrlen < sizeof(struct sockaddr_in))) {
-            errno = EINVAL;
-            return -1;
-        }
-        if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)addr, 2000)) {
-            return sv_rs_to_error(rs, errno);
-        }
-        rs->state = RS_RESOLVING;
-        break;
-    case RS_RESOLVING:
-    case RS_CONNECTING:
-        errno = EALREADY;
-        return -1;
-    case RS_CONNECTED:
-        errno = EISCONN;
-        return -1;
-    default:
-        errno = rs->err ? rs->err : EINVAL;
-        return -1;
-    }
-    if (rs->nonblock) {
-        errno = EINPROGRESS;
-        return -1;
-    }
-    while ((rs->state == RS_RESOLVING) || (rs->state == RS_CONNECTING)) {
-        struct pollfd pfd = { .fd = rs->fd, .events = POLLIN };
-
-        poll(&pfd, 1, -1);
-        sv_rs_cm_progress(rs);
-    }
-    if (rs->state != RS_CONNECTED) {
-        errno = rs->err;
-        rs->err = 0;
-        return -1;
-    }
-    return 0;
-}
-
-/* SHUT_WR sends FIN (the peer's rrecv gives 0 once the data before it is
- * read); SHUT_RD makes our rrecv give 0 */
-SV_CM_EXPORT int rshutdown(int socket, int how)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((how != SHUT_RD) && (how != SHUT_WR) && (how != SHUT_RDWR)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if ((rs->state != RS_CONNECTED) || (rs->dg != NULL)) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    if (how != SHUT_WR) {
-        rs->rd_shut = 1;
-    }
-    if ((how != SHUT_RD) && !rs->fin_sent) {
-        while (sv_rs_send_ctrl(rs, RS_IMM_FIN) && (errno == EAGAIN)) {
-            if (sv_rs_wait(rs, POLLOUT) < 0) {
-                return -1;
+            if ((rs != NULL) && rs->armed) {
+                sv_rs_disarm(rs);
             }
         }
     }
-    return 0;
+    free(pfd);
+    return ret;
 }
 
-SV_CM_EXPORT int rclose(int socket)
+/* rselect: rpoll over the fds of the sets */
+SV_CM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
+                         fd_set *exceptfds, struct timeval *timeout)
 {
-    sv_rs_t *rs = sv_rs_get(socket);
+    struct pollfd *fds;
+    int i, n = 0, ret, to;
 
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((rs->state == RS_CONNECTED) && (rs->dg == NULL)) {
-        if (!rs->fin_sent && !rs->disc) {
-            sv_rs_send_ctrl(rs, RS_IMM_FIN);
-        }
-        /* what was sent reaches the peer before the disconnect */
-        sv_rs_drain_sends(rs, 2000);
-        rdma_disconnect(rs->id);
-    }
-    sv_rs_free(rs);
-    return 0;
-}
-
-SV_CM_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
-                              socklen_t *addrlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((addr == NULL) || (addrlen == NULL)) {
-        errno = EFAULT;
-        return -1;
-    }
-    if (rs->state != RS_CONNECTED) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        sv_rs_copy_addr(addr, addrlen,
-                        (const struct sockaddr *)sv_rs_dg_peer(rs));
-        return 0;
-    }
-    sv_rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id));
-    return 0;
-}
-
-SV_CM_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
-                              socklen_t *addrlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    /* rspreload asks for the length alone (NULL address, length 0) */
-    if ((addrlen == NULL) || ((addr == NULL) && (*addrlen > 0))) {
-        errno = EFAULT;
-        return -1;
-    }
-    if (rs->dg != NULL) {
-        return getsockname(rs->fd, addr, addrlen); /* the UDP socket's */
-    }
-    sv_rs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->id));
-    return 0;
-}
-
-/* rsocket(7): the socket options programs set are accepted; buffer sizes,
- * inline size, queue sizes and keepalive change nothing here */
-SV_CM_EXPORT int rsetsockopt(int socket, int level, int optname,
-                             const void *optval, socklen_t optlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((optval == NULL) && (optlen > 0)) {
-        errno = EFAULT;
-        return -1;
-    }
-    switch (level) {
-    case SOL_SOCKET:
-    case IPPROTO_TCP:
-    case IPPROTO_IPV6:
-    case SOL_RDMA:
-        return 0;
-    default:
-        errno = ENOPROTOOPT;
-        return -1;
-    }
-}
-
-SV_CM_EXPORT int rgetsockopt(int socket, int level, int optname,
-                             void *optval, socklen_t *optlen)
-{
-    sv_rs_t *rs = sv_rs_get(socket);
-    int val     = 0;
-
-    if (rs == NULL) {
-        return -1;
-    }
-    if ((optval == NULL) || (optlen == NULL) || (*optlen < sizeof(int))) {
+    if ((nfds < 0) || (nfds > FD_SETSIZE)) {
         errno = EINVAL;
         return -1;
     }
-    if ((level == SOL_SOCKET) && (optname == SO_ERROR)) {
-        if (rs->state == RS_RESOLVING || rs->state == RS_CONNECTING) {
-            sv_rs_cm_progress(rs);
-        }
-        val     = rs->err;
-        rs->err = 0;
-    } else if ((level == SOL_SOCKET) &&
-               ((optname == SO_RCVBUF) || (optname == SO_SNDBUF))) {
-        val = RS_SLOT_SIZE * RS_DATA_SLOTS;
-    } else if ((level == IPPROTO_TCP) && (optname == TCP_MAXSEG)) {
-        val = RS_SLOT_SIZE;
-    } else if ((level != SOL_SOCKET) && (level != IPPROTO_TCP) &&
-               (level != SOL_RDMA)) {
-        errno = ENOPROTOOPT;
+    fds = calloc(nfds + 1, sizeof(*fds));
+    if (fds == NULL) {
+        errno = ENOMEM;
         return -1;
     }
-    *(int *)optval = val;
-    *optlen        = sizeof(int);
-    return 0;
+    for (i = 0; i < nfds; i++) {
+        short ev = 0;
+
+        ev |= (readfds && FD_ISSET(i, readfds)) ? POLLIN : 0;
+        ev |= (writefds && FD_ISSET(i, writefds)) ? POLLOUT : 0;
+        ev |= (exceptfds && FD_ISSET(i, exceptfds)) ? POLLPRI : 0;
+        if (ev) {
+            fds[n].fd       = i;
+            fds[n++].events = ev;
+        }
+    }
+    to  = (timeout == NULL) ? -1 :
+          (int)(timeout->tv_sec * 1000 + timeout->tv_usec / 1000);
+    ret = rpoll(fds, n, to);
+    if (ret >= 0) {
+        ret = 0;
+        if (readfds) {
+            FD_ZERO(readfds);
+        }
+        if (writefds) {
+            FD_ZERO(writefds);
+        }
+        if (exceptfds) {
+            FD_ZERO(exceptfds);
+        }
+        for (i = 0; i < n; i++) {
+            if (readfds && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+                FD_SET(fds[i].fd, readfds);
+                ret++;
+            }
+            if (writefds && (fds[i].revents & (POLLOUT | POLLERR))) {
+                FD_SET(fds[i].fd, writefds);
+                ret++;
+            }
+            if (exceptfds && (fds[i].revents & POLLPRI)) {
+                FD_SET(fds[i].fd, exceptfds);
+                ret++;
+            }
+        }
+    }
+    free(fds);
+    return ret;
 }
 
-SV_CM_EXPORT int rfcntl(int socket, int cmd, ...)
+/* A blocking call's wait for one socket: rpoll, which makes the progress
+ * of the socket's kind */
+int sv_rs_wait(sv_rs_t *rs, short events)
+{
+    struct pollfd pfd = { .fd = rs->fd, .events = events };
+
+    return rpoll(&pfd, 1, -1);
+}
+
+/* The data calls (rsocket(7)): the socket's kind does the work
+ * (sv_rs_ops_t) */
+static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
+                           int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
 {
     sv_rs_t *rs = sv_rs_get(socket);
-    va_list ap;
-    long arg;
 
     if (rs == NULL) {
         return -1;
     }
-    va_start(ap, cmd);
-    arg = va_arg(ap, long);
-    va_end(ap);
-    switch (cmd) {
-    case F_GETFL:
-        return O_RDWR | (rs->nonblock ? O_NONBLOCK : 0);
-    case F_SETFL:
-        rs->nonblock = !!(arg & O_NONBLOCK);
-        return 0;
-    case F_GETFD:
-    case F_SETFD:
-        return 0;
-    default:
+    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
         errno = EINVAL;
         return -1;
     }
+    return rs->ops->recvv(rs, iov, iovcnt, flags, from, fromlen);
+}
+
+static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
+                           int flags, const struct sockaddr *to,
+                           socklen_t tolen)
+{
+    sv_rs_t *rs = sv_rs_get(socket);
+
+    if (rs == NULL) {
+        return -1;
+    }
+    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
+        errno = EINVAL;
+        return -1;
+    }
+    return rs->ops->sendv(rs, iov, iovcnt, flags, to, tolen);
+}
+
+SV_CM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+                               struct sockaddr *src_addr, socklen_t *addrlen)
+{
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+    if ((buf == NULL) && (len > 0)) {
+        errno = EFAULT;
+        return -1;
+    }
+    return sv_rs_recvv(socket, &iov, 1, flags, src_addr, addrlen);
+}
+
+SV_CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+{
+    return rrecvfrom(socket, buf, len, flags, NULL, NULL);
+}
+
+SV_CM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+{
+    if (msg == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    msg->msg_controllen = 0;
+    msg->msg_flags      = 0;
+    return sv_rs_recvv(socket, msg->msg_iov, msg->msg_iovlen, flags,
+                       msg->msg_name, &msg->msg_namelen);
+}
+
+SV_CM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
+{
+    return rrecv(socket, buf, count, 0);
+}
+
+SV_CM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
+{
+    return sv_rs_recvv(socket, iov, iovcnt, 0, NULL, NULL);
+}
+
+/* A datagram socket sends to dest_addr, else to its connected peer; a
+ * connected stream socket ignores the address (as TCP does) */
+SV_CM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len,
+                             int flags, const struct sockaddr *dest_addr,
+                             socklen_t addrlen)
+{
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+    if ((buf == NULL) && (len > 0)) {
+        errno = EFAULT;
+        return -1;
+    }
+    return sv_rs_sendv(socket, &iov, 1, flags, dest_addr, addrlen);
+}
+
+SV_CM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+    return rsendto(socket, buf, len, flags, NULL, 0);
+}
+
+SV_CM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg,
+                              int flags)
+{
+    if (msg == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    return sv_rs_sendv(socket, msg->msg_iov, msg->msg_iovlen, flags,
+                       msg->msg_name, msg->msg_namelen);
+}
+
+SV_CM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
+{
+    return rsend(socket, buf, count, 0);
+}
+
+SV_CM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov,
+                             int iovcnt)
+{
+    return sv_rs_sendv(socket, iov, iovcnt, 0, NULL, 0);
 }

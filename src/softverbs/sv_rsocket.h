@@ -59,7 +59,8 @@ typedef struct sv_rs_iomap_msg {
     uint32_t pad;
 } sv_rs_iomap_msg_t;
 
-/* per-rsocket state machine (one function per transition, sv_rsocket.c) */
+/* per-rsocket state machine (one function per transition,
+ * sv_rsocket_conn.c) */
 typedef enum {
     RS_INIT,        /* rsocket(): id created */
     RS_BOUND,       /* rbind() */
@@ -72,9 +73,9 @@ typedef enum {
 
 struct sv_rs;
 
-/* What differs between the socket kinds (stream over RC: sv_rsocket.c and
+/* What differs between the socket kinds (stream over RC: sv_rsocket_conn.c and
  * sv_rsocket_io.c; datagram over UD: sv_rsocket_dgram.c), set when a
- * socket is made, so that the calls every kind shares (sv_rsocket_poll.c)
+ * socket is made, so that the calls every kind shares (sv_rsocket.c)
  * name no kind. Each makes progress first and never blocks except where
  * the socket is blocking (recvv, sendv wait in sv_rs_wait). */
 typedef struct sv_rs_ops {
@@ -154,9 +155,9 @@ static inline void sv_rs_copy_addr(struct sockaddr *dst, socklen_t *len,
 }
 
 /* The files call one way, from the ground up (test/integration/layers.sh):
- * sv_rsocket_poll.c < sv_rsocket_dgram.c, sv_rsocket_io.c < sv_rsocket.c */
+ * sv_rsocket.c < sv_rsocket_dgram.c, sv_rsocket_io.c < sv_rsocket_conn.c */
 
-/* sv_rsocket_poll.c: the socket table, rpoll, and the calls every kind
+/* sv_rsocket.c: the socket table, rpoll, and the calls every kind
  * shares */
 sv_rs_t *sv_rs_get(int fd);
 int sv_rs_table_set(int fd, sv_rs_t *rs);

@@ -40,7 +40,7 @@ cm_objs=$(find "$build/src/softverbs/.libs" -name 'librdmacm_la-sv_*.o' |
 cm_order=sv_cm_stub+sv_cm_hosts,sv_cm_addr,sv_cm_port,sv_cm_chan,sv_cm_thread
 cm_order=$cm_order,sv_cm_mcast,sv_cm_conn,sv_cm_qp,sv_cm_conn_teardown
 cm_order=$cm_order,sv_cm_id,sv_cm_conn_setup
-cm_order=$cm_order,sv_rsocket_poll,sv_rsocket_dgram+sv_rsocket_io,sv_rsocket
+cm_order=$cm_order,sv_rsocket,sv_rsocket_dgram+sv_rsocket_io,sv_rsocket_conn
 [ -n "$qpx_objs" ] || qpx_skip_all "no qpx objects under $build/src/uct/qpx"
 [ -n "$sv_objs" ] || qpx_skip_all "no softverbs objects under $build/src/softverbs"
 

@@ -4,8 +4,8 @@
  * state that points at it, and the registry's locks, allocator and
  * lookups. Included by sv.h; the process-local objects are sv.h's.
  */
-#ifndef SV_SHM_H
-#define SV_SHM_H
+#ifndef SV_REGISTRY_H
+#define SV_REGISTRY_H
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
