@@ -419,6 +419,7 @@ struct qpx_hybrid_iface {
      * doubling from 100 ms to 10 s while it keeps failing */
     uint64_t            rc_retry_at;
     uint64_t            rc_backoff;
+    int                 rc_eager_due;  /* RC_OPEN_EAGER, not tried yet */
     int                 epfd;        /* over the sub-interfaces' event fds,
                                         -1: no events */
     uint64_t            event_flags; /* what both sub-interfaces offer */
@@ -436,7 +437,6 @@ struct qpx_hybrid_iface {
         uint64_t        promote_window;
         uint64_t        switch_timeout;
         unsigned        pool_batch;
-        int             rc_eager;       /* RC_OPEN_EAGER, until tried */
         int             print_stats;
     } config;
     qpx_hybrid_stats_t  stats;

@@ -199,7 +199,7 @@ qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
     self->config.promote_window = (uint64_t)(config->promote_window * 1e9);
     self->config.switch_timeout = (uint64_t)(config->switch_timeout * 1e9);
     self->config.pool_batch     = ucs_max(1, config->pool_batch);
-    self->config.rc_eager       = config->rc_eager;
+    self->rc_eager_due          = config->rc_eager;
     self->config.print_stats    = config->print_stats;
 }
 

@@ -55,10 +55,10 @@ void qpx_hybrid_rc_open_eager(qpx_hybrid_iface_t *iface)
 {
     ucs_status_t status;
 
-    if (ucs_likely(!iface->config.rc_eager)) {
+    if (ucs_likely(!iface->rc_eager_due)) {
         return;
     }
-    iface->config.rc_eager = 0;
+    iface->rc_eager_due = 0;
     if (!iface->rc_avail || (iface->rc != NULL) ||
         (iface->config.pool_size == 0)) {
         return;
