@@ -118,36 +118,10 @@ def down(ranks, objs):
     return 1 if bad else 0
 
 
-def order(doc, objs):
-    import re
-    with open(doc) as f:
-        rows = re.findall(r'^\| `([A-Za-z0-9_]+)\.c`', f.read(), re.M)
-    pos = {n: i for i, n in enumerate(rows)}
-    calls = symbols(objs)
-    bad = 0
-    for a in sorted(calls):
-        for b in sorted(calls[a]):
-            na, nb = name(a), name(b)
-            if na in pos and nb in pos and pos[nb] < pos[na]:
-                continue
-            bad += 1
-            where = 'is listed after it' if nb in pos and na in pos else \
-                    'is not in the table' if nb not in pos else \
-                    'calls from a file not in the table'
-            print('%s -> %s (%s): %s' % (na, nb, ' '.join(sorted(calls[a][b])),
-                                        where))
-    return 1 if bad else 0
-
-
-def files(spec, objs):
-    """spec: the files from the ground up, comma-separated, those of one
-    rank joined by '+' (sv_a,sv_b+sv_c,sv_d); a file is named without its
-    libtool prefix (librdmacm_la-sv_a.o is sv_a)"""
-    pos = {}
-    for r, group in enumerate(spec.split(',')):
-        for n in group.split('+'):
-            pos[n] = r
-
+def below(pos, objs, listed):
+    """Each call must go to a file of a lower position (pos: a file's name,
+    without libtool's prefix, to its position); the others are printed,
+    with listed naming what holds the positions. 1 when there is one"""
     def stem(o):
         return name(o).split('-', 1)[-1]
     calls = symbols(objs)
@@ -159,11 +133,28 @@ def files(spec, objs):
                 continue
             bad += 1
             where = 'is not below it' if nb in pos and na in pos else \
-                    'is not listed' if nb not in pos else \
-                    'calls from a file not listed'
+                    'is not in %s' % listed if nb not in pos else \
+                    'calls from a file not in %s' % listed
             print('%s -> %s (%s): %s' % (na, nb, ' '.join(sorted(calls[a][b])),
                                         where))
     return 1 if bad else 0
+
+
+def order(doc, objs):
+    import re
+    with open(doc) as f:
+        rows = re.findall(r'^\| `([A-Za-z0-9_]+)\.c`', f.read(), re.M)
+    return below({n: i for i, n in enumerate(rows)}, objs, 'the table')
+
+
+def files(spec, objs):
+    """spec: the files from the ground up, comma-separated, those of one
+    rank joined by '+' (sv_a,sv_b+sv_c,sv_d)"""
+    pos = {}
+    for r, group in enumerate(spec.split(',')):
+        for n in group.split('+'):
+            pos[n] = r
+    return below(pos, objs, 'the list')
 
 
 def main(argv):
