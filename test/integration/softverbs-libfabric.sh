@@ -48,10 +48,22 @@ pingpong() {
 }
 pingpong verbs msg
 pingpong verbs dgram
-pingpong "verbs;ofi_rxm" rdm
 pingpong "verbs;ofi_rxd" rdm
+# ofi_rxm 1.17 can lose the peer's last message at the end, on hardware
+# too, and then one side waits for it forever: fi_pingpong's pp_finalize
+# sends "fin" and waits (no timeout) for the peer's; rxm's auto-progress
+# thread handles the peer's disconnect (rxm_process_shutdown) beside the
+# main thread's polling, and rxm_close_conn closes the verbs endpoint,
+# whose ibv_destroy_qp removes the QP's completions from the CQ (mlx5's
+# __mlx5_cq_clean; softverbs does the same), the unread fin's among them,
+# before rxm_flush_msg_cq reads the CQ. Seen here only with the machine
+# loaded (both cores busy), after every size was exchanged and checked (the
+# client printed its 1 MiB row): such a pair runs once more, and says so
+SVT_RETRY='^1m '
+pingpong "verbs;ofi_rxm" rdm
 # rxm's tagged messages
 pingpong "verbs;ofi_rxm" rdm -m tagged
+SVT_RETRY=
 
 svt_check_released "no objects left after the libfabric processes exited"
 
