@@ -8,7 +8,7 @@
 #  include "config.h"
 #endif
 
-#include "qpx_ep.h"
+#include "qpx_iface_progress.h"
 #include "qpx_iface.inl"
 #include "qpx_async.h"
 

@@ -17,6 +17,7 @@
 #include <uct/qpx/base/qpx_iface.h>
 #include <uct/qpx/base/qpx_qp.h>
 #include <uct/qpx/base/qpx_ep.h>
+#include <uct/qpx/base/qpx_iface_progress.h>
 
 
 /* The header before an active message's payload */

@@ -10,6 +10,7 @@
 #include "qpx_ud.inl"
 
 #include <uct/qpx/base/qpx_async.h>
+#include <uct/qpx/base/qpx_iface_progress.h>
 
 
 void qpx_ud_iface_release_desc(uct_recv_desc_t *self, void *user_desc)
