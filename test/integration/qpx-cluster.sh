@@ -56,12 +56,16 @@ NETP=$(echo "$QPX_CLUSTER_MPIRUN" |
 # the rsh agent, rank files and softverbs' per-host slot all take the
 # program from this directory (the same path on every host)
 
+# the ranks' output only: Open MPI's rsh launcher may warn on stderr that
+# setpgid failed in the parent (EACCES: the child had already exec'd, a
+# race it tolerates), which is not a rank's hostname
 out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe $QPX_CLUSTER_MPIRUN \
-      -np 4 --map-by node hostname 2>&1 | sort | tr '\n' ' ')
+      -np 4 --map-by node hostname 2>"$TL_TMP/hostname.err" | sort |
+      tr '\n' ' ')
 if [ "$out" = "h1 h2 h3 h4 " ]; then
     qpx_pass "mpirun over the hosts: one rank on each of h1 h2 h3 h4"
 else
-    qpx_fail "mpirun over the hosts: $out"
+    qpx_fail "mpirun over the hosts: $out $(tr '\n' ' ' <"$TL_TMP/hostname.err")"
 fi
 
 # a2a NAME TLS [LAUNCH...]: the alltoall on 8 ranks, 2 per host
