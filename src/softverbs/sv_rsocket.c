@@ -242,6 +242,17 @@ int sv_rs_wait(sv_rs_t *rs, short events)
 
 /* The data calls (rsocket(7)): the socket's kind does the work
  * (sv_rs_ops_t) */
+static ssize_t sv_rs_recvv_on(sv_rs_t *rs, const struct iovec *iov,
+                              int iovcnt, int flags, struct sockaddr *from,
+                              socklen_t *fromlen)
+{
+    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
+        errno = EINVAL;
+        return -1;
+    }
+    return rs->ops->recvv(rs, iov, iovcnt, flags, from, fromlen);
+}
+
 static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
                            int flags, struct sockaddr *from,
                            socklen_t *fromlen)
@@ -251,11 +262,7 @@ static ssize_t sv_rs_recvv(int socket, const struct iovec *iov, int iovcnt,
     if (rs == NULL) {
         return -1;
     }
-    if ((iovcnt < 0) || ((iov == NULL) && (iovcnt > 0))) {
-        errno = EINVAL;
-        return -1;
-    }
-    return rs->ops->recvv(rs, iov, iovcnt, flags, from, fromlen);
+    return sv_rs_recvv_on(rs, iov, iovcnt, flags, from, fromlen);
 }
 
 static ssize_t sv_rs_sendv(int socket, const struct iovec *iov, int iovcnt,
@@ -291,16 +298,31 @@ SV_CM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
     return rrecvfrom(socket, buf, len, flags, NULL, NULL);
 }
 
+/* A datagram's sender is filled in as recvmsg(2) fills it on UDP; a
+ * stream's is not, as on TCP (msg_namelen 0). rdma-core's rrecvmsg never
+ * fills msg_name and leaves msg_namelen as it was; its rrecvfrom fills the
+ * stream's peer, and so does ours. */
 SV_CM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
+    sv_rs_t *rs;
+
     if (msg == NULL) {
         errno = EFAULT;
         return -1;
     }
+    rs = sv_rs_get(socket);
+    if (rs == NULL) {
+        return -1;
+    }
     msg->msg_controllen = 0;
     msg->msg_flags      = 0;
-    return sv_rs_recvv(socket, msg->msg_iov, msg->msg_iovlen, flags,
-                       msg->msg_name, &msg->msg_namelen);
+    if (rs->dg == NULL) {
+        msg->msg_namelen = 0;
+        return sv_rs_recvv_on(rs, msg->msg_iov, msg->msg_iovlen, flags,
+                              NULL, NULL);
+    }
+    return sv_rs_recvv_on(rs, msg->msg_iov, msg->msg_iovlen, flags,
+                          msg->msg_name, &msg->msg_namelen);
 }
 
 SV_CM_EXPORT ssize_t rread(int socket, void *buf, size_t count)

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "sv_cm.h"
+
 #define RS_SLOT_SIZE   32768u  /* bytes of one message */
 #define RS_DATA_SLOTS  32      /* credits: data messages in flight */
 #define RS_CTRL_SLOTS  4       /* extra receives for credit/FIN messages */
@@ -132,10 +134,7 @@ typedef struct sv_rs {
 /* Monotonic milliseconds */
 static inline long sv_rs_now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+    return (long)(sv_cm_now_ns() / 1000000ull);
 }
 
 /* Copy a socket address out as getpeername(2) does: at most *len bytes,
@@ -143,8 +142,7 @@ static inline long sv_rs_now_ms(void)
 static inline void sv_rs_copy_addr(struct sockaddr *dst, socklen_t *len,
                                    const struct sockaddr *src)
 {
-    socklen_t n = (src->sa_family == AF_INET6) ?
-                  sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t n = sv_cm_addr_len(src);
 
     if (len != NULL) {
         if (dst != NULL) {

@@ -3,7 +3,7 @@
  * checked: blocking transfers of several sizes, non-blocking ones driven
  * by rpoll (EAGAIN when nothing is there), partial reads, rshutdown giving
  * 0 from the peer's rrecv, MSG_WAITALL across messages, rsendmsg,
- * rwritev and rreadv, rrecvfrom naming the peer, ECONNREFUSED with nobody listening and EBADF
+ * rwritev, rrecvmsg and rreadv, rrecvfrom naming the peer, ECONNREFUSED with nobody listening and EBADF
  * for an fd that is no rsocket. Usage: softverbs_rsocket PORT
  * Prints "rsocket ok" and exits 0 when every check passed.
  */
@@ -141,6 +141,7 @@ static void waitall_client(int fd)
     unsigned char *buf = malloc(WAITALL_LEN);
     struct iovec iov[3];
     struct msghdr msg;
+    struct sockaddr_in name;
     size_t done = 0, i;
     ssize_t n;
 
@@ -169,8 +170,20 @@ static void waitall_client(int fd)
         iov[0].iov_len  = half;
         iov[1].iov_base = buf + done + half;
         iov[1].iov_len  = WAITALL_LEN - done - half;
-        n = rreadv(fd, iov, 2);
-        CHECK(n > 0, "rreadv");
+        if (done == 0) {
+            /* rrecvmsg on a stream names no sender, as TCP's recvmsg */
+            memset(&msg, 0, sizeof(msg));
+            msg.msg_iov     = iov;
+            msg.msg_iovlen  = 2;
+            msg.msg_name    = &name;
+            msg.msg_namelen = sizeof(name);
+            n = rrecvmsg(fd, &msg, 0);
+            CHECK(n > 0, "rrecvmsg");
+            CHECK(msg.msg_namelen == 0, "rrecvmsg on a stream: no sender");
+        } else {
+            n = rreadv(fd, iov, 2);
+            CHECK(n > 0, "rreadv");
+        }
         done += n;
     }
     for (i = 0; i < WAITALL_LEN; i++) {

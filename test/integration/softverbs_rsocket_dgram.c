@@ -2,8 +2,8 @@
  * softverbs datagram rsockets (rsocket(AF_INET, SOCK_DGRAM), man
  * rsocket(7)) between two processes, every byte checked:
  *  - an unbound client's rsendto binds it (rgetsockname gives a port) and
- *    reaches a bound server, whose rrecvfrom reports the client's address;
- *    the server echoes each datagram to that address with rsendto, and the
+ *    reaches a bound server, whose rrecvfrom and rrecvmsg report the
+ *    client's address; the server echoes each datagram to that address with rsendto, and the
  *    client's rrecvfrom reports the server's; sizes 1 B to the largest
  *    datagram (the port's MTU less softverbs' 24-byte header), 500 round trips in order, each with a sequence number;
  *  - non-blocking: rrecvfrom EAGAIN on an empty socket, rpoll times out,
@@ -118,14 +118,32 @@ static void server(int fd)
 {
     static unsigned char buf[MAX_DGRAM];
     struct sockaddr_in from;
+    struct msghdr msg;
+    struct iovec iov;
+    unsigned count;
     socklen_t flen;
     ssize_t n;
 
-    for (;;) {
+    for (count = 0;; count++) {
         flen = sizeof(from);
-        n    = rrecvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from,
-                         &flen);
-        CHECK(n >= 0, "server rrecvfrom");
+        memset(&from, 0, sizeof(from));
+        if (count & 1) {
+            /* every other one by rrecvmsg, which names the sender as
+             * recvmsg(2) does on UDP */
+            memset(&msg, 0, sizeof(msg));
+            iov.iov_base    = buf;
+            iov.iov_len     = sizeof(buf);
+            msg.msg_iov     = &iov;
+            msg.msg_iovlen  = 1;
+            msg.msg_name    = &from;
+            msg.msg_namelen = flen;
+            n    = rrecvmsg(fd, &msg, 0);
+            flen = msg.msg_namelen;
+        } else {
+            n = rrecvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from,
+                          &flen);
+        }
+        CHECK(n >= 0, "server rrecvfrom/rrecvmsg");
         CHECK((flen == sizeof(from)) && (from.sin_family == AF_INET) &&
               (from.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) &&
               (from.sin_port != 0), "server: the sender's address");
