@@ -197,7 +197,10 @@ struct sv_srq {
 enum sv_swqe_state {
     SV_SWQE_POSTED = 0,           /* not yet executed */
     SV_SWQE_WAIT,                 /* RNR or retry timer running */
-    SV_SWQE_DONE,                 /* executed out of order (UD reorder) */
+    SV_SWQE_DONE,                 /* executed, not yet completed: ahead
+                                     of the head (UD reorder, a read
+                                     overtaken), or its answer still on
+                                     the wire (deadline_ns, sv_wire.c) */
 };
 
 struct sv_swqe {
@@ -222,7 +225,8 @@ struct sv_swqe {
     uint32_t rnr_timer;           /* responder's, from its RNR NAK */
     uint32_t held;                /* read held once for a later WQE to
                                      overtake (SOFTVERBS_RC_READ_REORDER) */
-    uint64_t deadline_ns;
+    uint64_t deadline_ns;         /* WAIT: the timer; DONE: when the
+                                     answer is back (0: it is) */
     uint64_t due_ns;              /* not executed before (wire delay); 0:
                                      at once */
     union ibv_gid ud_dgid;
@@ -237,7 +241,8 @@ struct sv_swqe {
     uint8_t  wire;                /* leaves its port: the far end's
                                      device slot + 1, 0: it does not
                                      (sv_wire_stamp) */
-    uint8_t  pad_mw[2];
+    uint8_t  done_status;         /* DONE: its enum ibv_wc_status */
+    uint8_t  pad_mw;
     uint32_t xrc_srqn;            /* XRC_SEND: the remote SRQ (XRCETH) */
     struct ibv_sge sge[];         /* then inline data */
 };

@@ -10,6 +10,13 @@
  *                                                         error, QP->ERR
  *   WAIT --deadline passed--> POSTED (re-executed)
  * Retries exhausted give IBV_WC_RNR_RETRY_EXC_ERR / IBV_WC_RETRY_EXC_ERR.
+ * A reliable request that crossed a wire (sv_wire.c) hears its answer one
+ * delay later: it waits DONE (with the status the answer carries) until
+ * then, and the requester goes on with the WQEs behind it meanwhile, as
+ * an HCA sends requests without waiting for the earlier ones' ACKs:
+ *   POSTED --execute--> answer on the wire --> DONE --back--> complete
+ * Completions stay in order (from the head); nothing is executed past a
+ * WQE that waits for a timer or whose answer is an error.
  */
 #include "sv.h"
 #include "sv_xfer.h"
@@ -313,11 +320,12 @@ static int sv_req_handle(struct sv_qp *qp, struct sv_swqe *w, int resp,
         if (w->rnr_left != 7) { /* 7 means retry forever */
             w->rnr_left--;
         }
-        /* sent again: it crosses the wire again (sv_wire.c) */
+        /* the RNR NAK comes back over the wire, and the request sent
+         * again crosses it again (sv_wire.c) */
         w->state       = SV_SWQE_WAIT;
         w->deadline_ns = sv_now_ns() + 1000ull *
                          sv_rnr_timer_us[w->rnr_timer & 31] +
-                         sv_wire_delay_ns(qp, w);
+                         2 * sv_wire_delay_ns(qp, w);
         return 0;
     case SV_RESP_NORESP:
         if (!reliable) {
@@ -386,6 +394,31 @@ static int sv_req_is_read_or_atomic(const struct sv_swqe *w)
            (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD);
 }
 
+/* w was executed with the answer status: DONE until the answer is back
+ * (one delay, for a reliable request that crossed a wire: sv_wire.c) and
+ * w is at the head */
+static void sv_req_set_done(struct sv_qp *qp, struct sv_swqe *w,
+                            enum ibv_wc_status status)
+{
+    uint64_t back = sv_qp_reliable(qp->sv_type) ?
+                    sv_wire_delay_ns(qp, w) : 0;
+
+    w->state       = SV_SWQE_DONE;
+    w->done_status = (uint8_t)status;
+    w->deadline_ns = (back != 0) ? sv_now_ns() + back : 0;
+}
+
+/* Whether a DONE WQE's answer is back; if not, a poll of any CQ of the
+ * process runs the requesters when it is (sv_wire_wait) */
+static int sv_req_answered(struct sv_swqe *w)
+{
+    if (SV_LIKELY(w->deadline_ns == 0) || (sv_now_ns() >= w->deadline_ns)) {
+        return 1;
+    }
+    sv_wire_wait(w->deadline_ns);
+    return 0;
+}
+
 /*
  * RC ordering: a SEND or RDMA WRITE posted after an RDMA READ or ATOMIC may
  * be executed before it (an HCA starts the next request while the read
@@ -397,7 +430,8 @@ static int sv_req_is_read_or_atomic(const struct sv_swqe *w)
  * (the early one is marked DONE). Returns 1 to leave the read for the next
  * call (the next post or poll), which executes it.
  */
-static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
+static int sv_req_overtake_read(struct sv_qp *qp, uint32_t i,
+                                struct sv_swqe *w)
 {
     struct sv_swqe *w2;
 
@@ -410,13 +444,13 @@ static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
             return 0;
         }
         w->held = 1;
-        if (qp->sq_tail - qp->sq_head < 2) {
+        if (qp->sq_tail - i < 2) {
             return 1; /* nothing after it yet: wait for the next call */
         }
-    } else if (qp->sq_tail - qp->sq_head < 2) {
+    } else if (qp->sq_tail - i < 2) {
         return 0; /* held once already and nothing came: execute it */
     }
-    w2 = sv_sq_wqe(qp, qp->sq_head + 1);
+    w2 = sv_sq_wqe(qp, i + 1);
     if ((w2->state != SV_SWQE_POSTED) || sv_req_is_read_or_atomic(w2) ||
         (w2->send_flags & IBV_SEND_FENCE) || !sv_req_due(w2)) {
         return 0;
@@ -424,7 +458,7 @@ static int sv_req_overtake_read(struct sv_qp *qp, struct sv_swqe *w)
     /* Kept only if it went through; else it runs again in its turn (an RNR
      * or lost request placed nothing) */
     if (sv_req_execute(qp, w2) == SV_RESP_ACK) {
-        w2->state = SV_SWQE_DONE;
+        sv_req_set_done(qp, w2, IBV_WC_SUCCESS);
     }
     return 0;
 }
@@ -445,15 +479,69 @@ static void sv_req_update_pending(struct sv_qp *qp)
     }
 }
 
-int sv_req_progress(struct sv_qp *qp)
+/* Complete the head w with status; 0 when the queue stops there (an
+ * error took the QP to SQE or ERR) */
+static int sv_req_finish(struct sv_qp *qp, struct sv_swqe *w,
+                         enum ibv_wc_status status)
+{
+    sv_comp_wqe(qp, w, status);
+    if (status == IBV_WC_SUCCESS) {
+        return 1;
+    }
+    sv_error("qp 0x%x: wr_id 0x%lx failed: %s", qp->shm->qpn,
+             (unsigned long)w->wr_id, ibv_wc_status_str(status));
+    if (!sv_qp_reliable(qp->sv_type)) {
+        /* UC/UD: a send error takes the QP to SQE, the receive queue keeps
+         * working (IBA spec 10.3.1, SQ Error state) */
+        sv_qp_move_to_err(qp, IBV_QPS_SQE);
+        return 0;
+    }
+    /* a completion error moves the QP to the error state and flushes the
+     * rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
+    sv_qp_move_to_err(qp, IBV_QPS_ERR);
+    /* a QP on an SRQ reports reaching ERR, whatever took it there (man
+     * ibv_get_async_event: IBV_EVENT_QP_LAST_WQE_REACHED) */
+    if (qp->srq != NULL) {
+        sv_ev_async(qp->shm->ctx_id, SV_EV_QP, IBV_EVENT_QP_LAST_WQE_REACHED,
+                    qp->index, qp->shm->cookie);
+    }
+    return 0;
+}
+
+/* Execute the WQE at position i (not yet executed, due): 1 when it was
+ * (DONE now), 0 when it waits (a timer, or a read held) */
+static int sv_req_step(struct sv_qp *qp, uint32_t i, struct sv_swqe *w)
 {
     enum ibv_wc_status status;
-    struct sv_swqe *w, *w2;
-    uint32_t st;
-    int resp;
+    struct sv_swqe *w2;
+
+    /* UD reordering: the next datagram overtakes this one */
+    if ((qp->sv_type == IBV_QPT_UD) && (qp->sq_tail - i > 1) &&
+        sv_chance(sv_g.ud_reorder)) {
+        w2 = sv_sq_wqe(qp, i + 1);
+        if ((w2->state == SV_SWQE_POSTED) && sv_req_due(w2)) {
+            sv_req_execute(qp, w2);
+            sv_req_set_done(qp, w2, IBV_WC_SUCCESS);
+        }
+    }
+    if (sv_req_overtake_read(qp, i, w)) {
+        return 0;
+    }
+    if (!sv_req_handle(qp, w, sv_req_execute(qp, w), &status)) {
+        return 0; /* timer running */
+    }
+    sv_req_set_done(qp, w, status);
+    return 1;
+}
+
+int sv_req_progress(struct sv_qp *qp)
+{
+    struct sv_swqe *w;
+    uint32_t st, i;
 
     pthread_mutex_lock(&qp->lock);
-    while (qp->sq_head != qp->sq_tail) {
+    i = qp->sq_head;
+    while (i != qp->sq_tail) {
         st = sv_qp_state(qp->shm);
         if ((st == IBV_QPS_ERR) || (st == IBV_QPS_SQE)) {
             sv_comp_flush_sq(qp);
@@ -462,60 +550,43 @@ int sv_req_progress(struct sv_qp *qp)
         if (st == IBV_QPS_SQD) {
             break; /* drained: new WRs wait for the return to RTS */
         }
-        w = sv_sq_wqe(qp, qp->sq_head);
+        w = sv_sq_wqe(qp, i);
+        if (w->state == SV_SWQE_DONE) {
+            if ((i == qp->sq_head) && sv_req_answered(w)) {
+                if (!sv_req_finish(qp, w,
+                                   (enum ibv_wc_status)w->done_status)) {
+                    break;
+                }
+                i = qp->sq_head;
+                continue;
+            }
+            if (w->done_status != IBV_WC_SUCCESS) {
+                break; /* nothing past an error: the QP fails when it
+                          completes */
+            }
+            ++i; /* executed; completes in its turn */
+            continue;
+        }
         if (w->state == SV_SWQE_WAIT) {
             if (sv_now_ns() < w->deadline_ns) {
                 break;
             }
             w->state = SV_SWQE_POSTED;
         }
-        if (w->state == SV_SWQE_DONE) {
-            sv_comp_wqe(qp, w, IBV_WC_SUCCESS);
-            continue;
-        }
         if (!sv_req_due(w)) {
             /* still on the wire; the WQEs behind it wait */
             sv_wire_wait(w->due_ns);
             break;
         }
-        /* UD reordering: the next datagram overtakes this one */
-        if ((qp->sv_type == IBV_QPT_UD) &&
-            (qp->sq_tail - qp->sq_head > 1) && sv_chance(sv_g.ud_reorder)) {
-            w2 = sv_sq_wqe(qp, qp->sq_head + 1);
-            if ((w2->state == SV_SWQE_POSTED) && sv_req_due(w2)) {
-                sv_req_execute(qp, w2);
-                w2->state = SV_SWQE_DONE;
-            }
-        }
-        if (sv_req_overtake_read(qp, w)) {
+        if ((i != qp->sq_head) && (w->send_flags & IBV_SEND_FENCE)) {
+            /* fenced: not before every earlier read and atomic completed
+             * (ibv_post_send(3)); here, every earlier WQE */
             break;
         }
-        resp = sv_req_execute(qp, w);
-        if (!sv_req_handle(qp, w, resp, &status)) {
-            break; /* timer running */
-        }
-        sv_comp_wqe(qp, w, status);
-        if (status != IBV_WC_SUCCESS) {
-            sv_error("qp 0x%x: wr_id 0x%lx failed: %s", qp->shm->qpn,
-                     (unsigned long)w->wr_id, ibv_wc_status_str(status));
-            if (!sv_qp_reliable(qp->sv_type)) {
-                /* UC/UD: a send error takes the QP to SQE, the receive
-                 * queue keeps working (IBA spec 10.3.1, SQ Error state) */
-                sv_qp_move_to_err(qp, IBV_QPS_SQE);
-                break;
-            }
-            /* a completion error moves the QP to the error state and
-             * flushes the rest (IBA spec 10.7.3.1, man ibv_poll_cq) */
-            sv_qp_move_to_err(qp, IBV_QPS_ERR);
-            /* a QP on an SRQ reports reaching ERR, whatever took it there
-             * (man ibv_get_async_event: IBV_EVENT_QP_LAST_WQE_REACHED) */
-            if (qp->srq != NULL) {
-                sv_ev_async(qp->shm->ctx_id, SV_EV_QP,
-                            IBV_EVENT_QP_LAST_WQE_REACHED, qp->index,
-                            qp->shm->cookie);
-            }
+        if (!sv_req_step(qp, i, w)) {
             break;
         }
+        /* DONE now: completed above if at the head with its answer back */
     }
     sv_req_update_pending(qp);
     pthread_mutex_unlock(&qp->lock);

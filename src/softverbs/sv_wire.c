@@ -16,11 +16,15 @@
  * reaches the far end (due_ns); the requester executes the head of the
  * send queue no earlier, so requests keep their order and a burst
  * pipelines: the second WQE of a burst is due one delay after its own
- * post, not after the first one's arrival. It is one-way: the responder's
- * answer (ACK, read response, atomic result) takes no time, so a write or
- * a read completes one delay after its post, where hardware would take a
- * round trip; ping-pong latencies (one way each) are the hardware's. A
- * request sent again after an ACK or RNR timeout crosses again.
+ * post, not after the first one's arrival. The responder's answer to a
+ * reliable request (ACK or NAK, read response, atomic result) crosses
+ * back: the WQE completes one more delay after it was executed (a round
+ * trip after its post), and the requester executes the WQEs behind it
+ * meanwhile, as an HCA keeps sending while ACKs are on their way
+ * (sv_req.c). A read's data is placed when it is executed, its completion
+ * comes with the answer; UD and UC requests have no answer. Ping-pong
+ * latencies (one way each) are the hardware's. A request sent again after
+ * an ACK timeout crosses again, after an RNR NAK the NAK's way back too.
  * A head that waits marks the process's earliest due time (sv_wire_wait),
  * so that a poll of any of its CQs runs the requesters once it has come
  * (a program may poll its receive CQ only, as qpx_ud does between its

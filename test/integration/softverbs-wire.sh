@@ -9,7 +9,10 @@
 # does not reach, and a round trip over the wire cannot meet).
 #  - malformed values are named and nothing is applied;
 #  - others' programs across HCAs: ibv_rc_pingpong -c and ibv_ud_pingpong
-#    -c (round trips of two delays, buffers checked), perftest ib_write_lat by the pair's rule;
+#    -c (round trips of two delays, buffers checked); perftest by the
+#    pair's rule: ib_write_lat one delay, ib_read_lat and ib_atomic_lat a
+#    round trip (the answer crosses back), ib_write_bw and ib_read_bw
+#    pipelined (a window of requests in flight, not one at a time);
 #  - every request on the wire lost: RC fails with retry exceeded across
 #    HCAs, and runs within one HCA;
 #  - qpx: every UCT operation over qpx_rc, qpx_dc and qpx_ud between two
@@ -65,21 +68,46 @@ pingpong ibv_ud_pingpong softverbs2 softverbs0 25000 50000 100000000
 pingpong ibv_ud_pingpong softverbs1 softverbs1 25000 1 25000
 
 # --- a rule per pair: perftest ------------------------------------------------
-# write_lat DEV_SRV DEV_CLI MIN_US MAX_US: ib_write_lat, 100 iterations,
-# rule 0-2 = 20 ms over a default of 0; t_typical in [MIN_US, MAX_US)
+# lat PROG DEV_SRV DEV_CLI MIN_US MAX_US: perftest's PROG, 100 iterations,
+# rule 0-2 = 20 ms over a default of 0; t_typical in [MIN_US, MAX_US). A
+# write or send is one way per leg; a read or atomic waits for its answer
+# to come back over the wire: a round trip
+lat() {
+    port=$(qpx_free_port)
+    SVT_READY=' ' SVT_LISTEN_PORT=$port svt_run_pair \
+        "$1 from $3 to $2, rule 0-2=20ms" 60 't_typical' \
+        "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms $1 -d $2 -n 100 -p $port" \
+        "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms $1 -d $3 -n 100 -p $port 127.0.0.1"
+    t=$(awk '/t_typical/ { getline; print int($5) }' "$SVT_OUT_CLI")
+    qpx_check "$1 from $3 to $2: t_typical ${t:-none} us, in [$4, $5)" \
+        sh -c "[ ${t:-0} -ge $4 ] && [ ${t:-0} -lt $5 ]"
+}
+
+# bw PROG: perftest's PROG, 1000 messages of 64 KiB to an HCA 20 ms away
+# (rule 0-2), 128 in flight (perftest's tx depth): a window per round
+# trip, a few hundred milliseconds; sent one at a time (each waiting for
+# the last one's answer) they would take 1000 round trips, 40 s. It must
+# end within 10 s, and its bandwidth be reported
+bw() {
+    port=$(qpx_free_port)
+    start=$(date +%s)
+    SVT_READY=' ' SVT_LISTEN_PORT=$port svt_run_pair \
+        "$1 from softverbs0 to softverbs2, rule 0-2=20ms" 60 'BW average' \
+        "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms $1 -d softverbs2 -n 1000 -p $port" \
+        "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms $1 -d softverbs0 -n 1000 -p $port 127.0.0.1"
+    s=$(($(date +%s) - start))
+    qpx_check "$1 to an HCA 20 ms away: 1000 messages pipelined, in $s s (< 10)" \
+        [ "$s" -lt 10 ]
+}
+
 if command -v ib_write_lat >/dev/null; then
-    write_lat() {
-        port=$(qpx_free_port)
-        SVT_READY=' ' SVT_LISTEN_PORT=$port svt_run_pair \
-            "ib_write_lat from $2 to $1, rule 0-2=20ms" 60 't_typical' \
-            "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms ib_write_lat -d $1 -n 100 -p $port" \
-            "env SOFTVERBS_WIRE_DELAY=0,0-2=20ms ib_write_lat -d $2 -n 100 -p $port 127.0.0.1"
-        t=$(awk '/t_typical/ { getline; print int($5) }' "$SVT_OUT_CLI")
-        qpx_check "ib_write_lat from $2 to $1: t_typical ${t:-none} us, in [$3, $4)" \
-            sh -c "[ ${t:-0} -ge $3 ] && [ ${t:-0} -lt $4 ]"
-    }
-    write_lat softverbs2 softverbs0 20000 100000000
-    write_lat softverbs1 softverbs0 0 20000
+    lat ib_write_lat softverbs2 softverbs0 20000 40000
+    lat ib_write_lat softverbs1 softverbs0 0 20000
+    lat ib_read_lat softverbs2 softverbs0 40000 100000000
+    lat ib_atomic_lat softverbs2 softverbs0 40000 100000000
+    lat ib_read_lat softverbs1 softverbs0 0 20000
+    bw ib_write_bw
+    bw ib_read_bw
 else
     qpx_fail "perftest not installed (ib_write_lat)"
 fi
