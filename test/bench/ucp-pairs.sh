@@ -7,6 +7,8 @@
 # A setting list is VAR=VALUE words (UCX_TLS among them), e.g.
 #   sh test/bench/ucp-pairs.sh build 10 "UCX_TLS=qpx" \
 #       "UCX_TLS=qpx UCX_QPX_RC_OPEN_EAGER=y"
+# LD_PRELOAD=OTHER/src/.libs/libuct_qpx.so among them runs another build's
+# qpx (two builds on BUILDDIR's softverbs device).
 # Env: PAIRS_TEST (tag_bw), PAIRS_SIZE (8), PAIRS_N (20000); the column
 # is the Final line's overall message rate (msg/s), or for a *_lat test
 # its typical latency (us).
@@ -45,12 +47,12 @@ waitport() {
 one() {
     p=$(port)
     # shellcheck disable=SC2086 # the settings are words
-    env $1 LD_PRELOAD="$MOD" timeout 300 ucx_perftest -p "$p" -t "$TEST" \
+    env LD_PRELOAD="$MOD" $1 timeout 300 ucx_perftest -p "$p" -t "$TEST" \
         -s "$SIZE" -n "$N" -w 100 >/dev/null 2>&1 &
     s=$!
     waitport "$p"
     # shellcheck disable=SC2086
-    v=$(env $1 LD_PRELOAD="$MOD" timeout 300 ucx_perftest -p "$p" -t "$TEST" \
+    v=$(env LD_PRELOAD="$MOD" $1 timeout 300 ucx_perftest -p "$p" -t "$TEST" \
         -s "$SIZE" -n "$N" -w 100 127.0.0.1 2>/dev/null |
         awk -v c=$col '/^Final:/ { print $c }')
     wait $s

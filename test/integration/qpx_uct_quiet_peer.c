@@ -11,6 +11,12 @@
  * peer's sake). Then a put of a pattern and a get of it back, checked.
  * ITERATIONS (default 1000) must exceed what promotes a hybrid endpoint
  * (UCX_QPX_PROMOTE_THRESH, 64): its promotion request is never answered.
+ * Then, on an endpoint of its own, QUIET_AMS active messages to the quiet
+ * peer, which it cannot have answered any promotion for: none may be
+ * refused either (a hybrid endpoint sends on its cold path while its
+ * promotion waits; it held them for SWITCH_TIMEOUT once), and the time the
+ * sends took is printed; the peer then progresses and must receive every
+ * one, in order, payload checked.
  * Prints "N passed, N failed"; exit 0 when none failed, 77 without TL or
  * without 64-bit atomics.
  */
@@ -21,10 +27,112 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define QUIET_SPINS 10000000
+#define QUIET_AMS   500      /* below the target's receive queue */
+#define QUIET_AM_ID 5
 
 static uct_worker_h quiet_worker;
+
+static int quiet_flush(uct_iface_h iface);
+
+typedef struct quiet_rx {
+    unsigned count;          /* received */
+    unsigned bad;            /* out of order or wrong payload */
+} quiet_rx_t;
+
+static ucs_status_t quiet_am_cb(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    quiet_rx_t *rx = arg;
+    uint64_t seq, val;
+
+    if (length != 2 * sizeof(uint64_t)) {
+        ++rx->bad;
+        return UCS_OK;
+    }
+    memcpy(&seq, data, sizeof(seq));
+    memcpy(&val, (uint8_t*)data + sizeof(seq), sizeof(val));
+    rx->bad += (seq != rx->count) || (val != seq * 7 + 1);
+    ++rx->count;
+    return UCS_OK;
+}
+
+static uint64_t quiet_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+}
+
+/* QUIET_AMS active messages on a new endpoint of send_iface to the quiet
+ * interface t_iface (at its addresses), then t_worker progressed until
+ * they are in */
+static void quiet_am(qpx_uct_loopback_t *lb, uct_iface_h t_iface,
+                     uct_worker_h t_worker, uint8_t *dev_addr,
+                     uint8_t *iface_addr)
+{
+    quiet_rx_t rx = {0, 0};
+    unsigned i, refused = 0, spins;
+    uint64_t start, val;
+    ucs_status_t status;
+    uct_ep_params_t p;
+    uct_ep_h ep;
+
+    if (!(lb->attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT) ||
+        (lb->attr.cap.am.max_short < 2 * sizeof(uint64_t)) ||
+        (uct_iface_set_am_handler(t_iface, QUIET_AM_ID, quiet_am_cb, &rx,
+                                  0) != UCS_OK)) {
+        qpx_uct_report(0, "%s: no am_short of 16 bytes, or no handler",
+                       lb->tl);
+        return;
+    }
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface      = lb->send_iface;
+    p.dev_addr   = (uct_device_addr_t*)dev_addr;
+    p.iface_addr = (uct_iface_addr_t*)iface_addr;
+    if (uct_ep_create(&p, &ep) != UCS_OK) {
+        qpx_uct_report(0, "%s: an endpoint for active messages", lb->tl);
+        return;
+    }
+
+    start = quiet_now_us();
+    for (i = 0; i < QUIET_AMS; ) {
+        val    = (uint64_t)i * 7 + 1;
+        status = uct_ep_am_short(ep, QUIET_AM_ID, i, &val, sizeof(val));
+        if (status == UCS_OK) {
+            ++i;
+        } else if (status == UCS_ERR_NO_RESOURCE) {
+            ++refused;
+        } else {
+            break;
+        }
+        uct_worker_progress(quiet_worker);
+    }
+    qpx_uct_report((i == QUIET_AMS) && (refused == 0), "%s: %u active "
+                   "messages to a peer that never progresses: %u refused, "
+                   "%lu us (%s)", lb->tl, i, refused,
+                   (unsigned long)(quiet_now_us() - start),
+                   ucs_status_string(status));
+    if (quiet_flush(lb->send_iface)) {
+        qpx_uct_report(0, "%s: flush after the active messages", lb->tl);
+    }
+
+    /* The peer wakes up: every message, in order */
+    for (spins = 0; (rx.count < i) && (spins < QUIET_SPINS); ++spins) {
+        uct_worker_progress(t_worker);
+        uct_worker_progress(quiet_worker);
+    }
+    qpx_uct_report((rx.count == i) && (rx.bad == 0), "%s: the peer, "
+                   "progressing at last, received %u of %u active messages, "
+                   "%u out of order or wrong", lb->tl, rx.count, i, rx.bad);
+    uct_ep_destroy(ep);
+    (void)uct_iface_set_am_handler(t_iface, QUIET_AM_ID, NULL, NULL, 0);
+}
 
 static void quiet_comp_cb(uct_completion_t *self)
 {
@@ -174,6 +282,7 @@ int main(int argc, char **argv)
 
     uct_rkey_release(component, &rkey);
     uct_ep_destroy(ep);
+    quiet_am(&lb, t_iface, t_worker, dev_addr, iface_addr);
 out_iface:
     uct_iface_close(t_iface);
     uct_worker_destroy(t_worker);

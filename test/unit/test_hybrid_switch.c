@@ -16,13 +16,14 @@
 #include "test_hybrid_fake.h"
 
 
-/* COLD -> PROMOTING -> HOT: active messages held while the switch is
- * under way, the ones before on DC, the ones after on RC, none lost or
- * reordered; one-sided operations go on (on DC) while the answer is
- * awaited; B holds one RC QP for A */
+/* COLD -> PROMOTING -> HOT: active messages go on while the switch is
+ * under way, on DC until the answer, on RC after SWITCHED (which B holds
+ * them for), none lost or reordered; one-sided operations go on (on DC)
+ * while the answer is awaited; B holds one RC QP for A */
 static void test_promote_handshake(void **state)
 {
     qpx_hybrid_ep_t *ep;
+    qpx_hybrid_conn_t *conn;
     unsigned i;
 
     (void)state;
@@ -34,39 +35,164 @@ static void test_promote_handshake(void **state)
     assert_int_equal(ep->state, QPX_HYBRID_EP_PROMOTING);
     assert_non_null(ep->rc_ep);
     assert_int_equal(A->h.rc_in_use, 1);
-    assert_int_equal(test_send(0, 100), UCS_ERR_NO_RESOURCE);
+    assert_int_equal(test_send(0, 100), UCS_OK); /* before the REQ, on DC */
     test_progress(A); /* the REQ goes on DC */
     assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REQ], 1);
     assert_int_equal(ctx->msgs[0].on_rc, 0);
-    assert_int_equal(test_send(0, 100), UCS_ERR_NO_RESOURCE);
+    assert_int_equal(test_send(0, 101), UCS_OK); /* after it, on DC */
     assert_int_equal(uct_ep_put_short(ctx->ep[0], NULL, 0, 0, 0), UCS_OK);
     assert_ptr_equal(ep->rma_ep, ep->cold_ep);
 
     assert_int_equal(test_deliver(), 1);
     test_progress(B); /* accepted: connected, REP due, then sent */
-    assert_non_null(test_only_conn(B));
+    conn = test_only_conn(B);
+    assert_non_null(conn);
+    assert_true(conn->rx_hold); /* until A's SWITCHED */
+    assert_int_equal(B->h.rx_holds, 1);
+    assert_true(B->rc_core.rx.src_want & QPX_IFACE_RX_SRC_USER);
     assert_int_equal(B->h.rc_in_use, 1);
     assert_int_equal(B->h.stats.accepted, 1);
     assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_PROMOTE_REP], 1);
-    assert_int_equal(test_send(0, 100), UCS_ERR_NO_RESOURCE);
+    assert_int_equal(test_send(0, 102), UCS_OK);
 
     assert_int_equal(test_deliver(), 1);
-    test_progress(A); /* REP: connect, flush DC, HOT */
+    test_progress(A); /* REP: connect, SWITCHED on DC, flush DC, HOT */
+    assert_int_equal(ctx->sent_ctl[QPX_HYBRID_CTL_SWITCHED], 1);
+    assert_int_equal(ctx->msgs[ctx->msg_tail - 1].on_rc, 0);
     assert_int_equal(ep->state, QPX_HYBRID_EP_HOT);
     assert_ptr_equal(ep->tx_ep, ep->rc_ep);
     assert_int_equal(test_fake(ep->rc_ep)->peer, 1);
-    assert_int_equal(test_fake(test_only_conn(B)->rc_ep)->peer, 0);
+    assert_int_equal(test_fake(conn->rc_ep)->peer, 0);
     assert_int_equal(A->h.stats.promotions, 1);
     assert_int_equal(ep->refusals, 0);
+    assert_int_equal(test_send(0, 103), UCS_OK);
 
-    assert_int_equal(test_send(0, 101), UCS_OK);
-    assert_int_equal(ctx->num_log, THRESH + 1);
+    assert_int_equal(test_deliver(), 1);
+    test_progress(B); /* SWITCHED: what came on RC is handed over */
+    assert_false(conn->rx_hold);
+    assert_int_equal(B->h.rx_holds, 0);
+    assert_false(B->rc_core.rx.src_want & QPX_IFACE_RX_SRC_USER);
+
+    assert_int_equal(ctx->num_log, THRESH + 4);
     for (i = 0; i < THRESH; ++i) {
         assert_int_equal(ctx->log[i].on_rc, 0);
         assert_int_equal(ctx->log[i].seq, i);
     }
-    assert_int_equal(ctx->log[THRESH].on_rc, 1);
-    assert_int_equal(ctx->log[THRESH].seq, 101);
+    for (i = 0; i < 3; ++i) {
+        assert_int_equal(ctx->log[THRESH + i].on_rc, 0);
+        assert_int_equal(ctx->log[THRESH + i].seq, 100 + i);
+    }
+    assert_int_equal(ctx->log[THRESH + 3].on_rc, 1);
+    assert_int_equal(ctx->log[THRESH + 3].seq, 103);
+}
+
+
+/* What B receives on the promotion's RC QP before A's SWITCHED is held, in
+ * order (control messages too), and handed over when SWITCHED is read; a
+ * message on another QP is not held; a connection that ends without
+ * SWITCHED drops what it held */
+static uint64_t test_rx_seq[8];
+static unsigned test_rx_count;
+
+static ucs_status_t test_rx_handler(void *arg, void *data, size_t length,
+                                    unsigned flags)
+{
+    (void)arg;
+    (void)flags;
+    assert_int_equal(length, sizeof(uint64_t));
+    assert_true(test_rx_count < 8);
+    memcpy(&test_rx_seq[test_rx_count++], data, sizeof(uint64_t));
+    return UCS_OK;
+}
+
+static void test_rc_rx(uct_ep_h src, uint8_t id, uint64_t seq)
+{
+    uct_am_handler_t *am = &B->rc_core.super.am[id];
+
+    /* the fake endpoint stands where a qpx endpoint's uct_ep_t is, at its
+     * start */
+    B->rc_core.rx.src = (qpx_ep_t*)(void*)src;
+    assert_int_equal(am->cb(am->arg, &seq, sizeof(seq), 0), UCS_OK);
+}
+
+static void test_promote_rx_hold(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+    qpx_hybrid_conn_t *conn;
+    uct_ep_h other;
+    unsigned i;
+
+    (void)state;
+    test_rx_count = 0;
+    qpx_hybrid_iface_set_sub_am(&B->h, &B->rc_core, 1);
+    B->h.super.am[AM_ID_DATA].cb  = test_rx_handler;
+    B->h.super.am[AM_ID_DATA].arg = NULL;
+
+    test_heat(0);
+    test_progress(A);
+    test_progress(A); /* the REQ */
+    assert_int_equal(test_deliver(), 1);
+    test_progress(B);
+    conn = test_only_conn(B);
+    assert_non_null(conn);
+    assert_true(conn->rx_hold);
+
+    /* A's first messages on RC come before SWITCHED: held */
+    test_rc_rx(conn->rc_ep, AM_ID_DATA, 7);
+    test_rc_rx(conn->rc_ep, AM_ID_DATA, 8);
+    assert_int_equal(test_rx_count, 0);
+    /* one on a QP that holds nothing goes through */
+    assert_int_equal(qpx_hybrid_rc_ep_create(&B->h, &other), UCS_OK);
+    test_rc_rx(other, AM_ID_DATA, 99);
+    assert_int_equal(test_rx_count, 1);
+    assert_int_equal(test_rx_seq[0], 99);
+    test_rc_rx(conn->rc_ep, AM_ID_DATA, 9);
+
+    /* A: REP, SWITCHED; B reads it and hands them over, in order */
+    assert_int_equal(test_deliver(), 1);
+    test_progress(A);
+    assert_int_equal(ep->state, QPX_HYBRID_EP_HOT);
+    assert_int_equal(test_rx_count, 1);
+    assert_int_equal(test_deliver(), 1);
+    test_progress(B);
+    assert_false(conn->rx_hold);
+    assert_int_equal(test_rx_count, 4);
+    for (i = 0; i < 3; ++i) {
+        assert_int_equal(test_rx_seq[1 + i], 7 + i);
+    }
+    /* from now on at once */
+    test_rc_rx(conn->rc_ep, AM_ID_DATA, 10);
+    assert_int_equal(test_rx_count, 5);
+    uct_ep_destroy(other);
+}
+
+/* A connection that ends (A's QP failed) before SWITCHED drops what it
+ * held, and holds no more */
+static void test_promote_rx_hold_dropped(void **state)
+{
+    qpx_hybrid_conn_t *conn;
+
+    (void)state;
+    test_rx_count = 0;
+    qpx_hybrid_iface_set_sub_am(&B->h, &B->rc_core, 1);
+    B->h.super.am[AM_ID_DATA].cb  = test_rx_handler;
+    B->h.super.am[AM_ID_DATA].arg = NULL;
+    test_heat(0);
+    test_progress(A);
+    test_progress(A);
+    assert_int_equal(test_deliver(), 1);
+    test_progress(B);
+    conn = test_only_conn(B);
+    assert_non_null(conn);
+    test_rc_rx(conn->rc_ep, AM_ID_DATA, 7);
+    assert_int_equal(qpx_hybrid_sub_ep_failed(&B->h, conn->rc_ep,
+                                              UCS_ERR_ENDPOINT_TIMEOUT),
+                     UCS_OK);
+    assert_null(test_only_conn(B));
+    assert_int_equal(B->h.rx_holds, 0);
+    assert_false(B->rc_core.rx.src_want & QPX_IFACE_RX_SRC_USER);
+    assert_int_equal(test_rx_count, 0);
+    test_drop();
 }
 
 /* PROMOTING waits for DC to be flushed before it sends on RC, and
@@ -810,6 +936,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_promote_handshake, test_setup,
                                         test_teardown),
+        cmocka_unit_test_setup_teardown(test_promote_rx_hold, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_promote_rx_hold_dropped,
+                                        test_setup, test_teardown),
         cmocka_unit_test_setup_teardown(test_promote_waits_for_flush, test_setup,
                                         test_teardown),
         cmocka_unit_test_setup_teardown(test_promote_refused, test_setup,

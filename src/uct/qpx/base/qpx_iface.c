@@ -348,6 +348,9 @@ static void qpx_iface_layout_init(qpx_iface_t *self,
     self->rx.grows                  = 0;
     self->rx.starved                = 0;
     self->rx.am_flags               = UCT_CB_PARAM_FLAG_DESC;
+    self->rx.src                    = NULL;
+    self->rx.src_qp_num             = 0;
+    self->rx.src_want               = 0;
     self->rx_owner                  = NULL;
     self->rx_mp_locked              = 0;
 }

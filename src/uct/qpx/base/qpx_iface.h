@@ -133,6 +133,10 @@ enum {
 
 
 typedef struct qpx_iface qpx_iface_t;
+
+/* qpx_iface_t's rx.src_want bits */
+#define QPX_IFACE_RX_SRC_TL   UCS_BIT(0) /* the transport's own */
+#define QPX_IFACE_RX_SRC_USER UCS_BIT(1) /* a user above */
 typedef struct qpx_ep    qpx_ep_t;
 
 
@@ -455,6 +459,17 @@ struct qpx_iface {
         struct ibv_recv_wr    *recycled;
         struct ibv_recv_wr    **recycled_tail;
         unsigned              num_recycled;
+        /* The endpoint whose QP the messages being handed over came
+         * from, and that QP's number: kept by a transport that tracks it
+         * (qpx_rc, per run of one QP's messages) while src_want has a bit
+         * set, QPX_IFACE_RX_SRC_TL for its own needs (qpx_rc's flow
+         * control) or QPX_IFACE_RX_SRC_USER for a user above that asks
+         * which endpoint a message came from (the hybrid, while a
+         * promotion's first messages on RC wait for the last ones on the
+         * cold path). NULL: not known */
+        qpx_ep_t              *src;
+        uint32_t              src_qp_num;
+        unsigned              src_want;
     } rx;
     struct {
         int                   cq_available;

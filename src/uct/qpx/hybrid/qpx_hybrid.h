@@ -27,9 +27,14 @@
  *        (NACK_OPENING) at once and opens it then: A sends on DC again
  *        and asks again a moment later, instead of holding its sends for
  *        the milliseconds the open takes
- *     A: connects its RC ep and sends on it from then on. B's RC QP was not
- *        ready before B had delivered A's DC messages, so nothing of A's on
- *        RC can overtake them.
+ *     A: sends on DC meanwhile. On the answer it connects its RC ep, sends
+ *        SWITCHED on the DC ep (after its last message there) and sends its
+ *        active messages on RC from then on; one-sided operations go on RC
+ *        once the DC ep is flushed
+ *     B: holds what arrives on the RC QP of the connection (copied, in
+ *        order, control messages too) until it reads SWITCHED, which comes
+ *        after every DC message A sent before it: nothing of A's on RC
+ *        overtakes them, and A never waits for B's software
  *   demotion (LRU eviction), A's endpoint:
  *     A: DEMOTE_REQ on the RC ep, then A holds
  *     B: receives it after every RC message A sent before; answers
@@ -104,6 +109,9 @@ typedef enum {
     QPX_HYBRID_CTL_TRANSFER,        /* A -> B, DC: my ep is gone, the
                                        pair is your joined ep's now (aux:
                                        B's connection) */
+    QPX_HYBRID_CTL_SWITCHED,        /* A -> B, DC: my last message on DC
+                                       before the RC ones of the promotion
+                                       (B holds those until it reads it) */
     QPX_HYBRID_CTL_LAST
 } qpx_hybrid_ctl_type_t;
 
@@ -169,7 +177,9 @@ qpx_hybrid_ctl_ep_addr(const qpx_hybrid_ctl_msg_t *msg)
 
 typedef enum {
     QPX_HYBRID_EP_COLD,      /* sends go to the DC ep */
-    QPX_HYBRID_EP_PROMOTING, /* PROMOTE_REQ sent (or due): sends held */
+    QPX_HYBRID_EP_PROMOTING, /* PROMOTE_REQ sent (or due): sends go on
+                                DC until the answer, then on RC
+                                (qpx_hybrid_ep_update_tx) */
     QPX_HYBRID_EP_HOT,       /* sends go to the RC ep */
     QPX_HYBRID_EP_DEMOTING   /* DEMOTE_REQ sent (or due): sends held */
 } qpx_hybrid_ep_state_t;
@@ -189,9 +199,11 @@ enum {
                                                    connection join_conn (a
                                                    peer's promotion to us),
                                                    not its own */
-    QPX_HYBRID_EP_FLAG_PEER_JOINED = UCS_BIT(7) /* the peer's endpoint
+    QPX_HYBRID_EP_FLAG_PEER_JOINED = UCS_BIT(7),/* the peer's endpoint
                                                    peer_join_ep sends on our
                                                    RC QP too */
+    QPX_HYBRID_EP_FLAG_MARK_DUE   = UCS_BIT(8)  /* answered: SWITCHED waits
+                                                   for a send slot on DC */
 };
 
 
@@ -230,7 +242,7 @@ typedef struct qpx_hybrid_ep {
     uint8_t         peer_iface_len;
     unsigned        refusals;    /* promotions refused in a row */
     uint8_t         state;       /* qpx_hybrid_ep_state_t */
-    uint8_t         flags;
+    uint16_t        flags;
     ucs_list_link_t pending;     /* uct_pending_req_t, by priv */
     ucs_list_link_t pending_link;/* in iface->pending_eps */
     ucs_list_link_t work_link;   /* in iface->work_eps */
@@ -257,8 +269,29 @@ typedef struct qpx_hybrid_conn {
     uint8_t         closing;     /* give the QP back once reply is sent */
     uint8_t         demoting;    /* DEMOTE_REQ read, RELEASE not yet */
     uint8_t         in_work;     /* in iface->work_conns */
+    uint8_t         rx_hold;     /* what comes on rc_ep waits in rx_held
+                                    for the peer's SWITCHED */
+    ucs_list_link_t rx_held;     /* qpx_hybrid_held_t, in order */
     ucs_list_link_t work_link;   /* in iface->work_conns */
 } qpx_hybrid_conn_t;
+
+
+/* A message that came on a connection's RC QP before the peer's SWITCHED:
+ * a copy, handed to the handler of its AM id when SWITCHED is read */
+typedef struct qpx_hybrid_held {
+    ucs_list_link_t list;
+    uint8_t         id;
+    size_t          length;
+    uint8_t         data[];
+} qpx_hybrid_held_t;
+
+
+/* What the RC interface's handler of an AM id is given (qpx_hybrid_sub.c):
+ * the hybrid, and the id, to hold a message or hand it over */
+typedef struct qpx_hybrid_rc_am {
+    qpx_hybrid_iface_t *iface;
+    uint8_t            id;
+} qpx_hybrid_rc_am_t;
 
 
 /* A control message that waits for a send slot, on an endpoint of its own */
@@ -373,6 +406,11 @@ struct qpx_hybrid_iface {
     ucs_list_link_t     ctl_out;     /* qpx_hybrid_ctl_out_t to send */
     ucs_list_link_t     retired;     /* qpx_hybrid_retired_t */
     qpx_hybrid_ep_t     *dispatch_ep;/* whose pending request runs */
+    /* The RC interface's AM handlers' arguments, and how many connections
+     * hold what comes on their QP (qpx_hybrid_conn_rx_hold): while any
+     * does, the RC interface says which endpoint a message came from */
+    qpx_hybrid_rc_am_t  rc_am[UCT_AM_ID_MAX];
+    unsigned            rx_holds;
     unsigned            rc_in_use;   /* RC QPs: ours, peers', draining */
     unsigned            rc_retiring; /* of those, retired: going back */
     uint64_t            tick;        /* operations so far: the LRU clock */
@@ -467,11 +505,15 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
 
 /*
  * Sends go to the path unless a switch holds them or requests wait.
- * One-sided operations also go on while a promotion is under way and not
- * yet answered (PROMOTING, its request due or sent): unlike active
- * messages, they need no order with what the peer's software has handled,
- * only completion before the RC path is used, which the switch's flush of
- * the cold path gives. Held there, they stalled until the request went
+ * While a promotion of its own is under way (PROMOTING, not a join) active
+ * messages go on: on the cold path until the answer, on RC once SWITCHED
+ * went (the peer holds what comes on RC until it reads it); held only
+ * while SWITCHED waits for a send slot. One-sided operations go on while
+ * the promotion is not yet answered (its request due or sent): they need
+ * no order with what the peer's software has handled, only completion
+ * before the RC path is used, which the switch's flush of the cold path
+ * gives; they are held from the answer until then. Held while
+ * unanswered, they stalled until the request went
  * (at the sender's next progress: a program posting puts and flushing an
  * interface with nothing in flight never gave one) and then until the
  * peer answered, which one that does not progress (a SHMEM PE computing)
@@ -486,9 +528,16 @@ static inline void qpx_hybrid_ep_update_tx(qpx_hybrid_ep_t *ep)
                  (ep->state == QPX_HYBRID_EP_HOT)) && idle);
     int awaiting = (ep->state == QPX_HYBRID_EP_PROMOTING) && idle &&
                    !(ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+    /* A promotion of its own (a join holds): active messages go on, on
+     * the cold path until the answer, on RC once SWITCHED went (the peer
+     * holds them until it has read it); held only while SWITCHED waits */
+    int through  = (ep->state == QPX_HYBRID_EP_PROMOTING) && idle &&
+                   !(ep->flags & (QPX_HYBRID_EP_FLAG_JOINED |
+                                  QPX_HYBRID_EP_FLAG_MARK_DUE));
 
     ucs_assert(!awaiting || (ep->path_ep == ep->cold_ep));
-    ep->tx_ep  = open ? ep->path_ep : NULL;
+    ucs_assert(!through || awaiting || (ep->path_ep == ep->rc_ep));
+    ep->tx_ep  = (open || through) ? ep->path_ep : NULL;
     ep->rma_ep = (open || awaiting) ? ep->path_ep : NULL;
 }
 
@@ -652,6 +701,16 @@ void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
  * qpx_hybrid_iface_yield_slot). NULL: none. */
 qpx_hybrid_ep_t *qpx_hybrid_iface_promoting_ep(qpx_hybrid_iface_t *iface,
                                                const qpx_hybrid_peer_t *peer);
+
+/* qpx_hybrid_sub.c: what comes on a connection's RC QP before the peer's
+ * SWITCHED is held (a copy, in order), and handed over when it is read
+ * (deliver) or dropped (the connection ends without it) */
+void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface, qpx_iface_t *sub,
+                                 int is_rc);
+void qpx_hybrid_conn_rx_hold(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn);
+void qpx_hybrid_conn_rx_release(qpx_hybrid_iface_t *iface,
+                                qpx_hybrid_conn_t *conn, int deliver);
 
 /* qpx_hybrid_ctl.c: control messages */
 extern const char *qpx_hybrid_ctl_names[];

@@ -35,7 +35,8 @@ const char *qpx_hybrid_ctl_names[] = {
     [QPX_HYBRID_CTL_JOIN_ACK]     = "JOIN_ACK",
     [QPX_HYBRID_CTL_JOIN_NACK]    = "JOIN_NACK",
     [QPX_HYBRID_CTL_DEMOTE_CANCEL] = "DEMOTE_CANCEL",
-    [QPX_HYBRID_CTL_TRANSFER]     = "TRANSFER"
+    [QPX_HYBRID_CTL_TRANSFER]     = "TRANSFER",
+    [QPX_HYBRID_CTL_SWITCHED]     = "SWITCHED"
 };
 
 

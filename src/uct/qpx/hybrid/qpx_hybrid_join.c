@@ -245,6 +245,8 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
     if (conn->in_work) {
         ucs_list_del(&conn->work_link);
     }
+    /* Held for a SWITCHED that never came: the peer failed or gave up */
+    qpx_hybrid_conn_rx_release(iface, conn, 0);
     if (conn->id != QPX_EP_ID_NULL) {
         qpx_ep_table_remove(&iface->conns, conn->id);
     }
@@ -286,7 +288,8 @@ void qpx_hybrid_ep_promote_abort(qpx_hybrid_ep_t *ep, unsigned backoff,
     ep->peer_conn = QPX_EP_ID_NULL;
     ep->state     = QPX_HYBRID_EP_COLD;
     ep->flags    &= ~(QPX_HYBRID_EP_FLAG_CTL_DUE |
-                      QPX_HYBRID_EP_FLAG_SWITCH_DUE);
+                      QPX_HYBRID_EP_FLAG_SWITCH_DUE |
+                      QPX_HYBRID_EP_FLAG_MARK_DUE);
     qpx_hybrid_ep_cool(ep, backoff);
     qpx_hybrid_ep_update_tx(ep);
 }
@@ -481,6 +484,7 @@ int qpx_hybrid_ep_transfer(qpx_hybrid_ep_t *ep)
     if (conn == NULL) {
         return 0;
     }
+    ucs_list_head_init(&conn->rx_held);
     if (qpx_hybrid_ctl_ep_create(iface, ep->peer_addr,
                                  ep->peer_addr + ep->peer_dev_len,
                                  QPX_HYBRID_CTL_TRANSFER,

@@ -14,6 +14,7 @@
 #include "qpx_hybrid.h"
 
 #include <uct/qpx/base/qpx_component.h>
+#include <uct/qpx/base/qpx_ep.h>
 #include <uct/qpx/base/qpx_iface.h>
 
 #include <string.h>
@@ -38,20 +39,148 @@ static ucs_status_t qpx_hybrid_am_trampoline(void *arg, void *data,
 }
 
 
-static void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface,
-                                        qpx_iface_t *sub)
+/* A message of id for the handler the cold path's interface has for it:
+ * UCP's, or the control messages' */
+static ucs_status_t qpx_hybrid_rx_deliver(qpx_hybrid_iface_t *iface,
+                                          uint8_t id, void *data,
+                                          size_t length, unsigned flags)
+{
+    uct_am_handler_t *handler;
+
+    if (id == QPX_HYBRID_AM_ID_CTL) {
+        return iface->open_args.ctl_handler(iface, data, length, flags);
+    }
+    handler = &iface->super.am[id];
+    return handler->cb(handler->arg, data, length, flags);
+}
+
+
+/* A message on RC while a connection holds: kept if it came on that
+ * connection's QP (the RC interface says which endpoint it came from).
+ * 1: kept */
+static UCS_F_NOINLINE int qpx_hybrid_rx_hold_msg(qpx_hybrid_iface_t *iface,
+                                                 uint8_t id, const void *data,
+                                                 size_t length)
+{
+    qpx_ep_t *src = (iface->rc_core != NULL) ? iface->rc_core->rx.src : NULL;
+    qpx_hybrid_conn_t *conn;
+    qpx_hybrid_held_t *held;
+    uintptr_t value;
+    khiter_t it;
+
+    if (src == NULL) {
+        return 0;
+    }
+    /* the owners are keyed by the sub-endpoint's uct_ep_h */
+    it = kh_get(qpx_hybrid_owner, &iface->owners,
+                (uintptr_t)&src->super.super);
+    if (it == kh_end(&iface->owners)) {
+        return 0;
+    }
+    value = kh_value(&iface->owners, it);
+    if ((value & 1) != QPX_HYBRID_OWNER_CONN) {
+        return 0;
+    }
+    conn = (qpx_hybrid_conn_t*)(value & ~1ul);
+    if (!conn->rx_hold) {
+        return 0;
+    }
+    held = malloc(sizeof(*held) + length);
+    if (held == NULL) {
+        /* Handed over now: it may come before the peer's last ones on the
+         * cold path */
+        ucs_error("qpx iface %p: no memory to hold a message of %zu bytes "
+                  "of connection 0x%x until SWITCHED", iface, length,
+                  conn->id);
+        return 0;
+    }
+    held->id     = id;
+    held->length = length;
+    memcpy(held->data, data, length);
+    ucs_list_add_tail(&conn->rx_held, &held->list);
+    return 1;
+}
+
+
+/* A message of the RC interface (arg: qpx_hybrid_rc_am_t) */
+static ucs_status_t qpx_hybrid_rc_am_trampoline(void *arg, void *data,
+                                                size_t length, unsigned flags)
+{
+    qpx_hybrid_rc_am_t *am    = arg;
+    qpx_hybrid_iface_t *iface = am->iface;
+
+    if (ucs_unlikely(iface->rx_holds != 0) &&
+        qpx_hybrid_rx_hold_msg(iface, am->id, data, length)) {
+        return UCS_OK;
+    }
+    return qpx_hybrid_rx_deliver(iface, am->id, data, length, flags);
+}
+
+
+void qpx_hybrid_conn_rx_hold(qpx_hybrid_iface_t *iface,
+                             qpx_hybrid_conn_t *conn)
+{
+    ucs_assert(!conn->rx_hold);
+    ucs_assert(iface->rc_core != NULL);
+    conn->rx_hold = 1;
+    ++iface->rx_holds;
+    iface->rc_core->rx.src_want |= QPX_IFACE_RX_SRC_USER;
+}
+
+
+void qpx_hybrid_conn_rx_release(qpx_hybrid_iface_t *iface,
+                                qpx_hybrid_conn_t *conn, int deliver)
+{
+    qpx_hybrid_held_t *held;
+    unsigned count = 0;
+
+    if (!conn->rx_hold) {
+        return;
+    }
+    conn->rx_hold = 0;
+    ucs_assert(iface->rx_holds > 0);
+    if ((--iface->rx_holds == 0) && (iface->rc_core != NULL)) {
+        iface->rc_core->rx.src_want &= ~QPX_IFACE_RX_SRC_USER;
+    }
+    /* No progress runs in a handler: nothing joins the list meanwhile */
+    while (!ucs_list_is_empty(&conn->rx_held)) {
+        held = ucs_list_extract_head(&conn->rx_held, qpx_hybrid_held_t,
+                                     list);
+        if (deliver) {
+            (void)qpx_hybrid_rx_deliver(iface, held->id, held->data,
+                                        held->length, 0);
+        }
+        free(held);
+        ++count;
+    }
+    ucs_debug("qpx iface %p: connection 0x%x: %u messages held on RC %s",
+              iface, conn->id, count, deliver ? "handed over" : "dropped");
+}
+
+
+/* The handlers of a sub-interface's AM ids: the hybrid's, through a
+ * trampoline (the RC interface's may hold a message) */
+void qpx_hybrid_iface_set_sub_am(qpx_hybrid_iface_t *iface, qpx_iface_t *sub,
+                                 int is_rc)
 {
     uct_base_iface_t *base = &sub->super;
     unsigned id;
 
-    for (id = 0; id < QPX_HYBRID_AM_ID_CTL; ++id) {
-        base->am[id].cb    = qpx_hybrid_am_trampoline;
-        base->am[id].arg   = &iface->super.am[id];
+    for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         base->am[id].flags = 0; /* sync */
+        if (is_rc) {
+            iface->rc_am[id].iface = iface;
+            iface->rc_am[id].id    = id;
+            base->am[id].cb        = qpx_hybrid_rc_am_trampoline;
+            base->am[id].arg       = &iface->rc_am[id];
+        } else if (id == QPX_HYBRID_AM_ID_CTL) {
+            base->am[id].cb  = iface->open_args.ctl_handler;
+            base->am[id].arg = iface;
+        } else {
+            base->am[id].cb  = qpx_hybrid_am_trampoline;
+            base->am[id].arg = &iface->super.am[id];
+        }
     }
-    base->am[QPX_HYBRID_AM_ID_CTL].cb    = iface->open_args.ctl_handler;
-    base->am[QPX_HYBRID_AM_ID_CTL].arg   = iface;
-    base->am[QPX_HYBRID_AM_ID_CTL].flags = 0; /* sync */
 }
 
 
@@ -200,7 +329,7 @@ qpx_hybrid_iface_open_sub(qpx_hybrid_iface_t *self, uct_md_h md,
         return status;
     }
 
-    qpx_hybrid_iface_set_sub_am(self, *core_p);
+    qpx_hybrid_iface_set_sub_am(self, *core_p, !strcmp(tl_name, "qpx_rc"));
     *config_p = config;
     return UCS_OK;
 }

@@ -74,6 +74,7 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     conn->peer_ep   = msg->hdr.src_id;
     conn->serial    = msg->hdr.serial;
     conn->joined_ep = QPX_EP_ID_NULL;
+    ucs_list_head_init(&conn->rx_held);
     qpx_hybrid_ctl_sender(msg, &conn->peer);
 
     /* For the answers: REP, NACK, DEMOTE_ACK */
@@ -118,6 +119,8 @@ static void qpx_hybrid_conn_accept(qpx_hybrid_iface_t *iface,
     iface->stats.max_rc_in_use = ucs_max(iface->stats.max_rc_in_use,
                                          iface->rc_in_use);
     qpx_hybrid_owner_set(iface, conn->rc_ep, conn, QPX_HYBRID_OWNER_CONN);
+    /* What the peer sends on RC waits for its SWITCHED on the cold path */
+    qpx_hybrid_conn_rx_hold(iface, conn);
     conn->reply = QPX_HYBRID_CTL_PROMOTE_REP;
     qpx_hybrid_conn_work(iface, conn);
     ucs_debug("qpx iface %p: connection 0x%x accepts peer ep 0x%x", iface,
@@ -163,7 +166,9 @@ static int qpx_hybrid_iface_yield_slot(qpx_hybrid_iface_t *iface)
 
 
 /* The peer's answer to our promotion: its QP's address to connect ours
- * to, then the switch once the cold path drained. Where that cannot be
+ * to, then SWITCHED on the cold path, after which active messages go on RC
+ * and, once the cold path is flushed, one-sided operations too (the
+ * switch). Where that cannot be
  * (our endpoint gone or gave up, the connect failed, no memory for the
  * peer's address) the peer is told to give its QP back. */
 static void qpx_hybrid_ctl_promote_rep(qpx_hybrid_iface_t *iface,
@@ -204,8 +209,9 @@ static void qpx_hybrid_ctl_promote_rep(qpx_hybrid_iface_t *iface,
     ep->peer_dev_len   = msg->hdr.dev_addr_len;
     ep->peer_iface_len = msg->hdr.iface_addr_len;
     ep->peer_conn      = msg->hdr.src_id;
-    ep->flags         |= QPX_HYBRID_EP_FLAG_SWITCH_DUE;
-    qpx_hybrid_ep_update_tx(ep); /* all held: the cold path drains */
+    ep->flags         |= QPX_HYBRID_EP_FLAG_SWITCH_DUE |
+                         QPX_HYBRID_EP_FLAG_MARK_DUE;
+    qpx_hybrid_ep_update_tx(ep); /* all held until SWITCHED went */
     qpx_hybrid_ep_work(ep);
     return;
 
@@ -276,7 +282,19 @@ static void qpx_hybrid_ctl_run(qpx_hybrid_iface_t *iface,
     case QPX_HYBRID_CTL_RELEASE:
         conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
         if (conn != NULL) {
+            /* What came on RC before it is the peer's too (SWITCHED went
+             * before its RC messages, and is read before a RELEASE sent
+             * after their flush; none when it never went) */
+            qpx_hybrid_conn_rx_release(iface, conn, 1);
             qpx_hybrid_conn_destroy(iface, conn);
+        }
+        break;
+    case QPX_HYBRID_CTL_SWITCHED:
+        conn = qpx_ep_table_lookup(&iface->conns, msg->hdr.dst_id);
+        if ((conn != NULL) && (conn->peer_ep == msg->hdr.src_id)) {
+            /* Every message of the peer's on the cold path before it was
+             * handed over: the ones on RC follow */
+            qpx_hybrid_conn_rx_release(iface, conn, 1);
         }
         break;
     default:
@@ -418,6 +436,39 @@ static void qpx_hybrid_ep_send_request(qpx_hybrid_ep_t *ep, uct_ep_h via,
 }
 
 
+/* The promotion was answered: SWITCHED, the last message on the cold
+ * path, then active messages go on RC (the peer holds them until it reads
+ * SWITCHED); one-sided operations wait for the cold path's flush. 0 while
+ * it waits for a send slot; 1 when it went, or the promotion was given up
+ * (the peer is told to give its QP back) */
+static int qpx_hybrid_ep_send_switched(qpx_hybrid_ep_t *ep)
+{
+    qpx_hybrid_iface_t *iface = qpx_hybrid_ep_iface(ep);
+    ucs_status_t status;
+
+    status = qpx_hybrid_ctl_send(iface, ep->cold_ep, QPX_HYBRID_CTL_SWITCHED,
+                                 ep->id, ep->peer_conn, ep->serial, 0, NULL);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return 0;
+    }
+    ep->flags &= ~QPX_HYBRID_EP_FLAG_MARK_DUE;
+    if (status != UCS_OK) {
+        ucs_debug("qpx ep %p id 0x%x: SWITCHED not sent (%s): stays on DC",
+                  ep, ep->id, ucs_status_string(status));
+        ep->flags &= ~QPX_HYBRID_EP_FLAG_SWITCH_DUE;
+        qpx_hybrid_ctl_post(iface, ep->peer_addr,
+                            ep->peer_addr + ep->peer_dev_len,
+                            QPX_HYBRID_CTL_RELEASE, ep->id, ep->peer_conn,
+                            ep->serial);
+        qpx_hybrid_ep_promote_abort(ep, ++ep->refusals, 1);
+        return 1;
+    }
+    ep->path_ep = ep->rc_ep;
+    qpx_hybrid_ep_update_tx(ep);
+    return 1;
+}
+
+
 /* The promotion's flush is done: the endpoint sends on RC from now on */
 static void qpx_hybrid_ep_on_rc(qpx_hybrid_ep_t *ep)
 {
@@ -533,6 +584,14 @@ static int qpx_hybrid_ep_advance(qpx_hybrid_ep_t *ep)
                                        QPX_HYBRID_CTL_PROMOTE_REQ,
                                        QPX_EP_ID_NULL, 0, ep->rc_ep);
             return 0;
+        }
+        if (ep->flags & QPX_HYBRID_EP_FLAG_MARK_DUE) {
+            if (!qpx_hybrid_ep_send_switched(ep)) {
+                return 0;
+            }
+            if (ep->state != QPX_HYBRID_EP_PROMOTING) {
+                return 1; /* given up */
+            }
         }
         if (ep->flags & QPX_HYBRID_EP_FLAG_SWITCH_DUE) {
             return qpx_hybrid_ep_switch_flushed(ep, ep->cold_ep,

@@ -127,8 +127,8 @@ UCS_CLASS_CLEANUP_FUNC(qpx_rc_ep_t)
     qpx_op_t *op;
 
     qpx_iface_qp_map_del(&iface->super.super, self->qp->qp_num);
-    if (iface->rx_cache.ep == self) {
-        iface->rx_cache.ep = NULL;
+    if (iface->super.super.rx.src == &self->super) {
+        iface->super.super.rx.src = NULL;
     }
 
     /* What is outstanding completes as canceled, once the QP is reset

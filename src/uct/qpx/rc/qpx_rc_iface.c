@@ -35,20 +35,22 @@ static ucs_config_field_t qpx_rc_iface_config_table[] = {
 };
 
 
-/* The endpoint whose QP received a message (flow control), cached */
+/* The endpoint whose QP received a message (flow control, and base's
+ * rx.src for a user that asks), cached in rx.src */
 static UCS_F_ALWAYS_INLINE qpx_rc_ep_t *
 qpx_rc_iface_rx_ep(qpx_rc_iface_t *iface, uint32_t qp_num)
 {
+    qpx_iface_t *base = &iface->super.super;
     qpx_rc_ep_t *ep;
 
-    if (ucs_likely((iface->rx_cache.ep != NULL) &&
-                   (iface->rx_cache.qp_num == qp_num))) {
-        return iface->rx_cache.ep;
+    if (ucs_likely((base->rx.src != NULL) &&
+                   (base->rx.src_qp_num == qp_num))) {
+        return ucs_derived_of(base->rx.src, qpx_rc_ep_t);
     }
 
-    ep = qpx_iface_qp_map_find(&iface->super.super, qp_num);
-    iface->rx_cache.ep     = ep;
-    iface->rx_cache.qp_num = qp_num;
+    ep = qpx_iface_qp_map_find(base, qp_num);
+    base->rx.src        = (ep != NULL) ? &ep->super : NULL;
+    base->rx.src_qp_num = qp_num;
     return ep;
 }
 
@@ -60,7 +62,8 @@ static UCS_F_ALWAYS_INLINE void
 qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
                          unsigned count)
 {
-    if ((ep == NULL) || (iface->rx_cache.ep != ep) || !ep->fc.enabled) {
+    if ((ep == NULL) || (iface->super.super.rx.src != &ep->super) ||
+        !ep->fc.enabled) {
         return;
     }
 
@@ -71,14 +74,15 @@ qpx_rc_iface_rx_consumed(qpx_rc_iface_t *iface, qpx_rc_ep_t *ep,
 }
 
 
-/* A run of receives from one QP: its endpoint, for its credits (none
- * without flow control) */
+/* A run of receives from one QP: its endpoint, for its credits and for a
+ * user that asked which endpoint the messages came from (rx.src_want);
+ * none without either (a flow control that is off ignores it) */
 static UCS_F_ALWAYS_INLINE void *
 qpx_rc_iface_rx_run_begin(qpx_rdma_iface_t *rdma_iface, uint32_t qp_num)
 {
     qpx_rc_iface_t *iface = ucs_derived_of(rdma_iface, qpx_rc_iface_t);
 
-    return (iface->config.fc_wnd == 0) ? NULL :
+    return (iface->super.super.rx.src_want == 0) ? NULL :
            qpx_rc_iface_rx_ep(iface, qp_num);
 }
 
@@ -299,8 +303,6 @@ static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
     UCS_CLASS_CALL_SUPER_INIT(qpx_rdma_iface_t, &qpx_rc_rdma_tl, md, worker,
                               params, &config->super, hints);
 
-    self->rx_cache.ep     = NULL;
-    self->rx_cache.qp_num = 0;
     self->next_ep_id = 0;
 
     /* Create one QP now: the caps it is granted bound the operations */
@@ -324,6 +326,9 @@ static QPX_IFACE_INIT_FUNC(qpx_rc_iface_t)
         !self->super.super.attr_only) {
         ucs_warn("qpx_rc: receive queue too small for flow control");
     }
+    /* Flow control needs the endpoint of each run of receives */
+    self->super.super.rx.src_want = (self->config.fc_wnd > 0) ?
+                                    QPX_IFACE_RX_SRC_TL : 0;
 
     /* Endpoints' control words: 256 endpoints per registration */
     status = qpx_md_reg_mpool_init(self->super.super.md, &self->ctl_mp,

@@ -87,10 +87,6 @@ typedef struct qpx_rc_iface {
                                  registered a chunk at a time */
     uint16_t        next_ep_id;
     struct {
-        struct qpx_rc_ep *ep;     /* endpoint of the last receive */
-        uint32_t         qp_num;
-    } rx_cache;
-    struct {
         unsigned              fc_wnd;
         unsigned              fc_thresh;
     } config;
