@@ -115,19 +115,17 @@ static void test_rc_rx(uct_ep_h src, uint8_t id, uint64_t seq)
     assert_int_equal(am->cb(am->arg, &seq, sizeof(seq), 0), UCS_OK);
 }
 
-static void test_promote_rx_hold(void **state)
+/* B's RC interface hands its messages to the hybrid, UCP's handler is
+ * test_rx_handler; endpoint 0 promoted up to B's accepting (REP sent):
+ * B's connection, which holds */
+static qpx_hybrid_conn_t *test_rx_accepted(void)
 {
-    qpx_hybrid_ep_t *ep = test_hep(0);
     qpx_hybrid_conn_t *conn;
-    uct_ep_h other;
-    unsigned i;
 
-    (void)state;
     test_rx_count = 0;
     qpx_hybrid_iface_set_sub_am(&B->h, &B->rc_core, 1);
     B->h.super.am[AM_ID_DATA].cb  = test_rx_handler;
     B->h.super.am[AM_ID_DATA].arg = NULL;
-
     test_heat(0);
     test_progress(A);
     test_progress(A); /* the REQ */
@@ -136,6 +134,18 @@ static void test_promote_rx_hold(void **state)
     conn = test_only_conn(B);
     assert_non_null(conn);
     assert_true(conn->rx_hold);
+    return conn;
+}
+
+static void test_promote_rx_hold(void **state)
+{
+    qpx_hybrid_ep_t *ep = test_hep(0);
+    qpx_hybrid_conn_t *conn;
+    uct_ep_h other;
+    unsigned i;
+
+    (void)state;
+    conn = test_rx_accepted();
 
     /* A's first messages on RC come before SWITCHED: held */
     test_rc_rx(conn->rc_ep, AM_ID_DATA, 7);
@@ -173,17 +183,7 @@ static void test_promote_rx_hold_dropped(void **state)
     qpx_hybrid_conn_t *conn;
 
     (void)state;
-    test_rx_count = 0;
-    qpx_hybrid_iface_set_sub_am(&B->h, &B->rc_core, 1);
-    B->h.super.am[AM_ID_DATA].cb  = test_rx_handler;
-    B->h.super.am[AM_ID_DATA].arg = NULL;
-    test_heat(0);
-    test_progress(A);
-    test_progress(A);
-    assert_int_equal(test_deliver(), 1);
-    test_progress(B);
-    conn = test_only_conn(B);
-    assert_non_null(conn);
+    conn = test_rx_accepted();
     test_rc_rx(conn->rc_ep, AM_ID_DATA, 7);
     assert_int_equal(qpx_hybrid_sub_ep_failed(&B->h, conn->rc_ep,
                                               UCS_ERR_ENDPOINT_TIMEOUT),
