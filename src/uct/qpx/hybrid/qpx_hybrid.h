@@ -353,6 +353,8 @@ typedef struct qpx_hybrid_stats {
                                 opened its RC interface for them) */
     uint64_t qps_created;    /* RC QPs created (ahead too), at close */
     uint64_t qps_reused;     /* RC QPs reused through RESET, at close */
+    uint64_t held;           /* messages on a connection's RC QP held
+                                until the peer's SWITCHED */
     unsigned long malformed; /* control messages dropped as malformed
                                 (logging sampled: qpx_log.h) */
 } qpx_hybrid_stats_t;

@@ -420,21 +420,22 @@ static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
               "%lu no_slot %lu rc_failures %lu timeouts %lu deferred %lu "
               "accepted %lu declined %lu max_rc_in_use %lu qps_created %lu "
               "qps_reused %lu malformed %lu yielded %lu joins %lu "
-              "transfers %lu", iface, s->promotions, s->demotions,
-              s->refused, s->no_slot, s->rc_failures, s->timeouts,
-              s->deferred, s->accepted, s->declined, s->max_rc_in_use,
-              s->qps_created, s->qps_reused, s->malformed, s->yielded,
-              s->joins, s->transfers);
+              "transfers %lu held %lu", iface, s->promotions,
+              s->demotions, s->refused, s->no_slot, s->rc_failures,
+              s->timeouts, s->deferred, s->accepted, s->declined,
+              s->max_rc_in_use, s->qps_created, s->qps_reused, s->malformed,
+              s->yielded, s->joins, s->transfers, s->held);
     if (iface->config.print_stats) {
         fprintf(stderr, "qpx stats: promotions=%lu demotions=%lu refused=%lu "
                 "no_slot=%lu rc_failures=%lu timeouts=%lu deferred=%lu "
                 "accepted=%lu declined=%lu max_rc_in_use=%lu pool=%u "
                 "qps_created=%lu qps_reused=%lu malformed=%lu yielded=%lu "
-                "joins=%lu transfers=%lu\n", s->promotions, s->demotions,
-                s->refused, s->no_slot, s->rc_failures, s->timeouts,
-                s->deferred, s->accepted, s->declined, s->max_rc_in_use,
-                iface->config.pool_size, s->qps_created, s->qps_reused,
-                s->malformed, s->yielded, s->joins, s->transfers);
+                "joins=%lu transfers=%lu held=%lu\n", s->promotions,
+                s->demotions, s->refused, s->no_slot, s->rc_failures,
+                s->timeouts, s->deferred, s->accepted, s->declined,
+                s->max_rc_in_use, iface->config.pool_size, s->qps_created,
+                s->qps_reused, s->malformed, s->yielded, s->joins,
+                s->transfers, s->held);
     }
 }
 

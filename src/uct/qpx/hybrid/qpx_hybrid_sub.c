@@ -98,6 +98,7 @@ static UCS_F_NOINLINE int qpx_hybrid_rx_hold_msg(qpx_hybrid_iface_t *iface,
     held->length = length;
     memcpy(held->data, data, length);
     ucs_list_add_tail(&conn->rx_held, &held->list);
+    iface->stats.held++;
     return 1;
 }
 
