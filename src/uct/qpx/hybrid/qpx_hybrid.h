@@ -501,6 +501,24 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, qpx_hybrid_iface_t);
 }
 
+/* Whom sub_ep belongs to (iface->owners; qpx_hybrid_owner_set), NULL:
+ * nobody (retired, or an answer's); *kind_p: QPX_HYBRID_OWNER_EP or
+ * QPX_HYBRID_OWNER_CONN */
+static inline void *qpx_hybrid_owner_get(qpx_hybrid_iface_t *iface,
+                                         uct_ep_h sub_ep, int *kind_p)
+{
+    khiter_t it = kh_get(qpx_hybrid_owner, &iface->owners,
+                         (uintptr_t)sub_ep);
+    uintptr_t value;
+
+    if (it == kh_end(&iface->owners)) {
+        return NULL;
+    }
+    value   = kh_value(&iface->owners, it);
+    *kind_p = (int)(value & 1);
+    return (void*)(value & ~(uintptr_t)1);
+}
+
 /* The state of endpoints and connections, kept by the layers of the
  * switch (qpx_hybrid_join.c, qpx_hybrid_switch.c) and the endpoint
  * (qpx_hybrid_ep.c) alike */

@@ -65,24 +65,13 @@ static UCS_F_NOINLINE int qpx_hybrid_rx_hold_msg(qpx_hybrid_iface_t *iface,
     qpx_ep_t *src = (iface->rc_core != NULL) ? iface->rc_core->rx.src : NULL;
     qpx_hybrid_conn_t *conn;
     qpx_hybrid_held_t *held;
-    uintptr_t value;
-    khiter_t it;
+    int kind;
 
     if (src == NULL) {
         return 0;
     }
-    /* the owners are keyed by the sub-endpoint's uct_ep_h */
-    it = kh_get(qpx_hybrid_owner, &iface->owners,
-                (uintptr_t)&src->super.super);
-    if (it == kh_end(&iface->owners)) {
-        return 0;
-    }
-    value = kh_value(&iface->owners, it);
-    if ((value & 1) != QPX_HYBRID_OWNER_CONN) {
-        return 0;
-    }
-    conn = (qpx_hybrid_conn_t*)(value & ~1ul);
-    if (!conn->rx_hold) {
+    conn = qpx_hybrid_owner_get(iface, &src->super.super, &kind);
+    if ((conn == NULL) || (kind != QPX_HYBRID_OWNER_CONN) || !conn->rx_hold) {
         return 0;
     }
     held = malloc(sizeof(*held) + length);

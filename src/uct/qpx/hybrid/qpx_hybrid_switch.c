@@ -686,22 +686,21 @@ ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
     qpx_hybrid_iface_t *iface = arg;
     qpx_hybrid_conn_t *conn;
     qpx_hybrid_ep_t *ep;
-    uintptr_t value;
-    khiter_t it;
+    void *owner;
+    int kind;
 
-    it = kh_get(qpx_hybrid_owner, &iface->owners, (uintptr_t)sub_ep);
-    if (it == kh_end(&iface->owners)) {
+    owner = qpx_hybrid_owner_get(iface, sub_ep, &kind);
+    if (owner == NULL) {
         /* Retired or an answer's: nobody waits for it */
         ucs_debug("qpx iface %p: retired sub-endpoint %p failed: %s", iface,
                   sub_ep, ucs_status_string(status));
         return UCS_OK;
     }
 
-    value = kh_value(&iface->owners, it);
-    if ((value & 1) == QPX_HYBRID_OWNER_CONN) {
+    if (kind == QPX_HYBRID_OWNER_CONN) {
         ucs_debug("qpx iface %p: a peer's connection failed: %s", iface,
                   ucs_status_string(status));
-        conn = (qpx_hybrid_conn_t*)(value & ~1ul);
+        conn = owner;
         /* An endpoint of ours that joined its QP fails with it, and keeps
          * the failed QP (its operations end with the error) */
         ep = qpx_hybrid_join_take_failed(iface, conn, sub_ep);
@@ -710,7 +709,7 @@ ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
             return UCS_OK;
         }
     } else {
-        ep = (qpx_hybrid_ep_t*)value;
+        ep = owner;
     }
     if (ep->flags & QPX_HYBRID_EP_FLAG_FAILED) {
         return UCS_OK; /* reported already */
