@@ -133,11 +133,11 @@ enum {
 
 
 typedef struct qpx_iface qpx_iface_t;
+typedef struct qpx_ep    qpx_ep_t;
 
 /* qpx_iface_t's rx.src_want bits */
 #define QPX_IFACE_RX_SRC_TL   UCS_BIT(0) /* the transport's own */
 #define QPX_IFACE_RX_SRC_USER UCS_BIT(1) /* a user above */
-typedef struct qpx_ep    qpx_ep_t;
 
 
 /* Whether an endpoint may post now, as its transport sees it */
