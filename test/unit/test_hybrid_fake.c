@@ -206,9 +206,23 @@ static ucs_status_t test_err_handler(void *arg, uct_ep_h ep,
 static void test_node_init(test_node_t *node, unsigned index, unsigned pool)
 {
     qpx_hybrid_iface_t *h = &node->h;
+    qpx_hybrid_iface_config_t config;
 
     test_fake_iface_init(&node->cold, index, 0);
     test_fake_iface_init(&node->rc, index, 1);
+    /* The interface's own state from its init, over bytes as a reused heap
+     * may hold them (ucs_class_malloc does not clear): a field it leaves
+     * alone keeps 0xff.. here */
+    memset(UCS_PTR_BYTE_OFFSET(h, sizeof(h->super)), 0xff,
+           sizeof(*h) - sizeof(h->super));
+    memset(&config, 0, sizeof(config));
+    config.pool_size      = pool;
+    config.promote_thresh = THRESH;
+    config.promote_bytes  = SIZE_MAX;
+    config.promote_window = 60.0;
+    config.switch_timeout = 60.0;
+    config.pool_batch     = 1;
+    qpx_hybrid_iface_state_init(h, &config);
     h->super.super.ops      = qpx_hybrid_iface_ops;
     h->super.worker         = (uct_priv_worker_t*)ctx->worker;
     h->super.err_handler     = test_err_handler;
@@ -218,24 +232,9 @@ static void test_node_init(test_node_t *node, unsigned index, unsigned pool)
     h->rc_core              = &node->rc_core;
     h->cold_tl              = "qpx_dc";
     h->rc_avail             = 1;
-    qpx_ep_table_init(&h->eps);
-    qpx_ep_table_init(&h->conns);
-    kh_init_inplace(qpx_hybrid_owner, &h->owners);
-    ucs_list_head_init(&h->ep_list);
-    ucs_list_head_init(&h->pending_eps);
-    ucs_list_head_init(&h->work_eps);
-    ucs_list_head_init(&h->work_conns);
-    ucs_list_head_init(&h->ctl_msgs);
-    ucs_list_head_init(&h->ctl_out);
-    ucs_list_head_init(&h->retired);
     snprintf(h->open_args.dev_name, sizeof(h->open_args.dev_name), "fake%u",
              index);
-    h->config.pool_size      = pool;
-    h->config.promote_thresh = THRESH;
     h->config.bytes_shift    = 20;
-    h->config.promote_window = 60ull * 1000000000ull;
-    h->config.switch_timeout = 60ull * 1000000000ull;
-    h->config.pool_batch     = 1;
     h->attr.cap.am.max_short  = 64;
     h->attr.cap.put.max_short = 64;
     /* a packed IB device address: flags, then the LID */

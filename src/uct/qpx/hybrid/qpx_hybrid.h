@@ -647,6 +647,10 @@ void qpx_hybrid_rc_open_eager(qpx_hybrid_iface_t *iface);
 ucs_status_t qpx_hybrid_iface_query(uct_iface_h tl_iface,
                                     uct_iface_attr_t *iface_attr);
 unsigned qpx_hybrid_iface_progress(uct_iface_h tl_iface);
+/* Everything after super from zero (the class does not clear), and the
+ * settings of config */
+void qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
+                                 const qpx_hybrid_iface_config_t *config);
 void qpx_hybrid_iface_rc_close(qpx_hybrid_iface_t *iface);
 void qpx_hybrid_iface_rc_probe(qpx_hybrid_iface_t *self, int keep);
 void qpx_hybrid_iface_close_subs(qpx_hybrid_iface_t *self);

@@ -152,32 +152,20 @@ static int qpx_hybrid_bcopy_above(const uct_iface_attr_t *path,
 }
 
 
-/* Empty state, and the settings of config */
-static void
-qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
-                            const qpx_hybrid_iface_config_t *config)
+/*
+ * Empty state, and the settings of config. Everything after super (which
+ * its class initialised) starts from zero: ucs_class_malloc does not clear,
+ * and a counter left as the allocator gave it (rx_holds at 0xffffffff
+ * wrapped to 0 on the first hold, and the hold was skipped) is a bug no
+ * test sees until the heap holds the wrong bytes.
+ */
+void qpx_hybrid_iface_state_init(qpx_hybrid_iface_t *self,
+                                 const qpx_hybrid_iface_config_t *config)
 {
-    self->cold        = NULL;
-    self->rc          = NULL;
-    self->cold_core   = NULL;
-    self->rc_core     = NULL;
-    self->cold_config = NULL;
-    self->rc_config = NULL;
-    self->dispatch_ep = NULL;
-    self->rc_in_use = 0;
-    self->rc_retiring = 0;
-    self->tick      = 0;
-    self->progress_calls = 0;
-    self->cold_idle   = 0;
-    self->rc_idle   = 0;
-    self->rc_warned = 0;
-    self->rc_retry_at = 0;
-    self->rc_backoff  = 0;
-    self->rc_avail    = 0;
-    self->epfd        = -1;
-    self->event_flags = 0;
-    self->addr.rc_ep_len = 0;
-    memset(&self->stats, 0, sizeof(self->stats));
+    UCS_STATIC_ASSERT(ucs_offsetof(qpx_hybrid_iface_t, super) == 0);
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
+    self->epfd = -1;
     qpx_ep_table_init(&self->eps);
     qpx_ep_table_init(&self->conns);
     kh_init_inplace(qpx_hybrid_owner, &self->owners);
