@@ -175,6 +175,7 @@ static UCS_CLASS_INIT_FUNC(qpx_cm_t, uct_component_h component,
     }
 
     ucs_list_head_init(&self->devs);
+    self->malformed  = 0;
     self->async      = async;
     self->timeout_ms = ucs_max(1, (int)(cm_config->timeout * 1e3));
     self->channel    = rdma_create_event_channel();

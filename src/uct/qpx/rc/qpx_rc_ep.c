@@ -51,6 +51,8 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
     iface = ucs_derived_of(params->iface, qpx_rc_iface_t);
     UCS_CLASS_CALL_SUPER_INIT(qpx_ep_t, &iface->super.super);
 
+    /* Before the first failure can come: err_put_qp cleans it up */
+    memset(&self->txwq, 0, sizeof(self->txwq));
     status = qpx_iface_qp_get(&iface->super.super, &self->qp);
     if (status != UCS_OK) {
         return status;
@@ -62,7 +64,6 @@ UCS_CLASS_INIT_FUNC(qpx_rc_ep_t, const uct_ep_params_t *params)
         goto err_put_qp;
     }
 
-    memset(&self->txwq, 0, sizeof(self->txwq));
     if (iface->super.super.direct.enabled) {
         status = qpx_mlx5_txwq_init(&iface->super.super, self->qp,
                                     &self->txwq);
