@@ -177,18 +177,38 @@ static void test_promote_rx_hold(void **state)
 }
 
 /* A connection that ends (A's QP failed) before SWITCHED drops what it
- * held, and holds no more */
+ * held; what its retired QP still brings while it drains (completions
+ * already in the CQ) is dropped too, not handed over after the dropped
+ * ones; once the QP is destroyed nothing holds */
 static void test_promote_rx_hold_dropped(void **state)
 {
     qpx_hybrid_conn_t *conn;
+    uct_ep_h rc_ep;
 
     (void)state;
-    conn = test_rx_accepted();
-    test_rc_rx(conn->rc_ep, AM_ID_DATA, 7);
-    assert_int_equal(qpx_hybrid_sub_ep_failed(&B->h, conn->rc_ep,
+    conn  = test_rx_accepted();
+    rc_ep = conn->rc_ep;
+    test_rc_rx(rc_ep, AM_ID_DATA, 7);
+    test_fake(rc_ep)->flush_status = UCS_INPROGRESS; /* still draining */
+    assert_int_equal(qpx_hybrid_sub_ep_failed(&B->h, rc_ep,
                                               UCS_ERR_ENDPOINT_TIMEOUT),
                      UCS_OK);
     assert_null(test_only_conn(B));
+    assert_int_equal(B->h.stats.dropped, 1);
+
+    /* retired, not destroyed yet: what it receives goes */
+    (void)qpx_hybrid_iface_retire_progress(&B->h);
+    test_rc_rx(rc_ep, AM_ID_DATA, 8);
+    assert_int_equal(test_rx_count, 0);
+    assert_int_equal(B->h.stats.dropped, 2);
+    /* an error of the retired QP is nobody's */
+    assert_int_equal(qpx_hybrid_sub_ep_failed(&B->h, rc_ep,
+                                              UCS_ERR_ENDPOINT_TIMEOUT),
+                     UCS_OK);
+    assert_int_equal(B->errors, 0);
+
+    test_fake(rc_ep)->flush_status = UCS_OK;
+    (void)qpx_hybrid_iface_retire_progress(&B->h);
     assert_int_equal(B->h.rx_holds, 0);
     assert_false(B->rc_core.rx.src_want & QPX_IFACE_RX_SRC_USER);
     assert_int_equal(test_rx_count, 0);

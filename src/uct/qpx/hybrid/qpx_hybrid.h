@@ -311,6 +311,8 @@ typedef struct qpx_hybrid_retired {
     uct_ep_h        ep;
     int             is_rc;       /* an RC QP of the pool: counted in use */
     int             drain_rx;    /* progress the RC interface dry first */
+    int             drop_rx;     /* owned as QPX_HYBRID_OWNER_DROP, and
+                                    counted in rx_holds, until destroyed */
     uint64_t        deadline;    /* qpx_hybrid_time_ns(): destroyed then */
 } qpx_hybrid_retired_t;
 
@@ -327,10 +329,15 @@ typedef struct qpx_hybrid_retired {
 #define QPX_HYBRID_RC_BACKOFF_MAX_NS  10000000000ull /* 10 s */
 
 
-/* What a sub-endpoint belongs to (iface->owners) */
+/* What a sub-endpoint belongs to (iface->owners: the owner's address with
+ * the kind in its two low bits, free in an allocated object's address) */
 enum {
     QPX_HYBRID_OWNER_EP   = 0,   /* a qpx_hybrid_ep_t */
-    QPX_HYBRID_OWNER_CONN = 1    /* a qpx_hybrid_conn_t */
+    QPX_HYBRID_OWNER_CONN = 1,   /* a qpx_hybrid_conn_t */
+    QPX_HYBRID_OWNER_DROP = 2,   /* a qpx_hybrid_retired_t: an RC QP whose
+                                    connection ended before SWITCHED; what
+                                    it still receives is dropped */
+    QPX_HYBRID_OWNER_MASK = 3
 };
 
 KHASH_MAP_INIT_INT64(qpx_hybrid_owner, uintptr_t);
@@ -355,6 +362,8 @@ typedef struct qpx_hybrid_stats {
     uint64_t qps_reused;     /* RC QPs reused through RESET, at close */
     uint64_t held;           /* messages on a connection's RC QP held
                                 until the peer's SWITCHED */
+    uint64_t dropped;        /* of those, and of what came on the QP after,
+                                dropped: the connection ended before it */
     unsigned long malformed; /* control messages dropped as malformed
                                 (logging sampled: qpx_log.h) */
 } qpx_hybrid_stats_t;
@@ -502,8 +511,8 @@ qpx_hybrid_ep_iface(qpx_hybrid_ep_t *ep)
 }
 
 /* Whom sub_ep belongs to (iface->owners; qpx_hybrid_owner_set), NULL:
- * nobody (retired, or an answer's); *kind_p: QPX_HYBRID_OWNER_EP or
- * QPX_HYBRID_OWNER_CONN */
+ * nobody (retired, or an answer's); *kind_p: QPX_HYBRID_OWNER_EP,
+ * QPX_HYBRID_OWNER_CONN or QPX_HYBRID_OWNER_DROP */
 static inline void *qpx_hybrid_owner_get(qpx_hybrid_iface_t *iface,
                                          uct_ep_h sub_ep, int *kind_p)
 {
@@ -515,8 +524,8 @@ static inline void *qpx_hybrid_owner_get(qpx_hybrid_iface_t *iface,
         return NULL;
     }
     value   = kh_value(&iface->owners, it);
-    *kind_p = (int)(value & 1);
-    return (void*)(value & ~(uintptr_t)1);
+    *kind_p = (int)(value & QPX_HYBRID_OWNER_MASK);
+    return (void*)(value & ~(uintptr_t)QPX_HYBRID_OWNER_MASK);
 }
 
 /* The state of endpoints and connections, kept by the layers of the
@@ -668,9 +677,16 @@ QPX_EP_DECLARE(qpx_hybrid);
 void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
                           void *owner, int kind);
 void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep);
+/* qpx_hybrid_retire's flags: progress the RC interface dry before the
+ * flush (a QP a peer sent to); and drop what the QP still receives (its
+ * connection ended before SWITCHED and dropped what it held) */
+#define QPX_HYBRID_RETIRE_DRAIN_RX  UCS_BIT(0)
+#define QPX_HYBRID_RETIRE_DROP_RX   UCS_BIT(1)
 void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
-                       int drain_rx);
+                       unsigned flags);
 unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_retired_destroy(qpx_hybrid_iface_t *iface,
+                                qpx_hybrid_retired_t *r);
 
 /* qpx_hybrid_switch.c */
 unsigned qpx_hybrid_iface_ctl_progress(qpx_hybrid_iface_t *iface);
@@ -735,6 +751,9 @@ void qpx_hybrid_conn_rx_hold(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn);
 void qpx_hybrid_conn_rx_release(qpx_hybrid_iface_t *iface,
                                 qpx_hybrid_conn_t *conn, int deliver);
+/* One more (or one less) QP whose messages the RC trampoline looks at */
+void qpx_hybrid_rx_holds_add(qpx_hybrid_iface_t *iface);
+void qpx_hybrid_rx_holds_remove(qpx_hybrid_iface_t *iface);
 
 /* qpx_hybrid_ctl.c: control messages */
 extern const char *qpx_hybrid_ctl_names[];

@@ -408,22 +408,23 @@ static void qpx_hybrid_iface_print_stats(qpx_hybrid_iface_t *iface)
               "%lu no_slot %lu rc_failures %lu timeouts %lu deferred %lu "
               "accepted %lu declined %lu max_rc_in_use %lu qps_created %lu "
               "qps_reused %lu malformed %lu yielded %lu joins %lu "
-              "transfers %lu held %lu", iface, s->promotions,
+              "transfers %lu held %lu dropped %lu", iface, s->promotions,
               s->demotions, s->refused, s->no_slot, s->rc_failures,
               s->timeouts, s->deferred, s->accepted, s->declined,
               s->max_rc_in_use, s->qps_created, s->qps_reused, s->malformed,
-              s->yielded, s->joins, s->transfers, s->held);
+              s->yielded, s->joins, s->transfers, s->held, s->dropped);
     if (iface->config.print_stats) {
         fprintf(stderr, "qpx stats: promotions=%lu demotions=%lu refused=%lu "
                 "no_slot=%lu rc_failures=%lu timeouts=%lu deferred=%lu "
                 "accepted=%lu declined=%lu max_rc_in_use=%lu pool=%u "
                 "qps_created=%lu qps_reused=%lu malformed=%lu yielded=%lu "
-                "joins=%lu transfers=%lu held=%lu\n", s->promotions,
+                "joins=%lu transfers=%lu held=%lu dropped=%lu\n",
+                s->promotions,
                 s->demotions, s->refused, s->no_slot, s->rc_failures,
                 s->timeouts, s->deferred, s->accepted, s->declined,
                 s->max_rc_in_use, iface->config.pool_size, s->qps_created,
                 s->qps_reused, s->malformed, s->yielded, s->joins,
-                s->transfers, s->held);
+                s->transfers, s->held, s->dropped);
     }
 }
 
@@ -464,8 +465,7 @@ static UCS_CLASS_CLEANUP_FUNC(qpx_hybrid_iface_t)
         qpx_hybrid_retired_t *r = ucs_list_extract_head(&self->retired,
                                                         qpx_hybrid_retired_t,
                                                         list);
-        uct_ep_destroy(r->ep);
-        free(r);
+        qpx_hybrid_retired_destroy(self, r);
     }
     if (!ucs_list_is_empty(&self->ep_list)) {
         ucs_warn("qpx iface %p closed with %zu endpoints", self,

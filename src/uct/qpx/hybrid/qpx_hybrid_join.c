@@ -236,6 +236,7 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn)
 {
     qpx_hybrid_ep_t *ep = qpx_ep_table_lookup(&iface->eps, conn->joined_ep);
+    int dropped;
 
     if (ep != NULL) {
         /* Its RC path goes with the QP: back to the cold one (the callers
@@ -245,13 +246,17 @@ void qpx_hybrid_conn_destroy(qpx_hybrid_iface_t *iface,
     if (conn->in_work) {
         ucs_list_del(&conn->work_link);
     }
-    /* Held for a SWITCHED that never came: the peer failed or gave up */
+    /* Held for a SWITCHED that never came: the peer failed or gave up;
+     * what its QP still brings goes the same way */
+    dropped = conn->rx_hold;
     qpx_hybrid_conn_rx_release(iface, conn, 0);
     if (conn->id != QPX_EP_ID_NULL) {
         qpx_ep_table_remove(&iface->conns, conn->id);
     }
     if (conn->rc_ep != NULL) {
-        qpx_hybrid_retire(iface, conn->rc_ep, 1, 1);
+        qpx_hybrid_retire(iface, conn->rc_ep, 1,
+                          QPX_HYBRID_RETIRE_DRAIN_RX |
+                          (dropped ? QPX_HYBRID_RETIRE_DROP_RX : 0));
     }
     if (conn->ctl_ep != NULL) {
         qpx_hybrid_retire(iface, conn->ctl_ep, 0, 0);

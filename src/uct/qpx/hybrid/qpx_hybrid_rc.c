@@ -159,6 +159,7 @@ void qpx_hybrid_owner_set(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep,
                   sub_ep);
         return;
     }
+    ucs_assert(!((uintptr_t)owner & QPX_HYBRID_OWNER_MASK));
     kh_value(&iface->owners, it) = (uintptr_t)owner | kind;
 }
 
@@ -174,7 +175,7 @@ void qpx_hybrid_owner_del(qpx_hybrid_iface_t *iface, uct_ep_h sub_ep)
 
 
 void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
-                       int drain_rx)
+                       unsigned flags)
 {
     qpx_hybrid_retired_t *r = malloc(sizeof(*r));
 
@@ -190,9 +191,32 @@ void qpx_hybrid_retire(qpx_hybrid_iface_t *iface, uct_ep_h ep, int is_rc,
     iface->rc_retiring += !!is_rc;
     r->ep       = ep;
     r->is_rc    = is_rc;
-    r->drain_rx = drain_rx;
+    r->drain_rx = !!(flags & QPX_HYBRID_RETIRE_DRAIN_RX);
+    r->drop_rx  = !!(flags & QPX_HYBRID_RETIRE_DROP_RX);
     r->deadline = qpx_hybrid_time_ns() + QPX_HYBRID_RETIRE_TIMEOUT_NS;
     ucs_list_add_tail(&iface->retired, &r->list);
+    if (r->drop_rx) {
+        /* The drain below must not hand over what came after the held
+         * messages that were dropped: a later message before the earlier
+         * ones of the cold path that never came */
+        qpx_hybrid_owner_set(iface, ep, r, QPX_HYBRID_OWNER_DROP);
+        qpx_hybrid_rx_holds_add(iface);
+    }
+}
+
+
+/* r is out of the list: its endpoint destroyed, r freed */
+void qpx_hybrid_retired_destroy(qpx_hybrid_iface_t *iface,
+                                qpx_hybrid_retired_t *r)
+{
+    if (r->drop_rx) {
+        qpx_hybrid_owner_del(iface, r->ep);
+        qpx_hybrid_rx_holds_remove(iface);
+    }
+    uct_ep_destroy(r->ep);
+    iface->rc_in_use   -= !!r->is_rc;
+    iface->rc_retiring -= !!r->is_rc;
+    free(r);
 }
 
 
@@ -222,10 +246,7 @@ unsigned qpx_hybrid_iface_retire_progress(qpx_hybrid_iface_t *iface)
                       QPX_HYBRID_RETIRE_TIMEOUT_NS / 1000000000ull);
         }
         ucs_list_del(&r->list);
-        uct_ep_destroy(r->ep);
-        iface->rc_in_use   -= !!r->is_rc;
-        iface->rc_retiring -= !!r->is_rc;
-        free(r);
+        qpx_hybrid_retired_destroy(iface, r);
         ++count;
     }
     return count;

@@ -71,7 +71,16 @@ static UCS_F_NOINLINE int qpx_hybrid_rx_hold_msg(qpx_hybrid_iface_t *iface,
         return 0;
     }
     conn = qpx_hybrid_owner_get(iface, &src->super.super, &kind);
-    if ((conn == NULL) || (kind != QPX_HYBRID_OWNER_CONN) || !conn->rx_hold) {
+    if (conn == NULL) {
+        return 0;
+    }
+    if (kind == QPX_HYBRID_OWNER_DROP) {
+        /* A retired QP drained after its connection dropped what it held
+         * (qpx_hybrid_retire): this one would come before them */
+        iface->stats.dropped++;
+        return 1;
+    }
+    if ((kind != QPX_HYBRID_OWNER_CONN) || !conn->rx_hold) {
         return 0;
     }
     held = malloc(sizeof(*held) + length);
@@ -107,14 +116,29 @@ static ucs_status_t qpx_hybrid_rc_am_trampoline(void *arg, void *data,
 }
 
 
+void qpx_hybrid_rx_holds_add(qpx_hybrid_iface_t *iface)
+{
+    ucs_assert(iface->rc_core != NULL);
+    ++iface->rx_holds;
+    iface->rc_core->rx.src_want |= QPX_IFACE_RX_SRC_USER;
+}
+
+
+void qpx_hybrid_rx_holds_remove(qpx_hybrid_iface_t *iface)
+{
+    ucs_assert(iface->rx_holds > 0);
+    if ((--iface->rx_holds == 0) && (iface->rc_core != NULL)) {
+        iface->rc_core->rx.src_want &= ~QPX_IFACE_RX_SRC_USER;
+    }
+}
+
+
 void qpx_hybrid_conn_rx_hold(qpx_hybrid_iface_t *iface,
                              qpx_hybrid_conn_t *conn)
 {
     ucs_assert(!conn->rx_hold);
-    ucs_assert(iface->rc_core != NULL);
     conn->rx_hold = 1;
-    ++iface->rx_holds;
-    iface->rc_core->rx.src_want |= QPX_IFACE_RX_SRC_USER;
+    qpx_hybrid_rx_holds_add(iface);
 }
 
 
@@ -128,10 +152,7 @@ void qpx_hybrid_conn_rx_release(qpx_hybrid_iface_t *iface,
         return;
     }
     conn->rx_hold = 0;
-    ucs_assert(iface->rx_holds > 0);
-    if ((--iface->rx_holds == 0) && (iface->rc_core != NULL)) {
-        iface->rc_core->rx.src_want &= ~QPX_IFACE_RX_SRC_USER;
-    }
+    qpx_hybrid_rx_holds_remove(iface);
     /* No progress runs in a handler: nothing joins the list meanwhile */
     while (!ucs_list_is_empty(&conn->rx_held)) {
         held = ucs_list_extract_head(&conn->rx_held, qpx_hybrid_held_t,
@@ -139,6 +160,8 @@ void qpx_hybrid_conn_rx_release(qpx_hybrid_iface_t *iface,
         if (deliver) {
             (void)qpx_hybrid_rx_deliver(iface, held->id, held->data,
                                         held->length, 0);
+        } else {
+            iface->stats.dropped++;
         }
         free(held);
         ++count;

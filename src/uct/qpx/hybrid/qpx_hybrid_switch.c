@@ -690,7 +690,7 @@ ucs_status_t qpx_hybrid_sub_ep_failed(void *arg, uct_ep_h sub_ep,
     int kind;
 
     owner = qpx_hybrid_owner_get(iface, sub_ep, &kind);
-    if (owner == NULL) {
+    if ((owner == NULL) || (kind == QPX_HYBRID_OWNER_DROP)) {
         /* Retired or an answer's: nobody waits for it */
         ucs_debug("qpx iface %p: retired sub-endpoint %p failed: %s", iface,
                   sub_ep, ucs_status_string(status));
