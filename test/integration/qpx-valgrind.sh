@@ -4,7 +4,10 @@
 # each size class, payload checked) on qpx_rc, qpx_ud, qpx_dc and the
 # hybrid promoted at its first operation (its hold of RC messages until
 # SWITCHED), and the flood program on the hybrid with a pool of one QP
-# (promotions, demotions, transfers). A read of memory nothing wrote, a
+# (promotions, demotions, transfers); and UCP's active messages with a
+# user header, every size class to rendezvous (qpx_ucp_am.c, both
+# processes checking what they received), over the hybrid promoted at
+# once and over qpx_dc with qpx_ud. A read of memory nothing wrote, a
 # write out of bounds, a double free or a definite leak in either process
 # fails the case, with valgrind's report. This is how the hybrid's
 # rx_holds, left as ucs_class_malloc gave it, is found without waiting
@@ -51,4 +54,15 @@ VG_ENV="UCX_QPX_PROMOTE_THRESH=1" vg_run "qpx integrity, promoted at once" \
 VG_ENV="UCX_QPX_PROMOTE_THRESH=1 UCX_QPX_RC_POOL_SIZE=1 UCX_QPX_SWITCH_TIMEOUT=1s" \
     vg_run "qpx flood, 4 endpoints on a pool of 1" \
     "$QPX_TESTDIR/qpx_uct_flood" -x qpx -d "$QPX_DEV" -e 4 -n 2000
+
+if gcc -O1 -g -o "$TL_TMP/am" "$QPX_SRCDIR/test/integration/qpx_ucp_am.c" \
+        -lucp -lucs 2>"$TL_TMP/gcc.out"; then
+    ucp="UCX_NET_DEVICES=$QPX_DEV UCX_WARN_UNUSED_ENV_VARS=n"
+    VG_ENV="$ucp UCX_TLS=qpx,self UCX_QPX_PROMOTE_THRESH=1" \
+        vg_run "UCP AM over qpx, promoted at once" "$TL_TMP/am" 10
+    VG_ENV="$ucp UCX_TLS=qpx_dc,qpx_ud,self" \
+        vg_run "UCP AM over qpx_dc,qpx_ud" "$TL_TMP/am" 10
+else
+    qpx_fail "qpx_ucp_am.c does not build: $(head -n 1 "$TL_TMP/gcc.out")"
+fi
 qpx_finish
