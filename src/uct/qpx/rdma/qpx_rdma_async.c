@@ -455,14 +455,17 @@ ucs_status_t qpx_rdma_iface_async_start(qpx_rdma_iface_t *iface,
         return UCS_OK;
     }
 
+    /* Before the timer: its first round may run before the start returns
+     * (under valgrind it did, and blocked a NULL context) */
+    iface->async.ctx = ctx;
     status = qpx_iface_timer_start(&iface->super, idle,
                                    qpx_rdma_async_timer, iface,
                                    &iface->async.timer);
     if (status != UCS_OK) {
+        iface->async.ctx = NULL;
         return status;
     }
 
-    iface->async.ctx       = ctx;
     ops->ep_put_short      = qpx_rdma_async_ep_put_short;
     ops->ep_put_bcopy      = qpx_rdma_async_ep_put_bcopy;
     ops->ep_put_zcopy      = qpx_rdma_async_ep_put_zcopy;
