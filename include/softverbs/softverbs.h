@@ -56,6 +56,12 @@ extern "C" {
  * lost on the wire: reliable ones are sent again after the ACK timeout
  * (retry_cnt), a UC message is gone. */
 #define SOFTVERBS_ENV_RC_DROP      "SOFTVERBS_RC_DROP"
+/* Fault injection: a responder that completes a receive waits this long
+ * (e.g. "200ms", at most 1 s) between its checks of the target QP and the
+ * completion it writes: the window in which the target can be reset or
+ * destroyed meanwhile, made wide enough for a test to hit
+ * (conformance stress/reset_while_responding). */
+#define SOFTVERBS_ENV_RESP_DELAY   "SOFTVERBS_RESP_DELAY"
 /* The wire between ports (another port, HCA or host): a one-way delay,
  * e.g. "50us", and a probability that a request crossing it is lost;
  * each may add A-B=value items for the device slots A and B

@@ -44,8 +44,8 @@ void sv_comp_wqe(struct sv_qp *qp, struct sv_swqe *w,
         c.qp_num     = qp->shm->qpn;
         c.src_qp     = qp->sq_head;   /* retires up to here when polled */
         c.is_send    = 1;
-        c.cleaned    = 0;
-        c.pad        = 0;
+        c.cleaned    = SV_CQE_LIVE;
+        c.life       = qp->shm->life; /* the owner's: under its lock */
         c.wc_flags   = 0;
         c.slid       = 0;
         c.sl         = 0;
@@ -75,6 +75,7 @@ void sv_comp_flush_sq(struct sv_qp *qp)
         c.vendor_err = 0xf9;
         c.src_qp     = qp->sq_head;
         c.is_send    = 1;
+        c.life       = qp->shm->life;
         sv_cq_push(qp->scq->index, &c, NULL, 0);
         qp->sq_head++;
     }

@@ -101,6 +101,56 @@ static int sv_cq_clean_srq_wqe(struct sv_srq *srq, const struct sv_cqe *c)
     return ret;
 }
 
+/* The CQE in slot is of an ended life of its QP (qp: that QP, or NULL
+ * where it is gone or another process's): dropped (1), or, a receive whose
+ * SRQ WQE cannot be given back, turned into a flush (0), so that its
+ * buffer is not lost */
+static int sv_cq_clean_slot(struct sv_qp *qp, struct sv_cq_slot *slot)
+{
+    if (slot->h.is_send || (qp == NULL) || (qp->srq == NULL) ||
+        sv_cq_clean_srq_wqe(qp->srq, &slot->h)) {
+        slot->h.cleaned = SV_CQE_DROPPED;
+        return 1;
+    }
+    slot->h.cleaned  = SV_CQE_FLUSHED;
+    slot->h.status   = IBV_WC_WR_FLUSH_ERR;
+    slot->h.byte_len = 0;
+    slot->h.wc_flags = 0;
+    slot->h.inl_nsge = 0;
+    slot->h.inl_len  = 0;
+    return 0;
+}
+
+/*
+ * A CQE made for a life of its QP that has ended: a responder checked the
+ * QP's state before a reset and pushed after the reset's sweep (no lock of
+ * the reset's is taken on that path, sv_resp.c), or a producer had not yet
+ * published a slot the sweep stopped at. mlx5 finds none (the HCA writes
+ * no CQE for a QP in RESET, and __mlx5_cq_clean removes the rest); a QP
+ * pool's reused QP would see its former peer's message as its new peer's.
+ * Dropped here as the sweep would have (1), or kept as a flush (0); also
+ * where the QP was destroyed (mlx5_destroy_qp cleans its CQs).
+ */
+static int sv_cq_drop_stale(struct sv_cq_slot *slot)
+{
+    struct sv_shm_qp *s;
+    struct sv_qp *qp = NULL;
+
+    if (slot->h.cleaned == SV_CQE_FLUSHED) {
+        return 0;
+    }
+    s = sv_shm_qp_lookup(slot->h.qp_num);
+    /* acquire: pairs with the release store of a reset's new life */
+    if ((s != NULL) &&
+        (__atomic_load_n(&s->life, __ATOMIC_ACQUIRE) == slot->h.life)) {
+        return 0;
+    }
+    if ((s != NULL) && (s->pid == sv_g.pid)) {
+        qp = sv_qp((struct ibv_qp *)(uintptr_t)s->cookie);
+    }
+    return sv_cq_clean_slot(qp, slot);
+}
+
 /*
  * A QP of this process went to RESET: what its earlier life left in cq is
  * not returned, as rdma-core's mlx5 provider removes a reset QP's CQEs
@@ -125,23 +175,15 @@ void sv_cq_clean(struct sv_cq *cq, struct sv_qp *qp)
     for (h = ring->head; ; ++h) {
         slot = &cq->slots[h & (ring->size - 1)];
         /* acquire: pairs with the producer's release store of seq; a CQE
-         * published after this sweep is not the reset QP's any more */
+         * of the ended life published after this sweep (or behind a slot
+         * not yet published) is dropped when polled (sv_cq_drop_stale) */
         if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
             break;
         }
-        if ((slot->h.qp_num != qpn) || slot->h.cleaned) {
+        if ((slot->h.qp_num != qpn) || (slot->h.cleaned != SV_CQE_LIVE)) {
             continue;
         }
-        if (slot->h.is_send || (qp->srq == NULL) ||
-            sv_cq_clean_srq_wqe(qp->srq, &slot->h)) {
-            slot->h.cleaned = 1;
-        } else {
-            slot->h.status   = IBV_WC_WR_FLUSH_ERR;
-            slot->h.byte_len = 0;
-            slot->h.wc_flags = 0;
-            slot->h.inl_nsge = 0;
-            slot->h.inl_len  = 0;
-        }
+        (void)sv_cq_clean_slot(qp, slot);
     }
     pthread_mutex_unlock(&cq->lock);
 }
@@ -157,7 +199,7 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
     if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
     }
-    while (slot->h.cleaned) {
+    while ((slot->h.cleaned == SV_CQE_DROPPED) || sv_cq_drop_stale(slot)) {
         /* release: the slot is the producers' again (sv_cq_clean) */
         __atomic_store_n(&ring->head, ++h, __ATOMIC_RELEASE);
         slot = &cq->slots[h & (ring->size - 1)];

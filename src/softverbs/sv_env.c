@@ -90,6 +90,27 @@ static double sv_env_wire_time(const char *s, const char *end)
     return -1;
 }
 
+/* One duration (as SOFTVERBS_WIRE_DELAY's) of at most max_ns, in ns; 0
+ * when unset or malformed (named) */
+static uint64_t sv_env_delay(const char *name, double max_ns)
+{
+    const char *s = getenv(name);
+    char want[96];
+    double v;
+
+    if (s == NULL) {
+        return 0;
+    }
+    v = sv_env_wire_time(s, s + strlen(s));
+    if ((v < 0) || (v > max_ns)) {
+        snprintf(want, sizeof(want), "a delay (0, or a number with ns, us, "
+                 "ms or s, at most %g ms)", max_ns / 1e6);
+        sv_env_bad(name, s, want, "0");
+        return 0;
+    }
+    return (uint64_t)v;
+}
+
 /* A probability of SOFTVERBS_WIRE_LOSS, -1: malformed */
 static double sv_env_wire_prob(const char *s, const char *end)
 {
@@ -228,6 +249,7 @@ uint64_t sv_env_init(void)
     sv_g.ud_reorder = sv_env_prob(SOFTVERBS_ENV_UD_REORDER);
     sv_g.rc_read_reorder = sv_env_prob(SOFTVERBS_ENV_RC_READ_REORDER);
     sv_g.rc_drop    = sv_env_prob(SOFTVERBS_ENV_RC_DROP);
+    sv_g.resp_delay_ns = sv_env_delay(SOFTVERBS_ENV_RESP_DELAY, 1e9);
     sv_env_wire(SOFTVERBS_ENV_WIRE_DELAY,
                 "a delay (0, or a number with ns, us, ms or s, at most 10 s)"
                 " and/or A-B=delay items (device slots, A != B), comma-"

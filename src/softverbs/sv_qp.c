@@ -139,7 +139,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
      * would otherwise return completions whose wr_id names the freed
      * endpoint's buffers. libfabric's ofi_rxm crashed polling them after
      * closing its connections. A CQE a peer pushes between this sweep and
-     * the QP's release below still arrives, as with a reset (sv_cq_clean) */
+     * the QP's release below is dropped when polled, its QP gone
+     * (sv_cq_drop_stale) */
     if (qp->scq != NULL) {
         sv_cq_clean(qp->scq, qp);
     }

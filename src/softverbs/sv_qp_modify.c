@@ -416,6 +416,13 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a,
      * checked against cur above. The attributes above are visible to
      * requesters seeing the state */
     sv_qp_set_state(qp->shm, next, SV_QPS_ANY);
+    if (next == IBV_QPS_RESET) {
+        /* A new life, after the state: a responder that read the old life
+         * may still push a CQE once the sweep below has run; the poll
+         * drops it then (release: pairs with the responder's acquire) */
+        __atomic_store_n(&qp->shm->life, (uint8_t)(qp->shm->life + 1),
+                         __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&qp->lock);
 
     sv_qp_modify_finish(qp, cur, next);

@@ -105,6 +105,14 @@ struct sv_rwqe {
 };
 
 /* One completion in a CQ ring */
+/* What a reset or a destroy made of a CQE of its QP (sv_cq_clean) */
+enum sv_cqe_clean {
+    SV_CQE_LIVE    = 0,           /* as made: returned if its QP's life is */
+    SV_CQE_DROPPED = 1,           /* not returned */
+    SV_CQE_FLUSHED = 2            /* returned as a flush, whatever became of
+                                     its QP (its buffer is not lost) */
+};
+
 struct sv_cqe {
     uint64_t seq;                 /* slot index + 1 when valid */
     uint64_t wr_id;
@@ -123,8 +131,10 @@ struct sv_cqe {
     uint16_t inl_len;             /* payload carried in the slot (SEND) */
     uint8_t  inl_nsge;
     uint8_t  is_send;             /* send CQE: src_qp holds the SQ index */
-    uint8_t  cleaned;             /* its QP went to RESET: not returned */
-    uint8_t  pad;
+    uint8_t  cleaned;             /* enum sv_cqe_clean: its QP went to
+                                     RESET or away */
+    uint8_t  life;                /* its QP's life (sv_shm_qp.life) read
+                                     before the state that let it be made */
     uint32_t rq_pos;              /* receive: the WQE's ring position
                                      (sv_rwqe.pos), for sv_cq_clean */
 };
@@ -226,7 +236,11 @@ struct sv_shm_qp {
     uint64_t dc_key_violations;   /* DCT: requests dropped for a wrong key
                                      (any requester, atomic add) */
     /* RC, UC: the path's GRH (IBV_QP_AV), for RoCE's checks (sv_gid_route) */
-    uint8_t  av_is_global, av_sgid_index, av_pad[2];
+    uint8_t  av_is_global, av_sgid_index;
+    uint8_t  life;                /* lives so far: one more at each RESET,
+                                     stored after the state (sv_qp_modify.c);
+                                     a CQE of another life is stale */
+    uint8_t  av_pad;
     uint8_t  av_dgid[16];
     uint32_t av_pad2;
     /* XRC_RECV: domain slot + 1, handles holding it (lock; sv_xrc.c) */
@@ -352,6 +366,8 @@ struct sv_global {
     double     ud_drop, ud_reorder;
     double     rc_read_reorder; /* a write/send passes an earlier read */
     double     rc_drop;         /* a connected QP's request is lost */
+    uint64_t   resp_delay_ns;   /* SOFTVERBS_RESP_DELAY: before a
+                                   receive's CQE (sv_resp.c) */
     struct sv_wire wire;          /* SOFTVERBS_WIRE_DELAY, _LOSS */
     uint64_t   wire_due;          /* earliest due_ns a send queue's head
                                      waits for, 0: none (sv_wire_wait) */

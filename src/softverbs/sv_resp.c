@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------
  * State machine
@@ -55,6 +56,7 @@ struct sv_resp {
     enum ibv_wc_status  wqe_status;    /* set: complete the WQE with it */
     int                 to_err;        /* enum sv_resp_err */
     int                 event;         /* async event with it, or -1 */
+    uint8_t             life;          /* dq's, read before its state */
 };
 
 static int sv_resp_needs_wqe(uint32_t opcode)
@@ -89,6 +91,13 @@ static enum sv_resp_state sv_resp_after_checks(struct sv_resp *rs)
 static void sv_resp_set_error(struct sv_resp *rs, int event);
 static enum sv_resp_state sv_resp_st_check_qp(struct sv_resp *rs)
 {
+    /* The QP's life before its state: a reset between the check and the
+     * CQE's push (which takes no lock the reset takes) leaves a CQE of the
+     * old life, which the poll then drops (sv_cq_poll.c); read after the
+     * state it could carry the new one. acquire: pairs with the release
+     * store of the life after the state at a reset */
+    rs->life   = (rs->dq != NULL) ?
+                 __atomic_load_n(&rs->dq->life, __ATOMIC_ACQUIRE) : 0;
     rs->result = sv_resp_check_qp(rs->r, rs->dq);
     if (rs->result != SV_RESP_ACK) {
         return SV_RESPST_DONE;
@@ -238,6 +247,7 @@ static enum sv_resp_state sv_resp_st_get_wqe(struct sv_resp *rs)
     rs->cqe.wr_id  = rs->rw->wr_id;
     rs->cqe.rq_pos = rs->rw->pos;
     rs->cqe.qp_num = rs->dq->qpn;
+    rs->cqe.life   = rs->life;
     rs->cqe.opcode = (rs->w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ?
                      IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
     rs->cqe.src_qp = rs->r->qp->shm->qpn;
@@ -449,6 +459,15 @@ static enum sv_resp_state sv_resp_st_execute(struct sv_resp *rs)
 
 static enum sv_resp_state sv_resp_st_complete(struct sv_resp *rs)
 {
+    struct timespec ts;
+
+    if (SV_UNLIKELY(sv_g.resp_delay_ns != 0)) {
+        /* SOFTVERBS_RESP_DELAY: the target may be reset meanwhile */
+        ts.tv_sec  = (time_t)(sv_g.resp_delay_ns / 1000000000ull);
+        ts.tv_nsec = (long)(sv_g.resp_delay_ns % 1000000000ull);
+        while ((nanosleep(&ts, &ts) != 0) && (errno == EINTR)) {
+        }
+    }
     if (rs->to_err == SV_RESP_ERR_PENDING) {
         sv_resp_qp_set_err(rs); /* ERR is seen with the error CQE */
     }

@@ -109,12 +109,16 @@ void sv_rq_flush(struct sv_rq_hdr *rq, uint32_t cq_index, uint32_t qpn)
 {
     struct sv_rwqe *w = alloca(sizeof(*w) +
                                rq->max_sge * sizeof(struct ibv_sge));
+    struct sv_shm_qp *q = sv_shm_qp_lookup(qpn);
     struct sv_cqe c;
 
     memset(&c, 0, sizeof(c));
     c.status = IBV_WC_WR_FLUSH_ERR;
     c.opcode = IBV_WC_RECV;
     c.qp_num = qpn;
+    /* acquire: the life before the WQEs taken (a reset empties the ring
+     * before its life changes) */
+    c.life   = (q != NULL) ? __atomic_load_n(&q->life, __ATOMIC_ACQUIRE) : 0;
     while (sv_rq_take(rq, w)) {
         c.wr_id = w->wr_id;
         if (sv_cq_push(cq_index, &c, NULL, 0) < 0) {

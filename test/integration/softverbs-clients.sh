@@ -73,7 +73,8 @@ if want ibv_devices; then
     # Malformed SOFTVERBS_* values: named on stderr, the default kept (a
     # limit of 0 or a silently ignored policy would mislead a test)
     for e in SOFTVERBS_MAX_QP=abc SOFTVERBS_UD_DROP=2 SOFTVERBS_CAP_POLICY=nope \
-             SOFTVERBS_SHM_MB=-5 SOFTVERBS_RC_READ_REORDER=x; do
+             SOFTVERBS_SHM_MB=-5 SOFTVERBS_RC_READ_REORDER=x \
+             SOFTVERBS_RESP_DELAY=2s; do
         out=$(env "$e" timeout 10 ibv_devices 2>&1); rc=$?
         if [ $rc -eq 0 ] && echo "$out" | grep -q "^softverbs: ${e%%=*}='${e#*=}' is not" &&
            echo "$out" | grep -Eq "^[[:space:]]*$D[[:space:]]"; then

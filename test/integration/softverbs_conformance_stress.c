@@ -3,7 +3,8 @@
  * with writes, reads and sends in flight together; the same from several
  * threads of one process (each thread with its own QP and CQ). Every byte
  * read back and every message sequence is checked. Descriptors do not leak
- * over object lifetimes.
+ * over object lifetimes. A target QP reset while a responder completes a
+ * receive into it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SVT_ST_QPS     3
 #define SVT_ST_ITERS   2000
@@ -304,9 +306,90 @@ static void svt_case_fd_count(svt_proc_t *p)
               "%d after the first", svt_fd_count(), base);
 }
 
+static void *svt_st_late_send(void *arg)
+{
+    svt_ep_t *a = arg;
+
+    /* the responder runs in this post, and waits SOFTVERBS_RESP_DELAY
+     * between its checks of b and b's CQE */
+    if (svt_post_send(a, IBV_WR_SEND, 0, 16, 0, 0, 0, IBV_SEND_SIGNALED,
+                      10) != 0) {
+        return a;
+    }
+    return NULL;
+}
+
+/*
+ * The target of a SEND is reset (and connected again) while the responder
+ * is between its checks of the QP and the receive CQE it writes
+ * (SOFTVERBS_RESP_DELAY=300ms here): the reset's sweep finds nothing yet,
+ * and the CQE comes after it. mlx5 returns no completion of a QP's earlier
+ * life after a reset (the HCA writes none for a QP in RESET;
+ * __mlx5_cq_clean removes the rest), so the message must not be polled in
+ * the new life, as if the QP's new peer had sent it: a QP pool's reused
+ * QP (qpx_rc) would take it for its new endpoint's. Its SRQ WQE goes back
+ * to the SRQ, and the new life's first message lands in it.
+ */
+static void svt_case_reset_while_responding(svt_proc_t *p)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+    struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+    struct ibv_srq *srq;
+    struct ibv_recv_wr rwr, *rbad;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
+    svt_dev_t dev;
+    svt_ep_opts_t o;
+    svt_ep_t a, b;
+    svt_addr_t aa;
+    pthread_t tid;
+    void *ret;
+
+    (void)p;
+    svt_dev_open(&dev);
+    SVT_NN(srq, ibv_create_srq(dev.pd, &sa));
+    svt_ep_opts_init(&o, IBV_QPT_RC);
+    o.srq = srq;
+    svt_ep_local_pair(&dev, &o, &a, &b);
+    svt_ep_addr(&a, &aa);
+    sge = (struct ibv_sge){(uintptr_t)b.buf + 256, 64, b.mr->lkey};
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.wr_id   = 200;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    SVT_OK(ibv_post_srq_recv(srq, &rwr, &rbad));
+
+    svt_fill(a.buf, 16, 31);
+    SVT_CHECK(pthread_create(&tid, NULL, svt_st_late_send, &a) == 0,
+              "pthread_create");
+    usleep(100000); /* the responder waits for its CQE */
+    SVT_OK(ibv_modify_qp(b.qp, &reset, IBV_QP_STATE));
+    svt_ep_connect(&b, &aa);
+    SVT_CHECK(pthread_join(tid, &ret) == 0, "pthread_join");
+    SVT_CHECK(ret == NULL, "the send was not posted");
+    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 10, NULL);
+    /* the earlier life's message is not the new life's */
+    svt_expect_no_wc(b.cq, 50);
+
+    svt_fill(a.buf, 16, 32);
+    SVT_OK(svt_post_send(&a, IBV_WR_SEND, 0, 16, 0, 0, 0, IBV_SEND_SIGNALED,
+                         11));
+    svt_expect_wc(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 11, NULL);
+    svt_expect_wc(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 200, &wc);
+    SVT_CHECK(wc.byte_len == 16, "received %u bytes", wc.byte_len);
+    svt_pattern_check(b.buf + 256, 16, 32, "the new life's message in the "
+                      "SRQ WQE given back");
+    svt_ep_destroy(&a);
+    svt_ep_destroy(&b);
+    SVT_OK(ibv_destroy_srq(srq));
+    svt_dev_close(&dev);
+}
+
 const svt_case_t svt_cases_stress[] = {
     {"stress/qps_on_shared_cq", svt_case_mixed, 2, 0, 30},
     {"stress/threads", svt_case_threads, 2, 0, 30},
     {"stress/fd_count", svt_case_fd_count, 1, 0, 30},
+    {"stress/reset_while_responding", svt_case_reset_while_responding, 1, 0,
+     30, "SOFTVERBS_RESP_DELAY=300ms"},
     {NULL}
 };
