@@ -335,8 +335,6 @@ static void svt_case_reset_while_responding(svt_proc_t *p)
     struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
     struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
     struct ibv_srq *srq;
-    struct ibv_recv_wr rwr, *rbad;
-    struct ibv_sge sge;
     struct ibv_wc wc;
     svt_dev_t dev;
     svt_ep_opts_t o;
@@ -352,12 +350,7 @@ static void svt_case_reset_while_responding(svt_proc_t *p)
     o.srq = srq;
     svt_ep_local_pair(&dev, &o, &a, &b);
     svt_ep_addr(&a, &aa);
-    sge = (struct ibv_sge){(uintptr_t)b.buf + 256, 64, b.mr->lkey};
-    memset(&rwr, 0, sizeof(rwr));
-    rwr.wr_id   = 200;
-    rwr.sg_list = &sge;
-    rwr.num_sge = 1;
-    SVT_OK(ibv_post_srq_recv(srq, &rwr, &rbad));
+    svt_post_recv(&b, 256, 64, 200); /* to b's SRQ */
 
     svt_fill(a.buf, 16, 31);
     SVT_CHECK(pthread_create(&tid, NULL, svt_st_late_send, &a) == 0,
