@@ -49,10 +49,10 @@ static void sv_cq_progress(struct sv_cq *cq)
 }
 
 /* A send WQE frees its slot when its completion (or a later one of the
- * same QP) is polled, as on an HCA */
-static void sv_cq_retire(struct sv_cqe *c)
+ * same QP) is polled, as on an HCA; s: its QP's registry entry, NULL
+ * when gone (sv_cq_drop_stale looked it up) */
+static void sv_cq_retire(struct sv_shm_qp *s, struct sv_cqe *c)
 {
-    struct sv_shm_qp *s = sv_shm_qp_lookup(c->qp_num);
     struct sv_qp *qp;
 
     if ((s != NULL) && (s->pid == sv_g.pid)) {
@@ -129,17 +129,21 @@ static int sv_cq_clean_slot(struct sv_qp *qp, struct sv_cq_slot *slot)
  * no CQE for a QP in RESET, and __mlx5_cq_clean removes the rest); a QP
  * pool's reused QP would see its former peer's message as its new peer's.
  * Dropped here as the sweep would have (1), or kept as a flush (0); also
- * where the QP was destroyed (mlx5_destroy_qp cleans its CQs).
+ * where the QP was destroyed (mlx5_destroy_qp cleans its CQs). *s_p: the
+ * QP's registry entry, NULL when gone (a flush's is not looked up), for
+ * sv_cq_retire: one lookup a CQE.
  */
-static int sv_cq_drop_stale(struct sv_cq_slot *slot)
+static int sv_cq_drop_stale(struct sv_cq_slot *slot, struct sv_shm_qp **s_p)
 {
     struct sv_shm_qp *s;
     struct sv_qp *qp = NULL;
 
+    *s_p = NULL;
     if (slot->h.cleaned == SV_CQE_FLUSHED) {
         return 0;
     }
-    s = sv_shm_qp_lookup(slot->h.qp_num);
+    s    = sv_shm_qp_lookup(slot->h.qp_num);
+    *s_p = s;
     /* acquire: pairs with the release store of a reset's new life */
     if ((s != NULL) &&
         (__atomic_load_n(&s->life, __ATOMIC_ACQUIRE) == slot->h.life)) {
@@ -193,13 +197,15 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
     struct sv_cq_hdr *ring = cq->ring;
     uint64_t h = ring->head;
     struct sv_cq_slot *slot = &cq->slots[h & (ring->size - 1)];
+    struct sv_shm_qp *s = NULL;
     uint32_t i, off = 0, n;
 
     /* acquire: pairs with the producer's release store of seq */
     if (__atomic_load_n(&slot->h.seq, __ATOMIC_ACQUIRE) != h + 1) {
         return 0;
     }
-    while ((slot->h.cleaned == SV_CQE_DROPPED) || sv_cq_drop_stale(slot)) {
+    while ((slot->h.cleaned == SV_CQE_DROPPED) ||
+           sv_cq_drop_stale(slot, &s)) {
         /* release: the slot is the producers' again (sv_cq_clean) */
         __atomic_store_n(&ring->head, ++h, __ATOMIC_RELEASE);
         slot = &cq->slots[h & (ring->size - 1)];
@@ -220,7 +226,7 @@ static int sv_cq_pop(struct sv_cq *cq, struct sv_cqe *out)
     /* release: slot fully read before producers may reuse it */
     __atomic_store_n(&ring->head, h + 1, __ATOMIC_RELEASE);
     if (out->is_send) {
-        sv_cq_retire(out);
+        sv_cq_retire(s, out); /* a send CQE is never a flush: s looked up */
     }
     return 1;
 }
